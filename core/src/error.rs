@@ -1,0 +1,232 @@
+//! One error type for every backend, in ZooKeeper's vocabulary, with its retry meaning.
+//!
+//! A caller of a coordination service has to answer one question after a failure: *did my
+//! request take effect?* [`Error::class`] answers it:
+//!
+//! - [`ErrorClass::Rejected`]: nothing changed. The request was refused (by the server, or by
+//!   the client before anything was sent); retrying the same request fails the same way unless
+//!   the world changes first.
+//! - [`ErrorClass::Indeterminate`]: the request may or may not have been applied (the connection
+//!   dropped while it was in flight). Retry only what is idempotent; anything else (a sequential
+//!   create, an unversioned write) must first find out what happened, for example by looking for
+//!   its GUID-prefixed node.
+//! - [`ErrorClass::SessionLost`]: the session is gone and, with it, every ephemeral node and
+//!   watch it held. This is terminal for the handle: locks are lost, transactions abort; a new
+//!   session is needed.
+
+use std::time::Duration;
+
+/// The result type of every coordination operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What an error means for a retry; see the [module docs](self).
+///
+/// ```
+/// use avout::{Error, ErrorClass};
+/// assert_eq!(Error::ConnectionLoss.class(), ErrorClass::Indeterminate);
+/// assert_eq!(Error::SessionExpired.class(), ErrorClass::SessionLost);
+/// assert_eq!(Error::NoNode { path: "/a".into() }.class(), ErrorClass::Rejected);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ErrorClass {
+    /// Nothing changed; the request was refused.
+    Rejected,
+    /// The request may or may not have taken effect.
+    Indeterminate,
+    /// The session, its ephemeral nodes and its watches are gone.
+    SessionLost,
+}
+
+/// An error from a coordination backend.
+///
+/// Variants carry the path they concern where there is one, so that messages say what failed.
+/// Match on the variant for the reason and call [`Error::class`] for the retry meaning.
+///
+/// ```
+/// use avout::{Error, ErrorClass};
+/// let e = Error::BadVersion { path: "/counter".into() };
+/// assert!(e.is_rejected());
+/// assert_eq!(e.to_string(), "version mismatch at /counter");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The node does not exist (or, for a create, its parent does not).
+    #[error("no node at {path}")]
+    NoNode {
+        /// The path of the request.
+        path: String,
+    },
+    /// A node already exists at the path.
+    #[error("node already exists at {path}")]
+    NodeExists {
+        /// The path of the request.
+        path: String,
+    },
+    /// The node's version is not the expected one.
+    #[error("version mismatch at {path}")]
+    BadVersion {
+        /// The path of the request.
+        path: String,
+    },
+    /// The node has children and cannot be deleted.
+    #[error("node {path} has children")]
+    NotEmpty {
+        /// The path of the request.
+        path: String,
+    },
+    /// Ephemeral nodes cannot have children.
+    #[error("cannot create {path}: its parent is ephemeral")]
+    NoChildrenForEphemerals {
+        /// The path of the request.
+        path: String,
+    },
+    /// The node's ACL does not let this session do that.
+    #[error("not authorised for {path}")]
+    NoAuth {
+        /// The path of the request.
+        path: String,
+    },
+    /// The ACL given is invalid (empty, or naming an unknown scheme or an unauthenticated
+    /// identity).
+    #[error("invalid ACL for {path}")]
+    InvalidAcl {
+        /// The path of the request.
+        path: String,
+    },
+    /// The path is not a valid ZooKeeper path; refused before anything was sent.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The offending path.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The data exceeds ZooKeeper's limit; refused before anything was sent.
+    #[error("{len} bytes for {path} exceed ZooKeeper's limit of {limit} bytes")]
+    DataTooLarge {
+        /// The path of the request.
+        path: String,
+        /// The size of the data.
+        len: usize,
+        /// The largest size accepted, [`MAX_DATA_LEN`](crate::MAX_DATA_LEN).
+        limit: usize,
+    },
+    /// The arguments are inconsistent (for example an empty `multi`, or deleting the root).
+    #[error("bad arguments: {0}")]
+    BadArguments(String),
+    /// The connection dropped while the request was in flight (or before it could be sent).
+    #[error("connection lost")]
+    ConnectionLoss,
+    /// The request timed out before a reply came.
+    #[error("operation timed out")]
+    OperationTimeout,
+    /// No server of the connect string could be reached to establish a session.
+    #[error("cannot reach ZooKeeper at {servers} within {timeout:?}")]
+    Unreachable {
+        /// The connect string.
+        servers: String,
+        /// How long the client tried.
+        timeout: Duration,
+    },
+    /// The session has expired; its ephemerals and watches are gone.
+    #[error("session expired")]
+    SessionExpired,
+    /// The session was moved to another server by another connection.
+    #[error("session moved")]
+    SessionMoved,
+    /// The handle was closed.
+    #[error("session closed")]
+    Closed,
+    /// Authentication failed; the session is unusable.
+    #[error("authentication failed")]
+    AuthFailed,
+    /// One operation of a `multi` failed, so none was applied.
+    #[error("multi failed at operation {index}: {source}")]
+    Multi {
+        /// Index of the first failing operation.
+        index: usize,
+        /// Why it failed.
+        source: Box<Error>,
+    },
+    /// The server does not support the request.
+    #[error("unimplemented by the server: {0}")]
+    Unimplemented(String),
+    /// Anything else the backend reported, with its own words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// The retry meaning of the error; see the [module docs](self).
+    ///
+    /// ```
+    /// use avout::{Error, ErrorClass};
+    /// let e = Error::Multi { index: 1, source: Box::new(Error::ConnectionLoss) };
+    /// assert_eq!(e.class(), ErrorClass::Indeterminate);
+    /// ```
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::ConnectionLoss | Error::OperationTimeout | Error::Other(_) => {
+                ErrorClass::Indeterminate
+            }
+            Error::SessionExpired | Error::SessionMoved | Error::Closed | Error::AuthFailed => {
+                ErrorClass::SessionLost
+            }
+            Error::Multi { source, .. } => source.class(),
+            Error::NoNode { .. }
+            | Error::NodeExists { .. }
+            | Error::BadVersion { .. }
+            | Error::NotEmpty { .. }
+            | Error::NoChildrenForEphemerals { .. }
+            | Error::NoAuth { .. }
+            | Error::InvalidAcl { .. }
+            | Error::InvalidPath { .. }
+            | Error::DataTooLarge { .. }
+            | Error::BadArguments(_)
+            | Error::Unreachable { .. }
+            | Error::Unimplemented(_) => ErrorClass::Rejected,
+        }
+    }
+
+    /// Nothing changed.
+    ///
+    /// ```
+    /// assert!(avout::Error::NodeExists { path: "/a".into() }.is_rejected());
+    /// ```
+    pub fn is_rejected(&self) -> bool {
+        self.class() == ErrorClass::Rejected
+    }
+
+    /// The request may or may not have taken effect.
+    ///
+    /// ```
+    /// assert!(avout::Error::ConnectionLoss.is_indeterminate());
+    /// ```
+    pub fn is_indeterminate(&self) -> bool {
+        self.class() == ErrorClass::Indeterminate
+    }
+
+    /// The session is gone; the handle cannot be used again.
+    ///
+    /// ```
+    /// assert!(avout::Error::Closed.is_session_lost());
+    /// ```
+    pub fn is_session_lost(&self) -> bool {
+        self.class() == ErrorClass::SessionLost
+    }
+
+    /// The error itself, or for a failed `multi` the error of the operation that failed.
+    ///
+    /// ```
+    /// use avout::Error;
+    /// let e = Error::Multi { index: 0, source: Box::new(Error::BadVersion { path: "/a".into() }) };
+    /// assert!(matches!(e.root(), Error::BadVersion { .. }));
+    /// ```
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Multi { source, .. } => source.root(),
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! # avout
+//!
+//! Distributed, extensible versions of Clojure's atoms, refs (an MVCC STM) and locks, plus
+//! ZooKeeper's recipes, written once against the [`Coordination`] trait. The trait runs on a
+//! real ZooKeeper ensemble ([`zk::ZkClient`], feature `zookeeper`) and on the deterministic
+//! simulated ZooKeeper of the `avout-sim-zk` crate, where faults are injected and failing
+//! schedules replay bit for bit.
+//!
+//! ## Errors and retries
+//!
+//! Every operation fails with one [`Error`], whose [`Error::class`] says whether the request
+//! was *rejected* (nothing changed), is *indeterminate* (it may have been applied: retry only
+//! what is idempotent) or whether the *session was lost* (ephemerals and watches are gone).
+//!
+//! ```
+//! use avout::{Coordination, CoordinationExt, CreateMode, Error, ErrorClass};
+//!
+//! async fn register<C: Coordination>(zk: &C, name: &str) -> Result<String, Error> {
+//!     zk.ensure_path("/members").await?;
+//!     match zk.create_ephemeral(&format!("/members/{name}"), b"up").await {
+//!         Err(e) if e.class() == ErrorClass::Indeterminate => {
+//!             // The create may have happened: an ephemeral we own is ours to keep.
+//!             match zk.exists(&format!("/members/{name}")).await? {
+//!                 Some(stat) if stat.ephemeral_owner == zk.session().id.0 => Ok(format!("/members/{name}")),
+//!                 _ => Err(e),
+//!             }
+//!         }
+//!         other => other,
+//!     }
+//! }
+//! ```
+
+mod coord;
+mod error;
+mod ext;
+mod node;
+mod op;
+pub mod path;
+mod session;
+mod sync;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+mod watch;
+#[cfg(feature = "zookeeper")]
+pub mod zk;
+
+
+pub use coord::{Coordination, OpFuture};
+pub use error::{Error, ErrorClass, Result};
+pub use ext::CoordinationExt;
+pub use node::{Acl, CreateMode, CreateOptions, Perms, Stat};
+pub use op::{Op, OpResult};
+pub use path::MAX_DATA_LEN;
+pub use session::{SessionId, SessionInfo, SessionState, SessionStatePublisher, SessionStates};
+pub use watch::{EventKind, Watch, WatchSender, WatchedEvent};

@@ -1,0 +1,170 @@
+//! The operations of a `multi`: all applied, in order and atomically, or none.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CreateMode, CreateOptions, Stat};
+
+/// One operation of a [`Coordination::multi`](crate::Coordination::multi).
+///
+/// ```
+/// use avout::{CreateMode, Op};
+/// let ops = [
+///     Op::check("/config", Some(3)),
+///     Op::create("/jobs/j-", b"payload".to_vec(), CreateMode::PersistentSequential),
+/// ];
+/// assert_eq!(ops[0].path(), "/config");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// Fails unless the node exists with the given version (`None`: any version).
+    Check {
+        /// The node.
+        path: String,
+        /// The version it must have.
+        version: Option<i32>,
+    },
+    /// Creates a node.
+    Create {
+        /// The node (or, for a sequential node, the prefix of its name).
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Its mode and ACL.
+        options: CreateOptions,
+    },
+    /// Sets a node's data.
+    SetData {
+        /// The node.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// The version it must have (`None`: any version).
+        version: Option<i32>,
+    },
+    /// Deletes a node.
+    Delete {
+        /// The node.
+        path: String,
+        /// The version it must have (`None`: any version).
+        version: Option<i32>,
+    },
+}
+
+impl Op {
+    /// A version check.
+    ///
+    /// ```
+    /// assert!(matches!(avout::Op::check("/a", None), avout::Op::Check { .. }));
+    /// ```
+    pub fn check(path: impl Into<String>, version: Option<i32>) -> Op {
+        Op::Check {
+            path: path.into(),
+            version,
+        }
+    }
+
+    /// A create with the default ACL.
+    ///
+    /// ```
+    /// let op = avout::Op::create("/a", vec![], avout::CreateMode::Ephemeral);
+    /// assert_eq!(op.path(), "/a");
+    /// ```
+    pub fn create(path: impl Into<String>, data: Vec<u8>, mode: CreateMode) -> Op {
+        Op::Create {
+            path: path.into(),
+            data,
+            options: CreateOptions::new(mode),
+        }
+    }
+
+    /// A data update.
+    ///
+    /// ```
+    /// let op = avout::Op::set_data("/a", b"x".to_vec(), Some(0));
+    /// assert_eq!(op.path(), "/a");
+    /// ```
+    pub fn set_data(path: impl Into<String>, data: Vec<u8>, version: Option<i32>) -> Op {
+        Op::SetData {
+            path: path.into(),
+            data,
+            version,
+        }
+    }
+
+    /// A delete.
+    ///
+    /// ```
+    /// assert_eq!(avout::Op::delete("/a", Some(1)).path(), "/a");
+    /// ```
+    pub fn delete(path: impl Into<String>, version: Option<i32>) -> Op {
+        Op::Delete {
+            path: path.into(),
+            version,
+        }
+    }
+
+    /// The path the operation concerns.
+    ///
+    /// ```
+    /// assert_eq!(avout::Op::check("/x", None).path(), "/x");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Check { path, .. }
+            | Op::Create { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Delete { path, .. } => path,
+        }
+    }
+
+    /// Checks the operation's path and data as the backend would, before anything is sent.
+    ///
+    /// ```
+    /// assert!(avout::Op::check("no-slash", None).validate().is_err());
+    /// ```
+    pub fn validate(&self) -> crate::Result<()> {
+        match self {
+            Op::Check { path, .. } | Op::Delete { path, .. } => {
+                crate::path::validate_path(path, false)
+            }
+            Op::SetData { path, data, .. } => {
+                crate::path::validate_path(path, false)?;
+                crate::path::validate_data(path, data)
+            }
+            Op::Create {
+                path,
+                data,
+                options,
+            } => {
+                crate::path::validate_path(path, options.mode.is_sequential())?;
+                crate::path::validate_data(path, data)
+            }
+        }
+    }
+}
+
+/// The result of one successful operation of a `multi`.
+///
+/// ZooKeeper 3.8 returns no valid [`Stat`] for a create inside a `multi`, so none is offered.
+///
+/// ```
+/// let r = avout::OpResult::Create { path: "/jobs/j-0000000000".into() };
+/// assert!(matches!(r, avout::OpResult::Create { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OpResult {
+    /// The check passed.
+    Check,
+    /// The node was created at this path (with its sequence suffix, if sequential).
+    Create {
+        /// The created node's path.
+        path: String,
+    },
+    /// The data was set.
+    SetData {
+        /// The node's new metadata.
+        stat: Stat,
+    },
+    /// The node was deleted.
+    Delete,
+}

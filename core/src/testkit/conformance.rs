@@ -1,0 +1,1 @@
+//! The backend conformance suite (placeholder until written).

@@ -1,0 +1,1 @@
+//! Real ZooKeeper servers for tests (placeholder until written).

@@ -1,0 +1,1 @@
+//! The production backend over the `zookeeper-client` crate (placeholder until written).
