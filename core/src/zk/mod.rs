@@ -1,1 +1,596 @@
-//! The production backend over the `zookeeper-client` crate (placeholder until written).
+//! The production backend: a real ZooKeeper ensemble through the `zookeeper-client` crate.
+//!
+//! [`ZkClient`] is one ZooKeeper session. Every operation validates its input client-side, is
+//! sent when the method is called (so successive calls pipeline, and the server applies them in
+//! call order), and maps the client's errors to [`Error`] so that the retry meaning is explicit:
+//! a connection that drops mid-request, including the `ConnectionReset` a killed server
+//! produces, is [`Error::ConnectionLoss`] (indeterminate), never a silent success or failure.
+//!
+//! # Connection loss and session expiry
+//!
+//! While the client fails over between the servers of the connect string, requests in flight
+//! fail with [`Error::ConnectionLoss`] and the session state goes to
+//! [`SessionState::Disconnected`] and back to [`SessionState::Connected`]; the session, its
+//! ephemerals and its watches survive if a server is reached within the session timeout. If
+//! not, the state becomes [`SessionState::Expired`], every later call fails with
+//! [`Error::SessionExpired`], and a new [`ZkClient`] is needed. The client also declares the
+//! session expired by itself when it has heard nothing from any server for 1.4 times the
+//! session timeout, so a partitioned client learns of its expiry without a server telling it.
+//!
+//! # Access control
+//!
+//! [`ZkConfig::with_digest`] authenticates the session; [`ZkConfig::with_default_acl`] sets the
+//! ACL of nodes created without one, so a deployment can keep other clients away from every
+//! node it creates (for example with [`Acl::creator_all`]).
+
+mod convert;
+
+use std::sync::Arc as StdArc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use zookeeper_client as zk;
+
+use crate::sync::{Mutex, lock};
+use crate::{
+    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, Result, SessionId,
+    SessionInfo, SessionState, SessionStatePublisher, SessionStates, Stat, Watch, path,
+};
+use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_state, from_zk_stat, to_zk_acls};
+
+/// How to reach a ZooKeeper ensemble.
+///
+/// ```
+/// use std::time::Duration;
+/// use avout::{Acl, zk::ZkConfig};
+///
+/// let config = ZkConfig::new("10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/my-app")
+///     .with_session_timeout(Duration::from_secs(6))
+///     .with_digest("app", "secret")
+///     .with_default_acl(Acl::creator_all());
+/// assert_eq!(config.session_timeout, Duration::from_secs(6));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkConfig {
+    /// Comma-separated `host:port` list, optionally followed by a chroot path (`/my-app`) under
+    /// which every path of the session lives. The chroot node must exist.
+    pub connect: String,
+    /// The session timeout to ask for; the server bounds it to between 2 and 20 ticks.
+    pub session_timeout: Duration,
+    /// How long [`ZkClient::connect`] tries before failing with [`Error::Unreachable`].
+    pub connect_timeout: Duration,
+    /// Authentication sent when the session is established: (scheme, credentials).
+    pub auth: Vec<(String, Vec<u8>)>,
+    /// The ACL of nodes created without an explicit one.
+    pub default_acl: Vec<Acl>,
+}
+
+impl ZkConfig {
+    /// A configuration with a 10 s session timeout, a 10 s connect timeout, no
+    /// authentication and the open ACL.
+    ///
+    /// ```
+    /// let config = avout::zk::ZkConfig::new("127.0.0.1:2181");
+    /// assert_eq!(config.default_acl, avout::Acl::open_unsafe());
+    /// ```
+    pub fn new(connect: impl Into<String>) -> Self {
+        ZkConfig {
+            connect: connect.into(),
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            auth: Vec::new(),
+            default_acl: Acl::open_unsafe(),
+        }
+    }
+
+    /// Sets the session timeout to ask for.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4));
+    /// assert_eq!(c.session_timeout.as_secs(), 4);
+    /// ```
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Sets how long connecting may take.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_connect_timeout(Duration::from_secs(1));
+    /// assert_eq!(c.connect_timeout.as_secs(), 1);
+    /// ```
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Authenticates the session with ZooKeeper's `digest` scheme as `user:password`.
+    ///
+    /// ```
+    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_digest("app", "secret");
+    /// assert_eq!(c.auth[0], ("digest".to_string(), b"app:secret".to_vec()));
+    /// ```
+    pub fn with_digest(mut self, user: &str, password: &str) -> Self {
+        self.auth
+            .push(("digest".into(), format!("{user}:{password}").into_bytes()));
+        self
+    }
+
+    /// Sets the ACL of nodes created without one.
+    ///
+    /// ```
+    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_default_acl(avout::Acl::creator_all());
+    /// assert_eq!(c.default_acl[0].scheme, "auth");
+    /// ```
+    pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.default_acl = acl;
+        self
+    }
+}
+
+/// One session with a real ZooKeeper ensemble; see the [module docs](self).
+///
+/// Dropping the client closes the session.
+///
+/// ```no_run
+/// use avout::{Coordination, CoordinationExt, CreateMode};
+/// use avout::zk::{ZkClient, ZkConfig};
+///
+/// # async fn demo() -> avout::Result<()> {
+/// let zk = ZkClient::connect(&ZkConfig::new("127.0.0.1:2181")).await?;
+/// zk.ensure_path("/app").await?;
+/// let (path, _) = zk.create("/app/worker-", b"up", &CreateMode::EphemeralSequential.into()).await?;
+/// let (data, stat) = zk.get_data(&path).await?;
+/// assert_eq!(data, b"up");
+/// assert_eq!(stat.ephemeral_owner, zk.session().id.0);
+/// # Ok(()) }
+/// ```
+pub struct ZkClient {
+    client: zk::Client,
+    config: ZkConfig,
+    info: SessionInfo,
+    default_acl: Vec<zk::Acl>,
+    states: SessionStatePublisher,
+    /// Set once `close` has begun, so that later calls fail with `Closed` at once.
+    closed: Mutex<bool>,
+    forwarder: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ZkClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkClient")
+            .field("connect", &self.config.connect)
+            .field("session", &self.info.id)
+            .field("state", &self.states.current())
+            .finish()
+    }
+}
+
+impl Drop for ZkClient {
+    fn drop(&mut self) {
+        self.forwarder.abort();
+    }
+}
+
+impl ZkClient {
+    /// Establishes a session. Must be called within a tokio runtime.
+    ///
+    /// Fails with [`Error::Unreachable`] if no server answers within
+    /// [`ZkConfig::connect_timeout`], [`Error::AuthFailed`] if authentication is refused, and
+    /// [`Error::BadArguments`] for a malformed connect string.
+    ///
+    /// ```no_run
+    /// # async fn demo() {
+    /// use avout::zk::{ZkClient, ZkConfig};
+    /// match ZkClient::connect(&ZkConfig::new("127.0.0.1:1")).await {
+    ///     Err(avout::Error::Unreachable { servers, .. }) => eprintln!("nobody at {servers}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn connect(config: &ZkConfig) -> Result<ZkClient> {
+        let client = Self::open(config, None).await?;
+        let info = SessionInfo {
+            id: SessionId(client.session_id().0),
+            timeout: client.session_timeout(),
+        };
+        let states = SessionStatePublisher::new(SessionState::Connected);
+        let mut watcher = client.state_watcher();
+        let publisher = states.clone();
+        let forwarder = tokio::spawn(async move {
+            loop {
+                let state = from_zk_state(watcher.changed().await);
+                publisher.publish(state);
+                if state.is_terminal() {
+                    break;
+                }
+            }
+        });
+        Ok(ZkClient {
+            default_acl: to_zk_acls(&config.default_acl),
+            client,
+            config: config.clone(),
+            info,
+            states,
+            closed: Mutex::new(false),
+            forwarder,
+        })
+    }
+
+    async fn open(config: &ZkConfig, session: Option<zk::SessionInfo>) -> Result<zk::Client> {
+        let mut connector = zk::Client::connector()
+            .with_session_timeout(config.session_timeout)
+            .with_connection_timeout(config.connect_timeout);
+        for (scheme, credentials) in &config.auth {
+            connector = connector.with_auth(scheme, credentials);
+        }
+        if let Some(session) = session {
+            connector = connector.with_session(session);
+        }
+        let unreachable = || Error::Unreachable {
+            servers: config.connect.clone(),
+            timeout: config.connect_timeout,
+        };
+        match tokio::time::timeout(config.connect_timeout, connector.connect(&config.connect)).await
+        {
+            Err(_elapsed) => Err(unreachable()),
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(unreachable()),
+            Ok(Err(e)) => Err(from_zk_error(e, "")),
+        }
+    }
+
+    /// The underlying `zookeeper-client` handle, for what the trait does not cover.
+    ///
+    /// ```no_run
+    /// # async fn demo(zk: &avout::zk::ZkClient) {
+    /// println!("chroot: {:?}", zk.raw().path());
+    /// # }
+    /// ```
+    pub fn raw(&self) -> &zk::Client {
+        &self.client
+    }
+
+    /// The configuration this client connected with.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: &avout::zk::ZkClient) {
+    /// println!("{}", zk.config().connect);
+    /// # }
+    /// ```
+    pub fn config(&self) -> &ZkConfig {
+        &self.config
+    }
+
+    /// Makes the service expire this session, for tests of expiry handling: it opens a second
+    /// connection on the same session and closes it (the technique of Curator's
+    /// `KillSession`), then waits until this client has seen [`SessionState::Expired`].
+    ///
+    /// ```no_run
+    /// # async fn demo(zk: &avout::zk::ZkClient) -> avout::Result<()> {
+    /// use avout::Coordination;
+    /// zk.expire_session().await?;
+    /// assert!(matches!(zk.get_data("/").await, Err(avout::Error::SessionExpired)));
+    /// # Ok(()) }
+    /// ```
+    pub async fn expire_session(&self) -> Result<()> {
+        self.end_session_remotely().await
+    }
+
+    /// Closes the session from a second connection and waits until this one has learnt of it.
+    ///
+    /// The client of this crate closes a session only when every handle is dropped, and a
+    /// `&self` method cannot drop it; a second connection attached to the session can close it.
+    /// Attaching moves the session away from this connection, and this client may take it
+    /// back by reconnecting before the close arrives, so the attempt is repeated until this
+    /// client reports the session gone.
+    async fn end_session_remotely(&self) -> Result<()> {
+        let mut watcher = self.client.state_watcher();
+        for _ in 0..10 {
+            if watcher.peek_state() == zk::SessionState::Expired {
+                return Ok(());
+            }
+            let second = Self::open(&self.config, Some(self.client.session().clone())).await?;
+            drop(second);
+            let wait = self.info.timeout.max(Duration::from_secs(1));
+            let ended = tokio::time::timeout(wait, async {
+                loop {
+                    if matches!(
+                        watcher.changed().await,
+                        zk::SessionState::Expired | zk::SessionState::Closed
+                    ) {
+                        break;
+                    }
+                }
+            })
+            .await;
+            if ended.is_ok() {
+                return Ok(());
+            }
+        }
+        Err(Error::Other(format!(
+            "session {} could not be ended from a second connection",
+            self.info.id
+        )))
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if *lock(&self.closed) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn create_options<'a>(
+        &'a self,
+        options: &CreateOptions,
+        acl: &'a [zk::Acl],
+    ) -> zk::CreateOptions<'a> {
+        let acls = if options.acl.is_some() {
+            zk::Acls::new(acl)
+        } else {
+            zk::Acls::new(&self.default_acl)
+        };
+        convert::to_zk_mode(options.mode).with_acls(acls)
+    }
+}
+
+/// A reply future and the path string it borrows; `reply` MUST stay the first field so that
+/// it is dropped before `path`.
+struct PathBorrowingReply<'a, T> {
+    reply: futures::future::BoxFuture<'a, std::result::Result<T, zk::Error>>,
+    path: StdArc<str>,
+}
+
+/// An already-failed operation: bad input never reaches the server.
+fn refused<'a, T: Send + 'a>(error: Error) -> OpFuture<'a, T> {
+    futures::future::ready(Err(error)).boxed()
+}
+
+macro_rules! check {
+    ($self:ident, $($check:expr),*) => {
+        if let Err(e) = $self.check_open() $(.and_then(|()| $check))* {
+            return refused(e);
+        }
+    };
+}
+
+impl Coordination for ZkClient {
+    fn session(&self) -> SessionInfo {
+        self.info
+    }
+
+    fn session_states(&self) -> SessionStates {
+        self.states.subscribe()
+    }
+
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> OpFuture<'_, (String, Stat)> {
+        check!(
+            self,
+            path::validate_path(path, options.mode.is_sequential()),
+            path::validate_data(path, data)
+        );
+        let acl = options.acl.as_deref().map(to_zk_acls).unwrap_or_default();
+        let sequential = options.mode.is_sequential();
+        // The client's create future borrows the path until its reply arrives (it parses the
+        // sequence number against it), but our future may outlive the caller's `path`; so the
+        // future is built on a copy that it owns.
+        let owned: StdArc<str> = StdArc::from(path);
+        // SAFETY: `borrowed` points into the heap allocation of `owned`, which is never
+        // mutated and stays alive as long as `PathBorrowingReply::path` does. That field is
+        // declared after `reply`, and struct fields drop in declaration order, so the future
+        // holding `borrowed` is always dropped before the string it points to.
+        let borrowed: &'static str = unsafe { &*StdArc::as_ptr(&owned) };
+        let reply = self
+            .client
+            .create(borrowed, data, &self.create_options(options, &acl))
+            .boxed();
+        let mut holder = PathBorrowingReply { reply, path: owned };
+        async move {
+            match (&mut holder.reply).await {
+                Ok((stat, seq)) => {
+                    let created = if sequential {
+                        format!("{}{seq}", holder.path)
+                    } else {
+                        holder.path.to_string()
+                    };
+                    Ok((created, from_zk_stat(&stat)))
+                }
+                Err(e) => Err(from_zk_error(e, &holder.path)),
+            }
+        }
+        .boxed()
+    }
+
+    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.delete(path, version);
+        async move { reply.await.map_err(|e| from_zk_error(e, &owned)) }.boxed()
+    }
+
+    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.get_data(path);
+        async move {
+            reply
+                .await
+                .map(|(data, stat)| (data, from_zk_stat(&stat)))
+                .map_err(|e| from_zk_error(e, &owned))
+        }
+        .boxed()
+    }
+
+    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.get_and_watch_data(path);
+        async move {
+            let (data, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
+            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            Ok((data, from_zk_stat(&stat), watch))
+        }
+        .boxed()
+    }
+
+    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
+        check!(
+            self,
+            path::validate_path(path, false),
+            path::validate_data(path, data)
+        );
+        let owned = path.to_owned();
+        let reply = self.client.set_data(path, data, version);
+        async move {
+            reply
+                .await
+                .map(|stat| from_zk_stat(&stat))
+                .map_err(|e| from_zk_error(e, &owned))
+        }
+        .boxed()
+    }
+
+    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.check_stat(path);
+        async move {
+            reply
+                .await
+                .map(|stat| stat.as_ref().map(from_zk_stat))
+                .map_err(|e| from_zk_error(e, &owned))
+        }
+        .boxed()
+    }
+
+    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.check_and_watch_stat(path);
+        async move {
+            let (stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
+            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            Ok((stat.as_ref().map(from_zk_stat), watch))
+        }
+        .boxed()
+    }
+
+    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.get_children(path);
+        async move {
+            reply
+                .await
+                .map(|(children, stat)| (children, from_zk_stat(&stat)))
+                .map_err(|e| from_zk_error(e, &owned))
+        }
+        .boxed()
+    }
+
+    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.get_and_watch_children(path);
+        async move {
+            let (children, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
+            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            Ok((children, from_zk_stat(&stat), watch))
+        }
+        .boxed()
+    }
+
+    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
+        check!(self, ops.iter().try_for_each(Op::validate));
+        let mut writer = self.client.new_multi_writer();
+        let acls: Vec<Vec<zk::Acl>> = ops
+            .iter()
+            .map(|op| match op {
+                Op::Create { options, .. } => {
+                    options.acl.as_deref().map(to_zk_acls).unwrap_or_default()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        for (op, acl) in ops.iter().zip(&acls) {
+            let added = match op {
+                Op::Check { path, version } => writer.add_check_version(path, version.unwrap_or(-1)),
+                Op::Create {
+                    path,
+                    data,
+                    options,
+                } => writer.add_create(path, data, &self.create_options(options, acl)),
+                Op::SetData {
+                    path,
+                    data,
+                    version,
+                } => writer.add_set_data(path, data, *version),
+                Op::Delete { path, version } => writer.add_delete(path, *version),
+            };
+            if let Err(e) = added {
+                return refused(from_zk_error(e, op.path()));
+            }
+        }
+        let reply = writer.commit();
+        let paths: Vec<String> = ops.iter().map(|op| op.path().to_owned()).collect();
+        async move {
+            let results = reply.await.map_err(|e| match e {
+                zk::MultiWriteError::OperationFailed { index, source } => Error::Multi {
+                    index,
+                    source: Box::new(from_zk_error(source, &paths[index])),
+                },
+                zk::MultiWriteError::RequestFailed { source } => from_zk_error(source, ""),
+            })?;
+            Ok(results.into_iter().map(convert::from_zk_multi_result).collect())
+        }
+        .boxed()
+    }
+
+    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.sync(path);
+        async move { reply.await.map_err(|e| from_zk_error(e, &owned)) }.boxed()
+    }
+
+    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
+        check!(self, path::validate_path(path, false));
+        let owned = path.to_owned();
+        let reply = self.client.get_acl(path);
+        async move {
+            reply
+                .await
+                .map(|(acl, stat)| (acl.iter().map(from_zk_acl).collect(), from_zk_stat(&stat)))
+                .map_err(|e| from_zk_error(e, &owned))
+        }
+        .boxed()
+    }
+
+    fn close(&self) -> OpFuture<'_, ()> {
+        {
+            let mut closed = lock(&self.closed);
+            if *closed {
+                return futures::future::ready(Ok(())).boxed();
+            }
+            *closed = true;
+        }
+        self.states.publish(SessionState::Closed);
+        async move {
+            match self.end_session_remotely().await {
+                // A session that already expired has nothing left to close.
+                Ok(()) | Err(Error::SessionExpired) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        .boxed()
+    }
+}
