@@ -117,6 +117,39 @@ impl Op {
         }
     }
 
+    /// Checks every operation of a `multi`, and that together they fit in one ZooKeeper
+    /// request (its 1 MiB `jute.maxbuffer` bounds the whole request: a larger one makes the
+    /// server drop the connection, failing every request in flight).
+    ///
+    /// ```
+    /// use avout::{Op, MAX_DATA_LEN};
+    /// let half = vec![0; MAX_DATA_LEN / 2 + 1];
+    /// let ops = [Op::set_data("/a", half.clone(), None), Op::set_data("/b", half, None)];
+    /// assert!(matches!(Op::validate_all(&ops), Err(avout::Error::DataTooLarge { .. })));
+    /// ```
+    pub fn validate_all(ops: &[Op]) -> crate::Result<()> {
+        // Per operation, ZooKeeper's encoding adds a header and the lengths of the path and
+        // data: 32 bytes bounds it.
+        let mut total = 0;
+        for op in ops {
+            op.validate()?;
+            total += op.path().len()
+                + 32
+                + match op {
+                    Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
+                    Op::Check { .. } | Op::Delete { .. } => 0,
+                };
+        }
+        if total > crate::MAX_DATA_LEN {
+            return Err(crate::Error::DataTooLarge {
+                path: ops.first().map_or("", Op::path).to_owned(),
+                len: total,
+                limit: crate::MAX_DATA_LEN,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks the operation's path and data as the backend would, before anything is sent.
     ///
     /// ```

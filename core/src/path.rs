@@ -3,8 +3,11 @@
 
 use crate::{Error, Result};
 
-/// The largest node data ZooKeeper 3.8 accepts with its default `jute.maxbuffer` (1 MiB,
-/// which bounds the whole request, so the data limit is a little below it).
+/// The largest node data accepted: ZooKeeper 3.8's default `jute.maxbuffer` (1 MiB - 1 byte)
+/// bounds the whole request, path and headers included, so the data limit keeps 1 KiB for
+/// them. A request over the server's bound is not refused but makes the server drop the
+/// connection (measured: 1 MiB of data gives a connection loss, 1 MiB - 200 bytes is stored),
+/// which is why the limit is checked client-side.
 ///
 /// Backends refuse larger data with [`Error::DataTooLarge`] before anything is sent.
 pub const MAX_DATA_LEN: usize = 1024 * 1024 - 1024;

@@ -510,7 +510,7 @@ impl Coordination for ZkClient {
     }
 
     fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        check!(self, ops.iter().try_for_each(Op::validate));
+        check!(self, Op::validate_all(ops));
         let mut writer = self.client.new_multi_writer();
         let acls: Vec<Vec<zk::Acl>> = ops
             .iter()
