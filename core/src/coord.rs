@@ -65,8 +65,12 @@ pub trait Coordination: Send + Sync {
     /// Errors: `NodeExists`; `NoNode` if the parent is missing; `NoChildrenForEphemerals`;
     /// `NoAuth`/`InvalidAcl`. A sequential create is not idempotent: after an indeterminate
     /// error, look for the node (by a GUID in its name) before creating another.
-    fn create(&self, path: &str, data: &[u8], options: &CreateOptions)
-    -> OpFuture<'_, (String, Stat)>;
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> OpFuture<'_, (String, Stat)>;
 
     /// Deletes a node whose version matches. Errors: `NoNode`, `BadVersion`, `NotEmpty`.
     fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()>;

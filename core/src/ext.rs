@@ -27,7 +27,9 @@ pub trait CoordinationExt: Coordination {
             path::validate_path(path, false)?;
             let mut end = 0;
             while end < path.len() {
-                end = path[end + 1..].find('/').map_or(path.len(), |i| end + 1 + i);
+                end = path[end + 1..]
+                    .find('/')
+                    .map_or(path.len(), |i| end + 1 + i);
                 match self
                     .create(&path[..end], &[], &CreateOptions::default())
                     .await
@@ -62,7 +64,10 @@ pub trait CoordinationExt: Coordination {
     }
 
     /// A node's data and metadata, or `None` if it does not exist.
-    fn get_data_opt(&self, path: &str) -> impl Future<Output = Result<Option<(Vec<u8>, Stat)>>> + Send {
+    fn get_data_opt(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<(Vec<u8>, Stat)>>> + Send {
         async move {
             match self.get_data(path).await {
                 Ok(found) => Ok(Some(found)),
@@ -114,7 +119,11 @@ pub trait CoordinationExt: Coordination {
     }
 
     /// Creates an ephemeral node, with the default ACL.
-    fn create_ephemeral(&self, path: &str, data: &[u8]) -> impl Future<Output = Result<String>> + Send {
+    fn create_ephemeral(
+        &self,
+        path: &str,
+        data: &[u8],
+    ) -> impl Future<Output = Result<String>> + Send {
         async move {
             let (path, _) = self
                 .create(path, data, &CreateMode::Ephemeral.into())

@@ -44,7 +44,6 @@ mod watch;
 #[cfg(feature = "zookeeper")]
 pub mod zk;
 
-
 pub use coord::{Coordination, OpFuture};
 pub use error::{Error, ErrorClass, Result};
 pub use ext::CoordinationExt;

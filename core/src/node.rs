@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// let stat = avout::Stat::default();
 /// assert!(!stat.is_ephemeral());
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct Stat {
     /// Zxid of the change that created the node.
     pub czxid: i64,
@@ -57,7 +59,9 @@ impl Stat {
 /// assert!(CreateMode::EphemeralSequential.is_sequential());
 /// assert!(CreateMode::EphemeralSequential.is_ephemeral());
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub enum CreateMode {
     /// Lives until deleted.
     #[default]
@@ -91,7 +95,10 @@ impl CreateMode {
     /// assert!(avout::CreateMode::Ephemeral.is_ephemeral());
     /// ```
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
 }
 

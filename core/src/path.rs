@@ -171,7 +171,17 @@ mod tests {
     #[test]
     fn rejects_what_zookeeper_rejects() {
         for p in [
-            "", "a", "/a/", "//", "/a//b", "/.", "/..", "/a/.", "/a\0", "/a\u{1}", "/\u{e000}",
+            "",
+            "a",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/..",
+            "/a/.",
+            "/a\0",
+            "/a\u{1}",
+            "/\u{e000}",
         ] {
             assert!(validate_path(p, false).is_err(), "{p:?} accepted");
         }

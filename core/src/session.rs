@@ -22,7 +22,9 @@ use crate::sync::{Arc, Mutex, lock};
 /// ```
 /// assert_eq!(avout::SessionId(0x1f).to_string(), "0x1f");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct SessionId(pub i64);
 
 impl fmt::Display for SessionId {
@@ -318,7 +320,8 @@ mod tests {
         p.publish(SessionState::Connected);
         p.publish(SessionState::Closed);
         for s in [&mut a, &mut b] {
-            let seen: Vec<_> = futures::executor::block_on(futures::StreamExt::collect::<Vec<_>>(s));
+            let seen: Vec<_> =
+                futures::executor::block_on(futures::StreamExt::collect::<Vec<_>>(s));
             assert_eq!(
                 seen,
                 [

@@ -36,7 +36,7 @@ use crate::{
     Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, Result, SessionId,
     SessionInfo, SessionState, SessionStatePublisher, SessionStates, Stat, Watch, path,
 };
-use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_state, from_zk_stat, to_zk_acls};
+use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
 /// How to reach a ZooKeeper ensemble.
 ///
@@ -523,7 +523,9 @@ impl Coordination for ZkClient {
             .collect();
         for (op, acl) in ops.iter().zip(&acls) {
             let added = match op {
-                Op::Check { path, version } => writer.add_check_version(path, version.unwrap_or(-1)),
+                Op::Check { path, version } => {
+                    writer.add_check_version(path, version.unwrap_or(-1))
+                }
                 Op::Create {
                     path,
                     data,
@@ -550,7 +552,10 @@ impl Coordination for ZkClient {
                 },
                 zk::MultiWriteError::RequestFailed { source } => from_zk_error(source, ""),
             })?;
-            Ok(results.into_iter().map(convert::from_zk_multi_result).collect())
+            Ok(results
+                .into_iter()
+                .map(convert::from_zk_multi_result)
+                .collect())
         }
         .boxed()
     }
