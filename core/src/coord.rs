@@ -110,6 +110,15 @@ pub trait Coordination: Send + Sync {
     /// A node's ACL and metadata. Errors: `NoNode`.
     fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)>;
 
+    /// A fresh 128-bit unique id, as recipes put in node names to recognise their own nodes
+    /// after an indeterminate create (Curator's "protected" GUID prefix).
+    ///
+    /// The default draws from the operating system's randomness; a deterministic backend (the
+    /// simulator) overrides it with its seeded stream, so that runs replay.
+    fn new_guid(&self) -> u128 {
+        uuid::Uuid::new_v4().as_u128()
+    }
+
     /// Closes the session: its ephemeral nodes are deleted and its watches fire with
     /// [`crate::SessionState::Closed`]. Later calls fail with [`crate::Error::Closed`].
     fn close(&self) -> OpFuture<'_, ()>;

@@ -1,0 +1,217 @@
+//! The async driver that runs a [`Machine`] against a [`Coordination`] backend.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
+
+use super::{Machine, Millis, Reply, Request, Token};
+use crate::{Coordination, Result, Watch, WatchedEvent};
+
+type Pending<'a> = BoxFuture<'a, (Token, Result<(Reply, Option<Watch>)>)>;
+
+/// Sends one request; the returned future resolves to the reply and the watch it armed.
+fn send<'a, C: Coordination + ?Sized>(zk: &'a C, token: Token, request: Request) -> Pending<'a> {
+    // Each arm calls the backend now (submission happens at the call), then awaits.
+    match request {
+        Request::Create {
+            path,
+            data,
+            options,
+        } => {
+            let reply = zk.create(&path, &data, &options);
+            async move {
+                (
+                    token,
+                    reply
+                        .await
+                        .map(|(path, stat)| (Reply::Created { path, stat }, None)),
+                )
+            }
+            .boxed()
+        }
+        Request::Delete { path, version } => {
+            let reply = zk.delete(&path, version);
+            async move { (token, reply.await.map(|()| (Reply::Deleted, None))) }.boxed()
+        }
+        Request::GetData { path, watch: false } => {
+            let reply = zk.get_data(&path);
+            async move {
+                (
+                    token,
+                    reply
+                        .await
+                        .map(|(data, stat)| (Reply::Data { data, stat }, None)),
+                )
+            }
+            .boxed()
+        }
+        Request::GetData { path, watch: true } => {
+            let reply = zk.get_and_watch_data(&path);
+            async move {
+                (
+                    token,
+                    reply
+                        .await
+                        .map(|(data, stat, w)| (Reply::Data { data, stat }, Some(w))),
+                )
+            }
+            .boxed()
+        }
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => {
+            let reply = zk.set_data(&path, &data, version);
+            async move { (token, reply.await.map(|stat| (Reply::Set(stat), None))) }.boxed()
+        }
+        Request::Exists { path, watch: false } => {
+            let reply = zk.exists(&path);
+            async move { (token, reply.await.map(|stat| (Reply::Exists(stat), None))) }.boxed()
+        }
+        Request::Exists { path, watch: true } => {
+            let reply = zk.exists_and_watch(&path);
+            async move {
+                (
+                    token,
+                    reply.await.map(|(stat, w)| (Reply::Exists(stat), Some(w))),
+                )
+            }
+            .boxed()
+        }
+        Request::GetChildren { path, watch: false } => {
+            let reply = zk.get_children(&path);
+            async move {
+                (
+                    token,
+                    reply
+                        .await
+                        .map(|(children, stat)| (Reply::Children { children, stat }, None)),
+                )
+            }
+            .boxed()
+        }
+        Request::GetChildren { path, watch: true } => {
+            let reply = zk.get_and_watch_children(&path);
+            async move {
+                (
+                    token,
+                    reply
+                        .await
+                        .map(|(children, stat, w)| (Reply::Children { children, stat }, Some(w))),
+                )
+            }
+            .boxed()
+        }
+        Request::Multi(ops) => {
+            let reply = zk.multi(&ops);
+            async move {
+                (
+                    token,
+                    reply.await.map(|results| (Reply::Multi(results), None)),
+                )
+            }
+            .boxed()
+        }
+        Request::Sync { path } => {
+            let reply = zk.sync(&path);
+            async move { (token, reply.await.map(|()| (Reply::Synced, None))) }.boxed()
+        }
+    }
+}
+
+/// Runs `machine` against `zk` until it produces its output.
+///
+/// The driver first reports the session's current state through
+/// [`Machine::handle_session`] (which also gives the machine the starting time), then sends
+/// what the machine asks, delivers replies, watch events, session transitions and timer
+/// firings, and returns the output. When several things are ready at once, watch events are
+/// delivered before replies, keeping ZooKeeper's order (an event precedes any reply that
+/// reflects its change).
+///
+/// Cancellation: dropping the returned future stops the machine where it is; requests already
+/// sent still take effect. Recipes that must clean up on cancellation (a lock removing its
+/// node) do so in their own guards.
+///
+/// ```
+/// use avout::machine::{drive, Machine, Millis, Reply, Request, Token};
+/// use avout::{Coordination, Result, SessionState, WatchedEvent};
+///
+/// /// Reads one node's data: the smallest machine.
+/// struct ReadOnce { path: String, sent: bool, out: Option<Result<Vec<u8>>> }
+///
+/// impl Machine for ReadOnce {
+///     type Output = Result<Vec<u8>>;
+///     fn poll_request(&mut self) -> Option<(Token, Request)> {
+///         if self.sent { return None; }
+///         self.sent = true;
+///         Some((Token(0), Request::GetData { path: self.path.clone(), watch: false }))
+///     }
+///     fn handle_reply(&mut self, _: Millis, _: Token, reply: Result<Reply>) {
+///         self.out = Some(reply.map(|r| match r { Reply::Data { data, .. } => data, _ => unreachable!() }));
+///     }
+///     fn handle_watch(&mut self, _: Millis, _: Token, _: WatchedEvent) {}
+///     fn handle_session(&mut self, _: Millis, _: SessionState) {}
+///     fn handle_timer(&mut self, _: Millis) {}
+///     fn poll_timer(&self) -> Option<Millis> { None }
+///     fn poll_output(&mut self) -> Option<Self::Output> { self.out.take() }
+/// }
+///
+/// async fn read<C: Coordination>(zk: &C) -> Result<Vec<u8>> {
+///     drive(zk, &mut ReadOnce { path: "/config".into(), sent: false, out: None }).await
+/// }
+/// ```
+pub async fn drive<C, M>(zk: &C, machine: &mut M) -> M::Output
+where
+    C: Coordination + ?Sized,
+    M: Machine,
+{
+    let origin = Instant::now();
+    let now = || Millis(origin.elapsed().as_millis() as u64);
+    let mut states = zk.session_states();
+    machine.handle_session(now(), states.current());
+    let mut replies: FuturesUnordered<Pending<'_>> = FuturesUnordered::new();
+    let mut watches: FuturesUnordered<BoxFuture<'static, (Token, WatchedEvent)>> =
+        FuturesUnordered::new();
+    let mut session_open = true;
+    loop {
+        while let Some((token, request)) = machine.poll_request() {
+            replies.push(send(zk, token, request));
+        }
+        if let Some(output) = machine.poll_output() {
+            return output;
+        }
+        let deadline = machine.poll_timer();
+        let sleep = async {
+            match deadline {
+                Some(Millis(at)) => {
+                    tokio::time::sleep_until(origin + std::time::Duration::from_millis(at)).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            Some((token, event)) = watches.next(), if !watches.is_empty() => {
+                machine.handle_watch(now(), token, event);
+            }
+            Some((token, result)) = replies.next(), if !replies.is_empty() => {
+                match result {
+                    Ok((reply, watch)) => {
+                        if let Some(watch) = watch {
+                            watches.push(watch.map(move |event| (token, event)).boxed());
+                        }
+                        machine.handle_reply(now(), token, Ok(reply));
+                    }
+                    Err(e) => machine.handle_reply(now(), token, Err(e)),
+                }
+            }
+            state = states.next(), if session_open => match state {
+                Some(state) => machine.handle_session(now(), state),
+                None => session_open = false,
+            },
+            () = sleep => machine.handle_timer(now()),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Protocol machines: every recipe's logic as a sans-IO state machine, run by one async driver.
+//!
+//! A machine never performs I/O, reads a clock or spawns a task. It says what it wants sent
+//! ([`Machine::poll_request`]), when it wants to be woken ([`Machine::poll_timer`]) and when it
+//! is done ([`Machine::poll_output`]); it is told what happened through `handle_*` calls —
+//! replies, watch events, session transitions and timer firings, each with the current time.
+//! The same machine is run by [`drive`] against any [`Coordination`] backend in production and
+//! in the simulator, and stepped directly by the model checker, which plays the scheduler: so
+//! the checked protocol is the one that runs.
+//!
+//! Requests a machine returns from consecutive `poll_request` calls are sent back to back, so
+//! they travel together (ZooKeeper applies one session's requests in order): a lock can send its
+//! create and the children read that follows it in one round trip.
+
+mod driver;
+
+pub use driver::drive;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CreateOptions, Op, OpResult, Result, SessionState, Stat, WatchedEvent};
+
+/// Identifies a request of a machine, so that its reply and its watch come back to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Token(pub u64);
+
+/// Milliseconds on the driver's clock (real or virtual time, from an arbitrary origin).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub struct Millis(pub u64);
+
+impl Millis {
+    /// This instant plus `ms` milliseconds, saturating.
+    ///
+    /// ```
+    /// use avout::machine::Millis;
+    /// assert_eq!(Millis(5).plus(10), Millis(15));
+    /// ```
+    pub fn plus(self, ms: u64) -> Millis {
+        Millis(self.0.saturating_add(ms))
+    }
+}
+
+/// An operation a machine wants performed, as a value.
+///
+/// ```
+/// use avout::machine::Request;
+/// let r = Request::GetChildren { path: "/lock".into(), watch: false };
+/// assert_eq!(r.path(), "/lock");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Request {
+    /// [`Coordination::create`](crate::Coordination::create).
+    Create {
+        /// The node, or a sequential node's prefix.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Mode and ACL.
+        options: CreateOptions,
+    },
+    /// [`Coordination::delete`](crate::Coordination::delete).
+    Delete {
+        /// The node.
+        path: String,
+        /// Expected version (`None`: any).
+        version: Option<i32>,
+    },
+    /// [`Coordination::get_data`](crate::Coordination::get_data), arming a watch if asked.
+    GetData {
+        /// The node.
+        path: String,
+        /// Whether to arm a data watch.
+        watch: bool,
+    },
+    /// [`Coordination::set_data`](crate::Coordination::set_data).
+    SetData {
+        /// The node.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// Expected version (`None`: any).
+        version: Option<i32>,
+    },
+    /// [`Coordination::exists`](crate::Coordination::exists), arming a watch if asked.
+    Exists {
+        /// The node.
+        path: String,
+        /// Whether to arm an exists watch.
+        watch: bool,
+    },
+    /// [`Coordination::get_children`](crate::Coordination::get_children), arming a watch if
+    /// asked.
+    GetChildren {
+        /// The node.
+        path: String,
+        /// Whether to arm a child watch.
+        watch: bool,
+    },
+    /// [`Coordination::multi`](crate::Coordination::multi).
+    Multi(Vec<Op>),
+    /// [`Coordination::sync`](crate::Coordination::sync).
+    Sync {
+        /// The path to sync.
+        path: String,
+    },
+}
+
+impl Request {
+    /// The path the request concerns (the first operation's, for a `multi`).
+    ///
+    /// ```
+    /// use avout::machine::Request;
+    /// assert_eq!(Request::Sync { path: "/a".into() }.path(), "/a");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            Request::Create { path, .. }
+            | Request::Delete { path, .. }
+            | Request::GetData { path, .. }
+            | Request::SetData { path, .. }
+            | Request::Exists { path, .. }
+            | Request::GetChildren { path, .. }
+            | Request::Sync { path } => path,
+            Request::Multi(ops) => ops.first().map_or("", Op::path),
+        }
+    }
+
+    /// Whether the request arms a watch.
+    ///
+    /// ```
+    /// use avout::machine::Request;
+    /// assert!(Request::Exists { path: "/a".into(), watch: true }.arms_watch());
+    /// ```
+    pub fn arms_watch(&self) -> bool {
+        matches!(
+            self,
+            Request::GetData { watch: true, .. }
+                | Request::Exists { watch: true, .. }
+                | Request::GetChildren { watch: true, .. }
+        )
+    }
+}
+
+/// The successful reply to a [`Request`].
+///
+/// ```
+/// use avout::machine::Reply;
+/// let r = Reply::Exists(None);
+/// assert!(matches!(r, Reply::Exists(None)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Reply {
+    /// A node was created.
+    Created {
+        /// Its path, with the sequence suffix if sequential.
+        path: String,
+        /// Its metadata.
+        stat: Stat,
+    },
+    /// The node was deleted.
+    Deleted,
+    /// A node's data.
+    Data {
+        /// The data.
+        data: Vec<u8>,
+        /// The metadata.
+        stat: Stat,
+    },
+    /// The data was set.
+    Set(Stat),
+    /// Whether the node exists.
+    Exists(Option<Stat>),
+    /// A node's children.
+    Children {
+        /// Child names, unordered.
+        children: Vec<String>,
+        /// The parent's metadata.
+        stat: Stat,
+    },
+    /// All operations of the `multi` were applied.
+    Multi(Vec<OpResult>),
+    /// The sync completed.
+    Synced,
+}
+
+/// A protocol as a sans-IO state machine; see the [module docs](self).
+///
+/// # Contract
+///
+/// - The driver MUST send the requests returned by consecutive `poll_request` calls in that
+///   order, and MUST deliver each request's reply exactly once through `handle_reply`.
+/// - A watch armed by a request is delivered through `handle_watch` with that request's token,
+///   at most once, and before any later reply of the same session that reflects the change.
+/// - After `poll_output` returns `Some`, the driver stops; replies still in flight are dropped.
+/// - A machine MUST NOT read a clock, draw randomness or perform I/O: everything arrives
+///   through `handle_*` (randomness, such as a lock's GUID, is given at construction).
+pub trait Machine {
+    /// What the machine produces when it finishes.
+    type Output;
+
+    /// The next request to send, if any.
+    fn poll_request(&mut self) -> Option<(Token, Request)>;
+
+    /// A request's reply.
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: Result<Reply>);
+
+    /// A watch armed by request `token` fired.
+    fn handle_watch(&mut self, now: Millis, token: Token, event: WatchedEvent);
+
+    /// The session changed state.
+    fn handle_session(&mut self, now: Millis, state: SessionState);
+
+    /// The deadline from [`poll_timer`](Self::poll_timer) passed.
+    fn handle_timer(&mut self, now: Millis);
+
+    /// When the machine wants [`handle_timer`](Self::handle_timer) called, if ever.
+    fn poll_timer(&self) -> Option<Millis>;
+
+    /// The result, once the machine is done.
+    fn poll_output(&mut self) -> Option<Self::Output>;
+}
