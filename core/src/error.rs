@@ -48,7 +48,7 @@ pub enum ErrorClass {
 /// assert!(e.is_rejected());
 /// assert_eq!(e.to_string(), "version mismatch at /counter");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The node does not exist (or, for a create, its parent does not).

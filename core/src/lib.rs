@@ -33,6 +33,7 @@
 mod coord;
 mod error;
 mod ext;
+pub mod lock;
 pub mod machine;
 mod node;
 mod op;

@@ -138,10 +138,8 @@ mod tests {
 
     #[test]
     fn transport_failures_are_indeterminate() {
-        let reset = zk::Error::Custom(zk::error::CustomError::from(std::io::Error::from(
-            std::io::ErrorKind::ConnectionReset,
-        )));
-        assert!(from_zk_error(reset, "/a").is_indeterminate());
+        // `Custom` cannot be built outside the client crate; the failover tests on a real
+        // ensemble meet it when they kill the server a client is connected to.
         assert!(from_zk_error(zk::Error::ConnectionLoss, "/a").is_indeterminate());
         assert!(from_zk_error(zk::Error::Timeout, "/a").is_indeterminate());
     }

@@ -1,0 +1,781 @@
+//! The acquisition machine shared by the mutex and both sides of the read-write lock.
+//!
+//! ZooKeeper's lock recipe: each contender creates an ephemeral-sequential node under the lock
+//! path; the lowest sequence number holds the lock; every other contender watches only the
+//! node just before its own (no herd effect: a release wakes exactly one waiter) and re-reads
+//! the children when it fires. The read-write variant differs only in who blocks whom: a
+//! reader waits for the nearest *writer* below it, a writer for the nearest node of any kind.
+//!
+//! Two refinements over the textbook recipe:
+//!
+//! - **One round trip to a free lock.** The create and the children read are sent together;
+//!   ZooKeeper applies a session's requests in order, so the children already include the new
+//!   node.
+//! - **Recovery after an indeterminate create.** The node's name starts with `_c_<GUID>-` (as
+//!   Apache Curator names them, so Java and Rust processes can share a lock). After a
+//!   connection loss the machine lists the children, and a node with its GUID whose ephemeral
+//!   owner is this session is adopted instead of creating a second one, which would otherwise
+//!   sit in the queue forever, held by nobody, and deadlock every later contender.
+
+use std::collections::VecDeque;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{CreateMode, CreateOptions, Error, ErrorClass, SessionState, WatchedEvent, path};
+
+use super::LockError;
+
+/// Which side of which lock a machine acquires; decides the node name and who blocks whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockKind {
+    /// The exclusive lock (Curator's `InterProcessMutex`, nodes named `…-lock-NNNNNNNNNN`).
+    Exclusive,
+    /// The read side of a read-write lock (`…-__READ__NNNNNNNNNN`).
+    Read,
+    /// The write side of a read-write lock (`…-__WRIT__NNNNNNNNNN`).
+    Write,
+}
+
+impl LockKind {
+    /// The marker in the node name, as Curator spells it.
+    ///
+    /// ```
+    /// assert_eq!(avout::lock::LockKind::Read.marker(), "__READ__");
+    /// ```
+    pub fn marker(self) -> &'static str {
+        match self {
+            LockKind::Exclusive => "lock-",
+            LockKind::Read => "__READ__",
+            LockKind::Write => "__WRIT__",
+        }
+    }
+}
+
+/// How long an acquisition may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Patience {
+    /// Wait until acquired (or the session is lost).
+    Forever,
+    /// Give up at once if the lock is held.
+    None,
+    /// Give up after this many milliseconds.
+    Millis(u64),
+}
+
+/// A lock node this machine owns after acquiring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Acquired {
+    /// The full path of the lock node.
+    pub node: String,
+    /// The node's creation zxid: increases with every acquisition of this lock (holders are
+    /// ordered by creation), so a resource can refuse a holder older than one it has seen.
+    pub fencing_token: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Node {
+    /// No node of ours exists (or none was created yet).
+    Absent,
+    /// A create is in flight or its outcome is unknown.
+    Unknown,
+    /// Our node: its name (not path) and czxid.
+    Mine { name: String, czxid: i64 },
+}
+
+/// Pause before redoing a step after a connection loss, unless the session reconnects first.
+const RETRY_PAUSE_MS: u64 = 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Retry {
+    Recover,
+    Check,
+    Abandon,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Create (after any parents) and children read sent together.
+    Creating {
+        create: Token,
+        children: Token,
+        listed: Option<Vec<String>>,
+    },
+    /// Listing the children to find a node whose create had an unknown outcome.
+    Recovering { list: Token },
+    /// Checking that a node with our GUID is owned by this session.
+    VerifyingOwner { exists: Token, name: String },
+    /// Reading the children to decide.
+    Checking { list: Token },
+    /// Watching the predecessor.
+    Watching { exists: Token },
+    /// Deleting our node before giving up.
+    Abandoning { delete: Token },
+    /// Finished.
+    Done,
+}
+
+/// Acquires one lock node; see the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AcquireMachine {
+    lock_path: String,
+    kind: LockKind,
+    /// `_c_<GUID>-<marker>`: the prefix of our node's name.
+    prefix: String,
+    /// Nodes this owner already holds on the same lock path (a write holder taking the read
+    /// lock must not wait for itself).
+    own: Vec<String>,
+    patience: Patience,
+    deadline: Option<Millis>,
+    session: i64,
+    node: Node,
+    phase: Phase,
+    next_token: u64,
+    outbox: VecDeque<(Token, Request)>,
+    give_up: Option<LockError>,
+    /// A step to redo after a connection loss, and when: at once on reconnection, else after
+    /// a short pause, so a disconnected client does not spin.
+    retry: Option<(Retry, Millis)>,
+    started: bool,
+    output: Option<Result<Acquired, LockError>>,
+}
+
+impl AcquireMachine {
+    /// A machine acquiring `kind` on `lock_path` for session `session`, naming its node with
+    /// `guid`. `own` lists the names of nodes this owner already holds on the lock path.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/locks/a", LockKind::Exclusive, 7, 0x42, Patience::Forever, vec![]);
+    /// assert!(m.prefix().starts_with("_c_"));
+    /// ```
+    pub fn new(
+        lock_path: &str,
+        kind: LockKind,
+        guid: u128,
+        session: i64,
+        patience: Patience,
+        own: Vec<String>,
+    ) -> Self {
+        let prefix = format!("_c_{}-{}", uuid::Uuid::from_u128(guid), kind.marker());
+        AcquireMachine {
+            lock_path: lock_path.to_owned(),
+            kind,
+            prefix,
+            own,
+            patience,
+            deadline: None,
+            session,
+            node: Node::Absent,
+            phase: Phase::Done,
+            next_token: 0,
+            outbox: VecDeque::new(),
+            give_up: None,
+            retry: None,
+            started: false,
+            output: None,
+        }
+    }
+
+    /// The prefix of this machine's node name (`_c_<GUID>-<marker>`).
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Write, 1, 1, Patience::None, vec![]);
+    /// assert!(m.prefix().ends_with("-__WRIT__"));
+    /// ```
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The full path of the node this machine created or adopted, if it knows of one. A
+    /// cancelled acquisition must delete it (or, if the create's outcome is unknown, look for
+    /// a child named with [`prefix`](Self::prefix)).
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::None, vec![]);
+    /// assert_eq!(m.node_path(), None);
+    /// ```
+    pub fn node_path(&self) -> Option<String> {
+        match &self.node {
+            Node::Mine { name, .. } => Some(path::join(&self.lock_path, name)),
+            Node::Absent | Node::Unknown => None,
+        }
+    }
+
+    /// Whether a create may have happened whose node this machine does not know.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::None, vec![]);
+    /// assert!(!m.node_unknown());
+    /// ```
+    pub fn node_unknown(&self) -> bool {
+        self.node == Node::Unknown
+    }
+
+    fn token(&mut self) -> Token {
+        self.next_token += 1;
+        Token(self.next_token)
+    }
+
+    fn send(&mut self, request: Request) -> Token {
+        let token = self.token();
+        self.outbox.push_back((token, request));
+        token
+    }
+
+    fn finish(&mut self, result: Result<Acquired, LockError>) {
+        self.phase = Phase::Done;
+        self.retry = None;
+        self.outbox.clear();
+        self.output = Some(result);
+    }
+
+    /// Sends the ancestors' creates (when `with_parents`), our create and the children read,
+    /// back to back.
+    fn start_create(&mut self, with_parents: bool) {
+        if with_parents {
+            let mut end = 0;
+            let lock_path = self.lock_path.clone();
+            while end < lock_path.len() {
+                end = lock_path[end + 1..]
+                    .find('/')
+                    .map_or(lock_path.len(), |i| end + 1 + i);
+                // NodeExists replies to these are expected and ignored.
+                self.send(Request::Create {
+                    path: lock_path[..end].to_owned(),
+                    data: Vec::new(),
+                    options: CreateOptions::default(),
+                });
+            }
+        }
+        self.node = Node::Unknown;
+        let create = self.send(Request::Create {
+            path: path::join(&self.lock_path, &self.prefix),
+            data: Vec::new(),
+            options: CreateOptions::new(CreateMode::EphemeralSequential),
+        });
+        let children = self.send(Request::GetChildren {
+            path: self.lock_path.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Creating {
+            create,
+            children,
+            listed: None,
+        };
+    }
+
+    fn check(&mut self) {
+        let list = self.send(Request::GetChildren {
+            path: self.lock_path.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Checking { list };
+    }
+
+    fn recover(&mut self) {
+        let list = self.send(Request::GetChildren {
+            path: self.lock_path.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Recovering { list };
+    }
+
+    fn abandon(&mut self, reason: LockError) {
+        self.give_up = Some(reason.clone());
+        match self.node.clone() {
+            Node::Mine { name, .. } => {
+                let delete = self.send(Request::Delete {
+                    path: path::join(&self.lock_path, &name),
+                    version: None,
+                });
+                self.phase = Phase::Abandoning { delete };
+            }
+            // The create's reply will arrive; `give_up` makes it delete the node then.
+            Node::Unknown => {}
+            Node::Absent => self.finish(Err(reason)),
+        }
+    }
+
+    /// Decides from the children whether we hold the lock or whom to watch.
+    fn decide(&mut self, children: Vec<String>) {
+        let Node::Mine { name, czxid } = self.node.clone() else {
+            unreachable!("deciding without a node")
+        };
+        let mut contenders: Vec<(i64, String)> = children
+            .into_iter()
+            .filter(|c| {
+                [LockKind::Exclusive, LockKind::Read, LockKind::Write]
+                    .iter()
+                    .any(|k| c.contains(k.marker()))
+            })
+            .filter_map(|c| path::sequence(&c).map(|seq| (seq, c)))
+            .collect();
+        contenders.sort();
+        let Some(ours) = contenders.iter().position(|(_, c)| *c == name) else {
+            // Our node is gone (deleted by an administrator, or by an expiry we have not been
+            // told of yet): start again; a lost session fails the create.
+            self.node = Node::Absent;
+            self.start_create(false);
+            return;
+        };
+        let blocker = contenders[..ours]
+            .iter()
+            .rev()
+            .find(|(_, c)| match self.kind {
+                LockKind::Read => c.contains(LockKind::Write.marker()) && !self.own.contains(c),
+                LockKind::Exclusive | LockKind::Write => true,
+            })
+            .map(|(_, c)| c.clone());
+        match blocker {
+            None => {
+                let node = path::join(&self.lock_path, &name);
+                self.finish(Ok(Acquired {
+                    node,
+                    fencing_token: czxid,
+                }));
+            }
+            Some(_) if self.patience == Patience::None => self.abandon(LockError::WouldBlock),
+            Some(blocker) => {
+                let exists = self.send(Request::Exists {
+                    path: path::join(&self.lock_path, &blocker),
+                    watch: true,
+                });
+                self.phase = Phase::Watching { exists };
+            }
+        }
+    }
+
+    /// Handles a failed request: after a connection loss `step` is scheduled again; session
+    /// loss ends the acquisition; a refusal is surfaced.
+    fn failed(&mut self, now: Millis, error: Error, step: Retry) {
+        match error.class() {
+            ErrorClass::Indeterminate => {
+                self.retry = Some((step, now.plus(RETRY_PAUSE_MS)));
+            }
+            ErrorClass::SessionLost => self.finish(Err(LockError::SessionLost(error))),
+            ErrorClass::Rejected => self.finish(Err(LockError::Zk(error))),
+        }
+    }
+
+    fn run_retry(&mut self) {
+        let Some((step, _)) = self.retry.take() else {
+            return;
+        };
+        match step {
+            Retry::Recover => self.recover(),
+            Retry::Check => self.check(),
+            Retry::Abandon => {
+                let reason = self.give_up.clone().expect("abandoning has a reason");
+                self.abandon(reason);
+            }
+        }
+    }
+}
+
+impl Machine for AcquireMachine {
+    type Output = Result<Acquired, LockError>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop_front()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match self.phase.clone() {
+            Phase::Creating {
+                create,
+                children: _,
+                listed,
+            } if token == create => match reply {
+                Ok(Reply::Created {
+                    path: created,
+                    stat,
+                }) => {
+                    self.node = Node::Mine {
+                        name: path::name(&created).to_owned(),
+                        czxid: stat.czxid,
+                    };
+                    if let Some(reason) = self.give_up.clone() {
+                        return self.abandon(reason);
+                    }
+                    if let Some(list) = listed {
+                        self.decide(list);
+                    }
+                }
+                Err(Error::NoNode { .. }) => {
+                    self.node = Node::Absent;
+                    if let Some(reason) = self.give_up.clone() {
+                        return self.finish(Err(reason));
+                    }
+                    self.start_create(true);
+                }
+                Err(e) => self.failed(now, e, Retry::Recover),
+                Ok(other) => unreachable!("create replied {other:?}"),
+            },
+            Phase::Creating {
+                create,
+                children,
+                listed: None,
+            } if token == children => match reply {
+                Ok(Reply::Children { children: list, .. }) => {
+                    if matches!(self.node, Node::Mine { .. }) {
+                        self.decide(list);
+                    } else {
+                        self.phase = Phase::Creating {
+                            create,
+                            children,
+                            listed: Some(list),
+                        };
+                    }
+                }
+                // The create's reply decides what to do; a failed read is simply re-done.
+                Err(_) => {
+                    if matches!(self.node, Node::Mine { .. }) {
+                        self.check();
+                    }
+                }
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            Phase::Recovering { list } if token == list => match reply {
+                Ok(Reply::Children { children, .. }) => {
+                    match children.into_iter().find(|c| c.starts_with(&self.prefix)) {
+                        Some(name) => {
+                            let exists = self.send(Request::Exists {
+                                path: path::join(&self.lock_path, &name),
+                                watch: false,
+                            });
+                            self.phase = Phase::VerifyingOwner { exists, name };
+                        }
+                        None => match self.give_up.clone() {
+                            Some(reason) => {
+                                self.node = Node::Absent;
+                                self.finish(Err(reason));
+                            }
+                            None => self.start_create(false),
+                        },
+                    }
+                }
+                Err(Error::NoNode { .. }) => match self.give_up.clone() {
+                    Some(reason) => {
+                        self.node = Node::Absent;
+                        self.finish(Err(reason));
+                    }
+                    None => self.start_create(true),
+                },
+                Err(e) => self.failed(now, e, Retry::Recover),
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            Phase::VerifyingOwner { exists, name } if token == exists => match reply {
+                Ok(Reply::Exists(Some(stat))) if stat.ephemeral_owner == self.session => {
+                    self.node = Node::Mine {
+                        name,
+                        czxid: stat.czxid,
+                    };
+                    match self.give_up.clone() {
+                        Some(reason) => self.abandon(reason),
+                        None => self.check(),
+                    }
+                }
+                Ok(Reply::Exists(_)) => {
+                    self.node = Node::Absent;
+                    match self.give_up.clone() {
+                        Some(reason) => self.finish(Err(reason)),
+                        None => self.start_create(false),
+                    }
+                }
+                Err(e) => self.failed(now, e, Retry::Recover),
+                Ok(other) => unreachable!("exists replied {other:?}"),
+            },
+            Phase::Checking { list } if token == list => match reply {
+                Ok(Reply::Children { children, .. }) => self.decide(children),
+                Err(Error::NoNode { .. }) => {
+                    self.node = Node::Absent;
+                    self.start_create(true);
+                }
+                Err(e) => self.failed(now, e, Retry::Check),
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            Phase::Watching { exists } if token == exists => match reply {
+                // Gone before the watch was armed: look again.
+                Ok(Reply::Exists(None)) => self.check(),
+                // Armed: wait for the event.
+                Ok(Reply::Exists(Some(_))) => {}
+                Err(e) => self.failed(now, e, Retry::Check),
+                Ok(other) => unreachable!("exists replied {other:?}"),
+            },
+            Phase::Abandoning { delete } if token == delete => match reply {
+                Ok(_) | Err(Error::NoNode { .. }) => {
+                    self.node = Node::Absent;
+                    let reason = self.give_up.clone().expect("abandoning has a reason");
+                    self.finish(Err(reason));
+                }
+                Err(e) if e.is_indeterminate() => {
+                    self.retry = Some((Retry::Abandon, now.plus(RETRY_PAUSE_MS)));
+                }
+                Err(e) => self.finish(Err(LockError::Zk(e))),
+            },
+            // Replies to superseded requests (ancestors' creates, an old children read).
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if self.phase == (Phase::Watching { exists: token }) {
+            self.check();
+        }
+    }
+
+    fn handle_session(&mut self, now: Millis, state: SessionState) {
+        if !self.started {
+            // The driver's first call gives the starting time and state.
+            self.started = true;
+            self.deadline = match self.patience {
+                Patience::Millis(ms) => Some(now.plus(ms)),
+                Patience::Forever | Patience::None => None,
+            };
+            if let Some(error) = state.terminal_error() {
+                return self.finish(Err(LockError::SessionLost(error)));
+            }
+            return self.start_create(false);
+        }
+        if state == SessionState::Connected && self.phase != Phase::Done {
+            self.run_retry();
+        }
+        if let Some(error) = state.terminal_error()
+            && self.phase != Phase::Done
+        {
+            // The session's ephemerals, ours included, are gone with it.
+            self.node = Node::Absent;
+            self.finish(Err(LockError::SessionLost(error)));
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Some((_, at)) = self.retry
+            && now >= at
+        {
+            self.run_retry();
+        }
+        if let Some(deadline) = self.deadline
+            && now >= deadline
+        {
+            self.deadline = None;
+            if self.phase != Phase::Done && self.give_up.is_none() {
+                self.abandon(LockError::TimedOut);
+            }
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        let retry = self.retry.map(|(_, at)| at);
+        match (retry, self.deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Stat;
+
+    const SESSION: i64 = 0x5e55;
+
+    fn start(patience: Patience) -> AcquireMachine {
+        let mut m = AcquireMachine::new("/l", LockKind::Exclusive, 1, SESSION, patience, vec![]);
+        m.handle_session(Millis(0), SessionState::Connected);
+        m
+    }
+
+    fn drain(m: &mut AcquireMachine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    fn stat(czxid: i64) -> Stat {
+        Stat {
+            czxid,
+            ephemeral_owner: SESSION,
+            ..Stat::default()
+        }
+    }
+
+    fn children(names: &[&str]) -> crate::Result<Reply> {
+        Ok(Reply::Children {
+            children: names.iter().map(|s| s.to_string()).collect(),
+            stat: Stat::default(),
+        })
+    }
+
+    #[test]
+    fn a_free_lock_takes_one_round_trip() {
+        let mut m = start(Patience::Forever);
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[0].1, Request::Create { path, options, .. }
+            if path.starts_with("/l/_c_") && path.ends_with("-lock-") && options.mode == CreateMode::EphemeralSequential));
+        assert!(matches!(&sent[1].1, Request::GetChildren { path, watch: false } if path == "/l"));
+        let ours = format!("{}0000000003", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(77),
+            }),
+        );
+        m.handle_reply(Millis(1), sent[1].0, children(&[&ours]));
+        let acquired = m.poll_output().expect("done").expect("acquired");
+        assert_eq!(acquired.node, format!("/l/{ours}"));
+        assert_eq!(acquired.fencing_token, 77);
+        assert!(drain(&mut m).is_empty());
+    }
+
+    #[test]
+    fn a_waiter_watches_only_its_predecessor() {
+        let mut m = start(Patience::Forever);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000005", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(9),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            children(&[
+                "_c_a-lock-0000000001",
+                "_c_b-lock-0000000004",
+                &ours,
+                "_c_c-lock-0000000006",
+            ]),
+        );
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 1);
+        assert!(
+            matches!(&sent[0].1, Request::Exists { path, watch: true } if path == "/l/_c_b-lock-0000000004")
+        );
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Ok(Reply::Exists(Some(Stat::default()))),
+        );
+        assert!(drain(&mut m).is_empty() && m.poll_output().is_none());
+        m.handle_watch(
+            Millis(3),
+            sent[0].0,
+            WatchedEvent {
+                kind: crate::EventKind::NodeDeleted,
+                state: SessionState::Connected,
+                path: String::new(),
+            },
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(4),
+            sent[0].0,
+            children(&[&ours, "_c_c-lock-0000000006"]),
+        );
+        assert!(m.poll_output().expect("done").is_ok());
+    }
+
+    #[test]
+    fn an_indeterminate_create_adopts_the_node_it_made() {
+        let mut m = start(Patience::Forever);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_reply(Millis(1), sent[1].0, Err(Error::ConnectionLoss));
+        assert!(drain(&mut m).is_empty(), "waits before retrying");
+        m.handle_session(Millis(2), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[0].1, Request::GetChildren { .. }));
+        let ours = format!("{}0000000000", m.prefix());
+        m.handle_reply(Millis(3), sent[0].0, children(&[&ours]));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[0].1, Request::Exists { path, watch: false } if *path == format!("/l/{ours}"))
+        );
+        m.handle_reply(Millis(4), sent[0].0, Ok(Reply::Exists(Some(stat(5)))));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[0].1, Request::GetChildren { .. }),
+            "no second create"
+        );
+        m.handle_reply(Millis(5), sent[0].0, children(&[&ours]));
+        assert_eq!(
+            m.poll_output()
+                .expect("done")
+                .expect("acquired")
+                .fencing_token,
+            5
+        );
+    }
+
+    #[test]
+    fn try_lock_removes_its_node_when_the_lock_is_held() {
+        let mut m = start(Patience::None);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000002", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(3),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            children(&["_c_x-lock-0000000001", &ours]),
+        );
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[0].1, Request::Delete { path, .. } if *path == format!("/l/{ours}"))
+        );
+        m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Deleted));
+        assert_eq!(m.poll_output(), Some(Err(LockError::WouldBlock)));
+    }
+
+    #[test]
+    fn a_reader_waits_only_for_writers_it_does_not_hold() {
+        let own = vec!["_c_me-__WRIT__0000000001".to_string()];
+        let mut m = AcquireMachine::new("/rw", LockKind::Read, 2, SESSION, Patience::None, own);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000003", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/rw/{ours}"),
+                stat: stat(4),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            children(&["_c_me-__WRIT__0000000001", "_c_r-__READ__0000000002", &ours]),
+        );
+        assert!(m.poll_output().expect("done").is_ok());
+    }
+
+    #[test]
+    fn session_expiry_ends_the_wait() {
+        let mut m = start(Patience::Forever);
+        drain(&mut m);
+        m.handle_session(Millis(1), SessionState::Expired);
+        assert_eq!(
+            m.poll_output(),
+            Some(Err(LockError::SessionLost(Error::SessionExpired)))
+        );
+    }
+}

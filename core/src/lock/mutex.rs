@@ -1,0 +1,465 @@
+//! The reentrant exclusive lock and its guard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::machine::drive;
+use crate::sync::{Mutex as StdMutex, lock};
+use crate::{Coordination, Error, EventKind, Op, OpResult, SessionState, path};
+
+use super::{AcquireMachine, Acquired, LockError, LockKind, Patience};
+
+struct Held {
+    acquired: Acquired,
+    count: usize,
+}
+
+struct Inner<C: ?Sized> {
+    path: String,
+    held: StdMutex<Option<Held>>,
+    /// Serialises acquisitions through one handle, so that a second `lock` while the first is
+    /// still queueing joins the first hold instead of queueing behind it (a deadlock).
+    acquiring: tokio::sync::Mutex<()>,
+    zk: Arc<C>,
+}
+
+/// A distributed, reentrant, exclusive lock (ZooKeeper's lock recipe, Curator-compatible).
+///
+/// Reentrancy is per handle: while a guard from this handle is alive, `lock` on the same
+/// handle succeeds at once and increments a hold count; the node is deleted when the last
+/// guard goes. Give each task that must be excluded its own handle.
+///
+/// See the [module docs](super) for connection loss, expiry and cancellation.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::lock::Mutex;
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// let mutex = Mutex::new(zk, "/locks/invoices")?;
+/// let guard = mutex.lock().await?;
+/// // ... critical section; `guard.fencing_token()` orders holders ...
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+pub struct Mutex<C: Coordination + ?Sized + 'static> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C: Coordination + ?Sized + 'static> Clone for Mutex<C> {
+    fn clone(&self) -> Self {
+        Mutex {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Mutex<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mutex")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Mutex<C> {
+    /// A handle on the lock at `path` (created with its parents on first use).
+    ///
+    /// Fails with [`Error::InvalidPath`] for an invalid path.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// assert!(avout::lock::Mutex::new(zk, "no-slash").is_err());
+    /// # }
+    /// ```
+    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, LockError> {
+        let path = path.into();
+        path::validate_path(&path, false)?;
+        Ok(Mutex {
+            inner: Arc::new(Inner {
+                path,
+                held: StdMutex::new(None),
+                acquiring: tokio::sync::Mutex::new(()),
+                zk,
+            }),
+        })
+    }
+
+    /// The lock's path.
+    ///
+    /// ```no_run
+    /// # fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) {
+    /// println!("{}", m.path());
+    /// # }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Waits until the lock is acquired. Fails only when the session is lost or a request
+    /// is refused (for example by an ACL).
+    ///
+    /// ```no_run
+    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// let guard = m.lock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn lock(&self) -> Result<MutexGuard<C>, LockError> {
+        self.acquire(Patience::Forever).await
+    }
+
+    /// Acquires the lock if it is free now; `Ok(None)` if it is held.
+    ///
+    /// ```no_run
+    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// if let Some(guard) = m.try_lock().await? {
+    ///     guard.unlock().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_lock(&self) -> Result<Option<MutexGuard<C>>, LockError> {
+        match self.acquire(Patience::None).await {
+            Err(LockError::WouldBlock) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Waits at most `timeout` for the lock; `Ok(None)` if it was not acquired in time (the
+    /// queued node is removed before returning).
+    ///
+    /// ```no_run
+    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// use std::time::Duration;
+    /// match m.try_lock_for(Duration::from_millis(500)).await? {
+    ///     Some(guard) => guard.unlock().await?,
+    ///     None => eprintln!("busy"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_lock_for(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<MutexGuard<C>>, LockError> {
+        match self
+            .acquire(Patience::Millis(timeout.as_millis() as u64))
+            .await
+        {
+            Err(LockError::TimedOut) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    fn reenter(&self) -> Option<MutexGuard<C>> {
+        let mut held = lock(&self.inner.held);
+        let held = held.as_mut()?;
+        held.count += 1;
+        Some(MutexGuard {
+            inner: self.inner.clone(),
+            acquired: held.acquired.clone(),
+            released: false,
+        })
+    }
+
+    async fn acquire(&self, patience: Patience) -> Result<MutexGuard<C>, LockError> {
+        if let Some(guard) = self.reenter() {
+            return Ok(guard);
+        }
+        let _serial = self.inner.acquiring.lock().await;
+        if let Some(guard) = self.reenter() {
+            return Ok(guard);
+        }
+        let zk = &self.inner.zk;
+        let mut acquiring = Acquiring {
+            machine: AcquireMachine::new(
+                &self.inner.path,
+                LockKind::Exclusive,
+                zk.new_guid(),
+                zk.session().id.0,
+                patience,
+                Vec::new(),
+            ),
+            zk: Some(zk.clone()),
+            lock_path: self.inner.path.clone(),
+        };
+        let result = drive(&**zk, &mut acquiring.machine).await;
+        // Finished: the machine cleaned up after itself if it gave up.
+        acquiring.zk = None;
+        let acquired = result?;
+        *lock(&self.inner.held) = Some(Held {
+            acquired: acquired.clone(),
+            count: 1,
+        });
+        Ok(MutexGuard {
+            inner: self.inner.clone(),
+            acquired,
+            released: false,
+        })
+    }
+}
+
+/// An acquisition in progress; if dropped before it finishes, removes its node.
+struct Acquiring<C: Coordination + ?Sized + 'static> {
+    machine: AcquireMachine,
+    /// `Some` until the acquisition finishes.
+    zk: Option<Arc<C>>,
+    lock_path: String,
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
+    fn drop(&mut self) {
+        let Some(zk) = self.zk.take() else { return };
+        let node = self.machine.node_path();
+        let unknown = self.machine.node_unknown();
+        if node.is_none() && !unknown {
+            return;
+        }
+        let prefix = self.machine.prefix().to_owned();
+        let lock_path = std::mem::take(&mut self.lock_path);
+        spawn_cleanup(async move {
+            let node = match node {
+                Some(node) => Some(node),
+                // The create may or may not have happened: look for our GUID.
+                None => find_own_node(&*zk, &lock_path, &prefix).await?,
+            };
+            if let Some(node) = node {
+                delete_idempotent(&*zk, &node).await?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Runs a cleanup in the background; `Drop` cannot wait for it.
+fn spawn_cleanup(cleanup: impl Future<Output = Result<(), Error>> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                if let Err(e) = cleanup.await {
+                    // The node goes when the session ends; until then it blocks the lock.
+                    tracing::warn!(error = %e, "lock node cleanup failed");
+                }
+            });
+        }
+        Err(_) => tracing::warn!(
+            "lock released outside a tokio runtime: its node stays until the session ends"
+        ),
+    }
+}
+
+async fn find_own_node<C: Coordination + ?Sized>(
+    zk: &C,
+    lock_path: &str,
+    prefix: &str,
+) -> Result<Option<String>, Error> {
+    let children = loop {
+        match zk.get_children(lock_path).await {
+            Ok((children, _)) => break children,
+            Err(Error::NoNode { .. }) => return Ok(None),
+            Err(e) if e.is_indeterminate() => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(children
+        .into_iter()
+        .find(|c| c.starts_with(prefix))
+        .map(|c| path::join(lock_path, &c)))
+}
+
+/// Deletes our own lock node. Its name holds our GUID, so no other owner can create it, and
+/// retrying the delete after a connection loss is safe.
+async fn delete_idempotent<C: Coordination + ?Sized>(zk: &C, node: &str) -> Result<(), Error> {
+    loop {
+        match zk.delete(node, None).await {
+            Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
+            Err(e) if e.is_indeterminate() => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether a guard still holds its lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockStatus {
+    /// Held, and the session is connected.
+    Held,
+    /// The connection is down: the lock is held if the session survives, which this process
+    /// cannot know until it reconnects. Stop touching the guarded resource.
+    Suspended,
+    /// The session ended: the lock is not held.
+    Lost,
+}
+
+/// Proof of holding a [`Mutex`]. Release with [`unlock`](Self::unlock); dropping the guard
+/// releases in the background.
+#[must_use = "dropping the guard releases the lock"]
+pub struct MutexGuard<C: Coordination + ?Sized + 'static> {
+    inner: Arc<Inner<C>>,
+    acquired: Acquired,
+    released: bool,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for MutexGuard<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MutexGuard")
+            .field("node", &self.acquired.node)
+            .field("fencing_token", &self.acquired.fencing_token)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
+    /// The lock node's path (Curator's naming: `<lock>/_c_<GUID>-lock-<seq>`).
+    ///
+    /// ```no_run
+    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// println!("holding {}", g.node());
+    /// # }
+    /// ```
+    pub fn node(&self) -> &str {
+        &self.acquired.node
+    }
+
+    /// A number that grows with every acquisition of this lock (the node's creation zxid).
+    /// A resource that remembers the largest token it has seen can refuse a stale holder.
+    ///
+    /// ```no_run
+    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// let token = g.fencing_token();
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> i64 {
+        self.acquired.fencing_token
+    }
+
+    /// Whether the lock is still held, as far as this process can tell.
+    ///
+    /// ```no_run
+    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// use avout::lock::LockStatus;
+    /// if g.status() != LockStatus::Held { /* stop writing */ }
+    /// # }
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        match self.inner.zk.session_states().current() {
+            SessionState::Connected => LockStatus::Held,
+            SessionState::Disconnected => LockStatus::Suspended,
+            _ => LockStatus::Lost,
+        }
+    }
+
+    /// Resolves when the lock is lost: the session ended or the node was deleted. Awaiting it
+    /// costs one watch on the lock node.
+    ///
+    /// ```no_run
+    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// let reason = g.lost().await;
+    /// eprintln!("lock lost: {reason}");
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> LockError {
+        let zk = &self.inner.zk;
+        let mut states = zk.session_states();
+        loop {
+            if let Some(error) = states.current().terminal_error() {
+                return LockError::SessionLost(error);
+            }
+            let watch = match zk.exists_and_watch(&self.acquired.node).await {
+                Ok((None, _)) => {
+                    return LockError::NodeDeleted {
+                        node: self.acquired.node.clone(),
+                    };
+                }
+                Ok((Some(_), watch)) => watch,
+                Err(e) if e.is_session_lost() => return LockError::SessionLost(e),
+                // Disconnected: wait for the session to change, then look again.
+                Err(_) => {
+                    states.next().await;
+                    continue;
+                }
+            };
+            tokio::select! {
+                biased;
+                event = watch => {
+                    if event.kind == EventKind::Session {
+                        if let Some(error) = event.state.terminal_error() {
+                            return LockError::SessionLost(error);
+                        }
+                    }
+                }
+                state = states.next() => {
+                    if let Some(error) = state.and_then(SessionState::terminal_error) {
+                        return LockError::SessionLost(error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies `ops` atomically only if this guard's lock node still exists, so a holder that
+    /// lost the lock without knowing cannot write. The results exclude the check.
+    ///
+    /// Fails with [`LockError::NodeDeleted`] if the lock was lost.
+    ///
+    /// ```no_run
+    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// use avout::Op;
+    /// g.fenced(vec![Op::set_data("/accounts/42", b"100".to_vec(), None)]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn fenced(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, LockError> {
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(Op::check(self.acquired.node.clone(), None));
+        all.extend(ops);
+        match self.inner.zk.multi(&all).await {
+            Ok(mut results) => {
+                results.remove(0);
+                Ok(results)
+            }
+            Err(Error::Multi { index: 0, .. }) => Err(LockError::NodeDeleted {
+                node: self.acquired.node.clone(),
+            }),
+            Err(Error::Multi { index, source }) => Err(LockError::Zk(Error::Multi {
+                index: index - 1,
+                source,
+            })),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Releases this hold; the node is deleted when the last hold of the handle goes.
+    ///
+    /// ```no_run
+    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// g.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn unlock(mut self) -> Result<(), LockError> {
+        self.released = true;
+        if let Some(node) = self.release_hold() {
+            delete_idempotent(&*self.inner.zk, &node).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops one hold; returns the node to delete if it was the last.
+    fn release_hold(&self) -> Option<String> {
+        let mut held = lock(&self.inner.held);
+        let hold = held.as_mut().expect("a guard exists only while held");
+        hold.count -= 1;
+        if hold.count > 0 {
+            return None;
+        }
+        held.take().map(|h| h.acquired.node)
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for MutexGuard<C> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        if let Some(node) = self.release_hold() {
+            let zk = self.inner.zk.clone();
+            spawn_cleanup(async move { delete_idempotent(&*zk, &node).await });
+        }
+    }
+}
