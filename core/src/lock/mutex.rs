@@ -379,10 +379,10 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
             tokio::select! {
                 biased;
                 event = watch => {
-                    if event.kind == EventKind::Session {
-                        if let Some(error) = event.state.terminal_error() {
-                            return LockError::SessionLost(error);
-                        }
+                    if event.kind == EventKind::Session
+                        && let Some(error) = event.state.terminal_error()
+                    {
+                        return LockError::SessionLost(error);
                     }
                 }
                 state = states.next() => {
