@@ -38,6 +38,7 @@ pub mod machine;
 mod node;
 mod op;
 pub mod path;
+pub mod recipes;
 mod session;
 mod sync;
 #[cfg(feature = "testkit")]
