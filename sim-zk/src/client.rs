@@ -1,0 +1,488 @@
+//! Simulated clients: one [`SimClient`] is one session, implementing
+//! [`avout::Coordination`], and [`SimZk`] is the service they talk to.
+//!
+//! A call validates its input (bad input never leaves the client, as the trait requires),
+//! then submits the request to the simulated network *before* returning its future, so calls
+//! made one after another are pipelined and applied in call order. The future only waits for
+//! the reply. Handles are cheap to clone and must be used inside the run that made them (they
+//! share its paused tokio runtime).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::{
+    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionId, SessionInfo,
+    SessionStates, Stat, Watch,
+};
+use futures::FutureExt;
+
+use crate::kernel::{Kernel, Request, Response};
+use crate::world::{Reply, Shared, WatchKind};
+use crate::{Fault, FaultKind};
+
+/// The simulated ZooKeeper service of one run.
+///
+/// ```
+/// use avout::Coordination;
+/// use avout_sim_zk::Sim;
+///
+/// let (path, _) = Sim::builder().seed(7).clients(1).build().run(|ctx| async move {
+///     let zk = ctx.zk.clone();
+///     let late = zk.connect();
+///     late.create("/late", b"", &Default::default()).await.unwrap().0
+/// });
+/// assert_eq!(path, "/late");
+/// ```
+#[derive(Clone)]
+pub struct SimZk {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SimZk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SimZk")
+    }
+}
+
+impl SimZk {
+    /// Opens a new session with the run's default timeout.
+    ///
+    /// ```
+    /// let (ids, _) = avout_sim_zk::Sim::builder().clients(0).build().run(|ctx| async move {
+    ///     (ctx.zk.connect().index(), ctx.zk.connect().index())
+    /// });
+    /// assert_eq!(ids, (0, 1));
+    /// ```
+    pub fn connect(&self) -> SimClient {
+        let timeout = self.shared.world().config.session_timeout;
+        self.connect_with_timeout(timeout)
+    }
+
+    /// Opens a new session with the given timeout.
+    ///
+    /// ```
+    /// use avout::Coordination;
+    /// use std::time::Duration;
+    /// let (t, _) = avout_sim_zk::Sim::builder().clients(0).build().run(|ctx| async move {
+    ///     ctx.zk.connect_with_timeout(Duration::from_secs(3)).session().timeout
+    /// });
+    /// assert_eq!(t, Duration::from_secs(3));
+    /// ```
+    pub fn connect_with_timeout(&self, timeout: Duration) -> SimClient {
+        let index = self.shared.world().connect(timeout);
+        SimClient {
+            shared: self.shared.clone(),
+            index,
+        }
+    }
+
+    /// Expires a session now, as the service would after its timeout: its ephemerals are
+    /// deleted and its client learns it (after a latency, or when its connection returns).
+    ///
+    /// ```
+    /// use avout::{Coordination, CoordinationExt, Error};
+    /// let (err, _) = avout_sim_zk::Sim::builder().clients(1).build().run(|ctx| async move {
+    ///     let c = &ctx.clients[0];
+    ///     ctx.zk.expire_session(c.session().id);
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     c.exists("/").await.unwrap_err()
+    /// });
+    /// assert_eq!(err, Error::SessionExpired);
+    /// ```
+    pub fn expire_session(&self, session: SessionId) {
+        let mut w = self.shared.world();
+        let client = w
+            .client_of(session)
+            .unwrap_or_else(|| panic!("expire_session: unknown session {session}"));
+        w.inject(Fault::ExpireSession { client });
+        drop(w);
+        self.shared.kick();
+    }
+
+    /// Injects a fault now.
+    ///
+    /// ```
+    /// use avout_sim_zk::Fault;
+    /// let (_, summary) = avout_sim_zk::Sim::builder().clients(1).build().run(|ctx| async move {
+    ///     ctx.zk.inject(Fault::Outage { duration: std::time::Duration::from_millis(100) });
+    /// });
+    /// assert_eq!(summary.fault_count(avout_sim_zk::FaultKind::Outage), 1);
+    /// ```
+    pub fn inject(&self, fault: Fault) {
+        self.shared.world().inject(fault);
+        self.shared.kick();
+    }
+
+    /// Reads the kernel's state (for assertions in tests).
+    ///
+    /// ```
+    /// let (n, _) = avout_sim_zk::Sim::builder().clients(2).build().run(|ctx| async move {
+    ///     ctx.zk.with_kernel(|k| k.sessions().count())
+    /// });
+    /// assert_eq!(n, 2);
+    /// ```
+    pub fn with_kernel<R>(&self, f: impl FnOnce(&Kernel) -> R) -> R {
+        f(&self.shared.world().kernel)
+    }
+
+    /// How many faults of a kind fired so far.
+    ///
+    /// ```
+    /// let (n, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     ctx.zk.fault_count(avout_sim_zk::FaultKind::Pause)
+    /// });
+    /// assert_eq!(n, 0);
+    /// ```
+    pub fn fault_count(&self, kind: FaultKind) -> u64 {
+        self.shared
+            .world()
+            .fault_counts
+            .get(&kind)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// One simulated session; implements [`Coordination`]. Clones share the session.
+///
+/// Beyond the trait it offers [`add_auth`](Self::add_auth) (ZooKeeper's `addAuthInfo`) and
+/// its index in the run (the number faults name it by).
+///
+/// ```
+/// use avout::{Coordination, CreateMode};
+/// let (stat, _) = avout_sim_zk::Sim::builder().seed(1).clients(1).build().run(|ctx| async move {
+///     let c = &ctx.clients[0];
+///     c.create("/e", b"x", &CreateMode::Ephemeral.into()).await.unwrap();
+///     c.exists("/e").await.unwrap().unwrap()
+/// });
+/// assert!(stat.is_ephemeral());
+/// ```
+#[derive(Clone)]
+pub struct SimClient {
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl std::fmt::Debug for SimClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimClient")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+type Call = futures::channel::oneshot::Receiver<Reply>;
+
+impl SimClient {
+    /// The client's index in its run.
+    ///
+    /// ```
+    /// let (i, _) = avout_sim_zk::Sim::builder().clients(2).build().run(|ctx| async move {
+    ///     ctx.clients[1].index()
+    /// });
+    /// assert_eq!(i, 1);
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Adds an identity to the session; for `digest`, `auth` is `user:password`.
+    /// Errors: `AuthFailed` for an unknown scheme or malformed credentials.
+    ///
+    /// ```
+    /// use avout::{Acl, Coordination, CreateOptions};
+    /// let (r, _) = avout_sim_zk::Sim::builder().clients(2).build().run(|ctx| async move {
+    ///     let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+    ///     a.add_auth("digest", b"app:secret").await.unwrap();
+    ///     a.create("/private", b"", &CreateOptions::default().with_acl(Acl::creator_all())).await.unwrap();
+    ///     b.get_data("/private").await.unwrap_err()
+    /// });
+    /// assert!(matches!(r, avout::Error::NoAuth { .. }));
+    /// ```
+    pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> OpFuture<'_, ()> {
+        let call = self.submit(
+            Request::AddAuth {
+                scheme: scheme.to_owned(),
+                auth: auth.to_vec(),
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::AddAuth => Some(()),
+            _ => None,
+        })
+    }
+
+    fn submit(&self, request: Request, watch: Option<WatchKind>) -> Call {
+        let rx = self.shared.world().submit(self.index, request, watch);
+        self.shared.kick();
+        rx
+    }
+}
+
+/// Waits for a call's reply and unpacks the response the request must produce.
+fn expect<T: Send + 'static>(
+    call: Call,
+    unpack: impl FnOnce(Response) -> Option<T> + Send + 'static,
+) -> OpFuture<'static, T> {
+    async move {
+        // A dropped sender means the run ended under the call.
+        let (response, _) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
+        let shown = format!("{response:?}");
+        Ok(unpack(response).unwrap_or_else(|| panic!("kernel answered with {shown}")))
+    }
+    .boxed()
+}
+
+fn expect_watched<T: Send + 'static>(
+    call: Call,
+    unpack: impl FnOnce(Response, Watch) -> Option<T> + Send + 'static,
+) -> OpFuture<'static, T> {
+    async move {
+        let (response, watch) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
+        let watch = watch.expect("a watched read returns a watch");
+        let shown = format!("{response:?}");
+        Ok(unpack(response, watch).unwrap_or_else(|| panic!("kernel answered with {shown}")))
+    }
+    .boxed()
+}
+
+fn refuse<T: Send + 'static>(e: Error) -> OpFuture<'static, T> {
+    futures::future::ready(Err(e)).boxed()
+}
+
+impl Coordination for SimClient {
+    fn session(&self) -> SessionInfo {
+        self.shared.world().session_info(self.index)
+    }
+
+    fn session_states(&self) -> SessionStates {
+        self.shared.world().publisher(self.index).subscribe()
+    }
+
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> OpFuture<'_, (String, Stat)> {
+        if let Err(e) = avout::path::validate_path(path, options.mode.is_sequential())
+            .and_then(|()| avout::path::validate_data(path, data))
+        {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::Create {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                options: options.clone(),
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::Create { path, stat } => Some((path, stat)),
+            _ => None,
+        })
+    }
+
+    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::Delete {
+                path: path.to_owned(),
+                version,
+            },
+            None,
+        );
+        expect(call, |r| matches!(r, Response::Delete).then_some(()))
+    }
+
+    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::GetData {
+                path: path.to_owned(),
+                watch: false,
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::GetData { data, stat } => Some((data, stat)),
+            _ => None,
+        })
+    }
+
+    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::GetData {
+                path: path.to_owned(),
+                watch: true,
+            },
+            Some(WatchKind::Data),
+        );
+        expect_watched(call, |r, w| match r {
+            Response::GetData { data, stat } => Some((data, stat, w)),
+            _ => None,
+        })
+    }
+
+    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
+        if let Err(e) = avout::path::validate_path(path, false)
+            .and_then(|()| avout::path::validate_data(path, data))
+        {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::SetData {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                version,
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::SetData { stat } => Some(stat),
+            _ => None,
+        })
+    }
+
+    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::Exists {
+                path: path.to_owned(),
+                watch: false,
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::Exists { stat } => Some(stat),
+            _ => None,
+        })
+    }
+
+    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::Exists {
+                path: path.to_owned(),
+                watch: true,
+            },
+            Some(WatchKind::Data),
+        );
+        expect_watched(call, |r, w| match r {
+            Response::Exists { stat } => Some((stat, w)),
+            _ => None,
+        })
+    }
+
+    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::GetChildren {
+                path: path.to_owned(),
+                watch: false,
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::GetChildren { children, stat } => Some((children, stat)),
+            _ => None,
+        })
+    }
+
+    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::GetChildren {
+                path: path.to_owned(),
+                watch: true,
+            },
+            Some(WatchKind::Child),
+        );
+        expect_watched(call, |r, w| match r {
+            Response::GetChildren { children, stat } => Some((children, stat, w)),
+            _ => None,
+        })
+    }
+
+    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
+        if ops.is_empty() {
+            return refuse(Error::BadArguments("empty multi".into()));
+        }
+        if let Some(e) = ops.iter().find_map(|op| op.validate().err()) {
+            return refuse(e);
+        }
+        let call = self.submit(Request::Multi { ops: ops.to_vec() }, None);
+        expect(call, |r| match r {
+            Response::Multi { results } => Some(results),
+            _ => None,
+        })
+    }
+
+    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::Sync {
+                path: path.to_owned(),
+            },
+            None,
+        );
+        expect(call, |r| matches!(r, Response::Sync).then_some(()))
+    }
+
+    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return refuse(e);
+        }
+        let call = self.submit(
+            Request::GetAcl {
+                path: path.to_owned(),
+            },
+            None,
+        );
+        expect(call, |r| match r {
+            Response::GetAcl { acl, stat } => Some((acl, stat)),
+            _ => None,
+        })
+    }
+
+    /// Closes the session. Calls made before still get their replies (the service applies
+    /// them first); calls made after fail with `Closed`. Resolves once the service has
+    /// deleted the session's ephemerals, or, if the close itself was lost, once the client
+    /// gave up on it (the session then times out on the service). Closing a session that
+    /// already ended is a no-op.
+    fn close(&self) -> OpFuture<'_, ()> {
+        let call = self.submit(Request::Close, None);
+        async move {
+            match call.await.unwrap_or(Err(Error::ConnectionLoss)) {
+                Ok(_)
+                | Err(
+                    Error::ConnectionLoss
+                    | Error::Closed
+                    | Error::SessionExpired
+                    | Error::AuthFailed,
+                ) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,371 @@
+//! A stable hash of a run: 64-bit FNV-1a over a canonical byte encoding.
+//!
+//! std's `Hash` is not an encoding (its output may change between compiler releases and
+//! `RandomState` is seeded per process), so every value that enters a run's hash writes its
+//! own bytes here: integers little-endian at fixed width, strings and byte strings
+//! length-prefixed, enums by an explicit tag. The same run gives the same hash on every
+//! machine and every build.
+
+use avout::{Acl, CreateOptions, Error, EventKind, Op, OpResult, SessionState, Stat};
+
+use crate::kernel::{Request, Response};
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// A 64-bit FNV-1a hasher with typed writers.
+///
+/// ```
+/// let mut h = avout_sim_zk::hash::StableHasher::new();
+/// h.str("avout");
+/// let a = h.finish();
+/// let mut h = avout_sim_zk::hash::StableHasher::new();
+/// h.str("avout");
+/// assert_eq!(a, h.finish());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StableHasher(u64);
+
+impl Default for StableHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StableHasher {
+    /// A hasher in its initial state.
+    ///
+    /// ```
+    /// assert_ne!(avout_sim_zk::hash::StableHasher::new().finish(), 0);
+    /// ```
+    pub fn new() -> Self {
+        StableHasher(FNV_OFFSET)
+    }
+
+    /// Feeds raw bytes.
+    ///
+    /// ```
+    /// let mut h = avout_sim_zk::hash::StableHasher::new();
+    /// h.raw(b"abc");
+    /// ```
+    pub fn raw(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
+        }
+    }
+
+    /// Feeds a `u64`.
+    ///
+    /// ```
+    /// avout_sim_zk::hash::StableHasher::new().u64(7);
+    /// ```
+    pub fn u64(&mut self, v: u64) {
+        self.raw(&v.to_le_bytes());
+    }
+
+    /// Feeds an `i64`.
+    ///
+    /// ```
+    /// avout_sim_zk::hash::StableHasher::new().i64(-7);
+    /// ```
+    pub fn i64(&mut self, v: i64) {
+        self.raw(&v.to_le_bytes());
+    }
+
+    /// Feeds a one-byte tag.
+    ///
+    /// ```
+    /// avout_sim_zk::hash::StableHasher::new().tag(3);
+    /// ```
+    pub fn tag(&mut self, t: u8) {
+        self.raw(&[t]);
+    }
+
+    /// Feeds a length-prefixed byte string.
+    ///
+    /// ```
+    /// avout_sim_zk::hash::StableHasher::new().bytes(b"data");
+    /// ```
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        self.raw(b);
+    }
+
+    /// Feeds a length-prefixed string.
+    ///
+    /// ```
+    /// avout_sim_zk::hash::StableHasher::new().str("/a");
+    /// ```
+    pub fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    /// The hash so far.
+    ///
+    /// ```
+    /// let h = avout_sim_zk::hash::StableHasher::new();
+    /// assert_eq!(h.finish(), h.finish());
+    /// ```
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Values with a canonical encoding into a [`StableHasher`].
+///
+/// ```
+/// use avout_sim_zk::hash::{Canonical, StableHasher};
+/// let mut a = StableHasher::new();
+/// avout::Stat::default().canon(&mut a);
+/// let mut b = StableHasher::new();
+/// avout::Stat { version: 1, ..Default::default() }.canon(&mut b);
+/// assert_ne!(a.finish(), b.finish());
+/// ```
+pub trait Canonical {
+    /// Writes the value's canonical bytes.
+    fn canon(&self, h: &mut StableHasher);
+}
+
+impl Canonical for Stat {
+    fn canon(&self, h: &mut StableHasher) {
+        for v in [
+            self.czxid,
+            self.mzxid,
+            self.pzxid,
+            self.ctime,
+            self.mtime,
+            i64::from(self.version),
+            i64::from(self.cversion),
+            i64::from(self.aversion),
+            self.ephemeral_owner,
+            i64::from(self.data_length),
+            i64::from(self.num_children),
+        ] {
+            h.i64(v);
+        }
+    }
+}
+
+impl Canonical for Acl {
+    fn canon(&self, h: &mut StableHasher) {
+        h.u64(u64::from(self.perms.0));
+        h.str(&self.scheme);
+        h.str(&self.id);
+    }
+}
+
+impl<T: Canonical> Canonical for [T] {
+    fn canon(&self, h: &mut StableHasher) {
+        h.u64(self.len() as u64);
+        for x in self {
+            x.canon(h);
+        }
+    }
+}
+
+impl<T: Canonical> Canonical for Option<T> {
+    fn canon(&self, h: &mut StableHasher) {
+        match self {
+            None => h.tag(0),
+            Some(x) => {
+                h.tag(1);
+                x.canon(h);
+            }
+        }
+    }
+}
+
+impl Canonical for i32 {
+    fn canon(&self, h: &mut StableHasher) {
+        h.i64(i64::from(*self));
+    }
+}
+
+impl Canonical for String {
+    fn canon(&self, h: &mut StableHasher) {
+        h.str(self);
+    }
+}
+
+impl Canonical for CreateOptions {
+    fn canon(&self, h: &mut StableHasher) {
+        h.str(&format!("{:?}", self.mode));
+        self.acl.as_deref().canon_opt(h);
+    }
+}
+
+trait CanonOpt {
+    fn canon_opt(self, h: &mut StableHasher);
+}
+
+impl CanonOpt for Option<&[Acl]> {
+    fn canon_opt(self, h: &mut StableHasher) {
+        match self {
+            None => h.tag(0),
+            Some(acl) => {
+                h.tag(1);
+                acl.canon(h);
+            }
+        }
+    }
+}
+
+impl Canonical for Op {
+    fn canon(&self, h: &mut StableHasher) {
+        match self {
+            Op::Check { path, version } => {
+                h.tag(0);
+                h.str(path);
+                version.canon(h);
+            }
+            Op::Create {
+                path,
+                data,
+                options,
+            } => {
+                h.tag(1);
+                h.str(path);
+                h.bytes(data);
+                options.canon(h);
+            }
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                h.tag(2);
+                h.str(path);
+                h.bytes(data);
+                version.canon(h);
+            }
+            Op::Delete { path, version } => {
+                h.tag(3);
+                h.str(path);
+                version.canon(h);
+            }
+        }
+    }
+}
+
+impl Canonical for OpResult {
+    fn canon(&self, h: &mut StableHasher) {
+        match self {
+            OpResult::Check => h.tag(0),
+            OpResult::Create { path } => {
+                h.tag(1);
+                h.str(path);
+            }
+            OpResult::SetData { stat } => {
+                h.tag(2);
+                stat.canon(h);
+            }
+            OpResult::Delete => h.tag(3),
+        }
+    }
+}
+
+impl Canonical for Request {
+    fn canon(&self, h: &mut StableHasher) {
+        h.str(self.name());
+        match self {
+            Request::Create {
+                path,
+                data,
+                options,
+            } => {
+                h.str(path);
+                h.bytes(data);
+                options.canon(h);
+            }
+            Request::Delete { path, version } => {
+                h.str(path);
+                version.canon(h);
+            }
+            Request::GetData { path, watch }
+            | Request::Exists { path, watch }
+            | Request::GetChildren { path, watch } => {
+                h.str(path);
+                h.tag(u8::from(*watch));
+            }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => {
+                h.str(path);
+                h.bytes(data);
+                version.canon(h);
+            }
+            Request::Multi { ops } => ops.canon(h),
+            Request::Sync { path } | Request::GetAcl { path } => h.str(path),
+            Request::AddAuth { scheme, auth } => {
+                h.str(scheme);
+                h.bytes(auth);
+            }
+            Request::Close => {}
+        }
+    }
+}
+
+impl Canonical for Response {
+    fn canon(&self, h: &mut StableHasher) {
+        match self {
+            Response::Create { path, stat } => {
+                h.tag(0);
+                h.str(path);
+                stat.canon(h);
+            }
+            Response::Delete => h.tag(1),
+            Response::GetData { data, stat } => {
+                h.tag(2);
+                h.bytes(data);
+                stat.canon(h);
+            }
+            Response::SetData { stat } => {
+                h.tag(3);
+                stat.canon(h);
+            }
+            Response::Exists { stat } => {
+                h.tag(4);
+                stat.canon(h);
+            }
+            Response::GetChildren { children, stat } => {
+                h.tag(5);
+                children.canon(h);
+                stat.canon(h);
+            }
+            Response::Multi { results } => {
+                h.tag(6);
+                results.canon(h);
+            }
+            Response::Sync => h.tag(7),
+            Response::GetAcl { acl, stat } => {
+                h.tag(8);
+                acl.canon(h);
+                stat.canon(h);
+            }
+            Response::AddAuth => h.tag(9),
+            Response::Close => h.tag(10),
+        }
+    }
+}
+
+impl Canonical for Error {
+    fn canon(&self, h: &mut StableHasher) {
+        // The Display text names the variant and its fields; it is part of core's API.
+        h.str(&self.to_string());
+    }
+}
+
+impl Canonical for EventKind {
+    fn canon(&self, h: &mut StableHasher) {
+        h.str(&format!("{self:?}"));
+    }
+}
+
+impl Canonical for SessionState {
+    fn canon(&self, h: &mut StableHasher) {
+        h.str(&format!("{self:?}"));
+    }
+}

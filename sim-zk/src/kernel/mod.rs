@@ -1,0 +1,1093 @@
+//! The kernel: ZooKeeper's state machine, pure and synchronous.
+//!
+//! The kernel knows nothing of networks, clocks or tasks. Time comes in as an argument
+//! (`now_ms`), requests come in as [`Request`] values and leave as a [`Response`] (or an
+//! [`avout::Error`]) plus the watch events they fired ([`Fired`]), so the simulated network,
+//! a unit test and a model checker drive the very same code.
+//!
+//! # How a request is processed
+//!
+//! Reads are answered from the tree of the replica the session is attached to
+//! ([`Server::Leader`] by default). Writes follow ZooKeeper's pipeline:
+//!
+//! 1. **Prepare** (the leader's `PrepRequestProcessor`). Every write request consumes the next
+//!    zxid, even if it fails, as ZooKeeper logs an error transaction for it. The request is
+//!    checked against the leader's tree seen through an *overlay* of the changes the request
+//!    itself already made (ZooKeeper's outstanding change records): this is what lets the
+//!    third operation of a `multi` see the node the first one created. Checks run in
+//!    ZooKeeper's order, so the error is the one ZooKeeper gives: for a create, invalid ACL,
+//!    missing parent, `NoAuth` on the parent, existing node, ephemeral parent. A sequential
+//!    node takes its suffix from the parent's `cversion` *before* the create, which counts
+//!    child deletions as well as creations (ZooKeeper 3.8 numbering).
+//! 2. **Commit and apply**. A prepared write becomes a [`Txn`] that the leader's
+//!    [`DataTree`] applies at once. A failed `multi` becomes [`TxnKind::Error`]: the overlay
+//!    is dropped and nothing changes, and the error is [`avout::Error::Multi`] with the index
+//!    of the first failing operation.
+//! 3. **Replicate**. If a lagging follower exists, the transaction also joins its backlog; the
+//!    follower applies its backlog when told ([`Kernel::advance_follower`]), on `sync` from a
+//!    session attached to it, and before replying to a write of such a session (ZooKeeper
+//!    answers a write from the server the client is connected to, after that server applied
+//!    it, which is why a session always reads its own writes). Sessions attached to the
+//!    follower read stale but monotonic state; their watches live in the follower's tree and
+//!    fire when the follower applies the change.
+//!
+//! Sessions have an id, a timeout, identities for ACLs and the replica they read from.
+//! Whether a session is alive is the network's business (it knows about heartbeats, pauses
+//! and partitions): it calls [`Kernel::expire_session`] when a session's timeout has passed
+//! in silence. Closing or expiring a session is a transaction that deletes its ephemerals
+//! (firing the watches of others) and drops its watches.
+//!
+//! Container nodes are deleted by [`Kernel::reap_containers`] once they have had children and
+//! have none left. ZooKeeper does this from a timer (`znode.container.checkIntervalMs`, a
+//! minute by default); the simulated network calls it right after the write that emptied the
+//! container, which is one of the schedules the real timer allows.
+
+mod acl;
+mod tree;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use avout::{Acl, CreateOptions, Error, Op, OpResult, Perms, Result, SessionId, Stat};
+
+pub use tree::{DataTree, Fired, Node, Txn, TxnKind};
+
+/// A request to the service, as a value.
+///
+/// ```
+/// use avout_sim_zk::kernel::Request;
+/// let r = Request::GetData { path: "/a".into(), watch: true };
+/// assert_eq!(r.path(), Some("/a"));
+/// assert!(!r.is_write());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    /// Create a node.
+    Create {
+        /// Path (or prefix, for a sequential node).
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+        /// Mode and ACL.
+        options: CreateOptions,
+    },
+    /// Delete a node.
+    Delete {
+        /// Path.
+        path: String,
+        /// Expected version (`None` or `Some(-1)`: any).
+        version: Option<i32>,
+    },
+    /// Read data, optionally arming a data watch.
+    GetData {
+        /// Path.
+        path: String,
+        /// Arm a watch.
+        watch: bool,
+    },
+    /// Replace data.
+    SetData {
+        /// Path.
+        path: String,
+        /// New data.
+        data: Vec<u8>,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// Stat a node, optionally arming a data watch (even if the node is missing).
+    Exists {
+        /// Path.
+        path: String,
+        /// Arm a watch.
+        watch: bool,
+    },
+    /// List children, optionally arming a child watch.
+    GetChildren {
+        /// Path.
+        path: String,
+        /// Arm a watch.
+        watch: bool,
+    },
+    /// Atomic batch.
+    Multi {
+        /// The operations.
+        ops: Vec<Op>,
+    },
+    /// Catch the session's server up with the leader.
+    Sync {
+        /// Path (ZooKeeper ignores it beyond validation).
+        path: String,
+    },
+    /// Read a node's ACL.
+    GetAcl {
+        /// Path.
+        path: String,
+    },
+    /// Add an identity to the session (`digest` with `user:password`).
+    AddAuth {
+        /// The scheme.
+        scheme: String,
+        /// The credentials.
+        auth: Vec<u8>,
+    },
+    /// Close the session.
+    Close,
+}
+
+impl Request {
+    /// The path the request concerns, if any.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Request::Close.path(), None);
+    /// ```
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Request::Create { path, .. }
+            | Request::Delete { path, .. }
+            | Request::GetData { path, .. }
+            | Request::SetData { path, .. }
+            | Request::Exists { path, .. }
+            | Request::GetChildren { path, .. }
+            | Request::Sync { path }
+            | Request::GetAcl { path } => Some(path),
+            Request::Multi { ops } => ops.first().map(Op::path),
+            Request::AddAuth { .. } | Request::Close => None,
+        }
+    }
+
+    /// Whether the request changes state (and so consumes a zxid).
+    ///
+    /// ```
+    /// use avout_sim_zk::kernel::Request;
+    /// assert!(Request::Delete { path: "/a".into(), version: None }.is_write());
+    /// ```
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Request::Create { .. }
+                | Request::Delete { .. }
+                | Request::SetData { .. }
+                | Request::Multi { .. }
+                | Request::Close
+        )
+    }
+
+    /// A short name for logs.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Request::Close.name(), "close");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Create { .. } => "create",
+            Request::Delete { .. } => "delete",
+            Request::GetData { .. } => "getData",
+            Request::SetData { .. } => "setData",
+            Request::Exists { .. } => "exists",
+            Request::GetChildren { .. } => "getChildren",
+            Request::Multi { .. } => "multi",
+            Request::Sync { .. } => "sync",
+            Request::GetAcl { .. } => "getACL",
+            Request::AddAuth { .. } => "addAuth",
+            Request::Close => "close",
+        }
+    }
+}
+
+/// A successful reply.
+///
+/// ```
+/// use avout_sim_zk::kernel::Response;
+/// assert_eq!(Response::Sync, Response::Sync);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Response {
+    /// The created node's path and metadata.
+    Create {
+        /// Actual path.
+        path: String,
+        /// Metadata.
+        stat: Stat,
+    },
+    /// Deleted.
+    Delete,
+    /// Data and metadata.
+    GetData {
+        /// Data.
+        data: Vec<u8>,
+        /// Metadata.
+        stat: Stat,
+    },
+    /// New metadata.
+    SetData {
+        /// Metadata.
+        stat: Stat,
+    },
+    /// Metadata if the node exists.
+    Exists {
+        /// Metadata.
+        stat: Option<Stat>,
+    },
+    /// Children, sorted, and the node's metadata.
+    GetChildren {
+        /// Names.
+        children: Vec<String>,
+        /// Metadata.
+        stat: Stat,
+    },
+    /// Per-operation results.
+    Multi {
+        /// Results.
+        results: Vec<OpResult>,
+    },
+    /// Synced.
+    Sync,
+    /// ACL and metadata.
+    GetAcl {
+        /// ACL.
+        acl: Vec<Acl>,
+        /// Metadata.
+        stat: Stat,
+    },
+    /// Identity added.
+    AddAuth,
+    /// Session closed.
+    Close,
+}
+
+/// What one kernel step produced: the reply for the requester and the watch events it fired,
+/// in the order they fired. Events come first on the wire.
+///
+/// ```
+/// let a = avout_sim_zk::kernel::Applied { result: Err(avout::Error::SessionExpired), events: vec![] };
+/// assert!(a.result.is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The reply.
+    pub result: Result<Response>,
+    /// Watch events, for any session.
+    pub events: Vec<Fired>,
+}
+
+/// The replica a session reads from.
+///
+/// ```
+/// assert_ne!(avout_sim_zk::kernel::Server::Leader, avout_sim_zk::kernel::Server::Follower);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Server {
+    /// Always current.
+    Leader,
+    /// Applies the leader's transactions late.
+    Follower,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Session {
+    timeout_ms: u64,
+    ids: acl::Identities,
+    server: Server,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Follower {
+    tree: DataTree,
+    backlog: VecDeque<Txn>,
+}
+
+/// A change a prepared operation has made that the tree does not show yet.
+#[derive(Clone, Debug)]
+struct Record {
+    stat: Stat,
+    acl: Vec<Acl>,
+}
+
+type Overlay = BTreeMap<String, Option<Record>>;
+
+/// ZooKeeper's state machine: the leader's tree, sessions, the zxid counter and, optionally,
+/// one lagging follower. See the [module docs](self).
+///
+/// ```
+/// use avout::{CreateMode, CreateOptions};
+/// use avout_sim_zk::kernel::{Kernel, Request, Response};
+/// use std::time::Duration;
+///
+/// let mut k = Kernel::new();
+/// let s = k.create_session(0, Duration::from_secs(10));
+/// let create = Request::Create {
+///     path: "/jobs".into(), data: vec![], options: CreateOptions::default(),
+/// };
+/// assert!(k.apply(1, s, &create).result.is_ok());
+/// let seq = Request::Create {
+///     path: "/jobs/j-".into(), data: vec![], options: CreateMode::PersistentSequential.into(),
+/// };
+/// match k.apply(2, s, &seq).result {
+///     Ok(Response::Create { path, .. }) => assert_eq!(path, "/jobs/j-0000000000"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    tree: DataTree,
+    follower: Option<Follower>,
+    sessions: BTreeMap<SessionId, Session>,
+    next_session: i64,
+    zxid: i64,
+}
+
+impl Default for Kernel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Session ids look like a 3.8 server's with server id 1: the id in the top byte.
+const SESSION_ID_BASE: i64 = 1 << 56;
+
+impl Kernel {
+    /// A fresh service with only a leader.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Kernel::new().last_zxid(), 0);
+    /// ```
+    pub fn new() -> Self {
+        Kernel {
+            tree: DataTree::new(),
+            follower: None,
+            sessions: BTreeMap::new(),
+            next_session: 1,
+            zxid: 0,
+        }
+    }
+
+    /// A fresh service with a leader and one follower that sessions may be attached to.
+    ///
+    /// ```
+    /// let k = avout_sim_zk::kernel::Kernel::with_follower();
+    /// assert_eq!(k.follower_backlog(), 0);
+    /// ```
+    pub fn with_follower() -> Self {
+        Kernel {
+            follower: Some(Follower {
+                tree: DataTree::new(),
+                backlog: VecDeque::new(),
+            }),
+            ..Self::new()
+        }
+    }
+
+    /// The leader's tree.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::kernel::Kernel::new().tree().node("/").is_some());
+    /// ```
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// The zxid of the last committed transaction.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// k.create_session(0, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.last_zxid(), 1);
+    /// ```
+    pub fn last_zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    /// The live sessions, in id order.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.sessions().collect::<Vec<_>>(), [s]);
+    /// ```
+    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.keys().copied()
+    }
+
+    /// Whether the session is alive.
+    ///
+    /// ```
+    /// let k = avout_sim_zk::kernel::Kernel::new();
+    /// assert!(!k.is_alive(avout::SessionId(1)));
+    /// ```
+    pub fn is_alive(&self, session: SessionId) -> bool {
+        self.sessions.contains_key(&session)
+    }
+
+    /// The session's timeout, if it is alive.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let s = k.create_session(0, Duration::from_secs(4));
+    /// assert_eq!(k.session_timeout(s), Some(Duration::from_secs(4)));
+    /// ```
+    pub fn session_timeout(&self, session: SessionId) -> Option<Duration> {
+        self.sessions
+            .get(&session)
+            .map(|s| Duration::from_millis(s.timeout_ms))
+    }
+
+    /// Whether the kernel has a follower.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::kernel::Kernel::with_follower().has_follower());
+    /// ```
+    pub fn has_follower(&self) -> bool {
+        self.follower.is_some()
+    }
+
+    /// How many committed transactions the follower has not applied yet (0 without one).
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Kernel::new().follower_backlog(), 0);
+    /// ```
+    pub fn follower_backlog(&self) -> usize {
+        self.follower.as_ref().map_or(0, |f| f.backlog.len())
+    }
+
+    /// Opens a session (a transaction, so it consumes a zxid).
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let a = k.create_session(0, std::time::Duration::from_secs(1));
+    /// let b = k.create_session(0, std::time::Duration::from_secs(1));
+    /// assert_ne!(a, b);
+    /// ```
+    pub fn create_session(&mut self, now_ms: i64, timeout: Duration) -> SessionId {
+        let id = SessionId(SESSION_ID_BASE + self.next_session);
+        self.next_session += 1;
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.sessions.insert(
+            id,
+            Session {
+                timeout_ms,
+                ids: acl::initial_identities(),
+                server: Server::Leader,
+            },
+        );
+        let mut events = Vec::new();
+        self.commit(
+            now_ms,
+            id,
+            TxnKind::CreateSession { timeout_ms },
+            &mut events,
+        );
+        assert!(events.is_empty(), "creating a session fired watches");
+        id
+    }
+
+    /// Moves a session to another replica. The follower first catches up with the leader,
+    /// so the session never reads older state than it already saw and none of its watches
+    /// can miss a change; the events that catching up fires are returned.
+    ///
+    /// # Panics
+    ///
+    /// If `server` is the follower and the kernel has none.
+    ///
+    /// ```
+    /// use avout_sim_zk::kernel::{Kernel, Server};
+    /// let mut k = Kernel::with_follower();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// k.attach(s, Server::Follower);
+    /// assert_eq!(k.server_of(s), Some(Server::Follower));
+    /// ```
+    pub fn attach(&mut self, session: SessionId, server: Server) -> Vec<Fired> {
+        let Some(current) = self.sessions.get(&session).map(|s| s.server) else {
+            return Vec::new();
+        };
+        if current == server {
+            return Vec::new();
+        }
+        let events = self.sync_follower();
+        let follower = &mut self
+            .follower
+            .as_mut()
+            .expect("attach to a follower of a kernel without one")
+            .tree;
+        let (from, to) = match server {
+            Server::Follower => (&mut self.tree, follower),
+            Server::Leader => (follower, &mut self.tree),
+        };
+        let (data, child) = from.take_watches(session);
+        for path in data {
+            to.add_data_watch(&path, session);
+        }
+        for path in child {
+            to.add_child_watch(&path, session);
+        }
+        self.sessions
+            .get_mut(&session)
+            .expect("session checked above")
+            .server = server;
+        events
+    }
+
+    /// The replica a live session reads from.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.server_of(s), Some(avout_sim_zk::kernel::Server::Leader));
+    /// ```
+    pub fn server_of(&self, session: SessionId) -> Option<Server> {
+        self.sessions.get(&session).map(|s| s.server)
+    }
+
+    /// Lets the follower apply the transactions committed at or before `time_ms`.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_follower();
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.follower_backlog(), 1);
+    /// k.advance_follower(5);
+    /// assert_eq!(k.follower_backlog(), 0);
+    /// ```
+    pub fn advance_follower(&mut self, time_ms: i64) -> Vec<Fired> {
+        let mut events = Vec::new();
+        if let Some(f) = &mut self.follower {
+            while f.backlog.front().is_some_and(|t| t.time_ms <= time_ms) {
+                let txn = f.backlog.pop_front().expect("front checked");
+                f.tree.apply(&txn, &mut events);
+            }
+        }
+        events
+    }
+
+    /// Lets the follower apply everything committed so far.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_follower();
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// k.sync_follower();
+    /// assert_eq!(k.follower_backlog(), 0);
+    /// ```
+    pub fn sync_follower(&mut self) -> Vec<Fired> {
+        self.advance_follower(i64::MAX)
+    }
+
+    /// Expires a session: its ephemerals are deleted (firing others' watches) and its
+    /// watches dropped. Returns the events; nothing happens for a dead session.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// k.expire_session(10, s);
+    /// assert!(!k.is_alive(s));
+    /// ```
+    pub fn expire_session(&mut self, now_ms: i64, session: SessionId) -> Vec<Fired> {
+        let mut events = Vec::new();
+        if self.sessions.contains_key(&session) {
+            self.end_session(now_ms, session, &mut events);
+        }
+        events
+    }
+
+    /// Deletes containers that had children and have none left, one transaction each.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// assert!(k.reap_containers(0).is_empty());
+    /// ```
+    pub fn reap_containers(&mut self, now_ms: i64) -> Vec<Fired> {
+        let mut events = Vec::new();
+        let due: Vec<String> = self.tree.empty_containers().map(str::to_owned).collect();
+        for path in due {
+            self.commit(now_ms, SessionId(0), TxnKind::Delete { path }, &mut events);
+        }
+        events
+    }
+
+    /// Processes one request of a session. See the [module docs](self) for the pipeline.
+    ///
+    /// A request of a session that is not alive fails with `SessionExpired`.
+    ///
+    /// ```
+    /// use avout_sim_zk::kernel::{Kernel, Request};
+    /// let mut k = Kernel::new();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// let r = k.apply(1, s, &Request::Delete { path: "/nope".into(), version: None });
+    /// assert_eq!(r.result, Err(avout::Error::NoNode { path: "/nope".into() }));
+    /// ```
+    pub fn apply(&mut self, now_ms: i64, session: SessionId, request: &Request) -> Applied {
+        let mut events = Vec::new();
+        let result = if self.sessions.contains_key(&session) {
+            self.process(now_ms, session, request, &mut events)
+        } else {
+            Err(Error::SessionExpired)
+        };
+        Applied { result, events }
+    }
+
+    fn process(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        request: &Request,
+        events: &mut Vec<Fired>,
+    ) -> Result<Response> {
+        let server = self.sessions[&session].server;
+        match request {
+            Request::GetData { path, watch } => {
+                avout::path::validate_path(path, false)?;
+                let node = self
+                    .read_tree(server)
+                    .node(path)
+                    .ok_or_else(|| no_node(path))?;
+                check(&self.sessions[&session].ids, &node.acl, Perms::READ, path)?;
+                let reply = Response::GetData {
+                    data: node.data.clone(),
+                    stat: node.stat,
+                };
+                if *watch {
+                    self.read_tree_mut(server).add_data_watch(path, session);
+                }
+                Ok(reply)
+            }
+            Request::Exists { path, watch } => {
+                avout::path::validate_path(path, false)?;
+                let tree = self.read_tree_mut(server);
+                let stat = tree.node(path).map(|n| n.stat);
+                if *watch {
+                    tree.add_data_watch(path, session);
+                }
+                Ok(Response::Exists { stat })
+            }
+            Request::GetChildren { path, watch } => {
+                avout::path::validate_path(path, false)?;
+                let node = self
+                    .read_tree(server)
+                    .node(path)
+                    .ok_or_else(|| no_node(path))?;
+                check(&self.sessions[&session].ids, &node.acl, Perms::READ, path)?;
+                let reply = Response::GetChildren {
+                    children: node.children.iter().cloned().collect(),
+                    stat: node.stat,
+                };
+                if *watch {
+                    self.read_tree_mut(server).add_child_watch(path, session);
+                }
+                Ok(reply)
+            }
+            Request::GetAcl { path } => {
+                avout::path::validate_path(path, false)?;
+                let node = self
+                    .read_tree(server)
+                    .node(path)
+                    .ok_or_else(|| no_node(path))?;
+                let ids = &self.sessions[&session].ids;
+                check(ids, &node.acl, Perms(Perms::READ.0 | Perms::ADMIN.0), path)?;
+                let acl = if acl::allows(&node.acl, Perms::ADMIN, ids) {
+                    node.acl.clone()
+                } else {
+                    acl::redact(&node.acl)
+                };
+                Ok(Response::GetAcl {
+                    acl,
+                    stat: node.stat,
+                })
+            }
+            Request::Sync { path } => {
+                avout::path::validate_path(path, false)?;
+                if server == Server::Follower {
+                    events.extend(self.sync_follower());
+                }
+                Ok(Response::Sync)
+            }
+            Request::AddAuth { scheme, auth } => {
+                let id = match scheme.as_str() {
+                    "digest" => acl::digest_identity(auth).ok_or(Error::AuthFailed)?,
+                    _ => return Err(Error::AuthFailed),
+                };
+                self.sessions
+                    .get_mut(&session)
+                    .expect("session checked by apply")
+                    .ids
+                    .insert(id);
+                Ok(Response::AddAuth)
+            }
+            Request::Close => {
+                self.end_session(now_ms, session, events);
+                Ok(Response::Close)
+            }
+            Request::Create { .. }
+            | Request::Delete { .. }
+            | Request::SetData { .. }
+            | Request::Multi { .. } => self.write(now_ms, session, server, request, events),
+        }
+    }
+
+    fn read_tree(&self, server: Server) -> &DataTree {
+        match server {
+            Server::Leader => &self.tree,
+            Server::Follower => {
+                &self
+                    .follower
+                    .as_ref()
+                    .expect("a session attached to a missing follower")
+                    .tree
+            }
+        }
+    }
+
+    fn read_tree_mut(&mut self, server: Server) -> &mut DataTree {
+        match server {
+            Server::Leader => &mut self.tree,
+            Server::Follower => {
+                &mut self
+                    .follower
+                    .as_mut()
+                    .expect("a session attached to a missing follower")
+                    .tree
+            }
+        }
+    }
+
+    fn write(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        server: Server,
+        request: &Request,
+        events: &mut Vec<Fired>,
+    ) -> Result<Response> {
+        // Bad input is refused before it becomes a transaction (clients check it first).
+        match request {
+            Request::Multi { ops } => {
+                if ops.is_empty() {
+                    return Err(Error::BadArguments("empty multi".into()));
+                }
+                for op in ops {
+                    op.validate()?;
+                }
+            }
+            Request::Create {
+                path,
+                data,
+                options,
+            } => Op::Create {
+                path: path.clone(),
+                data: data.clone(),
+                options: options.clone(),
+            }
+            .validate()?,
+            Request::Delete { path, .. } => avout::path::validate_path(path, false)?,
+            Request::SetData { path, data, .. } => {
+                avout::path::validate_path(path, false)?;
+                avout::path::validate_data(path, data)?;
+            }
+            _ => unreachable!("write() called with a read"),
+        }
+        let zxid = self.zxid + 1;
+        let mut overlay = Overlay::new();
+        let prepared: Result<(TxnKind, Vec<Option<String>>)> = match request {
+            Request::Multi { ops } => {
+                let mut kinds = Vec::with_capacity(ops.len());
+                let mut paths = Vec::with_capacity(ops.len());
+                let mut failed = None;
+                for (index, op) in ops.iter().enumerate() {
+                    match self.prepare(session, op, zxid, now_ms, &mut overlay) {
+                        Ok((kind, path)) => {
+                            kinds.extend(kind);
+                            paths.push(path);
+                        }
+                        Err(source) => {
+                            failed = Some(Error::Multi {
+                                index,
+                                source: Box::new(source),
+                            });
+                            break;
+                        }
+                    }
+                }
+                match failed {
+                    Some(e) => Err(e),
+                    None => Ok((TxnKind::Multi(kinds), paths)),
+                }
+            }
+            single => {
+                let op = match single {
+                    Request::Create {
+                        path,
+                        data,
+                        options,
+                    } => Op::Create {
+                        path: path.clone(),
+                        data: data.clone(),
+                        options: options.clone(),
+                    },
+                    Request::Delete { path, version } => Op::Delete {
+                        path: path.clone(),
+                        version: *version,
+                    },
+                    Request::SetData {
+                        path,
+                        data,
+                        version,
+                    } => Op::SetData {
+                        path: path.clone(),
+                        data: data.clone(),
+                        version: *version,
+                    },
+                    _ => unreachable!("multi handled above"),
+                };
+                self.prepare(session, &op, zxid, now_ms, &mut overlay)
+                    .map(|(kind, path)| (kind.expect("a single op is never a check"), vec![path]))
+            }
+        };
+        let (kind, paths) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                self.commit(now_ms, session, TxnKind::Error, events);
+                return Err(e);
+            }
+        };
+        let is_multi = matches!(kind, TxnKind::Multi(_));
+        let stats = self.commit(now_ms, session, kind, events);
+        if server == Server::Follower {
+            // The follower answers the write only after applying it.
+            events.extend(self.sync_follower());
+        }
+        let mut stats = stats.into_iter();
+        let mut next_stat = || stats.next().expect("one stat per create and set");
+        match request {
+            Request::Create { .. } => Ok(Response::Create {
+                path: paths[0].clone().expect("create has a path"),
+                stat: next_stat(),
+            }),
+            Request::Delete { .. } => Ok(Response::Delete),
+            Request::SetData { .. } => Ok(Response::SetData { stat: next_stat() }),
+            Request::Multi { ops } => {
+                assert!(is_multi, "multi prepared into a single transaction");
+                let results = ops
+                    .iter()
+                    .zip(paths)
+                    .map(|(op, path)| match op {
+                        Op::Check { .. } => OpResult::Check,
+                        Op::Create { .. } => {
+                            next_stat();
+                            OpResult::Create {
+                                path: path.expect("create has a path"),
+                            }
+                        }
+                        Op::SetData { .. } => OpResult::SetData { stat: next_stat() },
+                        Op::Delete { .. } => OpResult::Delete,
+                    })
+                    .collect();
+                Ok(Response::Multi { results })
+            }
+            _ => unreachable!("write() called with a read"),
+        }
+    }
+
+    /// Assigns the next zxid to `kind`, applies it to the leader and queues it for the
+    /// follower.
+    fn commit(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        kind: TxnKind,
+        events: &mut Vec<Fired>,
+    ) -> Vec<Stat> {
+        self.zxid += 1;
+        let txn = Txn {
+            zxid: self.zxid,
+            time_ms: now_ms,
+            session,
+            kind,
+        };
+        let stats = self.tree.apply(&txn, events);
+        if let Some(f) = &mut self.follower {
+            f.backlog.push_back(txn);
+        }
+        stats
+    }
+
+    fn end_session(&mut self, now_ms: i64, session: SessionId, events: &mut Vec<Fired>) {
+        let server = self.sessions[&session].server;
+        self.commit(now_ms, session, TxnKind::CloseSession, events);
+        if server == Server::Follower {
+            // The session's watches live in the follower's tree: drop them now, since the
+            // follower may apply the close much later.
+            events.extend(self.sync_follower());
+        }
+        self.sessions.remove(&session);
+        events.retain(|f| f.session != session);
+    }
+
+    fn record(&self, overlay: &Overlay, path: &str) -> Option<Record> {
+        match overlay.get(path) {
+            Some(r) => r.clone(),
+            None => self.tree.node(path).map(|n| Record {
+                stat: n.stat,
+                acl: n.acl.clone(),
+            }),
+        }
+    }
+
+    /// Checks one operation against the leader's tree plus `overlay`, records its effect in
+    /// the overlay, and returns its transaction (none for a check) and, for a create, the
+    /// actual path.
+    fn prepare(
+        &self,
+        session: SessionId,
+        op: &Op,
+        zxid: i64,
+        now_ms: i64,
+        overlay: &mut Overlay,
+    ) -> Result<(Option<TxnKind>, Option<String>)> {
+        let ids = &self.sessions[&session].ids;
+        match op {
+            Op::Check { path, version } => {
+                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
+                check(ids, &node.acl, Perms::READ, path)?;
+                check_version(&node.stat, *version, path)?;
+                Ok((None, None))
+            }
+            Op::Create {
+                path,
+                data,
+                options,
+            } => {
+                let requested = options.acl.clone().unwrap_or_else(Acl::open_unsafe);
+                let acl = acl::fixup(&requested, ids)
+                    .ok_or_else(|| Error::InvalidAcl { path: path.clone() })?;
+                let parent_path = avout::path::parent(path).ok_or_else(|| {
+                    Error::BadArguments(format!("cannot create the root ({path})"))
+                })?;
+                let mut parent = self
+                    .record(overlay, parent_path)
+                    .ok_or_else(|| no_node(path))?;
+                check(ids, &parent.acl, Perms::CREATE, path)?;
+                let actual = if options.mode.is_sequential() {
+                    format!(
+                        "{path}{}",
+                        avout::path::format_sequence(i64::from(parent.stat.cversion))
+                    )
+                } else {
+                    path.clone()
+                };
+                if self.record(overlay, &actual).is_some() {
+                    return Err(Error::NodeExists { path: actual });
+                }
+                if parent.stat.ephemeral_owner != 0 {
+                    return Err(Error::NoChildrenForEphemerals { path: path.clone() });
+                }
+                let ephemeral_owner = if options.mode.is_ephemeral() {
+                    session.0
+                } else {
+                    0
+                };
+                parent.stat.cversion += 1;
+                parent.stat.num_children += 1;
+                parent.stat.pzxid = zxid;
+                overlay.insert(parent_path.to_owned(), Some(parent));
+                overlay.insert(
+                    actual.clone(),
+                    Some(Record {
+                        stat: Stat {
+                            czxid: zxid,
+                            mzxid: zxid,
+                            pzxid: zxid,
+                            ctime: now_ms,
+                            mtime: now_ms,
+                            ephemeral_owner,
+                            data_length: data.len() as i32,
+                            ..Stat::default()
+                        },
+                        acl: acl.clone(),
+                    }),
+                );
+                Ok((
+                    Some(TxnKind::Create {
+                        path: actual.clone(),
+                        data: data.clone(),
+                        acl,
+                        ephemeral_owner,
+                        container: options.mode == avout::CreateMode::Container,
+                    }),
+                    Some(actual),
+                ))
+            }
+            Op::Delete { path, version } => {
+                if is_special(path) {
+                    return Err(Error::BadArguments(format!("cannot delete {path}")));
+                }
+                let parent_path = avout::path::parent(path).expect("special paths include /");
+                let mut parent = self
+                    .record(overlay, parent_path)
+                    .ok_or_else(|| no_node(path))?;
+                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
+                check(ids, &parent.acl, Perms::DELETE, path)?;
+                check_version(&node.stat, *version, path)?;
+                if node.stat.num_children > 0 {
+                    return Err(Error::NotEmpty { path: path.clone() });
+                }
+                parent.stat.cversion += 1;
+                parent.stat.num_children -= 1;
+                parent.stat.pzxid = zxid;
+                overlay.insert(parent_path.to_owned(), Some(parent));
+                overlay.insert(path.clone(), None);
+                Ok((Some(TxnKind::Delete { path: path.clone() }), None))
+            }
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let mut node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
+                check(ids, &node.acl, Perms::WRITE, path)?;
+                check_version(&node.stat, *version, path)?;
+                node.stat.version += 1;
+                node.stat.mzxid = zxid;
+                node.stat.mtime = now_ms;
+                node.stat.data_length = data.len() as i32;
+                overlay.insert(path.clone(), Some(node));
+                Ok((
+                    Some(TxnKind::SetData {
+                        path: path.clone(),
+                        data: data.clone(),
+                    }),
+                    None,
+                ))
+            }
+        }
+    }
+}
+
+fn no_node(path: &str) -> Error {
+    Error::NoNode {
+        path: path.to_owned(),
+    }
+}
+
+fn check(ids: &acl::Identities, acl: &[Acl], perm: Perms, path: &str) -> Result<()> {
+    if acl::allows(acl, perm, ids) {
+        Ok(())
+    } else {
+        Err(Error::NoAuth {
+            path: path.to_owned(),
+        })
+    }
+}
+
+fn check_version(stat: &Stat, expected: Option<i32>, path: &str) -> Result<()> {
+    match expected {
+        Some(v) if v != -1 && v != stat.version => Err(Error::BadVersion {
+            path: path.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// ZooKeeper's `isSpecialPath`: nodes that cannot be deleted.
+fn is_special(path: &str) -> bool {
+    matches!(
+        path,
+        "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
+    )
+}

@@ -1,0 +1,513 @@
+//! The data tree of one replica and the transactions that change it.
+//!
+//! ZooKeeper splits a write in two: the leader *prepares* it (checks paths, versions and ACLs
+//! against the tree plus the writes still in flight, picks the sequence suffix) into a
+//! transaction, and every replica *applies* committed transactions in zxid order. Applying
+//! cannot fail: every check already happened. This module is the apply half, shared by the
+//! leader and by the lagging follower, which replays the same transactions later; the
+//! prepare half lives in [`super::Kernel`].
+//!
+//! Watches live in the replica a session reads from, as in ZooKeeper, in two tables keyed by
+//! path: *data* watches (armed by `getData` and by `exists`, even on a missing node) and
+//! *child* watches (armed by `getChildren`). Applying a transaction fires and removes them:
+//!
+//! | change | data watches of the node | child watches of the node | child watches of the parent |
+//! |--------|--------------------------|---------------------------|-----------------------------|
+//! | create | `NodeCreated`            | –                         | `NodeChildrenChanged`       |
+//! | set    | `NodeDataChanged`        | –                         | –                           |
+//! | delete | `NodeDeleted`            | `NodeDeleted`             | `NodeChildrenChanged`       |
+//!
+//! A session watching a deleted node in both tables gets one `NodeDeleted`, as ZooKeeper's
+//! `WatchManager` suppresses the duplicate. The client library fans one event out to every
+//! watch it holds for that path and kind.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use avout::{Acl, EventKind, SessionId, SessionState, Stat, WatchedEvent};
+
+/// One node of the tree.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    /// The node's data.
+    pub data: Vec<u8>,
+    /// Its metadata, as clients see it.
+    pub stat: Stat,
+    /// Its ACL (after `auth` entries were replaced by the creator's identities).
+    pub acl: Vec<Acl>,
+    /// Whether it is a container (deleted once it had children and has none left).
+    pub container: bool,
+    /// The names of its children.
+    pub children: BTreeSet<String>,
+}
+
+/// A committed change, as the leader broadcasts it to every replica.
+///
+/// ```
+/// use avout_sim_zk::kernel::{Txn, TxnKind};
+/// let txn = Txn { zxid: 1, time_ms: 0, session: avout::SessionId(1), kind: TxnKind::Error };
+/// assert_eq!(txn.zxid, 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Txn {
+    /// The transaction's id; every write request consumes one, failed or not.
+    pub zxid: i64,
+    /// Virtual time of the commit, milliseconds.
+    pub time_ms: i64,
+    /// The session that made the request (0 for the server's own, like container reaping).
+    pub session: SessionId,
+    /// What changes.
+    pub kind: TxnKind,
+}
+
+/// The change a [`Txn`] makes.
+///
+/// ```
+/// use avout_sim_zk::kernel::TxnKind;
+/// let k = TxnKind::Delete { path: "/a".into() };
+/// assert!(matches!(k, TxnKind::Delete { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TxnKind {
+    /// Creates a node (its parent exists and has no child of that name).
+    Create {
+        /// The node's full path, sequence suffix included.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Its ACL.
+        acl: Vec<Acl>,
+        /// The owning session if ephemeral, else 0.
+        ephemeral_owner: i64,
+        /// Whether it is a container.
+        container: bool,
+    },
+    /// Deletes a node that exists and has no children.
+    Delete {
+        /// The node.
+        path: String,
+    },
+    /// Replaces a node's data.
+    SetData {
+        /// The node.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+    },
+    /// Several changes under one zxid.
+    Multi(Vec<TxnKind>),
+    /// A session was created.
+    CreateSession {
+        /// Its timeout, milliseconds.
+        timeout_ms: u64,
+    },
+    /// The session ended (closed or expired): its ephemerals go, its watches are dropped.
+    CloseSession,
+    /// A rejected write: nothing changes but the zxid.
+    Error,
+}
+
+/// A watch event for one session.
+///
+/// ```
+/// use avout::{EventKind, SessionId, SessionState, WatchedEvent};
+/// let f = avout_sim_zk::kernel::Fired {
+///     session: SessionId(1),
+///     event: WatchedEvent { kind: EventKind::NodeCreated, state: SessionState::Connected, path: "/a".into() },
+/// };
+/// assert_eq!(f.event.path, "/a");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fired {
+    /// The session whose watch fired.
+    pub session: SessionId,
+    /// The event.
+    pub event: WatchedEvent,
+}
+
+/// The data tree of one replica: nodes, ephemeral ownership, container candidates, watches.
+///
+/// ```
+/// let tree = avout_sim_zk::kernel::DataTree::new();
+/// assert!(tree.node("/").is_some());
+/// assert!(tree.node("/zookeeper").is_some());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DataTree {
+    nodes: BTreeMap<String, Node>,
+    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+    /// Containers that had children and now have none: the next reap deletes them.
+    empty_containers: BTreeSet<String>,
+    data_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    child_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    last_zxid: i64,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DataTree {
+    /// A fresh tree as a new ZooKeeper 3.8 server has it: `/`, `/zookeeper`,
+    /// `/zookeeper/quota` and `/zookeeper/config`.
+    ///
+    /// ```
+    /// let tree = avout_sim_zk::kernel::DataTree::new();
+    /// assert_eq!(tree.last_zxid(), 0);
+    /// ```
+    pub fn new() -> Self {
+        let mut nodes = BTreeMap::new();
+        let system = |children: &[&str], acl: Vec<Acl>| Node {
+            data: Vec::new(),
+            stat: Stat {
+                num_children: children.len() as i32,
+                ..Stat::default()
+            },
+            acl,
+            container: false,
+            children: children.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        nodes.insert("/".to_owned(), system(&["zookeeper"], Acl::open_unsafe()));
+        nodes.insert(
+            "/zookeeper".to_owned(),
+            system(&["config", "quota"], Acl::open_unsafe()),
+        );
+        nodes.insert(
+            "/zookeeper/quota".to_owned(),
+            system(&[], Acl::open_unsafe()),
+        );
+        nodes.insert(
+            "/zookeeper/config".to_owned(),
+            system(&[], Acl::read_unsafe()),
+        );
+        DataTree {
+            nodes,
+            ephemerals: BTreeMap::new(),
+            empty_containers: BTreeSet::new(),
+            data_watches: BTreeMap::new(),
+            child_watches: BTreeMap::new(),
+            last_zxid: 0,
+        }
+    }
+
+    /// The node at `path`.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::kernel::DataTree::new().node("/missing").is_none());
+    /// ```
+    pub fn node(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    /// The zxid of the last transaction applied.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::DataTree::new().last_zxid(), 0);
+    /// ```
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// The number of nodes, the root and `/zookeeper` included.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::DataTree::new().len(), 4);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Always false: the root cannot be deleted.
+    ///
+    /// ```
+    /// assert!(!avout_sim_zk::kernel::DataTree::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The ephemeral nodes a session owns.
+    ///
+    /// ```
+    /// let tree = avout_sim_zk::kernel::DataTree::new();
+    /// assert_eq!(tree.ephemerals(avout::SessionId(7)).count(), 0);
+    /// ```
+    pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> {
+        self.ephemerals
+            .get(&session)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Containers due for deletion (they had children and have none now), in path order.
+    pub(crate) fn empty_containers(&self) -> impl Iterator<Item = &str> {
+        self.empty_containers.iter().map(String::as_str)
+    }
+
+    pub(crate) fn add_data_watch(&mut self, path: &str, session: SessionId) {
+        self.data_watches
+            .entry(path.to_owned())
+            .or_default()
+            .insert(session);
+    }
+
+    pub(crate) fn add_child_watch(&mut self, path: &str, session: SessionId) {
+        self.child_watches
+            .entry(path.to_owned())
+            .or_default()
+            .insert(session);
+    }
+
+    /// Moves a session's watches to another replica (used when a session changes server:
+    /// both replicas are at the same zxid then, so no change can be missed).
+    pub(crate) fn take_watches(&mut self, session: SessionId) -> (Vec<String>, Vec<String>) {
+        let take = |table: &mut BTreeMap<String, BTreeSet<SessionId>>| {
+            let mut paths = Vec::new();
+            table.retain(|path, sessions| {
+                if sessions.remove(&session) {
+                    paths.push(path.clone());
+                }
+                !sessions.is_empty()
+            });
+            paths
+        };
+        (take(&mut self.data_watches), take(&mut self.child_watches))
+    }
+
+    /// Applies a committed transaction, appending the watch events it fires to `events`, and
+    /// returns the new [`Stat`] of every node created or set, in order.
+    ///
+    /// # Panics
+    ///
+    /// If the transaction does not fit the tree (a create under a missing parent, a delete of
+    /// a node with children, a zxid out of order): the leader prepared it against this state,
+    /// so a mismatch is a bug in the kernel.
+    ///
+    /// ```
+    /// use avout_sim_zk::kernel::{DataTree, Txn, TxnKind};
+    /// let mut tree = DataTree::new();
+    /// let create = TxnKind::Create {
+    ///     path: "/a".into(), data: b"x".to_vec(), acl: avout::Acl::open_unsafe(),
+    ///     ephemeral_owner: 0, container: false,
+    /// };
+    /// let mut events = Vec::new();
+    /// let stats = tree.apply(&Txn { zxid: 1, time_ms: 5, session: avout::SessionId(1), kind: create }, &mut events);
+    /// assert_eq!(stats[0].czxid, 1);
+    /// assert_eq!(tree.node("/").unwrap().stat.cversion, 1);
+    /// ```
+    pub fn apply(&mut self, txn: &Txn, events: &mut Vec<Fired>) -> Vec<Stat> {
+        assert!(
+            txn.zxid > self.last_zxid,
+            "transaction {} applied after {}",
+            txn.zxid,
+            self.last_zxid
+        );
+        let mut stats = Vec::new();
+        match &txn.kind {
+            TxnKind::CloseSession => {
+                let owned: Vec<String> = self
+                    .ephemerals
+                    .get(&txn.session)
+                    .map(|set| set.iter().cloned().collect())
+                    .unwrap_or_default();
+                for path in owned {
+                    self.delete(&path, txn.zxid, events);
+                }
+                self.ephemerals.remove(&txn.session);
+                self.take_watches(txn.session);
+            }
+            kind => self.apply_kind(kind, txn.zxid, txn.time_ms, events, &mut stats),
+        }
+        self.last_zxid = txn.zxid;
+        stats
+    }
+
+    fn apply_kind(
+        &mut self,
+        kind: &TxnKind,
+        zxid: i64,
+        time_ms: i64,
+        events: &mut Vec<Fired>,
+        stats: &mut Vec<Stat>,
+    ) {
+        match kind {
+            TxnKind::Create {
+                path,
+                data,
+                acl,
+                ephemeral_owner,
+                container,
+            } => stats.push(self.create(
+                path,
+                data,
+                acl,
+                *ephemeral_owner,
+                *container,
+                zxid,
+                time_ms,
+                events,
+            )),
+            TxnKind::Delete { path } => self.delete(path, zxid, events),
+            TxnKind::SetData { path, data } => {
+                let node = self
+                    .nodes
+                    .get_mut(path)
+                    .unwrap_or_else(|| panic!("set of missing node {path} at zxid {zxid}"));
+                node.data.clone_from(data);
+                node.stat.version += 1;
+                node.stat.mzxid = zxid;
+                node.stat.mtime = time_ms;
+                node.stat.data_length = data.len() as i32;
+                stats.push(node.stat);
+                self.trigger(path, EventKind::NodeDataChanged, events);
+            }
+            TxnKind::Multi(kinds) => {
+                for kind in kinds {
+                    self.apply_kind(kind, zxid, time_ms, events, stats);
+                }
+            }
+            TxnKind::CreateSession { .. } | TxnKind::Error => {}
+            TxnKind::CloseSession => panic!("CloseSession inside a multi at zxid {zxid}"),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        acl: &[Acl],
+        ephemeral_owner: i64,
+        container: bool,
+        zxid: i64,
+        time_ms: i64,
+        events: &mut Vec<Fired>,
+    ) -> Stat {
+        let parent_path = avout::path::parent(path)
+            .unwrap_or_else(|| panic!("create of the root at zxid {zxid}"));
+        let parent = self
+            .nodes
+            .get_mut(parent_path)
+            .unwrap_or_else(|| panic!("create of {path} under a missing parent at zxid {zxid}"));
+        assert!(
+            parent.children.insert(avout::path::name(path).to_owned()),
+            "create of existing node {path} at zxid {zxid}"
+        );
+        parent.stat.cversion += 1;
+        parent.stat.pzxid = zxid;
+        parent.stat.num_children += 1;
+        if parent.container {
+            self.empty_containers.remove(parent_path);
+        }
+        let stat = Stat {
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            ctime: time_ms,
+            mtime: time_ms,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner,
+            data_length: data.len() as i32,
+            num_children: 0,
+        };
+        self.nodes.insert(
+            path.to_owned(),
+            Node {
+                data: data.to_vec(),
+                stat,
+                acl: acl.to_vec(),
+                container,
+                children: BTreeSet::new(),
+            },
+        );
+        if ephemeral_owner != 0 {
+            self.ephemerals
+                .entry(SessionId(ephemeral_owner))
+                .or_default()
+                .insert(path.to_owned());
+        }
+        self.trigger(path, EventKind::NodeCreated, events);
+        self.trigger_children(parent_path, events);
+        stat
+    }
+
+    fn delete(&mut self, path: &str, zxid: i64, events: &mut Vec<Fired>) {
+        let node = self
+            .nodes
+            .remove(path)
+            .unwrap_or_else(|| panic!("delete of missing node {path} at zxid {zxid}"));
+        assert!(
+            node.children.is_empty(),
+            "delete of {path} with children at zxid {zxid}"
+        );
+        let parent_path = avout::path::parent(path)
+            .unwrap_or_else(|| panic!("delete of the root at zxid {zxid}"));
+        let parent = self
+            .nodes
+            .get_mut(parent_path)
+            .unwrap_or_else(|| panic!("{path} had no parent at zxid {zxid}"));
+        parent.children.remove(avout::path::name(path));
+        parent.stat.cversion += 1;
+        parent.stat.pzxid = zxid;
+        parent.stat.num_children -= 1;
+        if parent.container && parent.children.is_empty() {
+            self.empty_containers.insert(parent_path.to_owned());
+        }
+        self.empty_containers.remove(path);
+        if node.stat.ephemeral_owner != 0 {
+            let owner = SessionId(node.stat.ephemeral_owner);
+            if let Some(set) = self.ephemerals.get_mut(&owner) {
+                set.remove(path);
+                if set.is_empty() {
+                    self.ephemerals.remove(&owner);
+                }
+            }
+        }
+        // One NodeDeleted per session even if it watched the node in both tables.
+        let mut notified = self.trigger(path, EventKind::NodeDeleted, events);
+        if let Some(sessions) = self.child_watches.remove(path) {
+            for session in sessions {
+                if notified.insert(session) {
+                    events.push(fired(session, EventKind::NodeDeleted, path));
+                }
+            }
+        }
+        self.trigger_children(parent_path, events);
+    }
+
+    fn trigger(
+        &mut self,
+        path: &str,
+        kind: EventKind,
+        events: &mut Vec<Fired>,
+    ) -> BTreeSet<SessionId> {
+        let sessions = self.data_watches.remove(path).unwrap_or_default();
+        events.extend(sessions.iter().map(|&s| fired(s, kind, path)));
+        sessions
+    }
+
+    fn trigger_children(&mut self, path: &str, events: &mut Vec<Fired>) {
+        if let Some(sessions) = self.child_watches.remove(path) {
+            events.extend(
+                sessions
+                    .into_iter()
+                    .map(|s| fired(s, EventKind::NodeChildrenChanged, path)),
+            );
+        }
+    }
+}
+
+fn fired(session: SessionId, kind: EventKind, path: &str) -> Fired {
+    Fired {
+        session,
+        event: WatchedEvent {
+            kind,
+            state: SessionState::Connected,
+            path: path.to_owned(),
+        },
+    }
+}

@@ -1,0 +1,390 @@
+//! Runs: a seed, a configuration and a workload, executed on a fresh paused tokio runtime.
+//!
+//! [`Sim::run`] builds a current-thread runtime whose clock starts paused (virtual time jumps
+//! to the next timer whenever every task is idle), opens the configured sessions, and polls
+//! the workload and the network driver together, the workload first, until the workload
+//! returns. Everything that could vary between two runs of one seed is removed: no wall
+//! clock, no OS randomness, no threads, no unordered collections, no unbiased `select!`.
+//! So the run is a function of its [`SimConfig`] and workload, and the hash of its event log
+//! says so.
+//!
+//! A run that panics (an assertion of the workload, a broken kernel invariant, the virtual
+//! time limit) prints its seed and how to replay it before the panic continues.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{SimClient, SimZk};
+use crate::log::LogEvent;
+use crate::rng::{Rng, Stream};
+use crate::world::{Shared, Stop, drive};
+use crate::{Fault, FaultKind, FaultRates, When};
+
+/// The environment variable [`Builder::seed_from_env`] reads.
+pub const SEED_ENV: &str = "AVOUT_SIM_SEED";
+
+/// Everything a run depends on besides its workload.
+///
+/// ```
+/// let c = avout_sim_zk::SimConfig::default();
+/// assert_eq!(c.clients, 1);
+/// assert!(!c.needs_follower());
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimConfig {
+    /// The seed every random choice derives from.
+    pub seed: u64,
+    /// How many clients (sessions) the run opens before the workload starts.
+    pub clients: usize,
+    /// Their session timeout.
+    pub session_timeout: Duration,
+    /// Shortest one-way message latency.
+    pub min_latency: Duration,
+    /// Longest one-way message latency.
+    pub max_latency: Duration,
+    /// How far the lagging follower trails the leader; `None` for no follower (unless a
+    /// stale-reads fault needs one, which then trails by 50 ms).
+    pub follower_lag: Option<Duration>,
+    /// Faults drawn per request.
+    pub rates: FaultRates,
+    /// Faults at given times or steps.
+    pub scheduled: Vec<(When, Fault)>,
+    /// Virtual time after which the run is stopped as stuck.
+    pub time_limit: Duration,
+    /// Keep the log entries (the hash is computed either way).
+    pub keep_log: bool,
+    /// Milliseconds since the Unix epoch at virtual time zero (for `ctime`/`mtime`).
+    pub epoch_ms: i64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 0,
+            clients: 1,
+            session_timeout: Duration::from_secs(10),
+            min_latency: Duration::from_micros(100),
+            max_latency: Duration::from_millis(2),
+            follower_lag: None,
+            rates: FaultRates::default(),
+            scheduled: Vec::new(),
+            time_limit: Duration::from_secs(24 * 3600),
+            keep_log: true,
+            epoch_ms: 1_700_000_000_000,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Whether the run needs a lagging follower.
+    ///
+    /// ```
+    /// let mut c = avout_sim_zk::SimConfig::default();
+    /// c.rates.stale_reads = 0.1;
+    /// assert!(c.needs_follower());
+    /// ```
+    pub fn needs_follower(&self) -> bool {
+        self.follower_lag.is_some()
+            || self.rates.stale_reads > 0.0
+            || self
+                .scheduled
+                .iter()
+                .any(|(_, f)| f.kind() == FaultKind::StaleReads)
+    }
+
+    /// The follower's lag.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::SimConfig::default().follower_lag().as_millis(), 50);
+    /// ```
+    pub fn follower_lag(&self) -> Duration {
+        self.follower_lag.unwrap_or(Duration::from_millis(50))
+    }
+}
+
+/// Builds a [`Sim`].
+///
+/// ```
+/// use std::time::Duration;
+/// use avout_sim_zk::{Fault, Sim, When};
+/// let sim = Sim::builder()
+///     .seed(42)
+///     .clients(3)
+///     .session_timeout(Duration::from_secs(5))
+///     .fault(When::Step(10), Fault::ReplyLost { client: None })
+///     .build();
+/// assert_eq!(sim.config().clients, 3);
+/// ```
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct Builder {
+    config: SimConfig,
+}
+
+impl Builder {
+    /// The seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// The seed from `AVOUT_SIM_SEED` (decimal or `0x` hex) if set, else `default`: tests
+    /// use this so that a printed seed can be replayed without editing them.
+    ///
+    /// ```
+    /// let b = avout_sim_zk::Sim::builder().seed_from_env(9);
+    /// # let _ = b;
+    /// ```
+    pub fn seed_from_env(self, default: u64) -> Self {
+        let seed = std::env::var(SEED_ENV)
+            .ok()
+            .and_then(|s| parse_seed(&s))
+            .unwrap_or(default);
+        self.seed(seed)
+    }
+
+    /// How many clients to open before the workload starts.
+    pub fn clients(mut self, n: usize) -> Self {
+        self.config.clients = n;
+        self
+    }
+
+    /// The session timeout.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.session_timeout = timeout;
+        self
+    }
+
+    /// One-way message latency bounds.
+    pub fn latency(mut self, min: Duration, max: Duration) -> Self {
+        self.config.min_latency = min;
+        self.config.max_latency = max;
+        self
+    }
+
+    /// Adds a lagging follower trailing by `lag` (sessions move to it on a
+    /// [`Fault::StaleReads`]).
+    pub fn follower_lag(mut self, lag: Duration) -> Self {
+        self.config.follower_lag = Some(lag);
+        self
+    }
+
+    /// Per-request fault rates.
+    pub fn rates(mut self, rates: FaultRates) -> Self {
+        self.config.rates = rates;
+        self
+    }
+
+    /// Schedules a fault.
+    pub fn fault(mut self, when: When, fault: Fault) -> Self {
+        self.config.scheduled.push((when, fault));
+        self
+    }
+
+    /// Virtual time after which the run is declared stuck.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.config.time_limit = limit;
+        self
+    }
+
+    /// Whether to keep the log's entries (the hash is always computed).
+    pub fn keep_log(mut self, keep: bool) -> Self {
+        self.config.keep_log = keep;
+        self
+    }
+
+    /// The whole configuration at once.
+    pub fn config(mut self, config: SimConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The simulation.
+    pub fn build(self) -> Sim {
+        Sim {
+            config: self.config,
+        }
+    }
+}
+
+fn parse_seed(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// A configured simulation; [`run`](Self::run) it with a workload.
+///
+/// ```
+/// use avout::Coordination;
+/// let sim = avout_sim_zk::Sim::builder().seed(3).clients(2).build();
+/// let work = |ctx: avout_sim_zk::SimCtx| async move {
+///     ctx.clients[0].create("/a", b"1", &Default::default()).await.unwrap();
+///     ctx.clients[1].get_data("/a").await.unwrap().0
+/// };
+/// let (data, first) = sim.run(work);
+/// let (_, second) = sim.run(work);
+/// assert_eq!(data, b"1");
+/// assert_eq!(first.hash, second.hash);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sim {
+    config: SimConfig,
+}
+
+/// What a workload gets: the service, the clients opened for it, and its own random stream.
+#[derive(Debug)]
+pub struct SimCtx {
+    /// The service.
+    pub zk: SimZk,
+    /// The clients, in index order.
+    pub clients: Vec<SimClient>,
+    /// The workload's random stream (independent of latencies and faults).
+    pub rng: Rng,
+    /// The run's seed.
+    pub seed: u64,
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    /// The seed.
+    pub seed: u64,
+    /// The stable hash of the event log.
+    pub hash: u64,
+    /// The log (empty unless the configuration kept it).
+    pub log: Vec<LogEvent>,
+    /// How many entries the log has (kept or not).
+    pub log_len: u64,
+    /// Faults that fired, by kind.
+    pub faults: std::collections::BTreeMap<FaultKind, u64>,
+    /// Requests the service processed (lost ones excluded).
+    pub requests: u64,
+    /// Virtual time the run took.
+    pub virtual_time: Duration,
+}
+
+impl RunSummary {
+    /// How many faults of `kind` fired.
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().build().run(|_| async {});
+    /// assert_eq!(s.fault_count(avout_sim_zk::FaultKind::Outage), 0);
+    /// ```
+    pub fn fault_count(&self, kind: FaultKind) -> u64 {
+        self.faults.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// The log, one entry per line.
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().clients(1).build().run(|_| async {});
+    /// assert!(s.log_text().contains("connected"));
+    /// ```
+    pub fn log_text(&self) -> String {
+        let mut out = String::new();
+        for e in &self.log {
+            out.push_str(&e.to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Sim {
+    /// A builder with the default configuration.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The configuration.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::Sim::builder().seed(5).build().config().seed, 5);
+    /// ```
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// Runs `workload` to completion and returns its output and the run's summary.
+    ///
+    /// # Panics
+    ///
+    /// If the workload panics, a kernel invariant breaks, or the workload is still running
+    /// at the time limit (a deadlock in virtual time). The seed and the way to replay it are
+    /// printed first.
+    pub fn run<F, Fut, T>(&self, workload: F) -> (T, RunSummary)
+    where
+        F: FnOnce(SimCtx) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let seed = self.config.seed;
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.run_inner(workload)));
+        match result {
+            Ok(out) => out,
+            Err(panic) => {
+                eprintln!(
+                    "avout-sim-zk: simulated run failed with seed {seed} ({seed:#x}).\n\
+                     Replay it with the same configuration and Sim::builder().seed({seed}), \
+                     or {SEED_ENV}={seed} for tests that use Builder::seed_from_env."
+                );
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
+    fn run_inner<F, Fut, T>(&self, workload: F) -> (T, RunSummary)
+    where
+        F: FnOnce(SimCtx) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a current-thread runtime builds");
+        let config = self.config.clone();
+        rt.block_on(async move {
+            let shared = Shared::new(config.clone(), tokio::time::Instant::now());
+            let zk = SimZk {
+                shared: shared.clone(),
+            };
+            let clients = (0..config.clients).map(|_| zk.connect()).collect();
+            let ctx = SimCtx {
+                zk,
+                clients,
+                rng: Rng::new(config.seed, Stream::Workload),
+                seed: config.seed,
+            };
+            let work = workload(ctx);
+            let driver = drive(shared.clone());
+            let output = tokio::select! {
+                biased;
+                out = work => out,
+                stop = driver => match stop {
+                    Stop::TimeLimit(limit) => panic!(
+                        "the workload was still running after {limit:?} of virtual time \
+                         (waiting for something that never happens?)"
+                    ),
+                },
+            };
+            let mut w = shared.world();
+            let virtual_time = Duration::from_nanos(w.now());
+            let summary = RunSummary {
+                seed: config.seed,
+                hash: w.log.hash(),
+                log_len: w.log.len(),
+                log: w.log.take(),
+                faults: w.fault_counts.clone(),
+                requests: w.requests,
+                virtual_time,
+            };
+            (output, summary)
+        })
+    }
+}

@@ -1,0 +1,979 @@
+//! The simulated network and scheduler around the kernel.
+//!
+//! # Time and order
+//!
+//! The world keeps one queue of pending happenings (a message reaching the service, a
+//! message reaching a client, a fault, a timer) ordered by virtual delivery time in
+//! nanoseconds, ties broken by insertion order. The driver ([`drive`]) pops them one at a
+//! time, after sleeping on tokio's paused clock until their time, so production code that
+//! uses `tokio::time` sees the same virtual time; nothing else ever decides an order. Latencies
+//! come from the network stream of the seed.
+//!
+//! Each client has two FIFO links (to the service, and back): a message is delivered no
+//! earlier than the previous one on its link, which gives ZooKeeper's guarantees for free:
+//! one session's requests are applied in the order they were made, and a watch event queued
+//! for a client before a reply reaches it before that reply.
+//!
+//! # Connections
+//!
+//! A client's connection is *up* or *down* (disconnected, paused, or in an outage) until a
+//! known time. Requests made while it is down leave when it comes back. Each disconnect starts
+//! a new *epoch*: messages of an older epoch still in flight are dropped on arrival, and the
+//! calls waiting for them fail at once with `ConnectionLoss` (so they may or may not have
+//! been applied, exactly as on a real connection). Watch events are never dropped: ZooKeeper
+//! re-registers watches on reconnect and reports what changed, so events for a client whose
+//! connection is down are held and delivered when it comes back. A paused client keeps its
+//! connection (no new epoch) but receives nothing until it wakes.
+//!
+//! A session that stays silent (down, not counting outages, or closed without an answer)
+//! longer than its timeout is expired by the service; the client finds out when its
+//! connection comes back, or at once (after a latency) if it was connected.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use avout::{
+    Error, Result, SessionId, SessionInfo, SessionState, SessionStatePublisher, Watch, WatchSender,
+    WatchedEvent,
+};
+use futures::channel::oneshot;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::hash::Canonical;
+use crate::kernel::{Fired, Kernel, Request, Response, Server};
+use crate::log::{EventLog, LogEvent};
+use crate::rng::{Rng, Stream};
+use crate::{Fault, FaultKind, SimConfig, When};
+
+/// What a call waits for: the reply and, for a read that armed one, the watch.
+pub(crate) type Reply = Result<(Response, Option<Watch>)>;
+
+/// The state shared by the driver, the service handle and every client handle.
+pub(crate) struct Shared {
+    world: Mutex<World>,
+    notify: Notify,
+}
+
+impl Shared {
+    pub(crate) fn new(config: SimConfig, start: Instant) -> Arc<Self> {
+        Arc::new(Shared {
+            world: Mutex::new(World::new(config, start)),
+            notify: Notify::new(),
+        })
+    }
+
+    pub(crate) fn world(&self) -> MutexGuard<'_, World> {
+        self.world
+            .lock()
+            .expect("the simulator panicked while holding its state")
+    }
+
+    /// Wakes the driver: something was queued.
+    pub(crate) fn kick(&self) {
+        self.notify.notify_one();
+    }
+}
+
+/// Why a run's driver stopped before the workload finished.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    TimeLimit(Duration),
+}
+
+/// Runs the world until it is told to stop; returns only on a time-limit overrun (the
+/// workload finishing is noticed by the caller, which stops polling this future).
+pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
+    loop {
+        let next = {
+            let w = shared.world();
+            if let Some(stop) = &w.stopped {
+                return stop.clone();
+            }
+            w.queue
+                .first_key_value()
+                .map(|(k, _)| w.start + Duration::from_nanos(k.0))
+        };
+        match next {
+            None => shared.notify.notified().await,
+            Some(deadline) => {
+                if Instant::now() < deadline {
+                    tokio::select! {
+                        biased;
+                        () = shared.notify.notified() => continue,
+                        () = tokio::time::sleep_until(deadline) => {}
+                    }
+                }
+                shared.world().process_next();
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Down {
+    Disconnect,
+    Pause,
+    Outage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Up,
+    Down { why: Down, since: u64, until: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WatchKind {
+    Data,
+    Child,
+}
+
+struct Call {
+    reply: oneshot::Sender<Reply>,
+    watch: Option<(WatchKind, String)>,
+    close: bool,
+}
+
+#[derive(Default)]
+struct WatchSet {
+    data: Vec<WatchSender>,
+    child: Vec<WatchSender>,
+}
+
+enum ClientMsg {
+    Reply {
+        xid: u64,
+        result: Result<Response>,
+    },
+    Event(WatchedEvent),
+    /// The service closed the connection of an expired session.
+    Expired,
+}
+
+struct Client {
+    session: SessionId,
+    timeout: Duration,
+    publisher: SessionStatePublisher,
+    terminal: Option<SessionState>,
+    closing: bool,
+    link: Link,
+    epoch: u64,
+    next_xid: u64,
+    to_server_last: u64,
+    to_client_last: u64,
+    calls: BTreeMap<u64, Call>,
+    watches: BTreeMap<String, WatchSet>,
+    held: VecDeque<(u64, ClientMsg)>,
+    server_expired: bool,
+    stale_until: Option<u64>,
+}
+
+enum Pending {
+    ToServer {
+        client: usize,
+        epoch: u64,
+        xid: u64,
+        request: Request,
+    },
+    ToClient {
+        client: usize,
+        epoch: u64,
+        msg: ClientMsg,
+    },
+    Fault(Fault),
+    LinkUp {
+        client: usize,
+        since: u64,
+    },
+    OutageEnd,
+    SessionCheck {
+        client: usize,
+        since: u64,
+    },
+    StaleEnd {
+        client: usize,
+    },
+    Follower,
+    TimeLimit,
+}
+
+/// Everything the simulation knows; see the [module docs](self).
+pub(crate) struct World {
+    pub(crate) kernel: Kernel,
+    pub(crate) config: SimConfig,
+    start: Instant,
+    clock: u64,
+    queue: BTreeMap<(u64, u64), Pending>,
+    seq: u64,
+    net: Rng,
+    faults: Rng,
+    clients: Vec<Client>,
+    by_session: BTreeMap<SessionId, usize>,
+    pub(crate) log: EventLog,
+    step: u64,
+    armed_request_loss: Vec<Option<usize>>,
+    armed_reply_loss: Vec<Option<usize>>,
+    step_faults: BTreeMap<u64, Vec<Fault>>,
+    outage_until: Option<u64>,
+    stopped: Option<Stop>,
+    pub(crate) fault_counts: BTreeMap<FaultKind, u64>,
+    pub(crate) requests: u64,
+}
+
+const SESSION_CHECK_WHILE_CLOSING: u64 = u64::MAX;
+
+impl World {
+    fn new(config: SimConfig, start: Instant) -> Self {
+        let kernel = if config.needs_follower() {
+            Kernel::with_follower()
+        } else {
+            Kernel::new()
+        };
+        let mut w = World {
+            kernel,
+            start,
+            clock: 0,
+            queue: BTreeMap::new(),
+            seq: 0,
+            net: Rng::new(config.seed, Stream::Network),
+            faults: Rng::new(config.seed, Stream::Faults),
+            clients: Vec::new(),
+            by_session: BTreeMap::new(),
+            log: EventLog::new(config.keep_log),
+            step: 0,
+            armed_request_loss: Vec::new(),
+            armed_reply_loss: Vec::new(),
+            step_faults: BTreeMap::new(),
+            outage_until: None,
+            stopped: None,
+            fault_counts: BTreeMap::new(),
+            requests: 0,
+            config,
+        };
+        for (when, fault) in w.config.scheduled.clone() {
+            match when {
+                When::At(at) => w.schedule(nanos(at), Pending::Fault(fault)),
+                When::Step(n) => w.step_faults.entry(n).or_default().push(fault),
+            }
+        }
+        let limit = nanos(w.config.time_limit);
+        w.schedule(limit, Pending::TimeLimit);
+        w
+    }
+
+    /// Virtual time now: the later of the last event processed and tokio's clock (which a
+    /// workload may have advanced by sleeping).
+    pub(crate) fn now(&self) -> u64 {
+        let tokio_now = nanos(Instant::now().saturating_duration_since(self.start));
+        self.clock.max(tokio_now)
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.config.epoch_ms + (self.clock / 1_000_000) as i64
+    }
+
+    fn schedule(&mut self, at: u64, what: Pending) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), what);
+    }
+
+    fn latency(&mut self) -> u64 {
+        let lo = nanos(self.config.min_latency);
+        let hi = nanos(self.config.max_latency).max(lo);
+        self.net.between(lo, hi)
+    }
+
+    pub(crate) fn publisher(&self, client: usize) -> &SessionStatePublisher {
+        &self.clients[client].publisher
+    }
+
+    pub(crate) fn session_info(&self, client: usize) -> SessionInfo {
+        let c = &self.clients[client];
+        SessionInfo {
+            id: c.session,
+            timeout: c.timeout,
+        }
+    }
+
+    pub(crate) fn client_of(&self, session: SessionId) -> Option<usize> {
+        self.by_session.get(&session).copied()
+    }
+
+    /// Opens a session for a new client and returns the client's index.
+    pub(crate) fn connect(&mut self, timeout: Duration) -> usize {
+        self.clock = self.now();
+        let session = self.kernel.create_session(self.now_ms(), timeout);
+        let index = self.clients.len();
+        self.clients.push(Client {
+            session,
+            timeout,
+            publisher: SessionStatePublisher::new(SessionState::Connected),
+            terminal: None,
+            closing: false,
+            link: Link::Up,
+            epoch: 0,
+            next_xid: 0,
+            to_server_last: 0,
+            to_client_last: 0,
+            calls: BTreeMap::new(),
+            watches: BTreeMap::new(),
+            held: VecDeque::new(),
+            server_expired: false,
+            stale_until: None,
+        });
+        self.by_session.insert(session, index);
+        let t = self.clock;
+        self.log.push(
+            LogEvent::Connect {
+                t,
+                client: index,
+                session,
+            },
+            |_| {},
+        );
+        index
+    }
+
+    /// Submits a request of `client`; the reply (or error) arrives on the returned channel.
+    pub(crate) fn submit(
+        &mut self,
+        client: usize,
+        request: Request,
+        watch: Option<WatchKind>,
+    ) -> oneshot::Receiver<Reply> {
+        let (tx, rx) = oneshot::channel();
+        let now = self.now();
+        let c = &self.clients[client];
+        if let Some(state) = c.terminal {
+            let err = state.terminal_error().expect("terminal state has an error");
+            let _ = tx.send(Err(err));
+            return rx;
+        }
+        if c.closing {
+            let _ = tx.send(Err(Error::Closed));
+            return rx;
+        }
+        let close = matches!(request, Request::Close);
+        let base = match c.link {
+            Link::Up => now,
+            Link::Down { until, .. } => now.max(until),
+        };
+        let base = base.max(self.outage_until.unwrap_or(0));
+        let latency = self.latency();
+        let c = &mut self.clients[client];
+        let at = (base + latency).max(c.to_server_last);
+        c.to_server_last = at;
+        c.next_xid += 1;
+        let xid = c.next_xid;
+        let epoch = c.epoch;
+        let path = request.path().map(str::to_owned);
+        c.calls.insert(
+            xid,
+            Call {
+                reply: tx,
+                watch: watch.map(|k| (k, path.clone().unwrap_or_default())),
+                close,
+            },
+        );
+        if close {
+            c.closing = true;
+        }
+        let op = request.name().to_owned();
+        self.log.push(
+            LogEvent::Request {
+                t: now,
+                client,
+                xid,
+                op,
+                path,
+            },
+            |h| request.canon(h),
+        );
+        self.schedule(
+            at,
+            Pending::ToServer {
+                client,
+                epoch,
+                xid,
+                request,
+            },
+        );
+        if close {
+            // A close whose request or reply is lost leaves the session to time out.
+            let check = now + nanos(self.clients[client].timeout);
+            self.schedule(
+                check,
+                Pending::SessionCheck {
+                    client,
+                    since: SESSION_CHECK_WHILE_CLOSING,
+                },
+            );
+        }
+        rx
+    }
+
+    /// Applies a fault now (for tests and the service handle).
+    pub(crate) fn inject(&mut self, fault: Fault) {
+        self.clock = self.now();
+        self.fire_fault(fault);
+    }
+
+    fn process_next(&mut self) {
+        let Some(((t, _), what)) = self.queue.pop_first() else {
+            return;
+        };
+        self.clock = self.clock.max(t);
+        match what {
+            Pending::ToServer {
+                client,
+                epoch,
+                xid,
+                request,
+            } => self.at_server(client, epoch, xid, request),
+            Pending::ToClient { client, epoch, msg } => self.at_client(client, epoch, msg),
+            Pending::Fault(f) => self.fire_fault(f),
+            Pending::LinkUp { client, since } => {
+                if matches!(self.clients[client].link, Link::Down { since: s, .. } if s == since) {
+                    self.timer("link-up");
+                    self.link_up(client);
+                }
+            }
+            Pending::OutageEnd => {
+                if self.outage_until.is_some_and(|u| u <= self.clock) {
+                    self.timer("outage-end");
+                    self.outage_until = None;
+                    for client in 0..self.clients.len() {
+                        if matches!(
+                            self.clients[client].link,
+                            Link::Down {
+                                why: Down::Outage,
+                                ..
+                            }
+                        ) {
+                            self.link_up(client);
+                        }
+                    }
+                }
+            }
+            Pending::SessionCheck { client, since } => self.session_check(client, since),
+            Pending::StaleEnd { client } => {
+                let c = &mut self.clients[client];
+                if c.stale_until.is_some_and(|u| u <= self.clock) {
+                    c.stale_until = None;
+                    let session = c.session;
+                    self.timer("stale-end");
+                    let events = self.kernel.attach(session, Server::Leader);
+                    self.route(events);
+                }
+            }
+            Pending::Follower => {
+                let lag = self.config.follower_lag().as_millis() as i64;
+                let events = self.kernel.advance_follower(self.now_ms() - lag);
+                self.route(events);
+            }
+            Pending::TimeLimit => {
+                self.stopped = Some(Stop::TimeLimit(self.config.time_limit));
+            }
+        }
+    }
+
+    fn timer(&mut self, name: &str) {
+        let t = self.clock;
+        self.log.push(
+            LogEvent::Timer {
+                t,
+                timer: name.to_owned(),
+            },
+            |_| {},
+        );
+    }
+
+    fn at_server(&mut self, client: usize, epoch: u64, xid: u64, request: Request) {
+        let t = self.clock;
+        if self.clients[client].epoch != epoch {
+            self.log.push(
+                LogEvent::Dropped {
+                    t,
+                    client,
+                    xid: Some(xid),
+                },
+                |_| {},
+            );
+            return;
+        }
+        self.step += 1;
+        if let Some(faults) = self.step_faults.remove(&self.step) {
+            for f in faults {
+                self.fire_fault(f);
+            }
+        }
+        // The fault stream is drawn in the same order for every request, so a run's faults
+        // depend only on the seed and the sequence of requests.
+        let rates = self.config.rates;
+        let lose_request = take_armed(&mut self.armed_request_loss, client)
+            | self.faults.chance(rates.request_lost);
+        let lose_reply = self.faults.chance(rates.reply_lost);
+        let session_faults = [
+            (self.faults.chance(rates.disconnect), FaultKind::Disconnect),
+            (self.faults.chance(rates.expire), FaultKind::SessionExpiry),
+            (self.faults.chance(rates.pause), FaultKind::Pause),
+            (self.faults.chance(rates.stale_reads), FaultKind::StaleReads),
+            (self.faults.chance(rates.outage), FaultKind::Outage),
+        ];
+        if lose_request && !matches!(request, Request::Close) {
+            self.count(FaultKind::RequestLost, Some(client));
+            self.send_to_client(
+                client,
+                ClientMsg::Reply {
+                    xid,
+                    result: Err(Error::ConnectionLoss),
+                },
+            );
+        } else {
+            self.requests += 1;
+            let session = self.clients[client].session;
+            let is_write = request.is_write();
+            let applied = self.kernel.apply(self.now_ms(), session, &request);
+            let zxid = self.kernel.last_zxid();
+            let outcome = outcome(&applied.result);
+            self.log.push(
+                LogEvent::Applied {
+                    t,
+                    client,
+                    xid,
+                    zxid,
+                    outcome,
+                },
+                |h| match &applied.result {
+                    Ok(r) => r.canon(h),
+                    Err(e) => e.canon(h),
+                },
+            );
+            self.route(applied.events);
+            let lose_reply = take_armed(&mut self.armed_reply_loss, client) | lose_reply;
+            let result = if lose_reply && !matches!(request, Request::Close) {
+                self.count(FaultKind::ReplyLost, Some(client));
+                Err(Error::ConnectionLoss)
+            } else {
+                applied.result
+            };
+            self.send_to_client(client, ClientMsg::Reply { xid, result });
+            if is_write {
+                let reaped = self.kernel.reap_containers(self.now_ms());
+                self.route(reaped);
+                if self.kernel.follower_backlog() > 0 {
+                    let at = self.clock + nanos(self.config.follower_lag()) + 1_000_000;
+                    self.schedule(at, Pending::Follower);
+                }
+            }
+        }
+        for (hit, kind) in session_faults {
+            if hit {
+                let fault = self.draw_fault(kind, client);
+                self.fire_fault(fault);
+            }
+        }
+    }
+
+    fn draw_fault(&mut self, kind: FaultKind, client: usize) -> Fault {
+        let timeout = nanos(self.clients[client].timeout);
+        let mut frac =
+            |lo: u64, hi: u64| Duration::from_nanos(timeout / 100 * self.faults.between(lo, hi));
+        match kind {
+            FaultKind::Disconnect => Fault::Disconnect {
+                client,
+                duration: frac(10, 50),
+            },
+            FaultKind::SessionExpiry => Fault::ExpireSession { client },
+            FaultKind::Pause => Fault::Pause {
+                client,
+                duration: frac(150, 200),
+            },
+            FaultKind::StaleReads => Fault::StaleReads {
+                client,
+                duration: frac(100, 300),
+            },
+            FaultKind::Outage => Fault::Outage {
+                duration: frac(20, 60),
+            },
+            FaultKind::RequestLost | FaultKind::ReplyLost => {
+                unreachable!("message faults are not drawn as session faults")
+            }
+        }
+    }
+
+    fn count(&mut self, kind: FaultKind, client: Option<usize>) {
+        *self.fault_counts.entry(kind).or_default() += 1;
+        let t = self.clock;
+        self.log.push(LogEvent::Fault { t, kind, client }, |_| {});
+    }
+
+    fn fire_fault(&mut self, fault: Fault) {
+        let now = self.clock;
+        match fault {
+            Fault::RequestLost { client } => self.armed_request_loss.push(client),
+            Fault::ReplyLost { client } => self.armed_reply_loss.push(client),
+            Fault::Disconnect { client, duration } => {
+                if self.is_live_and_up(client) {
+                    self.count(FaultKind::Disconnect, Some(client));
+                    self.go_down(client, Down::Disconnect, now + nanos(duration));
+                }
+            }
+            Fault::Pause { client, duration } => {
+                if self.is_live_and_up(client) {
+                    self.count(FaultKind::Pause, Some(client));
+                    self.go_down(client, Down::Pause, now + nanos(duration));
+                }
+            }
+            Fault::ExpireSession { client } => {
+                if self.kernel.is_alive(self.clients[client].session) {
+                    self.count(FaultKind::SessionExpiry, Some(client));
+                    self.expire(client);
+                }
+            }
+            Fault::StaleReads { client, duration } => {
+                let session = self.clients[client].session;
+                if !self.kernel.has_follower() {
+                    panic!(
+                        "a StaleReads fault needs a lagging follower: configure the run with \
+                         Builder::follower_lag or a stale_reads rate"
+                    );
+                }
+                if self.kernel.is_alive(session) && self.clients[client].stale_until.is_none() {
+                    self.count(FaultKind::StaleReads, Some(client));
+                    let until = now + nanos(duration);
+                    self.clients[client].stale_until = Some(until);
+                    let events = self.kernel.attach(session, Server::Follower);
+                    self.route(events);
+                    self.schedule(until, Pending::StaleEnd { client });
+                }
+            }
+            Fault::Outage { duration } => {
+                if self.outage_until.is_none() {
+                    self.count(FaultKind::Outage, None);
+                    let until = now + nanos(duration);
+                    self.outage_until = Some(until);
+                    for client in 0..self.clients.len() {
+                        if self.is_live_and_up(client) {
+                            self.go_down(client, Down::Outage, until);
+                        }
+                    }
+                    self.schedule(until, Pending::OutageEnd);
+                }
+            }
+        }
+    }
+
+    fn is_live_and_up(&self, client: usize) -> bool {
+        let c = &self.clients[client];
+        c.terminal.is_none() && !c.closing && c.link == Link::Up
+    }
+
+    fn go_down(&mut self, client: usize, why: Down, until: u64) {
+        let now = self.clock;
+        let c = &mut self.clients[client];
+        c.link = Link::Down {
+            why,
+            since: now,
+            until,
+        };
+        if why != Down::Pause {
+            c.epoch += 1;
+            self.publish(client, SessionState::Disconnected);
+            self.fail_calls(client, &Error::ConnectionLoss);
+        }
+        match why {
+            Down::Outage => {}
+            Down::Disconnect | Down::Pause => {
+                let timeout = nanos(self.clients[client].timeout);
+                self.schedule(now + timeout, Pending::SessionCheck { client, since: now });
+                self.schedule(until, Pending::LinkUp { client, since: now });
+            }
+        }
+    }
+
+    fn link_up(&mut self, client: usize) {
+        let Link::Down { why, .. } = self.clients[client].link else {
+            return;
+        };
+        if self.clients[client].terminal.is_some() {
+            self.clients[client].link = Link::Up;
+            return;
+        }
+        if let Some(until) = self.outage_until
+            && why != Down::Outage
+        {
+            // Back from a disconnect or a pause into an outage: still cut off.
+            self.go_down(client, Down::Outage, until);
+            return;
+        }
+        self.clients[client].link = Link::Up;
+        let session = self.clients[client].session;
+        if self.clients[client].server_expired || !self.kernel.is_alive(session) {
+            self.terminate(client, SessionState::Expired);
+            return;
+        }
+        if why != Down::Pause {
+            self.publish(client, SessionState::Connected);
+        }
+        let held = std::mem::take(&mut self.clients[client].held);
+        for (epoch, msg) in held {
+            self.deliver(client, epoch, msg);
+        }
+    }
+
+    fn session_check(&mut self, client: usize, since: u64) {
+        let c = &self.clients[client];
+        let silent = match c.link {
+            _ if since == SESSION_CHECK_WHILE_CLOSING => true,
+            Link::Down {
+                why: Down::Disconnect | Down::Pause,
+                since: s,
+                ..
+            } => s == since,
+            _ => false,
+        };
+        if silent && self.kernel.is_alive(c.session) {
+            self.timer("session-timeout");
+            self.expire(client);
+        }
+    }
+
+    fn expire(&mut self, client: usize) {
+        let session = self.clients[client].session;
+        let events = self.kernel.expire_session(self.now_ms(), session);
+        self.route(events);
+        let c = &mut self.clients[client];
+        c.server_expired = true;
+        if c.terminal.is_none() && c.link == Link::Up && !c.closing {
+            self.send_to_client(client, ClientMsg::Expired);
+        }
+    }
+
+    fn route(&mut self, events: Vec<Fired>) {
+        for fired in events {
+            if let Some(client) = self.client_of(fired.session) {
+                self.send_to_client(client, ClientMsg::Event(fired.event));
+            }
+        }
+    }
+
+    fn send_to_client(&mut self, client: usize, msg: ClientMsg) {
+        let latency = self.latency();
+        let c = &mut self.clients[client];
+        let at = (self.clock + latency).max(c.to_client_last);
+        c.to_client_last = at;
+        let epoch = c.epoch;
+        self.schedule(at, Pending::ToClient { client, epoch, msg });
+    }
+
+    fn at_client(&mut self, client: usize, epoch: u64, msg: ClientMsg) {
+        if self.clients[client].terminal.is_some() {
+            return;
+        }
+        if self.clients[client].link != Link::Up {
+            self.clients[client].held.push_back((epoch, msg));
+            return;
+        }
+        self.deliver(client, epoch, msg);
+    }
+
+    fn deliver(&mut self, client: usize, epoch: u64, msg: ClientMsg) {
+        let t = self.clock;
+        match msg {
+            ClientMsg::Reply { xid, result } => {
+                if epoch != self.clients[client].epoch {
+                    self.log.push(
+                        LogEvent::Dropped {
+                            t,
+                            client,
+                            xid: Some(xid),
+                        },
+                        |_| {},
+                    );
+                    return;
+                }
+                let Some(call) = self.clients[client].calls.remove(&xid) else {
+                    return;
+                };
+                self.log.push(
+                    LogEvent::Reply {
+                        t,
+                        client,
+                        xid,
+                        outcome: outcome(&result),
+                    },
+                    |_| {},
+                );
+                let close = call.close;
+                self.complete(client, call, result);
+                if close {
+                    self.terminate(client, SessionState::Closed);
+                }
+            }
+            ClientMsg::Event(event) => {
+                self.log.push(
+                    LogEvent::Watch {
+                        t,
+                        client,
+                        kind: event.kind,
+                        path: event.path.clone(),
+                    },
+                    |_| {},
+                );
+                self.fire_watches(client, event);
+            }
+            ClientMsg::Expired => self.terminate(client, SessionState::Expired),
+        }
+    }
+
+    fn complete(&mut self, client: usize, call: Call, result: Result<Response>) {
+        let reply = match (result, call.watch) {
+            (Ok(response), Some((kind, path))) => {
+                let (tx, watch) = Watch::channel();
+                let set = self.clients[client].watches.entry(path).or_default();
+                match kind {
+                    WatchKind::Data => set.data.push(tx),
+                    WatchKind::Child => set.child.push(tx),
+                }
+                Ok((response, Some(watch)))
+            }
+            (Ok(response), None) => Ok((response, None)),
+            (Err(e), _) => Err(e),
+        };
+        // The caller may have dropped its future; the request still happened.
+        let _ = call.reply.send(reply);
+    }
+
+    /// Fans a server event out to the client's watches, as ZooKeeper's client does: data and
+    /// exists watches for created, changed and deleted; child watches for children changed
+    /// and deleted.
+    fn fire_watches(&mut self, client: usize, event: WatchedEvent) {
+        use avout::EventKind::*;
+        let watches = &mut self.clients[client].watches;
+        let Some(set) = watches.get_mut(&event.path) else {
+            return;
+        };
+        let mut fire: Vec<WatchSender> = Vec::new();
+        match event.kind {
+            NodeCreated | NodeDataChanged => fire.append(&mut set.data),
+            NodeChildrenChanged => fire.append(&mut set.child),
+            NodeDeleted => {
+                fire.append(&mut set.data);
+                fire.append(&mut set.child);
+            }
+            _ => {}
+        }
+        if set.data.is_empty() && set.child.is_empty() {
+            watches.remove(&event.path);
+        }
+        for tx in fire {
+            tx.fire(event.clone());
+        }
+    }
+
+    fn fail_calls(&mut self, client: usize, error: &Error) {
+        let calls = std::mem::take(&mut self.clients[client].calls);
+        let mut closed = false;
+        for (xid, call) in calls {
+            let t = self.clock;
+            self.log.push(
+                LogEvent::Reply {
+                    t,
+                    client,
+                    xid,
+                    outcome: error_name(error).to_owned(),
+                },
+                |_| {},
+            );
+            closed |= call.close;
+            let _ = call.reply.send(Err(error.clone()));
+        }
+        if closed {
+            self.terminate(client, SessionState::Closed);
+        }
+    }
+
+    fn publish(&mut self, client: usize, state: SessionState) {
+        let c = &self.clients[client];
+        if c.publisher.current() == state || c.publisher.current().is_terminal() {
+            return;
+        }
+        c.publisher.publish(state);
+        let t = self.clock;
+        self.log.push(LogEvent::State { t, client, state }, |_| {});
+    }
+
+    /// The client learns that its session is over: every call fails with the terminal
+    /// error, every watch fires with the session event, later calls fail at once.
+    fn terminate(&mut self, client: usize, state: SessionState) {
+        if self.clients[client].terminal.is_some() {
+            return;
+        }
+        if state == SessionState::Expired {
+            self.publish(client, SessionState::Disconnected);
+        }
+        self.clients[client].terminal = Some(state);
+        self.publish(client, state);
+        let error = state.terminal_error().expect("terminal state has an error");
+        self.fail_calls(client, &error);
+        let c = &mut self.clients[client];
+        c.held.clear();
+        let watches = std::mem::take(&mut c.watches);
+        for (_, set) in watches {
+            for tx in set.data.into_iter().chain(set.child) {
+                tx.fire(WatchedEvent::session_ended(state));
+            }
+        }
+    }
+}
+
+fn take_armed(armed: &mut Vec<Option<usize>>, client: usize) -> bool {
+    match armed.iter().position(|a| a.is_none_or(|c| c == client)) {
+        Some(i) => {
+            armed.remove(i);
+            true
+        }
+        None => false,
+    }
+}
+
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn outcome(result: &Result<Response>) -> String {
+    match result {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => error_name(e).to_owned(),
+    }
+}
+
+/// The variant name of an error, for logs.
+pub(crate) fn error_name(e: &Error) -> &'static str {
+    match e {
+        Error::NoNode { .. } => "NoNode",
+        Error::NodeExists { .. } => "NodeExists",
+        Error::BadVersion { .. } => "BadVersion",
+        Error::NotEmpty { .. } => "NotEmpty",
+        Error::NoChildrenForEphemerals { .. } => "NoChildrenForEphemerals",
+        Error::NoAuth { .. } => "NoAuth",
+        Error::InvalidAcl { .. } => "InvalidAcl",
+        Error::InvalidPath { .. } => "InvalidPath",
+        Error::DataTooLarge { .. } => "DataTooLarge",
+        Error::BadArguments(_) => "BadArguments",
+        Error::ConnectionLoss => "ConnectionLoss",
+        Error::OperationTimeout => "OperationTimeout",
+        Error::Unreachable { .. } => "Unreachable",
+        Error::SessionExpired => "SessionExpired",
+        Error::SessionMoved => "SessionMoved",
+        Error::Closed => "Closed",
+        Error::AuthFailed => "AuthFailed",
+        Error::Multi { .. } => "Multi",
+        Error::Unimplemented(_) => "Unimplemented",
+        Error::Other(_) => "Other",
+        _ => "Error",
+    }
+}

@@ -1,0 +1,257 @@
+//! Each fault kind: that it happens, and what the client observes.
+
+use std::time::Duration;
+
+use avout::{Coordination, CreateMode, Error, EventKind, SessionState};
+use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim, When};
+
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+fn sim(clients: usize) -> avout_sim_zk::Builder {
+    Sim::builder()
+        .seed_from_env(21)
+        .clients(clients)
+        .session_timeout(TIMEOUT)
+}
+
+#[test]
+fn a_lost_request_is_not_applied() {
+    let (_, summary) = sim(1)
+        .fault(When::Step(1), Fault::RequestLost { client: Some(0) })
+        .build()
+        .run(|ctx| async move {
+            let c = &ctx.clients[0];
+            let lost = c.create("/lost", b"", &Default::default()).await;
+            assert_eq!(lost, Err(Error::ConnectionLoss));
+            assert!(c.exists("/lost").await.unwrap().is_none());
+        });
+    assert_eq!(summary.fault_count(FaultKind::RequestLost), 1);
+}
+
+#[test]
+fn a_lost_reply_leaves_the_change_in_place() {
+    let (_, summary) = sim(1)
+        .fault(When::Step(2), Fault::ReplyLost { client: None })
+        .build()
+        .run(|ctx| async move {
+            let c = &ctx.clients[0];
+            c.create("/q", b"", &Default::default()).await.unwrap();
+            let lost = c
+                .create("/q/job-", b"", &CreateMode::PersistentSequential.into())
+                .await;
+            assert_eq!(lost, Err(Error::ConnectionLoss));
+            // The create happened: a blind retry would make a second job.
+            assert_eq!(c.get_children("/q").await.unwrap().0, ["job-0000000000"]);
+        });
+    assert_eq!(summary.fault_count(FaultKind::ReplyLost), 1);
+}
+
+#[test]
+fn a_short_disconnect_fails_in_flight_requests_and_keeps_the_session() {
+    let (_, summary) = sim(1).build().run(|ctx| async move {
+        let c = &ctx.clients[0];
+        let mut states = c.session_states();
+        c.create("/eph", b"", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        let (_, watch) = c.exists_and_watch("/eph").await.unwrap();
+        let in_flight = c.set_data("/eph", b"x", None);
+        ctx.zk.inject(Fault::Disconnect {
+            client: 0,
+            duration: TIMEOUT / 2,
+        });
+        assert_eq!(in_flight.await, Err(Error::ConnectionLoss));
+        assert_eq!(states.next().await, Some(SessionState::Disconnected));
+        // Made while disconnected: sent on reconnect.
+        let start = tokio::time::Instant::now();
+        c.set_data("/eph", b"y", None).await.unwrap();
+        assert!(start.elapsed() >= TIMEOUT / 2 - Duration::from_millis(5));
+        assert_eq!(states.next().await, Some(SessionState::Connected));
+        // Same session, ephemeral still there, and the watch survived the disconnect.
+        assert!(c.exists("/eph").await.unwrap().unwrap().is_ephemeral());
+        assert_eq!(watch.await.kind, EventKind::NodeDataChanged);
+    });
+    assert_eq!(summary.fault_count(FaultKind::Disconnect), 1);
+}
+
+#[test]
+fn a_disconnect_longer_than_the_session_ends_in_expiry() {
+    sim(2).build().run(|ctx| async move {
+        let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+        let mut states = a.session_states();
+        a.create("/eph", b"", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        ctx.zk.inject(Fault::Disconnect {
+            client: 0,
+            duration: TIMEOUT * 2,
+        });
+        tokio::time::sleep(TIMEOUT + Duration::from_millis(100)).await;
+        assert!(
+            b.exists("/eph").await.unwrap().is_none(),
+            "expired meanwhile"
+        );
+        assert_eq!(a.exists("/").await, Err(Error::SessionExpired));
+        assert_eq!(states.next().await, Some(SessionState::Disconnected));
+        assert_eq!(states.next().await, Some(SessionState::Expired));
+    });
+}
+
+#[test]
+fn an_expired_session_loses_its_ephemerals_and_is_told() {
+    let (_, summary) = sim(2).build().run(|ctx| async move {
+        let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+        let mut states = a.session_states();
+        a.create("/lock", b"", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        let (_, own_watch) = a.exists_and_watch("/lock").await.unwrap();
+        let (_, other_watch) = b.exists_and_watch("/lock").await.unwrap();
+        ctx.zk.expire_session(a.session().id);
+        assert_eq!(other_watch.await.kind, EventKind::NodeDeleted);
+        assert!(b.exists("/lock").await.unwrap().is_none());
+        let ended = own_watch.await;
+        assert_eq!(
+            (ended.kind, ended.state),
+            (EventKind::Session, SessionState::Expired)
+        );
+        assert_eq!(states.next().await, Some(SessionState::Disconnected));
+        assert_eq!(states.next().await, Some(SessionState::Expired));
+        assert_eq!(
+            a.create("/x", b"", &Default::default()).await,
+            Err(Error::SessionExpired)
+        );
+    });
+    assert_eq!(summary.fault_count(FaultKind::SessionExpiry), 1);
+}
+
+#[test]
+fn a_client_paused_past_its_session_wakes_to_find_it_gone() {
+    let (_, summary) = sim(2).build().run(|ctx| async move {
+        let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+        let mut states = a.session_states();
+        a.create("/leader", b"a", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        ctx.zk.inject(Fault::Pause {
+            client: 0,
+            duration: TIMEOUT * 2,
+        });
+        // While a is frozen, its session times out and its ephemeral goes.
+        tokio::time::sleep(TIMEOUT + Duration::from_millis(100)).await;
+        assert!(b.exists("/leader").await.unwrap().is_none());
+        b.create("/leader", b"b", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        // a still believes it leads; its next call waits for it to wake, then fails.
+        assert_eq!(a.get_data("/leader").await, Err(Error::SessionExpired));
+        assert_eq!(states.next().await, Some(SessionState::Disconnected));
+        assert_eq!(states.next().await, Some(SessionState::Expired));
+    });
+    assert_eq!(summary.fault_count(FaultKind::Pause), 1);
+}
+
+#[test]
+fn a_short_pause_only_delays() {
+    sim(1).build().run(|ctx| async move {
+        let c = &ctx.clients[0];
+        let states = c.session_states();
+        ctx.zk.inject(Fault::Pause {
+            client: 0,
+            duration: TIMEOUT / 4,
+        });
+        let start = tokio::time::Instant::now();
+        c.create("/p", b"", &Default::default()).await.unwrap();
+        assert!(start.elapsed() >= TIMEOUT / 4);
+        assert_eq!(states.current(), SessionState::Connected);
+    });
+}
+
+#[test]
+fn stale_reads_are_monotonic_and_sync_catches_up() {
+    let (_, summary) =
+        sim(2)
+            .follower_lag(Duration::from_millis(200))
+            .build()
+            .run(|ctx| async move {
+                let (writer, reader) = (&ctx.clients[0], &ctx.clients[1]);
+                writer
+                    .create("/v", b"0", &Default::default())
+                    .await
+                    .unwrap();
+                ctx.zk.inject(Fault::StaleReads {
+                    client: 1,
+                    duration: Duration::from_secs(60),
+                });
+                writer.set_data("/v", b"1", None).await.unwrap();
+                // The follower is 200 ms behind: the reader still sees the old value.
+                assert_eq!(reader.get_data("/v").await.unwrap().0, b"0");
+                let mut seen = 0;
+                for _ in 0..50 {
+                    let v: u8 = reader.get_data("/v").await.unwrap().0[0] - b'0';
+                    assert!(v >= seen, "reads went back in time");
+                    seen = v;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                assert_eq!(seen, 1, "the follower caught up by itself");
+                writer.set_data("/v", b"2", None).await.unwrap();
+                reader.sync("/").await.unwrap();
+                assert_eq!(reader.get_data("/v").await.unwrap().0, b"2");
+                // Its own writes are visible at once.
+                reader.set_data("/v", b"3", None).await.unwrap();
+                assert_eq!(reader.get_data("/v").await.unwrap().0, b"3");
+            });
+    assert_eq!(summary.fault_count(FaultKind::StaleReads), 1);
+}
+
+#[test]
+fn an_outage_disconnects_everyone_and_sessions_survive() {
+    let (_, summary) = sim(2).build().run(|ctx| async move {
+        let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+        let mut states = [a.session_states(), b.session_states()];
+        a.create("/eph", b"", &CreateMode::Ephemeral.into())
+            .await
+            .unwrap();
+        let in_flight = b.exists("/eph");
+        ctx.zk.inject(Fault::Outage {
+            duration: TIMEOUT * 3,
+        });
+        assert_eq!(in_flight.await, Err(Error::ConnectionLoss));
+        // Longer than the session timeout, yet the sessions live on.
+        assert!(a.exists("/eph").await.unwrap().is_some());
+        for s in &mut states {
+            assert_eq!(s.next().await, Some(SessionState::Disconnected));
+            assert_eq!(s.next().await, Some(SessionState::Connected));
+        }
+    });
+    assert_eq!(summary.fault_count(FaultKind::Outage), 1);
+}
+
+#[test]
+fn drawn_faults_cover_every_kind() {
+    let mut seen = std::collections::BTreeMap::new();
+    for seed in 0..40 {
+        let params = avout_sim_zk::demo::DemoParams {
+            rates: FaultRates {
+                request_lost: 0.02,
+                reply_lost: 0.02,
+                disconnect: 0.01,
+                expire: 0.005,
+                pause: 0.005,
+                stale_reads: 0.01,
+                outage: 0.003,
+            },
+            ..Default::default()
+        };
+        let (_, summary) = avout_sim_zk::demo::run_once(seed, &params);
+        for (k, n) in summary.faults {
+            *seen.entry(k).or_insert(0) += n;
+        }
+    }
+    for kind in FaultKind::ALL {
+        assert!(
+            seen.get(&kind).copied().unwrap_or(0) > 0,
+            "{kind:?} never fired: {seen:?}"
+        );
+    }
+}

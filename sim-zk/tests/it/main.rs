@@ -1,0 +1,6 @@
+//! Integration tests of avout-sim-zk: one binary, one module per concern.
+
+mod client;
+mod determinism;
+mod faults;
+mod kernel;
