@@ -1,0 +1,80 @@
+//! What the tests share: starting servers (failing loudly when that is impossible) and
+//! running groups of conformance cases.
+
+use std::time::Duration;
+
+use avout::testkit::conformance::{self, Backend};
+use avout::testkit::server::{ZkEnsemble, ZkServer};
+use avout::zk::{ZkClient, ZkConfig};
+
+/// Starts a standalone server, or fails the test: a missing server is a failure, not a skip.
+pub(crate) fn standalone() -> ZkServer {
+    tokio::task::block_in_place(ZkServer::start)
+        .unwrap_or_else(|e| panic!("cannot start a ZooKeeper server (tests never skip): {e}"))
+}
+
+/// Starts a three-server ensemble, or fails the test.
+pub(crate) fn ensemble() -> ZkEnsemble {
+    tokio::task::block_in_place(|| ZkEnsemble::start(3))
+        .unwrap_or_else(|e| panic!("cannot start a ZooKeeper ensemble (tests never skip): {e}"))
+}
+
+/// Opens a session, or fails the test.
+pub(crate) async fn connect(config: &ZkConfig) -> ZkClient {
+    ZkClient::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", config.connect))
+}
+
+/// Runs `cases` concurrently, each under `{base}/{case}`, to the end, and returns the names of
+/// those that failed (each failure's message is printed when it happens).
+pub(crate) async fn run_cases<'a, B: Backend>(
+    backend: &B,
+    base: &str,
+    cases: &[&'a str],
+) -> Vec<&'a str> {
+    let runs = cases.iter().map(|name| {
+        let root = format!("{base}/{name}");
+        async move {
+            let run = std::panic::AssertUnwindSafe(conformance::run_case(backend, name, &root));
+            futures::FutureExt::catch_unwind(run)
+                .await
+                .err()
+                .map(|_| *name)
+        }
+    });
+    futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Fails the test if any case failed.
+#[track_caller]
+pub(crate) fn assert_passed(where_: &str, failed: &[&str]) {
+    assert!(
+        failed.is_empty(),
+        "{} conformance case(s) failed on {where_}: {failed:?} (their messages are above)",
+        failed.len()
+    );
+}
+
+/// Polls `f` until it returns `Some`, every 50 ms, for at most `limit`.
+pub(crate) async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
