@@ -30,6 +30,7 @@
 //! }
 //! ```
 
+pub mod atom;
 mod coord;
 mod error;
 mod ext;

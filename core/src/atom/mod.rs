@@ -1,0 +1,1028 @@
+//! Distributed atoms: Clojure's `atom` (`deref`, `reset!`, `swap!`, `compare-and-set!`,
+//! validators, watches) for serde values held in a ZooKeeper node.
+//!
+//! # The algorithm
+//!
+//! An [`Atom`] is optimistic compare-and-set on the node's version, with a cache:
+//!
+//! 1. Take the cached `(value, version)` (reading the node when there is none yet).
+//! 2. Compute the new value (`swap`'s function, `reset`'s value, …), validate and encode it.
+//! 3. `set_data(path, bytes, version)`. With a current cache an uncontended `swap` is this one
+//!    round trip.
+//! 4. On `BadVersion` someone else won: read the node, refresh the cache and go to 2. The
+//!    function is called again with the newer value, so it must be free of side effects.
+//!
+//! With [`AtomBuilder::promote_after`] an update that lost `n` times in a row takes a
+//! distributed [`Mutex`](crate::lock::Mutex) beside the atom (`<path>/_lock`) before its next
+//! tries, as Curator's `DistributedAtomicValue` does with `PromotedToLock`: promoted writers
+//! queue fairly instead of racing, which bounds starvation under contention. The tries are
+//! still conditional on the version (writers that are not promoted need no lock), so the lock
+//! never affects correctness. [`Atom::stats`] counts optimistic and promoted tries.
+//!
+//! The node holds a small header, the ids of the last 32 writes and the value (see
+//! [`StateContainer`] for values kept elsewhere); the header is what makes recovery after a
+//! lost reply exact (below). A node holding bare bytes (another program wrote it) reads as
+//! a value with no history; bytes the [`Codec`] cannot decode are an [`AtomError::Decode`].
+//!
+//! Reads that return a value ([`Atom::deref`], and an update that decides not to write, such
+//! as a failed [`Atom::compare_and_set`]) `sync` first, so they are linearizable; the `sync`
+//! and the read are sent together, one round trip.
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - **Connection loss** while a write is in flight makes its outcome unknown. The atom waits
+//!   for the session to reconnect, reads the node and looks for its write id at the position
+//!   of the version it created: found, the update is done (it is *not* applied again); not
+//!   found, it retries as after a conflict. If more than 32 writes happened in between, it
+//!   fails with [`AtomError::Indeterminate`] rather than guess. See [`CasMachine`].
+//! - **Session expiry** fails the operation with [`AtomError::Zk`] (session lost); an update
+//!   in flight at that moment may or may not have been applied ([`AtomError::is_definite`]
+//!   says `false`). The handle is dead: open the atom again on a new session.
+//! - **Cancellation**: dropping an operation's future stops it; a write already sent may
+//!   still take effect (the next read will show it). A promoted update's lock is released
+//!   in the background. A [`FileStore`] value put by a cancelled write may stay behind as an
+//!   unreferenced file.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use avout::atom::Atom;
+//! # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+//! let hits: Atom<u64, _> = Atom::open(zk, "/stats/hits", 0).await?;
+//! let now = hits.swap(|n| n + 1).await?;
+//! assert!(hits.deref().await? >= now);
+//! # Ok(()) }
+//! ```
+
+mod codec;
+mod envelope;
+pub mod linkv;
+mod machine;
+pub mod record;
+mod store;
+mod watcher;
+
+pub use codec::{Codec, CodecError, Json, Postcard};
+pub use machine::{CasMachine, Outcome, Step, StepError, Versioned};
+pub use store::{FileStore, StateContainer, StoreError, ZkNode};
+pub use watcher::{AtomWatcher, Change};
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::lock::{LockError, Mutex};
+use crate::machine::drive;
+use crate::sync::{Mutex as StdMutex, lock};
+use crate::{Coordination, CoordinationExt, Error, MAX_DATA_LEN, Stat, path};
+
+use envelope::{Body, Envelope};
+
+/// Why an atom operation failed.
+///
+/// ```
+/// use avout::atom::AtomError;
+/// let e = AtomError::Invalid { path: "/a".into() };
+/// assert!(e.is_definite());
+/// assert_eq!(e.to_string(), "the validator of /a rejected the value; nothing was written");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AtomError {
+    /// The node does not exist (use [`Atom::open`] to create it with an initial value).
+    #[error("no atom at {path}")]
+    Missing {
+        /// The atom's path.
+        path: String,
+    },
+    /// The validator rejected the new value; nothing was written.
+    #[error("the validator of {path} rejected the value; nothing was written")]
+    Invalid {
+        /// The atom's path.
+        path: String,
+    },
+    /// The value could not be encoded; nothing was written.
+    #[error("cannot encode the value for {path}: {source}")]
+    Encode {
+        /// The atom's path.
+        path: String,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// The node holds bytes that are not a value of this atom's type and codec.
+    #[error("{path} holds bytes that do not decode: {source}")]
+    Decode {
+        /// The atom's path.
+        path: String,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// The encoded value exceeds the container's limit (ZooKeeper's 1 MiB for the default
+    /// [`ZkNode`]); nothing was written.
+    #[error("a value of {len} bytes for {path} exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// The atom's path.
+        path: String,
+        /// The encoded size.
+        len: usize,
+        /// The largest size accepted.
+        limit: usize,
+    },
+    /// The value store failed.
+    #[error("atom {path}: {source}")]
+    Store {
+        /// The atom's path.
+        path: String,
+        /// The store's error.
+        source: StoreError,
+    },
+    /// After a connection loss, whether the write took effect could not be decided.
+    #[error(transparent)]
+    Indeterminate(StepError),
+    /// Taking the promotion lock failed.
+    #[error("promotion lock: {0}")]
+    Lock(LockError),
+    /// The coordination service refused a request, or the session was lost.
+    #[error(transparent)]
+    Zk(#[from] Error),
+}
+
+impl AtomError {
+    /// Whether the failed operation certainly changed nothing. `false` when a write may have
+    /// taken effect (outcome undecidable, or the session was lost with a write in flight).
+    ///
+    /// ```
+    /// use avout::atom::AtomError;
+    /// assert!(!AtomError::Zk(avout::Error::SessionExpired).is_definite());
+    /// ```
+    pub fn is_definite(&self) -> bool {
+        match self {
+            AtomError::Indeterminate(_) => false,
+            AtomError::Zk(e) => e.is_rejected(),
+            AtomError::Lock(LockError::SessionLost(_)) => false,
+            _ => true,
+        }
+    }
+
+    fn from_step(e: StepError) -> AtomError {
+        match e {
+            StepError::Zk(e) => AtomError::Zk(e),
+            unknown @ StepError::Unknown { .. } => AtomError::Indeterminate(unknown),
+        }
+    }
+}
+
+/// What an [`Atom::update`] function decides.
+///
+/// ```
+/// use avout::atom::Update;
+/// let u: Update<u64, bool> = Update::Keep(false);
+/// assert!(matches!(u, Update::Keep(false)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Update<T, R> {
+    /// Write this value, and return `R` once it is written.
+    Write(T, R),
+    /// Write nothing and return `R` (confirmed against a linearizable read first).
+    Keep(R),
+}
+
+/// Counts of an atom handle's tries; see [`Atom::stats`].
+///
+/// ```
+/// let s = avout::atom::AtomStats::default();
+/// assert_eq!(s.optimistic_tries + s.promoted_tries, 0);
+/// ```
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct AtomStats {
+    /// Conditional writes sent without the promotion lock.
+    pub optimistic_tries: u64,
+    /// Conditional writes sent while holding the promotion lock.
+    pub promoted_tries: u64,
+    /// Updates that took the promotion lock.
+    pub promotions: u64,
+    /// Writes that lost to another writer (or were found not applied after a recovery).
+    pub conflicts: u64,
+    /// Writes whose outcome was decided by a read after a connection loss.
+    pub recoveries: u64,
+    /// Updates that wrote.
+    pub writes: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    optimistic_tries: AtomicU64,
+    promoted_tries: AtomicU64,
+    promotions: AtomicU64,
+    conflicts: AtomicU64,
+    recoveries: AtomicU64,
+    writes: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A node's value, decoded, with what a writer replacing it needs.
+#[derive(Clone, Debug)]
+struct Loaded<T> {
+    value: T,
+    history: Vec<u64>,
+    body: Body,
+    stat: Stat,
+}
+
+/// What the handle knows of the node.
+#[derive(Clone, Debug)]
+enum Known<T> {
+    Unknown,
+    Absent,
+    Present(Loaded<T>),
+}
+
+type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
+
+/// What an atom and its watchers share: where the node is and how to read it.
+struct Core<C: Coordination + ?Sized, K> {
+    zk: Arc<C>,
+    path: String,
+    codec: K,
+    store: Arc<dyn StateContainer>,
+}
+
+impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
+    /// Decodes a node read; `Ok(None)` if its value is in a store file that has been replaced
+    /// since (the node changed: read it again).
+    async fn load<T: DeserializeOwned>(
+        &self,
+        node: crate::atom::Versioned,
+    ) -> Result<Option<Loaded<T>>, AtomError> {
+        let envelope = Envelope::parse(&node.data);
+        let bytes = match &envelope.body {
+            Body::Inline(bytes) => std::borrow::Cow::Borrowed(bytes.as_slice()),
+            Body::Blob(key) => match self.store.get(&self.path, key).await {
+                Ok(Some(bytes)) => std::borrow::Cow::Owned(bytes),
+                Ok(None) => return Ok(None),
+                Err(source) => {
+                    return Err(AtomError::Store {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            },
+        };
+        let value = self
+            .codec
+            .decode(&bytes)
+            .map_err(|source| AtomError::Decode {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(Some(Loaded {
+            value,
+            history: envelope.history,
+            body: envelope.body,
+            stat: node.stat,
+        }))
+    }
+
+    /// Reads and decodes the node, linearizably with `sync`.
+    async fn read<T: DeserializeOwned>(&self, sync: bool) -> Result<Known<T>, AtomError> {
+        loop {
+            let outcome = drive(
+                &*self.zk,
+                &mut CasMachine::new(&self.path, Step::Read { sync }),
+            )
+            .await
+            .map_err(AtomError::from_step)?;
+            let Outcome::NotApplied { current } = outcome else {
+                unreachable!("a read writes nothing")
+            };
+            match current {
+                None => return Ok(Known::Absent),
+                Some(node) => {
+                    if let Some(loaded) = self.load(node).await? {
+                        return Ok(Known::Present(loaded));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes a store file no version refers to any more; failures only leak a file.
+    async fn discard(&self, body: &Body) {
+        if let Body::Blob(key) = body
+            && let Err(e) = self.store.remove(&self.path, key).await
+        {
+            tracing::warn!(atom = %self.path, error = %e, "could not remove a replaced value");
+        }
+    }
+}
+
+struct Inner<T, C: Coordination + ?Sized + 'static, K> {
+    core: Arc<Core<C, K>>,
+    known: StdMutex<Known<T>>,
+    validator: StdMutex<Option<Validator<T>>>,
+    promote_after: Option<u32>,
+    mutex: Option<Mutex<C>>,
+    counters: Counters,
+    watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
+}
+
+impl<T, C: Coordination + ?Sized + 'static, K> Drop for Inner<T, C, K> {
+    fn drop(&mut self) {
+        for (_, task) in std::mem::take(&mut *lock(&self.watches)) {
+            task.abort();
+        }
+    }
+}
+
+/// A distributed atom holding a `T` in a ZooKeeper node, encoded with codec `K`; see the
+/// [module docs](self) for the algorithm and its behaviour on connection loss, expiry and
+/// cancellation.
+///
+/// Handles are cheap to clone and share their cache, validator, watches and stats. Each
+/// process (or task that wants its own promotion lock hold) opens its own.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::atom::{Atom, Postcard};
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+/// let seats: Atom<u32, _, Postcard> = Atom::builder(zk, "/show/seats")
+///     .codec(Postcard)
+///     .validator(|n: &u32| *n <= 500)
+///     .promote_after(4)
+///     .open(0)
+///     .await?;
+/// seats.swap(|n| n + 2).await?;
+/// # Ok(()) }
+/// ```
+pub struct Atom<T, C: Coordination + ?Sized + 'static, K = Json> {
+    inner: Arc<Inner<T, C, K>>,
+}
+
+impl<T, C: Coordination + ?Sized + 'static, K> Clone for Atom<T, C, K> {
+    fn clone(&self) -> Self {
+        Atom {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T, C: Coordination + ?Sized + 'static, K> std::fmt::Debug for Atom<T, C, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Atom")
+            .field("path", &self.inner.core.path)
+            .finish()
+    }
+}
+
+/// Configures an [`Atom`]: codec, value store, validator, promotion.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::atom::Atom;
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+/// let a: Atom<String, _> = Atom::builder(zk, "/greeting").open("hello".to_string()).await?;
+/// # Ok(()) }
+/// ```
+pub struct AtomBuilder<T, C: Coordination + ?Sized + 'static, K = Json> {
+    zk: Arc<C>,
+    path: String,
+    codec: K,
+    store: Arc<dyn StateContainer>,
+    validator: Option<Validator<T>>,
+    promote_after: Option<u32>,
+    lock_path: Option<String>,
+    _value: PhantomData<fn() -> T>,
+}
+
+impl<T, C, K> AtomBuilder<T, C, K>
+where
+    T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+    C: Coordination + ?Sized + 'static,
+    K: Codec,
+{
+    /// Encodes values with `codec` instead.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// use avout::atom::{Atom, Postcard};
+    /// let a: Atom<u64, _, Postcard> = Atom::builder(zk, "/n").codec(Postcard).open(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn codec<K2: Codec>(self, codec: K2) -> AtomBuilder<T, C, K2> {
+        AtomBuilder {
+            zk: self.zk,
+            path: self.path,
+            codec,
+            store: self.store,
+            validator: self.validator,
+            promote_after: self.promote_after,
+            lock_path: self.lock_path,
+            _value: PhantomData,
+        }
+    }
+
+    /// Keeps value bytes in `store` (default [`ZkNode`]).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// use avout::atom::{Atom, FileStore};
+    /// let store = FileStore::new("/var/lib/app/values")?;
+    /// let a: Atom<Vec<u64>, _> = Atom::builder(zk, "/big").store(store).open(vec![]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn store(mut self, store: impl StateContainer) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Rejects values for which `valid` returns `false` (Clojure's `:validator`).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// use avout::atom::Atom;
+    /// let a: Atom<i64, _> = Atom::builder(zk, "/balance").validator(|b: &i64| *b >= 0).open(0).await?;
+    /// assert!(a.swap(|b| b - 1).await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn validator(mut self, valid: impl Fn(&T) -> bool + Send + Sync + 'static) -> Self {
+        self.validator = Some(Arc::new(valid));
+        self
+    }
+
+    /// After `failures` lost tries in a row, an update takes the atom's promotion lock before
+    /// trying again; see the [module docs](self).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot").promote_after(3).open(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn promote_after(mut self, failures: u32) -> Self {
+        self.promote_after = Some(failures);
+        self
+    }
+
+    /// The promotion lock's path (default `<path>/_lock`).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot")
+    ///     .promote_after(3)
+    ///     .lock_path("/locks/hot")
+    ///     .open(0)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_path(mut self, path: impl Into<String>) -> Self {
+        self.lock_path = Some(path.into());
+        self
+    }
+
+    /// A handle on an existing atom; nothing is sent. Operations fail with
+    /// [`AtomError::Missing`] while the node does not exist.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").connect()?;
+    /// let n = a.deref().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn connect(self) -> Result<Atom<T, C, K>, AtomError> {
+        path::validate_path(&self.path, false)?;
+        let mutex = match self.promote_after {
+            Some(_) => {
+                let lock_path = self
+                    .lock_path
+                    .unwrap_or_else(|| path::join(&self.path, "_lock"));
+                Some(Mutex::new(self.zk.clone(), lock_path).map_err(AtomError::Lock)?)
+            }
+            None => None,
+        };
+        Ok(Atom {
+            inner: Arc::new(Inner {
+                core: Arc::new(Core {
+                    zk: self.zk,
+                    path: self.path,
+                    codec: self.codec,
+                    store: self.store,
+                }),
+                known: StdMutex::new(Known::Unknown),
+                validator: StdMutex::new(self.validator),
+                promote_after: self.promote_after,
+                mutex,
+                counters: Counters::default(),
+                watches: StdMutex::new(BTreeMap::new()),
+            }),
+        })
+    }
+
+    /// A handle on the atom, creating the node (and its parents) with `initial` if it does
+    /// not exist; an existing node keeps its value. `initial` must pass the validator.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<Vec<String>, _> = avout::atom::Atom::builder(zk, "/app/queue").open(vec![]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open(self, initial: T) -> Result<Atom<T, C, K>, AtomError> {
+        let atom = self.connect()?;
+        atom.check(&initial)?;
+        if let Some(parent) = path::parent(&atom.inner.core.path)
+            && parent != "/"
+        {
+            atom.inner.core.zk.ensure_path(parent).await?;
+        }
+        atom.update_opt(
+            |current| match current {
+                None => Update::Write(initial.clone(), ()),
+                Some(_) => Update::Keep(()),
+            },
+            true,
+        )
+        .await?;
+        Ok(atom)
+    }
+}
+
+impl<T, C> Atom<T, C, Json>
+where
+    T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+    C: Coordination + ?Sized + 'static,
+{
+    /// A builder for the atom at `path` (JSON, values in the node, no validator, no
+    /// promotion).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").open(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(zk: Arc<C>, path: impl Into<String>) -> AtomBuilder<T, C, Json> {
+        AtomBuilder {
+            zk,
+            path: path.into(),
+            codec: Json,
+            store: Arc::new(ZkNode),
+            validator: None,
+            promote_after: None,
+            lock_path: None,
+            _value: PhantomData,
+        }
+    }
+
+    /// Opens the JSON atom at `path`, creating it with `initial` if missing.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::open(zk, "/n", 0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open(zk: Arc<C>, path: impl Into<String>, initial: T) -> Result<Self, AtomError> {
+        Self::builder(zk, path).open(initial).await
+    }
+}
+
+impl<T, C, K> Atom<T, C, K>
+where
+    T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+    C: Coordination + ?Sized + 'static,
+    K: Codec,
+{
+    /// The atom's path.
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// println!("{}", a.path());
+    /// # }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.inner.core.path
+    }
+
+    /// The current value, by a linearizable read (`sync` and read, one round trip).
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let n = a.deref().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn deref(&self) -> Result<T, AtomError> {
+        let known = self.inner.core.read(true).await?;
+        self.remember(known.clone());
+        match known {
+            Known::Present(loaded) => Ok(loaded.value),
+            Known::Absent | Known::Unknown => Err(self.missing()),
+        }
+    }
+
+    /// The value this handle last saw, without asking ZooKeeper (`None` before the first
+    /// read or write).
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// if let Some(n) = a.cached() { println!("about {n}"); }
+    /// # }
+    /// ```
+    pub fn cached(&self) -> Option<T> {
+        match &*lock(&self.inner.known) {
+            Known::Present(loaded) => Some(loaded.value.clone()),
+            Known::Absent | Known::Unknown => None,
+        }
+    }
+
+    /// Sets the value regardless of the current one (Clojure's `reset!`). One round trip with
+    /// a current cache.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// a.reset(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset(&self, value: T) -> Result<(), AtomError> {
+        self.update(|_| Update::Write(value.clone(), ())).await
+    }
+
+    /// Replaces the value with `f(value)` atomically and returns the new value (Clojure's
+    /// `swap!`). `f` may be called several times (once per try) and MUST NOT have side
+    /// effects.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<Vec<u32>, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let after = a.swap(|v| { let mut v = v.clone(); v.push(7); v }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn swap(&self, mut f: impl FnMut(&T) -> T) -> Result<T, AtomError> {
+        self.update(|current| {
+            let new = f(current);
+            Update::Write(new.clone(), new)
+        })
+        .await
+    }
+
+    /// Sets the value to `new` if it equals `expected`; `false` (nothing written) if not.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// if a.compare_and_set(&0, 1).await? { println!("claimed"); }
+    /// # Ok(()) }
+    /// ```
+    pub async fn compare_and_set(&self, expected: &T, new: T) -> Result<bool, AtomError>
+    where
+        T: PartialEq,
+    {
+        self.update(|current| {
+            if current == expected {
+                Update::Write(new.clone(), true)
+            } else {
+                Update::Keep(false)
+            }
+        })
+        .await
+    }
+
+    /// The general update that `swap`, `reset` and `compare_and_set` are made of: `f` sees
+    /// the value and decides to write a new one or keep it, and what to return. Each try is
+    /// one conditional write that fails when the value it was computed from has changed; a
+    /// `Keep` decision is confirmed against a linearizable read.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// use avout::atom::Update;
+    /// // Take one ticket if any are left; report what was there.
+    /// let before = a.update(|n| if *n > 0 { Update::Write(n - 1, *n) } else { Update::Keep(0) }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn update<R>(&self, mut f: impl FnMut(&T) -> Update<T, R>) -> Result<R, AtomError> {
+        self.update_opt(
+            |current| match current {
+                Some(value) => f(value),
+                None => unreachable!("update_opt reports a missing node without calling f"),
+            },
+            false,
+        )
+        .await
+    }
+
+    /// Changes the validator (Clojure's `set-validator!`); `None` removes it. The current
+    /// value is not checked.
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// a.set_validator(Some(|n: &u64| *n < 100));
+    /// # }
+    /// ```
+    pub fn set_validator(&self, valid: Option<impl Fn(&T) -> bool + Send + Sync + 'static>) {
+        *lock(&self.inner.validator) = valid.map(|v| Arc::new(v) as Validator<T>);
+    }
+
+    /// Counts of this handle's tries since it was opened.
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// let s = a.stats();
+    /// println!("{} optimistic, {} promoted", s.optimistic_tries, s.promoted_tries);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> AtomStats {
+        let c = &self.inner.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        AtomStats {
+            optimistic_tries: get(&c.optimistic_tries),
+            promoted_tries: get(&c.promoted_tries),
+            promotions: get(&c.promotions),
+            conflicts: get(&c.conflicts),
+            recoveries: get(&c.recoveries),
+            writes: get(&c.writes),
+        }
+    }
+
+    /// A watcher of this atom's changes, starting from the current value; see
+    /// [`AtomWatcher`].
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// let mut w = a.watch().await?;
+    /// let change = w.changed().await?;
+    /// println!("{} -> {}", change.old, change.new);
+    /// # Ok(()) }
+    /// ```
+    pub async fn watch(&self) -> Result<AtomWatcher<T, C, K>, AtomError> {
+        AtomWatcher::start(self.inner.core.clone()).await
+    }
+
+    /// Calls `f(old, new)` on every change from now on (Clojure's `add-watch`), from a
+    /// background task, replacing any watch with the same key. Changes that come faster than
+    /// they are read are coalesced, but the last call always has the newest value. The watch
+    /// ends with the session, or on [`remove_watch`](Self::remove_watch), or when every
+    /// handle of the atom is dropped.
+    ///
+    /// MUST be called within a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// a.add_watch("log", |old, new| println!("{old} -> {new}")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn add_watch(
+        &self,
+        key: impl Into<String>,
+        f: impl Fn(&T, &T) + Send + 'static,
+    ) -> Result<(), AtomError> {
+        let key = key.into();
+        let mut watcher = self.watch().await?;
+        let path = self.path().to_owned();
+        let task = tokio::spawn(async move {
+            loop {
+                match watcher.changed().await {
+                    Ok(change) => f(&change.old, &change.new),
+                    Err(e) => {
+                        tracing::warn!(atom = %path, error = %e, "atom watch ended");
+                        return;
+                    }
+                }
+            }
+        });
+        if let Some(old) = lock(&self.inner.watches).insert(key, task) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    /// Stops the watch added under `key`; `false` if there was none.
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// a.remove_watch("log");
+    /// # }
+    /// ```
+    pub fn remove_watch(&self, key: &str) -> bool {
+        match lock(&self.inner.watches).remove(key) {
+            Some(task) => {
+                task.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn missing(&self) -> AtomError {
+        AtomError::Missing {
+            path: self.path().to_owned(),
+        }
+    }
+
+    fn check(&self, value: &T) -> Result<(), AtomError> {
+        let validator = lock(&self.inner.validator).clone();
+        match validator {
+            Some(valid) if !valid(value) => Err(AtomError::Invalid {
+                path: self.path().to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Keeps what was read or written, unless the handle already knows a newer state.
+    fn remember(&self, known: Known<T>) {
+        let mut slot = lock(&self.inner.known);
+        let newer = match (&*slot, &known) {
+            (Known::Present(old), Known::Present(new)) => new.stat.mzxid >= old.stat.mzxid,
+            _ => true,
+        };
+        if newer {
+            *slot = known;
+        }
+    }
+
+    /// The update loop; see the [module docs](self). With `create`, a missing node is given
+    /// to `f` as `None` and a `Write` creates it; without, a missing node is an error.
+    pub(crate) async fn update_opt<R>(
+        &self,
+        mut f: impl FnMut(Option<&T>) -> Update<T, R>,
+        create: bool,
+    ) -> Result<R, AtomError> {
+        let core = &*self.inner.core;
+        let mut known = lock(&self.inner.known).clone();
+        // Whether `known` comes from a linearizable read made during this call.
+        let mut linearized = false;
+        let mut failures = 0u32;
+        let mut guard = None;
+        let result = loop {
+            if let Known::Unknown = known {
+                known = core.read(false).await?;
+                self.remember(known.clone());
+            }
+            let current = match &known {
+                Known::Present(loaded) => Some(&loaded.value),
+                Known::Absent if !create && linearized => break Err(self.missing()),
+                Known::Absent if !create => {
+                    known = core.read(true).await?;
+                    linearized = true;
+                    self.remember(known.clone());
+                    continue;
+                }
+                Known::Absent => None,
+                Known::Unknown => unreachable!("read above"),
+            };
+            let (value, ret) = match f(current) {
+                Update::Keep(ret) if linearized => break Ok(ret),
+                Update::Keep(_) => {
+                    known = core.read(true).await?;
+                    linearized = true;
+                    self.remember(known.clone());
+                    continue;
+                }
+                Update::Write(value, ret) => (value, ret),
+            };
+            self.check(&value)?;
+            if guard.is_none()
+                && let (Some(limit), Some(mutex)) = (self.inner.promote_after, &self.inner.mutex)
+                && failures >= limit
+            {
+                guard = Some(mutex.lock().await.map_err(AtomError::Lock)?);
+                bump(&self.inner.counters.promotions);
+            }
+            bump(if guard.is_some() {
+                &self.inner.counters.promoted_tries
+            } else {
+                &self.inner.counters.optimistic_tries
+            });
+            let (step, body, replaced) = self.prepare(&known, &value).await?;
+            let outcome = drive(&*core.zk, &mut CasMachine::new(&core.path, step)).await;
+            match outcome {
+                Ok(Outcome::Applied { current, recovered }) => {
+                    bump(&self.inner.counters.writes);
+                    if recovered {
+                        bump(&self.inner.counters.recoveries);
+                        // A later state than ours may have been read: decode it for the cache.
+                        let fresh = match core.load(current).await {
+                            Ok(Some(loaded)) => Known::Present(loaded),
+                            _ => Known::Unknown,
+                        };
+                        *lock(&self.inner.known) = fresh;
+                    } else {
+                        let envelope = Envelope::parse(&current.data);
+                        self.remember(Known::Present(Loaded {
+                            value,
+                            history: envelope.history,
+                            body: envelope.body,
+                            stat: current.stat,
+                        }));
+                    }
+                    if let Some(replaced) = replaced {
+                        core.discard(&replaced).await;
+                    }
+                    break Ok(ret);
+                }
+                Ok(Outcome::NotApplied { current }) => {
+                    bump(&self.inner.counters.conflicts);
+                    failures += 1;
+                    linearized = false;
+                    core.discard(&body).await;
+                    known = match current {
+                        None => Known::Absent,
+                        Some(node) => match core.load(node).await? {
+                            Some(loaded) => Known::Present(loaded),
+                            None => Known::Unknown,
+                        },
+                    };
+                    self.remember(known.clone());
+                }
+                Err(e) => {
+                    *lock(&self.inner.known) = Known::Unknown;
+                    break Err(AtomError::from_step(e));
+                }
+            }
+        };
+        if let Some(guard) = guard
+            && let Err(e) = guard.unlock().await
+        {
+            tracing::warn!(atom = %core.path, error = %e, "could not release the promotion lock");
+        }
+        result
+    }
+
+    /// Encodes `value` and stores it: the write step, the body written (to discard if the
+    /// write loses) and the body replaced (to discard if it wins).
+    async fn prepare(
+        &self,
+        known: &Known<T>,
+        value: &T,
+    ) -> Result<(Step, Body, Option<Body>), AtomError> {
+        let core = &*self.inner.core;
+        let bytes = core
+            .codec
+            .encode(value)
+            .map_err(|source| AtomError::Encode {
+                path: core.path.clone(),
+                source,
+            })?;
+        let limit = core.store.max_value_len();
+        if bytes.len() > limit {
+            return Err(AtomError::TooLarge {
+                path: core.path.clone(),
+                len: bytes.len(),
+                limit,
+            });
+        }
+        let write_id = core.zk.new_guid() as u64;
+        let body = if core.store.inline(bytes.len()) {
+            Body::Inline(bytes)
+        } else {
+            let key = core
+                .store
+                .put(&core.path, write_id, &bytes)
+                .await
+                .map_err(|source| AtomError::Store {
+                    path: core.path.clone(),
+                    source,
+                })?;
+            Body::Blob(key)
+        };
+        let (previous, replaced) = match known {
+            Known::Present(loaded) => (loaded.history.as_slice(), Some(loaded.body.clone())),
+            Known::Absent | Known::Unknown => (&[][..], None),
+        };
+        let data = Envelope {
+            history: Envelope::next_history(write_id, previous),
+            body: body.clone(),
+        }
+        .to_bytes();
+        if data.len() > MAX_DATA_LEN {
+            return Err(AtomError::TooLarge {
+                path: core.path.clone(),
+                len: data.len(),
+                limit: MAX_DATA_LEN,
+            });
+        }
+        let step = match known {
+            Known::Present(loaded) => Step::Set {
+                data,
+                write_id,
+                version: loaded.stat.version,
+                czxid: loaded.stat.czxid,
+            },
+            Known::Absent | Known::Unknown => Step::Create { data, write_id },
+        };
+        let replaced = replaced.filter(|r| matches!(r, Body::Blob(_)));
+        Ok((step, body, replaced))
+    }
+}
