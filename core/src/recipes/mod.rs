@@ -1,2 +1,408 @@
 //! ZooKeeper's recipes beyond locks, each one sans-IO machine (see [`crate::machine`]) run by
 //! the production driver, the simulator and the models alike.
+
+//! One optimistic step of an atom, as a sans-IO machine: a read, or a conditional write that
+//! knows, even after a connection loss, whether it took effect.
+//!
+//! A write is a `create` (version `-1`: the node must not exist) or a `set_data` with the
+//! version the writer read. Its payload carries a fresh write id at the head of the node's
+//! list of recent write ids (see the envelope format in the [atom module docs](super)).
+//! - **Success** (one round trip): the node now holds our payload at the returned version.
+//! - **Conflict** (`BadVersion`, `NodeExists`, `NoNode`): nothing was written; the machine
+//!   reads the node (the reply comes from a server that has applied the conflicting write, so
+//!   the read is current) and reports it, and the caller re-runs its function on it.
+//! - **Indeterminate** (connection loss, timeout): the write may have been applied. The
+//!   machine waits for the session to reconnect (or a short pause), reads the node, and
+//!   decides: a node still at the expected version was not written; at a later version, the
+//!   write id recorded for version `expected + 1` says whether it was ours. Even a stale read
+//!   (a lagging server after failover) is safe: it can only make us think the write did *not*
+//!   happen, and the caller's retry is again conditional on the version it read, so it fails
+//!   with `BadVersion` instead of applying twice, and the next read sees our id. If more writes
+//!   happened since than ids are kept, the outcome is reported as unknown, never guessed.
+//! - **Session lost**: the outcome of an in-flight write is unknown; reported as the error.
+use std::collections::VecDeque;
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{CreateOptions, Error, ErrorClass, SessionState, Stat, WatchedEvent};
+use super::envelope;
+/// Pause before re-reading after a connection loss, unless the session reconnects first.
+const RETRY_PAUSE_MS: u64 = 20;
+/// A node's data and metadata.
+///
+/// ```
+/// let v = avout::atom::Versioned { data: b"1".to_vec(), stat: avout::Stat::default() };
+/// assert_eq!(v.stat.version, 0);
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Versioned {
+/// The node's data.
+pub data: Vec<u8>,
+/// Its metadata.
+pub stat: Stat,
+}
+/// What a [`CasMachine`] does.
+/// use avout::atom::Step;
+/// let s = Step::Set { data: b"x".to_vec(), write_id: 7, version: 3, czxid: 10 };
+/// assert!(matches!(s, Step::Set { version: 3, .. }));
+pub enum Step {
+/// Read the node; with `sync`, first make the server catch up with the leader, so the
+/// read is linearizable (the sync and the read travel together: one round trip).
+Read {
+/// Whether to sync first.
+sync: bool,
+},
+/// Create the node with `data` (whose newest write id is `write_id`).
+Create {
+/// The payload.
+data: Vec<u8>,
+/// The id at the head of the payload's write list.
+write_id: u64,
+/// Replace the node's data if it is at `version` of the node created at `czxid`.
+Set {
+/// The version read.
+version: i32,
+/// The creation zxid of the node read (a recreated node has a new one).
+czxid: i64,
+/// How a step ended.
+/// use avout::atom::Outcome;
+/// let o = Outcome::NotApplied { current: None };
+/// assert!(!o.applied());
+pub enum Outcome {
+/// The write took effect. `current` is the node as last seen: our payload and version, or,
+/// after a recovery, a later state that includes our write.
+Applied {
+/// The node as last seen.
+current: Versioned,
+/// Whether the outcome was decided by a recovery read after a connection loss.
+recovered: bool,
+/// The write did not take effect (or the step was a read). `current` is the node as read
+/// now; `None` if it does not exist.
+NotApplied {
+/// The node as read.
+current: Option<Versioned>,
+impl Outcome {
+/// Whether the write took effect.
+/// # use avout::atom::{Outcome, Versioned};
+/// let o = Outcome::Applied { current: Versioned { data: vec![], stat: Default::default() }, recovered: false };
+/// assert!(o.applied());
+pub fn applied(&self) -> bool {
+matches!(self, Outcome::Applied { .. })
+/// Why a step failed.
+/// use avout::atom::StepError;
+/// let e = StepError::Unknown { path: "/a".into(), expected: 3, found: 90 };
+/// assert!(e.to_string().contains("/a"));
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum StepError {
+/// The coordination service refused, or the session was lost (an in-flight write's
+/// outcome is then unknown).
+#[error(transparent)]
+Zk(#[from] Error),
+/// After a connection loss, too many writes (or a recreation of the node) happened before
+/// the node could be read again to tell whether ours took effect.
+#[error(
+"cannot tell whether the write to {path} took effect: sent against version {expected}, found version {found}"
+)]
+Unknown {
+/// The node.
+path: String,
+/// The version the write was conditional on.
+expected: i32,
+/// The version found afterwards.
+found: i32,
+enum Phase {
+Start,
+Writing(Token),
+Reading {
+get: Token,
+recovering: bool,
+/// Waiting to read again after a connection loss.
+Paused {
+until: Millis,
+Done,
+/// Runs one [`Step`]; see the [module docs](self). Driven by [`crate::machine::drive`], or
+/// stepped by hand.
+/// use avout::atom::{CasMachine, Step};
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::SessionState;
+/// let mut m = CasMachine::new("/counter", Step::Set { data: b"2".to_vec(), write_id: 1, version: 1, czxid: 5 });
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// let (_, request) = m.poll_request().unwrap();
+/// assert!(matches!(request, Request::SetData { version: Some(1), .. }));
+pub struct CasMachine {
+step: Step,
+phase: Phase,
+next_token: u64,
+outbox: VecDeque<(Token, Request)>,
+output: Option<Result<Outcome, StepError>>,
+impl CasMachine {
+/// A machine that performs `step` on the node at `path`.
+/// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: true });
+/// assert_eq!(m.path(), "/a");
+pub fn new(path: impl Into<String>, step: Step) -> Self {
+CasMachine {
+path: path.into(),
+step,
+phase: Phase::Start,
+next_token: 0,
+outbox: VecDeque::new(),
+output: None,
+/// The node's path.
+/// let m = avout::atom::CasMachine::new("/b", avout::atom::Step::Read { sync: false });
+/// assert_eq!(m.path(), "/b");
+pub fn path(&self) -> &str {
+&self.path
+fn send(&mut self, request: Request) -> Token {
+self.next_token += 1;
+let token = Token(self.next_token);
+self.outbox.push_back((token, request));
+token
+fn finish(&mut self, result: Result<Outcome, StepError>) {
+self.phase = Phase::Done;
+self.outbox.clear();
+self.output = Some(result);
+fn start(&mut self) {
+match self.step.clone() {
+Step::Read { sync } => self.read(sync, false),
+Step::Create { data, .. } => {
+let token = self.send(Request::Create {
+path: self.path.clone(),
+data,
+options: CreateOptions::default(),
+});
+self.phase = Phase::Writing(token);
+Step::Set { data, version, .. } => {
+let token = self.send(Request::SetData {
+version: Some(version),
+fn read(&mut self, sync: bool, recovering: bool) {
+if sync {
+// Its reply is not needed: the read after it, on the same session, is served only
+// once the sync is done, and fails too if the sync did.
+self.send(Request::Sync {
+let get = self.send(Request::GetData {
+watch: false,
+self.phase = Phase::Reading { get, recovering };
+/// The write id and the version the write was conditional on (`-1` for a create).
+fn write(&self) -> Option<(u64, i32, Option<i64>)> {
+match self.step {
+Step::Read { .. } => None,
+Step::Create { write_id, .. } => Some((write_id, -1, None)),
+Step::Set {
+write_id,
+version,
+czxid,
+..
+} => Some((write_id, version, Some(czxid))),
+fn pause(&mut self, now: Millis, recovering: bool) {
+self.phase = Phase::Paused {
+until: now.plus(RETRY_PAUSE_MS),
+recovering,
+};
+fn fail(&mut self, now: Millis, error: Error, recovering: bool) {
+match error.class() {
+ErrorClass::Indeterminate => self.pause(now, recovering),
+ErrorClass::Rejected | ErrorClass::SessionLost => self.finish(Err(error.into())),
+/// Decides from a recovery read whether our write took effect.
+fn decide(&mut self, current: Option<Versioned>) {
+let (write_id, expected, czxid) = self.write().expect("only writes recover");
+let Some(node) = current else {
+// Deleted (or never created): whatever we wrote is not there to be read.
+return self.finish(Ok(Outcome::NotApplied { current: None }));
+let unknown = StepError::Unknown {
+expected,
+found: node.stat.version,
+if czxid.is_some_and(|c| c != node.stat.czxid) {
+return self.finish(Err(unknown));
+match envelope::took_effect(write_id, expected, node.stat.version, &node.data) {
+Some(true) => self.finish(Ok(Outcome::Applied {
+current: node,
+recovered: true,
+})),
+Some(false) => self.finish(Ok(Outcome::NotApplied {
+current: Some(node),
+None => self.finish(Err(unknown)),
+impl Machine for CasMachine {
+type Output = Result<Outcome, StepError>;
+fn poll_request(&mut self) -> Option<(Token, Request)> {
+self.outbox.pop_front()
+fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+match self.phase.clone() {
+Phase::Writing(w) if w == token => match reply {
+Ok(Reply::Set(stat) | Reply::Created { stat, .. }) => {
+let data = match &mut self.step {
+Step::Set { data, .. } | Step::Create { data, .. } => std::mem::take(data),
+Step::Read { .. } => unreachable!("a read does not write"),
+self.finish(Ok(Outcome::Applied {
+current: Versioned { data, stat },
+recovered: false,
+}));
+// Refused: nothing written. The server that refused has applied the change
+// that made us lose, so a plain read sees it.
+Err(Error::BadVersion { .. } | Error::NodeExists { .. }) => self.read(false, false),
+// Deleted under us: the read reports it absent.
+Err(Error::NoNode { .. }) if matches!(self.step, Step::Set { .. }) => {
+self.read(false, false)
+Err(e) => self.fail(now, e, true),
+Ok(other) => unreachable!("a write replied {other:?}"),
+Phase::Reading { get, recovering } if get == token => {
+let current = match reply {
+Ok(Reply::Data { data, stat }) => Some(Versioned { data, stat }),
+Err(Error::NoNode { .. }) => None,
+Err(e) => return self.fail(now, e, recovering),
+Ok(other) => unreachable!("a read replied {other:?}"),
+if recovering {
+self.decide(current);
+} else {
+self.finish(Ok(Outcome::NotApplied { current }));
+// The sync's reply, or replies to requests superseded by a retry.
+_ => {}
+fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
+fn handle_session(&mut self, now: Millis, state: SessionState) {
+if self.phase == Phase::Start {
+return match state.terminal_error() {
+Some(error) => self.finish(Err(error.into())),
+None => self.start(),
+if let Some(error) = state.terminal_error()
+&& self.phase != Phase::Done
+{
+return self.finish(Err(error.into()));
+if state == SessionState::Connected
+&& let Phase::Paused { recovering, .. } = self.phase
+self.resume(now, recovering);
+fn handle_timer(&mut self, now: Millis) {
+if let Phase::Paused { until, recovering } = self.phase
+&& now >= until
+fn poll_timer(&self) -> Option<Millis> {
+match self.phase {
+Phase::Paused { until, .. } => Some(until),
+_ => None,
+fn poll_output(&mut self) -> Option<Self::Output> {
+self.output.take()
+fn resume(&mut self, _now: Millis, recovering: bool) {
+// A plain read is idempotent: read again (with the sync, if asked).
+_ => self.read(false, recovering),
+#[cfg(test)]
+mod tests {
+use super::*;
+use crate::atom::envelope::{Body, Envelope};
+fn drain(m: &mut CasMachine) -> Vec<(Token, Request)> {
+std::iter::from_fn(|| m.poll_request()).collect()
+fn payload(history: Vec<u64>) -> Vec<u8> {
+Envelope {
+history,
+body: Body::Inline(b"1".to_vec()),
+.to_bytes()
+fn stat(version: i32) -> Stat {
+Stat {
+czxid: 10,
+mzxid: 100 + i64::from(version),
+..Stat::default()
+/// A set of write 7 against version 4, whose reply is lost; returns the recovery read.
+fn lose_the_reply() -> (CasMachine, Token) {
+let mut m = CasMachine::new(
+"/a",
+data: payload(vec![7, 3]),
+write_id: 7,
+version: 4,
+);
+m.handle_session(Millis(0), SessionState::Connected);
+let sent = drain(&mut m);
+assert!(matches!(
+&sent[..],
+[(
+_,
+Request::SetData {
+version: Some(4),
+));
+m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+assert!(
+drain(&mut m).is_empty(),
+"waits for the session before reading"
+assert_eq!(m.poll_timer(), Some(Millis(1 + RETRY_PAUSE_MS)));
+m.handle_session(Millis(2), SessionState::Disconnected);
+assert!(drain(&mut m).is_empty());
+m.handle_session(Millis(3), SessionState::Connected);
+[(_, Request::GetData { watch: false, .. })]
+(m, sent[0].0)
+#[test]
+fn an_uncontended_set_is_one_request() {
+data: b"x".to_vec(),
+write_id: 1,
+version: 0,
+assert_eq!(sent.len(), 1);
+m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Set(stat(1))));
+let out = m.poll_output().expect("done").expect("ok");
+assert_eq!(
+out,
+Outcome::Applied {
+current: Versioned {
+stat: stat(1)
+recovered: false
+fn a_lost_reply_whose_write_landed_is_not_applied_again() {
+let (mut m, read) = lose_the_reply();
+// Two more writes landed after ours (version 5); ours is id[2].
+let data = payload(vec![9, 8, 7, 3]);
+m.handle_reply(
+Millis(4),
+read,
+Ok(Reply::Data {
+data: data.clone(),
+stat: stat(7),
+}),
+m.poll_output(),
+Some(Ok(Outcome::Applied {
+stat: stat(7)
+recovered: true
+}))
+assert!(drain(&mut m).is_empty(), "no second write");
+fn a_lost_write_is_reported_not_applied() {
+// Still at version 4 (or a stale server): not applied; the caller retries on version 4,
+// which cannot apply twice.
+data: payload(vec![3]),
+stat: stat(4),
+Some(Ok(Outcome::NotApplied { current: Some(_) }))
+fn a_lost_write_overtaken_by_another_is_not_applied() {
+data: payload(vec![8, 3]),
+stat: stat(5),
+fn too_many_writes_since_is_unknown_not_a_guess() {
+data: payload(vec![1; 3]),
+stat: stat(4 + 40),
+Some(Err(StepError::Unknown {
+expected: 4,
+found: 44,
+fn a_recreated_node_is_unknown() {
+data: payload(vec![7]),
+stat: Stat {
+czxid: 99,
+..stat(5)
+Some(Err(StepError::Unknown { .. }))
+fn a_failed_recovery_read_is_retried_after_a_pause() {
+m.handle_reply(Millis(4), read, Err(Error::ConnectionLoss));
+m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
+Millis(30),
+sent[0].0,
+assert!(m.poll_output().expect("done").expect("ok").applied());
+fn a_conflict_reads_the_winner() {
+Millis(1),
+Err(Error::BadVersion { path: "/a".into() }),
+assert!(matches!(&sent[..], [(_, Request::GetData { .. })]));
+Millis(2),
+data: b"y".to_vec(),
+stat: stat(1),
+Some(Ok(Outcome::NotApplied { current: Some(v) })) if v.data == b"y"
+fn a_lost_create_is_recognised_by_its_id() {
+Step::Create {
+data: payload(vec![5]),
+write_id: 5,
+m.handle_reply(Millis(1), sent[0].0, Err(Error::OperationTimeout));
+m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+data: payload(vec![6, 5]),
+fn a_linearizable_read_sends_sync_and_read_together() {
+let mut m = CasMachine::new("/a", Step::Read { sync: true });
+[(_, Request::Sync { .. }), (_, Request::GetData { .. })]
+m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Synced));
+assert!(m.poll_output().is_none());
+sent[1].0,
+Err(Error::NoNode { path: "/a".into() }),
+Some(Ok(Outcome::NotApplied { current: None }))
+fn session_expiry_during_a_write_is_an_error() {
+drain(&mut m);
+m.handle_session(Millis(1), SessionState::Expired);
+Some(Err(StepError::Zk(Error::SessionExpired)))
