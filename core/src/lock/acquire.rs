@@ -33,6 +33,9 @@ pub enum LockKind {
     Read,
     /// The write side of a read-write lock (`…-__WRIT__NNNNNNNNNN`).
     Write,
+    /// A leader-election candidate (Curator's `LeaderLatch`, `…-latch-NNNNNNNNNN`): exclusive,
+    /// leadership being the lock.
+    Latch,
 }
 
 impl LockKind {
@@ -46,6 +49,7 @@ impl LockKind {
             LockKind::Exclusive => "lock-",
             LockKind::Read => "__READ__",
             LockKind::Write => "__WRIT__",
+            LockKind::Latch => "latch-",
         }
     }
 }
@@ -123,6 +127,8 @@ pub struct AcquireMachine {
     /// Nodes this owner already holds on the same lock path (a write holder taking the read
     /// lock must not wait for itself).
     own: Vec<String>,
+    /// The node's data (a candidate's participant id; empty for locks).
+    data: Vec<u8>,
     patience: Patience,
     deadline: Option<Millis>,
     session: i64,
@@ -161,6 +167,7 @@ impl AcquireMachine {
             kind,
             prefix,
             own,
+            data: Vec::new(),
             patience,
             deadline: None,
             session,
@@ -173,6 +180,20 @@ impl AcquireMachine {
             started: false,
             output: None,
         }
+    }
+
+    /// The same machine, creating its node with `data` (as an election candidate carries its
+    /// participant id).
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/e", LockKind::Latch, 1, 1, Patience::Forever, vec![])
+    ///     .with_data(b"worker-1".to_vec());
+    /// assert!(m.prefix().ends_with("-latch-"));
+    /// ```
+    pub fn with_data(mut self, data: Vec<u8>) -> Self {
+        self.data = data;
+        self
     }
 
     /// The prefix of this machine's node name (`_c_<GUID>-<marker>`).
@@ -252,7 +273,7 @@ impl AcquireMachine {
         self.node = Node::Unknown;
         let create = self.send(Request::Create {
             path: path::join(&self.lock_path, &self.prefix),
-            data: Vec::new(),
+            data: self.data.clone(),
             options: CreateOptions::new(CreateMode::EphemeralSequential),
         });
         let children = self.send(Request::GetChildren {
@@ -286,6 +307,9 @@ impl AcquireMachine {
         self.give_up = Some(reason.clone());
         match self.node.clone() {
             Node::Mine { name, .. } => {
+                // A step scheduled before giving up (a re-check after a connection loss)
+                // must not run after it: it would re-queue or even acquire.
+                self.retry = None;
                 let delete = self.send(Request::Delete {
                     path: path::join(&self.lock_path, &name),
                     version: None,
@@ -306,9 +330,14 @@ impl AcquireMachine {
         let mut contenders: Vec<(i64, String)> = children
             .into_iter()
             .filter(|c| {
-                [LockKind::Exclusive, LockKind::Read, LockKind::Write]
-                    .iter()
-                    .any(|k| c.contains(k.marker()))
+                [
+                    LockKind::Exclusive,
+                    LockKind::Read,
+                    LockKind::Write,
+                    LockKind::Latch,
+                ]
+                .iter()
+                .any(|k| c.contains(k.marker()))
             })
             .filter_map(|c| path::sequence(&c).map(|seq| (seq, c)))
             .collect();
@@ -325,7 +354,7 @@ impl AcquireMachine {
             .rev()
             .find(|(_, c)| match self.kind {
                 LockKind::Read => c.contains(LockKind::Write.marker()) && !self.own.contains(c),
-                LockKind::Exclusive | LockKind::Write => true,
+                LockKind::Exclusive | LockKind::Write | LockKind::Latch => true,
             })
             .map(|(_, c)| c.clone());
         match blocker {

@@ -1,8 +1,11 @@
-//! Distributed locks on ZooKeeper's lock recipe: [`Mutex`] (exclusive, reentrant) and the
-//! acquisition machine it runs ([`AcquireMachine`]), which the read-write lock shares.
+//! Distributed locks on ZooKeeper's lock recipes: [`Mutex`] (exclusive, reentrant),
+//! [`RwLock`] (the shared-lock recipe: readers share, writers exclude everyone), both
+//! [revocable](revocable) on request, and the acquisition machine they all run
+//! ([`AcquireMachine`]). Every hold is a [`LockGuard`].
 //!
-//! Lock nodes are named as Apache Curator names them (`_c_<GUID>-lock-<seq>`), so a Rust
-//! process and a Java process using Curator's `InterProcessMutex` on the same path exclude
+//! Lock nodes are named as Apache Curator names them (`_c_<GUID>-lock-<seq>`,
+//! `_c_<GUID>-__READ__<seq>`, `_c_<GUID>-__WRIT__<seq>`), so a Rust process and a Java process
+//! using Curator's `InterProcessMutex` or `InterProcessReadWriteLock` on the same path exclude
 //! each other.
 //!
 //! # Connection loss, session expiry, cancellation
@@ -10,18 +13,26 @@
 //! - A connection loss during acquisition is recovered: the machine finds its node by the
 //!   GUID in its name (checking that this session owns it) instead of queueing a second one.
 //! - A session expiry ends an acquisition with [`LockError::SessionLost`], and ends every hold:
-//!   [`MutexGuard::status`] reports it and [`MutexGuard::lost`] resolves. A holder that was
+//!   [`LockGuard::status`] reports it and [`LockGuard::lost`] resolves. A holder that was
 //!   paused (GC, SIGSTOP) past its session timeout may not know yet; use the
-//!   [fencing token](MutexGuard::fencing_token) or [`MutexGuard::fenced`] writes so a resource
+//!   [fencing token](LockGuard::fencing_token) or [`LockGuard::fenced`] writes so a resource
 //!   refuses it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
-//!   `Drop` cannot wait); dropping a guard releases like [`MutexGuard::unlock`].
+//!   `Drop` cannot wait); dropping a guard releases like [`LockGuard::unlock`].
 
 mod acquire;
 mod mutex;
+pub mod revocable;
+mod rwlock;
 
 pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
-pub use mutex::{LockStatus, Mutex, MutexGuard};
+pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
+pub(crate) use mutex::{
+    acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,
+};
+pub(crate) use revocable::pause_for_retry;
+pub use revocable::{REVOKE_MESSAGE, RevocationMachine, holders, revoke, revoke_holders};
+pub use rwlock::{ReadGuard, RwLock, WriteGuard};
 
 use crate::Error;
 
@@ -49,6 +60,11 @@ pub enum LockError {
         /// The deleted node.
         node: String,
     },
+    /// The handle holds the read side of a read-write lock and asked for the write side,
+    /// which would wait for its own read node forever (upgrades are not supported; release
+    /// the read lock first, or take the write lock first and the read lock under it).
+    #[error("a read holder cannot take the write lock of the same read-write lock")]
+    WouldDeadlock,
     /// The coordination service refused a request (bad path, no access, …).
     #[error(transparent)]
     Zk(Error),

@@ -1,4 +1,5 @@
-//! The reentrant exclusive lock and its guard.
+//! The reentrant exclusive lock, and the per-handle hold bookkeeping and guard it shares with
+//! both sides of the [read-write lock](super::RwLock).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,13 +15,108 @@ struct Held {
     count: usize,
 }
 
-struct Inner<C: ?Sized> {
+/// One kind of lock on one path, as one handle holds it: the node, a hold count for
+/// reentrancy, and the serialisation of acquisitions. A [`Mutex`] has one side, a
+/// [`RwLock`](super::RwLock) two.
+pub(super) struct Side<C: ?Sized> {
     path: String,
+    kind: LockKind,
     held: StdMutex<Option<Held>>,
     /// Serialises acquisitions through one handle, so that a second `lock` while the first is
     /// still queueing joins the first hold instead of queueing behind it (a deadlock).
     acquiring: tokio::sync::Mutex<()>,
     zk: Arc<C>,
+}
+
+impl<C: Coordination + ?Sized + 'static> Side<C> {
+    pub(super) fn new(zk: Arc<C>, path: String, kind: LockKind) -> Arc<Self> {
+        Arc::new(Side {
+            path,
+            kind,
+            held: StdMutex::new(None),
+            acquiring: tokio::sync::Mutex::new(()),
+            zk,
+        })
+    }
+
+    pub(super) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The name (not path) of the node this side holds, if held.
+    pub(super) fn held_name(&self) -> Option<String> {
+        lock(&self.held)
+            .as_ref()
+            .map(|h| path::name(&h.acquired.node).to_owned())
+    }
+
+    fn reenter(self: &Arc<Self>) -> Option<LockGuard<C>> {
+        let mut held = lock(&self.held);
+        let held = held.as_mut()?;
+        held.count += 1;
+        Some(LockGuard {
+            side: self.clone(),
+            acquired: held.acquired.clone(),
+            released: false,
+        })
+    }
+
+    /// Acquires this side, or joins this handle's hold. `own` runs once the handle's earlier
+    /// acquisitions have finished and this side is not held: it returns the names of nodes
+    /// the handle holds on the same path that must not block this one, or refuses.
+    pub(super) async fn acquire(
+        self: &Arc<Self>,
+        patience: Patience,
+        own: impl FnOnce() -> Result<Vec<String>, LockError>,
+    ) -> Result<LockGuard<C>, LockError> {
+        if let Some(guard) = self.reenter() {
+            return Ok(guard);
+        }
+        let _serial = self.acquiring.lock().await;
+        if let Some(guard) = self.reenter() {
+            return Ok(guard);
+        }
+        let own = own()?;
+        let zk = &self.zk;
+        let machine = AcquireMachine::new(
+            &self.path,
+            self.kind,
+            zk.new_guid(),
+            zk.session().id.0,
+            patience,
+            own,
+        );
+        let acquired = acquire_node(zk, machine, &self.path).await?;
+        *lock(&self.held) = Some(Held {
+            acquired: acquired.clone(),
+            count: 1,
+        });
+        Ok(LockGuard {
+            side: self.clone(),
+            acquired,
+            released: false,
+        })
+    }
+}
+
+/// Turns an acquisition with a timeout into `Ok(None)` when it timed out.
+pub(super) fn timed<T>(result: Result<T, LockError>) -> Result<Option<T>, LockError> {
+    match result {
+        Err(LockError::TimedOut) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Turns an immediate acquisition into `Ok(None)` when the lock was held.
+pub(super) fn immediate<T>(result: Result<T, LockError>) -> Result<Option<T>, LockError> {
+    match result {
+        Err(LockError::WouldBlock) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+pub(super) fn patience_for(timeout: Duration) -> Patience {
+    Patience::Millis(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A distributed, reentrant, exclusive lock (ZooKeeper's lock recipe, Curator-compatible).
@@ -42,13 +138,13 @@ struct Inner<C: ?Sized> {
 /// # Ok(()) }
 /// ```
 pub struct Mutex<C: Coordination + ?Sized + 'static> {
-    inner: Arc<Inner<C>>,
+    side: Arc<Side<C>>,
 }
 
 impl<C: Coordination + ?Sized + 'static> Clone for Mutex<C> {
     fn clone(&self) -> Self {
         Mutex {
-            inner: self.inner.clone(),
+            side: self.side.clone(),
         }
     }
 }
@@ -56,7 +152,7 @@ impl<C: Coordination + ?Sized + 'static> Clone for Mutex<C> {
 impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Mutex<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mutex")
-            .field("path", &self.inner.path)
+            .field("path", &self.side.path)
             .finish()
     }
 }
@@ -75,12 +171,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
         let path = path.into();
         path::validate_path(&path, false)?;
         Ok(Mutex {
-            inner: Arc::new(Inner {
-                path,
-                held: StdMutex::new(None),
-                acquiring: tokio::sync::Mutex::new(()),
-                zk,
-            }),
+            side: Side::new(zk, path, LockKind::Exclusive),
         })
     }
 
@@ -92,7 +183,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// # }
     /// ```
     pub fn path(&self) -> &str {
-        &self.inner.path
+        self.side.path()
     }
 
     /// Waits until the lock is acquired. Fails only when the session is lost or a request
@@ -104,7 +195,9 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// # Ok(()) }
     /// ```
     pub async fn lock(&self) -> Result<MutexGuard<C>, LockError> {
-        self.acquire(Patience::Forever).await
+        self.side
+            .acquire(Patience::Forever, || Ok(Vec::new()))
+            .await
     }
 
     /// Acquires the lock if it is free now; `Ok(None)` if it is held.
@@ -117,10 +210,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// # Ok(()) }
     /// ```
     pub async fn try_lock(&self) -> Result<Option<MutexGuard<C>>, LockError> {
-        match self.acquire(Patience::None).await {
-            Err(LockError::WouldBlock) => Ok(None),
-            other => other.map(Some),
-        }
+        immediate(self.side.acquire(Patience::None, || Ok(Vec::new())).await)
     }
 
     /// Waits at most `timeout` for the lock; `Ok(None)` if it was not acquired in time (the
@@ -139,61 +229,31 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
         &self,
         timeout: Duration,
     ) -> Result<Option<MutexGuard<C>>, LockError> {
-        match self
-            .acquire(Patience::Millis(timeout.as_millis() as u64))
-            .await
-        {
-            Err(LockError::TimedOut) => Ok(None),
-            other => other.map(Some),
-        }
+        timed(
+            self.side
+                .acquire(patience_for(timeout), || Ok(Vec::new()))
+                .await,
+        )
     }
+}
 
-    fn reenter(&self) -> Option<MutexGuard<C>> {
-        let mut held = lock(&self.inner.held);
-        let held = held.as_mut()?;
-        held.count += 1;
-        Some(MutexGuard {
-            inner: self.inner.clone(),
-            acquired: held.acquired.clone(),
-            released: false,
-        })
-    }
-
-    async fn acquire(&self, patience: Patience) -> Result<MutexGuard<C>, LockError> {
-        if let Some(guard) = self.reenter() {
-            return Ok(guard);
-        }
-        let _serial = self.inner.acquiring.lock().await;
-        if let Some(guard) = self.reenter() {
-            return Ok(guard);
-        }
-        let zk = &self.inner.zk;
-        let mut acquiring = Acquiring {
-            machine: AcquireMachine::new(
-                &self.inner.path,
-                LockKind::Exclusive,
-                zk.new_guid(),
-                zk.session().id.0,
-                patience,
-                Vec::new(),
-            ),
-            zk: Some(zk.clone()),
-            lock_path: self.inner.path.clone(),
-        };
-        let result = drive(&**zk, &mut acquiring.machine).await;
-        // Finished: the machine cleaned up after itself if it gave up.
-        acquiring.zk = None;
-        let acquired = result?;
-        *lock(&self.inner.held) = Some(Held {
-            acquired: acquired.clone(),
-            count: 1,
-        });
-        Ok(MutexGuard {
-            inner: self.inner.clone(),
-            acquired,
-            released: false,
-        })
-    }
+/// Runs `machine` (acquiring a node under `lock_path`) to its end. Cancellation-safe: if the
+/// returned future is dropped first, the node it created, or may have created, is removed in
+/// the background.
+pub(crate) async fn acquire_node<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    machine: AcquireMachine,
+    lock_path: &str,
+) -> Result<Acquired, LockError> {
+    let mut acquiring = Acquiring {
+        machine,
+        zk: Some(zk.clone()),
+        lock_path: lock_path.to_owned(),
+    };
+    let result = drive(&**zk, &mut acquiring.machine).await;
+    // Finished: the machine cleaned up after itself if it gave up.
+    acquiring.zk = None;
+    result
 }
 
 /// An acquisition in progress; if dropped before it finishes, removes its node.
@@ -229,7 +289,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
 }
 
 /// Runs a cleanup in the background; `Drop` cannot wait for it.
-fn spawn_cleanup(cleanup: impl Future<Output = Result<(), Error>> + Send + 'static) {
+pub(crate) fn spawn_cleanup(cleanup: impl Future<Output = Result<(), Error>> + Send + 'static) {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => {
             runtime.spawn(async move {
@@ -245,7 +305,7 @@ fn spawn_cleanup(cleanup: impl Future<Output = Result<(), Error>> + Send + 'stat
     }
 }
 
-async fn find_own_node<C: Coordination + ?Sized>(
+pub(crate) async fn find_own_node<C: Coordination + ?Sized>(
     zk: &C,
     lock_path: &str,
     prefix: &str,
@@ -266,7 +326,10 @@ async fn find_own_node<C: Coordination + ?Sized>(
 
 /// Deletes our own lock node. Its name holds our GUID, so no other owner can create it, and
 /// retrying the delete after a connection loss is safe.
-async fn delete_idempotent<C: Coordination + ?Sized>(zk: &C, node: &str) -> Result<(), Error> {
+pub(crate) async fn delete_idempotent<C: Coordination + ?Sized>(
+    zk: &C,
+    node: &str,
+) -> Result<(), Error> {
     loop {
         match zk.delete(node, None).await {
             Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
@@ -288,26 +351,88 @@ pub enum LockStatus {
     Lost,
 }
 
-/// Proof of holding a [`Mutex`]. Release with [`unlock`](Self::unlock); dropping the guard
-/// releases in the background.
+/// What the session's state says about anything its ephemeral nodes stand for.
+pub(crate) fn session_status<C: Coordination + ?Sized>(zk: &C) -> LockStatus {
+    match zk.session_states().current() {
+        SessionState::Connected => LockStatus::Held,
+        SessionState::Disconnected => LockStatus::Suspended,
+        _ => LockStatus::Lost,
+    }
+}
+
+/// Resolves when `node` (an ephemeral of this session) is gone: the session ended or the node
+/// was deleted. Costs one exists watch at a time.
+pub(crate) async fn node_lost<C: Coordination + ?Sized>(zk: &C, node: &str) -> LockError {
+    let mut states = zk.session_states();
+    loop {
+        if let Some(error) = states.current().terminal_error() {
+            return LockError::SessionLost(error);
+        }
+        let watch = match zk.exists_and_watch(node).await {
+            Ok((None, _)) => {
+                return LockError::NodeDeleted {
+                    node: node.to_owned(),
+                };
+            }
+            Ok((Some(_), watch)) => watch,
+            Err(e) if e.is_session_lost() => return LockError::SessionLost(e),
+            // Disconnected: wait for the session to change, then look again.
+            Err(_) => {
+                states.next().await;
+                continue;
+            }
+        };
+        tokio::select! {
+            biased;
+            event = watch => {
+                if event.kind == EventKind::Session
+                    && let Some(error) = event.state.terminal_error()
+                {
+                    return LockError::SessionLost(error);
+                }
+            }
+            state = states.next() => {
+                if let Some(error) = state.and_then(SessionState::terminal_error) {
+                    return LockError::SessionLost(error);
+                }
+            }
+        }
+    }
+}
+
+/// Proof of holding a lock: a [`Mutex`], or either side of a [`RwLock`](super::RwLock).
+/// Release with [`unlock`](Self::unlock); dropping the guard releases in the background.
+///
+/// ```no_run
+/// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// let guard: avout::lock::LockGuard<_> = m.lock().await?;
+/// println!("{} holds token {}", guard.node(), guard.fencing_token());
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the guard releases the lock"]
-pub struct MutexGuard<C: Coordination + ?Sized + 'static> {
-    inner: Arc<Inner<C>>,
+pub struct LockGuard<C: Coordination + ?Sized + 'static> {
+    side: Arc<Side<C>>,
     acquired: Acquired,
     released: bool,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for MutexGuard<C> {
+/// The guard of a [`Mutex`].
+pub type MutexGuard<C> = LockGuard<C>;
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for LockGuard<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MutexGuard")
+        f.debug_struct("LockGuard")
+            .field("kind", &self.side.kind)
             .field("node", &self.acquired.node)
             .field("fencing_token", &self.acquired.fencing_token)
             .finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
-    /// The lock node's path (Curator's naming: `<lock>/_c_<GUID>-lock-<seq>`).
+impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
+    /// The lock node's path (Curator's naming: `<lock>/_c_<GUID>-lock-<seq>`, or `__READ__` /
+    /// `__WRIT__` for a read-write lock).
     ///
     /// ```no_run
     /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
@@ -316,6 +441,22 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
     /// ```
     pub fn node(&self) -> &str {
         &self.acquired.node
+    }
+
+    /// Which lock this guard holds.
+    ///
+    /// ```no_run
+    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// assert_eq!(g.kind(), avout::lock::LockKind::Exclusive);
+    /// # }
+    /// ```
+    pub fn kind(&self) -> LockKind {
+        self.side.kind
+    }
+
+    /// The session the lock is held with.
+    pub(super) fn zk(&self) -> &Arc<C> {
+        &self.side.zk
     }
 
     /// A number that grows with every acquisition of this lock (the node's creation zxid).
@@ -339,11 +480,7 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
     /// # }
     /// ```
     pub fn status(&self) -> LockStatus {
-        match self.inner.zk.session_states().current() {
-            SessionState::Connected => LockStatus::Held,
-            SessionState::Disconnected => LockStatus::Suspended,
-            _ => LockStatus::Lost,
-        }
+        session_status(&*self.side.zk)
     }
 
     /// Resolves when the lock is lost: the session ended or the node was deleted. Awaiting it
@@ -356,42 +493,7 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
     /// # }
     /// ```
     pub async fn lost(&self) -> LockError {
-        let zk = &self.inner.zk;
-        let mut states = zk.session_states();
-        loop {
-            if let Some(error) = states.current().terminal_error() {
-                return LockError::SessionLost(error);
-            }
-            let watch = match zk.exists_and_watch(&self.acquired.node).await {
-                Ok((None, _)) => {
-                    return LockError::NodeDeleted {
-                        node: self.acquired.node.clone(),
-                    };
-                }
-                Ok((Some(_), watch)) => watch,
-                Err(e) if e.is_session_lost() => return LockError::SessionLost(e),
-                // Disconnected: wait for the session to change, then look again.
-                Err(_) => {
-                    states.next().await;
-                    continue;
-                }
-            };
-            tokio::select! {
-                biased;
-                event = watch => {
-                    if event.kind == EventKind::Session
-                        && let Some(error) = event.state.terminal_error()
-                    {
-                        return LockError::SessionLost(error);
-                    }
-                }
-                state = states.next() => {
-                    if let Some(error) = state.and_then(SessionState::terminal_error) {
-                        return LockError::SessionLost(error);
-                    }
-                }
-            }
-        }
+        node_lost(&*self.side.zk, &self.acquired.node).await
     }
 
     /// Applies `ops` atomically only if this guard's lock node still exists, so a holder that
@@ -409,7 +511,7 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(Op::check(self.acquired.node.clone(), None));
         all.extend(ops);
-        match self.inner.zk.multi(&all).await {
+        match self.side.zk.multi(&all).await {
             Ok(mut results) => {
                 results.remove(0);
                 Ok(results)
@@ -435,14 +537,14 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
     pub async fn unlock(mut self) -> Result<(), LockError> {
         self.released = true;
         if let Some(node) = self.release_hold() {
-            delete_idempotent(&*self.inner.zk, &node).await?;
+            delete_idempotent(&*self.side.zk, &node).await?;
         }
         Ok(())
     }
 
     /// Drops one hold; returns the node to delete if it was the last.
     fn release_hold(&self) -> Option<String> {
-        let mut held = lock(&self.inner.held);
+        let mut held = lock(&self.side.held);
         let hold = held.as_mut().expect("a guard exists only while held");
         hold.count -= 1;
         if hold.count > 0 {
@@ -452,13 +554,13 @@ impl<C: Coordination + ?Sized + 'static> MutexGuard<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for MutexGuard<C> {
+impl<C: Coordination + ?Sized + 'static> Drop for LockGuard<C> {
     fn drop(&mut self) {
         if self.released {
             return;
         }
         if let Some(node) = self.release_hold() {
-            let zk = self.inner.zk.clone();
+            let zk = self.side.zk.clone();
             spawn_cleanup(async move { delete_idempotent(&*zk, &node).await });
         }
     }
