@@ -26,14 +26,14 @@
 mod convert;
 
 use std::sync::Arc as StdArc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
 use zookeeper_client as zk;
 
-use crate::sync::{Mutex, lock};
 use crate::{
-    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, Result, SessionId,
+    Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Result, SessionId,
     SessionInfo, SessionState, SessionStatePublisher, SessionStates, Stat, Watch, path,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
@@ -154,8 +154,10 @@ pub struct ZkClient {
     info: SessionInfo,
     default_acl: Vec<zk::Acl>,
     states: SessionStatePublisher,
-    /// Set once `close` has begun, so that later calls fail with `Closed` at once.
-    closed: Mutex<bool>,
+    /// Set once `close` has begun, so that later calls fail with `Closed` at once and pending
+    /// watches report a closed rather than an expired session (ending the session from a
+    /// second connection looks like an expiry to this one).
+    closed: StdArc<AtomicBool>,
     forwarder: tokio::task::JoinHandle<()>,
 }
 
@@ -215,7 +217,7 @@ impl ZkClient {
             config: config.clone(),
             info,
             states,
-            closed: Mutex::new(false),
+            closed: StdArc::new(AtomicBool::new(false)),
             forwarder,
         })
     }
@@ -318,10 +320,25 @@ impl ZkClient {
     }
 
     fn check_open(&self) -> Result<()> {
-        if *lock(&self.closed) {
+        if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// Wraps a client watcher, reporting the end of a session this handle closed as `Closed`.
+    fn watch(&self, watcher: zk::OneshotWatcher) -> Watch {
+        let closed = self.closed.clone();
+        Watch::new(async move {
+            let mut event = from_zk_event(watcher.changed().await);
+            if event.kind == EventKind::Session
+                && event.state.is_terminal()
+                && closed.load(Ordering::Acquire)
+            {
+                event.state = SessionState::Closed;
+            }
+            event
+        })
     }
 
     fn create_options<'a>(
@@ -436,7 +453,7 @@ impl Coordination for ZkClient {
         let reply = self.client.get_and_watch_data(path);
         async move {
             let (data, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            let watch = self.watch(watcher);
             Ok((data, from_zk_stat(&stat), watch))
         }
         .boxed()
@@ -478,7 +495,7 @@ impl Coordination for ZkClient {
         let reply = self.client.check_and_watch_stat(path);
         async move {
             let (stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            let watch = self.watch(watcher);
             Ok((stat.as_ref().map(from_zk_stat), watch))
         }
         .boxed()
@@ -503,7 +520,7 @@ impl Coordination for ZkClient {
         let reply = self.client.get_and_watch_children(path);
         async move {
             let (children, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = Watch::new(async move { from_zk_event(watcher.changed().await) });
+            let watch = self.watch(watcher);
             Ok((children, from_zk_stat(&stat), watch))
         }
         .boxed()
@@ -581,12 +598,8 @@ impl Coordination for ZkClient {
     }
 
     fn close(&self) -> OpFuture<'_, ()> {
-        {
-            let mut closed = lock(&self.closed);
-            if *closed {
-                return futures::future::ready(Ok(())).boxed();
-            }
-            *closed = true;
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return futures::future::ready(Ok(())).boxed();
         }
         self.states.publish(SessionState::Closed);
         async move {
