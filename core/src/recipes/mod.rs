@@ -3,3 +3,7 @@
 
 pub mod election;
 pub mod semaphore;
+pub mod once;
+pub mod queue;
+pub mod barrier;
+pub mod double_barrier;

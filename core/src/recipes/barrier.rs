@@ -1,0 +1,383 @@
+//! A distributed barrier (ZooKeeper's barrier recipe): processes block while a barrier node
+//! exists and proceed once it is deleted.
+//!
+//! # The algorithm
+//!
+//! A waiter calls `exists` on the barrier node with a watch. If the node is missing, the
+//! barrier is down and the waiter proceeds; otherwise it waits for the watch and asks again.
+//! One request per waiter per change: no polling. [`Barrier::set`] creates the node (with its
+//! parents) and [`Barrier::remove`] deletes it; both are idempotent.
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - Connection loss: every request of the recipe is idempotent, so it is sent again once the
+//!   session reconnects (or after a short pause). The barrier node is persistent: a holder
+//!   losing its connection or session does not lower it.
+//! - Session expiry ends a wait with [`BarrierError::SessionLost`].
+//! - Cancelling a wait (dropping its future) is harmless: a wait changes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::{Coordination, CoordinationExt, Error, SessionState, WatchedEvent, path};
+
+use super::once::{Outbox, RETRY_PAUSE_MS, idempotent};
+
+/// Why a barrier operation failed.
+///
+/// ```
+/// use avout::recipes::barrier::BarrierError;
+/// assert!(matches!(BarrierError::from(avout::Error::SessionExpired), BarrierError::SessionLost(_)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum BarrierError {
+    /// The session ended.
+    #[error("session lost: {0}")]
+    SessionLost(Error),
+    /// `wait_for` ran out of time.
+    #[error("timed out waiting at the barrier")]
+    TimedOut,
+    /// Another session's node already uses this participant's name.
+    #[error("participant node {node} belongs to another session")]
+    NameTaken {
+        /// The node.
+        node: String,
+    },
+    /// The coordination service refused a request (bad path, no access, …).
+    #[error(transparent)]
+    Zk(Error),
+}
+
+impl From<Error> for BarrierError {
+    fn from(error: Error) -> Self {
+        if error.is_session_lost() {
+            BarrierError::SessionLost(error)
+        } else {
+            BarrierError::Zk(error)
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// `exists` with a watch is in flight.
+    Checking {
+        exists: Token,
+    },
+    /// The node exists: waiting for the watch armed by `exists`.
+    Waiting {
+        exists: Token,
+    },
+    /// Waiting to ask again after a connection loss.
+    Stalled {
+        until: Millis,
+    },
+    Done,
+}
+
+/// Waits until a node does not exist; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Reply, Request};
+/// use avout::recipes::barrier::WaitGoneMachine;
+/// use avout::SessionState;
+///
+/// let mut m = WaitGoneMachine::new("/barrier");
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// let (token, request) = m.poll_request().unwrap();
+/// assert!(matches!(request, Request::Exists { watch: true, .. }));
+/// m.handle_reply(Millis(1), token, Ok(Reply::Exists(None)));
+/// assert_eq!(m.poll_output(), Some(Ok(())));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WaitGoneMachine {
+    path: String,
+    started: bool,
+    phase: Phase,
+    outbox: Outbox,
+    output: Option<Result<(), BarrierError>>,
+}
+
+impl WaitGoneMachine {
+    /// A machine waiting for `path` to be absent.
+    ///
+    /// ```
+    /// let m = avout::recipes::barrier::WaitGoneMachine::new("/b");
+    /// # let _ = m;
+    /// ```
+    pub fn new(path: &str) -> Self {
+        WaitGoneMachine {
+            path: path.to_owned(),
+            started: false,
+            phase: Phase::Done,
+            outbox: Outbox::default(),
+            output: None,
+        }
+    }
+
+    fn check(&mut self) {
+        let exists = self.outbox.send(Request::Exists {
+            path: self.path.clone(),
+            watch: true,
+        });
+        self.phase = Phase::Checking { exists };
+    }
+
+    fn finish(&mut self, result: Result<(), BarrierError>) {
+        self.outbox.clear();
+        self.phase = Phase::Done;
+        self.output = Some(result);
+    }
+}
+
+impl Machine for WaitGoneMachine {
+    type Output = Result<(), BarrierError>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        if self.phase != (Phase::Checking { exists: token }) {
+            return;
+        }
+        match reply {
+            Ok(Reply::Exists(None)) => self.finish(Ok(())),
+            Ok(Reply::Exists(Some(_))) => self.phase = Phase::Waiting { exists: token },
+            Err(e) if e.is_indeterminate() => {
+                self.phase = Phase::Stalled {
+                    until: now.plus(RETRY_PAUSE_MS),
+                }
+            }
+            Err(e) => self.finish(Err(e.into())),
+            Ok(other) => unreachable!("exists replied {other:?}"),
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        // Any event (deleted, recreated, data changed, session) means: look again.
+        if self.phase == (Phase::Waiting { exists: token }) {
+            self.check();
+        }
+    }
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if !self.started {
+            self.started = true;
+            return match state.terminal_error() {
+                Some(error) => self.finish(Err(error.into())),
+                None => self.check(),
+            };
+        }
+        if self.phase == Phase::Done {
+            return;
+        }
+        if let Some(error) = state.terminal_error() {
+            return self.finish(Err(error.into()));
+        }
+        if state == SessionState::Connected && matches!(self.phase, Phase::Stalled { .. }) {
+            self.check();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Phase::Stalled { until } = self.phase
+            && now >= until
+        {
+            self.check();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            Phase::Stalled { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+/// A barrier: a node whose existence holds processes back. See the [module docs](self).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::recipes::barrier::Barrier;
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+/// let gate = Barrier::new(zk, "/deploy/gate")?;
+/// gate.set().await?;
+/// // ... elsewhere, workers call `gate.wait().await?` ...
+/// gate.remove().await?; // releases every waiter
+/// # Ok(()) }
+/// ```
+pub struct Barrier<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    path: String,
+}
+
+impl<C: Coordination + ?Sized + 'static> Clone for Barrier<C> {
+    fn clone(&self) -> Self {
+        Barrier {
+            zk: self.zk.clone(),
+            path: self.path.clone(),
+        }
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Barrier<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Barrier").field("path", &self.path).finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Barrier<C> {
+    /// A handle on the barrier node at `path`.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// assert!(avout::recipes::barrier::Barrier::new(zk, "bad").is_err());
+    /// # }
+    /// ```
+    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, BarrierError> {
+        let path = path.into();
+        path::validate_path(&path, false)?;
+        if path == "/" {
+            return Err(Error::BadArguments("the root cannot be a barrier".into()).into());
+        }
+        Ok(Barrier { zk, path })
+    }
+
+    /// The barrier node's path.
+    ///
+    /// ```no_run
+    /// # fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) {
+    /// println!("{}", b.path());
+    /// # }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Raises the barrier (creates its node and any missing parents); raising a raised
+    /// barrier is a no-op.
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// b.set().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set(&self) -> Result<(), BarrierError> {
+        let zk = &*self.zk;
+        idempotent(zk, || zk.ensure_path(&self.path)).await?;
+        Ok(())
+    }
+
+    /// Lowers the barrier, releasing every waiter; lowering a lowered barrier is a no-op.
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// b.remove().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn remove(&self) -> Result<(), BarrierError> {
+        let zk = &*self.zk;
+        match idempotent(zk, || zk.delete(&self.path, None)).await {
+            Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether the barrier is raised now.
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// if b.is_set().await? { println!("held back"); }
+    /// # Ok(()) }
+    /// ```
+    pub async fn is_set(&self) -> Result<bool, BarrierError> {
+        let zk = &*self.zk;
+        Ok(idempotent(zk, || zk.exists(&self.path)).await?.is_some())
+    }
+
+    /// Waits until the barrier is lowered (returns at once if it is not raised).
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// b.wait().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait(&self) -> Result<(), BarrierError> {
+        drive(&*self.zk, &mut WaitGoneMachine::new(&self.path)).await
+    }
+
+    /// Like [`wait`](Self::wait), for at most `timeout`; [`BarrierError::TimedOut`] after.
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// b.wait_for(std::time::Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_for(&self, timeout: Duration) -> Result<(), BarrierError> {
+        tokio::time::timeout(timeout, self.wait())
+            .await
+            .map_err(|_| BarrierError::TimedOut)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventKind, Stat};
+
+    fn event(kind: EventKind) -> WatchedEvent {
+        WatchedEvent {
+            kind,
+            state: SessionState::Connected,
+            path: "/b".into(),
+        }
+    }
+
+    #[test]
+    fn waits_while_the_node_exists_and_looks_again_on_each_event() {
+        let mut m = WaitGoneMachine::new("/b");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let (t1, _) = m.poll_request().unwrap();
+        m.handle_reply(Millis(1), t1, Ok(Reply::Exists(Some(Stat::default()))));
+        assert!(m.poll_request().is_none() && m.poll_output().is_none());
+        m.handle_watch(Millis(2), t1, event(EventKind::NodeDataChanged));
+        let (t2, r) = m.poll_request().unwrap();
+        assert!(matches!(r, Request::Exists { watch: true, .. }));
+        m.handle_reply(Millis(3), t2, Ok(Reply::Exists(Some(Stat::default()))));
+        m.handle_watch(Millis(4), t2, event(EventKind::NodeDeleted));
+        let (t3, _) = m.poll_request().unwrap();
+        m.handle_reply(Millis(5), t3, Ok(Reply::Exists(None)));
+        assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+
+    #[test]
+    fn connection_loss_asks_again_after_reconnecting() {
+        let mut m = WaitGoneMachine::new("/b");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let (t1, _) = m.poll_request().unwrap();
+        m.handle_reply(Millis(1), t1, Err(Error::ConnectionLoss));
+        assert!(m.poll_request().is_none());
+        assert_eq!(m.poll_timer(), Some(Millis(1 + RETRY_PAUSE_MS)));
+        m.handle_session(Millis(2), SessionState::Connected);
+        assert!(m.poll_request().is_some());
+    }
+
+    #[test]
+    fn expiry_ends_the_wait() {
+        let mut m = WaitGoneMachine::new("/b");
+        m.handle_session(Millis(0), SessionState::Connected);
+        m.handle_session(Millis(1), SessionState::Expired);
+        assert_eq!(
+            m.poll_output(),
+            Some(Err(BarrierError::SessionLost(Error::SessionExpired)))
+        );
+    }
+}

@@ -1,0 +1,868 @@
+//! A distributed double barrier (ZooKeeper's double-barrier recipe): a fixed number of
+//! processes enter together and leave together.
+//!
+//! # Layout
+//!
+//! ```text
+//! <barrier>/p-<GUID>   one ephemeral node per participant present
+//! <barrier>/ready      created by the participant that completes the count
+//! ```
+//!
+//! # The algorithm
+//!
+//! **Enter** sends three requests together: `exists(ready)` with a watch, the create of our
+//! ephemeral node, and the children read (ZooKeeper applies them in order, so the read sees
+//! our node). If `ready` exists, or the children now number the count, we are in (creating
+//! `ready` in the second case, which wakes everyone waiting); otherwise we wait for the watch.
+//! Waiting participants wake only when it is time to go.
+//!
+//! **Leave** is the recipe's lowest/highest protocol: list the participant nodes; none left:
+//! done; only ours: delete it (with `ready`, atomically, so the path can be used again) and go;
+//! ours is the lowest: watch the highest and look again when it goes; otherwise delete ours and
+//! watch the lowest. Each deletion wakes one process, except the last, which wakes the rest.
+//!
+//! Participant nodes are ephemeral, so a participant that dies inside the barrier does not
+//! block the others from leaving. A path can be used for a new round once every participant
+//! of the previous one has left (a newcomer earlier would see the old `ready` node).
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - Connection loss: every step is idempotent (our node's name holds our GUID, so `NodeExists`
+//!   on it means a create of ours went through); the step is redone after reconnecting.
+//! - Session expiry ends enter or leave with [`BarrierError::SessionLost`]; our node is gone
+//!   with the session, so the others count us out (or as left).
+//! - Dropping an enter future, or a [`DoubleBarrierGuard`] without [`leave`](DoubleBarrierGuard::leave),
+//!   deletes our node in the background.
+
+use std::sync::Arc;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::{Coordination, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
+
+use super::barrier::BarrierError;
+use super::once::{Outbox, RETRY_PAUSE_MS, ancestor_creates, guid_hex, idempotent, spawn_cleanup};
+
+const PARTICIPANT: &str = "p-";
+const READY: &str = "ready";
+
+/// Participant names, sorted.
+fn participants(children: Vec<String>) -> Vec<String> {
+    let mut names: Vec<String> = children
+        .into_iter()
+        .filter(|c| c.starts_with(PARTICIPANT))
+        .collect();
+    names.sort();
+    names
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum EnterPhase {
+    /// The ready check, our create and the children read, sent together.
+    Entering {
+        exists: Token,
+        create: Token,
+        list: Token,
+        ready: Option<bool>,
+        created: bool,
+        present: Option<usize>,
+    },
+    /// Creating the barrier node's ancestors, then entering again.
+    Ensuring {
+        last: Token,
+    },
+    /// Creating `ready`.
+    Readying {
+        create: Token,
+    },
+    /// Waiting for `ready` (the watch armed by `exists`).
+    Waiting {
+        exists: Token,
+    },
+    /// Re-checking `ready` after an event.
+    Checking {
+        exists: Token,
+    },
+    /// Waiting to redo the entry after a connection loss.
+    Stalled {
+        until: Millis,
+    },
+    Done,
+}
+
+/// Enters a double barrier; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis};
+/// use avout::recipes::double_barrier::EnterMachine;
+/// use avout::SessionState;
+///
+/// let mut m = EnterMachine::new("/round", 3, 0x42);
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// let sent: Vec<_> = std::iter::from_fn(|| m.poll_request()).collect();
+/// assert_eq!(sent.len(), 3, "exists(ready), create, children: one round trip");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EnterMachine {
+    barrier: String,
+    node: String,
+    count: usize,
+    ensured: bool,
+    started: bool,
+    phase: EnterPhase,
+    outbox: Outbox,
+    output: Option<Result<(), BarrierError>>,
+}
+
+impl EnterMachine {
+    /// A machine entering the barrier at `barrier` for `count` participants, with a node
+    /// named by `guid`.
+    ///
+    /// ```
+    /// let m = avout::recipes::double_barrier::EnterMachine::new("/round", 2, 1);
+    /// assert!(m.node().starts_with("/round/p-"));
+    /// ```
+    pub fn new(barrier: &str, count: usize, guid: u128) -> Self {
+        EnterMachine {
+            barrier: barrier.to_owned(),
+            node: path::join(barrier, &format!("{PARTICIPANT}{}", guid_hex(guid))),
+            count,
+            ensured: false,
+            started: false,
+            phase: EnterPhase::Done,
+            outbox: Outbox::default(),
+            output: None,
+        }
+    }
+
+    /// Our participant node's path.
+    ///
+    /// ```
+    /// let m = avout::recipes::double_barrier::EnterMachine::new("/r", 2, 1);
+    /// assert_eq!(m.node(), "/r/p-00000000000000000000000000000001");
+    /// ```
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    fn ready_path(&self) -> String {
+        path::join(&self.barrier, READY)
+    }
+
+    fn enter(&mut self) {
+        let exists = self.outbox.send(Request::Exists {
+            path: self.ready_path(),
+            watch: true,
+        });
+        let create = self.outbox.send(Request::Create {
+            path: self.node.clone(),
+            data: Vec::new(),
+            options: CreateOptions::new(CreateMode::Ephemeral),
+        });
+        let list = self.outbox.send(Request::GetChildren {
+            path: self.barrier.clone(),
+            watch: false,
+        });
+        self.phase = EnterPhase::Entering {
+            exists,
+            create,
+            list,
+            ready: None,
+            created: false,
+            present: None,
+        };
+    }
+
+    fn finish(&mut self, result: Result<(), BarrierError>) {
+        self.outbox.clear();
+        self.phase = EnterPhase::Done;
+        self.output = Some(result);
+    }
+
+    fn failed(&mut self, now: Millis, error: Error) {
+        if error.is_indeterminate() {
+            self.phase = EnterPhase::Stalled {
+                until: now.plus(RETRY_PAUSE_MS),
+            };
+        } else {
+            self.finish(Err(error.into()));
+        }
+    }
+
+    fn create_ready(&mut self) {
+        let create = self.outbox.send(Request::Create {
+            path: self.ready_path(),
+            data: Vec::new(),
+            options: CreateOptions::default(),
+        });
+        self.phase = EnterPhase::Readying { create };
+    }
+
+    fn decide(&mut self) {
+        let EnterPhase::Entering {
+            exists,
+            ready: Some(ready),
+            created: true,
+            present: Some(present),
+            ..
+        } = self.phase
+        else {
+            return;
+        };
+        if ready {
+            self.finish(Ok(()));
+        } else if present >= self.count {
+            self.create_ready();
+        } else {
+            self.phase = EnterPhase::Waiting { exists };
+        }
+    }
+}
+
+impl Machine for EnterMachine {
+    type Output = Result<(), BarrierError>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match self.phase.clone() {
+            EnterPhase::Entering { exists, .. } if token == exists => match reply {
+                Ok(Reply::Exists(stat)) => {
+                    if let EnterPhase::Entering { ready, .. } = &mut self.phase {
+                        *ready = Some(stat.is_some());
+                    }
+                    self.decide();
+                }
+                Err(e) => self.failed(now, e),
+                Ok(other) => unreachable!("exists replied {other:?}"),
+            },
+            EnterPhase::Entering { create, .. } if token == create => match reply {
+                // The node's name holds our GUID: if it exists, an earlier create of ours
+                // went through.
+                Ok(_) | Err(Error::NodeExists { .. }) => {
+                    if let EnterPhase::Entering { created, .. } = &mut self.phase {
+                        *created = true;
+                    }
+                    self.decide();
+                }
+                Err(Error::NoNode { .. }) if !self.ensured => {
+                    self.ensured = true;
+                    let mut last = None;
+                    for request in ancestor_creates(&self.barrier) {
+                        last = Some(self.outbox.send(request));
+                    }
+                    self.phase = EnterPhase::Ensuring {
+                        last: last.expect("a path has components"),
+                    };
+                }
+                Err(e) => self.failed(now, e),
+            },
+            EnterPhase::Entering { list, .. } if token == list => match reply {
+                Ok(Reply::Children { children, .. }) => {
+                    if let EnterPhase::Entering { present, .. } = &mut self.phase {
+                        *present = Some(participants(children).len());
+                    }
+                    self.decide();
+                }
+                // The create's reply decides (a missing barrier node fails it too).
+                Err(Error::NoNode { .. }) => {}
+                Err(e) => self.failed(now, e),
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            EnterPhase::Ensuring { last } if token == last => match reply {
+                Ok(_) | Err(Error::NodeExists { .. }) => self.enter(),
+                Err(e) => self.failed(now, e),
+            },
+            EnterPhase::Readying { create } if token == create => match reply {
+                Ok(_) | Err(Error::NodeExists { .. }) => self.finish(Ok(())),
+                Err(e) if e.is_indeterminate() => {
+                    // Creating a fixed path is idempotent: NodeExists next time is success.
+                    self.phase = EnterPhase::Stalled {
+                        until: now.plus(RETRY_PAUSE_MS),
+                    }
+                }
+                Err(e) => self.finish(Err(e.into())),
+            },
+            EnterPhase::Checking { exists } if token == exists => match reply {
+                Ok(Reply::Exists(Some(_))) => self.finish(Ok(())),
+                Ok(Reply::Exists(None)) => self.phase = EnterPhase::Waiting { exists },
+                Err(e) => self.failed(now, e),
+                Ok(other) => unreachable!("exists replied {other:?}"),
+            },
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if self.phase == (EnterPhase::Waiting { exists: token }) {
+            let exists = self.outbox.send(Request::Exists {
+                path: self.ready_path(),
+                watch: true,
+            });
+            self.phase = EnterPhase::Checking { exists };
+        }
+    }
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if !self.started {
+            self.started = true;
+            return match state.terminal_error() {
+                Some(error) => self.finish(Err(error.into())),
+                None => self.enter(),
+            };
+        }
+        if self.phase == EnterPhase::Done {
+            return;
+        }
+        if let Some(error) = state.terminal_error() {
+            return self.finish(Err(error.into()));
+        }
+        if state == SessionState::Connected && matches!(self.phase, EnterPhase::Stalled { .. }) {
+            self.enter();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let EnterPhase::Stalled { until } = self.phase
+            && now >= until
+        {
+            self.enter();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            EnterPhase::Stalled { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum LeavePhase {
+    /// Listing the participants.
+    Listing {
+        list: Token,
+    },
+    /// Deleting our node and `ready` together: we are the last.
+    Closing {
+        multi: Token,
+    },
+    /// Deleting our node alone (`ready` was already gone).
+    Deleting {
+        delete: Token,
+    },
+    /// Watching another participant's node: `exists` armed the watch (and, when `delete` is
+    /// set, our node's delete was sent just before).
+    Watching {
+        delete: Option<Token>,
+        exists: Token,
+    },
+    /// Waiting to list again after a connection loss.
+    Stalled {
+        until: Millis,
+    },
+    Done,
+}
+
+/// Leaves a double barrier; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::recipes::double_barrier::LeaveMachine;
+/// use avout::SessionState;
+///
+/// let mut m = LeaveMachine::new("/round", "/round/p-00000000000000000000000000000001");
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// assert!(matches!(m.poll_request(), Some((_, Request::GetChildren { .. }))));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaveMachine {
+    barrier: String,
+    node: String,
+    started: bool,
+    phase: LeavePhase,
+    outbox: Outbox,
+    output: Option<Result<(), BarrierError>>,
+}
+
+impl LeaveMachine {
+    /// A machine leaving the barrier at `barrier`, where our node is `node`.
+    ///
+    /// ```
+    /// let m = avout::recipes::double_barrier::LeaveMachine::new("/r", "/r/p-1");
+    /// # let _ = m;
+    /// ```
+    pub fn new(barrier: &str, node: &str) -> Self {
+        LeaveMachine {
+            barrier: barrier.to_owned(),
+            node: node.to_owned(),
+            started: false,
+            phase: LeavePhase::Done,
+            outbox: Outbox::default(),
+            output: None,
+        }
+    }
+
+    fn list(&mut self) {
+        let list = self.outbox.send(Request::GetChildren {
+            path: self.barrier.clone(),
+            watch: false,
+        });
+        self.phase = LeavePhase::Listing { list };
+    }
+
+    fn finish(&mut self, result: Result<(), BarrierError>) {
+        self.outbox.clear();
+        self.phase = LeavePhase::Done;
+        self.output = Some(result);
+    }
+
+    fn failed(&mut self, now: Millis, error: Error) {
+        if error.is_indeterminate() {
+            self.phase = LeavePhase::Stalled {
+                until: now.plus(RETRY_PAUSE_MS),
+            };
+        } else {
+            self.finish(Err(error.into()));
+        }
+    }
+
+    fn decide(&mut self, present: Vec<String>) {
+        let ours = path::name(&self.node).to_owned();
+        let mine = present.contains(&ours);
+        match (present.first(), present.last()) {
+            (None, _) | (_, None) => self.finish(Ok(())),
+            _ if present.len() == 1 && mine => {
+                let multi = self.outbox.send(Request::Multi(vec![
+                    Op::delete(self.node.clone(), None),
+                    Op::delete(path::join(&self.barrier, READY), None),
+                ]));
+                self.phase = LeavePhase::Closing { multi };
+            }
+            (Some(lowest), Some(highest)) if *lowest == ours => {
+                let exists = self.outbox.send(Request::Exists {
+                    path: path::join(&self.barrier, highest),
+                    watch: true,
+                });
+                self.phase = LeavePhase::Watching {
+                    delete: None,
+                    exists,
+                };
+            }
+            (Some(lowest), Some(_)) => {
+                let lowest = path::join(&self.barrier, lowest);
+                let delete = mine.then(|| {
+                    self.outbox.send(Request::Delete {
+                        path: self.node.clone(),
+                        version: None,
+                    })
+                });
+                let exists = self.outbox.send(Request::Exists {
+                    path: lowest,
+                    watch: true,
+                });
+                self.phase = LeavePhase::Watching { delete, exists };
+            }
+        }
+    }
+}
+
+impl Machine for LeaveMachine {
+    type Output = Result<(), BarrierError>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match self.phase.clone() {
+            LeavePhase::Listing { list } if token == list => match reply {
+                Ok(Reply::Children { children, .. }) => self.decide(participants(children)),
+                Err(Error::NoNode { .. }) => self.finish(Ok(())),
+                Err(e) => self.failed(now, e),
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            LeavePhase::Closing { multi } if token == multi => match reply {
+                Ok(_) => self.finish(Ok(())),
+                Err(Error::Multi { index: 1, .. }) => {
+                    let delete = self.outbox.send(Request::Delete {
+                        path: self.node.clone(),
+                        version: None,
+                    });
+                    self.phase = LeavePhase::Deleting { delete };
+                }
+                // Our node is gone already: look again.
+                Err(Error::Multi { index: 0, source })
+                    if matches!(*source, Error::NoNode { .. }) =>
+                {
+                    self.list()
+                }
+                Err(e) => self.failed(now, e),
+            },
+            LeavePhase::Deleting { delete } if token == delete => match reply {
+                Ok(_) | Err(Error::NoNode { .. }) => self.finish(Ok(())),
+                Err(e) => self.failed(now, e),
+            },
+            LeavePhase::Watching {
+                delete: Some(delete),
+                ..
+            } if token == delete => match reply {
+                Ok(_) | Err(Error::NoNode { .. }) => {}
+                // The exists sent after it fails too and the listing is redone.
+                Err(e) if e.is_indeterminate() => {}
+                Err(e) => self.finish(Err(e.into())),
+            },
+            LeavePhase::Watching { exists, .. } if token == exists => match reply {
+                Ok(Reply::Exists(None)) => self.list(),
+                Ok(Reply::Exists(Some(_))) => {}
+                Err(e) => self.failed(now, e),
+                Ok(other) => unreachable!("exists replied {other:?}"),
+            },
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if matches!(self.phase, LeavePhase::Watching { exists, .. } if exists == token) {
+            self.list();
+        }
+    }
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if !self.started {
+            self.started = true;
+            return match state.terminal_error() {
+                Some(error) => self.finish(Err(error.into())),
+                None => self.list(),
+            };
+        }
+        if self.phase == LeavePhase::Done {
+            return;
+        }
+        if let Some(error) = state.terminal_error() {
+            return self.finish(Err(error.into()));
+        }
+        if state == SessionState::Connected && matches!(self.phase, LeavePhase::Stalled { .. }) {
+            self.list();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let LeavePhase::Stalled { until } = self.phase
+            && now >= until
+        {
+            self.list();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            LeavePhase::Stalled { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+/// A double barrier for a fixed number of participants; see the [module docs](self).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::recipes::double_barrier::DoubleBarrier;
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+/// let round = DoubleBarrier::new(zk, "/rounds/7", 3)?;
+/// let inside = round.enter().await?; // returns when all 3 have entered
+/// // ... compute ...
+/// inside.leave().await?;             // returns when all 3 have left
+/// # Ok(()) }
+/// ```
+pub struct DoubleBarrier<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    path: String,
+    count: usize,
+}
+
+impl<C: Coordination + ?Sized + 'static> Clone for DoubleBarrier<C> {
+    fn clone(&self) -> Self {
+        DoubleBarrier {
+            zk: self.zk.clone(),
+            path: self.path.clone(),
+            count: self.count,
+        }
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrier<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DoubleBarrier")
+            .field("path", &self.path)
+            .field("count", &self.count)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> DoubleBarrier<C> {
+    /// A handle on the double barrier at `path` for `count` participants.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// assert!(avout::recipes::double_barrier::DoubleBarrier::new(zk, "/r", 0).is_err());
+    /// # }
+    /// ```
+    pub fn new(zk: Arc<C>, path: impl Into<String>, count: usize) -> Result<Self, BarrierError> {
+        let path = path.into();
+        path::validate_path(&path, false)?;
+        if count == 0 {
+            return Err(Error::BadArguments(
+                "a double barrier needs at least one participant".into(),
+            )
+            .into());
+        }
+        Ok(DoubleBarrier { zk, path, count })
+    }
+
+    /// Enters the barrier: returns once `count` participants have entered.
+    ///
+    /// ```no_run
+    /// # async fn demo(b: avout::recipes::double_barrier::DoubleBarrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// let guard = b.enter().await?;
+    /// guard.leave().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn enter(&self) -> Result<DoubleBarrierGuard<C>, BarrierError> {
+        let mut entering = Entering {
+            machine: EnterMachine::new(&self.path, self.count, self.zk.new_guid()),
+            zk: Some(self.zk.clone()),
+        };
+        let result = drive(&*self.zk, &mut entering.machine).await;
+        entering.zk = None;
+        result?;
+        Ok(DoubleBarrierGuard {
+            zk: self.zk.clone(),
+            path: self.path.clone(),
+            node: entering.machine.node().to_owned(),
+            left: false,
+        })
+    }
+}
+
+/// An entry in progress; if dropped unfinished, removes our node.
+struct Entering<C: Coordination + ?Sized + 'static> {
+    machine: EnterMachine,
+    zk: Option<Arc<C>>,
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for Entering<C> {
+    fn drop(&mut self) {
+        if let Some(zk) = self.zk.take() {
+            delete_in_background(zk, self.machine.node().to_owned());
+        }
+    }
+}
+
+fn delete_in_background<C: Coordination + ?Sized + 'static>(zk: Arc<C>, node: String) {
+    spawn_cleanup("removing a double-barrier node", async move {
+        let zk = &*zk;
+        match idempotent(zk, || zk.delete(&node, None)).await {
+            Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    });
+}
+
+/// Proof of being inside a [`DoubleBarrier`]. [`leave`](Self::leave) waits for everyone;
+/// dropping it deletes our node without waiting.
+#[must_use = "dropping the guard leaves without waiting for the others"]
+pub struct DoubleBarrierGuard<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    path: String,
+    node: String,
+    left: bool,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrierGuard<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DoubleBarrierGuard")
+            .field("node", &self.node)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> DoubleBarrierGuard<C> {
+    /// Our participant node.
+    ///
+    /// ```no_run
+    /// # fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard<avout::zk::ZkClient>) {
+    /// println!("{}", g.node());
+    /// # }
+    /// ```
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Leaves the barrier: returns once every participant has left (or died).
+    ///
+    /// ```no_run
+    /// # async fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// g.leave().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn leave(mut self) -> Result<(), BarrierError> {
+        let result = drive(&*self.zk, &mut LeaveMachine::new(&self.path, &self.node)).await;
+        // Finished, successfully or not: our node is gone (deleted, or with the session), or a
+        // request was refused and deleting it again would be refused too.
+        self.left = result.is_ok();
+        result
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for DoubleBarrierGuard<C> {
+    fn drop(&mut self) {
+        if !self.left {
+            delete_in_background(self.zk.clone(), std::mem::take(&mut self.node));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventKind, Stat};
+
+    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    fn children(names: &[&str]) -> crate::Result<Reply> {
+        Ok(Reply::Children {
+            children: names.iter().map(|s| s.to_string()).collect(),
+            stat: Stat::default(),
+        })
+    }
+
+    fn deleted() -> WatchedEvent {
+        WatchedEvent {
+            kind: EventKind::NodeDeleted,
+            state: SessionState::Connected,
+            path: String::new(),
+        }
+    }
+
+    fn created(path: &str) -> crate::Result<Reply> {
+        Ok(Reply::Created {
+            path: path.into(),
+            stat: Stat::default(),
+        })
+    }
+
+    #[test]
+    fn the_last_to_enter_creates_ready() {
+        let mut m = EnterMachine::new("/b", 2, 1);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = path::name(m.node()).to_owned();
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+        m.handle_reply(Millis(1), sent[1].0, created(m.node()));
+        m.handle_reply(Millis(1), sent[2].0, children(&["p-0a", &ours]));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::Create { path, .. })] if path == "/b/ready"));
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Err(Error::NodeExists {
+                path: "/b/ready".into(),
+            }),
+        );
+        assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+
+    #[test]
+    fn an_early_entrant_waits_for_ready() {
+        let mut m = EnterMachine::new("/b", 3, 1);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = path::name(m.node()).to_owned();
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+        // The reply to a create lost earlier: the node with our GUID is ours.
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            Err(Error::NodeExists {
+                path: m.node().into(),
+            }),
+        );
+        m.handle_reply(Millis(1), sent[2].0, children(&[&ours]));
+        assert!(drain(&mut m).is_empty() && m.poll_output().is_none());
+        m.handle_watch(
+            Millis(2),
+            sent[0].0,
+            WatchedEvent {
+                kind: EventKind::NodeCreated,
+                ..deleted()
+            },
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(3),
+            sent[0].0,
+            Ok(Reply::Exists(Some(Stat::default()))),
+        );
+        assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+
+    #[test]
+    fn leaving_follows_lowest_and_highest() {
+        // Not the lowest: delete ours, watch the lowest.
+        let mut m = LeaveMachine::new("/b", "/b/p-2");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            children(&["p-3", "ready", "p-2", "p-1"]),
+        );
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path == "/b/p-2"));
+        assert!(matches!(&sent[1].1, Request::Exists { path, watch: true } if path == "/b/p-1"));
+        m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Deleted));
+        m.handle_reply(
+            Millis(2),
+            sent[1].0,
+            Ok(Reply::Exists(Some(Stat::default()))),
+        );
+        m.handle_watch(Millis(3), sent[1].0, deleted());
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(4), sent[0].0, children(&["ready"]));
+        assert_eq!(m.poll_output(), Some(Ok(())));
+
+        // The lowest: watch the highest, then close alone with `ready`.
+        let mut m = LeaveMachine::new("/b", "/b/p-1");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, children(&["p-3", "p-1", "ready"]));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Exists { path, watch: true })] if path == "/b/p-3")
+        );
+        m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Exists(None)));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(3), sent[0].0, children(&["p-1", "ready"]));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::Multi(ops))] if ops.len() == 2));
+        m.handle_reply(Millis(4), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        // The close went through before the connection dropped: nobody is left.
+        m.handle_reply(Millis(30), sent[0].0, children(&[]));
+        assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+}

@@ -1,0 +1,583 @@
+//! Applying a non-idempotent `multi` exactly once, across connection losses.
+//!
+//! Several recipes end in one atomic write that must not happen twice: a queue producer's
+//! sequential create, a group member's ephemeral node, a two-phase-commit site's join. After
+//! a connection loss such a write may or may not have been applied, and resending it blindly
+//! would enqueue an element twice or fail with `NodeExists` against ourselves. So each write
+//! carries a *proof*: a node only this write creates, whose presence after the loss says the
+//! write happened ([`Proof::OwnedEphemeral`]: an ephemeral owned by this session, typically
+//! named with a GUID; [`Proof::Data`]: a node holding bytes only this writer uses). Because the
+//! `multi` is atomic, proof present ⇔ write applied; the machine resends only when the proof
+//! is absent, and ZooKeeper's per-session FIFO order guarantees that the lost request cannot
+//! still be applied after the proof was looked up.
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - Connection loss: the machine waits for the session to reconnect (or a short pause),
+//!   checks the proof and resends only if it is absent.
+//! - Session expiry ends the machine with the session's error. An ephemeral proof dies with
+//!   the session, so a write whose outcome was unknown at that moment stays unknown.
+//! - Dropping the driving future abandons the machine; a write already sent still applies.
+
+use std::collections::VecDeque;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{CreateOptions, Error, Op, OpResult, SessionState, WatchedEvent};
+
+/// Pause before redoing a step after a connection loss, unless the session reconnects first.
+pub(crate) const RETRY_PAUSE_MS: u64 = 20;
+
+/// Requests and the tokens naming them: what every recipe machine accumulates between polls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Outbox {
+    next: u64,
+    queue: VecDeque<(Token, Request)>,
+}
+
+impl Outbox {
+    pub(crate) fn send(&mut self, request: Request) -> Token {
+        self.next += 1;
+        let token = Token(self.next);
+        self.queue.push_back((token, request));
+        token
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<(Token, Request)> {
+        self.queue.pop_front()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.queue.clear();
+    }
+}
+
+/// Creates for `path` and each of its ancestors, root first; `NodeExists` replies to them are
+/// expected and ignored by the machines that send them.
+pub(crate) fn ancestor_creates(path: &str) -> Vec<Request> {
+    let mut requests = Vec::new();
+    let mut end = 0;
+    while end < path.len() {
+        end = path[end + 1..]
+            .find('/')
+            .map_or(path.len(), |i| end + 1 + i);
+        requests.push(Request::Create {
+            path: path[..end].to_owned(),
+            data: Vec::new(),
+            options: CreateOptions::default(),
+        });
+    }
+    requests
+}
+
+/// A GUID as it appears in node names: 32 lowercase hex digits.
+pub(crate) fn guid_hex(guid: u128) -> String {
+    format!("{guid:032x}")
+}
+
+/// Runs a cleanup in the background, for `Drop` impls that cannot wait for one.
+pub(crate) fn spawn_cleanup(
+    what: &'static str,
+    cleanup: impl std::future::Future<Output = Result<(), Error>> + Send + 'static,
+) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                if let Err(e) = cleanup.await {
+                    tracing::warn!(error = %e, "{what} failed");
+                }
+            });
+        }
+        Err(_) => tracing::warn!("{what} skipped: dropped outside a tokio runtime"),
+    }
+}
+
+/// Runs an idempotent request until it gets a determinate answer: after a connection loss it
+/// waits for the session to change state (or a short pause) and sends it again. Only for
+/// requests whose repetition cannot change the outcome (reads, deletes and writes of nodes
+/// only this caller writes, with the same bytes).
+pub(crate) async fn idempotent<C, T, F, Fut>(zk: &C, mut request: F) -> Result<T, Error>
+where
+    C: crate::Coordination + ?Sized,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let mut states = zk.session_states();
+    loop {
+        match request().await {
+            Err(e) if e.is_indeterminate() => {
+                let pause = tokio::time::sleep(std::time::Duration::from_millis(RETRY_PAUSE_MS));
+                tokio::select! {
+                    _ = states.next() => {}
+                    () = pause => {}
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How to tell, after a connection loss, whether the write was applied.
+///
+/// ```
+/// use avout::recipes::once::Proof;
+/// let p = Proof::OwnedEphemeral("/group/alice".into());
+/// assert_eq!(p.path(), "/group/alice");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Proof {
+    /// The write creates this ephemeral node: applied iff it exists owned by this session.
+    OwnedEphemeral(String),
+    /// The write creates this node with these bytes, which no other writer uses: applied iff
+    /// it exists holding them.
+    Data(String, Vec<u8>),
+}
+
+impl Proof {
+    /// The proof node's path.
+    ///
+    /// ```
+    /// use avout::recipes::once::Proof;
+    /// assert_eq!(Proof::Data("/tx/owner".into(), b"g".to_vec()).path(), "/tx/owner");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            Proof::OwnedEphemeral(path) | Proof::Data(path, _) => path,
+        }
+    }
+}
+
+/// How a [`OnceMachine`] ended.
+///
+/// ```
+/// use avout::recipes::once::Once;
+/// assert_ne!(Once::Conflict, Once::Applied { results: None });
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Once {
+    /// The write was applied exactly once. `results` are the `multi`'s results when its reply
+    /// arrived, `None` when the write was recognised by its proof after a connection loss.
+    Applied {
+        /// The results of the `multi`, if its reply arrived.
+        results: Option<Vec<OpResult>>,
+    },
+    /// The proof node exists but is not ours (another session's ephemeral, or other bytes):
+    /// the write was not applied and cannot be.
+    Conflict,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// The `multi` is in flight.
+    Writing {
+        multi: Token,
+    },
+    /// Creating missing parents, then writing again.
+    Ensuring {
+        last: Token,
+    },
+    /// Reading the proof after a connection loss or a `NodeExists` on it.
+    Proving {
+        read: Token,
+    },
+    /// Waiting to redo `step` after a connection loss.
+    Stalled {
+        step: Step,
+        until: Millis,
+    },
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    Prove,
+}
+
+/// Applies one `multi` exactly once; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::recipes::once::{OnceMachine, Proof};
+/// use avout::{CreateMode, Op, SessionState};
+///
+/// let ops = vec![Op::create("/group/alice", b"up".to_vec(), CreateMode::Ephemeral)];
+/// let mut m = OnceMachine::new(ops, Proof::OwnedEphemeral("/group/alice".into()), 7)
+///     .create_parents("/group");
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// assert!(matches!(m.poll_request(), Some((_, Request::Multi(_)))));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OnceMachine {
+    ops: Vec<Op>,
+    proof: Proof,
+    parents: Option<String>,
+    ensured: bool,
+    cleanup: Option<String>,
+    session: i64,
+    started: bool,
+    phase: Phase,
+    outbox: Outbox,
+    output: Option<Result<Once, Error>>,
+}
+
+impl OnceMachine {
+    /// A machine applying `ops` once for session `session`, recognising an applied write by
+    /// `proof` (which one of `ops` must create).
+    ///
+    /// ```
+    /// use avout::recipes::once::{OnceMachine, Proof};
+    /// let m = OnceMachine::new(vec![], Proof::OwnedEphemeral("/a".into()), 1);
+    /// # let _ = m;
+    /// ```
+    pub fn new(ops: Vec<Op>, proof: Proof, session: i64) -> Self {
+        OnceMachine {
+            ops,
+            proof,
+            parents: None,
+            ensured: false,
+            cleanup: None,
+            session,
+            started: false,
+            phase: Phase::Done,
+            outbox: Outbox::default(),
+            output: None,
+        }
+    }
+
+    /// If the write fails with `NoNode`, create `path` and its ancestors (once) and write
+    /// again; without this, `NoNode` is returned.
+    ///
+    /// ```
+    /// use avout::recipes::once::{OnceMachine, Proof};
+    /// let m = OnceMachine::new(vec![], Proof::OwnedEphemeral("/g/a".into()), 1).create_parents("/g");
+    /// # let _ = m;
+    /// ```
+    pub fn create_parents(mut self, path: impl Into<String>) -> Self {
+        self.parents = Some(path.into());
+        self
+    }
+
+    /// After the write is known applied, delete this node (the proof, typically) without
+    /// waiting for the reply: if that delete is lost, an ephemeral proof goes with the session.
+    ///
+    /// ```
+    /// use avout::recipes::once::{OnceMachine, Proof};
+    /// let m = OnceMachine::new(vec![], Proof::OwnedEphemeral("/q/_r/g".into()), 1).cleanup("/q/_r/g");
+    /// # let _ = m;
+    /// ```
+    pub fn cleanup(mut self, path: impl Into<String>) -> Self {
+        self.cleanup = Some(path.into());
+        self
+    }
+
+    /// Whether a write was sent whose outcome this machine has not learned.
+    ///
+    /// ```
+    /// use avout::recipes::once::{OnceMachine, Proof};
+    /// let m = OnceMachine::new(vec![], Proof::OwnedEphemeral("/a".into()), 1);
+    /// assert!(!m.in_doubt());
+    /// ```
+    pub fn in_doubt(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Writing { .. } | Phase::Proving { .. } | Phase::Stalled { .. }
+        )
+    }
+
+    fn write(&mut self) {
+        let multi = self.outbox.send(Request::Multi(self.ops.clone()));
+        self.phase = Phase::Writing { multi };
+    }
+
+    fn prove(&mut self) {
+        let read = match &self.proof {
+            Proof::OwnedEphemeral(path) => self.outbox.send(Request::Exists {
+                path: path.clone(),
+                watch: false,
+            }),
+            Proof::Data(path, _) => self.outbox.send(Request::GetData {
+                path: path.clone(),
+                watch: false,
+            }),
+        };
+        self.phase = Phase::Proving { read };
+    }
+
+    fn finish(&mut self, result: Result<Once, Error>) {
+        self.outbox.clear();
+        if let (Ok(Once::Applied { .. }), Some(cleanup)) = (&result, self.cleanup.clone()) {
+            self.outbox.send(Request::Delete {
+                path: cleanup,
+                version: None,
+            });
+        }
+        self.phase = Phase::Done;
+        self.output = Some(result);
+    }
+
+    fn stall(&mut self, now: Millis, error: Error) {
+        if error.is_indeterminate() {
+            self.phase = Phase::Stalled {
+                step: Step::Prove,
+                until: now.plus(RETRY_PAUSE_MS),
+            };
+        } else {
+            self.finish(Err(error));
+        }
+    }
+
+    fn resume(&mut self) {
+        if let Phase::Stalled {
+            step: Step::Prove, ..
+        } = self.phase
+        {
+            self.prove();
+        }
+    }
+
+    fn proof_index(&self) -> Option<usize> {
+        self.ops
+            .iter()
+            .position(|op| matches!(op, Op::Create { path, .. } if path == self.proof.path()))
+    }
+}
+
+impl Machine for OnceMachine {
+    type Output = Result<Once, Error>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match self.phase.clone() {
+            Phase::Writing { multi } if token == multi => match reply {
+                Ok(Reply::Multi(results)) => self.finish(Ok(Once::Applied {
+                    results: Some(results),
+                })),
+                Err(Error::Multi { index, source })
+                    if matches!(*source, Error::NodeExists { .. })
+                        && Some(index) == self.proof_index() =>
+                {
+                    // Ours from an earlier attempt, or someone else's: the proof says which.
+                    self.prove();
+                }
+                Err(e)
+                    if matches!(e.root(), Error::NoNode { .. })
+                        && !self.ensured
+                        && self.parents.is_some() =>
+                {
+                    self.ensured = true;
+                    let parents = self.parents.clone().expect("checked");
+                    let mut last = None;
+                    for request in ancestor_creates(&parents) {
+                        last = Some(self.outbox.send(request));
+                    }
+                    self.phase = Phase::Ensuring {
+                        last: last.expect("a path has at least one component"),
+                    };
+                }
+                Err(e) => self.stall(now, e),
+                Ok(other) => unreachable!("multi replied {other:?}"),
+            },
+            Phase::Ensuring { last } if token == last => match reply {
+                Ok(_) | Err(Error::NodeExists { .. }) => self.write(),
+                Err(e) if e.is_indeterminate() => {
+                    // Nothing of ours is in doubt yet: simply create the parents again.
+                    self.ensured = false;
+                    self.write();
+                }
+                Err(e) => self.finish(Err(e)),
+            },
+            Phase::Proving { read } if token == read => match (&self.proof, reply) {
+                (Proof::OwnedEphemeral(_), Ok(Reply::Exists(Some(stat)))) => {
+                    if stat.ephemeral_owner == self.session {
+                        self.finish(Ok(Once::Applied { results: None }));
+                    } else {
+                        self.finish(Ok(Once::Conflict));
+                    }
+                }
+                (Proof::Data(_, ours), Ok(Reply::Data { data, .. })) => {
+                    if data == *ours {
+                        self.finish(Ok(Once::Applied { results: None }));
+                    } else {
+                        self.finish(Ok(Once::Conflict));
+                    }
+                }
+                // No proof: the write was not applied, and after this read it never will be
+                // (the session's requests are applied in order), so it may be sent again.
+                (Proof::OwnedEphemeral(_), Ok(Reply::Exists(None)))
+                | (Proof::Data(..), Err(Error::NoNode { .. })) => self.write(),
+                (_, Err(e)) => self.stall(now, e),
+                (_, Ok(other)) => unreachable!("proof read replied {other:?}"),
+            },
+            // Replies to the parents' creates, and to a fire-and-forget cleanup.
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if !self.started {
+            self.started = true;
+            if let Some(error) = state.terminal_error() {
+                return self.finish(Err(error));
+            }
+            return self.write();
+        }
+        if self.phase == Phase::Done {
+            return;
+        }
+        if let Some(error) = state.terminal_error() {
+            return self.finish(Err(error));
+        }
+        if state == SessionState::Connected {
+            self.resume();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Phase::Stalled { until, .. } = self.phase
+            && now >= until
+        {
+            self.resume();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            Phase::Stalled { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CreateMode, Stat};
+
+    const SESSION: i64 = 0x5e55;
+
+    fn drain(m: &mut OnceMachine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    fn member() -> OnceMachine {
+        let ops = vec![Op::create("/g/a", b"x".to_vec(), CreateMode::Ephemeral)];
+        let mut m = OnceMachine::new(ops, Proof::OwnedEphemeral("/g/a".into()), SESSION)
+            .create_parents("/g");
+        m.handle_session(Millis(0), SessionState::Connected);
+        m
+    }
+
+    fn owned(owner: i64) -> crate::Result<Reply> {
+        Ok(Reply::Exists(Some(Stat {
+            ephemeral_owner: owner,
+            ..Stat::default()
+        })))
+    }
+
+    #[test]
+    fn a_lost_reply_is_recognised_by_its_proof_and_not_resent() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        assert!(drain(&mut m).is_empty(), "waits for the connection");
+        m.handle_session(Millis(2), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Exists { path, watch: false })] if path == "/g/a")
+        );
+        m.handle_reply(Millis(3), sent[0].0, owned(SESSION));
+        assert_eq!(m.poll_output(), Some(Ok(Once::Applied { results: None })));
+        assert!(drain(&mut m).is_empty(), "no second write");
+    }
+
+    #[test]
+    fn a_lost_request_is_resent_once_the_proof_is_absent() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(30), sent[0].0, Ok(Reply::Exists(None)));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::Multi(_))]));
+        m.handle_reply(Millis(31), sent[0].0, Ok(Reply::Multi(vec![])));
+        assert_eq!(
+            m.poll_output(),
+            Some(Ok(Once::Applied {
+                results: Some(vec![])
+            }))
+        );
+    }
+
+    #[test]
+    fn another_sessions_node_is_a_conflict() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        let exists = Error::Multi {
+            index: 0,
+            source: Box::new(Error::NodeExists {
+                path: "/g/a".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), sent[0].0, Err(exists));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(2), sent[0].0, owned(0x07));
+        assert_eq!(m.poll_output(), Some(Ok(Once::Conflict)));
+    }
+
+    #[test]
+    fn missing_parents_are_created_then_the_write_is_resent() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        let no_node = Error::Multi {
+            index: 0,
+            source: Box::new(Error::NoNode {
+                path: "/g/a".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), sent[0].0, Err(no_node));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::Create { path, .. })] if path == "/g"));
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: "/g".into(),
+                stat: Stat::default(),
+            }),
+        );
+        assert!(matches!(&drain(&mut m)[..], [(_, Request::Multi(_))]));
+    }
+
+    #[test]
+    fn cleanup_is_sent_with_the_output() {
+        let ops = vec![Op::create("/q/_r/g", vec![], CreateMode::Ephemeral)];
+        let mut m = OnceMachine::new(ops, Proof::OwnedEphemeral("/q/_r/g".into()), SESSION)
+            .cleanup("/q/_r/g");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Multi(vec![])));
+        assert!(m.poll_output().is_some());
+        assert!(
+            matches!(&drain(&mut m)[..], [(_, Request::Delete { path, .. })] if path == "/q/_r/g")
+        );
+    }
+
+    #[test]
+    fn session_expiry_while_in_doubt_is_an_error() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        assert!(m.in_doubt());
+        m.handle_session(Millis(2), SessionState::Expired);
+        assert_eq!(m.poll_output(), Some(Err(Error::SessionExpired)));
+    }
+}
