@@ -10,3 +10,5 @@ mod expiry;
 mod failover;
 mod standalone;
 mod support;
+mod rwlock;
+mod watch_count;

@@ -1,0 +1,316 @@
+//! The read-write lock and revocation on a real standalone server: readers share and exclude
+//! writers across sessions, both sides are reentrant, a write holder may read, revocation is
+//! asked and consented to, a release wakes one waiter, and expiry ends a hold.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use avout::lock::{LockError, LockStatus, Mutex, RwLock, revoke_holders};
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, path};
+use tokio::sync::Barrier;
+
+use crate::support;
+use crate::watch_count::{Counting, wait_children};
+
+async fn session(connect: &str) -> Arc<ZkClient> {
+    Arc::new(support::connect(&ZkConfig::new(connect)).await)
+}
+
+/// Curator's `_c_<uuid>-__READ__<10 digits>` / `…-__WRIT__…`.
+fn curator_name(node: &str, marker: &str) -> bool {
+    let name = path::name(node);
+    let Some(rest) = name.strip_prefix("_c_") else {
+        return false;
+    };
+    let Some((uuid, seq)) = rest.split_once(&format!("-{marker}")) else {
+        return false;
+    };
+    uuid::Uuid::parse_str(uuid).is_ok()
+        && seq.len() == 10
+        && seq.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_share_and_exclude_writers_across_sessions() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    const READERS: usize = 3;
+    const WRITERS: usize = 2;
+    const ROUNDS: usize = 6;
+
+    // Readers really share: all of them hold at once.
+    let all_in = Arc::new(Barrier::new(READERS));
+    let mut tasks = Vec::new();
+    for _ in 0..READERS {
+        let (connect, all_in) = (connect.clone(), all_in.clone());
+        tasks.push(tokio::spawn(async move {
+            let rw = RwLock::new(session(&connect).await, "/rw/shared").expect("handle");
+            let guard = rw.read().await.expect("read");
+            assert!(curator_name(guard.node(), "__READ__"), "{}", guard.node());
+            tokio::time::timeout(Duration::from_secs(10), all_in.wait())
+                .await
+                .expect("every reader holds the read lock at the same time");
+            guard.unlock().await.expect("unlock");
+        }));
+    }
+    for t in tasks {
+        t.await.expect("reader");
+    }
+
+    // Readers and writers in a loop: a writer is alone; readers overlap only with readers.
+    let readers = Arc::new(AtomicUsize::new(0));
+    let writing = Arc::new(AtomicBool::new(false));
+    let max_readers = Arc::new(AtomicUsize::new(0));
+    let writes = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..READERS + WRITERS {
+        let connect = connect.clone();
+        let (readers, writing, max_readers, writes) = (
+            readers.clone(),
+            writing.clone(),
+            max_readers.clone(),
+            writes.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let rw = RwLock::new(session(&connect).await, "/rw/mixed").expect("handle");
+            for _ in 0..ROUNDS {
+                if i < READERS {
+                    let guard = rw.read().await.expect("read");
+                    let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_readers.fetch_max(now, Ordering::SeqCst);
+                    assert!(!writing.load(Ordering::SeqCst), "a reader beside a writer");
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                    assert!(!writing.load(Ordering::SeqCst), "a writer came in");
+                    readers.fetch_sub(1, Ordering::SeqCst);
+                    guard.unlock().await.expect("unlock");
+                } else {
+                    let guard = rw.write().await.expect("write");
+                    assert!(curator_name(guard.node(), "__WRIT__"), "{}", guard.node());
+                    assert!(!writing.swap(true, Ordering::SeqCst), "two writers");
+                    assert_eq!(readers.load(Ordering::SeqCst), 0, "a writer beside readers");
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                    assert_eq!(readers.load(Ordering::SeqCst), 0, "a reader came in");
+                    writing.store(false, Ordering::SeqCst);
+                    writes.fetch_add(1, Ordering::SeqCst);
+                    guard.unlock().await.expect("unlock");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("no exclusion violated");
+    }
+    assert_eq!(writes.load(Ordering::SeqCst), WRITERS * ROUNDS);
+    eprintln!(
+        "max concurrent readers: {}",
+        max_readers.load(Ordering::SeqCst)
+    );
+    let zk = session(&connect).await;
+    assert!(
+        zk.get_children("/rw/mixed")
+            .await
+            .expect("children")
+            .0
+            .is_empty(),
+        "every node released"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let me = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let other = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+
+    let w1 = me.write().await.expect("write");
+    let w2 = me.write().await.expect("write again: reentrant");
+    assert_eq!(w1.node(), w2.node(), "one node for both holds");
+    let r1 = tokio::time::timeout(Duration::from_secs(5), me.read())
+        .await
+        .expect("a write holder's read does not wait for itself")
+        .expect("read under write");
+    assert!(r1.fencing_token() > w1.fencing_token());
+    assert!(
+        other.try_read().await.expect("try").is_none(),
+        "the writer excludes readers"
+    );
+    assert!(other.try_write().await.expect("try").is_none());
+
+    w2.unlock().await.expect("unlock");
+    assert!(
+        other.try_write().await.expect("try").is_none(),
+        "still held once"
+    );
+    w1.unlock().await.expect("unlock");
+    // Downgraded: only our read node remains.
+    let zk = &*session(&connect).await;
+    let children = zk.get_children("/rw/reenter").await.expect("children").0;
+    assert_eq!(children, [path::name(r1.node())]);
+    let shared = other.try_read().await.expect("try").expect("readers share");
+    let third = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    assert!(
+        third.try_write().await.expect("try").is_none(),
+        "readers exclude writers"
+    );
+
+    // Holding only the read lock, the write lock would wait for itself.
+    assert_eq!(me.write().await.unwrap_err(), LockError::WouldDeadlock);
+    let r2 = me.read().await.expect("read again: reentrant");
+    assert_eq!(r2.node(), r1.node());
+    r1.unlock().await.expect("unlock");
+    r2.unlock().await.expect("unlock");
+    shared.unlock().await.expect("unlock");
+    let w = other
+        .try_write_for(Duration::from_secs(5))
+        .await
+        .expect("try")
+        .expect("free now");
+    w.unlock().await.expect("unlock");
+
+    // Timed out waits leave nothing behind.
+    let held = other.write().await.expect("write");
+    assert!(
+        me.try_read_for(Duration::from_millis(200))
+            .await
+            .expect("try")
+            .is_none()
+    );
+    assert!(
+        me.try_write_for(Duration::from_millis(200))
+            .await
+            .expect("try")
+            .is_none()
+    );
+    let children = zk.get_children("/rw/reenter").await.expect("children").0;
+    assert_eq!(
+        children,
+        [path::name(held.node())],
+        "timed-out nodes removed"
+    );
+    held.unlock().await.expect("unlock");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_asked_to_release_consents() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let holder = RwLock::new(session(&connect).await, "/rw/revoke").expect("handle");
+    let contender_zk = session(&connect).await;
+    let contender = RwLock::new(contender_zk.clone(), "/rw/revoke").expect("handle");
+
+    let guard = holder.read().await.expect("read");
+    let node = guard.node().to_owned();
+    let consented = tokio::spawn(async move {
+        guard.revocation_requested().await.expect("asked, not lost");
+        // Finish up, then consent.
+        guard.unlock().await.expect("unlock");
+    });
+    assert!(contender.try_write().await.expect("try").is_none());
+    let asked = revoke_holders(&*contender_zk, contender.path())
+        .await
+        .expect("revoke");
+    assert_eq!(asked, [node.clone()]);
+    let w = tokio::time::timeout(Duration::from_secs(10), contender.write())
+        .await
+        .expect("the holder released on request")
+        .expect("write");
+    consented.await.expect("holder");
+    assert!(!w.node().is_empty());
+
+    // Revoking a node that is gone reports it.
+    assert!(
+        !avout::lock::revoke(&*contender_zk, &node)
+            .await
+            .expect("revoke")
+    );
+    w.unlock().await.expect("unlock");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_release_wakes_exactly_one_waiter() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let observer = session(&connect).await;
+    let holder = RwLock::new(session(&connect).await, "/rw/herd").expect("handle");
+    let first = holder.write().await.expect("write");
+
+    // Four writers queue behind it, one after another, each on its own counted session.
+    let mut waiters = Vec::new();
+    for i in 0..4 {
+        let zk = Counting::connect(&connect).await;
+        let rw = RwLock::new(zk.clone(), "/rw/herd").expect("handle");
+        let task = tokio::spawn(async move {
+            let guard = rw.write().await.expect("write");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            guard.unlock().await.expect("unlock");
+        });
+        wait_children(&observer, "/rw/herd", i + 2).await;
+        waiters.push((zk, task));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(waiters.iter().all(|(zk, _)| zk.fired() == 0));
+
+    first.unlock().await.expect("unlock");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let fired: Vec<usize> = waiters.iter().map(|(zk, _)| zk.fired()).collect();
+    assert_eq!(fired, [1, 0, 0, 0], "only the next writer is notified");
+    for (_, task) in waiters {
+        task.await.expect("waiter");
+    }
+
+    // The same for the exclusive mutex.
+    let m = Mutex::new(session(&connect).await, "/mutex/herd").expect("handle");
+    let g = m.lock().await.expect("lock");
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        let zk = Counting::connect(&connect).await;
+        let m = Mutex::new(zk.clone(), "/mutex/herd").expect("handle");
+        let task = tokio::spawn(async move {
+            let guard = m.lock().await.expect("lock");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            guard.unlock().await.expect("unlock");
+        });
+        wait_children(&observer, "/mutex/herd", i + 2).await;
+        waiters.push((zk, task));
+    }
+    g.unlock().await.expect("unlock");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let fired: Vec<usize> = waiters.iter().map(|(zk, _)| zk.fired()).collect();
+    assert_eq!(fired, [1, 0, 0], "only the next in line is notified");
+    for (_, task) in waiters {
+        task.await.expect("waiter");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_reader_loses_its_hold_and_a_writer_gets_in() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let reader_zk = session(&connect).await;
+    let reader = RwLock::new(reader_zk.clone(), "/rw/expiry").expect("handle");
+    let writer = RwLock::new(session(&connect).await, "/rw/expiry").expect("handle");
+    let guard = reader.read().await.expect("read");
+    assert_eq!(guard.status(), LockStatus::Held);
+    let waiting = tokio::spawn(async move { writer.write().await.map(|g| g.fencing_token()) });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "the writer waits for the reader");
+
+    reader_zk.expire_session().await.expect("expire");
+    let lost = tokio::time::timeout(Duration::from_secs(10), guard.lost())
+        .await
+        .expect("loss noticed");
+    assert!(matches!(lost, LockError::SessionLost(_)), "{lost:?}");
+    support::eventually("status Lost", Duration::from_secs(10), || async {
+        (guard.status() == LockStatus::Lost).then_some(())
+    })
+    .await;
+    let token = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the writer gets in")
+        .expect("task")
+        .expect("write");
+    assert!(token > guard.fencing_token(), "fencing tokens grow");
+}
