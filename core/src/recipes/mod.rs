@@ -7,3 +7,5 @@ pub mod once;
 pub mod queue;
 pub mod barrier;
 pub mod double_barrier;
+pub mod group;
+pub mod two_phase_commit;

@@ -1,0 +1,1020 @@
+//! Two-phase commit (ZooKeeper's two-phased-commit recipe), with site failure detected
+//! through ephemeral nodes the sites create themselves.
+//!
+//! # Layout
+//!
+//! ```text
+//! <tx>              the transaction; data = the payload the coordinator propagates
+//! <tx>/owner        the coordinator's GUID (recognises its own create after a connection loss)
+//! <tx>/s_<site>     one vote node per site, created empty by the coordinator;
+//!                   the site writes "joined" (version 1), then "commit" or "abort" (version 2)
+//! <tx>/p_<site>     the site's ephemeral presence node, created by the site as it joins
+//! <tx>/outcome      "commit" or "abort": the decision, created once
+//! ```
+//!
+//! # The algorithm
+//!
+//! The coordinator creates the transaction, its owner node and every vote node in one `multi`
+//! ([`Coordinator::begin`]). A site joins ([`Site::join`]) by marking its vote node "joined"
+//! and creating its presence node in one `multi`, so "joined" ⇔ "was present". It votes by
+//! writing its vote node in a `multi` that also checks its presence node, so a site whose
+//! session ended can no longer vote.
+//!
+//! Anyone (sites, coordinator) reads the outcome the same way ([`OutcomeMachine`]): read every
+//! vote node with a data watch, *then* the transaction's children with a child watch (the order
+//! matters: a vote read "joined" before the presence node is seen missing proves the site left
+//! before voting). The decision is **abort** if any site voted abort, or if a site joined,
+//! did not vote and its presence node is gone (it died or gave up); **commit** if every site
+//! voted commit; otherwise wait for a watch and read again. The first to see a decision
+//! creates `outcome`; a `NodeExists` means someone decided first, and `outcome`'s content is
+//! what everyone returns, so the outcome is decided once and is the same for all. The
+//! coordinator may also abort an undecided transaction ([`Transaction::abort`]), for example
+//! when a site never joins.
+//!
+//! This is the recipe's symmetric variant (every participant can decide: O(n²) watch
+//! notifications for n sites); the recipe's second drawback, that the coordinator cannot
+//! detect a site's failure through a node it created, is avoided by the presence nodes.
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - Connection loss: begin, join and vote are [`OnceMachine`]s (recognised after a loss by
+//!   the owner GUID, the presence node, or the vote's bytes); reads are redone; creating
+//!   `outcome` is idempotent (its content, whoever wrote it, is the answer).
+//! - A site's session expiring deletes its presence node: if it had not voted, the transaction
+//!   aborts. Any wait of that session ends with [`TwoPhaseError::SessionLost`]; the outcome
+//!   stays readable from any other session.
+//! - Dropping a [`Site`] deletes its presence node (an unvoted site thereby aborts the
+//!   transaction); dropping a wait for the outcome changes nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::{
+    Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState,
+    WatchedEvent, path,
+};
+
+use super::once::{
+    Once, OnceMachine, Outbox, Proof, RETRY_PAUSE_MS, guid_hex, idempotent, spawn_cleanup,
+};
+
+const OWNER: &str = "owner";
+const OUTCOME: &str = "outcome";
+const VOTE: &str = "s_";
+const PRESENCE: &str = "p_";
+const JOINED: &[u8] = b"joined";
+
+/// Why a two-phase-commit operation failed.
+///
+/// ```
+/// use avout::recipes::two_phase_commit::TwoPhaseError;
+/// assert!(matches!(TwoPhaseError::from(avout::Error::SessionExpired), TwoPhaseError::SessionLost(_)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum TwoPhaseError {
+    /// A transaction already exists at the path (begun by someone else).
+    #[error("a transaction already exists at {path}")]
+    Exists {
+        /// The transaction's path.
+        path: String,
+    },
+    /// No transaction at the path, or it was removed.
+    #[error("no transaction at {path}")]
+    NoTransaction {
+        /// The transaction's path.
+        path: String,
+    },
+    /// The site is not one of the transaction's sites.
+    #[error("{site} is not a site of {path}")]
+    NotASite {
+        /// The transaction's path.
+        path: String,
+        /// The site.
+        site: String,
+    },
+    /// The site already joined (from another session) or already voted.
+    #[error("site {site} already joined or voted")]
+    AlreadyJoined {
+        /// The site.
+        site: String,
+    },
+    /// The site's presence node is gone (its session ended, or it was dropped): it cannot
+    /// vote any more.
+    #[error("site {site} is no longer present")]
+    NotPresent {
+        /// The site.
+        site: String,
+    },
+    /// The session ended.
+    #[error("session lost: {0}")]
+    SessionLost(Error),
+    /// The coordination service refused a request (bad path, no access, …).
+    #[error(transparent)]
+    Zk(Error),
+}
+
+impl From<Error> for TwoPhaseError {
+    fn from(error: Error) -> Self {
+        if error.is_session_lost() {
+            TwoPhaseError::SessionLost(error)
+        } else {
+            TwoPhaseError::Zk(error)
+        }
+    }
+}
+
+/// A site's vote.
+///
+/// ```
+/// assert_eq!(avout::recipes::two_phase_commit::Vote::Commit.as_bytes(), b"commit");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vote {
+    /// Ready to commit.
+    Commit,
+    /// Cannot commit.
+    Abort,
+}
+
+impl Vote {
+    /// How the vote is written in the site's node.
+    ///
+    /// ```
+    /// assert_eq!(avout::recipes::two_phase_commit::Vote::Abort.as_bytes(), b"abort");
+    /// ```
+    pub fn as_bytes(self) -> &'static [u8] {
+        match self {
+            Vote::Commit => b"commit",
+            Vote::Abort => b"abort",
+        }
+    }
+}
+
+/// The transaction's decision.
+///
+/// ```
+/// use avout::recipes::two_phase_commit::Outcome;
+/// assert_eq!(Outcome::parse(b"commit"), Some(Outcome::Commit));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Every site voted commit.
+    Commit,
+    /// A site voted abort, a site left before voting, or the coordinator aborted.
+    Abort,
+}
+
+impl Outcome {
+    /// How the outcome is written in the `outcome` node.
+    ///
+    /// ```
+    /// assert_eq!(avout::recipes::two_phase_commit::Outcome::Abort.as_bytes(), b"abort");
+    /// ```
+    pub fn as_bytes(self) -> &'static [u8] {
+        match self {
+            Outcome::Commit => b"commit",
+            Outcome::Abort => b"abort",
+        }
+    }
+
+    /// Reads an outcome node's content.
+    ///
+    /// ```
+    /// assert_eq!(avout::recipes::two_phase_commit::Outcome::parse(b"maybe"), None);
+    /// ```
+    pub fn parse(bytes: &[u8]) -> Option<Outcome> {
+        match bytes {
+            b"commit" => Some(Outcome::Commit),
+            b"abort" => Some(Outcome::Abort),
+            _ => None,
+        }
+    }
+}
+
+/// The decision rule over a consistent reading: votes (read first) and present sites (read
+/// after). `None`: not decided yet.
+fn decide(votes: &BTreeMap<String, Vec<u8>>, present: &[String]) -> Option<Outcome> {
+    if votes.values().any(|v| v == Vote::Abort.as_bytes()) {
+        return Some(Outcome::Abort);
+    }
+    if votes.values().all(|v| v == Vote::Commit.as_bytes()) {
+        return Some(Outcome::Commit);
+    }
+    let deserted = votes
+        .iter()
+        .any(|(site, v)| v == JOINED && !present.contains(site));
+    deserted.then_some(Outcome::Abort)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    Discover,
+    Snapshot,
+    Read,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Listing the children to learn the sites.
+    Discovering {
+        list: Token,
+    },
+    /// Votes (each with a data watch) then children (with a child watch), sent together.
+    Snapshot {
+        votes: BTreeMap<Token, String>,
+        list: Token,
+        read: BTreeMap<String, Vec<u8>>,
+        children: Option<Vec<String>>,
+    },
+    /// Creating `outcome` with our decision.
+    Deciding {
+        create: Token,
+    },
+    /// Reading `outcome`.
+    Reading {
+        get: Token,
+    },
+    /// Undecided: waiting for any of the snapshot's watches.
+    Waiting {
+        watches: Vec<Token>,
+    },
+    /// Waiting to redo `step` after a connection loss.
+    Stalled {
+        step: Step,
+        until: Millis,
+    },
+    Done,
+}
+
+/// Waits for a transaction's outcome, deciding it when the votes allow; see the
+/// [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::recipes::two_phase_commit::OutcomeMachine;
+/// use avout::SessionState;
+///
+/// let mut m = OutcomeMachine::new("/tx/1", Some(vec!["a".into(), "b".into()]));
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// let sent: Vec<_> = std::iter::from_fn(|| m.poll_request()).collect();
+/// assert!(matches!(&sent[0].1, Request::GetData { path, watch: true } if path == "/tx/1/s_a"));
+/// assert!(matches!(&sent[2].1, Request::GetChildren { watch: true, .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OutcomeMachine {
+    tx: String,
+    sites: Option<Vec<String>>,
+    started: bool,
+    phase: Phase,
+    outbox: Outbox,
+    output: Option<Result<Outcome, TwoPhaseError>>,
+}
+
+impl OutcomeMachine {
+    /// A machine reading the outcome of the transaction at `tx`, whose sites are `sites`
+    /// (read from the transaction when `None`).
+    ///
+    /// ```
+    /// let m = avout::recipes::two_phase_commit::OutcomeMachine::new("/tx/1", None);
+    /// # let _ = m;
+    /// ```
+    pub fn new(tx: &str, sites: Option<Vec<String>>) -> Self {
+        OutcomeMachine {
+            tx: tx.to_owned(),
+            sites,
+            started: false,
+            phase: Phase::Done,
+            outbox: Outbox::default(),
+            output: None,
+        }
+    }
+
+    fn finish(&mut self, result: Result<Outcome, TwoPhaseError>) {
+        self.outbox.clear();
+        self.phase = Phase::Done;
+        self.output = Some(result);
+    }
+
+    fn failed(&mut self, now: Millis, step: Step, error: Error) {
+        if error.is_indeterminate() {
+            self.phase = Phase::Stalled {
+                step,
+                until: now.plus(RETRY_PAUSE_MS),
+            };
+        } else {
+            self.finish(Err(error.into()));
+        }
+    }
+
+    fn missing(&mut self) {
+        let path = self.tx.clone();
+        self.finish(Err(TwoPhaseError::NoTransaction { path }));
+    }
+
+    fn start(&mut self) {
+        if self.sites.is_some() {
+            return self.snapshot();
+        }
+        let list = self.outbox.send(Request::GetChildren {
+            path: self.tx.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Discovering { list };
+    }
+
+    fn snapshot(&mut self) {
+        let sites = self
+            .sites
+            .clone()
+            .expect("sites are known before a snapshot");
+        let votes = sites
+            .into_iter()
+            .map(|site| {
+                let token = self.outbox.send(Request::GetData {
+                    path: path::join(&self.tx, &format!("{VOTE}{site}")),
+                    watch: true,
+                });
+                (token, site)
+            })
+            .collect();
+        let list = self.outbox.send(Request::GetChildren {
+            path: self.tx.clone(),
+            watch: true,
+        });
+        self.phase = Phase::Snapshot {
+            votes,
+            list,
+            read: BTreeMap::new(),
+            children: None,
+        };
+    }
+
+    fn read_outcome(&mut self) {
+        let get = self.outbox.send(Request::GetData {
+            path: path::join(&self.tx, OUTCOME),
+            watch: false,
+        });
+        self.phase = Phase::Reading { get };
+    }
+
+    /// Once the snapshot is complete: read the outcome, decide it, or wait.
+    fn settle(&mut self) {
+        let Phase::Snapshot {
+            votes,
+            list,
+            read,
+            children: Some(children),
+        } = self.phase.clone()
+        else {
+            return;
+        };
+        if read.len() < votes.len() {
+            return;
+        }
+        if children.iter().any(|c| c == OUTCOME) {
+            return self.read_outcome();
+        }
+        let present: Vec<String> = children
+            .iter()
+            .filter_map(|c| c.strip_prefix(PRESENCE).map(str::to_owned))
+            .collect();
+        match decide(&read, &present) {
+            Some(outcome) => {
+                let create = self.outbox.send(Request::Create {
+                    path: path::join(&self.tx, OUTCOME),
+                    data: outcome.as_bytes().to_vec(),
+                    options: CreateOptions::default(),
+                });
+                self.phase = Phase::Deciding { create };
+            }
+            None => {
+                let mut watches: Vec<Token> = votes.into_keys().collect();
+                watches.push(list);
+                self.phase = Phase::Waiting { watches };
+            }
+        }
+    }
+
+    fn resume(&mut self) {
+        if let Phase::Stalled { step, .. } = self.phase.clone() {
+            match step {
+                Step::Discover => self.start(),
+                Step::Snapshot => self.snapshot(),
+                Step::Read => self.read_outcome(),
+            }
+        }
+    }
+}
+
+impl Machine for OutcomeMachine {
+    type Output = Result<Outcome, TwoPhaseError>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match self.phase.clone() {
+            Phase::Discovering { list } if token == list => match reply {
+                Ok(Reply::Children { children, .. }) => {
+                    let mut sites: Vec<String> = children
+                        .iter()
+                        .filter_map(|c| c.strip_prefix(VOTE).map(str::to_owned))
+                        .collect();
+                    sites.sort();
+                    self.sites = Some(sites);
+                    self.snapshot();
+                }
+                Err(Error::NoNode { .. }) => self.missing(),
+                Err(e) => self.failed(now, Step::Discover, e),
+                Ok(other) => unreachable!("children replied {other:?}"),
+            },
+            Phase::Snapshot { votes, list, .. } if votes.contains_key(&token) || token == list => {
+                let is_list = token == list;
+                match reply {
+                    Ok(Reply::Data { data, .. }) if !is_list => {
+                        if let Phase::Snapshot { read, .. } = &mut self.phase {
+                            read.insert(votes[&token].clone(), data);
+                        }
+                        self.settle();
+                    }
+                    Ok(Reply::Children { children, .. }) if is_list => {
+                        if let Phase::Snapshot { children: c, .. } = &mut self.phase {
+                            *c = Some(children);
+                        }
+                        self.settle();
+                    }
+                    // A vote node or the transaction is gone: it was removed.
+                    Err(Error::NoNode { .. }) => self.missing(),
+                    Err(e) => self.failed(now, Step::Snapshot, e),
+                    Ok(other) => unreachable!("snapshot read replied {other:?}"),
+                }
+            }
+            Phase::Deciding { create } if token == create => match reply {
+                // Ours, or someone decided first: `outcome` holds the answer either way.
+                Ok(_) | Err(Error::NodeExists { .. }) => self.read_outcome(),
+                Err(Error::NoNode { .. }) => self.missing(),
+                // Creating a fixed path is idempotent; its content decides.
+                Err(e) => self.failed(now, Step::Read, e),
+            },
+            Phase::Reading { get } if token == get => match reply {
+                Ok(Reply::Data { data, .. }) => match Outcome::parse(&data) {
+                    Some(outcome) => self.finish(Ok(outcome)),
+                    None => self.finish(Err(Error::Other(format!(
+                        "{}/{OUTCOME} holds {:?}, not an outcome",
+                        self.tx,
+                        String::from_utf8_lossy(&data)
+                    ))
+                    .into())),
+                },
+                // Not decided after all (a create lost with the connection): look again.
+                Err(Error::NoNode { .. }) => self.snapshot(),
+                Err(e) => self.failed(now, Step::Read, e),
+                Ok(other) => unreachable!("get_data replied {other:?}"),
+            },
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if let Phase::Waiting { watches } = &self.phase
+            && watches.contains(&token)
+        {
+            self.snapshot();
+        }
+    }
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if !self.started {
+            self.started = true;
+            return match state.terminal_error() {
+                Some(error) => self.finish(Err(error.into())),
+                None => self.start(),
+            };
+        }
+        if self.phase == Phase::Done {
+            return;
+        }
+        if let Some(error) = state.terminal_error() {
+            return self.finish(Err(error.into()));
+        }
+        if state == SessionState::Connected {
+            self.resume();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Phase::Stalled { until, .. } = self.phase
+            && now >= until
+        {
+            self.resume();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            Phase::Stalled { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+fn check_site(site: &str) -> Result<(), TwoPhaseError> {
+    if site.is_empty() || site.contains('/') {
+        return Err(Error::BadArguments(format!("invalid site name {site:?}")).into());
+    }
+    Ok(())
+}
+
+/// Starts transactions; see the [module docs](self).
+#[derive(Debug)]
+pub struct Coordinator;
+
+impl Coordinator {
+    /// Creates the transaction at `tx` for `sites`, carrying `payload` for the sites to read.
+    /// Fails with [`TwoPhaseError::Exists`] if a transaction is already there.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use avout::recipes::two_phase_commit::{Coordinator, Outcome};
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// let tx = Coordinator::begin(zk, "/txns/t-42", &["db", "cache"], b"UPDATE ...").await?;
+    /// match tx.outcome().await? {
+    ///     Outcome::Commit => println!("committed"),
+    ///     Outcome::Abort => println!("aborted"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn begin<C: Coordination + ?Sized + 'static, S: AsRef<str>>(
+        zk: Arc<C>,
+        tx: &str,
+        sites: &[S],
+        payload: &[u8],
+    ) -> Result<Transaction<C>, TwoPhaseError> {
+        path::validate_path(tx, false)?;
+        let mut names: Vec<String> = sites.iter().map(|s| s.as_ref().to_owned()).collect();
+        for site in &names {
+            check_site(site)?;
+        }
+        names.sort();
+        names.dedup();
+        if let Some(parent) = path::parent(tx).filter(|p| *p != "/") {
+            let zk = &*zk;
+            idempotent(zk, || zk.ensure_path(parent)).await?;
+        }
+        let guid = guid_hex(zk.new_guid()).into_bytes();
+        let owner = path::join(tx, OWNER);
+        let mut ops = vec![
+            Op::create(tx, payload.to_vec(), CreateMode::Persistent),
+            Op::create(owner.clone(), guid.clone(), CreateMode::Persistent),
+        ];
+        ops.extend(names.iter().map(|site| {
+            Op::create(
+                path::join(tx, &format!("{VOTE}{site}")),
+                Vec::new(),
+                CreateMode::Persistent,
+            )
+        }));
+        let mut machine = OnceMachine::new(ops, Proof::Data(owner, guid), zk.session().id.0);
+        match drive(&*zk, &mut machine).await {
+            Ok(Once::Applied { .. }) => Ok(Transaction {
+                zk,
+                path: tx.to_owned(),
+                sites: names,
+            }),
+            Ok(Once::Conflict) | Err(Error::Multi { index: 0, .. }) => Err(TwoPhaseError::Exists {
+                path: tx.to_owned(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A transaction as its coordinator holds it.
+pub struct Transaction<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    path: String,
+    sites: Vec<String>,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Transaction<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("path", &self.path)
+            .field("sites", &self.sites)
+            .finish()
+    }
+}
+
+/// Creates `outcome` as `Abort` unless it is decided, and returns the decision.
+async fn force_abort<C: Coordination + ?Sized>(zk: &C, tx: &str) -> Result<Outcome, TwoPhaseError> {
+    let node = path::join(tx, OUTCOME);
+    // Creating a fixed path is idempotent: after a loss, NodeExists and the content decide.
+    match idempotent(zk, || {
+        zk.create(&node, Outcome::Abort.as_bytes(), &CreateOptions::default())
+    })
+    .await
+    {
+        Ok(_) | Err(Error::NodeExists { .. }) => {}
+        Err(Error::NoNode { .. }) => {
+            return Err(TwoPhaseError::NoTransaction {
+                path: tx.to_owned(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let (data, _) = idempotent(zk, || zk.get_data(&node)).await?;
+    Outcome::parse(&data).ok_or_else(|| {
+        Error::Other(format!(
+            "{node} holds {:?}, not an outcome",
+            String::from_utf8_lossy(&data)
+        ))
+        .into()
+    })
+}
+
+impl<C: Coordination + ?Sized + 'static> Transaction<C> {
+    /// The transaction's path.
+    ///
+    /// ```no_run
+    /// # fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) {
+    /// println!("{}", t.path());
+    /// # }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Waits for the outcome (deciding it if the votes allow).
+    ///
+    /// ```no_run
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// let outcome = t.outcome().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
+        drive(
+            &*self.zk,
+            &mut OutcomeMachine::new(&self.path, Some(self.sites.clone())),
+        )
+        .await
+    }
+
+    /// Aborts the transaction unless it is already decided; returns the decision (which is
+    /// `Commit` if every site had voted commit and someone decided first).
+    ///
+    /// ```no_run
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// use std::time::Duration;
+    /// let outcome = match tokio::time::timeout(Duration::from_secs(30), t.outcome()).await {
+    ///     Ok(outcome) => outcome?,
+    ///     Err(_) => t.abort().await?, // a site never joined
+    /// };
+    /// # Ok(()) }
+    /// ```
+    pub async fn abort(&self) -> Result<Outcome, TwoPhaseError> {
+        force_abort(&*self.zk, &self.path).await
+    }
+
+    /// Deletes the transaction's nodes (once every participant has read the outcome: later
+    /// readers get [`TwoPhaseError::NoTransaction`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// t.remove().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn remove(self) -> Result<(), TwoPhaseError> {
+        let zk = &*self.zk;
+        idempotent(zk, || zk.delete_recursive(&self.path)).await?;
+        Ok(())
+    }
+}
+
+/// A site taking part in a transaction; see the [module docs](self).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::recipes::two_phase_commit::{Outcome, Site, Vote};
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+/// let site = Site::join(zk, "/txns/t-42", "db").await?;
+/// let query = site.payload().await?;
+/// site.vote(Vote::Commit).await?;
+/// if site.outcome().await? == Outcome::Commit { /* apply */ }
+/// # Ok(()) }
+/// ```
+pub struct Site<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    tx: String,
+    name: String,
+    dropped: bool,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Site<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Site")
+            .field("tx", &self.tx)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Site<C> {
+    /// Joins the transaction at `tx` as site `name`: marks its vote node "joined" and creates
+    /// its presence node, atomically.
+    ///
+    /// ```no_run
+    /// # async fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// let site = avout::recipes::two_phase_commit::Site::join(zk, "/txns/t-1", "cache").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn join(zk: Arc<C>, tx: &str, name: &str) -> Result<Self, TwoPhaseError> {
+        path::validate_path(tx, false)?;
+        check_site(name)?;
+        let presence = path::join(tx, &format!("{PRESENCE}{name}"));
+        let ops = vec![
+            Op::set_data(
+                path::join(tx, &format!("{VOTE}{name}")),
+                JOINED.to_vec(),
+                Some(0),
+            ),
+            Op::create(presence.clone(), Vec::new(), CreateMode::Ephemeral),
+        ];
+        let mut machine = OnceMachine::new(ops, Proof::OwnedEphemeral(presence), zk.session().id.0);
+        let not_a_site = || TwoPhaseError::NotASite {
+            path: tx.to_owned(),
+            site: name.to_owned(),
+        };
+        let taken = || TwoPhaseError::AlreadyJoined {
+            site: name.to_owned(),
+        };
+        match drive(&*zk, &mut machine).await {
+            Ok(Once::Applied { .. }) => Ok(Site {
+                zk,
+                tx: tx.to_owned(),
+                name: name.to_owned(),
+                dropped: false,
+            }),
+            Ok(Once::Conflict) => Err(taken()),
+            Err(Error::Multi { index: 0, source }) => match *source {
+                Error::NoNode { .. } => Err(not_a_site()),
+                Error::BadVersion { .. } => Err(taken()),
+                other => Err(other.into()),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The site's name.
+    ///
+    /// ```no_run
+    /// # fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) {
+    /// println!("{}", s.name());
+    /// # }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The payload the coordinator attached to the transaction.
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// let payload = s.payload().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn payload(&self) -> Result<Vec<u8>, TwoPhaseError> {
+        let zk = &*self.zk;
+        match idempotent(zk, || zk.get_data(&self.tx)).await {
+            Ok((data, _)) => Ok(data),
+            Err(Error::NoNode { .. }) => Err(TwoPhaseError::NoTransaction {
+                path: self.tx.clone(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Votes, once. Fails with [`TwoPhaseError::NotPresent`] if this site's presence node is
+    /// gone (then its vote no longer counts: the transaction aborts).
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// s.vote(avout::recipes::two_phase_commit::Vote::Abort).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn vote(&self, vote: Vote) -> Result<(), TwoPhaseError> {
+        let node = path::join(&self.tx, &format!("{VOTE}{}", self.name));
+        let ops = vec![
+            Op::check(
+                path::join(&self.tx, &format!("{PRESENCE}{}", self.name)),
+                None,
+            ),
+            Op::set_data(node.clone(), vote.as_bytes().to_vec(), Some(1)),
+        ];
+        // The vote's bytes prove it: only this site writes its node, and "joined" is not a vote.
+        let proof = Proof::Data(node, vote.as_bytes().to_vec());
+        let mut machine = OnceMachine::new(ops, proof, self.zk.session().id.0);
+        match drive(&*self.zk, &mut machine).await {
+            Ok(Once::Applied { .. }) => Ok(()),
+            Ok(Once::Conflict) => Err(TwoPhaseError::AlreadyJoined {
+                site: self.name.clone(),
+            }),
+            Err(Error::Multi { index: 0, .. }) => Err(TwoPhaseError::NotPresent {
+                site: self.name.clone(),
+            }),
+            Err(Error::Multi { index: 1, .. }) => Err(TwoPhaseError::AlreadyJoined {
+                site: self.name.clone(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits for the outcome (deciding it if the votes allow).
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// let outcome = s.outcome().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
+        drive(&*self.zk, &mut OutcomeMachine::new(&self.tx, None)).await
+    }
+
+    /// Leaves: deletes the presence node (before voting, this aborts the transaction).
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// s.leave().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn leave(mut self) -> Result<(), TwoPhaseError> {
+        self.dropped = true;
+        let zk = &*self.zk;
+        let node = path::join(&self.tx, &format!("{PRESENCE}{}", self.name));
+        match idempotent(zk, || zk.delete(&node, None)).await {
+            Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+            Err(e) if e.is_session_lost() => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for Site<C> {
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        let zk = self.zk.clone();
+        let node = path::join(&self.tx, &format!("{PRESENCE}{}", self.name));
+        spawn_cleanup("removing a site's presence", async move {
+            let zk = &*zk;
+            match idempotent(zk, || zk.delete(&node, None)).await {
+                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+                Err(e) if e.is_session_lost() => Ok(()),
+                Err(e) => Err(e),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventKind, Stat};
+
+    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    fn data(bytes: &[u8]) -> crate::Result<Reply> {
+        Ok(Reply::Data {
+            data: bytes.to_vec(),
+            stat: Stat::default(),
+        })
+    }
+
+    fn children(names: &[&str]) -> crate::Result<Reply> {
+        Ok(Reply::Children {
+            children: names.iter().map(|s| s.to_string()).collect(),
+            stat: Stat::default(),
+        })
+    }
+
+    fn votes(pairs: &[(&str, &[u8])]) -> BTreeMap<String, Vec<u8>> {
+        pairs
+            .iter()
+            .map(|(s, v)| (s.to_string(), v.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn the_decision_rule() {
+        let present = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            decide(&votes(&[("a", b"commit"), ("b", b"commit")]), &present),
+            Some(Outcome::Commit)
+        );
+        assert_eq!(
+            decide(&votes(&[("a", b"abort"), ("b", b"")]), &present),
+            Some(Outcome::Abort)
+        );
+        assert_eq!(
+            decide(&votes(&[("a", b"commit"), ("b", b"joined")]), &present),
+            None
+        );
+        // b joined (so was present), did not vote, and is gone.
+        assert_eq!(
+            decide(&votes(&[("a", b"commit"), ("b", b"joined")]), &present[..1]),
+            Some(Outcome::Abort)
+        );
+        // b never joined: not a failure, just not yet there.
+        assert_eq!(
+            decide(&votes(&[("a", b"commit"), ("b", b"")]), &present[..1]),
+            None
+        );
+        // b voted and then went away: its vote stands.
+        assert_eq!(
+            decide(&votes(&[("a", b"commit"), ("b", b"commit")]), &[]),
+            Some(Outcome::Commit)
+        );
+    }
+
+    #[test]
+    fn all_commit_is_decided_once_and_read_back() {
+        let mut m = OutcomeMachine::new("/t", Some(vec!["a".into(), "b".into()]));
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 3, "both votes, then the children");
+        m.handle_reply(Millis(1), sent[0].0, data(b"commit"));
+        m.handle_reply(Millis(1), sent[1].0, data(b"commit"));
+        m.handle_reply(
+            Millis(1),
+            sent[2].0,
+            children(&["owner", "s_a", "s_b", "p_a"]),
+        );
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Create { path, data, .. })] if path == "/t/outcome" && data == b"commit")
+        );
+        // Someone else decided first: their decision is read, whatever ours was.
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Err(Error::NodeExists {
+                path: "/t/outcome".into(),
+            }),
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(3), sent[0].0, data(b"commit"));
+        assert_eq!(m.poll_output(), Some(Ok(Outcome::Commit)));
+    }
+
+    #[test]
+    fn an_undecided_snapshot_waits_then_reads_again() {
+        let mut m = OutcomeMachine::new("/t", Some(vec!["a".into()]));
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, data(b"joined"));
+        m.handle_reply(Millis(1), sent[1].0, children(&["s_a", "p_a"]));
+        assert!(drain(&mut m).is_empty() && m.poll_output().is_none());
+        m.handle_watch(
+            Millis(2),
+            sent[1].0,
+            WatchedEvent {
+                kind: EventKind::NodeChildrenChanged,
+                state: SessionState::Connected,
+                path: "/t".into(),
+            },
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(3), sent[0].0, data(b"joined"));
+        m.handle_reply(Millis(3), sent[1].0, children(&["s_a"]));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Create { data, .. })] if data == b"abort"),
+            "the site died before voting"
+        );
+    }
+
+    #[test]
+    fn a_lost_decision_create_is_settled_by_reading_the_outcome() {
+        let mut m = OutcomeMachine::new("/t", Some(vec!["a".into()]));
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, data(b"abort"));
+        m.handle_reply(Millis(1), sent[1].0, children(&["s_a"]));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_session(Millis(3), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetData { path, .. })] if path == "/t/outcome"));
+        m.handle_reply(Millis(4), sent[0].0, data(b"abort"));
+        assert_eq!(m.poll_output(), Some(Ok(Outcome::Abort)));
+    }
+}
