@@ -425,7 +425,7 @@ impl Coordination for SimClient {
         if ops.is_empty() {
             return refuse(Error::BadArguments("empty multi".into()));
         }
-        if let Some(e) = ops.iter().find_map(|op| op.validate().err()) {
+        if let Err(e) = Op::validate_all(ops) {
             return refuse(e);
         }
         let call = self.submit(Request::Multi { ops: ops.to_vec() }, None);

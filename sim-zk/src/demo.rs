@@ -23,7 +23,7 @@ use avout::{Coordination, CoordinationExt, CreateMode, Error};
 use serde::Serialize;
 
 use crate::rng::{Rng, Stream};
-use crate::{FaultKind, FaultRates, RunSummary, Sim, SimClient, SimConfig, SimZk};
+use crate::{FaultKind, FaultRates, RunSummary, Sim, SimClient, SimConfig, SimCtx, SimZk};
 
 /// How big the demo is.
 ///
@@ -101,6 +101,10 @@ pub struct DemoReport {
 
 impl DemoReport {
     /// Whether the replay gave the same hash.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::demo::run(2).replayed_identically());
+    /// ```
     pub fn replayed_identically(&self) -> bool {
         self.hash == self.replay_hash
     }
@@ -201,7 +205,19 @@ pub fn sim(seed: u64, params: &DemoParams) -> Sim {
 /// ```
 pub fn run_once(seed: u64, params: &DemoParams) -> (DemoOutcome, RunSummary) {
     let ops = params.ops_per_client;
-    sim(seed, params).run(|mut ctx| async move {
+    sim(seed, params).run(|ctx| workload(ctx, ops))
+}
+
+/// The demo's workload, for running on any [`Sim`] (a replay, say): `ops` operations per
+/// client of the run, then the checks.
+///
+/// ```
+/// use avout_sim_zk::{demo, Sim};
+/// let (outcome, _) = Sim::builder().seed(4).clients(2).build().run(|ctx| demo::workload(ctx, 5));
+/// assert_eq!(outcome.sessions_replaced, 0);
+/// ```
+pub async fn workload(mut ctx: SimCtx, ops: usize) -> DemoOutcome {
+    {
         let zk = ctx.zk.clone();
         retry(&zk, |c| async move { c.ensure_path("/demo/queue").await }).await;
         retry(&zk, |c| async move { c.ensure_path("/demo/members").await }).await;
@@ -252,7 +268,7 @@ pub fn run_once(seed: u64, params: &DemoParams) -> (DemoOutcome, RunSummary) {
             "every enqueue is acknowledged or found by its prefix, exactly once"
         );
         outcome
-    })
+    }
 }
 
 fn parse(data: &[u8]) -> u64 {

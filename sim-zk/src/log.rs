@@ -21,7 +21,7 @@ use crate::hash::StableHasher;
 ///
 /// ```
 /// use avout_sim_zk::LogEvent;
-/// let e = LogEvent::Timer { t: 5, timer: "reap".into() };
+/// let e = LogEvent::Timer { t: 5_000, timer: "reap".into() };
 /// assert_eq!(e.to_string(), "[0.000005 s] timer reap");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -29,6 +29,9 @@ pub enum Stream {
 
 /// One named stream of random numbers.
 ///
+/// A stream can also *record* the raw numbers it hands out, or *replay* a recorded list (a
+/// tape) instead of computing them: a replay file is a seed, a configuration and the tapes.
+///
 /// ```
 /// use avout_sim_zk::rng::{Rng, Stream};
 /// let mut a = Rng::new(42, Stream::Workload);
@@ -36,7 +39,21 @@ pub enum Stream {
 /// assert_eq!(a.below(1000), b.below(1000));
 /// ```
 #[derive(Clone, Debug)]
-pub struct Rng(ChaCha8Rng);
+pub struct Rng {
+    source: Source,
+    recording: Option<Vec<u64>>,
+}
+
+#[derive(Clone, Debug)]
+enum Source {
+    ChaCha(ChaCha8Rng),
+    /// A tape, then (if the run asks for more) the seeded stream.
+    Tape {
+        tape: std::collections::VecDeque<u64>,
+        fallback: ChaCha8Rng,
+        exhausted: bool,
+    },
+}
 
 impl Rng {
     /// The stream `stream` of run `seed`.
@@ -47,7 +64,82 @@ impl Rng {
     pub fn new(seed: u64, stream: Stream) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(stream as u64);
-        Rng(rng)
+        Rng {
+            source: Source::ChaCha(rng),
+            recording: None,
+        }
+    }
+
+    /// The same stream, recording every number it hands out.
+    ///
+    /// ```
+    /// use avout_sim_zk::rng::{Rng, Stream};
+    /// let mut r = Rng::recording(1, Stream::Network);
+    /// let x = r.next_u64();
+    /// assert_eq!(r.take_recording(), vec![x]);
+    /// ```
+    pub fn recording(seed: u64, stream: Stream) -> Self {
+        Rng {
+            recording: Some(Vec::new()),
+            ..Self::new(seed, stream)
+        }
+    }
+
+    /// A stream that hands out `tape`, in order, then continues with stream `stream` of
+    /// `seed`. A faithful replay never reaches the end of its tape; an edited one may (fewer
+    /// faults, say, means a different number of requests), and then carries on with fresh
+    /// choices, which [`Rng::tape_exhausted`] reports.
+    ///
+    /// ```
+    /// use avout_sim_zk::rng::{Rng, Stream};
+    /// let mut r = Rng::from_tape(vec![7, 8], 1, Stream::Network);
+    /// assert_eq!((r.next_u64(), r.next_u64()), (7, 8));
+    /// assert!(!r.tape_exhausted());
+    /// r.next_u64();
+    /// assert!(r.tape_exhausted());
+    /// ```
+    pub fn from_tape(tape: Vec<u64>, seed: u64, stream: Stream) -> Self {
+        let Source::ChaCha(fallback) = Self::new(seed, stream).source else {
+            unreachable!("Rng::new makes a ChaCha stream")
+        };
+        Rng {
+            source: Source::Tape {
+                tape: tape.into(),
+                fallback,
+                exhausted: false,
+            },
+            recording: None,
+        }
+    }
+
+    /// Whether a replayed stream ran past the end of its tape.
+    ///
+    /// ```
+    /// let r = avout_sim_zk::rng::Rng::new(1, avout_sim_zk::rng::Stream::Network);
+    /// assert!(!r.tape_exhausted());
+    /// ```
+    pub fn tape_exhausted(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Tape {
+                exhausted: true,
+                ..
+            }
+        )
+    }
+
+    /// The numbers recorded so far (empty unless made by [`Rng::recording`]).
+    ///
+    /// ```
+    /// let mut r = avout_sim_zk::rng::Rng::new(1, avout_sim_zk::rng::Stream::Network);
+    /// r.next_u64();
+    /// assert!(r.take_recording().is_empty());
+    /// ```
+    pub fn take_recording(&mut self) -> Vec<u64> {
+        self.recording
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The next raw 64 bits.
@@ -57,7 +149,24 @@ impl Rng {
     /// let _ = r.next_u64();
     /// ```
     pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+        let x = match &mut self.source {
+            Source::ChaCha(rng) => rng.next_u64(),
+            Source::Tape {
+                tape,
+                fallback,
+                exhausted,
+            } => match tape.pop_front() {
+                Some(x) => x,
+                None => {
+                    *exhausted = true;
+                    fallback.next_u64()
+                }
+            },
+        };
+        if let Some(rec) = &mut self.recording {
+            rec.push(x);
+        }
+        x
     }
 
     /// A number in `0..n` (`n > 0`), by Lemire's multiply-shift (bias below 2^-32 for the
@@ -84,7 +193,8 @@ impl Rng {
         lo + self.below(hi - lo + 1)
     }
 
-    /// True with probability `p` (compared in millionths, so tiny rates still fire).
+    /// True with probability `p` (compared in millionths). A zero rate draws nothing, so
+    /// switching a fault kind off leaves the other draws where they were.
     ///
     /// ```
     /// let mut r = avout_sim_zk::rng::Rng::new(1, avout_sim_zk::rng::Stream::Faults);
@@ -102,14 +212,17 @@ impl Rng {
 
 impl RngCore for Rng {
     fn next_u32(&mut self) -> u32 {
-        self.0.next_u32()
+        (Rng::next_u64(self) >> 32) as u32
     }
 
     fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+        Rng::next_u64(self)
     }
 
     fn fill_bytes(&mut self, dst: &mut [u8]) {
-        self.0.fill_bytes(dst);
+        for chunk in dst.chunks_mut(8) {
+            let bytes = Rng::next_u64(self).to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
     }
 }

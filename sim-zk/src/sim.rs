@@ -21,7 +21,7 @@ use crate::client::{SimClient, SimZk};
 use crate::log::LogEvent;
 use crate::rng::{Rng, Stream};
 use crate::world::{Shared, Stop, drive};
-use crate::{Fault, FaultKind, FaultRates, When};
+use crate::{Choices, Fault, FaultKind, FaultRates, REPLAY_FORMAT, ReplayFile, When};
 
 /// The environment variable [`Builder::seed_from_env`] reads.
 pub const SEED_ENV: &str = "AVOUT_SIM_SEED";
@@ -122,10 +122,15 @@ impl SimConfig {
 #[must_use]
 pub struct Builder {
     config: SimConfig,
+    record: bool,
 }
 
 impl Builder {
     /// The seed.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::Sim::builder().seed(3).build().config().seed, 3);
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.seed = seed;
         self
@@ -147,18 +152,35 @@ impl Builder {
     }
 
     /// How many clients to open before the workload starts.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::Sim::builder().clients(5).build().config().clients, 5);
+    /// ```
     pub fn clients(mut self, n: usize) -> Self {
         self.config.clients = n;
         self
     }
 
     /// The session timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let sim = avout_sim_zk::Sim::builder().session_timeout(Duration::from_secs(4)).build();
+    /// assert_eq!(sim.config().session_timeout, Duration::from_secs(4));
+    /// ```
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.config.session_timeout = timeout;
         self
     }
 
     /// One-way message latency bounds.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let ms = Duration::from_millis;
+    /// let sim = avout_sim_zk::Sim::builder().latency(ms(1), ms(5)).build();
+    /// assert_eq!(sim.config().max_latency, ms(5));
+    /// ```
     pub fn latency(mut self, min: Duration, max: Duration) -> Self {
         self.config.min_latency = min;
         self.config.max_latency = max;
@@ -167,45 +189,94 @@ impl Builder {
 
     /// Adds a lagging follower trailing by `lag` (sessions move to it on a
     /// [`Fault::StaleReads`]).
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().follower_lag(std::time::Duration::from_millis(30)).build();
+    /// assert!(sim.config().needs_follower());
+    /// ```
     pub fn follower_lag(mut self, lag: Duration) -> Self {
         self.config.follower_lag = Some(lag);
         self
     }
 
     /// Per-request fault rates.
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().rates(avout_sim_zk::FaultRates::chaos()).build();
+    /// assert!(sim.config().rates.any());
+    /// ```
     pub fn rates(mut self, rates: FaultRates) -> Self {
         self.config.rates = rates;
         self
     }
 
     /// Schedules a fault.
+    ///
+    /// ```
+    /// use avout_sim_zk::{Fault, When};
+    /// let sim = avout_sim_zk::Sim::builder().fault(When::Step(3), Fault::RequestLost { client: None }).build();
+    /// assert_eq!(sim.config().scheduled.len(), 1);
+    /// ```
     pub fn fault(mut self, when: When, fault: Fault) -> Self {
         self.config.scheduled.push((when, fault));
         self
     }
 
     /// Virtual time after which the run is declared stuck.
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().time_limit(std::time::Duration::from_secs(60)).build();
+    /// assert_eq!(sim.config().time_limit.as_secs(), 60);
+    /// ```
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.config.time_limit = limit;
         self
     }
 
     /// Whether to keep the log's entries (the hash is always computed).
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().keep_log(false).build().run(|_| async {});
+    /// assert!(s.log.is_empty() && s.log_len > 0);
+    /// ```
     pub fn keep_log(mut self, keep: bool) -> Self {
         self.config.keep_log = keep;
         self
     }
 
     /// The whole configuration at once.
+    ///
+    /// ```
+    /// let c = avout_sim_zk::SimConfig { clients: 2, ..Default::default() };
+    /// assert_eq!(avout_sim_zk::Sim::builder().config(c).build().config().clients, 2);
+    /// ```
     pub fn config(mut self, config: SimConfig) -> Self {
         self.config = config;
         self
     }
 
+    /// Records the run's choices, so that its summary carries a [`ReplayFile`].
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().record_choices(true).build().run(|_| async {});
+    /// assert!(s.replay.is_some());
+    /// ```
+    pub fn record_choices(mut self, record: bool) -> Self {
+        self.record = record;
+        self
+    }
+
     /// The simulation.
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().build();
+    /// assert_eq!(sim.config(), &avout_sim_zk::SimConfig::default());
+    /// ```
     pub fn build(self) -> Sim {
         Sim {
             config: self.config,
+            record: self.record,
+            tapes: None,
         }
     }
 }
@@ -235,6 +306,8 @@ fn parse_seed(s: &str) -> Option<u64> {
 #[derive(Clone, Debug)]
 pub struct Sim {
     config: SimConfig,
+    record: bool,
+    tapes: Option<Choices>,
 }
 
 /// What a workload gets: the service, the clients opened for it, and its own random stream.
@@ -267,6 +340,11 @@ pub struct RunSummary {
     pub requests: u64,
     /// Virtual time the run took.
     pub virtual_time: Duration,
+    /// The replay file, if the run recorded its choices.
+    pub replay: Option<ReplayFile>,
+    /// For a run from a replay file: whether it needed more choices than the file held
+    /// (it was edited, or the code changed), and so went on with fresh ones.
+    pub tapes_exhausted: bool,
 }
 
 impl RunSummary {
@@ -298,8 +376,29 @@ impl RunSummary {
 
 impl Sim {
     /// A builder with the default configuration.
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().seed(1).clients(2).build();
+    /// assert_eq!(sim.config().clients, 2);
+    /// ```
     pub fn builder() -> Builder {
         Builder::default()
+    }
+
+    /// The simulation a replay file describes: its configuration, taking its choices from the
+    /// file's tapes. Run it with the workload of the recorded run (see [`ReplayFile`]).
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().record_choices(true).build().run(|_| async {});
+    /// let replay = avout_sim_zk::Sim::from_replay(s.replay.as_ref().unwrap());
+    /// assert_eq!(replay.run(|_| async {}).1.hash, s.hash);
+    /// ```
+    pub fn from_replay(file: &ReplayFile) -> Sim {
+        Sim {
+            config: file.config.clone(),
+            record: false,
+            tapes: Some(file.choices.clone()),
+        }
     }
 
     /// The configuration.
@@ -349,8 +448,9 @@ impl Sim {
             .build()
             .expect("a current-thread runtime builds");
         let config = self.config.clone();
+        let (tapes, record) = (self.tapes.clone(), self.record);
         rt.block_on(async move {
-            let shared = Shared::new(config.clone(), tokio::time::Instant::now());
+            let shared = Shared::new(config.clone(), tokio::time::Instant::now(), tapes, record);
             let zk = SimZk {
                 shared: shared.clone(),
             };
@@ -375,7 +475,15 @@ impl Sim {
             };
             let mut w = shared.world();
             let virtual_time = Duration::from_nanos(w.now());
+            let replay = record.then(|| ReplayFile {
+                format: REPLAY_FORMAT,
+                config: config.clone(),
+                choices: w.take_choices(),
+                hash: w.log.hash(),
+            });
             let summary = RunSummary {
+                replay,
+                tapes_exhausted: w.tapes_exhausted(),
                 seed: config.seed,
                 hash: w.log.hash(),
                 log_len: w.log.len(),
@@ -386,5 +494,78 @@ impl Sim {
             };
             (output, summary)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use avout::{Coordination, CreateMode};
+
+    use super::*;
+
+    /// A small random workload: every client pipelines a few random operations.
+    async fn random_ops(mut ctx: SimCtx) -> Vec<String> {
+        let mut outcomes = Vec::new();
+        let paths = ["/a", "/b", "/a/x", "/b/y"];
+        for round in 0..8 {
+            for c in &ctx.clients {
+                let path = paths[ctx.rng.below(paths.len() as u64) as usize];
+                let outcome = match ctx.rng.below(4) {
+                    0 => c
+                        .create(path, b"v", &CreateMode::Persistent.into())
+                        .await
+                        .map(|(p, _)| p),
+                    1 => c
+                        .set_data(path, &[round], None)
+                        .await
+                        .map(|s| s.version.to_string()),
+                    2 => c.delete(path, None).await.map(|()| "deleted".into()),
+                    _ => c
+                        .get_children("/")
+                        .await
+                        .map(|(children, _)| children.join(",")),
+                };
+                outcomes.push(format!("{outcome:?}"));
+            }
+        }
+        outcomes
+    }
+
+    #[test]
+    fn two_hundred_seeds_replay_to_the_same_hash() {
+        for seed in 0..200 {
+            let sim = Sim::builder()
+                .seed(seed)
+                .clients(3)
+                .rates(FaultRates::chaos())
+                .keep_log(false)
+                .build();
+            let (a_out, a) = sim.run(random_ops);
+            let (b_out, b) = sim.run(random_ops);
+            assert_eq!(a.hash, b.hash, "seed {seed}");
+            assert_eq!(a_out, b_out, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn the_workload_stream_ignores_the_fault_configuration() {
+        let calm = Sim::builder().seed(5).clients(2).build();
+        let stormy = Sim::builder()
+            .seed(5)
+            .clients(2)
+            .rates(FaultRates::chaos())
+            .build();
+        let draws = |ctx: SimCtx| async move {
+            let mut rng = ctx.rng;
+            (0..10).map(|_| rng.next_u64()).collect::<Vec<_>>()
+        };
+        assert_eq!(calm.run(draws).0, stormy.run(draws).0);
+    }
+
+    #[test]
+    fn seeds_parse_in_decimal_and_hex() {
+        assert_eq!(parse_seed("42"), Some(42));
+        assert_eq!(parse_seed("0x2a"), Some(42));
+        assert_eq!(parse_seed("x"), None);
     }
 }

@@ -45,7 +45,7 @@ use crate::hash::Canonical;
 use crate::kernel::{Fired, Kernel, Request, Response, Server};
 use crate::log::{EventLog, LogEvent};
 use crate::rng::{Rng, Stream};
-use crate::{Fault, FaultKind, SimConfig, When};
+use crate::{Choices, Fault, FaultKind, SimConfig, When};
 
 /// What a call waits for: the reply and, for a read that armed one, the watch.
 pub(crate) type Reply = Result<(Response, Option<Watch>)>;
@@ -57,9 +57,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: SimConfig, start: Instant) -> Arc<Self> {
+    pub(crate) fn new(
+        config: SimConfig,
+        start: Instant,
+        tapes: Option<Choices>,
+        record: bool,
+    ) -> Arc<Self> {
         Arc::new(Shared {
-            world: Mutex::new(World::new(config, start)),
+            world: Mutex::new(World::new(config, start, tapes, record)),
             notify: Notify::new(),
         })
     }
@@ -225,7 +230,18 @@ pub(crate) struct World {
 const SESSION_CHECK_WHILE_CLOSING: u64 = u64::MAX;
 
 impl World {
-    fn new(config: SimConfig, start: Instant) -> Self {
+    fn new(config: SimConfig, start: Instant, tapes: Option<Choices>, record: bool) -> Self {
+        let stream = |tape: Option<Vec<u64>>, s: Stream| match tape {
+            Some(tape) => Rng::from_tape(tape, config.seed, s),
+            None if record => Rng::recording(config.seed, s),
+            None => Rng::new(config.seed, s),
+        };
+        let (net_tape, fault_tape) = match tapes {
+            Some(c) => (Some(c.network), Some(c.faults)),
+            None => (None, None),
+        };
+        let net = stream(net_tape, Stream::Network);
+        let faults = stream(fault_tape, Stream::Faults);
         let kernel = if config.needs_follower() {
             Kernel::with_follower()
         } else {
@@ -237,8 +253,8 @@ impl World {
             clock: 0,
             queue: BTreeMap::new(),
             seq: 0,
-            net: Rng::new(config.seed, Stream::Network),
-            faults: Rng::new(config.seed, Stream::Faults),
+            net,
+            faults,
             clients: Vec::new(),
             by_session: BTreeMap::new(),
             log: EventLog::new(config.keep_log),
@@ -261,6 +277,19 @@ impl World {
         let limit = nanos(w.config.time_limit);
         w.schedule(limit, Pending::TimeLimit);
         w
+    }
+
+    /// Whether a replayed run needed more choices than its tapes held.
+    pub(crate) fn tapes_exhausted(&self) -> bool {
+        self.net.tape_exhausted() || self.faults.tape_exhausted()
+    }
+
+    /// The choices recorded so far.
+    pub(crate) fn take_choices(&mut self) -> Choices {
+        Choices {
+            network: self.net.take_recording(),
+            faults: self.faults.take_recording(),
+        }
     }
 
     /// Virtual time now: the later of the last event processed and tokio's clock (which a

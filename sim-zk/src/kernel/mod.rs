@@ -17,8 +17,10 @@
 //!    third operation of a `multi` see the node the first one created. Checks run in
 //!    ZooKeeper's order, so the error is the one ZooKeeper gives: for a create, invalid ACL,
 //!    missing parent, `NoAuth` on the parent, existing node, ephemeral parent. A sequential
-//!    node takes its suffix from the parent's `cversion` *before* the create, which counts
-//!    child deletions as well as creations (ZooKeeper 3.8 numbering).
+//!    node takes its suffix from the number of children ever created under the parent
+//!    before it: ZooKeeper's internal `cversion`, which counts creates only, while the
+//!    `cversion` clients see counts deletes too; the create count is
+//!    `(cversion + numChildren) / 2`, so deletes never advance the suffix.
 //! 2. **Commit and apply**. A prepared write becomes a [`Txn`] that the leader's
 //!    [`DataTree`] applies at once. A failed `multi` becomes [`TxnKind::Error`]: the overlay
 //!    is dropped and nothing changes, and the error is [`avout::Error::Multi`] with the index
@@ -761,9 +763,7 @@ impl Kernel {
                 if ops.is_empty() {
                     return Err(Error::BadArguments("empty multi".into()));
                 }
-                for op in ops {
-                    op.validate()?;
-                }
+                Op::validate_all(ops)?;
             }
             Request::Create {
                 path,
@@ -966,7 +966,7 @@ impl Kernel {
                 let actual = if options.mode.is_sequential() {
                     format!(
                         "{path}{}",
-                        avout::path::format_sequence(i64::from(parent.stat.cversion))
+                        avout::path::format_sequence(child_creates(&parent.stat))
                     )
                 } else {
                     path.clone()
@@ -1057,6 +1057,11 @@ impl Kernel {
             }
         }
     }
+}
+
+/// How many children were ever created under a node (ZooKeeper's internal cversion).
+fn child_creates(stat: &Stat) -> i64 {
+    (i64::from(stat.cversion) + i64::from(stat.num_children)) / 2
 }
 
 fn no_node(path: &str) -> Error {

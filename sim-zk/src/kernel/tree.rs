@@ -17,6 +17,11 @@
 //! | set    | `NodeDataChanged`        | –                         | –                           |
 //! | delete | `NodeDeleted`            | `NodeDeleted`             | `NodeChildrenChanged`       |
 //!
+//! `cversion` is kept as clients see it. ZooKeeper 3.8 stores the number of child *creates*
+//! (which numbers sequential children) and reports `2 × creates − numChildren`, which counts
+//! creates and deletes of children alike; so both creating and deleting a child add one here,
+//! and the create count is recovered as `(cversion + numChildren) / 2`.
+//!
 //! A session watching a deleted node in both tables gets one `NodeDeleted`, as ZooKeeper's
 //! `WatchManager` suppresses the duplicate. The client library fans one event out to every
 //! watch it holds for that path and kind.
@@ -158,10 +163,13 @@ impl DataTree {
     /// ```
     pub fn new() -> Self {
         let mut nodes = BTreeMap::new();
+        // The server adds these without counting creates, so the visible cversion
+        // (2 × creates − numChildren) starts below zero, as on a fresh 3.8 server.
         let system = |children: &[&str], acl: Vec<Acl>| Node {
             data: Vec::new(),
             stat: Stat {
                 num_children: children.len() as i32,
+                cversion: -(children.len() as i32),
                 ..Stat::default()
             },
             acl,
@@ -295,7 +303,8 @@ impl DataTree {
     /// let mut events = Vec::new();
     /// let stats = tree.apply(&Txn { zxid: 1, time_ms: 5, session: avout::SessionId(1), kind: create }, &mut events);
     /// assert_eq!(stats[0].czxid, 1);
-    /// assert_eq!(tree.node("/").unwrap().stat.cversion, 1);
+    /// // A fresh root shows -1 (it holds /zookeeper, which was never "created").
+    /// assert_eq!(tree.node("/").unwrap().stat.cversion, 0);
     /// ```
     pub fn apply(&mut self, txn: &Txn, events: &mut Vec<Fired>) -> Vec<Stat> {
         assert!(

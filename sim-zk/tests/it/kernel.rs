@@ -118,7 +118,7 @@ fn failed_writes_consume_a_zxid_reads_do_not() {
 }
 
 #[test]
-fn sequence_suffix_is_the_parent_cversion_counting_deletes() {
+fn sequence_suffix_counts_child_creates_only() {
     let mut k = Kernel::new();
     let s = session(&mut k);
     ok(&mut k, s, create("/q", CreateMode::Persistent));
@@ -142,13 +142,20 @@ fn sequence_suffix_is_the_parent_cversion_counting_deletes() {
         s,
         create("/q/n-", CreateMode::EphemeralSequential),
     ));
-    assert_eq!(third, "/q/n-0000000003");
+    // Two creates so far; the delete counts in the visible cversion, not in the suffix.
+    assert_eq!(third, "/q/n-0000000002");
+    assert_eq!(k.tree().node("/q").unwrap().stat.cversion, 4);
     let bare = created_path(ok(
         &mut k,
         s,
         create("/q/", CreateMode::PersistentSequential),
     ));
-    assert_eq!(bare, "/q/0000000004");
+    assert_eq!(bare, "/q/0000000003");
+    assert_eq!(
+        k.tree().node("/").unwrap().stat.cversion,
+        0,
+        "a fresh root's -1, plus /q"
+    );
 }
 
 #[test]
