@@ -1,1 +1,68 @@
-fn main() {}
+//! `avout`: the command-line tool of the avout project.
+//!
+//! - `avout zk start|stop|status` runs a local ZooKeeper (standalone or an ensemble) in the
+//!   background, to try the real backend without installing a service.
+//! - `avout bench ops` measures single operations through the real backend against a running
+//!   ZooKeeper, next to a minimal raw `zookeeper-client` loop.
+//!
+//! Every failure prints one `avout: …` line to stderr and exits with status 2.
+
+mod bench;
+mod zkcmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Distributed atoms, refs and locks on ZooKeeper: local servers and benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "avout", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a local ZooKeeper (Debian's 3.8) in the background.
+    #[command(subcommand)]
+    Zk(zkcmd::ZkCommand),
+    /// Benchmarks against a running ZooKeeper.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error(transparent)]
+    Zk(#[from] zkcmd::ZkCmdError),
+    #[error(transparent)]
+    Bench(#[from] bench::BenchError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("avout: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Zk(command) => Ok(zkcmd::run(command)?),
+        Command::Bench(bench::BenchCommand::Ops(args)) => {
+            // Real ZooKeeper: the client's connection task gets a thread of its own.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(CliError::Runtime)?;
+            Ok(runtime.block_on(bench::run_ops(args))?)
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! `avout bench ops`: the cost of single ZooKeeper operations through avout's real backend.
+//!
+//! Two figures matter. *Sequential* operations (one outstanding request) measure the round
+//! trip and avout's per-call overhead, which the same run isolates by also timing a minimal loop
+//! over the raw `zookeeper-client` handle (peer `zookeeper-client`): the difference between the
+//! two `create-seq` lines is what avout's layer costs. *Pipelined* operations measure
+//! throughput: the [`Coordination`] contract says a request is sent when the method is called,
+//! so issuing up to `--depth` calls before awaiting the oldest keeps that many requests in
+//! flight on one session, and ZooKeeper answers them in order. Latency is per request, from the
+//! call to its reply.
+//!
+//! Every figure is one JSON line on stdout (`--json`), in the peers' format plus `p50_us` and
+//! `p99_us`. The nodes live under `/bench/avout/ops`, which is deleted before and after the run.
+
+use std::collections::VecDeque;
+use std::fmt::Display;
+use std::future::Future;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, CoordinationExt, CreateOptions, OpFuture};
+use clap::{Args, Subcommand};
+use zookeeper_client as zk;
+
+/// The `avout bench` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Create/get/set/delete, sequential and pipelined, on one session to a real ZooKeeper.
+    Ops(OpsArgs),
+}
+
+/// Options of `avout bench ops`.
+#[derive(Debug, Args)]
+pub(crate) struct OpsArgs {
+    /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
+    #[arg(long, value_name = "CONNECT")]
+    zk: String,
+    /// Operations per figure.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
+    n: u32,
+    /// Requests in flight in the pipelined workloads.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    depth: u32,
+    /// Untimed create+delete pairs first, so the server's JIT is warm for every figure.
+    #[arg(long, default_value_t = 2000)]
+    warmup: u32,
+    /// Print one JSON line per figure instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why the benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BenchError {
+    /// No session could be established.
+    #[error("connecting to {connect}: {source}")]
+    Connect {
+        /// The connect string.
+        connect: String,
+        /// Why.
+        #[source]
+        source: avout::Error,
+    },
+    /// The raw client could not connect (after avout's client did).
+    #[error("cannot connect the raw zookeeper-client to {connect}: {source}")]
+    RawConnect {
+        /// The connect string.
+        connect: String,
+        /// Why.
+        #[source]
+        source: zk::Error,
+    },
+    /// An operation failed mid-run.
+    #[error("{peer} {workload}: {detail}")]
+    Op {
+        /// Whose operation.
+        peer: &'static str,
+        /// Which workload.
+        workload: &'static str,
+        /// The operation's error.
+        detail: String,
+    },
+}
+
+const ROOT: &str = "/bench/avout/ops";
+/// Small values: the figures are about round trips, not bandwidth.
+const DATA: &[u8] = b"avout-bench-value-0123456789abcd";
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One timed workload.
+struct Figure {
+    peer: &'static str,
+    workload: &'static str,
+    secs: f64,
+    /// Per-operation latencies, sorted.
+    latencies: Vec<Duration>,
+}
+
+impl Figure {
+    fn new(
+        peer: &'static str,
+        workload: &'static str,
+        elapsed: Duration,
+        mut latencies: Vec<Duration>,
+    ) -> Figure {
+        latencies.sort_unstable();
+        Figure {
+            peer,
+            workload,
+            secs: elapsed.as_secs_f64(),
+            latencies,
+        }
+    }
+
+    fn ops(&self) -> usize {
+        self.latencies.len()
+    }
+
+    fn ops_per_sec(&self) -> f64 {
+        self.ops() as f64 / self.secs
+    }
+
+    /// The `q` quantile in microseconds (nearest rank).
+    fn quantile_us(&self, q: f64) -> u128 {
+        let rank = ((q * self.ops() as f64).ceil() as usize).clamp(1, self.ops());
+        self.latencies[rank - 1].as_micros()
+    }
+
+    /// The peers' JSON line: fixed key order, no spaces.
+    fn json(&self) -> String {
+        format!(
+            "{{\"peer\":\"{}\",\"workload\":\"{}\",\"clients\":1,\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1},\"p50_us\":{},\"p99_us\":{}}}",
+            self.peer,
+            self.workload,
+            self.ops(),
+            self.secs,
+            self.ops_per_sec(),
+            self.quantile_us(0.5),
+            self.quantile_us(0.99),
+        )
+    }
+
+    fn row(&self) -> String {
+        format!(
+            "{:<17} {:<17} {:>7} {:>8.3} {:>11.1} {:>8} {:>8}",
+            self.peer,
+            self.workload,
+            self.ops(),
+            self.secs,
+            self.ops_per_sec(),
+            self.quantile_us(0.5),
+            self.quantile_us(0.99),
+        )
+    }
+}
+
+/// Runs `avout bench ops`.
+pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
+    let config = ZkConfig::new(args.zk.clone())
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT);
+    let client = ZkClient::connect(&config)
+        .await
+        .map_err(|source| BenchError::Connect {
+            connect: args.zk.clone(),
+            source,
+        })?;
+    // The raw loop gets its own session, like any other peer, so neither shares a queue.
+    let raw = connect_raw(&args.zk).await?;
+    let n = args.n as usize;
+    let depth = args.depth as usize;
+    let setup = |e: avout::Error| BenchError::Op {
+        peer: "avout",
+        workload: "setup",
+        detail: e.to_string(),
+    };
+    client.delete_recursive(ROOT).await.map_err(setup)?;
+    for dir in ["warmup", "raw", "seq", "pipe"] {
+        client
+            .ensure_path(&format!("{ROOT}/{dir}"))
+            .await
+            .map_err(setup)?;
+    }
+
+    let mut out = Output::new(args.json);
+    let create = CreateOptions::default();
+    let warm = |i: usize| format!("{ROOT}/warmup/n-{i:08}");
+    let warmup = args.warmup as usize;
+    pipelined("avout", "warmup", warmup, depth, |i| {
+        client.create(&warm(i), DATA, &create)
+    })
+    .await?;
+    pipelined("avout", "warmup", warmup, depth, |i| {
+        client.delete(&warm(i), None)
+    })
+    .await?;
+
+    // The raw loop and avout's create-seq run back to back on fresh directories, so they see
+    // the same server state.
+    let raw_path = |i: usize| format!("{ROOT}/raw/n-{i:08}");
+    let raw_opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let (raw_ref, raw_opts) = (&raw, &raw_opts);
+    let raw_create = sequential("zookeeper-client", "create-seq", n, |i| {
+        // The raw client's future borrows the path, so the path moves into the future.
+        let path = raw_path(i);
+        async move { raw_ref.create(&path, DATA, raw_opts).await }
+    })
+    .await?;
+    out.emit(&raw_create);
+    pipelined("avout", "cleanup", n, depth, |i| {
+        client.delete(&raw_path(i), None)
+    })
+    .await?;
+
+    let seq = |i: usize| format!("{ROOT}/seq/n-{i:08}");
+    let avout_create = sequential("avout", "create-seq", n, |i| {
+        client.create(&seq(i), DATA, &create)
+    })
+    .await?;
+    out.emit(&avout_create);
+    out.emit(&sequential("avout", "get-seq", n, |i| client.get_data(&seq(i))).await?);
+    out.emit(
+        &sequential("avout", "set-seq", n, |i| {
+            client.set_data(&seq(i), DATA, None)
+        })
+        .await?,
+    );
+    out.emit(&sequential("avout", "delete-seq", n, |i| client.delete(&seq(i), None)).await?);
+
+    let pipe = |i: usize| format!("{ROOT}/pipe/n-{i:08}");
+    out.emit(
+        &pipelined("avout", "create-pipelined", n, depth, |i| {
+            client.create(&pipe(i), DATA, &create)
+        })
+        .await?,
+    );
+    out.emit(
+        &pipelined("avout", "get-pipelined", n, depth, |i| {
+            client.get_data(&pipe(i))
+        })
+        .await?,
+    );
+    let set = pipelined("avout", "set-pipelined", n, depth, |i| {
+        client.set_data(&pipe(i), DATA, None)
+    })
+    .await?;
+    out.emit(&set);
+    out.emit(
+        &pipelined("avout", "delete-pipelined", n, depth, |i| {
+            client.delete(&pipe(i), None)
+        })
+        .await?,
+    );
+
+    client.delete_recursive(ROOT).await.map_err(setup)?;
+    // Closing tells the server to drop the sessions now rather than at their timeout.
+    let _ = client.close().await;
+    drop(raw);
+
+    let ratio = avout_create.quantile_us(0.5) as f64 / raw_create.quantile_us(0.5).max(1) as f64;
+    eprintln!(
+        "avout create-seq p50 is {ratio:.2}x the raw zookeeper-client loop's (target <= 1.3); \
+         pipelined set: {:.0} ops/s at depth {depth} (target >= 10000)",
+        set.ops_per_sec()
+    );
+    Ok(())
+}
+
+async fn connect_raw(connect: &str) -> Result<zk::Client, BenchError> {
+    let connecting = zk::Client::connector()
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connection_timeout(CONNECT_TIMEOUT)
+        .connect(connect);
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(source)) => Err(BenchError::RawConnect {
+            connect: connect.to_owned(),
+            source,
+        }),
+        Err(_) => Err(BenchError::RawConnect {
+            connect: connect.to_owned(),
+            source: zk::Error::Timeout,
+        }),
+    }
+}
+
+/// Where figures go: JSON lines, or a table with a header.
+struct Output {
+    json: bool,
+    header_done: bool,
+}
+
+impl Output {
+    fn new(json: bool) -> Output {
+        Output {
+            json,
+            header_done: false,
+        }
+    }
+
+    fn emit(&mut self, figure: &Figure) {
+        let mut stdout = std::io::stdout().lock();
+        if self.json {
+            let _ = writeln!(stdout, "{}", figure.json());
+        } else {
+            if !self.header_done {
+                let _ = writeln!(
+                    stdout,
+                    "{:<17} {:<17} {:>7} {:>8} {:>11} {:>8} {:>8}",
+                    "peer", "workload", "ops", "secs", "ops/s", "p50 us", "p99 us"
+                );
+                self.header_done = true;
+            }
+            let _ = writeln!(stdout, "{}", figure.row());
+        }
+        // Figures appear as they are measured, also through a pipe.
+        let _ = stdout.flush();
+    }
+}
+
+/// Runs `op(0..n)` one at a time.
+async fn sequential<F, T, E>(
+    peer: &'static str,
+    workload: &'static str,
+    n: usize,
+    mut op: impl FnMut(usize) -> F,
+) -> Result<Figure, BenchError>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Display,
+{
+    let mut latencies = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        let issued = Instant::now();
+        op(i).await.map_err(|e| BenchError::Op {
+            peer,
+            workload,
+            detail: e.to_string(),
+        })?;
+        latencies.push(issued.elapsed());
+    }
+    Ok(Figure::new(peer, workload, start.elapsed(), latencies))
+}
+
+/// Runs `op(0..n)` with up to `depth` requests in flight. Each call sends its request (the
+/// trait's contract), so the queue holds requests already on the wire; ZooKeeper answers one
+/// session in order, so awaiting the oldest first loses nothing.
+async fn pipelined<'a, T>(
+    peer: &'static str,
+    workload: &'static str,
+    n: usize,
+    depth: usize,
+    mut op: impl FnMut(usize) -> OpFuture<'a, T>,
+) -> Result<Figure, BenchError> {
+    let mut latencies = Vec::with_capacity(n);
+    let mut in_flight: VecDeque<(Instant, OpFuture<'a, T>)> = VecDeque::with_capacity(depth);
+    let start = Instant::now();
+    let mut next = 0;
+    while next < n || !in_flight.is_empty() {
+        while next < n && in_flight.len() < depth {
+            in_flight.push_back((Instant::now(), op(next)));
+            next += 1;
+        }
+        let (issued, reply) = in_flight
+            .pop_front()
+            .expect("the loop keeps a request in flight");
+        reply.await.map_err(|e| BenchError::Op {
+            peer,
+            workload,
+            detail: e.to_string(),
+        })?;
+        latencies.push(issued.elapsed());
+    }
+    Ok(Figure::new(peer, workload, start.elapsed(), latencies))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_have_the_peers_format() {
+        let latencies = (1..=100).map(Duration::from_micros).collect();
+        let f = Figure::new(
+            "avout",
+            "set-pipelined",
+            Duration::from_millis(12_345),
+            latencies,
+        );
+        assert_eq!(
+            f.json(),
+            "{\"peer\":\"avout\",\"workload\":\"set-pipelined\",\"clients\":1,\"ops\":100,\"secs\":12.345,\"ops_per_sec\":8.1,\"p50_us\":50,\"p99_us\":99}"
+        );
+    }
+
+    #[test]
+    fn quantiles_of_one_sample_are_that_sample() {
+        let f = Figure::new(
+            "avout",
+            "get-seq",
+            Duration::from_secs(1),
+            vec![Duration::from_micros(7)],
+        );
+        assert_eq!((f.quantile_us(0.5), f.quantile_us(0.99)), (7, 7));
+    }
+}

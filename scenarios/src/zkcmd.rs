@@ -1,0 +1,309 @@
+//! `avout zk start|stop|status`: a local ZooKeeper (standalone or an ensemble) to try the real
+//! backend with, built on the test kit's servers.
+//!
+//! The servers must outlive the command that starts them, so the test kit's handles, which kill
+//! their servers on drop, are [detached](avout::testkit::server::ZkServer::detach) once the
+//! servers serve, and what is needed to find them again (pids, ports, configuration paths, the
+//! data directory) goes into `state.json` in the state directory (`$TMPDIR/avout-zk` unless
+//! `--dir` says otherwise). `stop` kills only processes that still run `QuorumPeerMain` with the
+//! recorded configuration, so a pid reused by an unrelated process since is left alone.
+//!
+//! Two `avout zk start` racing on one state directory are not guarded against.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use avout::testkit::server::{DetachedZk, TestkitError, ZkEnsemble, ZkServer};
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+
+/// The `avout zk` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ZkCommand {
+    /// Start a ZooKeeper on 127.0.0.1 in the background; prints its connect string.
+    Start(StartArgs),
+    /// Stop the ZooKeeper started by `avout zk start` and delete its data.
+    Stop(DirArgs),
+    /// Say whether the ZooKeeper started by `avout zk start` runs; prints its connect string.
+    Status(DirArgs),
+}
+
+/// Options of `avout zk start`.
+#[derive(Debug, Args)]
+pub(crate) struct StartArgs {
+    /// Start an ensemble of N members instead of one standalone server.
+    #[arg(long, value_name = "N")]
+    ensemble: Option<usize>,
+    /// Client port (for an ensemble: of the first member; the others take the next ones).
+    /// Default: free ports.
+    #[arg(long, value_name = "P")]
+    port: Option<u16>,
+    /// Turn off the servers' fsync of their transaction logs (faster writes, less durable).
+    #[arg(long)]
+    no_fsync: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+/// Where the state lives.
+#[derive(Debug, Args)]
+pub(crate) struct DirArgs {
+    /// State directory: holds state.json and the servers' data [default: $TMPDIR/avout-zk].
+    #[arg(long, value_name = "D")]
+    dir: Option<PathBuf>,
+}
+
+impl DirArgs {
+    fn dir(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("avout-zk"))
+    }
+
+    /// The `--dir` flag to repeat in advice, if one was given.
+    fn flag(&self) -> String {
+        self.dir
+            .as_ref()
+            .map(|d| format!(" --dir {}", d.display()))
+            .unwrap_or_default()
+    }
+}
+
+/// Why an `avout zk` command failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ZkCmdError {
+    /// A server could not be started or stopped.
+    #[error(transparent)]
+    Testkit(#[from] TestkitError),
+    /// `start` found servers of an earlier `start` still running.
+    #[error(
+        "a ZooKeeper started by avout is already running at {connect} (state in {}); \
+         stop it with `avout zk stop{flag}`",
+        state.display()
+    )]
+    AlreadyRunning {
+        /// Its connect string.
+        connect: String,
+        /// The state file.
+        state: PathBuf,
+        /// The `--dir` flag, if any.
+        flag: String,
+    },
+    /// `stop` or `status` found no state file.
+    #[error("nothing started by `avout zk start{flag}`: {} does not exist", state.display())]
+    NothingStarted {
+        /// The state file looked for.
+        state: PathBuf,
+        /// The `--dir` flag, if any.
+        flag: String,
+    },
+    /// `status` found a state file whose servers all exited.
+    #[error(
+        "the ZooKeeper at {connect} is no longer running; `avout zk stop{flag}` removes its files"
+    )]
+    Dead {
+        /// Its connect string.
+        connect: String,
+        /// The `--dir` flag, if any.
+        flag: String,
+    },
+    /// The state file could not be read, parsed or written.
+    #[error("state file {}: {source}", path.display())]
+    State {
+        /// The state file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What `start` records for `stop` and `status`.
+#[derive(Debug, Serialize, Deserialize)]
+struct State {
+    /// What was started, in words: `a standalone ZooKeeper`, `a 3-member ZooKeeper ensemble`.
+    kind: String,
+    servers: DetachedZk,
+}
+
+/// Runs one `avout zk` subcommand.
+pub(crate) fn run(command: ZkCommand) -> Result<(), ZkCmdError> {
+    match command {
+        ZkCommand::Start(args) => start(&args),
+        ZkCommand::Stop(args) => stop(&args),
+        ZkCommand::Status(args) => status(&args),
+    }
+}
+
+fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
+    let dir = args.dir.dir();
+    let state_path = dir.join("state.json");
+    if let Some(old) = load(&state_path)? {
+        if old.servers.processes.iter().any(|p| p.is_alive()) {
+            return Err(ZkCmdError::AlreadyRunning {
+                connect: old.servers.connect_string,
+                state: state_path,
+                flag: args.dir.flag(),
+            });
+        }
+        // The servers died (a reboot, a kill by hand): their files are all that is left.
+        old.servers.stop()?;
+        remove_state(&state_path)?;
+        eprintln!("note: removed the files of an earlier ZooKeeper that had exited");
+    }
+    let (kind, servers) = match args.ensemble {
+        Some(n) => {
+            let mut builder = ZkEnsemble::builder()
+                .size(n)
+                .force_sync(!args.no_fsync)
+                .base_dir(&dir)
+                .own_process_group(true);
+            if let Some(port) = args.port {
+                builder = builder.base_port(port);
+            }
+            (
+                format!("a {n}-member ZooKeeper ensemble"),
+                builder.start()?.detach(),
+            )
+        }
+        None => {
+            let mut builder = ZkServer::builder()
+                .force_sync(!args.no_fsync)
+                .base_dir(&dir)
+                .own_process_group(true);
+            if let Some(port) = args.port {
+                builder = builder.port(port);
+            }
+            (
+                "a standalone ZooKeeper".to_owned(),
+                builder.start()?.detach(),
+            )
+        }
+    };
+    let state = State {
+        kind: kind.to_owned(),
+        servers,
+    };
+    if let Err(e) = save(&state_path, &state) {
+        // Without the state file nobody could find these servers again.
+        let _ = state.servers.stop();
+        return Err(e);
+    }
+    println!("{}", state.servers.connect_string);
+    let pids: Vec<String> = state
+        .servers
+        .processes
+        .iter()
+        .map(|p| p.pid.to_string())
+        .collect();
+    eprintln!(
+        "started {kind} at {} (pid {}), data in {}; stop it with `avout zk stop{}`",
+        state.servers.connect_string,
+        pids.join(", "),
+        state.servers.dir.display(),
+        args.dir.flag(),
+    );
+    Ok(())
+}
+
+fn stop(args: &DirArgs) -> Result<(), ZkCmdError> {
+    let state_path = args.dir().join("state.json");
+    let state = load(&state_path)?.ok_or_else(|| ZkCmdError::NothingStarted {
+        state: state_path.clone(),
+        flag: args.flag(),
+    })?;
+    let killed = state.servers.stop()?;
+    remove_state(&state_path)?;
+    if args.dir.is_none() {
+        // The default directory is ours; leave no empty directory behind (a non-empty one,
+        // holding something else, stays).
+        let _ = fs::remove_dir(args.dir());
+    }
+    if killed.is_empty() {
+        eprintln!(
+            "the ZooKeeper at {} had already exited; removed its files",
+            state.servers.connect_string
+        );
+    } else {
+        let pids: Vec<String> = killed.iter().map(u32::to_string).collect();
+        eprintln!(
+            "stopped the ZooKeeper at {} (pid {}) and removed {}",
+            state.servers.connect_string,
+            pids.join(", "),
+            state.servers.dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn status(args: &DirArgs) -> Result<(), ZkCmdError> {
+    let state_path = args.dir().join("state.json");
+    let state = load(&state_path)?.ok_or_else(|| ZkCmdError::NothingStarted {
+        state: state_path.clone(),
+        flag: args.flag(),
+    })?;
+    let mut alive = 0;
+    for p in &state.servers.processes {
+        let what = if p.is_alive() {
+            alive += 1;
+            match p.mode() {
+                Some(mode) => format!("serving ({mode:?})").to_lowercase(),
+                None => "running, not serving".to_owned(),
+            }
+        } else {
+            "exited".to_owned()
+        };
+        eprintln!("127.0.0.1:{}  pid {}  {what}", p.client_port, p.pid);
+    }
+    if alive == 0 {
+        return Err(ZkCmdError::Dead {
+            connect: state.servers.connect_string,
+            flag: args.flag(),
+        });
+    }
+    eprintln!(
+        "{} ZooKeeper, data in {}",
+        state.kind,
+        state.servers.dir.display()
+    );
+    println!("{}", state.servers.connect_string);
+    Ok(())
+}
+
+fn load(path: &Path) -> Result<Option<State>, ZkCmdError> {
+    let state_err = |source| ZkCmdError::State {
+        path: path.to_owned(),
+        source,
+    };
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| state_err(e.into())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(state_err(e)),
+    }
+}
+
+/// Writes the state through a temporary file and a rename, so a crash never leaves half a file.
+fn save(path: &Path, state: &State) -> Result<(), ZkCmdError> {
+    let state_err = |source| ZkCmdError::State {
+        path: path.to_owned(),
+        source,
+    };
+    let json = serde_json::to_vec_pretty(state).map_err(|e| state_err(e.into()))?;
+    let tmp = path.with_extension("json.tmp");
+    fs::write(&tmp, json)
+        .and_then(|()| fs::rename(&tmp, path))
+        .map_err(state_err)
+}
+
+fn remove_state(path: &Path) -> Result<(), ZkCmdError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(ZkCmdError::State {
+            path: path.to_owned(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
