@@ -12,3 +12,5 @@ mod standalone;
 mod support;
 mod rwlock;
 mod watch_count;
+mod atom;
+mod atom_probe;
