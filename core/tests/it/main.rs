@@ -14,3 +14,5 @@ mod rwlock;
 mod watch_count;
 mod atom;
 mod atom_probe;
+mod election;
+mod semaphore;

@@ -1,0 +1,182 @@
+//! Leader election on a real standalone server: one leader at a time, terms that grow with
+//! every leadership, succession when the leader's session is closed or expires, resignation
+//! that notifies exactly one candidate, and withdrawal of a cancelled campaign.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::lock::{LockError, LockStatus};
+use avout::recipes::election::{Election, Leadership};
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, path};
+use tokio::task::JoinHandle;
+
+use crate::support;
+use crate::watch_count::{Counting, wait_children};
+
+async fn session(connect: &str) -> Arc<ZkClient> {
+    Arc::new(support::connect(&ZkConfig::new(connect)).await)
+}
+
+fn campaign<C: Coordination + 'static>(
+    election: Election<C>,
+) -> JoinHandle<Result<Leadership<C>, LockError>> {
+    tokio::spawn(async move { election.campaign().await })
+}
+
+async fn elected<C: Coordination + 'static>(
+    task: JoinHandle<Result<Leadership<C>, LockError>>,
+) -> Leadership<C> {
+    tokio::time::timeout(Duration::from_secs(15), task)
+        .await
+        .expect("elected in time")
+        .expect("task")
+        .expect("campaign")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_per_term_and_succession_on_close_and_expiry() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let observer = Election::new(session(&connect).await, "/election/a").expect("observer");
+    let sessions = [
+        session(&connect).await,
+        session(&connect).await,
+        session(&connect).await,
+    ];
+    let elections: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, zk)| {
+            Election::new(zk.clone(), "/election/a")
+                .expect("election")
+                .with_id(format!("candidate-{i}"))
+        })
+        .collect();
+
+    let first = elected(campaign(elections[0].clone())).await;
+    assert!(first.is_leader());
+    assert!(
+        path::name(first.node()).starts_with("_c_") && path::name(first.node()).contains("-latch-"),
+        "Curator LeaderLatch names: {}",
+        first.node()
+    );
+    let second = campaign(elections[1].clone());
+    wait_children(&sessions[0], "/election/a", 2).await;
+    let third = campaign(elections[2].clone());
+    wait_children(&sessions[0], "/election/a", 3).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !second.is_finished() && !third.is_finished(),
+        "one leader at a time"
+    );
+    let leader = observer.leader().await.expect("leader").expect("some");
+    assert_eq!(
+        (leader.id.as_slice(), leader.term),
+        (&b"candidate-0"[..], first.term())
+    );
+
+    // The leader's session closes: the next candidate leads, in a later term.
+    sessions[0].close().await.expect("close");
+    let lost = tokio::time::timeout(Duration::from_secs(10), first.lost())
+        .await
+        .expect("the old leader learns it");
+    assert!(matches!(lost, LockError::SessionLost(_)), "{lost:?}");
+    assert!(!first.is_leader());
+    let second = elected(second).await;
+    assert!(second.term() > first.term(), "terms grow");
+    assert!(!third.is_finished());
+
+    // The next leader's session expires: the last candidate leads.
+    sessions[1].expire_session().await.expect("expire");
+    let third = elected(third).await;
+    assert!(third.term() > second.term(), "terms grow");
+    support::eventually(
+        "old leader sees the loss",
+        Duration::from_secs(10),
+        || async { (!second.is_leader() && second.status() == LockStatus::Lost).then_some(()) },
+    )
+    .await;
+    assert!(third.is_leader());
+    let leader = observer.leader().await.expect("leader").expect("some");
+    assert_eq!(
+        (leader.id.as_slice(), leader.term),
+        (&b"candidate-2"[..], third.term())
+    );
+
+    // Resigning empties the election; running again is a new, later term.
+    let old = third.term();
+    third.resign().await.expect("resign");
+    assert_eq!(observer.leader().await.expect("leader"), None);
+    let again = elections[2]
+        .try_campaign()
+        .await
+        .expect("try")
+        .expect("nobody else runs");
+    assert!(again.term() > old);
+    again.resign().await.expect("resign");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resignation_notifies_exactly_one_candidate() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let observer = session(&connect).await;
+    let leader = Election::new(session(&connect).await, "/election/herd")
+        .expect("election")
+        .campaign()
+        .await
+        .expect("leader");
+    let mut candidates = Vec::new();
+    for i in 0..4 {
+        let zk = Counting::connect(&connect).await;
+        let task = campaign(Election::new(zk.clone(), "/election/herd").expect("election"));
+        wait_children(&observer, "/election/herd", i + 2).await;
+        candidates.push((zk, task));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    leader.resign().await.expect("resign");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let fired: Vec<usize> = candidates.iter().map(|(zk, _)| zk.fired()).collect();
+    assert_eq!(fired, [1, 0, 0, 0], "only the next candidate is notified");
+    let (_, next) = candidates.remove(0);
+    let next = elected(next).await;
+    assert!(next.is_leader());
+    assert!(candidates.iter().all(|(_, task)| !task.is_finished()));
+    next.resign().await.expect("resign");
+    for (_, task) in candidates {
+        elected(task).await.resign().await.expect("resign");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_campaign_withdraws_its_candidate() {
+    let server = support::standalone();
+    let connect = server.connect_string();
+    let observer = session(&connect).await;
+    let leader = Election::new(session(&connect).await, "/election/cancel")
+        .expect("election")
+        .campaign()
+        .await
+        .expect("leader");
+    let hopeful = Election::new(session(&connect).await, "/election/cancel").expect("election");
+    assert!(
+        hopeful
+            .campaign_for(Duration::from_millis(300))
+            .await
+            .expect("campaign")
+            .is_none()
+    );
+    wait_children(&observer, "/election/cancel", 1).await;
+    let task = campaign(hopeful.clone());
+    wait_children(&observer, "/election/cancel", 2).await;
+    task.abort();
+    let _ = task.await;
+    wait_children(&observer, "/election/cancel", 1).await;
+    assert!(leader.is_leader());
+
+    // Dropping a leadership resigns it.
+    drop(leader);
+    let next = elected(campaign(hopeful)).await;
+    assert!(next.is_leader());
+}
