@@ -16,3 +16,7 @@ mod atom;
 mod atom_probe;
 mod election;
 mod semaphore;
+mod barrier;
+mod group;
+mod queue;
+mod two_phase_commit;
