@@ -78,3 +78,10 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Whether a standalone server's `cons` listing shows session `sid`.
+pub(crate) fn session_listed(server: &avout::testkit::server::ZkServer, sid: i64) -> bool {
+    let cons = tokio::task::block_in_place(|| server.four_letter_word("cons"))
+        .unwrap_or_else(|e| panic!("cons: {e}"));
+    cons.contains(&format!("sid=0x{:x}", sid as u64))
+}
