@@ -71,8 +71,10 @@ impl SimZk {
     pub fn connect_with_timeout(&self, timeout: Duration) -> SimClient {
         let index = self.shared.world().connect(timeout);
         SimClient {
-            shared: self.shared.clone(),
-            index,
+            handle: Arc::new(Handle {
+                shared: self.shared.clone(),
+                index,
+            }),
         }
     }
 
@@ -143,7 +145,8 @@ impl SimZk {
     }
 }
 
-/// One simulated session; implements [`Coordination`]. Clones share the session.
+/// One simulated session; implements [`Coordination`]. Clones share the session, and
+/// dropping the last clone closes it (without waiting), as dropping a real client does.
 ///
 /// Beyond the trait it offers [`add_auth`](Self::add_auth) (ZooKeeper's `addAuthInfo`) and
 /// its index in the run (the number faults name it by).
@@ -159,14 +162,30 @@ impl SimZk {
 /// ```
 #[derive(Clone)]
 pub struct SimClient {
+    handle: Arc<Handle>,
+}
+
+/// The session's handle, shared by the clones of a client.
+struct Handle {
     shared: Arc<Shared>,
     index: usize,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // If the simulator already panicked there is nothing left to close.
+        if let Some(mut w) = self.shared.try_world() {
+            w.release(self.index);
+            drop(w);
+            self.shared.kick();
+        }
+    }
 }
 
 impl std::fmt::Debug for SimClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SimClient")
-            .field("index", &self.index)
+            .field("index", &self.handle.index)
             .finish()
     }
 }
@@ -183,7 +202,7 @@ impl SimClient {
     /// assert_eq!(i, 1);
     /// ```
     pub fn index(&self) -> usize {
-        self.index
+        self.handle.index
     }
 
     /// Adds an identity to the session; for `digest`, `auth` is `user:password`.
@@ -214,8 +233,9 @@ impl SimClient {
     }
 
     fn submit(&self, request: Request, watch: Option<WatchKind>) -> Call {
-        let rx = self.shared.world().submit(self.index, request, watch);
-        self.shared.kick();
+        let h = &self.handle;
+        let rx = h.shared.world().submit(h.index, request, watch);
+        h.shared.kick();
         rx
     }
 }
@@ -253,11 +273,12 @@ fn refuse<T: Send + 'static>(e: Error) -> OpFuture<'static, T> {
 
 impl Coordination for SimClient {
     fn session(&self) -> SessionInfo {
-        self.shared.world().session_info(self.index)
+        self.handle.shared.world().session_info(self.handle.index)
     }
 
     fn session_states(&self) -> SessionStates {
-        self.shared.world().publisher(self.index).subscribe()
+        let h = &self.handle;
+        h.shared.world().publisher(h.index).subscribe()
     }
 
     fn create(

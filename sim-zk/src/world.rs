@@ -75,6 +75,11 @@ impl Shared {
             .expect("the simulator panicked while holding its state")
     }
 
+    /// The world, unless a panic poisoned it.
+    pub(crate) fn try_world(&self) -> Option<MutexGuard<'_, World>> {
+        self.world.lock().ok()
+    }
+
     /// Wakes the driver: something was queued.
     pub(crate) fn kick(&self) {
         self.notify.notify_one();
@@ -441,6 +446,14 @@ impl World {
             );
         }
         rx
+    }
+
+    /// The last handle of a client is gone: close its session unless it already ended.
+    pub(crate) fn release(&mut self, client: usize) {
+        let c = &self.clients[client];
+        if c.terminal.is_none() && !c.closing {
+            drop(self.submit(client, Request::Close, None));
+        }
     }
 
     /// Applies a fault now (for tests and the service handle).

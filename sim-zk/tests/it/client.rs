@@ -245,3 +245,26 @@ fn authenticated_sessions_pass_acls() {
             assert_eq!(b.get_data("/mine").await.unwrap().0, b"s");
         });
 }
+
+#[test]
+fn dropping_the_last_handle_closes_the_session() {
+    Sim::builder()
+        .seed(8)
+        .clients(0)
+        .build()
+        .run(|ctx| async move {
+            let watcher = ctx.zk.connect();
+            let owner = ctx.zk.connect();
+            let clone = owner.clone();
+            owner
+                .create("/mine", b"", &CreateMode::Ephemeral.into())
+                .await
+                .unwrap();
+            let (_, watch) = watcher.exists_and_watch("/mine").await.unwrap();
+            drop(owner);
+            // A clone still holds the session.
+            assert!(watcher.exists("/mine").await.unwrap().is_some());
+            drop(clone);
+            assert_eq!(watch.await.kind, EventKind::NodeDeleted);
+        });
+}
