@@ -1,27 +1,37 @@
-//! The bytes an atom keeps in its ZooKeeper node: a small header, the ids of the last writes,
-//! and the body (the encoded value inline, or a reference into a [`StateContainer`]).
+//! The bytes an atom keeps in its ZooKeeper node: a small header, the last write of each
+//! recent writer, and the body (the encoded value inline, or a reference into a
+//! [`StateContainer`]).
 //!
 //! ```text
-//! 0xA7 'V' 0x01 kind  n  id[0] .. id[n-1]  body
-//!  magic  fmt   u8   u8   n × u64 BE      rest (kind 0: value bytes; kind 1: a blob key)
+//! 0xA7 'V' 0x02 kind  n  chain   (writer, write id) × n    body
+//!  magic   fmt   u8   u8 u32 BE  n × (u64 BE, u64 BE)      rest (kind 0: value; kind 1: blob key)
 //! ```
 //!
-//! `id[0]` is the write that produced the node's current version, `id[i]` the one that
-//! produced version `current - i`. Each writer builds its list from the version it replaces,
-//! so the list stays aligned with versions; a write by a foreign program (no header) starts the
-//! chain again. This is what lets a writer that lost its connection decide whether its write
-//! took effect without applying it twice (see [`super::machine`]).
+//! The list holds, newest first, one entry per writer (an atom handle, which sends one write at
+//! a time on one session): the id of its latest write that took effect. Each writer builds its
+//! list from the version it replaces, moving itself to the front, and keeps at most
+//! [`WRITERS`] entries. `chain` counts the consecutive versions written with this header
+//! (saturating); a write by a foreign program (no header) starts the chain again.
+//!
+//! This is what lets a writer that lost its connection decide whether its write took effect
+//! without applying it twice (see [`super::machine`]): if the node moved past the version the
+//! write was conditional on, the writer's entry names its latest write that landed. Since the
+//! writer had nothing else in flight, and one session's requests are applied in order, the
+//! entry is the lost write if and only if it landed, however many other writes came after.
+//! Only if the writer's entry is missing and could have been pushed out (the list is full, or
+//! the chain does not reach back to that version) is the outcome unknown.
 //!
 //! The first byte is never the first byte of a JSON text (0xA7 cannot start UTF-8), so a node
-//! holding plain JSON written by another program reads as an inline body with no history.
+//! holding plain JSON written by another program reads as an inline body with no writers.
 //!
 //! [`StateContainer`]: super::StateContainer
 
-/// Write ids kept per version: how far back a recovering writer can look.
-pub(crate) const HISTORY: usize = 32;
+/// Writers remembered per version: more distinct writers than this between a lost write and
+/// its recovery make its outcome unknown.
+pub(crate) const WRITERS: usize = 32;
 
-const MAGIC: [u8; 3] = [0xA7, b'V', 1];
-const HEADER: usize = MAGIC.len() + 2;
+const MAGIC: [u8; 3] = [0xA7, b'V', 2];
+const HEADER: usize = MAGIC.len() + 2 + 4;
 
 /// Where the value's bytes are.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -35,18 +45,21 @@ pub(crate) enum Body {
 /// A decoded node payload.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Envelope {
-    /// Ids of the latest writes, newest first.
-    pub(crate) history: Vec<u64>,
+    /// `(writer, id of its latest write)`, most recent writer first.
+    pub(crate) writers: Vec<(u64, u64)>,
+    /// Consecutive versions written with a header, this one included (0: foreign bytes).
+    pub(crate) chain: u32,
     /// The value, or where it is.
     pub(crate) body: Body,
 }
 
 impl Envelope {
     /// Reads a node's data. Never fails: bytes without the header are a foreign program's
-    /// value, inline, with no history.
+    /// value, inline, with no writers.
     pub(crate) fn parse(data: &[u8]) -> Envelope {
         Self::parse_framed(data).unwrap_or_else(|| Envelope {
-            history: Vec::new(),
+            writers: Vec::new(),
+            chain: 0,
             body: Body::Inline(data.to_vec()),
         })
     }
@@ -57,29 +70,46 @@ impl Envelope {
         }
         let kind = data[3];
         let n = data[4] as usize;
-        let ids_end = HEADER + 8 * n;
-        if data.len() < ids_end {
+        let chain = u32::from_be_bytes(data[5..9].try_into().expect("4 bytes"));
+        let entries_end = HEADER + 16 * n;
+        if data.len() < entries_end {
             return None;
         }
-        let history = data[HEADER..ids_end]
-            .chunks_exact(8)
-            .map(|c| u64::from_be_bytes(c.try_into().expect("chunks of 8")))
+        let u64_at = |i: usize| u64::from_be_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+        let writers = (0..n)
+            .map(|k| (u64_at(HEADER + 16 * k), u64_at(HEADER + 16 * k + 8)))
             .collect();
-        let rest = &data[ids_end..];
+        let rest = &data[entries_end..];
         let body = match kind {
             0 => Body::Inline(rest.to_vec()),
             1 => Body::Blob(String::from_utf8(rest.to_vec()).ok()?),
             _ => return None,
         };
-        Some(Envelope { history, body })
+        Some(Envelope {
+            writers,
+            chain,
+            body,
+        })
     }
 
-    /// The ids a write of `write_id` replacing a node with `previous` ids records.
-    pub(crate) fn next_history(write_id: u64, previous: &[u64]) -> Vec<u64> {
-        std::iter::once(write_id)
-            .chain(previous.iter().copied())
-            .take(HISTORY)
-            .collect()
+    /// The header of a write `write_id` by `writer` replacing the version described by
+    /// `previous` (`None`: the node does not exist yet).
+    pub(crate) fn next(
+        writer: u64,
+        write_id: u64,
+        previous: Option<&Envelope>,
+        body: Body,
+    ) -> Self {
+        let (old, chain) = previous.map_or((&[][..], 0), |p| (p.writers.as_slice(), p.chain));
+        let writers = std::iter::once((writer, write_id))
+            .chain(old.iter().copied().filter(|(w, _)| *w != writer))
+            .take(WRITERS)
+            .collect();
+        Envelope {
+            writers,
+            chain: chain.saturating_add(1),
+            body,
+        }
     }
 
     /// The node data.
@@ -88,36 +118,52 @@ impl Envelope {
             Body::Inline(bytes) => (0, bytes),
             Body::Blob(key) => (1, key.as_bytes()),
         };
-        let n = self.history.len().min(HISTORY);
-        let mut out = Vec::with_capacity(HEADER + 8 * n + body.len());
+        let n = self.writers.len().min(WRITERS);
+        let mut out = Vec::with_capacity(HEADER + 16 * n + body.len());
         out.extend_from_slice(&MAGIC);
         out.push(kind);
         out.push(n as u8);
-        for id in &self.history[..n] {
+        out.extend_from_slice(&self.chain.to_be_bytes());
+        for (writer, id) in &self.writers[..n] {
+            out.extend_from_slice(&writer.to_be_bytes());
             out.extend_from_slice(&id.to_be_bytes());
         }
         out.extend_from_slice(body);
         out
     }
 
-    /// The size of the node data for a body of `body_len` bytes with a full history.
+    /// The largest header: what the node holds besides the value.
     pub(crate) fn overhead() -> usize {
-        HEADER + 8 * HISTORY
+        HEADER + 16 * WRITERS
     }
 }
 
-/// Whether the write `write_id`, sent against version `expected` (`-1` for a create), is the
-/// one that produced version `expected + 1` of a node now at `version` with `data`.
+/// Whether the write `write_id` of `writer`, sent against version `expected` (`-1` for a
+/// create), took effect, judging from the node now at `version` with `data`. The writer MUST
+/// have had no other write in flight.
 ///
-/// `Some(true)`: it took effect; `Some(false)`: it did not; `None`: too many writes since to
-/// tell.
-pub(crate) fn took_effect(write_id: u64, expected: i32, version: i32, data: &[u8]) -> Option<bool> {
+/// `Some(true)`: it did; `Some(false)`: it did not; `None`: cannot tell.
+pub(crate) fn took_effect(
+    writer: u64,
+    write_id: u64,
+    expected: i32,
+    version: i32,
+    data: &[u8],
+) -> Option<bool> {
     if version <= expected {
         return Some(false);
     }
-    let back = (version - (expected + 1)) as usize;
-    let history = Envelope::parse(data).history;
-    history.get(back).map(|id| *id == write_id)
+    let envelope = Envelope::parse(data);
+    match envelope.writers.iter().find(|(w, _)| *w == writer) {
+        Some((_, id)) => Some(*id == write_id),
+        None => {
+            // Versions expected+1 ..= version were all written with headers, and none pushed
+            // an entry out: our write is not among them.
+            let since = i64::from(version) - i64::from(expected);
+            let covered = i64::from(envelope.chain) >= since;
+            (covered && envelope.writers.len() < WRITERS).then_some(false)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -127,44 +173,72 @@ mod tests {
     #[test]
     fn round_trips_and_reads_foreign_bytes_as_inline() {
         let e = Envelope {
-            history: vec![3, 2, 1],
+            writers: vec![(3, 30), (2, 20)],
+            chain: 9,
             body: Body::Blob("k".into()),
         };
         assert_eq!(Envelope::parse(&e.to_bytes()), e);
         let json = Envelope::parse(b"{\"a\":1}");
         assert_eq!(json.body, Body::Inline(b"{\"a\":1}".to_vec()));
-        assert!(json.history.is_empty());
+        assert!(json.writers.is_empty());
         // A truncated header is foreign bytes, not a panic.
-        assert_eq!(
-            Envelope::parse(&[0xA7, b'V', 1, 0, 9]).history,
-            Vec::<u64>::new()
+        assert!(
+            Envelope::parse(&[0xA7, b'V', 2, 0, 9, 0, 0, 0, 1])
+                .writers
+                .is_empty()
         );
     }
 
     #[test]
-    fn history_is_bounded_and_newest_first() {
-        let mut h = Vec::new();
-        for id in 0..100 {
-            h = Envelope::next_history(id, &h);
+    fn one_entry_per_writer_most_recent_first_and_bounded() {
+        let mut e: Option<Envelope> = None;
+        for id in 0..100u64 {
+            e = Some(Envelope::next(
+                id % 40,
+                id,
+                e.as_ref(),
+                Body::Inline(vec![]),
+            ));
         }
-        assert_eq!(h.len(), HISTORY);
-        assert_eq!(h[0], 99);
+        let e = e.unwrap();
+        assert_eq!(e.writers.len(), WRITERS);
+        assert_eq!(e.writers[0], (99 % 40, 99));
+        assert_eq!(e.chain, 100);
+        let again = Envelope::next(99 % 40, 100, Some(&e), Body::Inline(vec![]));
+        assert_eq!(
+            again.writers.iter().filter(|(w, _)| *w == 99 % 40).count(),
+            1
+        );
     }
 
     #[test]
-    fn took_effect_reads_the_version_chain() {
-        let data = |h: Vec<u64>| {
+    fn took_effect_reads_the_writer_entries() {
+        let data = |writers: Vec<(u64, u64)>, chain| {
             Envelope {
-                history: h,
+                writers,
+                chain,
                 body: Body::Inline(vec![]),
             }
             .to_bytes()
         };
-        // Wrote 7 against version 4; node now at 6 with ids [9, 7, ..]: ours made version 5.
-        assert_eq!(took_effect(7, 4, 6, &data(vec![9, 7, 1])), Some(true));
-        assert_eq!(took_effect(7, 4, 6, &data(vec![9, 8, 1])), Some(false));
-        assert_eq!(took_effect(7, 4, 4, &data(vec![1])), Some(false));
-        assert_eq!(took_effect(7, 4, 40, &data(vec![1])), None);
-        assert_eq!(took_effect(7, -1, 0, &data(vec![7])), Some(true));
+        // Writer 1 wrote id 7 against version 4; many writes later its entry still says 7.
+        assert_eq!(
+            took_effect(1, 7, 4, 400, &data(vec![(2, 9), (1, 7)], 500)),
+            Some(true)
+        );
+        // Its entry names an older write: the lost one did not land.
+        assert_eq!(
+            took_effect(1, 7, 4, 6, &data(vec![(2, 9), (1, 5)], 50)),
+            Some(false)
+        );
+        assert_eq!(took_effect(1, 7, 4, 4, &data(vec![], 0)), Some(false));
+        // No entry, a chain reaching back, room in the list: not ours.
+        assert_eq!(took_effect(1, 7, 4, 6, &data(vec![(2, 9)], 2)), Some(false));
+        // No entry, but a foreign write since (the chain is short): unknown.
+        assert_eq!(took_effect(1, 7, 4, 6, &data(vec![(2, 9)], 1)), None);
+        // No entry and a full list: it may have been pushed out.
+        let full: Vec<_> = (100..100 + WRITERS as u64).map(|w| (w, w)).collect();
+        assert_eq!(took_effect(1, 7, 4, 60, &data(full, 90)), None);
+        assert_eq!(took_effect(1, 7, -1, 0, &data(vec![(1, 7)], 1)), Some(true));
     }
 }

@@ -2,8 +2,9 @@
 //! knows, even after a connection loss, whether it took effect.
 //!
 //! A write is a `create` (version `-1`: the node must not exist) or a `set_data` with the
-//! version the writer read. Its payload carries a fresh write id at the head of the node's
-//! list of recent write ids (see the envelope format in the [atom module docs](super)).
+//! version the writer read. Its payload records, in the node's list of writers, the writer
+//! (one atom handle, which has one write in flight at a time) and a fresh id for this write
+//! (see the node format in the [atom module docs](super)).
 //!
 //! - **Success** (one round trip): the node now holds our payload at the returned version.
 //! - **Conflict** (`BadVersion`, `NodeExists`, `NoNode`): nothing was written; the machine
@@ -12,11 +13,14 @@
 //! - **Indeterminate** (connection loss, timeout): the write may have been applied. The
 //!   machine waits for the session to reconnect (or a short pause), reads the node, and
 //!   decides: a node still at the expected version was not written; at a later version, the
-//!   write id recorded for version `expected + 1` says whether it was ours. Even a stale read
+//!   writer's entry names its latest write that landed, which is ours if and only if ours
+//!   landed (the writer had nothing else in flight, and a session's requests apply in
+//!   order), however many other writers wrote since. Even a stale read
 //!   (a lagging server after failover) is safe: it can only make us think the write did *not*
 //!   happen, and the caller's retry is again conditional on the version it read, so it fails
-//!   with `BadVersion` instead of applying twice, and the next read sees our id. If more writes
-//!   happened since than ids are kept, the outcome is reported as unknown, never guessed.
+//!   with `BadVersion` instead of applying twice, and the next read sees our id. If our entry
+//!   is missing and may have been pushed out (more than 32 other writers since, or a foreign
+//!   program overwrote the header), the outcome is reported as unknown, never guessed.
 //! - **Session lost**: the outcome of an in-flight write is unknown; reported as the error.
 
 use std::collections::VecDeque;
@@ -47,7 +51,7 @@ pub struct Versioned {
 ///
 /// ```
 /// use avout::atom::Step;
-/// let s = Step::Set { data: b"x".to_vec(), write_id: 7, version: 3, czxid: 10 };
+/// let s = Step::Set { data: b"x".to_vec(), writer: 1, write_id: 7, version: 3, czxid: 10 };
 /// assert!(matches!(s, Step::Set { version: 3, .. }));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -58,18 +62,22 @@ pub enum Step {
         /// Whether to sync first.
         sync: bool,
     },
-    /// Create the node with `data` (whose newest write id is `write_id`).
+    /// Create the node with `data`, which records `write_id` as `writer`'s latest write.
     Create {
         /// The payload.
         data: Vec<u8>,
-        /// The id at the head of the payload's write list.
+        /// The writer: an id with at most one write in flight at any time.
+        writer: u64,
+        /// This write's id, unique.
         write_id: u64,
     },
     /// Replace the node's data if it is at `version` of the node created at `czxid`.
     Set {
         /// The payload.
         data: Vec<u8>,
-        /// The id at the head of the payload's write list.
+        /// The writer: an id with at most one write in flight at any time.
+        writer: u64,
+        /// This write's id, unique.
         write_id: u64,
         /// The version read.
         version: i32,
@@ -168,7 +176,7 @@ enum Phase {
 /// use avout::machine::{Machine, Millis, Request};
 /// use avout::SessionState;
 ///
-/// let mut m = CasMachine::new("/counter", Step::Set { data: b"2".to_vec(), write_id: 1, version: 1, czxid: 5 });
+/// let mut m = CasMachine::new("/counter", Step::Set { data: b"2".to_vec(), writer: 3, write_id: 1, version: 1, czxid: 5 });
 /// m.handle_session(Millis(0), SessionState::Connected);
 /// let (_, request) = m.poll_request().unwrap();
 /// assert!(matches!(request, Request::SetData { version: Some(1), .. }));
@@ -261,17 +269,21 @@ impl CasMachine {
         self.phase = Phase::Reading { get, recovering };
     }
 
-    /// The write id and the version the write was conditional on (`-1` for a create).
-    fn write(&self) -> Option<(u64, i32, Option<i64>)> {
+    /// The writer, write id and the version the write was conditional on (`-1` for a
+    /// create).
+    fn write(&self) -> Option<(u64, u64, i32, Option<i64>)> {
         match self.step {
             Step::Read { .. } => None,
-            Step::Create { write_id, .. } => Some((write_id, -1, None)),
+            Step::Create {
+                writer, write_id, ..
+            } => Some((writer, write_id, -1, None)),
             Step::Set {
+                writer,
                 write_id,
                 version,
                 czxid,
                 ..
-            } => Some((write_id, version, Some(czxid))),
+            } => Some((writer, write_id, version, Some(czxid))),
         }
     }
 
@@ -291,7 +303,7 @@ impl CasMachine {
 
     /// Decides from a recovery read whether our write took effect.
     fn decide(&mut self, current: Option<Versioned>) {
-        let (write_id, expected, czxid) = self.write().expect("only writes recover");
+        let (writer, write_id, expected, czxid) = self.write().expect("only writes recover");
         let Some(node) = current else {
             // Deleted (or never created): whatever we wrote is not there to be read.
             return self.finish(Ok(Outcome::NotApplied { current: None }));
@@ -304,7 +316,7 @@ impl CasMachine {
         if czxid.is_some_and(|c| c != node.stat.czxid) {
             return self.finish(Err(unknown));
         }
-        match envelope::took_effect(write_id, expected, node.stat.version, &node.data) {
+        match envelope::took_effect(writer, write_id, expected, node.stat.version, &node.data) {
             Some(true) => self.finish(Ok(Outcome::Applied {
                 current: node,
                 recovered: true,
@@ -413,5 +425,333 @@ impl CasMachine {
             Step::Read { sync } => self.read(sync, false),
             _ => self.read(false, recovering),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atom::envelope::{Body, Envelope};
+
+    fn drain(m: &mut CasMachine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    /// A payload whose writer list is `ids`, writer `i` having written `ids[i]`, on a chain
+    /// long enough to cover every version of these tests.
+    fn payload(ids: Vec<u64>) -> Vec<u8> {
+        Envelope {
+            writers: ids.into_iter().map(|id| (WRITER + id, id)).collect(),
+            chain: 1000,
+            body: Body::Inline(b"1".to_vec()),
+        }
+        .to_bytes()
+    }
+
+    /// The writer of the tests' own writes: `payload` names it for id 7 (and 5 for creates).
+    const WRITER: u64 = 1 << 40;
+
+    fn stat(version: i32) -> Stat {
+        Stat {
+            version,
+            czxid: 10,
+            mzxid: 100 + i64::from(version),
+            ..Stat::default()
+        }
+    }
+
+    /// A set of write 7 against version 4, whose reply is lost; returns the recovery read.
+    fn lose_the_reply() -> (CasMachine, Token) {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Set {
+                data: payload(vec![7, 3]),
+                writer: WRITER + 7,
+                write_id: 7,
+                version: 4,
+                czxid: 10,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(
+            &sent[..],
+            [(
+                _,
+                Request::SetData {
+                    version: Some(4),
+                    ..
+                }
+            )]
+        ));
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        assert!(
+            drain(&mut m).is_empty(),
+            "waits for the session before reading"
+        );
+        assert_eq!(m.poll_timer(), Some(Millis(1 + RETRY_PAUSE_MS)));
+        m.handle_session(Millis(2), SessionState::Disconnected);
+        assert!(drain(&mut m).is_empty());
+        m.handle_session(Millis(3), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(
+            &sent[..],
+            [(_, Request::GetData { watch: false, .. })]
+        ));
+        (m, sent[0].0)
+    }
+
+    #[test]
+    fn an_uncontended_set_is_one_request() {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Set {
+                data: b"x".to_vec(),
+                writer: WRITER + 1,
+                write_id: 1,
+                version: 0,
+                czxid: 10,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 1);
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Set(stat(1))));
+        let out = m.poll_output().expect("done").expect("ok");
+        assert_eq!(
+            out,
+            Outcome::Applied {
+                current: Versioned {
+                    data: b"x".to_vec(),
+                    stat: stat(1)
+                },
+                recovered: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_lost_reply_whose_write_landed_is_not_applied_again() {
+        let (mut m, read) = lose_the_reply();
+        // Two more writes landed after ours (version 5); ours is id[2].
+        let data = payload(vec![9, 8, 7, 3]);
+        m.handle_reply(
+            Millis(4),
+            read,
+            Ok(Reply::Data {
+                data: data.clone(),
+                stat: stat(7),
+            }),
+        );
+        assert_eq!(
+            m.poll_output(),
+            Some(Ok(Outcome::Applied {
+                current: Versioned {
+                    data,
+                    stat: stat(7)
+                },
+                recovered: true
+            }))
+        );
+        assert!(drain(&mut m).is_empty(), "no second write");
+    }
+
+    #[test]
+    fn a_lost_write_is_reported_not_applied() {
+        let (mut m, read) = lose_the_reply();
+        // Still at version 4 (or a stale server): not applied; the caller retries on version 4,
+        // which cannot apply twice.
+        m.handle_reply(
+            Millis(4),
+            read,
+            Ok(Reply::Data {
+                data: payload(vec![3]),
+                stat: stat(4),
+            }),
+        );
+        assert!(matches!(
+            m.poll_output(),
+            Some(Ok(Outcome::NotApplied { current: Some(_) }))
+        ));
+    }
+
+    #[test]
+    fn a_lost_write_overtaken_by_another_is_not_applied() {
+        let (mut m, read) = lose_the_reply();
+        m.handle_reply(
+            Millis(4),
+            read,
+            Ok(Reply::Data {
+                data: payload(vec![8, 3]),
+                stat: stat(5),
+            }),
+        );
+        assert!(matches!(
+            m.poll_output(),
+            Some(Ok(Outcome::NotApplied { current: Some(_) }))
+        ));
+    }
+
+    #[test]
+    fn a_writer_pushed_out_of_a_full_list_is_unknown_not_a_guess() {
+        let (mut m, read) = lose_the_reply();
+        m.handle_reply(
+            Millis(4),
+            read,
+            Ok(Reply::Data {
+                data: payload((100..100 + envelope::WRITERS as u64).collect()),
+                stat: stat(4 + 40),
+            }),
+        );
+        assert!(matches!(
+            m.poll_output(),
+            Some(Err(StepError::Unknown {
+                expected: 4,
+                found: 44,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn a_recreated_node_is_unknown() {
+        let (mut m, read) = lose_the_reply();
+        m.handle_reply(
+            Millis(4),
+            read,
+            Ok(Reply::Data {
+                data: payload(vec![7]),
+                stat: Stat {
+                    czxid: 99,
+                    ..stat(5)
+                },
+            }),
+        );
+        assert!(matches!(
+            m.poll_output(),
+            Some(Err(StepError::Unknown { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_failed_recovery_read_is_retried_after_a_pause() {
+        let (mut m, read) = lose_the_reply();
+        m.handle_reply(Millis(4), read, Err(Error::ConnectionLoss));
+        assert!(drain(&mut m).is_empty());
+        m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(30),
+            sent[0].0,
+            Ok(Reply::Data {
+                data: payload(vec![7, 3]),
+                stat: stat(5),
+            }),
+        );
+        assert!(m.poll_output().expect("done").expect("ok").applied());
+    }
+
+    #[test]
+    fn a_conflict_reads_the_winner() {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Set {
+                data: b"x".to_vec(),
+                writer: WRITER + 1,
+                write_id: 1,
+                version: 0,
+                czxid: 10,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Err(Error::BadVersion { path: "/a".into() }),
+        );
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetData { .. })]));
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Ok(Reply::Data {
+                data: b"y".to_vec(),
+                stat: stat(1),
+            }),
+        );
+        assert!(matches!(
+            m.poll_output(),
+            Some(Ok(Outcome::NotApplied { current: Some(v) })) if v.data == b"y"
+        ));
+    }
+
+    #[test]
+    fn a_lost_create_is_recognised_by_its_id() {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Create {
+                data: payload(vec![5]),
+                writer: WRITER + 5,
+                write_id: 5,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::OperationTimeout));
+        m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(30),
+            sent[0].0,
+            Ok(Reply::Data {
+                data: payload(vec![6, 5]),
+                stat: stat(1),
+            }),
+        );
+        assert!(m.poll_output().expect("done").expect("ok").applied());
+    }
+
+    #[test]
+    fn a_linearizable_read_sends_sync_and_read_together() {
+        let mut m = CasMachine::new("/a", Step::Read { sync: true });
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(
+            &sent[..],
+            [(_, Request::Sync { .. }), (_, Request::GetData { .. })]
+        ));
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Synced));
+        assert!(m.poll_output().is_none());
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            Err(Error::NoNode { path: "/a".into() }),
+        );
+        assert_eq!(
+            m.poll_output(),
+            Some(Ok(Outcome::NotApplied { current: None }))
+        );
+    }
+
+    #[test]
+    fn session_expiry_during_a_write_is_an_error() {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Set {
+                data: b"x".to_vec(),
+                writer: WRITER + 1,
+                write_id: 1,
+                version: 0,
+                czxid: 10,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        drain(&mut m);
+        m.handle_session(Millis(1), SessionState::Expired);
+        assert_eq!(
+            m.poll_output(),
+            Some(Err(StepError::Zk(Error::SessionExpired)))
+        );
     }
 }

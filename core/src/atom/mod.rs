@@ -19,10 +19,11 @@
 //! still conditional on the version (writers that are not promoted need no lock), so the lock
 //! never affects correctness. [`Atom::stats`] counts optimistic and promoted tries.
 //!
-//! The node holds a small header, the ids of the last 32 writes and the value (see
+//! The node holds a small header, the latest write id of each of the last 32 writers (a
+//! writer is an atom handle, which sends its writes one at a time) and the value (see
 //! [`StateContainer`] for values kept elsewhere); the header is what makes recovery after a
 //! lost reply exact (below). A node holding bare bytes (another program wrote it) reads as
-//! a value with no history; bytes the [`Codec`] cannot decode are an [`AtomError::Decode`].
+//! a value with no header; bytes the [`Codec`] cannot decode are an [`AtomError::Decode`].
 //!
 //! Reads that return a value ([`Atom::deref`], and an update that decides not to write, such
 //! as a failed [`Atom::compare_and_set`]) `sync` first, so they are linearizable; the `sync`
@@ -31,9 +32,10 @@
 //! # Connection loss, session expiry, cancellation
 //!
 //! - **Connection loss** while a write is in flight makes its outcome unknown. The atom waits
-//!   for the session to reconnect, reads the node and looks for its write id at the position
-//!   of the version it created: found, the update is done (it is *not* applied again); not
-//!   found, it retries as after a conflict. If more than 32 writes happened in between, it
+//!   for the session to reconnect, reads the node and looks up its writer's entry: if it names
+//!   the lost write, the update is done (it is *not* applied again); if not, it retries as
+//!   after a conflict. However many writes happened meanwhile, this is exact unless more than
+//!   32 other writers wrote since (or another program overwrote the header), and then it
 //!   fails with [`AtomError::Indeterminate`] rather than guess. See [`CasMachine`].
 //! - **Session expiry** fails the operation with [`AtomError::Zk`] (session lost); an update
 //!   in flight at that moment may or may not have been applied ([`AtomError::is_definite`]
@@ -234,8 +236,7 @@ fn bump(c: &AtomicU64) {
 #[derive(Clone, Debug)]
 struct Loaded<T> {
     value: T,
-    history: Vec<u64>,
-    body: Body,
+    envelope: Envelope,
     stat: Stat,
 }
 
@@ -287,8 +288,7 @@ impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
             })?;
         Ok(Some(Loaded {
             value,
-            history: envelope.history,
-            body: envelope.body,
+            envelope,
             stat: node.stat,
         }))
     }
@@ -332,6 +332,10 @@ struct Inner<T, C: Coordination + ?Sized + 'static, K> {
     validator: StdMutex<Option<Validator<T>>>,
     promote_after: Option<u32>,
     mutex: Option<Mutex<C>>,
+    /// This handle's writer id, and the lock that keeps one write of it in flight at a time
+    /// (what makes its entry in the node's header decide a lost write).
+    writer: u64,
+    writing: tokio::sync::Mutex<()>,
     counters: Counters,
     watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
 }
@@ -514,8 +518,11 @@ where
             }
             None => None,
         };
+        let writer = self.zk.new_guid() as u64;
         Ok(Atom {
             inner: Arc::new(Inner {
+                writer,
+                writing: tokio::sync::Mutex::new(()),
                 core: Arc::new(Core {
                     zk: self.zk,
                     path: self.path,
@@ -906,7 +913,10 @@ where
                 &self.inner.counters.optimistic_tries
             });
             let (step, body, replaced) = self.prepare(&known, &value).await?;
-            let outcome = drive(&*core.zk, &mut CasMachine::new(&core.path, step)).await;
+            let outcome = {
+                let _one_in_flight = self.inner.writing.lock().await;
+                drive(&*core.zk, &mut CasMachine::new(&core.path, step)).await
+            };
             match outcome {
                 Ok(Outcome::Applied { current, recovered }) => {
                     bump(&self.inner.counters.writes);
@@ -919,11 +929,9 @@ where
                         };
                         *lock(&self.inner.known) = fresh;
                     } else {
-                        let envelope = Envelope::parse(&current.data);
                         self.remember(Known::Present(Loaded {
                             value,
-                            history: envelope.history,
-                            body: envelope.body,
+                            envelope: Envelope::parse(&current.data),
                             stat: current.stat,
                         }));
                     }
@@ -997,15 +1005,12 @@ where
                 })?;
             Body::Blob(key)
         };
-        let (previous, replaced) = match known {
-            Known::Present(loaded) => (loaded.history.as_slice(), Some(loaded.body.clone())),
-            Known::Absent | Known::Unknown => (&[][..], None),
+        let previous = match known {
+            Known::Present(loaded) => Some(&loaded.envelope),
+            Known::Absent | Known::Unknown => None,
         };
-        let data = Envelope {
-            history: Envelope::next_history(write_id, previous),
-            body: body.clone(),
-        }
-        .to_bytes();
+        let replaced = previous.map(|p| p.body.clone());
+        let data = Envelope::next(self.inner.writer, write_id, previous, body.clone()).to_bytes();
         if data.len() > MAX_DATA_LEN {
             return Err(AtomError::TooLarge {
                 path: core.path.clone(),
@@ -1016,11 +1021,16 @@ where
         let step = match known {
             Known::Present(loaded) => Step::Set {
                 data,
+                writer: self.inner.writer,
                 write_id,
                 version: loaded.stat.version,
                 czxid: loaded.stat.czxid,
             },
-            Known::Absent | Known::Unknown => Step::Create { data, write_id },
+            Known::Absent | Known::Unknown => Step::Create {
+                data,
+                writer: self.inner.writer,
+                write_id,
+            },
         };
         let replaced = replaced.filter(|r| matches!(r, Body::Blob(_)));
         Ok((step, body, replaced))

@@ -84,7 +84,7 @@ pub trait StateContainer: Send + Sync + 'static {
 }
 
 /// Values inline in the ZooKeeper node: the default container. Values up to ZooKeeper's
-/// limit less the atom's header ([`MAX_DATA_LEN`](crate::MAX_DATA_LEN) minus 261 bytes).
+/// limit less the atom's header ([`MAX_DATA_LEN`](crate::MAX_DATA_LEN) minus 521 bytes).
 ///
 /// ```
 /// use avout::atom::{StateContainer, ZkNode};

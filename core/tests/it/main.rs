@@ -20,3 +20,4 @@ mod barrier;
 mod group;
 mod queue;
 mod two_phase_commit;
+mod atom_sim;
