@@ -26,12 +26,15 @@
 mod convert;
 
 use std::sync::Arc as StdArc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use zookeeper_client as zk;
 
+use crate::sync::lock;
 use crate::{
     Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Result, SessionId,
     SessionInfo, SessionState, SessionStatePublisher, SessionStates, Stat, Watch, path,
@@ -133,7 +136,7 @@ impl ZkConfig {
 
 /// One session with a real ZooKeeper ensemble; see the [module docs](self).
 ///
-/// Dropping the client closes the session.
+/// Dropping the client (or calling [`Coordination::close`]) closes the session.
 ///
 /// ```no_run
 /// use avout::{Coordination, CoordinationExt, CreateMode};
@@ -149,14 +152,15 @@ impl ZkConfig {
 /// # Ok(()) }
 /// ```
 pub struct ZkClient {
-    client: zk::Client,
+    /// The session's handle; `None` once closed. The crate closes a session when its last
+    /// handle is dropped, so `close` takes this one and every request in flight holds a clone
+    /// until its reply: the session ends right after the last of them.
+    client: Mutex<Option<StdArc<zk::Client>>>,
     config: ZkConfig,
     info: SessionInfo,
     default_acl: Vec<zk::Acl>,
     states: SessionStatePublisher,
-    /// Set once `close` has begun, so that later calls fail with `Closed` at once and pending
-    /// watches report a closed rather than an expired session (ending the session from a
-    /// second connection looks like an expiry to this one).
+    /// Set by `close`, so pending watches report a closed rather than an expired session.
     closed: StdArc<AtomicBool>,
     forwarder: tokio::task::JoinHandle<()>,
 }
@@ -213,7 +217,7 @@ impl ZkClient {
         });
         Ok(ZkClient {
             default_acl: to_zk_acls(&config.default_acl),
-            client,
+            client: Mutex::new(Some(StdArc::new(client))),
             config: config.clone(),
             info,
             states,
@@ -245,15 +249,18 @@ impl ZkClient {
         }
     }
 
-    /// The underlying `zookeeper-client` handle, for what the trait does not cover.
+    /// The underlying `zookeeper-client` handle, for what the trait does not cover; `None`
+    /// once the session was closed.
     ///
     /// ```no_run
     /// # async fn demo(zk: &avout::zk::ZkClient) {
-    /// println!("chroot: {:?}", zk.raw().path());
+    /// if let Some(raw) = zk.raw() {
+    ///     println!("chroot: {:?}", raw.path());
+    /// }
     /// # }
     /// ```
-    pub fn raw(&self) -> &zk::Client {
-        &self.client
+    pub fn raw(&self) -> Option<StdArc<zk::Client>> {
+        lock(&self.client).clone()
     }
 
     /// The configuration this client connected with.
@@ -271,6 +278,10 @@ impl ZkClient {
     /// connection on the same session and closes it (the technique of Curator's
     /// `KillSession`), then waits until this client has seen [`SessionState::Expired`].
     ///
+    /// The second connection takes the session over and this client may take it back by
+    /// reconnecting before the close arrives, so the attempt is repeated (up to ten times)
+    /// until this client reports the session gone.
+    ///
     /// ```no_run
     /// # async fn demo(zk: &avout::zk::ZkClient) -> avout::Result<()> {
     /// use avout::Coordination;
@@ -279,51 +290,46 @@ impl ZkClient {
     /// # Ok(()) }
     /// ```
     pub async fn expire_session(&self) -> Result<()> {
-        self.end_session_remotely().await
-    }
-
-    /// Closes the session from a second connection and waits until this one has learnt of it.
-    ///
-    /// The client of this crate closes a session only when every handle is dropped, and a
-    /// `&self` method cannot drop it; a second connection attached to the session can close it.
-    /// Attaching moves the session away from this connection, and this client may take it
-    /// back by reconnecting before the close arrives, so the attempt is repeated until this
-    /// client reports the session gone.
-    async fn end_session_remotely(&self) -> Result<()> {
-        let mut watcher = self.client.state_watcher();
+        let client = self.handle()?;
+        let mut watcher = client.state_watcher();
+        let session = client.session().clone();
+        drop(client);
+        let mut last_error = None;
         for _ in 0..10 {
             if watcher.peek_state() == zk::SessionState::Expired {
                 return Ok(());
             }
-            let second = Self::open(&self.config, Some(self.client.session().clone())).await?;
-            drop(second);
+            match Self::open(&self.config, Some(session.clone())).await {
+                Ok(second) => drop(second),
+                // Refused while this client holds the session: try again.
+                Err(e) => {
+                    last_error = Some(e);
+                    continue;
+                }
+            }
             let wait = self.info.timeout.max(Duration::from_secs(1));
             let ended = tokio::time::timeout(wait, async {
-                loop {
-                    if matches!(
-                        watcher.changed().await,
-                        zk::SessionState::Expired | zk::SessionState::Closed
-                    ) {
-                        break;
-                    }
-                }
+                while !matches!(
+                    watcher.changed().await,
+                    zk::SessionState::Expired | zk::SessionState::Closed
+                ) {}
             })
             .await;
             if ended.is_ok() {
                 return Ok(());
             }
         }
-        Err(Error::Other(format!(
-            "session {} could not be ended from a second connection",
-            self.info.id
-        )))
+        Err(last_error.unwrap_or_else(|| {
+            Error::Other(format!(
+                "session {} could not be expired from a second connection",
+                self.info.id
+            ))
+        }))
     }
 
-    fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(())
+    /// A clone of the session's handle, or `Closed`.
+    fn handle(&self) -> Result<StdArc<zk::Client>> {
+        lock(&self.client).clone().ok_or(Error::Closed)
     }
 
     /// Wraps a client watcher, reporting the end of a session this handle closed as `Closed`.
@@ -353,12 +359,57 @@ impl ZkClient {
         };
         convert::to_zk_mode(options.mode).with_acls(acls)
     }
+
+    /// Sends one request and maps its reply.
+    ///
+    /// `send` is called at once (submission happens at the call) with a handle and the path,
+    /// both borrowed for as long as the reply future lives: several of the client's futures
+    /// borrow them until the reply arrives, while ours must outlive the caller's `path`.
+    /// `finish` maps the reply; errors are mapped with the path attached.
+    fn call<'s, R, T>(
+        &'s self,
+        path: &str,
+        send: impl FnOnce(&'static zk::Client, &'static str) -> ZkReply<R>,
+        finish: impl FnOnce(R) -> T + Send + 's,
+    ) -> OpFuture<'s, T>
+    where
+        R: Send + 'static,
+        T: Send + 's,
+    {
+        let client = match self.handle() {
+            Ok(client) => client,
+            Err(e) => return refused(e),
+        };
+        let path: StdArc<str> = StdArc::from(path);
+        // SAFETY: both references point into `Arc` allocations that are never mutated and that
+        // `Borrowing` keeps alive after `reply`: struct fields drop in declaration order, so
+        // the future holding the references is always dropped before what they point to.
+        let (client_ref, path_ref): (&'static zk::Client, &'static str) =
+            unsafe { (&*StdArc::as_ptr(&client), &*StdArc::as_ptr(&path)) };
+        let reply = send(client_ref, path_ref);
+        let mut held = Borrowing {
+            reply,
+            _client: client,
+            path,
+        };
+        async move {
+            match (&mut held.reply).await {
+                Ok(reply) => Ok(finish(reply)),
+                Err(e) => Err(from_zk_error(e, &held.path)),
+            }
+        }
+        .boxed()
+    }
 }
 
-/// A reply future and the path string it borrows; `reply` MUST stay the first field so that
-/// it is dropped before `path`.
-struct PathBorrowingReply<'a, T> {
-    reply: futures::future::BoxFuture<'a, std::result::Result<T, zk::Error>>,
+/// A reply from the client crate, boxed so that `call` can hold it beside what it borrows.
+type ZkReply<R> = BoxFuture<'static, std::result::Result<R, zk::Error>>;
+
+/// A reply future and the allocations it borrows. `reply` MUST stay the first field, so that it
+/// is dropped before them.
+struct Borrowing<R> {
+    reply: ZkReply<R>,
+    _client: StdArc<zk::Client>,
     path: StdArc<str>,
 }
 
@@ -368,8 +419,8 @@ fn refused<'a, T: Send + 'a>(error: Error) -> OpFuture<'a, T> {
 }
 
 macro_rules! check {
-    ($self:ident, $($check:expr),*) => {
-        if let Err(e) = $self.check_open() $(.and_then(|()| $check))* {
+    ($($check:expr),*) => {
+        if let Err(e) = Ok(()) $(.and_then(|()| $check))* {
             return refused(e);
         }
     };
@@ -390,145 +441,105 @@ impl Coordination for ZkClient {
         data: &[u8],
         options: &CreateOptions,
     ) -> OpFuture<'_, (String, Stat)> {
+        let sequential = options.mode.is_sequential();
         check!(
-            self,
-            path::validate_path(path, options.mode.is_sequential()),
+            path::validate_path(path, sequential),
             path::validate_data(path, data)
         );
         let acl = options.acl.as_deref().map(to_zk_acls).unwrap_or_default();
-        let sequential = options.mode.is_sequential();
-        // The client's create future borrows the path until its reply arrives (it parses the
-        // sequence number against it), but our future may outlive the caller's `path`; so the
-        // future is built on a copy that it owns.
-        let owned: StdArc<str> = StdArc::from(path);
-        // SAFETY: `borrowed` points into the heap allocation of `owned`, which is never
-        // mutated and stays alive as long as `PathBorrowingReply::path` does. That field is
-        // declared after `reply`, and struct fields drop in declaration order, so the future
-        // holding `borrowed` is always dropped before the string it points to.
-        let borrowed: &'static str = unsafe { &*StdArc::as_ptr(&owned) };
-        let reply = self
-            .client
-            .create(borrowed, data, &self.create_options(options, &acl))
-            .boxed();
-        let mut holder = PathBorrowingReply { reply, path: owned };
-        async move {
-            match (&mut holder.reply).await {
-                Ok((stat, seq)) => {
-                    let created = if sequential {
-                        format!("{}{seq}", holder.path)
-                    } else {
-                        holder.path.to_string()
-                    };
-                    Ok((created, from_zk_stat(&stat)))
-                }
-                Err(e) => Err(from_zk_error(e, &holder.path)),
-            }
-        }
-        .boxed()
+        let zk_options = self.create_options(options, &acl);
+        let prefix = path.to_owned();
+        self.call(
+            path,
+            |client, path| client.create(path, data, &zk_options).boxed(),
+            move |(stat, seq)| {
+                let created = if sequential {
+                    format!("{prefix}{seq}")
+                } else {
+                    prefix
+                };
+                (created, from_zk_stat(&stat))
+            },
+        )
     }
 
     fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.delete(path, version);
-        async move { reply.await.map_err(|e| from_zk_error(e, &owned)) }.boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.delete(path, version).boxed(),
+            |()| (),
+        )
     }
 
     fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.get_data(path);
-        async move {
-            reply
-                .await
-                .map(|(data, stat)| (data, from_zk_stat(&stat)))
-                .map_err(|e| from_zk_error(e, &owned))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.get_data(path).boxed(),
+            |(data, stat)| (data, from_zk_stat(&stat)),
+        )
     }
 
     fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.get_and_watch_data(path);
-        async move {
-            let (data, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = self.watch(watcher);
-            Ok((data, from_zk_stat(&stat), watch))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.get_and_watch_data(path).boxed(),
+            |(data, stat, watcher)| (data, from_zk_stat(&stat), self.watch(watcher)),
+        )
     }
 
     fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
         check!(
-            self,
             path::validate_path(path, false),
             path::validate_data(path, data)
         );
-        let owned = path.to_owned();
-        let reply = self.client.set_data(path, data, version);
-        async move {
-            reply
-                .await
-                .map(|stat| from_zk_stat(&stat))
-                .map_err(|e| from_zk_error(e, &owned))
-        }
-        .boxed()
+        self.call(
+            path,
+            |client, path| client.set_data(path, data, version).boxed(),
+            |stat| from_zk_stat(&stat),
+        )
     }
 
     fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.check_stat(path);
-        async move {
-            reply
-                .await
-                .map(|stat| stat.as_ref().map(from_zk_stat))
-                .map_err(|e| from_zk_error(e, &owned))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.check_stat(path).boxed(),
+            |stat| stat.as_ref().map(from_zk_stat),
+        )
     }
 
     fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.check_and_watch_stat(path);
-        async move {
-            let (stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = self.watch(watcher);
-            Ok((stat.as_ref().map(from_zk_stat), watch))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.check_and_watch_stat(path).boxed(),
+            |(stat, watcher)| (stat.as_ref().map(from_zk_stat), self.watch(watcher)),
+        )
     }
 
     fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.get_children(path);
-        async move {
-            reply
-                .await
-                .map(|(children, stat)| (children, from_zk_stat(&stat)))
-                .map_err(|e| from_zk_error(e, &owned))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.get_children(path).boxed(),
+            |(children, stat)| (children, from_zk_stat(&stat)),
+        )
     }
 
     fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.get_and_watch_children(path);
-        async move {
-            let (children, stat, watcher) = reply.await.map_err(|e| from_zk_error(e, &owned))?;
-            let watch = self.watch(watcher);
-            Ok((children, from_zk_stat(&stat), watch))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.get_and_watch_children(path).boxed(),
+            |(children, stat, watcher)| (children, from_zk_stat(&stat), self.watch(watcher)),
+        )
     }
 
     fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        check!(self, Op::validate_all(ops));
-        let mut writer = self.client.new_multi_writer();
+        check!(Op::validate_all(ops));
         let acls: Vec<Vec<zk::Acl>> = ops
             .iter()
             .map(|op| match op {
@@ -538,31 +549,46 @@ impl Coordination for ZkClient {
                 _ => Vec::new(),
             })
             .collect();
-        for (op, acl) in ops.iter().zip(&acls) {
-            let added = match op {
-                Op::Check { path, version } => {
-                    writer.add_check_version(path, version.unwrap_or(-1))
-                }
-                Op::Create {
-                    path,
-                    data,
-                    options,
-                } => writer.add_create(path, data, &self.create_options(options, acl)),
-                Op::SetData {
-                    path,
-                    data,
-                    version,
-                } => writer.add_set_data(path, data, *version),
-                Op::Delete { path, version } => writer.add_delete(path, *version),
-            };
-            if let Err(e) = added {
-                return refused(from_zk_error(e, op.path()));
-            }
-        }
-        let reply = writer.commit();
         let paths: Vec<String> = ops.iter().map(|op| op.path().to_owned()).collect();
+        let mut refusal = None;
+        let reply = self.call(
+            "",
+            |client, _| {
+                let mut writer = client.new_multi_writer();
+                for (op, acl) in ops.iter().zip(&acls) {
+                    let added = match op {
+                        Op::Check { path, version } => {
+                            writer.add_check_version(path, version.unwrap_or(-1))
+                        }
+                        Op::Create {
+                            path,
+                            data,
+                            options,
+                        } => writer.add_create(path, data, &self.create_options(options, acl)),
+                        Op::SetData {
+                            path,
+                            data,
+                            version,
+                        } => writer.add_set_data(path, data, *version),
+                        Op::Delete { path, version } => writer.add_delete(path, *version),
+                    };
+                    if let Err(e) = added {
+                        refusal = Some(from_zk_error(e, op.path()));
+                        return futures::future::ready(Ok(MultiOutcome::Refused)).boxed();
+                    }
+                }
+                writer.commit().map(|r| Ok(MultiOutcome::Done(r))).boxed()
+            },
+            |reply| reply,
+        );
         async move {
-            let results = reply.await.map_err(|e| match e {
+            let outcome = match reply.await? {
+                MultiOutcome::Done(outcome) => outcome,
+                MultiOutcome::Refused => {
+                    return Err(refusal.expect("a refused multi records why"));
+                }
+            };
+            let results = outcome.map_err(|e| match e {
                 zk::MultiWriteError::OperationFailed { index, source } => Error::Multi {
                     index,
                     source: Box::new(from_zk_error(source, &paths[index])),
@@ -578,37 +604,50 @@ impl Coordination for ZkClient {
     }
 
     fn sync(&self, path: &str) -> OpFuture<'_, ()> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.sync(path);
-        async move { reply.await.map_err(|e| from_zk_error(e, &owned)) }.boxed()
+        check!(path::validate_path(path, false));
+        self.call(path, |client, path| client.sync(path).boxed(), |()| ())
     }
 
     fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        check!(self, path::validate_path(path, false));
-        let owned = path.to_owned();
-        let reply = self.client.get_acl(path);
-        async move {
-            reply
-                .await
-                .map(|(acl, stat)| (acl.iter().map(from_zk_acl).collect(), from_zk_stat(&stat)))
-                .map_err(|e| from_zk_error(e, &owned))
-        }
-        .boxed()
+        check!(path::validate_path(path, false));
+        self.call(
+            path,
+            |client, path| client.get_acl(path).boxed(),
+            |(acl, stat)| (acl.iter().map(from_zk_acl).collect(), from_zk_stat(&stat)),
+        )
     }
 
     fn close(&self) -> OpFuture<'_, ()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
+        let Some(client) = lock(&self.client).take() else {
             return futures::future::ready(Ok(())).boxed();
-        }
+        };
+        self.closed.store(true, Ordering::Release);
         self.states.publish(SessionState::Closed);
+        let mut watcher = client.state_watcher();
+        // Dropping the last handle sends CloseSession; requests in flight hold handles and
+        // finish first.
+        drop(client);
+        let wait = self.info.timeout.max(Duration::from_secs(1)) * 2;
         async move {
-            match self.end_session_remotely().await {
-                // A session that already expired has nothing left to close.
-                Ok(()) | Err(Error::SessionExpired) => Ok(()),
-                Err(e) => Err(e),
-            }
+            let ended = tokio::time::timeout(wait, async {
+                while !matches!(
+                    watcher.peek_state(),
+                    zk::SessionState::Closed | zk::SessionState::Expired
+                ) {
+                    watcher.changed().await;
+                }
+            })
+            .await;
+            ended.map_err(|_| Error::OperationTimeout)
         }
         .boxed()
     }
+}
+
+/// What sending a `multi` gave.
+enum MultiOutcome {
+    /// The client crate refused to build it (its own validation); nothing was sent.
+    Refused,
+    /// The server's verdict.
+    Done(std::result::Result<Vec<zk::MultiWriteResult>, zk::MultiWriteError>),
 }
