@@ -227,8 +227,8 @@ impl SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::AddAuth => Some(()),
-            _ => None,
+            Response::AddAuth => Ok(()),
+            other => Err(other),
         })
     }
 
@@ -243,26 +243,24 @@ impl SimClient {
 /// Waits for a call's reply and unpacks the response the request must produce.
 fn expect<T: Send + 'static>(
     call: Call,
-    unpack: impl FnOnce(Response) -> Option<T> + Send + 'static,
+    unpack: impl FnOnce(Response) -> Result<T, Response> + Send + 'static,
 ) -> OpFuture<'static, T> {
     async move {
         // A dropped sender means the run ended under the call.
         let (response, _) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
-        let shown = format!("{response:?}");
-        Ok(unpack(response).unwrap_or_else(|| panic!("kernel answered with {shown}")))
+        Ok(unpack(response).unwrap_or_else(|r| panic!("kernel answered with {r:?}")))
     }
     .boxed()
 }
 
 fn expect_watched<T: Send + 'static>(
     call: Call,
-    unpack: impl FnOnce(Response, Watch) -> Option<T> + Send + 'static,
+    unpack: impl FnOnce(Response, Watch) -> Result<T, Response> + Send + 'static,
 ) -> OpFuture<'static, T> {
     async move {
         let (response, watch) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
         let watch = watch.expect("a watched read returns a watch");
-        let shown = format!("{response:?}");
-        Ok(unpack(response, watch).unwrap_or_else(|| panic!("kernel answered with {shown}")))
+        Ok(unpack(response, watch).unwrap_or_else(|r| panic!("kernel answered with {r:?}")))
     }
     .boxed()
 }
@@ -301,8 +299,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::Create { path, stat } => Some((path, stat)),
-            _ => None,
+            Response::Create { path, stat } => Ok((path, stat)),
+            other => Err(other),
         })
     }
 
@@ -317,7 +315,10 @@ impl Coordination for SimClient {
             },
             None,
         );
-        expect(call, |r| matches!(r, Response::Delete).then_some(()))
+        expect(call, |r| match r {
+            Response::Delete => Ok(()),
+            other => Err(other),
+        })
     }
 
     fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
@@ -332,8 +333,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::GetData { data, stat } => Some((data, stat)),
-            _ => None,
+            Response::GetData { data, stat } => Ok((data, stat)),
+            other => Err(other),
         })
     }
 
@@ -349,8 +350,8 @@ impl Coordination for SimClient {
             Some(WatchKind::Data),
         );
         expect_watched(call, |r, w| match r {
-            Response::GetData { data, stat } => Some((data, stat, w)),
-            _ => None,
+            Response::GetData { data, stat } => Ok((data, stat, w)),
+            other => Err(other),
         })
     }
 
@@ -369,8 +370,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::SetData { stat } => Some(stat),
-            _ => None,
+            Response::SetData { stat } => Ok(stat),
+            other => Err(other),
         })
     }
 
@@ -386,8 +387,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::Exists { stat } => Some(stat),
-            _ => None,
+            Response::Exists { stat } => Ok(stat),
+            other => Err(other),
         })
     }
 
@@ -403,8 +404,8 @@ impl Coordination for SimClient {
             Some(WatchKind::Data),
         );
         expect_watched(call, |r, w| match r {
-            Response::Exists { stat } => Some((stat, w)),
-            _ => None,
+            Response::Exists { stat } => Ok((stat, w)),
+            other => Err(other),
         })
     }
 
@@ -420,8 +421,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::GetChildren { children, stat } => Some((children, stat)),
-            _ => None,
+            Response::GetChildren { children, stat } => Ok((children, stat)),
+            other => Err(other),
         })
     }
 
@@ -437,8 +438,8 @@ impl Coordination for SimClient {
             Some(WatchKind::Child),
         );
         expect_watched(call, |r, w| match r {
-            Response::GetChildren { children, stat } => Some((children, stat, w)),
-            _ => None,
+            Response::GetChildren { children, stat } => Ok((children, stat, w)),
+            other => Err(other),
         })
     }
 
@@ -451,8 +452,8 @@ impl Coordination for SimClient {
         }
         let call = self.submit(Request::Multi { ops: ops.to_vec() }, None);
         expect(call, |r| match r {
-            Response::Multi { results } => Some(results),
-            _ => None,
+            Response::Multi { results } => Ok(results),
+            other => Err(other),
         })
     }
 
@@ -466,7 +467,10 @@ impl Coordination for SimClient {
             },
             None,
         );
-        expect(call, |r| matches!(r, Response::Sync).then_some(()))
+        expect(call, |r| match r {
+            Response::Sync => Ok(()),
+            other => Err(other),
+        })
     }
 
     fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
@@ -480,8 +484,8 @@ impl Coordination for SimClient {
             None,
         );
         expect(call, |r| match r {
-            Response::GetAcl { acl, stat } => Some((acl, stat)),
-            _ => None,
+            Response::GetAcl { acl, stat } => Ok((acl, stat)),
+            other => Err(other),
         })
     }
 

@@ -353,19 +353,65 @@ impl Canonical for Response {
 
 impl Canonical for Error {
     fn canon(&self, h: &mut StableHasher) {
-        // The Display text names the variant and its fields; it is part of core's API.
-        h.str(&self.to_string());
+        h.str(crate::world::error_name(self));
+        match self {
+            Error::NoNode { path }
+            | Error::NodeExists { path }
+            | Error::BadVersion { path }
+            | Error::NotEmpty { path }
+            | Error::NoChildrenForEphemerals { path }
+            | Error::NoAuth { path }
+            | Error::InvalidAcl { path }
+            | Error::InvalidPath { path, .. }
+            | Error::DataTooLarge { path, .. } => h.str(path),
+            Error::Multi { index, source } => {
+                h.u64(*index as u64);
+                source.canon(h);
+            }
+            Error::ConnectionLoss
+            | Error::OperationTimeout
+            | Error::SessionExpired
+            | Error::SessionMoved
+            | Error::Closed
+            | Error::AuthFailed => {}
+            // The rest are rare; their text carries their fields.
+            other => h.str(&other.to_string()),
+        }
     }
 }
 
 impl Canonical for EventKind {
     fn canon(&self, h: &mut StableHasher) {
-        h.str(&format!("{self:?}"));
+        h.str(event_kind_name(*self));
     }
 }
 
 impl Canonical for SessionState {
     fn canon(&self, h: &mut StableHasher) {
-        h.str(&format!("{self:?}"));
+        h.str(state_name(*self));
+    }
+}
+
+/// The stable name of an event kind (its variant name).
+pub(crate) fn event_kind_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::NodeCreated => "NodeCreated",
+        EventKind::NodeDeleted => "NodeDeleted",
+        EventKind::NodeDataChanged => "NodeDataChanged",
+        EventKind::NodeChildrenChanged => "NodeChildrenChanged",
+        EventKind::Session => "Session",
+        _ => "Unknown",
+    }
+}
+
+/// The stable name of a session state (its variant name).
+pub(crate) fn state_name(state: SessionState) -> &'static str {
+    match state {
+        SessionState::Connected => "Connected",
+        SessionState::Disconnected => "Disconnected",
+        SessionState::Expired => "Expired",
+        SessionState::Closed => "Closed",
+        SessionState::AuthFailed => "AuthFailed",
+        _ => "Unknown",
     }
 }

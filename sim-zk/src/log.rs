@@ -8,6 +8,7 @@
 //! encoding](crate::hash), so two runs with equal hashes saw the same bytes at the same
 //! virtual nanoseconds.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use avout::{EventKind, SessionId, SessionState};
@@ -22,6 +23,7 @@ use crate::hash::StableHasher;
 /// ```
 /// use avout_sim_zk::LogEvent;
 /// let e = LogEvent::Timer { t: 5_000, timer: "reap".into() };
+/// // Names are static in the simulator's own entries; parsed logs own theirs.
 /// assert_eq!(e.to_string(), "[0.000005 s] timer reap");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,7 +37,7 @@ pub enum LogEvent {
         /// Request number.
         xid: u64,
         /// Operation.
-        op: String,
+        op: Cow<'static, str>,
         /// Path, if any.
         path: Option<String>,
     },
@@ -50,7 +52,7 @@ pub enum LogEvent {
         /// The last zxid after it.
         zxid: i64,
         /// `ok` or the error's name.
-        outcome: String,
+        outcome: Cow<'static, str>,
     },
     /// A client received a reply.
     Reply {
@@ -61,7 +63,7 @@ pub enum LogEvent {
         /// Request number.
         xid: u64,
         /// `ok` or the error's name.
-        outcome: String,
+        outcome: Cow<'static, str>,
     },
     /// A message was dropped (its connection was gone).
     Dropped {
@@ -107,7 +109,7 @@ pub enum LogEvent {
         /// Time.
         t: u64,
         /// Which timer.
-        timer: String,
+        timer: Cow<'static, str>,
     },
     /// A client connected (a new session).
     Connect {
@@ -178,14 +180,14 @@ impl LogEvent {
                 h.tag(4);
                 h.u64(*t);
                 h.u64(*client as u64);
-                h.str(&format!("{kind:?}"));
+                h.str(crate::hash::event_kind_name(*kind));
                 h.str(path);
             }
             LogEvent::State { t, client, state } => {
                 h.tag(5);
                 h.u64(*t);
                 h.u64(*client as u64);
-                h.str(&format!("{state:?}"));
+                h.str(crate::hash::state_name(*state));
             }
             LogEvent::Fault { t, kind, client } => {
                 h.tag(6);
@@ -297,6 +299,7 @@ impl EventLog {
 
     /// Appends an entry; `detail` feeds the full content behind it into the hash.
     pub(crate) fn push(&mut self, event: LogEvent, detail: impl FnOnce(&mut StableHasher)) {
+        tracing::trace!(target: "avout_sim_zk", "{event}");
         event.canon(&mut self.hasher);
         detail(&mut self.hasher);
         self.len += 1;

@@ -29,6 +29,7 @@
 //! longer than its timeout is expired by the service; the client finds out when its
 //! connection comes back, or at once (after a latency) if it was connected.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -215,7 +216,8 @@ pub(crate) struct World {
     pub(crate) config: SimConfig,
     start: Instant,
     clock: u64,
-    queue: BTreeMap<(u64, u64), Pending>,
+    /// Boxed: entries move as the map rebalances, and a request or reply is large.
+    queue: BTreeMap<(u64, u64), Box<Pending>>,
     seq: u64,
     net: Rng,
     faults: Rng,
@@ -310,7 +312,7 @@ impl World {
 
     fn schedule(&mut self, at: u64, what: Pending) {
         self.seq += 1;
-        self.queue.insert((at, self.seq), what);
+        self.queue.insert((at, self.seq), Box::new(what));
     }
 
     fn latency(&mut self) -> u64 {
@@ -414,7 +416,7 @@ impl World {
         if close {
             c.closing = true;
         }
-        let op = request.name().to_owned();
+        let op = request.name().into();
         self.log.push(
             LogEvent::Request {
                 t: now,
@@ -467,7 +469,7 @@ impl World {
             return;
         };
         self.clock = self.clock.max(t);
-        match what {
+        match *what {
             Pending::ToServer {
                 client,
                 epoch,
@@ -521,12 +523,12 @@ impl World {
         }
     }
 
-    fn timer(&mut self, name: &str) {
+    fn timer(&mut self, name: &'static str) {
         let t = self.clock;
         self.log.push(
             LogEvent::Timer {
                 t,
-                timer: name.to_owned(),
+                timer: name.into(),
             },
             |_| {},
         );
@@ -926,7 +928,7 @@ impl World {
                     t,
                     client,
                     xid,
-                    outcome: error_name(error).to_owned(),
+                    outcome: error_name(error).into(),
                 },
                 |_| {},
             );
@@ -986,10 +988,10 @@ pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn outcome(result: &Result<Response>) -> String {
+fn outcome(result: &Result<Response>) -> Cow<'static, str> {
     match result {
-        Ok(_) => "ok".to_owned(),
-        Err(e) => error_name(e).to_owned(),
+        Ok(_) => "ok".into(),
+        Err(e) => error_name(e).into(),
     }
 }
 
