@@ -1465,4 +1465,46 @@ mod tests {
         assert!(!dir.exists());
         assert!(pids.iter().all(|&pid| !pid_exists(pid)));
     }
+
+    /// The way integration tests find "the member the client is connected to": after that
+    /// member is killed, the session moves to another one, and `member_of_session` follows.
+    #[cfg(feature = "zookeeper")]
+    #[test]
+    fn member_of_session_follows_a_failover() {
+        let zk = ZkEnsemble::builder()
+            .size(3)
+            .force_sync(false)
+            .start()
+            .expect("ensemble starts");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let client = runtime
+            .block_on(
+                zookeeper_client::Client::connector()
+                    .with_session_timeout(Duration::from_secs(10))
+                    .connect(&zk.connect_string()),
+            )
+            .expect("client connects");
+        let session = client.session_id().0;
+        let first = zk
+            .member_of_session(session)
+            .expect("one member serves the session");
+        assert_eq!(zk.member_of_session(session ^ 1), None);
+
+        zk.kill(first);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let second = loop {
+            // A request makes the client notice the dead connection and move on at once.
+            let _ = runtime.block_on(client.check_stat("/"));
+            if let Some(i) = zk.member_of_session(session) {
+                break i;
+            }
+            assert!(Instant::now() < deadline, "the session never reappeared");
+            thread::sleep(POLL);
+        };
+        assert_ne!(second, first);
+    }
 }
