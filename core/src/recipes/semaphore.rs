@@ -548,7 +548,7 @@ impl Machine for SemaphoreMachine {
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
-        if token.0 % 2 == 0 {
+        if token.0.is_multiple_of(2) {
             if self.phase == Phase::Locking {
                 self.lock.handle_reply(now, Token(token.0 / 2), reply);
                 self.after_lock_step();
@@ -559,7 +559,7 @@ impl Machine for SemaphoreMachine {
     }
 
     fn handle_watch(&mut self, now: Millis, token: Token, event: WatchedEvent) {
-        if token.0 % 2 == 0 {
+        if token.0.is_multiple_of(2) {
             if self.phase == Phase::Locking {
                 self.lock.handle_watch(now, Token(token.0 / 2), event);
                 self.after_lock_step();

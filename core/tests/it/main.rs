@@ -21,3 +21,4 @@ mod group;
 mod queue;
 mod two_phase_commit;
 mod atom_sim;
+mod lock_recipes_sim;

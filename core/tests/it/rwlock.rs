@@ -212,7 +212,7 @@ async fn a_holder_asked_to_release_consents() {
     let asked = revoke_holders(&*contender_zk, contender.path())
         .await
         .expect("revoke");
-    assert_eq!(asked, [node.clone()]);
+    assert_eq!(asked, std::slice::from_ref(&node));
     let w = tokio::time::timeout(Duration::from_secs(10), contender.write())
         .await
         .expect("the holder released on request")

@@ -1,0 +1,381 @@
+//! The read-write lock, the semaphore and leader election on the simulated ZooKeeper, under
+//! every fault kind the simulator injects: the production code, in virtual time, replayable
+//! from the seed (printed on failure; `AVOUT_SIM_SEED` overrides the default).
+//!
+//! The simulator's kernel is the oracle. Each worker, once it believes it holds, is checked
+//! against the true state of the tree:
+//!
+//! - **exclusion**: no two holders whose nodes both still exist overlap (a writer with anyone;
+//!   more than N leases; two leaders);
+//! - **fencing**: a true writer's or leader's token exceeds every earlier one, so a resource
+//!   that keeps the largest token never refuses a true holder and always refuses a stale one;
+//! - **detection**: a holder whose node is gone (its session expired while it was paused or
+//!   cut off) learns it — `lost()` resolves — rather than being trusted.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::lock::{LockError, RwLock};
+use avout::recipes::election::Election;
+use avout::recipes::semaphore::Semaphore;
+use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim, SimClient, SimZk};
+
+const SESSION: Duration = Duration::from_secs(2);
+
+/// Runs per fault kind, each from its own seed.
+const SEEDS_PER_KIND: u64 = 4;
+
+/// Rates that make `kind` happen several times in a run of a few hundred requests.
+fn rates(kind: FaultKind) -> FaultRates {
+    let mut r = FaultRates::default();
+    match kind {
+        FaultKind::RequestLost => r.request_lost = 0.03,
+        FaultKind::ReplyLost => r.reply_lost = 0.03,
+        FaultKind::Disconnect => r.disconnect = 0.03,
+        FaultKind::SessionExpiry => r.expire = 0.03,
+        FaultKind::Pause => r.pause = 0.03,
+        FaultKind::StaleReads => r.stale_reads = 0.03,
+        FaultKind::Outage => r.outage = 0.03,
+    }
+    r
+}
+
+fn sim(seed: u64, kind: FaultKind, clients: usize) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(clients)
+        .session_timeout(SESSION)
+        .rates(rates(kind))
+        .time_limit(Duration::from_secs(3600))
+        .keep_log(false)
+        .build()
+}
+
+/// Whether `node` exists in the service's tree: the truth, not a client's view.
+fn alive(zk: &SimZk, node: &str) -> bool {
+    zk.with_kernel(|k| k.tree().node(node).is_some())
+}
+
+/// What the checker remembers of a run.
+#[derive(Default, Debug)]
+struct Record {
+    /// Who believes it holds now: worker → (node, exclusive?, token).
+    inside: BTreeMap<usize, (String, bool, i64)>,
+    /// The largest token of a true exclusive holder so far.
+    max_token: i64,
+    /// Holds (leases, leaderships) entered while their node existed.
+    true_holds: u64,
+    /// Holds whose node went while the holder believed it held, all detected.
+    stale_detected: u64,
+    /// A stale holder's write refused by the token (the resource's view).
+    fenced: u64,
+    /// The most true holders at once.
+    max_concurrent: usize,
+}
+
+impl Record {
+    /// A worker believes it holds: check it against the tree and the other holders.
+    fn enter(
+        &mut self,
+        zk: &SimZk,
+        who: usize,
+        node: &str,
+        exclusive: bool,
+        token: i64,
+        max: usize,
+    ) {
+        let mine = alive(zk, node);
+        let mut concurrent = usize::from(mine);
+        for (other, (other_node, other_exclusive, _)) in &self.inside {
+            if !alive(zk, other_node) {
+                continue; // a stale holder: fenced and soon detected
+            }
+            if mine {
+                assert!(
+                    !(exclusive || *other_exclusive),
+                    "exclusion violated: worker {who} ({node}) and worker {other} ({other_node}) both hold"
+                );
+                concurrent += 1;
+            }
+        }
+        assert!(
+            concurrent <= max,
+            "{concurrent} true holders, at most {max} allowed"
+        );
+        self.max_concurrent = self.max_concurrent.max(concurrent);
+        if mine {
+            self.true_holds += 1;
+            if exclusive {
+                assert!(
+                    token > self.max_token,
+                    "worker {who}: token {token} not above an earlier holder's {}",
+                    self.max_token
+                );
+                self.max_token = token;
+            }
+        }
+        self.inside.insert(who, (node.to_owned(), exclusive, token));
+    }
+
+    /// A write guarded by the token, as a resource would accept it.
+    fn write(&mut self, zk: &SimZk, node: &str, token: i64) {
+        if token >= self.max_token {
+            return;
+        }
+        assert!(!alive(zk, node), "a true holder's write was refused");
+        self.fenced += 1;
+    }
+
+    fn exit(&mut self, who: usize) {
+        self.inside.remove(&who);
+    }
+}
+
+/// After the critical section: a holder whose node is gone must learn it.
+async fn check_detected(
+    zk: &SimZk,
+    node: &str,
+    lost: impl Future<Output = LockError>,
+    record: &Rc<RefCell<Record>>,
+) {
+    if alive(zk, node) {
+        return;
+    }
+    let why = tokio::time::timeout(SESSION * 4, lost)
+        .await
+        .unwrap_or_else(|_| panic!("the holder of {node} never learnt that it was gone"));
+    assert!(
+        matches!(
+            why,
+            LockError::SessionLost(_) | LockError::NodeDeleted { .. }
+        ),
+        "{why:?}"
+    );
+    record.borrow_mut().stale_detected += 1;
+}
+
+/// Freezes a worker's `client` past its session timeout while it believes it holds:
+/// the GC-pause hazard. Its node expires and others take over; it must be fenced and learn it.
+async fn pause_past_session(zk: &SimZk, client: usize) {
+    zk.inject(Fault::Pause {
+        client,
+        duration: SESSION * 2,
+    });
+    tokio::time::sleep(SESSION * 3).await;
+}
+
+fn reconnect_if_lost(zk: &SimZk, client: &mut Arc<SimClient>, error: &LockError) {
+    if matches!(error, LockError::SessionLost(_)) {
+        *client = Arc::new(zk.connect());
+    }
+}
+
+/// What the runs of one fault kind saw, together: each run is checked for safety, and the
+/// runs of a kind together must have exercised what they claim to (faults, stale holders).
+#[derive(Default)]
+struct Seen {
+    faults: u64,
+    true_holds: u64,
+    stale_detected: u64,
+    fenced: u64,
+}
+
+impl Seen {
+    fn add(&mut self, faults: u64, record: &Record) {
+        self.faults += faults;
+        self.true_holds += record.true_holds;
+        self.stale_detected += record.stale_detected;
+        self.fenced += record.fenced;
+    }
+}
+
+fn report(what: &str, kind: FaultKind, seed: u64, faults: u64, record: &Record) {
+    eprintln!(
+        "{what:>9} {:>14}: seed {seed}, {faults} faults, {} true holds, {} stale detected, {} fenced, max {} at once",
+        kind.name(),
+        record.true_holds,
+        record.stale_detected,
+        record.fenced,
+        record.max_concurrent
+    );
+}
+
+#[test]
+fn read_write_lock_excludes_under_every_fault_kind() {
+    const ROUNDS: usize = 12;
+    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+        let mut seen = Seen::default();
+        for run in 0..SEEDS_PER_KIND {
+            let seed = 0x7e00 + 16 * i as u64 + run;
+            let (record, summary) = sim(seed, kind, 4).run(|ctx| async move {
+                let record = Rc::new(RefCell::new(Record::default()));
+                let zk = ctx.zk.clone();
+                let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
+                    let (zk, record) = (zk.clone(), record.clone());
+                    let mut client = Arc::new(c.clone());
+                    let writer = who < 2;
+                    async move {
+                        let mut done = 0;
+                        while done < ROUNDS {
+                            let rw = RwLock::new(client.clone(), "/rw").expect("handle");
+                            let acquired = if writer {
+                                rw.write().await
+                            } else {
+                                rw.read().await
+                            };
+                            let guard = match acquired {
+                                Ok(guard) => guard,
+                                Err(e) => {
+                                    reconnect_if_lost(&zk, &mut client, &e);
+                                    continue;
+                                }
+                            };
+                            let (node, token) = (guard.node().to_owned(), guard.fencing_token());
+                            record
+                                .borrow_mut()
+                                .enter(&zk, who, &node, writer, token, usize::MAX);
+                            tokio::time::sleep(Duration::from_millis(5 + 3 * who as u64)).await;
+                            if who == 0 && done == 0 {
+                                pause_past_session(&zk, client.index()).await;
+                            }
+                            if writer {
+                                record.borrow_mut().write(&zk, &node, token);
+                            }
+                            check_detected(&zk, &node, guard.lost(), &record).await;
+                            record.borrow_mut().exit(who);
+                            if let Err(e) = guard.unlock().await {
+                                reconnect_if_lost(&zk, &mut client, &e);
+                            }
+                            done += 1;
+                        }
+                    }
+                });
+                futures::future::join_all(workers).await;
+                Rc::try_unwrap(record).expect("workers done").into_inner()
+            });
+            report("rwlock", kind, seed, summary.fault_count(kind), &record);
+            seen.add(summary.fault_count(kind), &record);
+        }
+        assert!(seen.faults > 0, "{kind:?} was injected");
+        assert!(seen.true_holds > 0);
+        assert!(seen.stale_detected > 0, "the paused writer was detected");
+        assert!(seen.fenced > 0, "the paused writer was fenced");
+    }
+}
+
+#[test]
+fn semaphore_never_exceeds_its_leases_under_every_fault_kind() {
+    const ROUNDS: usize = 10;
+    const N: usize = 2;
+    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+        let mut seen = Seen::default();
+        for run in 0..SEEDS_PER_KIND {
+            let seed = 0x5e00 + 16 * i as u64 + run;
+            let (record, summary) = sim(seed, kind, 4).run(|ctx| async move {
+                let record = Rc::new(RefCell::new(Record::default()));
+                let zk = ctx.zk.clone();
+                let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
+                    let (zk, record) = (zk.clone(), record.clone());
+                    let mut client = Arc::new(c.clone());
+                    async move {
+                        let mut done = 0;
+                        while done < ROUNDS {
+                            let sem =
+                                Semaphore::new(client.clone(), "/sem", N as u32).expect("sem");
+                            let lease = match sem.acquire().await {
+                                Ok(lease) => lease,
+                                Err(e) => {
+                                    reconnect_if_lost(&zk, &mut client, &e);
+                                    continue;
+                                }
+                            };
+                            let (node, token) = (lease.node().to_owned(), lease.fencing_token());
+                            record.borrow_mut().enter(&zk, who, &node, false, token, N);
+                            tokio::time::sleep(Duration::from_millis(5 + 3 * who as u64)).await;
+                            if who == 0 && done == 0 {
+                                pause_past_session(&zk, client.index()).await;
+                            }
+                            check_detected(&zk, &node, lease.lost(), &record).await;
+                            record.borrow_mut().exit(who);
+                            if let Err(e) = lease.release().await {
+                                reconnect_if_lost(&zk, &mut client, &e);
+                            }
+                            done += 1;
+                        }
+                    }
+                });
+                futures::future::join_all(workers).await;
+                Rc::try_unwrap(record).expect("workers done").into_inner()
+            });
+            report("semaphore", kind, seed, summary.fault_count(kind), &record);
+            seen.add(summary.fault_count(kind), &record);
+        }
+        assert!(seen.faults > 0, "{kind:?} was injected");
+        assert!(seen.true_holds > 0);
+        assert!(seen.stale_detected > 0, "the paused holder was detected");
+    }
+}
+
+#[test]
+fn one_leader_per_term_under_every_fault_kind() {
+    const TERMS: usize = 8;
+    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+        let mut seen = Seen::default();
+        for run in 0..SEEDS_PER_KIND {
+            let seed = 0xe1e0 + 16 * i as u64 + run;
+            let (record, summary) = sim(seed, kind, 3).run(|ctx| async move {
+                let record = Rc::new(RefCell::new(Record::default()));
+                let zk = ctx.zk.clone();
+                let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
+                    let (zk, record) = (zk.clone(), record.clone());
+                    let mut client = Arc::new(c.clone());
+                    async move {
+                        let mut done = 0;
+                        while done < TERMS {
+                            let election = Election::new(client.clone(), "/leader")
+                                .expect("election")
+                                .with_id(format!("w{who}"));
+                            let leadership = match election.campaign().await {
+                                Ok(leadership) => leadership,
+                                Err(e) => {
+                                    reconnect_if_lost(&zk, &mut client, &e);
+                                    continue;
+                                }
+                            };
+                            let (node, term) = (leadership.node().to_owned(), leadership.term());
+                            record.borrow_mut().enter(&zk, who, &node, true, term, 1);
+                            tokio::time::sleep(Duration::from_millis(20 + 7 * who as u64)).await;
+                            if who == 0 && done == 0 {
+                                pause_past_session(&zk, client.index()).await;
+                            }
+                            record.borrow_mut().write(&zk, &node, term);
+                            check_detected(&zk, &node, leadership.lost(), &record).await;
+                            if !alive(&zk, &node) {
+                                assert!(
+                                    !leadership.is_leader(),
+                                    "a former leader still thinks it leads"
+                                );
+                            }
+                            record.borrow_mut().exit(who);
+                            if let Err(e) = leadership.resign().await {
+                                reconnect_if_lost(&zk, &mut client, &e);
+                            }
+                            done += 1;
+                        }
+                    }
+                });
+                futures::future::join_all(workers).await;
+                Rc::try_unwrap(record).expect("workers done").into_inner()
+            });
+            report("election", kind, seed, summary.fault_count(kind), &record);
+            seen.add(summary.fault_count(kind), &record);
+        }
+        assert!(seen.faults > 0, "{kind:?} was injected");
+        assert!(seen.true_holds > 0);
+        assert!(seen.stale_detected > 0, "the paused leader was detected");
+        assert!(seen.fenced > 0, "the paused leader was fenced");
+    }
+}
