@@ -425,6 +425,12 @@ impl TakeMachine {
         }
     }
 
+    /// Whether a timed take may stop now: nothing claimed or in doubt, so giving up loses
+    /// nothing.
+    fn may_give_up(&self) -> bool {
+        self.phase != Phase::Done && self.in_doubt().is_none()
+    }
+
     fn empty(&mut self, now: Millis, watch: Option<Token>) {
         if self.patience == Patience::None || self.deadline.is_some_and(|d| now >= d) {
             return self.finish(Ok(None));
@@ -569,17 +575,8 @@ impl Machine for TakeMachine {
         }
         if let Some(deadline) = self.deadline
             && now >= deadline
-            && matches!(
-                self.phase,
-                Phase::Waiting { .. }
-                    | Phase::Listing { .. }
-                    | Phase::Stalled {
-                        step: Step::List,
-                        ..
-                    }
-            )
+            && self.may_give_up()
         {
-            // Nothing is claimed: giving up loses nothing.
             self.finish(Ok(None));
         }
     }
@@ -589,7 +586,9 @@ impl Machine for TakeMachine {
             Phase::Stalled { until, .. } => Some(until),
             _ => None,
         };
-        let deadline = self.deadline.filter(|_| self.phase != Phase::Done);
+        // While a claim is in doubt the deadline is not armed: the take must settle it first
+        // (and a past deadline would otherwise fire again and again).
+        let deadline = self.deadline.filter(|_| self.may_give_up());
         match (stalled, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1115,6 +1114,40 @@ mod tests {
         assert_eq!(m.poll_timer(), Some(Millis(100)));
         m.handle_timer(Millis(100));
         assert_eq!(m.poll_output(), Some(Ok(None)));
+    }
+
+    #[test]
+    fn a_deadline_never_abandons_a_claim_in_doubt() {
+        let (mut m, sent) = start(Patience::Millis(10));
+        let a = name(0, 1);
+        m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(2), sent[0].0, data(b"job"));
+        let sent = drain(&mut m);
+        assert_eq!(
+            m.poll_timer(),
+            None,
+            "no deadline while the claim is in flight"
+        );
+        m.handle_reply(Millis(50), sent[0].0, Err(Error::ConnectionLoss));
+        assert_eq!(m.poll_timer(), Some(Millis(50 + RETRY_PAUSE_MS)));
+        m.handle_timer(Millis(50 + RETRY_PAUSE_MS));
+        assert!(
+            m.poll_output().is_none(),
+            "past the deadline, still settling the claim"
+        );
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::Exists { .. })]));
+        m.handle_reply(
+            Millis(80),
+            sent[0].0,
+            Ok(Reply::Exists(Some(Stat::default()))),
+        );
+        assert_eq!(
+            m.poll_output().expect("done").expect("ok").map(|e| e.data),
+            Some(b"job".to_vec()),
+            "the claimed element is delivered even though the deadline passed"
+        );
     }
 
     #[test]

@@ -22,3 +22,4 @@ mod queue;
 mod two_phase_commit;
 mod atom_sim;
 mod lock_recipes_sim;
+mod queue_sim;
