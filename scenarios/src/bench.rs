@@ -90,7 +90,7 @@ const ROOT: &str = "/bench/avout/ops";
 const DATA: &[u8] = b"avout-bench-value-0123456789abcd";
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many alternating blocks the two create-seq loops run in.
+/// How many alternating blocks the raw and avout loops of one workload run in.
 const CREATE_BLOCKS: usize = 10;
 
 /// One timed workload.
@@ -208,11 +208,11 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     let create = CreateOptions::default();
     let warm = |i: usize| format!("{ROOT}/warmup/n-{i:08}");
     let warmup = args.warmup as usize;
-    pipelined("avout", "warmup", warmup, depth, |i| {
+    pipelined("avout", "warmup", 0..warmup, depth, |i| {
         client.create(&warm(i), DATA, &create)
     })
     .await?;
-    pipelined("avout", "warmup", warmup, depth, |i| {
+    pipelined("avout", "warmup", 0..warmup, depth, |i| {
         client.delete(&warm(i), None)
     })
     .await?;
@@ -243,7 +243,7 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     }
     out.emit(&raw_create);
     out.emit(&avout_create);
-    pipelined("avout", "cleanup", n, depth, |i| {
+    pipelined("avout", "cleanup", 0..n, depth, |i| {
         client.delete(&raw_path(i), None)
     })
     .await?;
@@ -264,32 +264,47 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
 
     let pipe = |i: usize| format!("{ROOT}/pipe/n-{i:08}");
     out.emit(
-        &pipelined("avout", "create-pipelined", n, depth, |i| {
+        &pipelined("avout", "create-pipelined", 0..n, depth, |i| {
             client.create(&pipe(i), DATA, &create)
         })
         .await?,
     );
     out.emit(
-        &pipelined("avout", "get-pipelined", n, depth, |i| {
+        &pipelined("avout", "get-pipelined", 0..n, depth, |i| {
             client.get_data(&pipe(i))
         })
         .await?,
     );
     // The raw client's pipelined set, on the same nodes, says what the server and connection
-    // allow, so avout's set-pipelined figure can be read against it.
-    let raw_set = pipelined("zookeeper-client", "set-pipelined", n, depth, |i| {
-        // This future owns what it needs: the request was serialized at the call.
-        raw_ref.set_data(&pipe(i), DATA, None)
-    })
-    .await?;
+    // allow, so avout's set-pipelined figure can be read against it. They alternate in blocks,
+    // like the create-seq loops.
+    let mut raw_set = Figure::empty("zookeeper-client", "set-pipelined");
+    let mut set = Figure::empty("avout", "set-pipelined");
+    for block in blocks(n, CREATE_BLOCKS) {
+        raw_set.merge(
+            pipelined(
+                "zookeeper-client",
+                "set-pipelined",
+                block.clone(),
+                depth,
+                |i| {
+                    // This future owns what it needs: the request was serialized at the call.
+                    raw_ref.set_data(&pipe(i), DATA, None)
+                },
+            )
+            .await?,
+        );
+        set.merge(
+            pipelined("avout", "set-pipelined", block, depth, |i| {
+                client.set_data(&pipe(i), DATA, None)
+            })
+            .await?,
+        );
+    }
     out.emit(&raw_set);
-    let set = pipelined("avout", "set-pipelined", n, depth, |i| {
-        client.set_data(&pipe(i), DATA, None)
-    })
-    .await?;
     out.emit(&set);
     out.emit(
-        &pipelined("avout", "delete-pipelined", n, depth, |i| {
+        &pipelined("avout", "delete-pipelined", 0..n, depth, |i| {
             client.delete(&pipe(i), None)
         })
         .await?,
@@ -393,13 +408,13 @@ where
     Ok(Figure::new(peer, workload, start.elapsed(), latencies))
 }
 
-/// Runs `op(0..n)` with up to `depth` requests in flight. Each call sends its request (the
+/// Runs `op(i)` for each `i` in `range` with up to `depth` requests in flight. Each call sends its request (the
 /// trait's contract), so the queue holds requests already on the wire; ZooKeeper answers one
 /// session in order, so awaiting the oldest first loses nothing.
 async fn pipelined<F, T, E>(
     peer: &'static str,
     workload: &'static str,
-    n: usize,
+    range: Range<usize>,
     depth: usize,
     mut op: impl FnMut(usize) -> F,
 ) -> Result<Figure, BenchError>
@@ -407,12 +422,12 @@ where
     F: Future<Output = Result<T, E>>,
     E: Display,
 {
-    let mut latencies = Vec::with_capacity(n);
+    let (mut next, end) = (range.start, range.end);
+    let mut latencies = Vec::with_capacity(range.len());
     let mut in_flight: VecDeque<(Instant, Pin<Box<F>>)> = VecDeque::with_capacity(depth);
     let start = Instant::now();
-    let mut next = 0;
-    while next < n || !in_flight.is_empty() {
-        while next < n && in_flight.len() < depth {
+    while next < end || !in_flight.is_empty() {
+        while next < end && in_flight.len() < depth {
             in_flight.push_back((Instant::now(), Box::pin(op(next))));
             next += 1;
         }
