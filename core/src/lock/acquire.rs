@@ -798,6 +798,36 @@ mod tests {
     }
 
     #[test]
+    fn a_recheck_pending_at_the_deadline_is_not_run_after_giving_up() {
+        let mut m = start(Patience::Millis(100));
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000002", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(3),
+            }),
+        );
+        m.handle_reply(Millis(1), sent[1].0, Err(Error::ConnectionLoss));
+        let sent = drain(&mut m);
+        // The re-check fails just before the deadline: it is due again after it.
+        m.handle_reply(Millis(95), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_session(Millis(96), SessionState::Disconnected);
+        assert_eq!(m.poll_timer(), Some(Millis(100)));
+        m.handle_timer(Millis(100));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Delete { path, .. })] if *path == format!("/l/{ours}"))
+        );
+        m.handle_session(Millis(101), SessionState::Connected);
+        assert!(drain(&mut m).is_empty(), "no re-check after giving up");
+        m.handle_reply(Millis(102), sent[0].0, Ok(Reply::Deleted));
+        assert_eq!(m.poll_output(), Some(Err(LockError::TimedOut)));
+    }
+
+    #[test]
     fn session_expiry_ends_the_wait() {
         let mut m = start(Patience::Forever);
         drain(&mut m);

@@ -218,3 +218,166 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lock::{AcquireMachine, LockError, LockKind, Patience};
+    use crate::machine::{Machine, Millis, Reply, Request, Token};
+    use crate::{EventKind, SessionState, Stat, WatchedEvent};
+
+    const SESSION: i64 = 0x77;
+
+    fn drain(m: &mut AcquireMachine) -> Vec<(Token, Request)> {
+        std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    /// Starts a machine of `kind` whose node gets sequence `seq`, and answers its create and
+    /// children read with `others` around it; returns the machine and our node's name.
+    fn queued(kind: LockKind, seq: u32, others: &[&str]) -> (AcquireMachine, String) {
+        let mut m = AcquireMachine::new("/rw", kind, 9, SESSION, Patience::Forever, vec![]);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = format!("{}{seq:010}", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/rw/{ours}"),
+                stat: Stat {
+                    czxid: i64::from(seq),
+                    ephemeral_owner: SESSION,
+                    ..Stat::default()
+                },
+            }),
+        );
+        let mut children: Vec<String> = others.iter().map(|s| s.to_string()).collect();
+        children.push(ours.clone());
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            Ok(Reply::Children {
+                children,
+                stat: Stat::default(),
+            }),
+        );
+        (m, ours)
+    }
+
+    fn watched(m: &mut AcquireMachine) -> Vec<String> {
+        drain(m)
+            .into_iter()
+            .filter_map(|(_, r)| match r {
+                Request::Exists { path, watch: true } => Some(path),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn readers_behind_readers_hold_at_once() {
+        let (mut m, _) = queued(
+            LockKind::Read,
+            5,
+            &["_c_a-__READ__0000000001", "_c_b-__READ__0000000003"],
+        );
+        let acquired = m.poll_output().expect("done").expect("shared");
+        assert_eq!(acquired.fencing_token, 5);
+    }
+
+    #[test]
+    fn a_reader_watches_the_nearest_writer_below_it_only() {
+        let (mut m, _) = queued(
+            LockKind::Read,
+            6,
+            &[
+                "_c_w1-__WRIT__0000000001",
+                "_c_w2-__WRIT__0000000002",
+                "_c_r-__READ__0000000004",
+                "_c_w3-__WRIT__0000000007",
+            ],
+        );
+        assert_eq!(m.poll_output(), None);
+        assert_eq!(watched(&mut m), ["/rw/_c_w2-__WRIT__0000000002"]);
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_node_just_below_whatever_its_kind() {
+        let (mut m, ours) = queued(
+            LockKind::Write,
+            8,
+            &["_c_w-__WRIT__0000000002", "_c_r-__READ__0000000004"],
+        );
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 1);
+        assert!(
+            matches!(&sent[0].1, Request::Exists { path, watch: true } if path == "/rw/_c_r-__READ__0000000004")
+        );
+        // The reader goes: the writer looks again and waits for the writer below.
+        m.handle_watch(
+            Millis(2),
+            sent[0].0,
+            WatchedEvent {
+                kind: EventKind::NodeDeleted,
+                state: SessionState::Connected,
+                path: String::new(),
+            },
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(3),
+            sent[0].0,
+            Ok(Reply::Children {
+                children: vec!["_c_w-__WRIT__0000000002".into(), ours],
+                stat: Stat::default(),
+            }),
+        );
+        assert_eq!(watched(&mut m), ["/rw/_c_w-__WRIT__0000000002"]);
+    }
+
+    #[test]
+    fn a_timed_out_writer_removes_its_node() {
+        let mut m = AcquireMachine::new(
+            "/rw",
+            LockKind::Write,
+            9,
+            SESSION,
+            Patience::Millis(50),
+            vec![],
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = format!("/rw/{}0000000002", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: ours.clone(),
+                stat: Stat::default(),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            Ok(Reply::Children {
+                children: vec![
+                    "_c_r-__READ__0000000001".into(),
+                    crate::path::name(&ours).into(),
+                ],
+                stat: Stat::default(),
+            }),
+        );
+        drain(&mut m);
+        assert_eq!(m.poll_timer(), Some(Millis(50)));
+        m.handle_timer(Millis(50));
+        let sent = drain(&mut m);
+        assert_eq!(
+            sent[0].1,
+            Request::Delete {
+                path: ours,
+                version: None
+            }
+        );
+        m.handle_reply(Millis(51), sent[0].0, Ok(Reply::Deleted));
+        assert_eq!(m.poll_output(), Some(Err(LockError::TimedOut)));
+    }
+}
