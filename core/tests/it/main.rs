@@ -23,3 +23,4 @@ mod two_phase_commit;
 mod atom_sim;
 mod lock_recipes_sim;
 mod queue_sim;
+mod lock_recipes_ensemble;
