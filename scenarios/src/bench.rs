@@ -91,7 +91,7 @@ const DATA: &[u8] = b"avout-bench-value-0123456789abcd";
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many alternating blocks the raw and avout loops of one workload run in.
-const CREATE_BLOCKS: usize = 10;
+const BLOCKS: usize = 10;
 
 /// One timed workload.
 struct Figure {
@@ -225,21 +225,27 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     let (raw_ref, raw_opts) = (&raw, &raw_opts);
     let mut raw_create = Figure::empty("zookeeper-client", "create-seq");
     let mut avout_create = Figure::empty("avout", "create-seq");
-    for block in blocks(n, CREATE_BLOCKS) {
-        raw_create.merge(
-            sequential("zookeeper-client", "create-seq", block.clone(), |i| {
-                // The raw client's create future borrows the path, so the path moves into it.
-                let path = raw_path(i);
-                async move { raw_ref.create(&path, DATA, raw_opts).await }
-            })
-            .await?,
-        );
-        avout_create.merge(
-            sequential("avout", "create-seq", block, |i| {
-                client.create(&seq(i), DATA, &create)
-            })
-            .await?,
-        );
+    for (k, block) in blocks(n, BLOCKS).enumerate() {
+        // Who goes first alternates too: the second of a pair meets a server the first warmed.
+        for turn in [k % 2, 1 - k % 2] {
+            if turn == 0 {
+                raw_create.merge(
+                    sequential("zookeeper-client", "create-seq", block.clone(), |i| {
+                        // The raw create future borrows the path, so the path moves into it.
+                        let path = raw_path(i);
+                        async move { raw_ref.create(&path, DATA, raw_opts).await }
+                    })
+                    .await?,
+                );
+            } else {
+                avout_create.merge(
+                    sequential("avout", "create-seq", block.clone(), |i| {
+                        client.create(&seq(i), DATA, &create)
+                    })
+                    .await?,
+                );
+            }
+        }
     }
     out.emit(&raw_create);
     out.emit(&avout_create);
@@ -280,26 +286,31 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     // like the create-seq loops.
     let mut raw_set = Figure::empty("zookeeper-client", "set-pipelined");
     let mut set = Figure::empty("avout", "set-pipelined");
-    for block in blocks(n, CREATE_BLOCKS) {
-        raw_set.merge(
-            pipelined(
-                "zookeeper-client",
-                "set-pipelined",
-                block.clone(),
-                depth,
-                |i| {
-                    // This future owns what it needs: the request was serialized at the call.
-                    raw_ref.set_data(&pipe(i), DATA, None)
-                },
-            )
-            .await?,
-        );
-        set.merge(
-            pipelined("avout", "set-pipelined", block, depth, |i| {
-                client.set_data(&pipe(i), DATA, None)
-            })
-            .await?,
-        );
+    for (k, block) in blocks(n, BLOCKS).enumerate() {
+        for turn in [k % 2, 1 - k % 2] {
+            if turn == 0 {
+                raw_set.merge(
+                    pipelined(
+                        "zookeeper-client",
+                        "set-pipelined",
+                        block.clone(),
+                        depth,
+                        |i| {
+                            // This future owns what it needs: the request was serialized at the call.
+                            raw_ref.set_data(&pipe(i), DATA, None)
+                        },
+                    )
+                    .await?,
+                );
+            } else {
+                set.merge(
+                    pipelined("avout", "set-pipelined", block.clone(), depth, |i| {
+                        client.set_data(&pipe(i), DATA, None)
+                    })
+                    .await?,
+                );
+            }
+        }
     }
     out.emit(&raw_set);
     out.emit(&set);
