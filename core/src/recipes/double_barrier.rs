@@ -272,6 +272,11 @@ impl Machine for EnterMachine {
             },
             EnterPhase::Ensuring { last } if token == last => match reply {
                 Ok(_) | Err(Error::NodeExists { .. }) => self.enter(),
+                // An ancestor's create was lost: let the next create find out and retry.
+                Err(Error::NoNode { .. }) => {
+                    self.ensured = false;
+                    self.enter();
+                }
                 Err(e) => self.failed(now, e),
             },
             EnterPhase::Readying { create } if token == create => match reply {
@@ -514,9 +519,9 @@ impl Machine for LeaveMachine {
                 ..
             } if token == delete => match reply {
                 Ok(_) | Err(Error::NoNode { .. }) => {}
-                // The exists sent after it fails too and the listing is redone.
-                Err(e) if e.is_indeterminate() => {}
-                Err(e) => self.finish(Err(e.into())),
+                // Our node may still be there, and the participant we watch may be waiting for
+                // it to go: list again (which deletes it again) rather than wait.
+                Err(e) => self.failed(now, e),
             },
             LeavePhase::Watching { exists, .. } if token == exists => match reply {
                 Ok(Reply::Exists(None)) => self.list(),

@@ -127,8 +127,11 @@ where
 pub enum Proof {
     /// The write creates this ephemeral node: applied iff it exists owned by this session.
     OwnedEphemeral(String),
-    /// The write creates this node with these bytes, which no other writer uses: applied iff
-    /// it exists holding them.
+    /// The write puts these bytes, which no other writer uses, in this node: applied iff the
+    /// node holds them. Otherwise the write is sent again, so it MUST carry a precondition
+    /// that refuses it if the node was written since (a create of the node, or a versioned
+    /// set): a write of ours that was applied and then overwritten is then refused, not
+    /// repeated.
     Data(String, Vec<u8>),
 }
 
@@ -148,6 +151,9 @@ impl Proof {
 
 /// How a [`OnceMachine`] ended.
 ///
+/// `Conflict` arises only with [`Proof::OwnedEphemeral`]; with [`Proof::Data`] a conflicting
+/// write shows as the write's precondition failing (an error).
+///
 /// ```
 /// use avout::recipes::once::Once;
 /// assert_ne!(Once::Conflict, Once::Applied { results: None });
@@ -160,8 +166,8 @@ pub enum Once {
         /// The results of the `multi`, if its reply arrived.
         results: Option<Vec<OpResult>>,
     },
-    /// The proof node exists but is not ours (another session's ephemeral, or other bytes):
-    /// the write was not applied and cannot be.
+    /// The proof node exists but is another session's ephemeral: the write was not applied
+    /// and cannot be.
     Conflict,
 }
 
@@ -189,7 +195,10 @@ enum Phase {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Step {
+    /// Look the proof up: a write is in doubt.
     Prove,
+    /// Send the write: the previous one was refused, nothing is in doubt.
+    Write,
 }
 
 /// Applies one `multi` exactly once; see the [module docs](self).
@@ -279,7 +288,12 @@ impl OnceMachine {
     pub fn in_doubt(&self) -> bool {
         matches!(
             self.phase,
-            Phase::Writing { .. } | Phase::Proving { .. } | Phase::Stalled { .. }
+            Phase::Writing { .. }
+                | Phase::Proving { .. }
+                | Phase::Stalled {
+                    step: Step::Prove,
+                    ..
+                }
         )
     }
 
@@ -326,11 +340,14 @@ impl OnceMachine {
     }
 
     fn resume(&mut self) {
-        if let Phase::Stalled {
-            step: Step::Prove, ..
-        } = self.phase
-        {
-            self.prove();
+        match self.phase {
+            Phase::Stalled {
+                step: Step::Prove, ..
+            } => self.prove(),
+            Phase::Stalled {
+                step: Step::Write, ..
+            } => self.write(),
+            _ => {}
         }
     }
 
@@ -381,10 +398,15 @@ impl Machine for OnceMachine {
             },
             Phase::Ensuring { last } if token == last => match reply {
                 Ok(_) | Err(Error::NodeExists { .. }) => self.write(),
-                Err(e) if e.is_indeterminate() => {
-                    // Nothing of ours is in doubt yet: simply create the parents again.
+                // An ancestor's create was lost (so this one found no parent), or this one's
+                // outcome is unknown: nothing of ours is in doubt (the write was refused), so
+                // write again, creating the parents again if it still finds none.
+                Err(e) if matches!(e, Error::NoNode { .. }) || e.is_indeterminate() => {
                     self.ensured = false;
-                    self.write();
+                    self.phase = Phase::Stalled {
+                        step: Step::Write,
+                        until: now.plus(RETRY_PAUSE_MS),
+                    };
                 }
                 Err(e) => self.finish(Err(e)),
             },
@@ -396,17 +418,16 @@ impl Machine for OnceMachine {
                         self.finish(Ok(Once::Conflict));
                     }
                 }
-                (Proof::Data(_, ours), Ok(Reply::Data { data, .. })) => {
-                    if data == *ours {
-                        self.finish(Ok(Once::Applied { results: None }));
-                    } else {
-                        self.finish(Ok(Once::Conflict));
-                    }
+                (Proof::Data(_, ours), Ok(Reply::Data { data, .. })) if data == *ours => {
+                    self.finish(Ok(Once::Applied { results: None }))
                 }
                 // No proof: the write was not applied, and after this read it never will be
-                // (the session's requests are applied in order), so it may be sent again.
+                // (the session's requests are applied in order), so it may be sent again; a
+                // `Data` write's precondition refuses it if someone else wrote meanwhile.
                 (Proof::OwnedEphemeral(_), Ok(Reply::Exists(None)))
-                | (Proof::Data(..), Err(Error::NoNode { .. })) => self.write(),
+                | (Proof::Data(..), Ok(Reply::Data { .. }) | Err(Error::NoNode { .. })) => {
+                    self.write()
+                }
                 (_, Err(e)) => self.stall(now, e),
                 (_, Ok(other)) => unreachable!("proof read replied {other:?}"),
             },
@@ -531,6 +552,56 @@ mod tests {
         let sent = drain(&mut m);
         m.handle_reply(Millis(2), sent[0].0, owned(0x07));
         assert_eq!(m.poll_output(), Some(Ok(Once::Conflict)));
+    }
+
+    #[test]
+    fn a_data_proof_without_our_bytes_means_not_applied() {
+        let ops = vec![Op::set_data("/t/s_a", b"commit".to_vec(), Some(1))];
+        let proof = Proof::Data("/t/s_a".into(), b"commit".to_vec());
+        let mut m = OnceMachine::new(ops, proof, SESSION);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_session(Millis(2), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetData { .. })]));
+        let joined = Reply::Data {
+            data: b"joined".to_vec(),
+            stat: Stat::default(),
+        };
+        m.handle_reply(Millis(3), sent[0].0, Ok(joined));
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Multi(_))]),
+            "sent again; its version refuses it if someone else wrote meanwhile"
+        );
+    }
+
+    #[test]
+    fn a_lost_ancestor_create_is_retried_not_reported() {
+        let mut m = member();
+        let sent = drain(&mut m);
+        let no_node = Error::Multi {
+            index: 0,
+            source: Box::new(Error::NoNode {
+                path: "/g/a".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), sent[0].0, Err(no_node.clone()));
+        let sent = drain(&mut m);
+        m.handle_reply(
+            Millis(2),
+            sent[0].0,
+            Err(Error::NoNode { path: "/g".into() }),
+        );
+        assert!(m.poll_output().is_none());
+        m.handle_timer(Millis(2 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(30), sent[0].0, Err(no_node));
+        assert!(
+            matches!(&drain(&mut m)[..], [(_, Request::Create { .. })]),
+            "the parents are created again"
+        );
     }
 
     #[test]

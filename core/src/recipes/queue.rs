@@ -480,7 +480,8 @@ impl Machine for TakeMachine {
                 Ok(other) => unreachable!("children replied {other:?}"),
             },
             Phase::Ensuring { last } if token == last => match reply {
-                Ok(_) | Err(Error::NodeExists { .. }) => self.list(),
+                // NoNode: an ancestor's create was lost; the listing finds out and starts over.
+                Ok(_) | Err(Error::NodeExists { .. } | Error::NoNode { .. }) => self.list(),
                 Err(e) => self.failed(now, Step::List, e),
             },
             Phase::Reading { get } if token == get => match reply {

@@ -588,9 +588,16 @@ impl Coordinator {
                 path: tx.to_owned(),
                 sites: names,
             }),
-            Ok(Once::Conflict) | Err(Error::Multi { index: 0, .. }) => Err(TwoPhaseError::Exists {
+            Ok(Once::Conflict) => Err(TwoPhaseError::Exists {
                 path: tx.to_owned(),
             }),
+            Err(Error::Multi { index: 0, source })
+                if matches!(*source, Error::NodeExists { .. }) =>
+            {
+                Err(TwoPhaseError::Exists {
+                    path: tx.to_owned(),
+                })
+            }
             Err(e) => Err(e.into()),
         }
     }

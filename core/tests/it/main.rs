@@ -24,3 +24,4 @@ mod atom_sim;
 mod lock_recipes_sim;
 mod queue_sim;
 mod lock_recipes_ensemble;
+mod recipes_sim;
