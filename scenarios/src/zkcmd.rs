@@ -262,11 +262,7 @@ fn status(args: &DirArgs) -> Result<(), ZkCmdError> {
             flag: args.flag(),
         });
     }
-    eprintln!(
-        "{} ZooKeeper, data in {}",
-        state.kind,
-        state.servers.dir.display()
-    );
+    eprintln!("{}, data in {}", state.kind, state.servers.dir.display());
     println!("{}", state.servers.connect_string);
     Ok(())
 }
