@@ -3,5 +3,6 @@
 mod client;
 mod conformance;
 mod determinism;
+mod differential;
 mod faults;
 mod kernel;
