@@ -108,6 +108,16 @@ pub(crate) enum ZkCmdError {
         /// The `--dir` flag, if any.
         flag: String,
     },
+    /// A signal arrived while the servers started; they were stopped again.
+    #[error("interrupted; the servers that were starting are stopped")]
+    Interrupted,
+    /// Signal handling could not be set up.
+    #[error("cannot catch signals: {source}")]
+    Signals {
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// The state file could not be read, parsed or written.
     #[error("state file {}: {source}", path.display())]
     State {
@@ -152,35 +162,33 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
         remove_state(&state_path)?;
         eprintln!("note: removed the files of an earlier ZooKeeper that had exited");
     }
-    let (kind, servers) = match args.ensemble {
+    let (ensemble, port, force_sync) = (args.ensemble, args.port, !args.no_fsync);
+    let base = dir.clone();
+    let (kind, servers) = start_interruptibly(move || match ensemble {
         Some(n) => {
             let mut builder = ZkEnsemble::builder()
                 .size(n)
-                .force_sync(!args.no_fsync)
-                .base_dir(&dir)
+                .force_sync(force_sync)
+                .base_dir(base)
                 .own_process_group(true);
-            if let Some(port) = args.port {
+            if let Some(port) = port {
                 builder = builder.base_port(port);
             }
-            (
-                format!("a {n}-member ZooKeeper ensemble"),
-                builder.start()?.detach(),
-            )
+            let servers = builder.start()?.detach();
+            Ok((format!("a {n}-member ZooKeeper ensemble"), servers))
         }
         None => {
             let mut builder = ZkServer::builder()
-                .force_sync(!args.no_fsync)
-                .base_dir(&dir)
+                .force_sync(force_sync)
+                .base_dir(base)
                 .own_process_group(true);
-            if let Some(port) = args.port {
+            if let Some(port) = port {
                 builder = builder.port(port);
             }
-            (
-                "a standalone ZooKeeper".to_owned(),
-                builder.start()?.detach(),
-            )
+            let servers = builder.start()?.detach();
+            Ok(("a standalone ZooKeeper".to_owned(), servers))
         }
-    };
+    })?;
     let state = State {
         kind: kind.to_owned(),
         servers,
@@ -205,6 +213,68 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
         args.dir.flag(),
     );
     Ok(())
+}
+
+/// Runs `start` (which starts servers and detaches them) so that a signal meant to abort the
+/// command cannot leave servers behind that no state file records.
+///
+/// The servers run in process groups of their own, so a Ctrl-C reaches only this command. The
+/// test kit's handles would kill them on drop, but a signal ends the process without dropping
+/// anything; so SIGINT, SIGTERM and SIGHUP are caught while the servers start, the start is
+/// let finish, and then undone.
+fn start_interruptibly(
+    start: impl FnOnce() -> Result<(String, DetachedZk), TestkitError> + Send + 'static,
+) -> Result<(String, DetachedZk), ZkCmdError> {
+    use tokio::signal::unix::{SignalKind, signal};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| ZkCmdError::Signals { source })?;
+    runtime.block_on(async {
+        let mut signals = Vec::new();
+        for kind in [
+            SignalKind::interrupt(),
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+        ] {
+            signals.push(signal(kind).map_err(|source| ZkCmdError::Signals { source })?);
+        }
+        let mut starting = tokio::task::spawn_blocking(start);
+        let signalled = any_signal(&mut signals);
+        tokio::select! {
+            started = &mut starting => return unwrap_join(started),
+            () = signalled => {}
+        }
+        eprintln!("interrupted: stopping the servers being started");
+        if let Ok((_, servers)) = unwrap_join(starting.await) {
+            servers.stop()?;
+        }
+        Err(ZkCmdError::Interrupted)
+    })
+}
+
+/// Waits until any of `signals` arrives.
+async fn any_signal(signals: &mut [tokio::signal::unix::Signal]) {
+    std::future::poll_fn(|cx| {
+        for s in signals.iter_mut() {
+            if s.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await;
+}
+
+/// A panic in the start is a bug: re-raise it here.
+fn unwrap_join<T>(
+    joined: Result<Result<T, TestkitError>, tokio::task::JoinError>,
+) -> Result<T, ZkCmdError> {
+    match joined {
+        Ok(result) => Ok(result?),
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 fn stop(args: &DirArgs) -> Result<(), ZkCmdError> {
