@@ -656,6 +656,12 @@ mod tests {
         let (t1, _) = m.poll_request().unwrap();
         m.handle_reply(Millis(1), t1, Err(Error::ConnectionLoss));
         m.handle_session(Millis(2), SessionState::Connected);
+        let (sync, r) = m.poll_request().unwrap();
+        assert!(
+            matches!(r, Request::Sync { .. }),
+            "the proof is read after a sync"
+        );
+        m.handle_reply(Millis(2), sync, Ok(Reply::Synced));
         let (t2, r) = m.poll_request().unwrap();
         assert!(matches!(r, Request::Exists { path, .. } if path == "/g/a"));
         m.handle_reply(

@@ -9,7 +9,9 @@
 //! named with a GUID; [`Proof::Data`]: a node holding bytes only this writer uses). Because the
 //! `multi` is atomic, proof present ⇔ write applied; the machine resends only when the proof
 //! is absent, and ZooKeeper's per-session FIFO order guarantees that the lost request cannot
-//! still be applied after the proof was looked up.
+//! still be applied after the proof was looked up. The lookup follows a `sync`: after a
+//! connection loss the session may be served by a follower that has not applied the write
+//! yet, where the proof would look absent.
 //!
 //! # Connection loss, session expiry, cancellation
 //!
@@ -181,6 +183,10 @@ enum Phase {
     Ensuring {
         last: Token,
     },
+    /// Catching our server up with the leader before reading the proof.
+    Syncing {
+        sync: Token,
+    },
     /// Reading the proof after a connection loss or a `NodeExists` on it.
     Proving {
         read: Token,
@@ -289,6 +295,7 @@ impl OnceMachine {
         matches!(
             self.phase,
             Phase::Writing { .. }
+                | Phase::Syncing { .. }
                 | Phase::Proving { .. }
                 | Phase::Stalled {
                     step: Step::Prove,
@@ -302,7 +309,15 @@ impl OnceMachine {
         self.phase = Phase::Writing { multi };
     }
 
+    /// Looks the proof up, after a `sync`: the session may have reconnected to a follower
+    /// that has not applied our write yet, and reading "no proof" there would send the write
+    /// a second time.
     fn prove(&mut self) {
+        let sync = self.outbox.send(Request::Sync { path: "/".into() });
+        self.phase = Phase::Syncing { sync };
+    }
+
+    fn read_proof(&mut self) {
         let read = match &self.proof {
             Proof::OwnedEphemeral(path) => self.outbox.send(Request::Exists {
                 path: path.clone(),
@@ -410,6 +425,10 @@ impl Machine for OnceMachine {
                 }
                 Err(e) => self.finish(Err(e)),
             },
+            Phase::Syncing { sync } if token == sync => match reply {
+                Ok(_) => self.read_proof(),
+                Err(e) => self.stall(now, e),
+            },
             Phase::Proving { read } if token == read => match (&self.proof, reply) {
                 (Proof::OwnedEphemeral(_), Ok(Reply::Exists(Some(stat)))) => {
                     if stat.ephemeral_owner == self.session {
@@ -484,8 +503,19 @@ mod tests {
 
     const SESSION: i64 = 0x5e55;
 
-    fn drain(m: &mut OnceMachine) -> Vec<(Token, Request)> {
+    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
         std::iter::from_fn(|| m.poll_request()).collect()
+    }
+
+    /// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
+    fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
+        let sent = drain(m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Sync { .. })]),
+            "sync first: {sent:?}"
+        );
+        m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
+        drain(m)
     }
 
     fn member() -> OnceMachine {
@@ -510,7 +540,7 @@ mod tests {
         m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
         assert!(drain(&mut m).is_empty(), "waits for the connection");
         m.handle_session(Millis(2), SessionState::Connected);
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         assert!(
             matches!(&sent[..], [(_, Request::Exists { path, watch: false })] if path == "/g/a")
         );
@@ -525,7 +555,7 @@ mod tests {
         let sent = drain(&mut m);
         m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
         m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         m.handle_reply(Millis(30), sent[0].0, Ok(Reply::Exists(None)));
         let sent = drain(&mut m);
         assert!(matches!(&sent[..], [(_, Request::Multi(_))]));
@@ -549,7 +579,7 @@ mod tests {
             }),
         };
         m.handle_reply(Millis(1), sent[0].0, Err(exists));
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         m.handle_reply(Millis(2), sent[0].0, owned(0x07));
         assert_eq!(m.poll_output(), Some(Ok(Once::Conflict)));
     }
@@ -563,7 +593,7 @@ mod tests {
         let sent = drain(&mut m);
         m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
         m.handle_session(Millis(2), SessionState::Connected);
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         assert!(matches!(&sent[..], [(_, Request::GetData { .. })]));
         let joined = Reply::Data {
             data: b"joined".to_vec(),

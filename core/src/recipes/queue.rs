@@ -27,8 +27,10 @@
 //! The `multi` is atomic, so whoever's delete succeeds owns the element, and the receipt proves
 //! it: after a connection loss the consumer checks its receipt, and either returns the element
 //! (the data was read before the claim) or, with no receipt, knows the claim did not happen and
-//! tries again. A consumer that loses the race (`NoNode`) moves to the next element. An empty
-//! queue is waited on with a children watch, armed only when the queue was found empty.
+//! tries again (the receipt is read after a `sync`, so that a follower that has not applied
+//! the claim yet cannot make it look absent). A consumer that loses the race (`NoNode`) moves
+//! to the next element. An empty queue is waited on with a children watch, armed only when the
+//! queue was found empty.
 //!
 //! # Guarantees
 //!
@@ -213,6 +215,10 @@ enum Phase {
     Claiming {
         multi: Token,
     },
+    /// Catching our server up with the leader before checking the receipt.
+    Syncing {
+        sync: Token,
+    },
     /// Checking our receipt after the claim's outcome was lost.
     Verifying {
         exists: Token,
@@ -300,6 +306,7 @@ impl TakeMachine {
         let claimed = matches!(
             self.phase,
             Phase::Claiming { .. }
+                | Phase::Syncing { .. }
                 | Phase::Verifying { .. }
                 | Phase::Stalled {
                     step: Step::Verify,
@@ -373,7 +380,15 @@ impl TakeMachine {
         self.phase = Phase::Claiming { multi };
     }
 
+    /// Checks the receipt, after a `sync`: a follower we reconnected to may not have applied
+    /// our claim yet, and "no receipt" there would make us claim another element while the
+    /// first one is already ours (and lost).
     fn verify(&mut self) {
+        let sync = self.outbox.send(Request::Sync { path: "/".into() });
+        self.phase = Phase::Syncing { sync };
+    }
+
+    fn check_receipt(&mut self) {
         let exists = self.outbox.send(Request::Exists {
             path: self.receipt.clone(),
             watch: false,
@@ -525,6 +540,10 @@ impl Machine for TakeMachine {
                 }
                 Err(e) => self.fail(e),
                 Ok(other) => unreachable!("multi replied {other:?}"),
+            },
+            Phase::Syncing { sync } if token == sync => match reply {
+                Ok(_) => self.check_receipt(),
+                Err(e) => self.failed(now, Step::Verify, e),
             },
             Phase::Verifying { exists } if token == exists => match reply {
                 Ok(Reply::Exists(Some(_))) => self.taken(),
@@ -922,6 +941,17 @@ mod tests {
         std::iter::from_fn(|| m.poll_request()).collect()
     }
 
+    /// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
+    fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
+        let sent = drain(m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Sync { .. })]),
+            "sync first: {sent:?}"
+        );
+        m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
+        drain(m)
+    }
+
     fn children(names: &[&str]) -> crate::Result<Reply> {
         Ok(Reply::Children {
             children: names.iter().map(|s| s.to_string()).collect(),
@@ -1006,7 +1036,7 @@ mod tests {
         );
         assert!(drain(&mut m).is_empty(), "waits for the connection");
         m.handle_session(Millis(4), SessionState::Connected);
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         assert!(matches!(&sent[..], [(_, Request::Exists { path, .. })] if *path == receipt()));
         m.handle_reply(
             Millis(5),
@@ -1031,7 +1061,7 @@ mod tests {
         let sent = drain(&mut m);
         m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
         m.handle_timer(Millis(3 + RETRY_PAUSE_MS));
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         m.handle_reply(Millis(30), sent[0].0, Ok(Reply::Exists(None)));
         // Not claimed: the element is read again, then claimed again.
         let sent = drain(&mut m);
@@ -1137,7 +1167,7 @@ mod tests {
             m.poll_output().is_none(),
             "past the deadline, still settling the claim"
         );
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         assert!(matches!(&sent[..], [(_, Request::Exists { .. })]));
         m.handle_reply(
             Millis(80),
@@ -1182,7 +1212,7 @@ mod tests {
             if path.starts_with("/q/queue-000-") && options.mode == CreateMode::PersistentSequential));
         m.handle_reply(Millis(1), *token, Err(Error::ConnectionLoss));
         m.handle_session(Millis(2), SessionState::Connected);
-        let sent = drain(&mut m);
+        let sent = synced(&mut m);
         assert!(matches!(&sent[..], [(_, Request::Exists { path, .. })] if *path == receipt()));
         m.handle_reply(
             Millis(3),
