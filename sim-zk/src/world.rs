@@ -656,6 +656,21 @@ impl World {
 
     fn fire_fault(&mut self, fault: Fault) {
         let now = self.clock;
+        let target = match &fault {
+            Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
+            Fault::Disconnect { client, .. }
+            | Fault::ExpireSession { client }
+            | Fault::Pause { client, .. }
+            | Fault::StaleReads { client, .. } => Some(*client),
+            Fault::Outage { .. } => None,
+        };
+        if let Some(client) = target {
+            assert!(
+                client < self.clients.len(),
+                "{fault:?} names client {client}, but the run has {} clients",
+                self.clients.len()
+            );
+        }
         match fault {
             Fault::RequestLost { client } => self.armed_request_loss.push(client),
             Fault::ReplyLost { client } => self.armed_reply_loss.push(client),
