@@ -349,11 +349,18 @@ impl AcquireMachine {
             self.start_create(false);
             return;
         };
+        // A reader whose owner holds the write lock (its write node is still there) is let in
+        // at once, as Curator does: nobody else can hold anything, and writers queued behind
+        // the owner's write node must not block it, or the owner would wait for itself.
+        let under_own_write = self.kind == LockKind::Read
+            && contenders[..ours]
+                .iter()
+                .any(|(_, c)| c.contains(LockKind::Write.marker()) && self.own.contains(c));
         let blocker = contenders[..ours]
             .iter()
             .rev()
             .find(|(_, c)| match self.kind {
-                LockKind::Read => c.contains(LockKind::Write.marker()) && !self.own.contains(c),
+                LockKind::Read => !under_own_write && c.contains(LockKind::Write.marker()),
                 LockKind::Exclusive | LockKind::Write | LockKind::Latch => true,
             })
             .map(|(_, c)| c.clone());

@@ -1,7 +1,7 @@
 //! The reentrant exclusive lock, and the per-handle hold bookkeeping and guard it shares with
 //! both sides of the [read-write lock](super::RwLock).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use crate::machine::drive;
@@ -26,6 +26,11 @@ pub(super) struct Side<C: ?Sized> {
     /// still queueing joins the first hold instead of queueing behind it (a deadlock).
     acquiring: tokio::sync::Mutex<()>,
     zk: Arc<C>,
+    /// The other side of the same read-write lock handle.
+    partner: OnceLock<Weak<Side<C>>>,
+    /// A released write node kept until the read holds taken under it are released too
+    /// (see [`Side::release_node`]).
+    parked: StdMutex<Option<String>>,
 }
 
 impl<C: Coordination + ?Sized + 'static> Side<C> {
@@ -36,7 +41,58 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             held: StdMutex::new(None),
             acquiring: tokio::sync::Mutex::new(()),
             zk,
+            partner: OnceLock::new(),
+            parked: StdMutex::new(None),
         })
+    }
+
+    /// Makes `read` and `write` the two sides of one read-write lock handle.
+    pub(super) fn link(read: &Arc<Self>, write: &Arc<Self>) {
+        let linked = read.partner.set(Arc::downgrade(write)).is_ok()
+            && write.partner.set(Arc::downgrade(read)).is_ok();
+        assert!(linked, "a side is linked once");
+    }
+
+    /// Deletes `node`, whose last hold on this side was just released — except a write node
+    /// with a read hold of the same handle taken under it and a foreign writer queued between
+    /// the two: that writer watches only the write node and would let itself in beside our
+    /// read (Curator's read-write lock has this hole). Such a write node is parked, and
+    /// deleted with the last read hold. Without a writer in between, releasing the write
+    /// lock is a true downgrade: later readers share, later writers queue behind our read.
+    async fn release_node(self: Arc<Self>, node: String) -> Result<(), Error> {
+        let zk = &*self.zk;
+        let partner = self.partner.get().and_then(Weak::upgrade);
+        match (self.kind, partner) {
+            (LockKind::Write, Some(read)) => {
+                let under = read
+                    .held_name()
+                    .filter(|r| path::sequence(r) > path::sequence(&node));
+                if let Some(read_name) = under
+                    && writer_between(zk, &self.path, path::name(&node), &read_name).await?
+                {
+                    *lock(&self.parked) = Some(node);
+                    // The read side may have been released meanwhile, missing the park.
+                    let missed = match read.held_name() {
+                        None => lock(&self.parked).take(),
+                        Some(_) => None,
+                    };
+                    if let Some(node) = missed {
+                        delete_idempotent(zk, &node).await?;
+                    }
+                    return Ok(());
+                }
+                delete_idempotent(zk, &node).await
+            }
+            (LockKind::Read, Some(write)) => {
+                delete_idempotent(zk, &node).await?;
+                let parked = lock(&write.parked).take();
+                match parked {
+                    Some(parked) => delete_idempotent(zk, &parked).await,
+                    None => Ok(()),
+                }
+            }
+            _ => delete_idempotent(zk, &node).await,
+        }
     }
 
     pub(super) fn path(&self) -> &str {
@@ -97,6 +153,30 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             released: false,
         })
     }
+}
+
+/// Whether a foreign write node sits strictly between our write node and our read node.
+async fn writer_between<C: Coordination + ?Sized>(
+    zk: &C,
+    lock_path: &str,
+    write: &str,
+    read: &str,
+) -> Result<bool, Error> {
+    let (low, high) = (path::sequence(write), path::sequence(read));
+    let children = loop {
+        match zk.get_children(lock_path).await {
+            Ok((children, _)) => break children,
+            Err(Error::NoNode { .. }) => return Ok(false),
+            Err(e) if e.is_indeterminate() => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(children.iter().any(|c| {
+        c.contains(LockKind::Write.marker()) && {
+            let seq = path::sequence(c);
+            seq > low && seq < high
+        }
+    }))
 }
 
 /// Turns an acquisition with a timeout into `Ok(None)` when it timed out.
@@ -537,7 +617,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     pub async fn unlock(mut self) -> Result<(), LockError> {
         self.released = true;
         if let Some(node) = self.release_hold() {
-            delete_idempotent(&*self.side.zk, &node).await?;
+            self.side.clone().release_node(node).await?;
         }
         Ok(())
     }
@@ -560,8 +640,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for LockGuard<C> {
             return;
         }
         if let Some(node) = self.release_hold() {
-            let zk = self.side.zk.clone();
-            spawn_cleanup(async move { delete_idempotent(&*zk, &node).await });
+            spawn_cleanup(self.side.clone().release_node(node));
         }
     }
 }

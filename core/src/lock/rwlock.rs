@@ -24,7 +24,12 @@
 //! Per handle, like [`Mutex`](super::Mutex): while this handle holds a side, taking that side
 //! again succeeds at once and adds a hold; the node goes with the last hold. A handle that
 //! holds the **write** lock may take the **read** lock: its read node does not wait for its
-//! own write node. Releasing the write lock then keeps the read lock (a downgrade). The
+//! own write node, nor for writers queued behind it. Releasing the write lock then keeps the
+//! read lock (a downgrade): later readers share it, later writers wait for it. One case needs
+//! care, and Apache Curator's lock gets it wrong: a writer from elsewhere that queued between
+//! our write node and our read node watches only the write node, and would let itself in
+//! beside our read. When such a writer exists, releasing the write lock keeps the write node
+//! until the read lock is released too (still safe, but no other reader can join meanwhile). The
 //! opposite, taking the write lock while holding the read lock, would wait for itself forever
 //! and fails at once with [`LockError::WouldDeadlock`]. Reentrancy concerns holds, not
 //! acquisitions in flight: a `read()` that starts while this handle's `write()` is still
@@ -108,10 +113,10 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
-        Ok(RwLock {
-            read: Side::new(zk.clone(), path.clone(), LockKind::Read),
-            write: Side::new(zk, path, LockKind::Write),
-        })
+        let read = Side::new(zk.clone(), path.clone(), LockKind::Read);
+        let write = Side::new(zk, path, LockKind::Write);
+        Side::link(&read, &write);
+        Ok(RwLock { read, write })
     }
 
     /// The lock's path (the directory of both sides' nodes).
@@ -332,6 +337,39 @@ mod tests {
             }),
         );
         assert_eq!(watched(&mut m), ["/rw/_c_w-__WRIT__0000000002"]);
+    }
+
+    #[test]
+    fn a_write_holder_reads_past_writers_queued_behind_it() {
+        let own = vec!["_c_me-__WRIT__0000000001".to_string()];
+        let mut m = AcquireMachine::new("/rw", LockKind::Read, 9, SESSION, Patience::Forever, own);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000003", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/rw/{ours}"),
+                stat: Stat::default(),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            Ok(Reply::Children {
+                children: vec![
+                    "_c_me-__WRIT__0000000001".into(),
+                    "_c_other-__WRIT__0000000002".into(),
+                    ours,
+                ],
+                stat: Stat::default(),
+            }),
+        );
+        assert!(
+            m.poll_output().expect("at once").is_ok(),
+            "the foreign writer waits for our write lock; our read must not wait for it"
+        );
     }
 
     #[test]

@@ -128,6 +128,13 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let w1 = me.write().await.expect("write");
     let w2 = me.write().await.expect("write again: reentrant");
     assert_eq!(w1.node(), w2.node(), "one node for both holds");
+    let write_token = w1.fencing_token();
+    let write_name = path::name(w1.node()).to_owned();
+    // A writer from elsewhere queues behind us; our read must not wait for it.
+    let queued = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let queued = tokio::spawn(async move { queued.write().await.map(|g| g.fencing_token()) });
+    let observer = session(&connect).await;
+    crate::watch_count::wait_children(&observer, "/rw/reenter", 2).await;
     let r1 = tokio::time::timeout(Duration::from_secs(5), me.read())
         .await
         .expect("a write holder's read does not wait for itself")
@@ -145,7 +152,25 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
         "still held once"
     );
     w1.unlock().await.expect("unlock");
-    // Downgraded: only our read node remains.
+    // Downgraded: we still read, so the queued writer still waits; it goes after our read.
+    // It queued between our write and read nodes, so the write node stays until we stop
+    // reading (else it would see nothing below it and come in beside our read).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!queued.is_finished(), "the writer waits for our read lock");
+    let children = observer.get_children("/rw/reenter").await.expect("ls").0;
+    assert!(
+        children.contains(&write_name),
+        "write node parked: {children:?}"
+    );
+    r1.unlock().await.expect("unlock");
+    let queued_token = tokio::time::timeout(Duration::from_secs(5), queued)
+        .await
+        .expect("the queued writer gets in once we stop reading")
+        .expect("task")
+        .expect("write");
+    assert!(queued_token > write_token);
+    // The writer's guard was dropped at once; reading again waits for its release.
+    let r1 = me.read().await.expect("read again");
     let zk = &*session(&connect).await;
     let children = zk.get_children("/rw/reenter").await.expect("children").0;
     assert_eq!(children, [path::name(r1.node())]);
@@ -169,6 +194,21 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
         .expect("try")
         .expect("free now");
     w.unlock().await.expect("unlock");
+
+    // A true downgrade: with no writer queued in between, releasing the write lock deletes
+    // its node at once and other readers share our read lock.
+    let w = me.write().await.expect("write");
+    let r = me.read().await.expect("read under write");
+    w.unlock().await.expect("unlock");
+    let children = observer.get_children("/rw/reenter").await.expect("ls").0;
+    assert_eq!(children, [path::name(r.node())]);
+    let shared = other
+        .try_read()
+        .await
+        .expect("try")
+        .expect("readers share a downgrade");
+    shared.unlock().await.expect("unlock");
+    r.unlock().await.expect("unlock");
 
     // Timed out waits leave nothing behind.
     let held = other.write().await.expect("write");
