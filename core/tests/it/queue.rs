@@ -202,3 +202,75 @@ async fn a_priority_queue_delivers_by_priority_then_fifo() {
     producer.put(2, b"urgent").await.expect("put");
     assert_eq!(consumer.take().await.expect("take").data, b"urgent");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_on_an_ensemble_that_loses_a_consumers_member() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const PRODUCERS: usize = 2;
+    const CONSUMERS: usize = 2;
+    const EACH: usize = 60;
+    let ensemble = support::ensemble();
+    let config =
+        ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(15));
+    let producers = sessions(&config, PRODUCERS).await;
+    let consumers = sessions(&config, CONSUMERS).await;
+    let taken_so_far = Arc::new(AtomicUsize::new(0));
+
+    let produce = producers.iter().enumerate().map(|(p, zk)| {
+        let queue = Queue::new(zk.clone(), "/it/ensemble-queue").expect("queue");
+        async move {
+            for i in 0..EACH {
+                queue
+                    .put(format!("p{p}-{i}").as_bytes())
+                    .await
+                    .expect("put");
+                // Spread the puts over the failover.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    let consume = consumers.iter().map(|zk| {
+        let queue = Queue::new(zk.clone(), "/it/ensemble-queue").expect("queue");
+        let counter = taken_so_far.clone();
+        async move {
+            let mut got = Vec::new();
+            while let Some(element) = queue.take_for(Duration::from_secs(5)).await.expect("take") {
+                got.push(parse(&element.data));
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            got
+        }
+    });
+    let victim = consumers[0].session().id.0;
+    let kill = async {
+        support::eventually("a quarter taken", Duration::from_secs(30), || async {
+            (taken_so_far.load(Ordering::SeqCst) >= PRODUCERS * EACH / 4).then_some(())
+        })
+        .await;
+        let member = tokio::task::block_in_place(|| ensemble.member_of_session(victim))
+            .expect("the consumer's member");
+        eprintln!("killing member {member}, serving consumer 0");
+        tokio::task::block_in_place(|| ensemble.kill(member));
+    };
+    let (_, taken, ()) = tokio::join!(
+        futures::future::join_all(produce),
+        futures::future::join_all(consume),
+        kill
+    );
+
+    let mut seen: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for &key in taken.iter().flatten() {
+        *seen.entry(key).or_default() += 1;
+    }
+    let duplicated: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(duplicated.is_empty(), "delivered twice: {duplicated:?}");
+    let missing: Vec<_> = (0..PRODUCERS)
+        .flat_map(|p| (0..EACH).map(move |i| (p, i)))
+        .filter(|k| !seen.contains_key(k))
+        .collect();
+    assert!(missing.is_empty(), "never delivered: {missing:?}");
+    eprintln!(
+        "elements per consumer: {:?}",
+        taken.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+}
