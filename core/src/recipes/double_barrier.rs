@@ -870,4 +870,27 @@ mod tests {
         m.handle_reply(Millis(30), sent[0].0, children(&[]));
         assert_eq!(m.poll_output(), Some(Ok(())));
     }
+
+    #[test]
+    fn a_lost_delete_of_our_node_is_redone_not_waited_out() {
+        let mut m = LeaveMachine::new("/b", "/b/p-2");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, children(&["p-1", "p-2"]));
+        let sent = drain(&mut m);
+        // The delete is lost, the watch on the lowest is armed: waiting now would deadlock
+        // with the lowest, which waits for our node to go.
+        m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_reply(
+            Millis(2),
+            sent[1].0,
+            Ok(Reply::Exists(Some(Stat::default()))),
+        );
+        m.handle_timer(Millis(2 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetChildren { .. })]));
+        m.handle_reply(Millis(30), sent[0].0, children(&["p-1", "p-2"]));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path == "/b/p-2"));
+    }
 }
