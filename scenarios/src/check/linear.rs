@@ -398,10 +398,11 @@ impl<'a> Search<'a> {
 
     fn run(mut self, budget: Option<u64>) -> Searched {
         let mut state: State = 0;
-        let mut stack: Vec<(u32, State)> = Vec::new();
+        // Each placed operation, the state before it, and whether placing it was forced.
+        let mut stack: Vec<(u32, State, bool)> = Vec::new();
         let mut remaining = self.placed.n_def;
         let mut e = self.list.next[HEAD] as usize;
-        let outcome = loop {
+        let outcome = 'search: loop {
             if remaining == 0 {
                 break Outcome::Linearizable;
             }
@@ -409,38 +410,57 @@ impl<'a> Search<'a> {
             assert!(op != NONE as usize, "walked past the last return");
             if self.list.entry_is_call[e] {
                 let definite = self.placed.definite[op];
+                let kind = self.ops[op].kind;
                 let next = match self.placed.is_candidate(op) {
-                    true => step(self.ops[op].kind, definite, state),
+                    true => step(kind, definite, state),
                     false => None,
                 };
-                if let Some(next) = next {
-                    self.placed.insert(op);
-                    if self.visit(next) {
-                        if budget.is_some_and(|b| self.explored > b) {
-                            break Outcome::Unknown;
-                        }
-                        stack.push((op as u32, state));
-                        state = next;
-                        self.list.lift(op);
-                        remaining -= usize::from(definite);
-                        e = self.list.next[HEAD] as usize;
-                        continue;
+                let Some(next) = next else {
+                    e = self.list.next[e] as usize;
+                    continue;
+                };
+                // A read that matches can be placed now in any order that places it later:
+                // nothing it precedes by doing so was bound to come first, and it changes
+                // nothing. So it is not a choice, and if placing it fails, so does this state.
+                let forced = definite && matches!(kind, Kind::Read(_));
+                self.placed.insert(op);
+                if self.visit(next) {
+                    if budget.is_some_and(|b| self.explored > b) {
+                        break Outcome::Unknown;
                     }
-                    self.placed.remove(op);
+                    stack.push((op as u32, state, forced));
+                    state = next;
+                    self.list.lift(op);
+                    remaining -= usize::from(definite);
+                    e = self.list.next[HEAD] as usize;
+                    continue;
                 }
-                e = self.list.next[e] as usize;
+                self.placed.remove(op);
+                if !forced {
+                    e = self.list.next[e] as usize;
+                    continue;
+                }
             } else {
                 self.record_stuck(op, state, &stack);
-                let Some((back, before)) = stack.pop() else {
-                    let (_, stuck) = self.stuck.take().expect("recorded just now");
-                    break Outcome::Violation(stuck);
+            }
+            // Undo placements back to the last real choice, and try the next candidate after it.
+            loop {
+                let Some((back, before, forced)) = stack.pop() else {
+                    let (_, stuck) = self
+                        .stuck
+                        .take()
+                        .expect("a failed search got stuck somewhere");
+                    break 'search Outcome::Violation(stuck);
                 };
                 let back = back as usize;
                 self.placed.remove(back);
                 self.list.unlift(back);
                 remaining += usize::from(self.placed.definite[back]);
                 state = before;
-                e = self.list.next[self.list.call_entry[back] as usize] as usize;
+                if !forced {
+                    e = self.list.next[self.list.call_entry[back] as usize] as usize;
+                    break;
+                }
             }
         };
         Searched {
@@ -466,7 +486,7 @@ impl<'a> Search<'a> {
     }
 
     /// Remembers the furthest return any order failed to get past, for the report.
-    fn record_stuck(&mut self, op: usize, state: State, stack: &[(u32, State)]) {
+    fn record_stuck(&mut self, op: usize, state: State, stack: &[(u32, State, bool)]) {
         let ret = self.ops[op]
             .ret
             .expect("only definite operations have returns");
@@ -485,7 +505,7 @@ impl<'a> Search<'a> {
                     Stuck {
                         op,
                         states: vec![value],
-                        tail: stack[from..].iter().map(|&(o, _)| o as usize).collect(),
+                        tail: stack[from..].iter().map(|&(o, _, _)| o as usize).collect(),
                         depth: stack.len(),
                     },
                 ));
