@@ -40,9 +40,20 @@ pub trait Codec: Clone + Send + Sync + 'static {
     const NAME: &'static str;
 
     /// The bytes of `value`.
+    ///
+    /// ```
+    /// use avout::atom::{Codec, Json};
+    /// assert_eq!(Json.encode(&[1, 2]).unwrap(), b"[1,2]");
+    /// ```
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError>;
 
     /// The value in `bytes`; an error (never a panic) if they are not one.
+    ///
+    /// ```
+    /// use avout::atom::{Codec, Json};
+    /// assert_eq!(Json.decode::<Vec<u8>>(b"[1,2]").unwrap(), vec![1, 2]);
+    /// assert!(Json.decode::<Vec<u8>>(b"[1,").is_err());
+    /// ```
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError>;
 }
 

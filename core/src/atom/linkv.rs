@@ -263,21 +263,21 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
     }
 }
 
-/// One micro-operation of a txn-list-append transaction: read a list, or append to one.
+/// One micro-operation of a txn-list-append transaction: read a list, or append to one
+/// (Maelstrom's `["r", key, value]` and `["append", key, element]`).
 ///
 /// ```
 /// use avout::atom::linkv::MicroOp;
 /// let op = MicroOp::Append(1, 5);
-/// assert_eq!(serde_json::to_string(&op).unwrap(), r#"["append",1,5]"#);
+/// let json = serde_json::to_string(&op).unwrap();
+/// assert_eq!(serde_json::from_str::<MicroOp>(&json).unwrap(), op);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum MicroOp {
-    /// `["r", key, value]`: read `key`'s list (`None` before the transaction runs, and for a
-    /// key never appended to).
-    #[serde(rename = "r")]
+    /// Read `key`'s list (`None` before the transaction runs, and for a key never appended
+    /// to).
     Read(u64, Option<Vec<u64>>),
-    /// `["append", key, element]`.
+    /// Append `element` to `key`'s list.
     Append(u64, u64),
 }
 

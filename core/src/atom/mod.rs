@@ -442,7 +442,7 @@ where
     /// # use std::sync::Arc;
     /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
     /// use avout::atom::{Atom, FileStore};
-    /// let store = FileStore::new("/var/lib/app/values")?;
+    /// let store = FileStore::new("/var/lib/app/values").expect("value directory");
     /// let a: Atom<Vec<u64>, _> = Atom::builder(zk, "/big").store(store).open(vec![]).await?;
     /// # Ok(()) }
     /// ```

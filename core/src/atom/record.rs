@@ -123,6 +123,13 @@ impl From<i64> for Value {
 }
 
 /// A record: each key maps to a set of values.
+///
+/// ```
+/// use avout::atom::record::{Record, Value};
+/// let mut r = Record::new();
+/// r.entry("tags".into()).or_default().insert(Value::from("a"));
+/// assert_eq!(r["tags"].len(), 1);
+/// ```
 pub type Record = BTreeMap<String, BTreeSet<Value>>;
 
 /// Why a record operation failed.

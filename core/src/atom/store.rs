@@ -59,12 +59,35 @@ pub enum StoreError {
 /// ```
 pub trait StateContainer: Send + Sync + 'static {
     /// The largest encoded value accepted; larger values fail before anything is written.
+    ///
+    /// ```
+    /// use avout::atom::{StateContainer, ZkNode};
+    /// assert!(ZkNode.max_value_len() > 1_000_000);
+    /// ```
     fn max_value_len(&self) -> usize;
 
     /// Whether a value of `len` bytes is kept inline in the node.
+    ///
+    /// ```
+    /// use avout::atom::{FileStore, StateContainer};
+    /// let store = FileStore::new(std::env::temp_dir().join("avout-doc-inline")).unwrap();
+    /// assert!(store.inline(10) && !store.inline(1 << 20));
+    /// ```
     fn inline(&self, len: usize) -> bool;
 
     /// Stores `value` for the atom at `atom` (a ZooKeeper path); returns its key.
+    ///
+    /// ```
+    /// use avout::atom::{FileStore, StateContainer};
+    /// let store = FileStore::new(std::env::temp_dir().join("avout-doc-put")).unwrap();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # rt.block_on(async {
+    /// let key = store.put("/a", 42, b"value").await.unwrap();
+    /// assert_eq!(store.get("/a", &key).await.unwrap().as_deref(), Some(&b"value"[..]));
+    /// store.remove("/a", &key).await.unwrap();
+    /// assert_eq!(store.get("/a", &key).await.unwrap(), None);
+    /// # });
+    /// ```
     fn put<'a>(
         &'a self,
         atom: &'a str,
@@ -73,6 +96,12 @@ pub trait StateContainer: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<String, StoreError>>;
 
     /// The bytes under `key`, or `None` if they were removed.
+    ///
+    /// ```
+    /// use avout::atom::{StateContainer, ZkNode};
+    /// // A node that refers to a blob is foreign to the inline-only container.
+    /// assert!(futures::executor::block_on(ZkNode.get("/a", "k")).is_err());
+    /// ```
     fn get<'a>(
         &'a self,
         atom: &'a str,
@@ -80,6 +109,11 @@ pub trait StateContainer: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>>;
 
     /// Removes the bytes under `key`.
+    ///
+    /// ```
+    /// use avout::atom::{StateContainer, ZkNode};
+    /// assert!(futures::executor::block_on(ZkNode.remove("/a", "k")).is_ok());
+    /// ```
     fn remove<'a>(&'a self, atom: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
@@ -145,7 +179,7 @@ impl StateContainer for ZkNode {
 /// use std::sync::Arc;
 /// use avout::atom::{Atom, FileStore};
 /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-/// let store = FileStore::new("/mnt/shared/avout-values")?;
+/// let store = FileStore::new("/mnt/shared/avout-values").expect("value directory");
 /// let big: Atom<Vec<u8>, _> = Atom::builder(zk, "/atoms/model")
 ///     .store(store)
 ///     .open(vec![0; 8 << 20])
