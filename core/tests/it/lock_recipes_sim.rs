@@ -9,6 +9,8 @@
 //!   more than N leases; two leaders);
 //! - **fencing**: a true writer's or leader's token exceeds every earlier one, so a resource
 //!   that keeps the largest token never refuses a true holder and always refuses a stale one;
+//! - **downgrades**: a writer that takes the read lock and releases the write lock keeps
+//!   excluding writers, including one that queued between its two nodes;
 //! - **detection**: a holder whose node is gone (its session expired while it was paused or
 //!   cut off) learns it — `lost()` resolves — rather than being trusted.
 
@@ -74,6 +76,8 @@ struct Record {
     fenced: u64,
     /// The most true holders at once.
     max_concurrent: usize,
+    /// Writers that downgraded to a read lock.
+    downgrades: u64,
 }
 
 impl Record {
@@ -181,6 +185,7 @@ struct Seen {
     true_holds: u64,
     stale_detected: u64,
     fenced: u64,
+    downgrades: u64,
 }
 
 impl Seen {
@@ -189,6 +194,7 @@ impl Seen {
         self.true_holds += record.true_holds;
         self.stale_detected += record.stale_detected;
         self.fenced += record.fenced;
+        self.downgrades += record.downgrades;
     }
 }
 
@@ -245,6 +251,36 @@ fn read_write_lock_excludes_under_every_fault_kind() {
                                 record.borrow_mut().write(&zk, &node, token);
                             }
                             check_detected(&zk, &node, guard.lost(), &record).await;
+                            if writer && done % 2 == 1 {
+                                // Every other round a writer downgrades: it takes the read
+                                // lock under its write lock, then releases the write lock.
+                                match rw.read().await {
+                                    Ok(read) => {
+                                        record.borrow_mut().exit(who);
+                                        let _ = guard.unlock().await;
+                                        let node = read.node().to_owned();
+                                        let token = read.fencing_token();
+                                        record.borrow_mut().enter(
+                                            &zk,
+                                            who,
+                                            &node,
+                                            false,
+                                            token,
+                                            usize::MAX,
+                                        );
+                                        tokio::time::sleep(Duration::from_millis(7)).await;
+                                        check_detected(&zk, &node, read.lost(), &record).await;
+                                        record.borrow_mut().downgrades += 1;
+                                        record.borrow_mut().exit(who);
+                                        if let Err(e) = read.unlock().await {
+                                            reconnect_if_lost(&zk, &mut client, &e);
+                                        }
+                                        done += 1;
+                                        continue;
+                                    }
+                                    Err(e) => reconnect_if_lost(&zk, &mut client, &e),
+                                }
+                            }
                             record.borrow_mut().exit(who);
                             if let Err(e) = guard.unlock().await {
                                 reconnect_if_lost(&zk, &mut client, &e);
@@ -263,6 +299,7 @@ fn read_write_lock_excludes_under_every_fault_kind() {
         assert!(seen.true_holds > 0);
         assert!(seen.stale_detected > 0, "the paused writer was detected");
         assert!(seen.fenced > 0, "the paused writer was fenced");
+        assert!(seen.downgrades > 0, "writers downgraded");
     }
 }
 
