@@ -18,9 +18,12 @@
 //!    read returns and no cas expects is dropped, because placing it never helps. (An order that
 //!    places it stays valid with it removed: nothing could have observed the state it produced.)
 //! 4. **Search**: Wing and Gong's depth-first search with Lowe's memoisation of
-//!    (set of placed operations, state), as in Knossos' `linear` and Porcupine. The private
-//!    `linear` module's documentation has the details, including a second exact pruning rule
-//!    for `info` operations.
+//!    (set of placed operations, state), as in Knossos' `linear` and Porcupine, before which a
+//!    linear pass reports any operation observing a value that nothing invoked before it
+//!    completed could have written. The private `linear` module's documentation has the
+//!    details, including the further exact reductions: matching reads are not a choice,
+//!    `info` operations are never placed where no one could see them, twins are not told
+//!    apart, and memoisation uses dominance for the optional part.
 //!
 //! On a violation the report names, for the key, the operation whose completion no order of
 //! the operations gets past — the history up to that completion is the shortest prefix that
@@ -178,9 +181,9 @@ pub enum CheckError {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Cause {
-    /// `op` reads, or its cas expects, a value that no operation that may have happened wrote:
-    /// found without a search. The history up to its completion cannot be linearized, but a
-    /// shorter prefix may not be linearizable either.
+    /// `op` reads, or its cas expects, a value that no operation that may have happened, and
+    /// was invoked before `op` completed, wrote: found without a search. The history up to its
+    /// completion cannot be linearized, but a shorter prefix may not be linearizable either.
     NeverWritten,
     /// The search tried every order: none gets past `op`'s completion, and the history up to
     /// it is the shortest prefix that cannot be linearized.
@@ -394,6 +397,9 @@ pub struct Checker {
     model: Model,
     keys: Keys,
     max_states: Option<u64>,
+    /// Whether to look for unwritable observations before searching; off only to test the
+    /// search on histories the pre-check would settle.
+    precheck: bool,
 }
 
 impl Checker {
@@ -413,6 +419,7 @@ impl Checker {
             model,
             keys: Keys::Field,
             max_states: Some(Self::DEFAULT_MAX_STATES),
+            precheck: true,
         }
     }
 
@@ -446,6 +453,12 @@ impl Checker {
     /// ```
     pub fn max_states(mut self, states: u64) -> Self {
         self.max_states = Some(states);
+        self
+    }
+
+    #[cfg(test)]
+    pub(crate) fn without_precheck(mut self) -> Self {
+        self.precheck = false;
         self
     }
 
@@ -501,7 +514,7 @@ impl Checker {
         for (key, members) in group_by_key(operations) {
             verdict.keys += 1;
             let problem = Problem::build(self.model, operations, &members)?;
-            if let Some(op) = problem.never_written() {
+            if let Some(op) = problem.unwritable().filter(|_| self.precheck) {
                 let stuck = linear::Stuck {
                     op,
                     ..linear::Stuck::default()
@@ -665,27 +678,25 @@ impl Problem {
     }
 
     /// The earliest-completing operation that observes a value (other than the initial `null`)
-    /// that no write or cas that may have happened produces. Such an operation can never be
-    /// placed, and finding it needs no search, which for a failing history must otherwise
-    /// exhaust every order of the prefix.
-    fn never_written(&self) -> Option<usize> {
-        let mut written = HashSet::from([0]);
+    /// that no write or cas that may have happened, invoked before the observer completed,
+    /// produces. Such an operation can never be placed, and finding it needs no search, which
+    /// for a failing history must otherwise exhaust every order of the prefix.
+    fn unwritable(&self) -> Option<usize> {
+        let mut first_producer: HashMap<u32, usize> = HashMap::from([(0, 0)]);
         for op in &self.ops {
-            match op.kind {
-                Kind::Write(v) | Kind::Cas(_, v) => {
-                    written.insert(v);
-                }
-                Kind::Read(_) => {}
+            if let Kind::Write(v) | Kind::Cas(_, v) = op.kind {
+                let call = first_producer.entry(v).or_insert(op.call);
+                *call = (*call).min(op.call);
             }
         }
         (0..self.ops.len())
             .filter(|&i| {
                 let op = &self.ops[i];
-                let observes = match op.kind {
-                    Kind::Read(v) | Kind::Cas(v, _) => v,
-                    Kind::Write(_) => return false,
+                let (Kind::Read(v) | Kind::Cas(v, _)) = op.kind else {
+                    return false;
                 };
-                op.ret.is_some() && !written.contains(&observes)
+                let Some(ret) = op.ret else { return false };
+                v != 0 && first_producer.get(&v).is_none_or(|&call| call > ret)
             })
             .min_by_key(|&i| self.ops[i].ret)
     }
