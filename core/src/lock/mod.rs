@@ -1,6 +1,6 @@
 //! Distributed locks on ZooKeeper's lock recipes: [`Mutex`] (exclusive, reentrant),
 //! [`RwLock`] (the shared-lock recipe: readers share, writers exclude everyone), both
-//! [revocable](revocable) on request, and the acquisition machine they all run
+//! [revocable] on request, and the acquisition machine they all run
 //! ([`AcquireMachine`]). Every hold is a [`LockGuard`].
 //!
 //! Lock nodes are named as Apache Curator names them (`_c_<GUID>-lock-<seq>`,

@@ -1,46 +1,4 @@
-//! The read-write lock: ZooKeeper's shared-lock recipe, with Curator's node names.
-//!
-//! # Algorithm
-//!
-//! Readers and writers queue in one directory, as ephemeral-sequential nodes named
-//! `_c_<GUID>-__READ__<seq>` and `_c_<GUID>-__WRIT__<seq>` (Apache Curator's
-//! `InterProcessReadWriteLock`, so Java and Rust processes share a lock). The sequence number
-//! orders everyone:
-//!
-//! - a **writer** holds the lock when no node at all is below its own; otherwise it watches
-//!   the node just below it;
-//! - a **reader** holds the lock when no *writer* node is below its own; otherwise it watches
-//!   the nearest writer below it. Readers therefore share the lock with each other and
-//!   really exclude writers: a writer that queued first blocks every later reader, and a
-//!   reader blocks every later writer until it releases.
-//!
-//! Each waiter watches one node (the recipe's no-herd rule); when a writer releases, the
-//! readers queued right behind it all wake, which is not a herd since all of them may
-//! proceed. The protocol is [`AcquireMachine`](super::AcquireMachine) with
-//! [`LockKind::Read`](super::LockKind::Read) or [`LockKind::Write`](super::LockKind::Write).
-//!
-//! # Reentrancy and downgrading
-//!
-//! Per handle, like [`Mutex`](super::Mutex): while this handle holds a side, taking that side
-//! again succeeds at once and adds a hold; the node goes with the last hold. A handle that
-//! holds the **write** lock may take the **read** lock: its read node does not wait for its
-//! own write node, nor for writers queued behind it. Releasing the write lock then keeps the
-//! read lock (a downgrade): later readers share it, later writers wait for it. One case needs
-//! care, and Apache Curator's lock gets it wrong: a writer from elsewhere that queued between
-//! our write node and our read node watches only the write node, and would let itself in
-//! beside our read. When such a writer exists, releasing the write lock keeps the write node
-//! until the read lock is released too (still safe, but no other reader can join meanwhile). The
-//! opposite, taking the write lock while holding the read lock, would wait for itself forever
-//! and fails at once with [`LockError::WouldDeadlock`]. Reentrancy concerns holds, not
-//! acquisitions in flight: a `read()` that starts while this handle's `write()` is still
-//! queueing waits behind it like any other reader.
-//!
-//! # Connection loss, session expiry, cancellation
-//!
-//! As for the mutex (see the [module docs](super)): a connection loss during acquisition is
-//! recovered through the GUID in the node name; a session expiry fails an acquisition with
-//! [`LockError::SessionLost`] and ends every hold ([`LockGuard::status`], [`LockGuard::lost`]);
-//! dropping an acquisition future removes its node; dropping a guard releases its hold.
+//! The read-write lock, [`RwLock`]: the shared-lock recipe over the acquisition machine.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,8 +14,49 @@ pub type ReadGuard<C> = LockGuard<C>;
 /// The guard of a [`RwLock`]'s write side.
 pub type WriteGuard<C> = LockGuard<C>;
 
-/// A distributed read-write lock (the shared-lock recipe, Curator-compatible); see the
-/// [module docs](self).
+/// A distributed read-write lock: ZooKeeper's shared-lock recipe, with Curator's node names.
+///
+/// # Algorithm
+///
+/// Readers and writers queue in one directory, as ephemeral-sequential nodes named
+/// `_c_<GUID>-__READ__<seq>` and `_c_<GUID>-__WRIT__<seq>` (Apache Curator's
+/// `InterProcessReadWriteLock`, so Java and Rust processes share a lock). The sequence number
+/// orders everyone:
+///
+/// - a **writer** holds the lock when no node at all is below its own; otherwise it watches
+///   the node just below it;
+/// - a **reader** holds the lock when no *writer* node is below its own; otherwise it watches
+///   the nearest writer below it. Readers therefore share the lock with each other and
+///   really exclude writers: a writer that queued first blocks every later reader, and a
+///   reader blocks every later writer until it releases.
+///
+/// Each waiter watches one node (the recipe's no-herd rule); when a writer releases, the
+/// readers queued right behind it all wake, which is not a herd since all of them may
+/// proceed. The protocol is [`AcquireMachine`](super::AcquireMachine) with
+/// [`LockKind::Read`](super::LockKind::Read) or [`LockKind::Write`](super::LockKind::Write).
+///
+/// # Reentrancy and downgrading
+///
+/// Per handle, like [`Mutex`](super::Mutex): while this handle holds a side, taking that side
+/// again succeeds at once and adds a hold; the node goes with the last hold. A handle that
+/// holds the **write** lock may take the **read** lock: its read node does not wait for its
+/// own write node, nor for writers queued behind it. Releasing the write lock then keeps the
+/// read lock (a downgrade): later readers share it, later writers wait for it. One case needs
+/// care, and Apache Curator's lock gets it wrong: a writer from elsewhere that queued between
+/// our write node and our read node watches only the write node, and would let itself in
+/// beside our read. When such a writer exists, releasing the write lock keeps the write node
+/// until the read lock is released too (still safe, but no other reader can join meanwhile).
+/// The opposite, taking the write lock while holding the read lock, would wait for itself forever
+/// and fails at once with [`LockError::WouldDeadlock`]. Reentrancy concerns holds, not
+/// acquisitions in flight: a `read()` that starts while this handle's `write()` is still
+/// queueing waits behind it like any other reader.
+///
+/// # Connection loss, session expiry, cancellation
+///
+/// As for the mutex (see the [lock module docs](super)): a connection loss during acquisition is
+/// recovered through the GUID in the node name; a session expiry fails an acquisition with
+/// [`LockError::SessionLost`] and ends every hold ([`LockGuard::status`], [`LockGuard::lost`]);
+/// dropping an acquisition future removes its node; dropping a guard releases its hold.
 ///
 /// Clones share holds (they are the same handle); give each task that must be excluded its
 /// own handle.
