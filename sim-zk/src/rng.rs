@@ -25,6 +25,8 @@ pub enum Stream {
     Faults = 2,
     /// The workload's own choices (handed to the workload closure).
     Workload = 3,
+    /// Unique ids recipes put in node names ([`avout::Coordination::new_guid`]).
+    Guids = 4,
 }
 
 /// One named stream of random numbers.

@@ -221,6 +221,8 @@ pub(crate) struct World {
     seq: u64,
     net: Rng,
     faults: Rng,
+    /// Its own stream, so that a recipe drawing GUIDs does not shift latencies or faults.
+    guids: Rng,
     clients: Vec<Client>,
     by_session: BTreeMap<SessionId, usize>,
     pub(crate) log: EventLog,
@@ -232,6 +234,13 @@ pub(crate) struct World {
     stopped: Option<Stop>,
     pub(crate) fault_counts: BTreeMap<FaultKind, u64>,
     pub(crate) requests: u64,
+}
+
+impl World {
+    /// A unique id from the run's GUID stream.
+    pub(crate) fn new_guid(&mut self) -> u128 {
+        (u128::from(self.guids.next_u64()) << 64) | u128::from(self.guids.next_u64())
+    }
 }
 
 const SESSION_CHECK_WHILE_CLOSING: u64 = u64::MAX;
@@ -249,6 +258,7 @@ impl World {
         };
         let net = stream(net_tape, Stream::Network);
         let faults = stream(fault_tape, Stream::Faults);
+        let guids = Rng::new(config.seed, Stream::Guids);
         let kernel = if config.needs_follower() {
             Kernel::with_follower()
         } else {
@@ -262,6 +272,7 @@ impl World {
             seq: 0,
             net,
             faults,
+            guids,
             clients: Vec::new(),
             by_session: BTreeMap::new(),
             log: EventLog::new(config.keep_log),
