@@ -1,5 +1,9 @@
 //! `avout`: the command-line tool of the avout project.
 //!
+//! - `avout demo [--seed N] [--json]` runs a seeded scenario on the embedded simulated
+//!   ZooKeeper (no server needed): clients doing sequential creates and versioned updates under
+//!   injected faults, then the same seed again, to show that the run replays to the same
+//!   event-log hash.
 //! - `avout zk start|stop|status` runs a local ZooKeeper (standalone or an ensemble) in the
 //!   background, to try the real backend without installing a service.
 //! - `avout bench ops` measures single operations through the real backend against a running
@@ -24,12 +28,25 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A seeded run on the embedded simulated ZooKeeper under faults, replayed to the same hash.
+    Demo(DemoArgs),
     /// Run a local ZooKeeper (Debian's 3.8) in the background.
     #[command(subcommand)]
     Zk(zkcmd::ZkCommand),
     /// Benchmarks against a running ZooKeeper.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+}
+
+/// Options of `avout demo`.
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// The run's seed: the same seed gives the same run, bit for bit.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Print the report as one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Why a command failed.
@@ -39,6 +56,10 @@ enum CliError {
     Zk(#[from] zkcmd::ZkCmdError),
     #[error(transparent)]
     Bench(#[from] bench::BenchError),
+    #[error("seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`")]
+    NotReplayed { seed: u64, hash: u64, replay: u64 },
+    #[error("cannot encode the report: {0}")]
+    Json(#[from] serde_json::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -55,6 +76,22 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
+        Command::Demo(args) => {
+            let report = avout_sim_zk::demo::run(args.seed);
+            if args.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!("{report}");
+            }
+            if !report.replayed_identically() {
+                return Err(CliError::NotReplayed {
+                    seed: report.seed,
+                    hash: report.hash,
+                    replay: report.replay_hash,
+                });
+            }
+            Ok(())
+        }
         Command::Zk(command) => Ok(zkcmd::run(command)?),
         Command::Bench(bench::BenchCommand::Ops(args)) => {
             // Real ZooKeeper: the client's connection task gets a thread of its own.
