@@ -235,7 +235,7 @@ impl fmt::Display for Violation {
         if self.cause == Cause::NeverWritten {
             writeln!(
                 f,
-                "not linearizable: no operation wrote the value observed by"
+                "not linearizable: nothing invoked in time wrote the value observed by"
             )?;
             writeln!(f, "  {}", self.op)?;
             return Ok(());
@@ -249,7 +249,10 @@ impl fmt::Display for Violation {
             states.join(", ")
         )?;
         if !self.open.is_empty() {
-            writeln!(f, "  operations open at its completion:")?;
+            writeln!(
+                f,
+                "  operations that could still take effect at its completion:"
+            )?;
             for op in &self.open {
                 writeln!(f, "    {op}")?;
             }
@@ -318,8 +321,12 @@ impl fmt::Display for Verdict {
         };
         writeln!(
             f,
-            "{verdict} as a {}: {} operations on {} keys, {} states explored",
-            self.model, self.operations, self.keys, self.explored
+            "{verdict} as a {}: {} operations, {} {}, {} states explored",
+            self.model,
+            self.operations,
+            self.keys,
+            if self.keys == 1 { "key" } else { "keys" },
+            self.explored
         )?;
         for violation in &self.violations {
             write!(f, "{violation}")?;
