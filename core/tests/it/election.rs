@@ -12,7 +12,7 @@ use avout::{Coordination, path};
 use tokio::task::JoinHandle;
 
 use crate::support;
-use crate::watch_count::{Counting, wait_children};
+use crate::watch_count::{Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -136,8 +136,8 @@ async fn a_resignation_notifies_exactly_one_candidate() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     leader.resign().await.expect("resign");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let fired: Vec<usize> = candidates.iter().map(|(zk, _)| zk.fired()).collect();
+    let sessions: Vec<&Counting> = candidates.iter().map(|(zk, _)| &**zk).collect();
+    let fired = settle(&sessions, &[1, 0, 0, 0]).await;
     assert_eq!(fired, [1, 0, 0, 0], "only the next candidate is notified");
     let (_, next) = candidates.remove(0);
     let next = elected(next).await;

@@ -12,7 +12,7 @@ use avout::{Coordination, path};
 use tokio::sync::Barrier;
 
 use crate::support;
-use crate::watch_count::{Counting, wait_children};
+use crate::watch_count::{Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -284,7 +284,7 @@ async fn one_release_wakes_exactly_one_waiter() {
         let rw = RwLock::new(zk.clone(), "/rw/herd").expect("handle");
         let task = tokio::spawn(async move {
             let guard = rw.write().await.expect("write");
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(Duration::from_millis(1000)).await;
             guard.unlock().await.expect("unlock");
         });
         wait_children(&observer, "/rw/herd", i + 2).await;
@@ -294,8 +294,8 @@ async fn one_release_wakes_exactly_one_waiter() {
     assert!(waiters.iter().all(|(zk, _)| zk.fired() == 0));
 
     first.unlock().await.expect("unlock");
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let fired: Vec<usize> = waiters.iter().map(|(zk, _)| zk.fired()).collect();
+    let sessions: Vec<&Counting> = waiters.iter().map(|(zk, _)| &**zk).collect();
+    let fired = settle(&sessions, &[1, 0, 0, 0]).await;
     assert_eq!(fired, [1, 0, 0, 0], "only the next writer is notified");
     for (_, task) in waiters {
         task.await.expect("waiter");
@@ -310,15 +310,15 @@ async fn one_release_wakes_exactly_one_waiter() {
         let m = Mutex::new(zk.clone(), "/mutex/herd").expect("handle");
         let task = tokio::spawn(async move {
             let guard = m.lock().await.expect("lock");
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(Duration::from_millis(1000)).await;
             guard.unlock().await.expect("unlock");
         });
         wait_children(&observer, "/mutex/herd", i + 2).await;
         waiters.push((zk, task));
     }
     g.unlock().await.expect("unlock");
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let fired: Vec<usize> = waiters.iter().map(|(zk, _)| zk.fired()).collect();
+    let sessions: Vec<&Counting> = waiters.iter().map(|(zk, _)| &**zk).collect();
+    let fired = settle(&sessions, &[1, 0, 0]).await;
     assert_eq!(fired, [1, 0, 0], "only the next in line is notified");
     for (_, task) in waiters {
         task.await.expect("waiter");

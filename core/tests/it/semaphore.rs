@@ -12,7 +12,7 @@ use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, path};
 
 use crate::support;
-use crate::watch_count::{Counting, wait_children};
+use crate::watch_count::{Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -147,7 +147,7 @@ async fn one_release_wakes_one_waiter() {
         let sem = Semaphore::new(zk.clone(), "/sem/herd", 1).expect("sem");
         let task = tokio::spawn(async move {
             let lease = sem.acquire().await.expect("acquire");
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::time::sleep(Duration::from_millis(1500)).await;
             lease.release().await.expect("release");
         });
         // The first waiter holds the mutex and has a lease node; the rest queue on the mutex.
@@ -159,8 +159,8 @@ async fn one_release_wakes_one_waiter() {
     assert!(waiters.iter().all(|(zk, _)| zk.fired() == 0));
 
     lease.release().await.expect("release");
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    let fired: Vec<usize> = waiters.iter().map(|(zk, _)| zk.fired()).collect();
+    let sessions: Vec<&Counting> = waiters.iter().map(|(zk, _)| &**zk).collect();
+    let fired = settle(&sessions, &[1, 1, 0]).await;
     // The mutex holder's lease watch fires; handing the mutex on notifies only the next in
     // line; the last waiter sleeps on.
     assert_eq!(fired, [1, 1, 0], "one waiter per release");

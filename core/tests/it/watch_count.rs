@@ -135,3 +135,17 @@ pub(crate) async fn wait_children(zk: &ZkClient, dir: &str, n: usize) -> Vec<Str
     )
     .await
 }
+
+/// Waits until the sessions' notification counts reach `expected` (or 10 s pass), then a
+/// little longer, and returns the counts: a late extra wake-up would show.
+pub(crate) async fn settle(sessions: &[&Counting], expected: &[usize]) -> Vec<usize> {
+    let counts = || sessions.iter().map(|s| s.fired()).collect::<Vec<_>>();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while counts().iter().sum::<usize>() < expected.iter().sum::<usize>()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    counts()
+}
