@@ -189,6 +189,7 @@ pub struct CasMachine {
     next_token: u64,
     outbox: VecDeque<(Token, Request)>,
     output: Option<Result<Outcome, StepError>>,
+    recovered: bool,
 }
 
 impl CasMachine {
@@ -206,6 +207,7 @@ impl CasMachine {
             next_token: 0,
             outbox: VecDeque::new(),
             output: None,
+            recovered: false,
         }
     }
 
@@ -217,6 +219,17 @@ impl CasMachine {
     /// ```
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether the outcome of the write was decided by a read after a connection loss
+    /// (whichever way it was decided).
+    ///
+    /// ```
+    /// let m = avout::atom::CasMachine::new("/b", avout::atom::Step::Read { sync: false });
+    /// assert!(!m.recovered());
+    /// ```
+    pub fn recovered(&self) -> bool {
+        self.recovered
     }
 
     fn send(&mut self, request: Request) -> Token {
@@ -304,6 +317,7 @@ impl CasMachine {
     /// Decides from a recovery read whether our write took effect.
     fn decide(&mut self, current: Option<Versioned>) {
         let (writer, write_id, expected, czxid) = self.write().expect("only writes recover");
+        self.recovered = true;
         let Some(node) = current else {
             // Deleted (or never created): whatever we wrote is not there to be read.
             return self.finish(Ok(Outcome::NotApplied { current: None }));
@@ -573,6 +587,7 @@ mod tests {
             m.poll_output(),
             Some(Ok(Outcome::NotApplied { current: Some(_) }))
         ));
+        assert!(m.recovered());
     }
 
     #[test]

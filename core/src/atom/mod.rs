@@ -212,7 +212,7 @@ pub struct AtomStats {
     pub promotions: u64,
     /// Writes that lost to another writer (or were found not applied after a recovery).
     pub conflicts: u64,
-    /// Writes whose outcome was decided by a read after a connection loss.
+    /// Writes whose outcome was decided by a read after a connection loss (either way).
     pub recoveries: u64,
     /// Updates that wrote.
     pub writes: u64,
@@ -913,15 +913,18 @@ where
                 &self.inner.counters.optimistic_tries
             });
             let (step, body, replaced) = self.prepare(&known, &value).await?;
+            let mut machine = CasMachine::new(&core.path, step);
             let outcome = {
                 let _one_in_flight = self.inner.writing.lock().await;
-                drive(&*core.zk, &mut CasMachine::new(&core.path, step)).await
+                drive(&*core.zk, &mut machine).await
             };
+            if machine.recovered() {
+                bump(&self.inner.counters.recoveries);
+            }
             match outcome {
                 Ok(Outcome::Applied { current, recovered }) => {
                     bump(&self.inner.counters.writes);
                     if recovered {
-                        bump(&self.inner.counters.recoveries);
                         // A later state than ours may have been read: decode it for the cache.
                         let fresh = match core.load(current).await {
                             Ok(Some(loaded)) => Known::Present(loaded),

@@ -25,3 +25,4 @@ mod lock_recipes_sim;
 mod queue_sim;
 mod lock_recipes_ensemble;
 mod recipes_sim;
+mod atom_failover;
