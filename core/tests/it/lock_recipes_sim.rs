@@ -11,6 +11,7 @@
 //!   that keeps the largest token never refuses a true holder and always refuses a stale one;
 //! - **downgrades**: a writer that takes the read lock and releases the write lock keeps
 //!   excluding writers, including one that queued between its two nodes;
+//! - **revocation**: a holder asked to release consents and the contender gets in;
 //! - **detection**: a holder whose node is gone (its session expired while it was paused or
 //!   cut off) learns it — `lost()` resolves — rather than being trusted.
 
@@ -414,5 +415,56 @@ fn one_leader_per_term_under_every_fault_kind() {
         assert!(seen.true_holds > 0);
         assert!(seen.stale_detected > 0, "the paused leader was detected");
         assert!(seen.fenced > 0, "the paused leader was fenced");
+    }
+}
+
+#[test]
+fn revocation_is_asked_and_honoured_under_faults() {
+    const ROUNDS: usize = 6;
+    let kinds = [
+        FaultKind::RequestLost,
+        FaultKind::ReplyLost,
+        FaultKind::Disconnect,
+        FaultKind::StaleReads,
+        FaultKind::Outage,
+    ];
+    for (i, kind) in kinds.into_iter().enumerate() {
+        let seed = 0x4e70 + i as u64;
+        let (honoured, summary) = sim(seed, kind, 2).run(|ctx| async move {
+            let holder_zk = Arc::new(ctx.clients[0].clone());
+            let contender_zk = Arc::new(ctx.clients[1].clone());
+            let mut honoured = 0;
+            for _ in 0..ROUNDS {
+                let holder = RwLock::new(holder_zk.clone(), "/revocable").expect("handle");
+                let contender = RwLock::new(contender_zk.clone(), "/revocable").expect("handle");
+                let guard = holder.write().await.expect("write");
+                let (held, asked) = tokio::sync::oneshot::channel::<()>();
+                let holding = async {
+                    held.send(()).expect("contender waits");
+                    guard.revocation_requested().await.expect("asked");
+                    guard.unlock().await.expect("consent");
+                };
+                let contending = async {
+                    asked.await.expect("held");
+                    assert!(contender.try_write().await.expect("try").is_none());
+                    let revoked = avout::lock::revoke_holders(&*contender_zk, "/revocable")
+                        .await
+                        .expect("revoke");
+                    assert_eq!(revoked.len(), 1);
+                    let w = contender.write().await.expect("write after consent");
+                    w.unlock().await.expect("unlock");
+                };
+                futures::join!(holding, contending);
+                honoured += 1;
+            }
+            honoured
+        });
+        eprintln!(
+            "revocation {:>14}: seed {seed}, {} faults, {honoured} honoured",
+            kind.name(),
+            summary.fault_count(kind)
+        );
+        assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
+        assert_eq!(honoured, ROUNDS);
     }
 }
