@@ -13,7 +13,7 @@
 //!    function is called again with the newer value, so it must be free of side effects.
 //!
 //! With [`AtomBuilder::promote_after`] an update that lost `n` times in a row takes a
-//! distributed [`Mutex`](crate::lock::Mutex) beside the atom (`<path>/_lock`) before its next
+//! distributed [`Mutex`] beside the atom (`<path>/_lock`) before its next
 //! tries, as Curator's `DistributedAtomicValue` does with `PromotedToLock`: promoted writers
 //! queue fairly instead of racing, which bounds starvation under contention. The tries are
 //! still conditional on the version (writers that are not promoted need no lock), so the lock
@@ -57,13 +57,13 @@
 //! # Ok(()) }
 //! ```
 
-mod codec;
+pub mod codec;
 mod envelope;
 pub mod linkv;
-mod machine;
+pub mod machine;
 pub mod record;
-mod store;
-mod watcher;
+pub mod store;
+pub mod watcher;
 
 pub use codec::{Codec, CodecError, Json, Postcard};
 pub use machine::{CasMachine, Outcome, Step, StepError, Versioned};
