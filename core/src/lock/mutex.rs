@@ -106,7 +106,12 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             .map(|h| path::name(&h.acquired.node).to_owned())
     }
 
+    /// Joins the handle's hold, if it has one. A hold whose session has ended is not joined:
+    /// its node is gone, so the acquisition goes on and fails with the session's error.
     fn reenter(self: &Arc<Self>) -> Option<LockGuard<C>> {
+        if self.zk.session_states().current().is_terminal() {
+            return None;
+        }
         let mut held = lock(&self.held);
         let held = held.as_mut()?;
         held.count += 1;

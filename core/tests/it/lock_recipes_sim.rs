@@ -468,3 +468,31 @@ fn revocation_is_asked_and_honoured_under_faults() {
         assert_eq!(honoured, ROUNDS);
     }
 }
+
+/// A handle whose hold died with its session does not hand out another guard for the dead
+/// node: reentering after the expiry fails with the session's error.
+#[test]
+fn reentry_after_expiry_fails_instead_of_joining_a_dead_hold() {
+    let sim = Sim::builder()
+        .seed(11)
+        .clients(1)
+        .session_timeout(SESSION)
+        .build();
+    let (outcome, _) = sim.run(|ctx: avout_sim_zk::SimCtx| async move {
+        let zk = Arc::new(ctx.clients[0].clone());
+        let mutex = avout::lock::Mutex::new(zk.clone(), "/locks/reentry").unwrap();
+        let held = mutex.lock().await.unwrap();
+        ctx.zk.expire_session(avout::Coordination::session(&*zk).id);
+        let mut states = avout::Coordination::session_states(&*zk);
+        while !states.current().is_terminal() {
+            states.next().await;
+        }
+        let again = mutex.lock().await.map(|g| g.node().to_owned());
+        drop(held);
+        again
+    });
+    assert!(
+        matches!(outcome, Err(LockError::SessionLost(_))),
+        "reentering a dead hold gave {outcome:?}"
+    );
+}
