@@ -56,7 +56,9 @@ enum CliError {
     Zk(#[from] zkcmd::ZkCmdError),
     #[error(transparent)]
     Bench(#[from] bench::BenchError),
-    #[error("seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`")]
+    #[error(
+        "seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`"
+    )]
     NotReplayed { seed: u64, hash: u64, replay: u64 },
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),

@@ -6,23 +6,23 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --features testkit --test it`.
 
+mod atom;
+mod atom_failover;
+mod atom_probe;
+mod atom_sim;
+mod barrier;
+mod election;
 mod expiry;
 mod failover;
+mod group;
+mod lock_recipes_ensemble;
+mod lock_recipes_sim;
+mod queue;
+mod queue_sim;
+mod recipes_sim;
+mod rwlock;
+mod semaphore;
 mod standalone;
 mod support;
-mod rwlock;
-mod watch_count;
-mod atom;
-mod atom_probe;
-mod election;
-mod semaphore;
-mod barrier;
-mod group;
-mod queue;
 mod two_phase_commit;
-mod atom_sim;
-mod lock_recipes_sim;
-mod queue_sim;
-mod lock_recipes_ensemble;
-mod recipes_sim;
-mod atom_failover;
+mod watch_count;
