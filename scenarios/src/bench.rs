@@ -1,4 +1,8 @@
-//! `avout bench ops`: the cost of single ZooKeeper operations through avout's real backend.
+//! `avout bench`: benchmarks against a running ZooKeeper.
+//!
+//! The recipe workloads (`lock-cycle`, `lock-contended`, `rwlock-read`, `counter`,
+//! `counter-contended`) are in [`recipes`]; this module is `avout bench ops`, the cost of single
+//! ZooKeeper operations through avout's real backend.
 //!
 //! Two figures matter. *Sequential* operations (one outstanding request) measure the round
 //! trip and avout's per-call overhead, which the same run isolates by also timing a minimal loop
@@ -25,11 +29,39 @@ use avout::{Coordination, CoordinationExt, CreateOptions};
 use clap::{Args, Subcommand};
 use zookeeper_client as zk;
 
+pub(crate) mod recipes;
+
+pub(crate) use recipes::{RecipeArgs, Workload};
+
 /// The `avout bench` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Create/get/set/delete, sequential and pipelined, on one session to a real ZooKeeper.
     Ops(OpsArgs),
+    /// Exclusive lock acquire + release cycles, one client (the peers' `lock-cycle`).
+    LockCycle(RecipeArgs),
+    /// Exclusive lock cycles on one lock from `--clients` sessions, mutual exclusion checked.
+    LockContended(RecipeArgs),
+    /// Read-lock acquire + release cycles, one client.
+    RwlockRead(RecipeArgs),
+    /// Atom increments, one client, through the optimistic (one round trip) path.
+    Counter(RecipeArgs),
+    /// Atom increments on one atom from `--clients` sessions; the final value is checked.
+    CounterContended(RecipeArgs),
+}
+
+impl BenchCommand {
+    /// The recipe workload and its options, for every subcommand but `ops`.
+    pub(crate) fn recipe(self) -> Result<(Workload, RecipeArgs), OpsArgs> {
+        match self {
+            BenchCommand::Ops(args) => Err(args),
+            BenchCommand::LockCycle(args) => Ok((Workload::LockCycle, args)),
+            BenchCommand::LockContended(args) => Ok((Workload::LockContended, args)),
+            BenchCommand::RwlockRead(args) => Ok((Workload::RwlockRead, args)),
+            BenchCommand::Counter(args) => Ok((Workload::Counter, args)),
+            BenchCommand::CounterContended(args) => Ok((Workload::CounterContended, args)),
+        }
+    }
 }
 
 /// Options of `avout bench ops`.
@@ -73,6 +105,9 @@ pub(crate) enum BenchError {
         #[source]
         source: zk::Error,
     },
+    /// A workload's check failed: two lock holders at once, or a wrong counter total.
+    #[error("{0}")]
+    Violation(String),
     /// An operation failed mid-run.
     #[error("{peer} {workload}: {detail}")]
     Op {

@@ -8,10 +8,17 @@
 //!   background, to try the real backend without installing a service.
 //! - `avout bench ops` measures single operations through the real backend against a running
 //!   ZooKeeper, next to a minimal raw `zookeeper-client` loop.
+//! - `avout bench lock-cycle|lock-contended|rwlock-read|counter|counter-contended` runs the
+//!   recipe workloads of the Curator and kazoo peers (`../shared/peers`) and prints their JSON
+//!   line.
+//! - `avout lock hold` takes an exclusive lock (Curator-compatible) for interop checks.
 //!
-//! Every failure prints one `avout: …` line to stderr and exits with status 2.
+//! A failed benchmark check (two lock holders, a wrong counter total) prints `FAIL: …` to
+//! stderr and exits with status 1, as the peers do. Every other failure prints one `avout: …`
+//! line to stderr and exits with status 2.
 
 mod bench;
+mod lockcmd;
 mod zkcmd;
 
 use std::process::ExitCode;
@@ -36,6 +43,9 @@ enum Command {
     /// Benchmarks against a running ZooKeeper.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Distributed locks from the shell.
+    #[command(subcommand)]
+    Lock(lockcmd::LockCommand),
 }
 
 /// Options of `avout demo`.
@@ -56,6 +66,8 @@ enum CliError {
     Zk(#[from] zkcmd::ZkCmdError),
     #[error(transparent)]
     Bench(#[from] bench::BenchError),
+    #[error(transparent)]
+    Lock(#[from] lockcmd::LockCmdError),
     #[error(
         "seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`"
     )]
@@ -69,6 +81,10 @@ enum CliError {
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Bench(bench::BenchError::Violation(what))) => {
+            eprintln!("FAIL: {what}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("avout: {e}");
             ExitCode::from(2)
@@ -95,20 +111,39 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Zk(command) => Ok(zkcmd::run(command)?),
-        Command::Bench(bench::BenchCommand::Ops(args)) => {
-            // Real ZooKeeper: the client's connection task gets a thread of its own.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(CliError::Runtime)?;
+        Command::Bench(command) => {
+            let runtime = runtime()?;
             // The bench runs as a task on a worker thread, beside the clients' connection tasks:
             // a reply then wakes it on the same thread instead of waking the main thread (a
             // futex round trip per request, which on a loaded 2-core machine costs throughput).
-            let bench = runtime.spawn(bench::run_ops(args));
+            let bench = match command.recipe() {
+                Ok((workload, args)) => runtime.spawn(bench::recipes::run(workload, args)),
+                Err(args) => runtime.spawn(bench::run_ops(args)),
+            };
             match runtime.block_on(bench) {
                 Ok(result) => Ok(result?),
                 Err(e) => std::panic::resume_unwind(e.into_panic()),
             }
         }
+        Command::Lock(lockcmd::LockCommand::Hold(args)) => {
+            let runtime = runtime()?;
+            let hold = runtime.spawn(async move {
+                let mut stdout = std::io::stdout();
+                lockcmd::hold(&args, &mut stdout).await
+            });
+            match runtime.block_on(hold) {
+                Ok(result) => Ok(result?),
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
+        }
     }
+}
+
+/// The runtime for commands that talk to a real ZooKeeper: the client's connection task gets
+/// a thread of its own.
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)
 }
