@@ -374,3 +374,30 @@ async fn contended(
         elapsed,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_the_peers_lines() {
+        let line = Line {
+            workload: Workload::LockContended.name(),
+            clients: 4,
+            ops: 2000,
+            elapsed: Duration::from_millis(3810),
+        };
+        assert_eq!(
+            line.json(),
+            "{\"peer\":\"avout\",\"workload\":\"lock-contended\",\"clients\":4,\"ops\":2000,\"secs\":3.810,\"ops_per_sec\":524.9}"
+        );
+    }
+
+    #[test]
+    fn workload_names_are_the_subcommands() {
+        for w in Workload::value_variants() {
+            let value = w.to_possible_value().expect("every workload is a value");
+            assert_eq!(value.get_name(), w.name());
+        }
+    }
+}
