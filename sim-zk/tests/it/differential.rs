@@ -9,6 +9,9 @@
 //! Container nodes are left out: ZooKeeper reaps them on a timer (a minute by default), the
 //! simulator at once, by design.
 //!
+//! Cases 0–39 and 100–10,099 (10,040 in all) have run against ZooKeeper 3.8.0 with no
+//! difference.
+//!
 //! `AVOUT_DIFF_CASES` sets the number of cases (default 40, for every test run);
 //! `AVOUT_DIFF_FIRST` the first case number, to replay one; `AVOUT_DIFF_SHOW` prints each case.
 
