@@ -43,10 +43,19 @@ pub struct DemoParams {
 
 impl Default for DemoParams {
     fn default() -> Self {
+        // Rates high enough that one run shows most fault kinds.
         DemoParams {
             clients: 4,
-            ops_per_client: 60,
-            rates: FaultRates::chaos(),
+            ops_per_client: 100,
+            rates: FaultRates {
+                request_lost: 0.02,
+                reply_lost: 0.02,
+                disconnect: 0.01,
+                expire: 0.003,
+                pause: 0.003,
+                stale_reads: 0.01,
+                outage: 0.002,
+            },
         }
     }
 }
