@@ -46,6 +46,25 @@ enum Command {
     /// Distributed locks from the shell.
     #[command(subcommand)]
     Lock(lockcmd::LockCommand),
+    /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
+    Check(CheckArgs),
+}
+
+/// Options of `avout check`.
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// The history: one JSON object per line with Jepsen's fields (type, process, f, value).
+    file: std::path::PathBuf,
+    /// The consistency model the history must satisfy.
+    #[arg(long, value_enum)]
+    model: avout_scenarios::check::Model,
+    /// Keys travel in the value as `[key, value]` tuples (Jepsen's independent checker)
+    /// rather than in a `key` field.
+    #[arg(long)]
+    tuple_keys: bool,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `avout demo`.
@@ -72,6 +91,11 @@ enum CliError {
         "seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`"
     )]
     NotReplayed { seed: u64, hash: u64, replay: u64 },
+    #[error(transparent)]
+    Check(#[from] avout_scenarios::check::CheckError),
+    /// The checker found an anomaly (already reported on stdout).
+    #[error("the history is not linearizable as a {model}")]
+    Anomaly { model: String },
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),
     #[error("cannot start the async runtime: {0}")]
@@ -85,6 +109,10 @@ fn main() -> ExitCode {
             eprintln!("FAIL: {what}");
             ExitCode::from(1)
         }
+        Err(e @ CliError::Anomaly { .. }) => {
+            eprintln!("avout: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("avout: {e}");
             ExitCode::from(2)
@@ -94,6 +122,34 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
+        Command::Check(args) => {
+            use avout_scenarios::check::Checker;
+            use avout_scenarios::history::Keys;
+            let keys = if args.tuple_keys {
+                Keys::Tuple
+            } else {
+                Keys::Field
+            };
+            let verdict = Checker::new(args.model).keys(keys).check_file(&args.file)?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "linearizable": verdict.is_linearizable(),
+                        "report": verdict.to_string(),
+                    })
+                );
+            } else {
+                print!("{verdict}");
+            }
+            if verdict.is_linearizable() {
+                Ok(())
+            } else {
+                Err(CliError::Anomaly {
+                    model: args.model.to_string(),
+                })
+            }
+        }
         Command::Demo(args) => {
             let report = avout_sim_zk::demo::run(args.seed);
             if args.json {

@@ -1,0 +1,3 @@
+//! Integration tests of the `avout` binary: one test binary with modules.
+
+mod check_cli;
