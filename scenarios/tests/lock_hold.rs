@@ -1,8 +1,9 @@
 //! `avout lock hold` as a process, against a real ZooKeeper (Debian's `zookeeper` package):
 //! two holders on one path never overlap, and neither do avout and Apache Curator's
 //! `InterProcessMutex` (the Curator peer's `hold-lock` in `../shared/peers`), in both orders.
-//! The Curator half needs `javac` and Debian's Curator jars; without them it says so on stderr
-//! and checks only avout against avout.
+//! The Curator half needs `javac`, Debian's Curator jars and `../shared/peers` beside the
+//! repository; `.ci/test` installs the jars, and with `CI=true` a missing piece fails the test.
+//! Elsewhere it says so on stderr and checks only avout against avout.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -175,6 +176,10 @@ impl Drop for TempDir {
 fn avout_and_curator_exclude_each_other() {
     let (_build, java_args) = match curator_peer() {
         Ok(peer) => peer,
+        // In CI (`.ci/test` installs Curator) a missing peer is a failure, never a skip.
+        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("the Curator peer is needed in CI: {why}")
+        }
         Err(why) => {
             eprintln!("avout_and_curator_exclude_each_other: checked nothing: {why}");
             return;
