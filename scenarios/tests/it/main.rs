@@ -1,3 +1,4 @@
 //! Integration tests of the `avout` binary: one test binary with modules.
 
 mod check_cli;
+mod lock_hold;
