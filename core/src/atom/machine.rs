@@ -446,10 +446,7 @@ impl CasMachine {
 mod tests {
     use super::*;
     use crate::atom::envelope::{Body, Envelope};
-
-    fn drain(m: &mut CasMachine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
+    use crate::machine::testing::drain;
 
     /// A payload whose writer list is `ids`, writer `i` having written `ids[i]`, on a chain
     /// long enough to cover every version of these tests.

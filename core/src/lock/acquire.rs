@@ -620,6 +620,7 @@ impl Machine for AcquireMachine {
 mod tests {
     use super::*;
     use crate::Stat;
+    use crate::machine::testing::{children, drain};
 
     const SESSION: i64 = 0x5e55;
 
@@ -629,23 +630,12 @@ mod tests {
         m
     }
 
-    fn drain(m: &mut AcquireMachine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
-
     fn stat(czxid: i64) -> Stat {
         Stat {
             czxid,
             ephemeral_owner: SESSION,
             ..Stat::default()
         }
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
     }
 
     #[test]

@@ -226,14 +226,11 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
 #[cfg(test)]
 mod tests {
     use crate::lock::{AcquireMachine, LockError, LockKind, Patience};
-    use crate::machine::{Machine, Millis, Reply, Request, Token};
+    use crate::machine::testing::drain;
+    use crate::machine::{Machine, Millis, Reply, Request};
     use crate::{EventKind, SessionState, Stat, WatchedEvent};
 
     const SESSION: i64 = 0x77;
-
-    fn drain(m: &mut AcquireMachine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
 
     /// Starts a machine of `kind` whose node gets sequence `seq`, and answers its create and
     /// children read with `others` around it; returns the machine and our node's name.

@@ -13,6 +13,8 @@
 //! create and the children read that follows it in one round trip.
 
 mod driver;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use driver::drive;
 

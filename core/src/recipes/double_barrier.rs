@@ -741,18 +741,8 @@ impl<C: Coordination + ?Sized + 'static> Drop for DoubleBarrierGuard<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::{children, drain};
     use crate::{EventKind, Stat};
-
-    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
-    }
 
     fn deleted() -> WatchedEvent {
         WatchedEvent {

@@ -408,21 +408,11 @@ impl<C: Coordination + ?Sized + 'static> Drop for Leadership<C> {
 #[cfg(test)]
 mod tests {
     use crate::lock::{AcquireMachine, LockKind, Patience};
-    use crate::machine::{Machine, Millis, Reply, Request, Token};
+    use crate::machine::testing::{children, drain};
+    use crate::machine::{Machine, Millis, Reply, Request};
     use crate::{CreateMode, EventKind, SessionState, Stat, WatchedEvent};
 
     const SESSION: i64 = 0xe1;
-
-    fn drain(m: &mut AcquireMachine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
-    }
 
     /// A candidate's life: its node carries its id, it watches only the next-lower candidate,
     /// and it leads, with its node's czxid as the term, once every lower one is gone.

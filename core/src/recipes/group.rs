@@ -606,14 +606,8 @@ impl<C: Coordination + ?Sized + 'static> MembershipWatch<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::children;
     use crate::{EventKind, Stat};
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
-    }
 
     #[test]
     fn an_unchanged_membership_waits_for_the_watch() {

@@ -499,13 +499,10 @@ impl Machine for OnceMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::drain;
     use crate::{CreateMode, Stat};
 
     const SESSION: i64 = 0x5e55;
-
-    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
 
     /// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
     fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {

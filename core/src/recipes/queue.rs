@@ -933,13 +933,10 @@ impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::{children, drain};
     use crate::{EventKind, OpResult, Stat};
 
     const GUID: u128 = 0xabc;
-
-    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
 
     /// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
     fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
@@ -950,13 +947,6 @@ mod tests {
         );
         m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
         drain(m)
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
     }
 
     fn data(bytes: &[u8]) -> crate::Result<Reply> {

@@ -936,6 +936,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for Lease<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::{children, drain};
     use crate::{EventKind, Stat};
 
     const SESSION: i64 = 0x5e55;
@@ -946,23 +947,12 @@ mod tests {
         m
     }
 
-    fn drain(m: &mut SemaphoreMachine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
-
     fn stat(czxid: i64) -> Stat {
         Stat {
             czxid,
             ephemeral_owner: SESSION,
             ..Stat::default()
         }
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
-            stat: Stat::default(),
-        })
     }
 
     fn created(path: String, czxid: i64) -> crate::Result<Reply> {

@@ -893,22 +893,12 @@ impl<C: Coordination + ?Sized + 'static> Drop for Site<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::testing::{children, drain};
     use crate::{EventKind, Stat};
-
-    fn drain(m: &mut impl Machine) -> Vec<(Token, Request)> {
-        std::iter::from_fn(|| m.poll_request()).collect()
-    }
 
     fn data(bytes: &[u8]) -> crate::Result<Reply> {
         Ok(Reply::Data {
             data: bytes.to_vec(),
-            stat: Stat::default(),
-        })
-    }
-
-    fn children(names: &[&str]) -> crate::Result<Reply> {
-        Ok(Reply::Children {
-            children: names.iter().map(|s| s.to_string()).collect(),
             stat: Stat::default(),
         })
     }
