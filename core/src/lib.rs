@@ -39,6 +39,7 @@ pub mod machine;
 mod node;
 mod op;
 pub mod path;
+pub mod planted;
 pub mod recipes;
 mod session;
 mod sync;

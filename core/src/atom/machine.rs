@@ -260,7 +260,8 @@ impl CasMachine {
                 let token = self.send(Request::SetData {
                     path: self.path.clone(),
                     data,
-                    version: Some(version),
+                    version: (!crate::planted::active(crate::planted::Bug::AtomUncheckedWrite))
+                        .then_some(version),
                 });
                 self.phase = Phase::Writing(token);
             }

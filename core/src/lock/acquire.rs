@@ -475,7 +475,10 @@ impl Machine for AcquireMachine {
             },
             Phase::Recovering { list } if token == list => match reply {
                 Ok(Reply::Children { children, .. }) => {
-                    match children.into_iter().find(|c| c.starts_with(&self.prefix)) {
+                    match children.into_iter().find(|c| {
+                        c.starts_with(&self.prefix)
+                            && !crate::planted::active(crate::planted::Bug::LockNoGuidRecovery)
+                    }) {
                         Some(name) => {
                             let exists = self.send(Request::Exists {
                                 path: path::join(&self.lock_path, &name),
