@@ -30,6 +30,7 @@ use clap::{Args, Subcommand};
 use zookeeper_client as zk;
 
 pub(crate) mod recipes;
+pub(crate) mod sim;
 
 pub(crate) use recipes::{RecipeArgs, Workload};
 
@@ -48,6 +49,8 @@ pub(crate) enum BenchCommand {
     Counter(RecipeArgs),
     /// Atom increments on one atom from `--clients` sessions; the final value is checked.
     CounterContended(RecipeArgs),
+    /// Simulated ZooKeeper operations per wall-clock second (16 clients, faults on).
+    Sim(sim::SimArgs),
 }
 
 impl BenchCommand {
@@ -60,6 +63,7 @@ impl BenchCommand {
             BenchCommand::RwlockRead(args) => Ok((Workload::RwlockRead, args)),
             BenchCommand::Counter(args) => Ok((Workload::Counter, args)),
             BenchCommand::CounterContended(args) => Ok((Workload::CounterContended, args)),
+            BenchCommand::Sim(_) => unreachable!("`bench sim` runs without a ZooKeeper (main.rs)"),
         }
     }
 }

@@ -167,6 +167,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Zk(command) => Ok(zkcmd::run(command)?),
+        Command::Bench(bench::BenchCommand::Sim(args)) => Ok(bench::sim::run(&args)?),
         Command::Bench(command) => {
             let runtime = runtime()?;
             // The bench runs as a task on a worker thread, beside the clients' connection tasks:

@@ -56,6 +56,7 @@
 //! assert_eq!(first.hash, again.hash);
 //! ```
 
+pub mod bench;
 mod client;
 pub mod demo;
 mod fault;
