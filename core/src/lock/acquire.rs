@@ -16,11 +16,25 @@
 //!   connection loss the machine lists the children, and a node with its GUID whose ephemeral
 //!   owner is this session is adopted instead of creating a second one, which would otherwise
 //!   sit in the queue forever, held by nobody, and deadlock every later contender.
+//! - **Handoff without a second read.** A waiter whose watched node was the last one that
+//!   could block it (the lowest node, for the mutex) takes the lock when that node's deletion
+//!   is reported, without listing the children again: sequence numbers only grow, so no node
+//!   that blocks it can appear below it. A release then reaches the next holder in one
+//!   notification instead of a notification and a round trip. Any other event (a data change,
+//!   as a revocation request makes) re-reads the children as before.
+//! - **Releases still in flight do not block.** A handle whose previous release's delete is
+//!   still travelling (see [`LockGuard::unlock`](super::LockGuard::unlock)) names that node
+//!   with [`AcquireMachine::with_releasing`]; the machine never waits for it. The delete is
+//!   usually applied before our create (one session's requests are applied in order); if it
+//!   was lost, the node is ours and is being deleted again, and while it lingers it blocks
+//!   only other owners, which is safe.
 
 use std::collections::VecDeque;
 
 use crate::machine::{Machine, Millis, Reply, Request, Token};
-use crate::{CreateMode, CreateOptions, Error, ErrorClass, SessionState, WatchedEvent, path};
+use crate::{
+    CreateMode, CreateOptions, Error, ErrorClass, EventKind, SessionState, WatchedEvent, path,
+};
 
 use super::LockError;
 
@@ -109,8 +123,9 @@ enum Phase {
     VerifyingOwner { exists: Token, name: String },
     /// Reading the children to decide.
     Checking { list: Token },
-    /// Watching the predecessor.
-    Watching { exists: Token },
+    /// Watching the predecessor; `last` when it is the only node that blocks ours, so its
+    /// deletion alone hands us the lock.
+    Watching { exists: Token, last: bool },
     /// Deleting our node before giving up.
     Abandoning { delete: Token },
     /// Finished.
@@ -129,6 +144,8 @@ pub struct AcquireMachine {
     own: Vec<String>,
     /// The node's data (a candidate's participant id; empty for locks).
     data: Vec<u8>,
+    /// Names of this owner's nodes whose delete is in flight: they never block.
+    releasing: Vec<String>,
     patience: Patience,
     deadline: Option<Millis>,
     session: i64,
@@ -168,6 +185,7 @@ impl AcquireMachine {
             prefix,
             own,
             data: Vec::new(),
+            releasing: Vec::new(),
             patience,
             deadline: None,
             session,
@@ -193,6 +211,22 @@ impl AcquireMachine {
     /// ```
     pub fn with_data(mut self, data: Vec<u8>) -> Self {
         self.data = data;
+        self
+    }
+
+    /// The same machine, not waiting for `releasing`: names (not paths) of nodes this owner
+    /// has released whose delete may not have been applied yet. They are ours and going, so
+    /// waiting for them would only delay us (or, if their delete failed for good, deadlock
+    /// us); while they linger they still block every other owner, which is safe.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![])
+    ///     .with_releasing(vec!["_c_0-lock-0000000007".into()]);
+    /// assert!(m.prefix().ends_with("-lock-"));
+    /// ```
+    pub fn with_releasing(mut self, releasing: Vec<String>) -> Self {
+        self.releasing = releasing;
         self
     }
 
@@ -339,6 +373,7 @@ impl AcquireMachine {
                 .iter()
                 .any(|k| c.contains(k.marker()))
             })
+            .filter(|c| !self.releasing.contains(c))
             .filter_map(|c| path::sequence(&c).map(|seq| (seq, c)))
             .collect();
         contenders.sort();
@@ -356,14 +391,18 @@ impl AcquireMachine {
             && contenders[..ours]
                 .iter()
                 .any(|(_, c)| c.contains(LockKind::Write.marker()) && self.own.contains(c));
-        let blocker = contenders[..ours]
+        let mut blockers = contenders[..ours]
             .iter()
-            .rev()
-            .find(|(_, c)| match self.kind {
+            .filter(|(_, c)| match self.kind {
                 LockKind::Read => !under_own_write && c.contains(LockKind::Write.marker()),
                 LockKind::Exclusive | LockKind::Write | LockKind::Latch => true,
             })
             .map(|(_, c)| c.clone());
+        let first = blockers.next();
+        let blocker = blockers.next_back().or(first.clone());
+        // Only the nearest blocker is watched; when it is the only one, nodes below ours can
+        // only go (sequence numbers grow), so its deletion alone means we hold.
+        let last = blocker == first;
         match blocker {
             None => {
                 let node = path::join(&self.lock_path, &name);
@@ -378,9 +417,21 @@ impl AcquireMachine {
                     path: path::join(&self.lock_path, &blocker),
                     watch: true,
                 });
-                self.phase = Phase::Watching { exists };
+                self.phase = Phase::Watching { exists, last };
             }
         }
+    }
+
+    /// The watched node is gone and was the last that blocked ours.
+    fn take_over(&mut self) {
+        let Node::Mine { name, czxid } = self.node.clone() else {
+            unreachable!("watching without a node")
+        };
+        let node = path::join(&self.lock_path, &name);
+        self.finish(Ok(Acquired {
+            node,
+            fencing_token: czxid,
+        }));
     }
 
     /// Handles a failed request: after a connection loss `step` is scheduled again; session
@@ -535,8 +586,10 @@ impl Machine for AcquireMachine {
                 Err(e) => self.failed(now, e, Retry::Check),
                 Ok(other) => unreachable!("children replied {other:?}"),
             },
-            Phase::Watching { exists } if token == exists => match reply {
-                // Gone before the watch was armed: look again.
+            Phase::Watching { exists, last } if token == exists => match reply {
+                // Gone before the watch was armed: ours if it was the last blocker, else look
+                // again.
+                Ok(Reply::Exists(None)) if last => self.take_over(),
                 Ok(Reply::Exists(None)) => self.check(),
                 // Armed: wait for the event.
                 Ok(Reply::Exists(Some(_))) => {}
@@ -559,9 +612,15 @@ impl Machine for AcquireMachine {
         }
     }
 
-    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
-        if self.phase == (Phase::Watching { exists: token }) {
-            self.check();
+    fn handle_watch(&mut self, _now: Millis, token: Token, event: WatchedEvent) {
+        if let Phase::Watching { exists, last } = self.phase
+            && exists == token
+        {
+            if last && event.kind == EventKind::NodeDeleted {
+                self.take_over();
+            } else {
+                self.check();
+            }
         }
     }
 
@@ -714,6 +773,132 @@ mod tests {
             children(&[&ours, "_c_c-lock-0000000006"]),
         );
         assert!(m.poll_output().expect("done").is_ok());
+    }
+
+    fn deleted() -> WatchedEvent {
+        WatchedEvent {
+            kind: crate::EventKind::NodeDeleted,
+            state: SessionState::Connected,
+            path: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_lowest_predecessor_going_hands_over_without_a_read() {
+        let mut m = start(Patience::Forever);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000002", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(8),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            children(&["_c_a-lock-0000000001", &ours, "_c_c-lock-0000000003"]),
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Exists(Some(stat(1)))));
+        // A data change (a revocation request) is not a release: look again.
+        m.handle_watch(
+            Millis(3),
+            sent[0].0,
+            WatchedEvent {
+                kind: crate::EventKind::NodeDataChanged,
+                ..deleted()
+            },
+        );
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetChildren { .. })]));
+        m.handle_reply(
+            Millis(4),
+            sent[0].0,
+            children(&["_c_a-lock-0000000001", &ours]),
+        );
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(5), sent[0].0, Ok(Reply::Exists(Some(stat(1)))));
+        m.handle_watch(Millis(6), sent[0].0, deleted());
+        assert!(
+            drain(&mut m).is_empty(),
+            "no children read after the release"
+        );
+        let acquired = m.poll_output().expect("done").expect("acquired");
+        assert_eq!(acquired.fencing_token, 8);
+        assert_eq!(acquired.node, format!("/l/{ours}"));
+    }
+
+    #[test]
+    fn a_predecessor_gone_before_the_watch_hands_over_only_if_last() {
+        let mut m = start(Patience::Forever);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000003", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(9),
+            }),
+        );
+        m.handle_reply(
+            Millis(1),
+            sent[1].0,
+            children(&["_c_a-lock-0000000001", "_c_b-lock-0000000002", &ours]),
+        );
+        let sent = drain(&mut m);
+        // Not the last blocker: its absence sends us back to the children.
+        m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Exists(None)));
+        let sent = drain(&mut m);
+        assert!(matches!(&sent[..], [(_, Request::GetChildren { .. })]));
+        m.handle_reply(
+            Millis(3),
+            sent[0].0,
+            children(&["_c_a-lock-0000000001", &ours]),
+        );
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Exists { path, watch: true })] if path == "/l/_c_a-lock-0000000001")
+        );
+        m.handle_reply(Millis(4), sent[0].0, Ok(Reply::Exists(None)));
+        assert!(drain(&mut m).is_empty());
+        assert_eq!(
+            m.poll_output()
+                .expect("done")
+                .expect("acquired")
+                .fencing_token,
+            9
+        );
+    }
+
+    #[test]
+    fn a_node_being_released_by_this_owner_does_not_block() {
+        let releasing = "_c_0-lock-0000000001".to_string();
+        let mut m = AcquireMachine::new(
+            "/l",
+            LockKind::Exclusive,
+            1,
+            SESSION,
+            Patience::None,
+            vec![],
+        )
+        .with_releasing(vec![releasing.clone()]);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let ours = format!("{}0000000002", m.prefix());
+        m.handle_reply(
+            Millis(1),
+            sent[0].0,
+            Ok(Reply::Created {
+                path: format!("/l/{ours}"),
+                stat: stat(4),
+            }),
+        );
+        m.handle_reply(Millis(1), sent[1].0, children(&[&releasing, &ours]));
+        assert!(m.poll_output().expect("done").is_ok(), "not WouldBlock");
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! The reentrant exclusive lock, and the per-handle hold bookkeeping and guard it shares with
 //! both sides of the [read-write lock](super::RwLock).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
 
 use crate::machine::drive;
 use crate::sync::{Mutex as StdMutex, lock};
@@ -31,6 +35,9 @@ pub(super) struct Side<C: ?Sized> {
     /// A released write node kept until the read holds taken under it are released too
     /// (see [`Side::release_node`]).
     parked: StdMutex<Option<String>>,
+    /// Released nodes whose delete has not been confirmed: `None` while its reply is awaited
+    /// (or it is being retried after a connection loss), the error if it failed for good.
+    releasing: StdMutex<BTreeMap<String, Option<Error>>>,
 }
 
 impl<C: Coordination + ?Sized + 'static> Side<C> {
@@ -43,6 +50,7 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             zk,
             partner: OnceLock::new(),
             parked: StdMutex::new(None),
+            releasing: StdMutex::new(BTreeMap::new()),
         })
     }
 
@@ -53,46 +61,139 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
         assert!(linked, "a side is linked once");
     }
 
-    /// Deletes `node`, whose last hold on this side was just released — except a write node
-    /// with a read hold of the same handle taken under it and a foreign writer queued between
-    /// the two: that writer watches only the write node and would let itself in beside our
-    /// read (Curator's read-write lock has this hole). Such a write node is parked, and
-    /// deleted with the last read hold. Without a writer in between, releasing the write
-    /// lock is a true downgrade: later readers share, later writers queue behind our read.
-    async fn release_node(self: Arc<Self>, node: String) -> Result<(), Error> {
-        let zk = &*self.zk;
+    /// Releases `node`, whose last hold on this side was just released. The returned future
+    /// resolves once the release is ordered on the session (see [`LockGuard::unlock`]); the
+    /// delete is sent before this function returns, so dropping the future does not undo it.
+    ///
+    /// The exception is a write node with a read hold of the same handle taken under it and a
+    /// foreign writer queued between the two: that writer watches only the write node and
+    /// would let itself in beside our read (Curator's read-write lock has this hole). Such a
+    /// write node is parked, and deleted with the last read hold; deciding it needs a children
+    /// read, which the future performs. Without a writer in between, releasing the write lock
+    /// is a true downgrade: later readers share, later writers queue behind our read.
+    fn release_node(self: Arc<Self>, node: String) -> BoxFuture<'static, Result<(), Error>> {
         let partner = self.partner.get().and_then(Weak::upgrade);
         match (self.kind, partner) {
-            (LockKind::Write, Some(read)) => {
-                let under = read
+            (LockKind::Write, Some(read))
+                if read
                     .held_name()
-                    .filter(|r| path::sequence(r) > path::sequence(&node));
-                if let Some(read_name) = under
-                    && writer_between(zk, &self.path, path::name(&node), &read_name).await?
-                {
-                    *lock(&self.parked) = Some(node);
-                    // The read side may have been released meanwhile, missing the park.
-                    let missed = match read.held_name() {
-                        None => lock(&self.parked).take(),
-                        Some(_) => None,
-                    };
-                    if let Some(node) = missed {
-                        delete_idempotent(zk, &node).await?;
-                    }
-                    return Ok(());
-                }
-                delete_idempotent(zk, &node).await
+                    .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
+            {
+                self.release_under_read(node, read).boxed()
             }
             (LockKind::Read, Some(write)) => {
-                delete_idempotent(zk, &node).await?;
+                let read = self.send_delete(node);
                 let parked = lock(&write.parked).take();
-                match parked {
-                    Some(parked) => delete_idempotent(zk, &parked).await,
-                    None => Ok(()),
+                let parked = parked.map(|parked| write.send_delete(parked));
+                async move {
+                    read.await?;
+                    match parked {
+                        Some(parked) => parked.await,
+                        None => Ok(()),
+                    }
+                }
+                .boxed()
+            }
+            _ => self.send_delete(node),
+        }
+    }
+
+    /// The write node's release when a read hold of this handle sits above it.
+    async fn release_under_read(
+        self: Arc<Self>,
+        node: String,
+        read: Arc<Self>,
+    ) -> Result<(), Error> {
+        let zk = &*self.zk;
+        let Some(read_name) = read.held_name() else {
+            return self.send_delete(node).await;
+        };
+        if writer_between(zk, &self.path, path::name(&node), &read_name).await? {
+            *lock(&self.parked) = Some(node);
+            // The read side may have been released meanwhile, missing the park.
+            let missed = match read.held_name() {
+                None => lock(&self.parked).take(),
+                Some(_) => None,
+            };
+            if let Some(node) = missed {
+                self.send_delete(node).await?;
+            }
+            return Ok(());
+        }
+        self.send_delete(node).await
+    }
+
+    /// Sends the delete of our `node` now: ZooKeeper applies it after every request this
+    /// session sent before and before every request it sends after. The returned future
+    /// resolves once the delete is handed to the session; its reply is checked by a task:
+    /// after a connection loss the delete is repeated (the node's name carries our GUID, so
+    /// nobody else can have re-created it), a session loss took the node anyway, and any other
+    /// failure is kept for the handle's next acquisition, which retries it and fails with it
+    /// rather than leave a node that blocks everyone.
+    fn send_delete(self: &Arc<Self>, node: String) -> BoxFuture<'static, Result<(), Error>> {
+        if let Some(error) = self.zk.session_states().current().terminal_error() {
+            // The node went with the session.
+            return futures::future::ready(Err(error)).boxed();
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No task to check the reply: wait for it here.
+            let zk = self.zk.clone();
+            return async move { delete_idempotent(&*zk, &node).await }.boxed();
+        };
+        lock(&self.releasing).insert(node.clone(), None);
+        let (sent, was_sent) = tokio::sync::oneshot::channel();
+        let side = self.clone();
+        // The task calls `delete` at once (submission happens at the call), and the caller
+        // waits for that, so the delete is ordered before anything the caller sends next.
+        runtime.spawn(async move {
+            let zk = &*side.zk;
+            let reply = zk.delete(&node, None);
+            let _ = sent.send(());
+            let outcome = match reply.await {
+                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+                Err(e) if e.is_indeterminate() => delete_idempotent(zk, &node).await,
+                Err(e) => Err(e),
+            };
+            let mut releasing = lock(&side.releasing);
+            match outcome {
+                Err(e) if !e.is_session_lost() => {
+                    tracing::warn!(node = %node, error = %e, "lock release failed; the next acquisition retries it");
+                    releasing.insert(node, Some(e));
+                }
+                _ => {
+                    releasing.remove(&node);
                 }
             }
-            _ => delete_idempotent(zk, &node).await,
+        });
+        async move {
+            // Dropped unsent only if the runtime is shutting down, taking the task with it.
+            let _ = was_sent.await;
+            Ok(())
         }
+        .boxed()
+    }
+
+    /// Names (not paths) of released nodes whose delete is still in flight.
+    fn releasing_names(&self) -> Vec<String> {
+        lock(&self.releasing)
+            .iter()
+            .filter(|(_, failed)| failed.is_none())
+            .map(|(node, _)| path::name(node).to_owned())
+            .collect()
+    }
+
+    /// Retries the deletes of released nodes that failed for good; fails if one still does.
+    async fn retry_failed_releases(&self) -> Result<(), Error> {
+        let failed: Vec<String> = lock(&self.releasing)
+            .iter()
+            .filter(|(_, failed)| failed.is_some())
+            .map(|(node, _)| node.clone())
+            .collect();
+        for node in failed {
+            delete_idempotent(&*self.zk, &node).await?;
+            lock(&self.releasing).remove(&node);
+        }
+        Ok(())
     }
 
     pub(super) fn path(&self) -> &str {
@@ -138,6 +239,15 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             return Ok(guard);
         }
         let own = own()?;
+        // Earlier releases through this handle: failed ones are retried first (their nodes
+        // would block everyone); those still in flight must not make us wait for ourselves.
+        let partner = self.partner.get().and_then(Weak::upgrade);
+        self.retry_failed_releases().await?;
+        let mut releasing = self.releasing_names();
+        if let Some(partner) = &partner {
+            partner.retry_failed_releases().await?;
+            releasing.extend(partner.releasing_names());
+        }
         let zk = &self.zk;
         let machine = AcquireMachine::new(
             &self.path,
@@ -146,7 +256,8 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             zk.session().id.0,
             patience,
             own,
-        );
+        )
+        .with_releasing(releasing);
         let acquired = acquire_node(zk, machine, &self.path).await?;
         *lock(&self.held) = Some(Held {
             acquired: acquired.clone(),
@@ -613,6 +724,36 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     }
 
     /// Releases this hold; the node is deleted when the last hold of the handle goes.
+    ///
+    /// # What returning means
+    ///
+    /// `unlock` returns once the release is **ordered on the session**: the delete of the lock
+    /// node has been handed to the session, behind every request it sent before and ahead of
+    /// every request it sends after, and ZooKeeper applies one session's requests in that
+    /// order. So:
+    ///
+    /// - every later request of this session — the next `lock` through any handle on it, a
+    ///   read of the lock's children, a write to the guarded resource — is applied after the
+    ///   node is gone;
+    /// - other sessions see the lock free when ZooKeeper applies the delete, normally within
+    ///   the round trip that `unlock` did not wait for. Until then they keep waiting, which
+    ///   is safe: a lock held a little longer never lets two holders in.
+    ///
+    /// This is what lets a release and the next acquisition travel together (one round trip,
+    /// and ZooKeeper commits both writes in one batch) instead of paying a round trip each.
+    /// Stop touching the guarded resource before calling `unlock`, as with any lock.
+    ///
+    /// The delete's reply is still checked, by a background task: after a connection loss the
+    /// delete is sent again (it is idempotent: the node's name carries this handle's GUID);
+    /// after a session loss the node is gone anyway. If it fails for good (say, an ACL now
+    /// refuses it), the next acquisition through this handle retries it and returns that
+    /// error rather than queue behind a node nobody holds; if there is no next acquisition,
+    /// the node stays until the session ends (and a warning is logged). A next acquisition
+    /// that starts while the delete is still unconfirmed never waits for its own old node.
+    ///
+    /// Fails with [`LockError::SessionLost`] when the session has already ended (the node
+    /// went with it). Outside a tokio runtime there is no task to check the reply, and
+    /// `unlock` waits for the delete to be applied.
     ///
     /// ```no_run
     /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
