@@ -1,19 +1,24 @@
-//! A stable hash of a run: 64-bit FNV-1a over a canonical byte encoding.
+//! A stable hash of a run: a word-at-a-time multiply-xorshift hash over a canonical encoding.
 //!
 //! std's `Hash` is not an encoding (its output may change between compiler releases and
 //! `RandomState` is seeded per process), so every value that enters a run's hash writes its
-//! own bytes here: integers little-endian at fixed width, strings and byte strings
-//! length-prefixed, enums by an explicit tag. The same run gives the same hash on every
-//! machine and every build.
+//! own words here: integers as one 64-bit word, strings and byte strings length-prefixed and
+//! packed eight bytes to a little-endian word, enums by an explicit tag. The same run gives
+//! the same hash on every machine and every build.
+//!
+//! Each word is mixed in with one multiply by an odd 64-bit constant and a xorshift that
+//! folds the high bits back down (a byte-at-a-time FNV-1a was an eighth of the simulator's
+//! time). This is not a cryptographic hash; it tells runs apart.
 
-use avout::{Acl, CreateOptions, Error, EventKind, Op, OpResult, SessionState, Stat};
+use avout::{Acl, CreateMode, CreateOptions, Error, EventKind, Op, OpResult, SessionState, Stat};
 
 use crate::kernel::{Request, Response};
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// An odd constant with well-spread bits (2^64 / the golden ratio).
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// A 64-bit FNV-1a hasher with typed writers.
+/// A stable 64-bit hasher with typed writers.
 ///
 /// ```
 /// let mut h = avout_sim_zk::hash::StableHasher::new();
@@ -22,6 +27,9 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// let mut h = avout_sim_zk::hash::StableHasher::new();
 /// h.str("avout");
 /// assert_eq!(a, h.finish());
+/// let mut h = avout_sim_zk::hash::StableHasher::new();
+/// h.str("avouT");
+/// assert_ne!(a, h.finish());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StableHasher(u64);
@@ -39,19 +47,31 @@ impl StableHasher {
     /// assert_ne!(avout_sim_zk::hash::StableHasher::new().finish(), 0);
     /// ```
     pub fn new() -> Self {
-        StableHasher(FNV_OFFSET)
+        StableHasher(OFFSET)
     }
 
-    /// Feeds raw bytes.
+    #[inline]
+    fn word(&mut self, w: u64) {
+        let x = (self.0 ^ w).wrapping_mul(MULTIPLIER);
+        self.0 = x ^ (x >> 29);
+    }
+
+    /// Feeds raw bytes (not length-prefixed: callers that need it use [`bytes`](Self::bytes)).
     ///
     /// ```
     /// let mut h = avout_sim_zk::hash::StableHasher::new();
     /// h.raw(b"abc");
     /// ```
     pub fn raw(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(FNV_PRIME);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes(c.try_into().expect("eight bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(last));
         }
     }
 
@@ -61,7 +81,7 @@ impl StableHasher {
     /// avout_sim_zk::hash::StableHasher::new().u64(7);
     /// ```
     pub fn u64(&mut self, v: u64) {
-        self.raw(&v.to_le_bytes());
+        self.word(v);
     }
 
     /// Feeds an `i64`.
@@ -70,16 +90,16 @@ impl StableHasher {
     /// avout_sim_zk::hash::StableHasher::new().i64(-7);
     /// ```
     pub fn i64(&mut self, v: i64) {
-        self.raw(&v.to_le_bytes());
+        self.word(v as u64);
     }
 
-    /// Feeds a one-byte tag.
+    /// Feeds a tag.
     ///
     /// ```
     /// avout_sim_zk::hash::StableHasher::new().tag(3);
     /// ```
     pub fn tag(&mut self, t: u8) {
-        self.raw(&[t]);
+        self.word(u64::from(t));
     }
 
     /// Feeds a length-prefixed byte string.
@@ -190,7 +210,7 @@ impl Canonical for String {
 
 impl Canonical for CreateOptions {
     fn canon(&self, h: &mut StableHasher) {
-        h.str(&format!("{:?}", self.mode));
+        h.str(create_mode_name(self.mode));
         self.acl.as_deref().canon_opt(h);
     }
 }
@@ -389,6 +409,17 @@ impl Canonical for EventKind {
 impl Canonical for SessionState {
     fn canon(&self, h: &mut StableHasher) {
         h.str(state_name(*self));
+    }
+}
+
+/// The stable name of a create mode (its variant name).
+fn create_mode_name(mode: CreateMode) -> &'static str {
+    match mode {
+        CreateMode::Persistent => "Persistent",
+        CreateMode::Ephemeral => "Ephemeral",
+        CreateMode::PersistentSequential => "PersistentSequential",
+        CreateMode::EphemeralSequential => "EphemeralSequential",
+        CreateMode::Container => "Container",
     }
 }
 

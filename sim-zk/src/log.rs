@@ -131,14 +131,7 @@ impl LogEvent {
                 xid,
                 op,
                 path,
-            } => {
-                h.tag(0);
-                h.u64(*t);
-                h.u64(*client as u64);
-                h.u64(*xid);
-                h.str(op);
-                h.str(path.as_deref().unwrap_or(""));
-            }
+            } => canon_request(h, *t, *client, *xid, op, path.as_deref()),
             LogEvent::Applied {
                 t,
                 client,
@@ -176,13 +169,7 @@ impl LogEvent {
                 client,
                 kind,
                 path,
-            } => {
-                h.tag(4);
-                h.u64(*t);
-                h.u64(*client as u64);
-                h.str(crate::hash::event_kind_name(*kind));
-                h.str(path);
-            }
+            } => canon_watch(h, *t, *client, *kind, path),
             LogEvent::State { t, client, state } => {
                 h.tag(5);
                 h.u64(*t);
@@ -278,6 +265,38 @@ impl fmt::Display for LogEvent {
     }
 }
 
+/// The encoding of [`LogEvent::Request`].
+pub(crate) fn canon_request(
+    h: &mut StableHasher,
+    t: u64,
+    client: usize,
+    xid: u64,
+    op: &str,
+    path: Option<&str>,
+) {
+    h.tag(0);
+    h.u64(t);
+    h.u64(client as u64);
+    h.u64(xid);
+    h.str(op);
+    h.str(path.unwrap_or(""));
+}
+
+/// The encoding of [`LogEvent::Watch`].
+pub(crate) fn canon_watch(
+    h: &mut StableHasher,
+    t: u64,
+    client: usize,
+    kind: EventKind,
+    path: &str,
+) {
+    h.tag(4);
+    h.u64(t);
+    h.u64(client as u64);
+    h.str(crate::hash::event_kind_name(kind));
+    h.str(path);
+}
+
 /// The log of a run and its running hash.
 #[derive(Clone, Debug)]
 pub(crate) struct EventLog {
@@ -294,6 +313,25 @@ impl EventLog {
             hasher: StableHasher::new(),
             keep,
             len: 0,
+        }
+    }
+
+    /// Appends an entry made by `make` only if it is kept or traced: `canon` must feed the
+    /// hash exactly what [`LogEvent`]'s own encoding of it would (see [`canon_request`] and
+    /// [`canon_watch`]), plus any detail. This spares the allocations of an entry nobody reads.
+    pub(crate) fn push_with(
+        &mut self,
+        canon: impl FnOnce(&mut StableHasher),
+        make: impl FnOnce() -> LogEvent,
+    ) {
+        canon(&mut self.hasher);
+        self.len += 1;
+        if self.keep || tracing::enabled!(target: "avout_sim_zk", tracing::Level::TRACE) {
+            let event = make();
+            tracing::trace!(target: "avout_sim_zk", "{event}");
+            if self.keep {
+                self.entries.push(event);
+            }
         }
     }
 

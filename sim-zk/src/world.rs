@@ -30,7 +30,8 @@
 //! connection comes back, or at once (after a latency) if it was connected.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ use tokio::time::Instant;
 
 use crate::hash::Canonical;
 use crate::kernel::{Fired, Kernel, Request, Response, Server};
-use crate::log::{EventLog, LogEvent};
+use crate::log::{EventLog, LogEvent, canon_request, canon_watch};
 use crate::rng::{Rng, Stream};
 use crate::{Choices, Fault, FaultKind, SimConfig, When};
 
@@ -96,6 +97,9 @@ pub(crate) enum Stop {
 /// Runs the world until it is told to stop; returns only on a time-limit overrun (the
 /// workload finishing is noticed by the caller, which stops polling this future).
 pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
+    // One timer, re-armed for each deadline, rather than a new one per event.
+    let sleep = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(sleep);
     loop {
         let next = {
             let w = shared.world();
@@ -103,22 +107,59 @@ pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
                 return stop.clone();
             }
             w.queue
-                .first_key_value()
-                .map(|(k, _)| w.start + Duration::from_nanos(k.0))
+                .next_time()
+                .map(|at| w.start + Duration::from_nanos(at))
         };
         match next {
             None => shared.notify.notified().await,
             Some(deadline) => {
                 if Instant::now() < deadline {
+                    sleep.as_mut().reset(deadline);
                     tokio::select! {
                         biased;
                         () = shared.notify.notified() => continue,
-                        () = tokio::time::sleep_until(deadline) => {}
+                        () = &mut sleep => {}
                     }
                 }
                 shared.world().process_next();
             }
         }
+    }
+}
+
+/// The pending happenings in (time, insertion) order: a heap of small keys over a slab of
+/// entries, so that neither an event's allocation nor its bytes move as the heap reorders.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    slots: Vec<Option<Pending>>,
+    free: Vec<usize>,
+}
+
+impl Queue {
+    fn next_time(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    fn push(&mut self, at: u64, seq: u64, what: Pending) {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(what);
+                slot
+            }
+            None => {
+                self.slots.push(Some(what));
+                self.slots.len() - 1
+            }
+        };
+        self.heap.push(Reverse((at, seq, slot)));
+    }
+
+    fn pop(&mut self) -> Option<(u64, Pending)> {
+        let Reverse((at, _, slot)) = self.heap.pop()?;
+        let what = self.slots[slot].take().expect("a queued slot is full");
+        self.free.push(slot);
+        Some((at, what))
     }
 }
 
@@ -216,8 +257,7 @@ pub(crate) struct World {
     pub(crate) config: SimConfig,
     start: Instant,
     clock: u64,
-    /// Boxed: entries move as the map rebalances, and a request or reply is large.
-    queue: BTreeMap<(u64, u64), Box<Pending>>,
+    queue: Queue,
     seq: u64,
     net: Rng,
     faults: Rng,
@@ -231,6 +271,8 @@ pub(crate) struct World {
     armed_reply_loss: Vec<Option<usize>>,
     step_faults: BTreeMap<u64, Vec<Fault>>,
     outage_until: Option<u64>,
+    /// When the pending follower timer fires, if one is pending.
+    follower_timer: Option<u64>,
     stopped: Option<Stop>,
     pub(crate) fault_counts: BTreeMap<FaultKind, u64>,
     pub(crate) requests: u64,
@@ -268,7 +310,7 @@ impl World {
             kernel,
             start,
             clock: 0,
-            queue: BTreeMap::new(),
+            queue: Queue::default(),
             seq: 0,
             net,
             faults,
@@ -281,6 +323,7 @@ impl World {
             armed_reply_loss: Vec::new(),
             step_faults: BTreeMap::new(),
             outage_until: None,
+            follower_timer: None,
             stopped: None,
             fault_counts: BTreeMap::new(),
             requests: 0,
@@ -323,7 +366,7 @@ impl World {
 
     fn schedule(&mut self, at: u64, what: Pending) {
         self.seq += 1;
-        self.queue.insert((at, self.seq), Box::new(what));
+        self.queue.push(at, self.seq, what);
     }
 
     fn latency(&mut self) -> u64 {
@@ -415,28 +458,30 @@ impl World {
         c.next_xid += 1;
         let xid = c.next_xid;
         let epoch = c.epoch;
-        let path = request.path().map(str::to_owned);
         c.calls.insert(
             xid,
             Call {
                 reply: tx,
-                watch: watch.map(|k| (k, path.clone().unwrap_or_default())),
+                watch: watch.map(|k| (k, request.path().unwrap_or_default().to_owned())),
                 close,
             },
         );
         if close {
             c.closing = true;
         }
-        let op = request.name().into();
-        self.log.push(
-            LogEvent::Request {
+        let (op, path) = (request.name(), request.path());
+        self.log.push_with(
+            |h| {
+                canon_request(h, now, client, xid, op, path);
+                request.canon(h);
+            },
+            || LogEvent::Request {
                 t: now,
                 client,
                 xid,
-                op,
-                path,
+                op: op.into(),
+                path: path.map(str::to_owned),
             },
-            |h| request.canon(h),
         );
         self.schedule(
             at,
@@ -476,11 +521,11 @@ impl World {
     }
 
     fn process_next(&mut self) {
-        let Some(((t, _), what)) = self.queue.pop_first() else {
+        let Some((t, what)) = self.queue.pop() else {
             return;
         };
         self.clock = self.clock.max(t);
-        match *what {
+        match what {
             Pending::ToServer {
                 client,
                 epoch,
@@ -524,14 +569,32 @@ impl World {
                 }
             }
             Pending::Follower => {
+                self.follower_timer = None;
                 let lag = self.config.follower_lag().as_millis() as i64;
                 let events = self.kernel.advance_follower(self.now_ms() - lag);
                 self.route(events);
+                self.arm_follower();
             }
             Pending::TimeLimit => {
                 self.stopped = Some(Stop::TimeLimit(self.config.time_limit));
             }
         }
+    }
+
+    /// Makes sure the follower applies its oldest pending transaction once it is `lag` old:
+    /// one timer at a time, for the oldest, rather than one per write.
+    fn arm_follower(&mut self) {
+        if self.follower_timer.is_some() {
+            return;
+        }
+        let Some(oldest_ms) = self.kernel.follower_next_ms() else {
+            return;
+        };
+        let lag_ms = self.config.follower_lag().as_millis() as i64;
+        let due_ms = oldest_ms - self.config.epoch_ms + lag_ms + 1;
+        let at = (u64::try_from(due_ms).unwrap_or(0) * 1_000_000).max(self.clock);
+        self.follower_timer = Some(at);
+        self.schedule(at, Pending::Follower);
     }
 
     fn timer(&mut self, name: &'static str) {
@@ -618,11 +681,8 @@ impl World {
             if is_write {
                 let reaped = self.kernel.reap_containers(self.now_ms());
                 self.route(reaped);
-                if self.kernel.follower_backlog() > 0 {
-                    let at = self.clock + nanos(self.config.follower_lag()) + 1_000_000;
-                    self.schedule(at, Pending::Follower);
-                }
             }
+            self.arm_follower();
         }
         for (hit, kind) in session_faults {
             if hit {
@@ -815,6 +875,7 @@ impl World {
         let session = self.clients[client].session;
         let events = self.kernel.expire_session(self.now_ms(), session);
         self.route(events);
+        self.arm_follower();
         let c = &mut self.clients[client];
         c.server_expired = true;
         if c.terminal.is_none() && c.link == Link::Up && !c.closing {
@@ -884,14 +945,14 @@ impl World {
                 }
             }
             ClientMsg::Event(event) => {
-                self.log.push(
-                    LogEvent::Watch {
+                self.log.push_with(
+                    |h| canon_watch(h, t, client, event.kind, &event.path),
+                    || LogEvent::Watch {
                         t,
                         client,
                         kind: event.kind,
                         path: event.path.clone(),
                     },
-                    |_| {},
                 );
                 self.fire_watches(client, event);
             }

@@ -452,6 +452,21 @@ impl Kernel {
         self.follower.as_ref().map_or(0, |f| f.backlog.len())
     }
 
+    /// The commit time (ms) of the oldest transaction the follower has not applied yet.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_follower();
+    /// assert_eq!(k.follower_next_ms(), None);
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.follower_next_ms(), Some(5));
+    /// ```
+    pub fn follower_next_ms(&self) -> Option<i64> {
+        self.follower
+            .as_ref()
+            .and_then(|f| f.backlog.front())
+            .map(|t| t.time_ms)
+    }
+
     /// Opens a session (a transaction, so it consumes a zxid).
     ///
     /// ```
@@ -769,12 +784,11 @@ impl Kernel {
                 path,
                 data,
                 options,
-            } => Op::Create {
-                path: path.clone(),
-                data: data.clone(),
-                options: options.clone(),
+            } => {
+                // What `Op::validate` checks for a create, without building one.
+                avout::path::validate_path(path, options.mode.is_sequential())?;
+                avout::path::validate_data(path, data)?;
             }
-            .validate()?,
             Request::Delete { path, .. } => avout::path::validate_path(path, false)?,
             Request::SetData { path, data, .. } => {
                 avout::path::validate_path(path, false)?;
