@@ -42,6 +42,7 @@ pub mod path;
 pub mod planted;
 pub mod recipes;
 mod session;
+pub mod stm;
 mod sync;
 #[cfg(feature = "testkit")]
 pub mod testkit;

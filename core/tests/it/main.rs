@@ -23,6 +23,8 @@ mod recipes_sim;
 mod rwlock;
 mod semaphore;
 mod standalone;
+mod stm_cases;
+mod stm_sim;
 mod support;
 mod two_phase_commit;
 mod watch_count;

@@ -1,0 +1,625 @@
+//! The commit of an Optimistic try as a sans-IO machine: one `multi`, and what to do when it
+//! fails or its reply is lost.
+//!
+//! - **Applied** (one round trip): every check passed and every write landed.
+//! - **Refused** (`BadVersion`/`NoNode` at operation `i`): nothing was written. The machine
+//!   reads the refs again in the same step (the server that refused has applied the change
+//!   that made us lose, so a plain read is current) and reports them, so that the next try
+//!   starts with a fresh cache: [`CommitOutcome::Conflict`], or, when the first failing
+//!   operation is a commuted ref's write (all the checks and plain writes before it passed),
+//!   [`CommitOutcome::CommuteMoved`] with only the commuted refs read — the caller then
+//!   recomputes those values and commits again, without running the body again.
+//! - **Indeterminate** (connection loss, timeout): a `multi` of checks only is sent again
+//!   (it changes nothing). One that writes is never sent again: the machine waits for the
+//!   session to reconnect (or a short pause), `sync`s and reads the written refs, and looks
+//!   for the commit's id in their headers (see [`super::envelope`]). Found: applied. Every
+//!   version since accounted for by other commits: not applied
+//!   ([`CommitOutcome::NotApplied`], a conflict). Otherwise [`CommitOutcome::Unknown`].
+//! - **Session lost**: [`CommitOutcome::Failed`]; an in-flight commit may or may not have
+//!   been applied.
+
+use std::collections::VecDeque;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
+
+use super::envelope;
+use super::read::{Node, RETRY_PAUSE_MS};
+
+/// What a commit sends and how to judge its outcome.
+///
+/// ```
+/// use avout::Op;
+/// use avout::stm::optimistic::CommitSpec;
+/// let spec = CommitSpec {
+///     ops: vec![Op::check("/s/refs/a", Some(3))],
+///     commute_from: 1,
+///     txn: 9,
+///     refresh: vec!["/s/refs/a".into()],
+/// };
+/// assert!(spec.read_only());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommitSpec {
+    /// The `multi`: checks, then writes, then the commuted refs' writes. Writes are
+    /// `SetData` with the version read.
+    pub ops: Vec<Op>,
+    /// Index of the first commuted ref's write (`ops.len()` if none).
+    pub commute_from: usize,
+    /// The commit's id, recorded in every node it writes.
+    pub txn: u128,
+    /// Every ref the try touched, read again after a refusal.
+    pub refresh: Vec<String>,
+}
+
+impl CommitSpec {
+    /// Whether the commit writes nothing (a `multi` of checks only).
+    ///
+    /// ```
+    /// use avout::stm::optimistic::CommitSpec;
+    /// let spec = CommitSpec { ops: vec![], commute_from: 0, txn: 1, refresh: vec![] };
+    /// assert!(spec.read_only());
+    /// ```
+    pub fn read_only(&self) -> bool {
+        self.ops.iter().all(|op| matches!(op, Op::Check { .. }))
+    }
+
+    /// The written paths and the versions their writes expect.
+    fn written(&self) -> Vec<(String, i32)> {
+        self.ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::SetData { path, version, .. } => {
+                    Some((path.clone(), version.expect("writes are conditional")))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// How a commit ended; every `current` list pairs paths with the node now (`None`: gone).
+///
+/// ```
+/// use avout::stm::optimistic::CommitOutcome;
+/// let o = CommitOutcome::Unknown { detail: "x".into() };
+/// assert!(matches!(o, CommitOutcome::Unknown { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CommitOutcome {
+    /// The commit took effect. `results` are the `multi`'s (empty after a recovery);
+    /// `recovered` the written refs as read by the recovery, if the reply was lost.
+    Applied {
+        /// The results of the operations.
+        results: Vec<OpResult>,
+        /// After a lost reply: the written refs as read when deciding.
+        recovered: Option<Vec<(String, Option<Node>)>>,
+    },
+    /// Operation `index` failed: nothing written. `current` holds the refreshed refs (empty
+    /// if the refresh itself failed).
+    Conflict {
+        /// The first failing operation.
+        index: usize,
+        /// Its error.
+        error: Error,
+        /// The refs, read again.
+        current: Vec<(String, Option<Node>)>,
+    },
+    /// Only a commuted ref's write failed: recompute and commit again. `current` holds the
+    /// commuted refs, read again (empty if that failed).
+    CommuteMoved {
+        /// The first failing operation.
+        index: usize,
+        /// The refs, read again.
+        current: Vec<(String, Option<Node>)>,
+    },
+    /// The reply was lost and the commit, it turned out, was not applied.
+    NotApplied {
+        /// The written refs as read when deciding.
+        current: Vec<(String, Option<Node>)>,
+    },
+    /// The reply was lost and whether the commit was applied cannot be told.
+    Unknown {
+        /// What was seen.
+        detail: String,
+    },
+    /// Refused for another reason, or the session was lost.
+    Failed(Error),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Start,
+    Committing(Token),
+    Refreshing {
+        index: usize,
+        error: Error,
+        commute: bool,
+        first: Token,
+        paths: Vec<String>,
+        got: Vec<Option<Option<Node>>>,
+    },
+    /// After a lost reply, waiting to resend (checks only) or to recover.
+    Paused {
+        until: Millis,
+    },
+    Recovering {
+        first: Token,
+        got: Vec<Option<Option<Node>>>,
+    },
+    Done,
+}
+
+/// Runs one commit; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::stm::optimistic::{CommitMachine, CommitSpec};
+/// use avout::{Op, SessionState};
+///
+/// let spec = CommitSpec {
+///     ops: vec![Op::set_data("/s/refs/a", b"v".to_vec(), Some(4))],
+///     commute_from: 1,
+///     txn: 9,
+///     refresh: vec!["/s/refs/a".into()],
+/// };
+/// let mut m = CommitMachine::new(spec);
+/// m.handle_session(Millis(0), SessionState::Connected);
+/// assert!(matches!(m.poll_request(), Some((_, Request::Multi(ops))) if ops.len() == 1));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommitMachine {
+    spec: CommitSpec,
+    phase: Phase,
+    next_token: u64,
+    outbox: VecDeque<(Token, Request)>,
+    output: Option<CommitOutcome>,
+    /// Whether a reply was lost (the outcome then came from a recovery read).
+    recovered: bool,
+}
+
+impl CommitMachine {
+    /// A machine that commits `spec`.
+    ///
+    /// ```
+    /// use avout::stm::optimistic::{CommitMachine, CommitSpec};
+    /// let m = CommitMachine::new(CommitSpec { ops: vec![], commute_from: 0, txn: 1, refresh: vec![] });
+    /// assert!(!m.recovered());
+    /// ```
+    pub fn new(spec: CommitSpec) -> Self {
+        CommitMachine {
+            spec,
+            phase: Phase::Start,
+            next_token: 0,
+            outbox: VecDeque::new(),
+            output: None,
+            recovered: false,
+        }
+    }
+
+    /// Whether the commit's reply was lost and its outcome decided by reading.
+    ///
+    /// ```
+    /// use avout::stm::optimistic::{CommitMachine, CommitSpec};
+    /// let m = CommitMachine::new(CommitSpec { ops: vec![], commute_from: 0, txn: 1, refresh: vec![] });
+    /// assert!(!m.recovered());
+    /// ```
+    pub fn recovered(&self) -> bool {
+        self.recovered
+    }
+
+    fn send(&mut self, request: Request) -> Token {
+        self.next_token += 1;
+        let token = Token(self.next_token);
+        self.outbox.push_back((token, request));
+        token
+    }
+
+    fn finish(&mut self, outcome: CommitOutcome) {
+        self.phase = Phase::Done;
+        self.outbox.clear();
+        self.output = Some(outcome);
+    }
+
+    fn commit(&mut self) {
+        let token = self.send(Request::Multi(self.spec.ops.clone()));
+        self.phase = Phase::Committing(token);
+    }
+
+    /// Sends reads of `paths` back to back; returns the first token.
+    fn read_all(&mut self, paths: &[String], sync: bool) -> Token {
+        if sync && let Some(p) = paths.first() {
+            self.send(Request::Sync { path: p.clone() });
+        }
+        let mut first = None;
+        for path in paths {
+            let t = self.send(Request::GetData {
+                path: path.clone(),
+                watch: false,
+            });
+            first.get_or_insert(t);
+        }
+        first.unwrap_or(Token(u64::MAX))
+    }
+
+    fn refused(&mut self, index: usize, error: Error) {
+        let commute = index >= self.spec.commute_from;
+        let paths: Vec<String> = if commute {
+            self.spec.ops[self.spec.commute_from..]
+                .iter()
+                .map(|op| op.path().to_owned())
+                .collect()
+        } else {
+            self.spec.refresh.clone()
+        };
+        if paths.is_empty() {
+            return self.refreshed(index, error, commute, Vec::new());
+        }
+        let first = self.read_all(&paths, false);
+        let n = paths.len();
+        self.phase = Phase::Refreshing {
+            index,
+            error,
+            commute,
+            first,
+            paths,
+            got: vec![None; n],
+        };
+    }
+
+    fn refreshed(
+        &mut self,
+        index: usize,
+        error: Error,
+        commute: bool,
+        current: Vec<(String, Option<Node>)>,
+    ) {
+        self.finish(if commute {
+            CommitOutcome::CommuteMoved { index, current }
+        } else {
+            CommitOutcome::Conflict {
+                index,
+                error,
+                current,
+            }
+        });
+    }
+
+    fn lost(&mut self, now: Millis) {
+        self.outbox.clear();
+        self.phase = Phase::Paused {
+            until: now.plus(RETRY_PAUSE_MS),
+        };
+    }
+
+    fn resume(&mut self) {
+        if self.spec.read_only() {
+            // Checks change nothing: sending them again is safe.
+            return self.commit();
+        }
+        self.recovered = true;
+        let paths: Vec<String> = self.spec.written().into_iter().map(|(p, _)| p).collect();
+        let n = paths.len();
+        let first = self.read_all(&paths, true);
+        self.phase = Phase::Recovering {
+            first,
+            got: vec![None; n],
+        };
+    }
+
+    fn decide(&mut self, nodes: Vec<Option<Node>>) {
+        let written = self.spec.written();
+        let current: Vec<(String, Option<Node>)> =
+            written.iter().map(|(p, _)| p.clone()).zip(nodes).collect();
+        let mut verdicts = Vec::new();
+        for ((_, expected), (path, node)) in written.iter().zip(&current) {
+            let verdict = match node {
+                Some(n) => envelope::took_effect(self.spec.txn, *expected, n.stat.version, &n.data),
+                // Refs are never deleted by the STM: a deleted one tells nothing.
+                None => None,
+            };
+            verdicts.push((
+                path.clone(),
+                *expected,
+                node.as_ref().map(|n| n.stat.version),
+                verdict,
+            ));
+        }
+        if verdicts.iter().any(|v| v.3 == Some(true)) {
+            return self.finish(CommitOutcome::Applied {
+                results: Vec::new(),
+                recovered: Some(current),
+            });
+        }
+        if verdicts.iter().any(|v| v.3 == Some(false)) {
+            // The multi is atomic: one write known not to have landed means none did.
+            return self.finish(CommitOutcome::NotApplied { current });
+        }
+        let detail = verdicts
+            .iter()
+            .map(|(p, e, f, _)| format!("{p}: sent against version {e}, found {f:?}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.finish(CommitOutcome::Unknown { detail });
+    }
+}
+
+/// Fills `got[i]` from a reply to read `i`; returns `Err` with the error if it failed.
+fn take_read(reply: crate::Result<Reply>) -> Result<Option<Node>, Error> {
+    match reply {
+        Ok(Reply::Data { data, stat }) => Ok(Some(Node { data, stat })),
+        Err(Error::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e),
+        Ok(other) => unreachable!("a read replied {other:?}"),
+    }
+}
+
+impl Machine for CommitMachine {
+    type Output = CommitOutcome;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.outbox.pop_front()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        match &mut self.phase {
+            Phase::Committing(t) if *t == token => match reply {
+                Ok(Reply::Multi(results)) => self.finish(CommitOutcome::Applied {
+                    results,
+                    recovered: None,
+                }),
+                Ok(other) => unreachable!("a multi replied {other:?}"),
+                Err(e) => match (&e, e.class()) {
+                    (_, ErrorClass::Indeterminate) => self.lost(now),
+                    (Error::Multi { index, source }, ErrorClass::Rejected)
+                        if matches!(**source, Error::BadVersion { .. } | Error::NoNode { .. }) =>
+                    {
+                        let (index, source) = (*index, (**source).clone());
+                        self.refused(index, source);
+                    }
+                    _ => self.finish(CommitOutcome::Failed(e)),
+                },
+            },
+            Phase::Refreshing {
+                first, paths, got, ..
+            } if token.0 >= first.0 && token.0 < first.0 + paths.len() as u64 => {
+                let i = (token.0 - first.0) as usize;
+                match take_read(reply) {
+                    Ok(node) => got[i] = Some(node),
+                    // The refresh only warms the cache: without it the next try reads.
+                    Err(_) => got.clear(),
+                }
+                if got.is_empty() || got.iter().all(Option::is_some) {
+                    let Phase::Refreshing {
+                        index,
+                        error,
+                        commute,
+                        paths,
+                        got,
+                        ..
+                    } = std::mem::replace(&mut self.phase, Phase::Done)
+                    else {
+                        unreachable!()
+                    };
+                    let current = if got.is_empty() {
+                        Vec::new()
+                    } else {
+                        paths
+                            .into_iter()
+                            .zip(got.into_iter().map(|n| n.expect("all in")))
+                            .collect()
+                    };
+                    self.refreshed(index, error, commute, current);
+                }
+            }
+            Phase::Recovering { first, got }
+                if token.0 >= first.0 && token.0 < first.0 + got.len() as u64 =>
+            {
+                let i = (token.0 - first.0) as usize;
+                match take_read(reply) {
+                    Ok(node) => got[i] = Some(node),
+                    Err(e) => {
+                        return match e.class() {
+                            ErrorClass::Indeterminate => self.lost(now),
+                            _ => self.finish(CommitOutcome::Failed(e)),
+                        };
+                    }
+                }
+                if got.iter().all(Option::is_some) {
+                    let nodes = got.drain(..).map(|n| n.expect("all in")).collect();
+                    self.decide(nodes);
+                }
+            }
+            // The sync's reply, or a reply superseded by a pause.
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        if let Some(error) = state.terminal_error() {
+            if self.phase != Phase::Done {
+                self.finish(CommitOutcome::Failed(error));
+            }
+            return;
+        }
+        match self.phase {
+            Phase::Start => self.commit(),
+            Phase::Paused { .. } if state == SessionState::Connected => self.resume(),
+            _ => {}
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Phase::Paused { until } = self.phase
+            && now >= until
+        {
+            self.resume();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match self.phase {
+            Phase::Paused { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::envelope::Envelope;
+    use super::*;
+    use crate::Stat;
+    use crate::machine::testing::drain;
+
+    fn spec() -> CommitSpec {
+        CommitSpec {
+            ops: vec![
+                Op::check("/r/a", Some(1)),
+                Op::set_data("/r/b", b"new".to_vec(), Some(4)),
+                Op::set_data("/r/c", b"c".to_vec(), Some(7)),
+            ],
+            commute_from: 2,
+            txn: 42,
+            refresh: vec!["/r/a".into(), "/r/b".into(), "/r/c".into()],
+        }
+    }
+
+    fn node(txns: Vec<u128>, version: i32) -> Reply {
+        Reply::Data {
+            data: Envelope {
+                txns,
+                chain: 100,
+                body: vec![],
+            }
+            .to_bytes(),
+            stat: Stat {
+                version,
+                ..Stat::default()
+            },
+        }
+    }
+
+    fn started() -> (CommitMachine, Token) {
+        let mut m = CommitMachine::new(spec());
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 1);
+        (m, sent[0].0)
+    }
+
+    #[test]
+    fn a_refused_check_refreshes_every_ref_in_the_same_step() {
+        let (mut m, t) = started();
+        let refused = Error::Multi {
+            index: 0,
+            source: Box::new(Error::BadVersion {
+                path: "/r/a".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), t, Err(refused));
+        let reads = drain(&mut m);
+        assert_eq!(reads.len(), 3, "one round trip reads the three refs");
+        for (i, (t, _)) in reads.iter().enumerate() {
+            m.handle_reply(Millis(2), *t, Ok(node(vec![], i as i32)));
+        }
+        assert!(matches!(
+            m.poll_output(),
+            Some(CommitOutcome::Conflict { index: 0, current, .. }) if current.len() == 3
+        ));
+    }
+
+    #[test]
+    fn a_refused_commuted_write_asks_for_a_recompute_only() {
+        let (mut m, t) = started();
+        let refused = Error::Multi {
+            index: 2,
+            source: Box::new(Error::BadVersion {
+                path: "/r/c".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), t, Err(refused));
+        let reads = drain(&mut m);
+        assert!(matches!(&reads[..], [(_, Request::GetData { path, .. })] if path == "/r/c"));
+        m.handle_reply(Millis(2), reads[0].0, Ok(node(vec![], 8)));
+        assert!(matches!(
+            m.poll_output(),
+            Some(CommitOutcome::CommuteMoved { index: 2, .. })
+        ));
+    }
+
+    /// Loses the multi's reply and returns the recovery reads (after the sync).
+    fn lose_the_reply() -> (CommitMachine, Vec<(Token, Request)>) {
+        let (mut m, t) = started();
+        m.handle_reply(Millis(1), t, Err(Error::ConnectionLoss));
+        assert!(drain(&mut m).is_empty(), "never sent again blindly");
+        m.handle_session(Millis(2), SessionState::Disconnected);
+        m.handle_session(Millis(3), SessionState::Connected);
+        let sent = drain(&mut m);
+        assert!(matches!(sent[0].1, Request::Sync { .. }));
+        assert_eq!(sent.len(), 3, "a sync and the two written refs");
+        assert!(m.recovered());
+        (m, sent)
+    }
+
+    #[test]
+    fn a_lost_reply_is_decided_by_the_commit_id() {
+        let (mut m, sent) = lose_the_reply();
+        m.handle_reply(Millis(4), sent[1].0, Ok(node(vec![99, 42], 6)));
+        m.handle_reply(Millis(4), sent[2].0, Ok(node(vec![42], 8)));
+        assert!(matches!(
+            m.poll_output(),
+            Some(CommitOutcome::Applied {
+                recovered: Some(_),
+                ..
+            })
+        ));
+
+        let (mut m, sent) = lose_the_reply();
+        m.handle_reply(Millis(4), sent[1].0, Ok(node(vec![], 4)));
+        m.handle_reply(Millis(4), sent[2].0, Ok(node(vec![], 7)));
+        assert!(matches!(
+            m.poll_output(),
+            Some(CommitOutcome::NotApplied { .. })
+        ));
+
+        let (mut m, sent) = lose_the_reply();
+        let others: Vec<u128> = (1000..1032).collect();
+        m.handle_reply(Millis(4), sent[1].0, Ok(node(others.clone(), 90)));
+        m.handle_reply(Millis(4), sent[2].0, Ok(node(others, 90)));
+        assert!(matches!(
+            m.poll_output(),
+            Some(CommitOutcome::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn checks_only_are_sent_again_after_a_lost_reply() {
+        let mut m = CommitMachine::new(CommitSpec {
+            ops: vec![Op::check("/r/a", Some(1)), Op::check("/r/b", Some(2))],
+            commute_from: 2,
+            txn: 1,
+            refresh: vec![],
+        });
+        m.handle_session(Millis(0), SessionState::Connected);
+        let t = drain(&mut m)[0].0;
+        m.handle_reply(Millis(1), t, Err(Error::ConnectionLoss));
+        m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+        let again = drain(&mut m);
+        assert!(matches!(&again[..], [(_, Request::Multi(ops))] if ops.len() == 2));
+        assert!(!m.recovered());
+    }
+
+    #[test]
+    fn a_lost_session_fails_the_commit() {
+        let (mut m, _) = started();
+        m.handle_session(Millis(1), SessionState::Expired);
+        assert!(matches!(m.poll_output(), Some(CommitOutcome::Failed(e)) if e.is_session_lost()));
+    }
+}

@@ -1,0 +1,484 @@
+//! Protocol [`Optimistic`](super::Protocol::Optimistic): version checks and conditional
+//! writes in one `multi` per commit.
+//!
+//! # Layout
+//!
+//! Each ref is one persistent node, `<root>/refs/<name>`, whose data is a small header (the
+//! ids of the last commits that wrote it, see [`envelope`](self#lost-replies)) and the value.
+//!
+//! # The algorithm
+//!
+//! - **Read**: the first time a try touches a ref it takes the handle's cached node (data and
+//!   version) or, without one, reads the node (one round trip). Reads within a try are
+//!   repeatable.
+//! - **Commit**: one `multi` — a `check` of the version read for every ref read or ensured
+//!   and not written, a `set_data` conditional on the version read for every written ref, and
+//!   last a `set_data` for every commuted ref, its value recomputed from the newest version
+//!   the handle knows. ZooKeeper applies the `multi` atomically, so the try commits exactly
+//!   if nothing it read or wrote changed since it read it: every committed transaction is
+//!   equivalent to running alone at its commit (serializable; strictly serializable for
+//!   transactions that write or check two or more refs, since the `multi` goes through the
+//!   leader).
+//! - **Read-only**: validated too, by a `multi` of checks — unless the try read a single ref
+//!   from the server (not the cache), when the read itself is the transaction and nothing
+//!   is sent.
+//! - **Conflict**: the `multi` fails at the first operation that does not hold; nothing was
+//!   written. The refs of the try are read again in the same step (one round trip) into the
+//!   cache, and the body runs again. If the failing operation is a commuted ref's write, the
+//!   checks and writes before it held: only that ref moved, so the commuted values are
+//!   recomputed on the newest versions and the commit is sent again (the body is not run
+//!   again; counted in [`StmStats::commit_redos`](super::StmStats)).
+//! - **Ensure** is a read validated at commit: a concurrent writer of an ensured ref makes
+//!   one of the two retry, so write skew cannot happen (nor does it without `ensure`: every
+//!   read is validated).
+//!
+//! # Lost replies
+//!
+//! Every commit `multi` carries a fresh id (from [`Coordination::new_guid`]), which each
+//! written node records in its header beside the ids of the last 32 commits that wrote it.
+//! When the reply of a writing `multi` is lost, it is never sent again: after the session
+//! reconnects the handle syncs and reads the written refs. Finding its id means it was
+//! applied (watchers fire, the result is returned); versions since accounted for by other
+//! commits' ids mean it was not (the body runs again). If more than 32 commits, or a
+//! foreign write, hide the answer, the transaction fails with
+//! [`StmError::Indeterminate`](super::StmError) rather than guess.
+//!
+//! # Costs
+//!
+//! With a warm cache a single-ref `alter` is one request and one round trip; reading a ref
+//! outside a transaction ([`Ref::deref`](super::Ref::deref)) is a `sync` and a read sent
+//! together (one round trip, linearizable). See the table in the [module docs](super).
+
+mod commit;
+mod envelope;
+mod read;
+
+pub use commit::{CommitMachine, CommitOutcome, CommitSpec};
+pub use read::{Node, ReadMachine};
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::sync::{Mutex, lock};
+use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op, OpResult};
+
+use super::protocol::{
+    Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, RetryReason,
+    TryError, TxnSlot, run_machine,
+};
+use super::{Protocol, StmError};
+use envelope::Envelope;
+
+/// The Optimistic protocol's engine for one [`Stm`](super::Stm) handle; see the
+/// [module docs](self).
+pub struct Optimistic<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    refs: String,
+    counters: Arc<Counters>,
+    /// The newest node the handle has seen of each ref. Serves reads; every read it serves
+    /// is validated by the commit.
+    cache: Mutex<BTreeMap<String, Node>>,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Optimistic<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Optimistic")
+            .field("refs", &self.refs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The largest value a ref can hold under this protocol.
+pub fn max_value_len() -> usize {
+    MAX_DATA_LEN - Envelope::overhead()
+}
+
+impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
+    /// Prepares the root (`<root>/refs`).
+    pub(crate) async fn open(cx: EngineContext<C>) -> Result<Self, Failure> {
+        let refs = format!("{}/refs", cx.root);
+        retry_lost(|| cx.zk.ensure_path(&refs)).await?;
+        Ok(Optimistic {
+            zk: cx.zk,
+            refs,
+            counters: cx.counters,
+            cache: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn path(&self, name: &str) -> String {
+        format!("{}/{name}", self.refs)
+    }
+
+    fn name_of<'p>(&self, path: &'p str) -> &'p str {
+        path.strip_prefix(&self.refs)
+            .and_then(|p| p.strip_prefix('/'))
+            .unwrap_or(path)
+    }
+
+    fn cached(&self, name: &str) -> Option<Node> {
+        lock(&self.cache).get(name).cloned()
+    }
+
+    /// Records nodes as read (newer versions only; `None` drops the entry).
+    fn remember(&self, nodes: impl IntoIterator<Item = (String, Option<Node>)>) {
+        let mut cache = lock(&self.cache);
+        for (name, node) in nodes {
+            match node {
+                Some(node) => {
+                    let newer = cache
+                        .get(&name)
+                        .is_none_or(|old| old.stat.version <= node.stat.version);
+                    if newer {
+                        cache.insert(name, node);
+                    }
+                }
+                None => {
+                    cache.remove(&name);
+                }
+            }
+        }
+    }
+
+    fn forget<'n>(&self, names: impl IntoIterator<Item = &'n String>) {
+        let mut cache = lock(&self.cache);
+        for name in names {
+            cache.remove(name);
+        }
+    }
+
+    async fn read_nodes(&self, names: &[&str], sync: bool) -> Result<Vec<Option<Node>>, Failure> {
+        let paths = names.iter().map(|n| self.path(n)).collect();
+        let mut m = ReadMachine::new(paths, sync);
+        let nodes = run_machine(&*self.zk, &self.counters, &mut m)
+            .await
+            .map_err(StmError::from_zk)?;
+        self.remember(
+            names
+                .iter()
+                .map(|n| n.to_string())
+                .zip(nodes.iter().cloned()),
+        );
+        Ok(nodes)
+    }
+}
+
+/// Retries an idempotent step after indeterminate errors (a bounded number of times).
+async fn retry_lost<T, F, Fut>(mut step: F) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = crate::Result<T>>,
+{
+    let mut lost = 0;
+    loop {
+        match step().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.class() == ErrorClass::Indeterminate && lost < 100 => {
+                lost += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(read::RETRY_PAUSE_MS)).await;
+            }
+            Err(e) => return Err(StmError::from_zk(e)),
+        }
+    }
+}
+
+fn too_large(name: &str, len: usize) -> Failure {
+    StmError::TooLarge {
+        name: name.to_owned(),
+        len,
+        limit: max_value_len(),
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
+    fn protocol(&self) -> Protocol {
+        Protocol::Optimistic
+    }
+
+    fn create_ref<'a>(
+        &'a self,
+        name: &'a str,
+        initial: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(async move {
+            if initial.len() > max_value_len() {
+                return Err(too_large(name, initial.len()));
+            }
+            let path = self.path(name);
+            let data = Envelope::initial(initial.to_vec()).to_bytes();
+            retry_lost(|| async {
+                match self.zk.create(&path, &data, &Default::default()).await {
+                    Ok(_) | Err(Error::NodeExists { .. }) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+        })
+    }
+
+    fn read_latest<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, Failure>> {
+        Box::pin(async move {
+            match self.read_nodes(&[name], true).await?.pop().flatten() {
+                Some(node) => Ok(Envelope::parse(&node.data).body),
+                None => Err(StmError::NoRef {
+                    name: name.to_owned(),
+                }),
+            }
+        })
+    }
+
+    fn begin<'a>(
+        &'a self,
+        _slot: &'a mut TxnSlot,
+    ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>> {
+        Box::pin(async move {
+            let attempt: Box<dyn Attempt + 'a> = Box::new(Try {
+                engine: self,
+                seen: BTreeMap::new(),
+            });
+            Ok(attempt)
+        })
+    }
+}
+
+/// What a try saw of a ref.
+#[derive(Clone, Debug)]
+struct Seen {
+    node: Node,
+    /// Read from the server in this try (not served by the cache).
+    fresh: bool,
+}
+
+/// One try under Optimistic.
+struct Try<'a, C: Coordination + ?Sized + 'static> {
+    engine: &'a Optimistic<C>,
+    seen: BTreeMap<String, Seen>,
+}
+
+impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
+    /// The ops of a commit and the commit's id; the written refs' old and new values.
+    #[allow(clippy::type_complexity)]
+    fn build(
+        &self,
+        plan: &mut CommitPlan<'_>,
+        txn: u128,
+    ) -> Result<(CommitSpec, Vec<(String, Node, Vec<u8>)>), Failure> {
+        let e = self.engine;
+        let mut ops = Vec::new();
+        let mut writes = Vec::new();
+        let checked = merge_sorted(&plan.reads, &plan.ensures);
+        for name in checked {
+            let seen = &self.seen[name];
+            ops.push(Op::check(e.path(name), Some(seen.node.stat.version)));
+        }
+        let mut push_write = |ops: &mut Vec<Op>, name: &str, base: &Node, body: Vec<u8>| {
+            if body.len() > max_value_len() {
+                return Err(too_large(name, body.len()));
+            }
+            let previous = Envelope::parse(&base.data);
+            let data = Envelope::next(txn, Some(&previous), body.clone()).to_bytes();
+            ops.push(Op::set_data(e.path(name), data, Some(base.stat.version)));
+            writes.push((name.to_owned(), base.clone(), body));
+            Ok(())
+        };
+        for (name, body) in &plan.writes {
+            push_write(&mut ops, name, &self.seen[name].node, body.clone())?;
+        }
+        let commute_from = ops.len();
+        for c in &mut plan.commutes {
+            // The newest version the handle knows: the cache, refreshed by a refused commit.
+            let base = e
+                .cached(&c.name)
+                .filter(|n| n.stat.version >= self.seen[&c.name].node.stat.version)
+                .unwrap_or_else(|| self.seen[&c.name].node.clone());
+            let body = (c.recompute)(&Envelope::parse(&base.data).body)?;
+            push_write(&mut ops, &c.name, &base, body)?;
+        }
+        let refresh = self.seen.keys().map(|n| e.path(n)).collect();
+        Ok((
+            CommitSpec {
+                ops,
+                commute_from,
+                txn,
+                refresh,
+            },
+            writes,
+        ))
+    }
+
+    fn refused(&self, current: Vec<(String, Option<Node>)>) -> Result<(), Failure> {
+        let e = self.engine;
+        let named: Vec<(String, Option<Node>)> = current
+            .into_iter()
+            .map(|(p, n)| (e.name_of(&p).to_owned(), n))
+            .collect();
+        let gone = named
+            .iter()
+            .find(|(_, n)| n.is_none())
+            .map(|(n, _)| n.clone());
+        e.remember(named);
+        match gone {
+            Some(name) => Err(StmError::NoRef { name }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The union of two sorted lists of names.
+fn merge_sorted<'n>(a: &'n [String], b: &'n [String]) -> Vec<&'n String> {
+    let mut all: Vec<&String> = a.iter().chain(b).collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
+    fn read<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
+        Box::pin(async move {
+            if let Some(seen) = self.seen.get(name) {
+                return Ok(Envelope::parse(&seen.node.data).body);
+            }
+            let (node, fresh) = match self.engine.cached(name) {
+                Some(node) => (node, false),
+                None => match self
+                    .engine
+                    .read_nodes(&[name], false)
+                    .await?
+                    .pop()
+                    .flatten()
+                {
+                    Some(node) => (node, true),
+                    None => {
+                        return Err(TryError::Fail(StmError::NoRef {
+                            name: name.to_owned(),
+                        }));
+                    }
+                },
+            };
+            let body = Envelope::parse(&node.data).body;
+            self.seen.insert(name.to_owned(), Seen { node, fresh });
+            Ok(body)
+        })
+    }
+
+    fn ensure<'a>(&'a mut self, _name: &'a str) -> BoxFuture<'a, Result<(), TryError>> {
+        // An ensured ref is checked at commit like any read: nothing to do now.
+        Box::pin(async { Ok(()) })
+    }
+
+    fn commit<'a>(
+        &'a mut self,
+        mut plan: CommitPlan<'a>,
+    ) -> BoxFuture<'a, Result<Committed, TryError>> {
+        Box::pin(async move {
+            let e = self.engine;
+            if plan.is_read_only() {
+                let checked = merge_sorted(&plan.reads, &plan.ensures);
+                let single_fresh = checked.len() == 1 && self.seen[checked[0]].fresh;
+                if checked.is_empty() || single_fresh {
+                    return Ok(Committed::default());
+                }
+            }
+            loop {
+                let txn = e.zk.new_guid();
+                let (spec, writes) = self.build(&mut plan, txn)?;
+                Op::validate_all(&spec.ops).map_err(|err| match err {
+                    Error::DataTooLarge { path, len, .. } => too_large(e.name_of(&path), len),
+                    other => StmError::Zk(other),
+                })?;
+                let ops = spec.ops.clone();
+                let mut m = CommitMachine::new(spec);
+                let outcome = run_machine(&*e.zk, &e.counters, &mut m).await;
+                match outcome {
+                    CommitOutcome::Applied { results, recovered } => {
+                        if let Some(current) = recovered {
+                            e.counters.add(&e.counters.recoveries, 1);
+                            let _ = self.refused(current);
+                        } else {
+                            e.remember(written_nodes(e, &ops, &results));
+                        }
+                        let changes = writes
+                            .into_iter()
+                            .map(|(name, base, new)| Change {
+                                name,
+                                old: Envelope::parse(&base.data).body,
+                                new,
+                            })
+                            .collect();
+                        return Ok(Committed { changes });
+                    }
+                    CommitOutcome::CommuteMoved { current, .. } => {
+                        e.counters.add(&e.counters.commit_redos, 1);
+                        if current.is_empty() {
+                            // The refresh failed: read the commuted refs before recomputing.
+                            let names: Vec<&str> =
+                                plan.commutes.iter().map(|c| c.name.as_str()).collect();
+                            e.read_nodes(&names, false).await?;
+                        }
+                        self.refused(current)?;
+                    }
+                    CommitOutcome::Conflict {
+                        index,
+                        error,
+                        current,
+                    } => {
+                        if current.is_empty() {
+                            e.forget(self.seen.keys());
+                        }
+                        if matches!(error, Error::NoNode { .. }) {
+                            // A ref was deleted under the transaction.
+                            let name = e.name_of(ops[index].path()).to_owned();
+                            return Err(TryError::Fail(StmError::NoRef { name }));
+                        }
+                        self.refused(current)?;
+                        return Err(TryError::Retry(RetryReason::Conflict {
+                            name: Some(e.name_of(ops[index].path()).to_owned()),
+                        }));
+                    }
+                    CommitOutcome::NotApplied { current } => {
+                        e.counters.add(&e.counters.recoveries, 1);
+                        self.refused(current)?;
+                        return Err(TryError::Retry(RetryReason::Conflict { name: None }));
+                    }
+                    CommitOutcome::Unknown { detail } => {
+                        e.counters.add(&e.counters.recoveries, 1);
+                        e.forget(self.seen.keys());
+                        return Err(TryError::Fail(StmError::Indeterminate { detail }));
+                    }
+                    CommitOutcome::Failed(err) => {
+                        e.forget(self.seen.keys());
+                        return Err(TryError::Fail(StmError::from_zk(err)));
+                    }
+                }
+            }
+        })
+    }
+
+    fn abort(&mut self) -> BoxFuture<'_, Result<(), Failure>> {
+        // Nothing is held between a try's reads and its commit.
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The written refs' nodes after an applied `multi`: the data sent and the stat returned.
+fn written_nodes<C: Coordination + ?Sized + 'static>(
+    e: &Optimistic<C>,
+    ops: &[Op],
+    results: &[OpResult],
+) -> Vec<(String, Option<Node>)> {
+    ops.iter()
+        .zip(results)
+        .filter_map(|(op, result)| match (op, result) {
+            (Op::SetData { path, data, .. }, OpResult::SetData { stat }) => Some((
+                e.name_of(path).to_owned(),
+                Some(Node {
+                    data: data.clone(),
+                    stat: *stat,
+                }),
+            )),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,395 @@
+//! [`Tx`], what a `dosync` body works on, and the retry loop around the body.
+//!
+//! A try: [`Engine::begin`](super::protocol::Engine::begin), the body (each ref read through
+//! the protocol the first time it is touched, then kept here as a value of its type), then a
+//! [`CommitPlan`] built from what the body did, validated and encoded, and one
+//! [`Attempt::commit`](super::protocol::Attempt::commit). A conflict anywhere starts a new
+//! try, up to the retry limit.
+
+use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::atom::Codec;
+
+use super::protocol::{Attempt, CommitPlan, Commute, Failure, RetryReason, TryError, TxnSlot};
+use super::reference::ErasedRef;
+use super::{Abort, Ref, Shared, StmError};
+
+type CommuteFn = Box<dyn Fn(&mut (dyn Any + Send)) + Send>;
+
+/// What a try knows of one ref.
+struct Entry {
+    erased: Arc<dyn ErasedRef>,
+    type_id: TypeId,
+    /// The transaction's value of the ref.
+    value: Box<dyn Any + Send>,
+    /// Read by the body (deref, alter, ensure) before any commute of it.
+    observed: bool,
+    written: bool,
+    ensured: bool,
+    commutes: Vec<CommuteFn>,
+}
+
+/// A transaction's view of the refs, given to a [`Stm::dosync`](super::Stm::dosync) body.
+///
+/// Every operation returns [`Abort`] when the try cannot go on (a conflict, or a failure
+/// `dosync` will report); propagate it with `?`.
+///
+/// ```no_run
+/// use avout::stm::Abort;
+/// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
+/// let total = stm.dosync(async |tx| {
+///     let x = tx.deref(&a).await?;
+///     let y = tx.ensure(&b).await?;
+///     tx.commute(&a, |n| n + 1).await?;
+///     Ok::<_, Abort>(x + y)
+/// }).await?;
+/// # Ok(()) }
+/// ```
+pub struct Tx<'a> {
+    shared: &'a Shared,
+    attempt: Box<dyn Attempt + 'a>,
+    entries: BTreeMap<String, Entry>,
+    failure: Option<TryError>,
+}
+
+impl std::fmt::Debug for Tx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tx")
+            .field("refs", &self.entries.keys().collect::<Vec<_>>())
+            .field("failed", &self.failure.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// Records why the try stops (the first reason wins) and returns the [`Abort`] for the
+    /// body.
+    fn stop(&mut self, e: TryError) -> Abort {
+        if self.failure.is_none() {
+            self.failure = Some(e);
+        }
+        Abort(())
+    }
+
+    fn fail(&mut self, f: Failure) -> Abort {
+        self.stop(TryError::Fail(f))
+    }
+
+    /// Makes sure the try has an entry for `r`, reading it through the protocol the first
+    /// time.
+    async fn touch<T, K>(&mut self, r: &Ref<T, K>) -> Result<(), Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        if self.failure.is_some() {
+            return Err(Abort(()));
+        }
+        if !std::ptr::eq(Arc::as_ptr(r.shared()), self.shared) {
+            return Err(self.fail(StmError::ForeignRef {
+                name: r.name().to_owned(),
+            }));
+        }
+        if let Some(entry) = self.entries.get(r.name()) {
+            if entry.type_id != TypeId::of::<T>() {
+                return Err(self.fail(StmError::TypeMismatch {
+                    name: r.name().to_owned(),
+                }));
+            }
+            return Ok(());
+        }
+        let bytes = match self.attempt.read(r.name()).await {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(self.stop(e)),
+        };
+        let value = match r.decode(&bytes) {
+            Ok(v) => v,
+            Err(e) => return Err(self.fail(e)),
+        };
+        self.entries.insert(
+            r.name().to_owned(),
+            Entry {
+                erased: Arc::new(r.clone()),
+                type_id: TypeId::of::<T>(),
+                value: Box::new(value),
+                observed: false,
+                written: false,
+                ensured: false,
+                commutes: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The ref's value in this transaction: the value read (Clojure's `deref` inside
+    /// `dosync`), or the transaction's own since it set it. The read is validated at commit.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// let v = stm.dosync(async |tx| tx.deref(&r).await).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn deref<T, K>(&mut self, r: &Ref<T, K>) -> Result<T, Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        self.touch(r).await?;
+        let entry = self.entries.get_mut(r.name()).expect("touched");
+        // A deref after a commute sees the transaction's value and, as in Clojure, does not
+        // make the commuted ref part of what the commit validates.
+        entry.observed |= entry.commutes.is_empty();
+        Ok(value_of::<T>(entry).clone())
+    }
+
+    /// Sets the ref's value (Clojure's `ref-set`). Conflicts with any other transaction
+    /// writing the ref. After a [`commute`](Self::commute) of the same ref it fails with
+    /// [`StmError::SetAfterCommute`].
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// stm.dosync(async |tx| tx.ref_set(&r, 0).await).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ref_set<T, K>(&mut self, r: &Ref<T, K>, value: T) -> Result<(), Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        self.touch(r).await?;
+        let entry = self.entries.get_mut(r.name()).expect("touched");
+        if !entry.commutes.is_empty() {
+            let name = r.name().to_owned();
+            return Err(self.fail(StmError::SetAfterCommute { name }));
+        }
+        entry.value = Box::new(value);
+        entry.written = true;
+        Ok(())
+    }
+
+    /// Sets the ref to `f(value)` and returns the new value (Clojure's `alter`). The value
+    /// read is validated at commit.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// let n = stm.dosync(async |tx| tx.alter(&r, |n| n + 1).await).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter<T, K>(&mut self, r: &Ref<T, K>, f: impl FnOnce(&T) -> T) -> Result<T, Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        self.touch(r).await?;
+        let entry = self.entries.get_mut(r.name()).expect("touched");
+        if !entry.commutes.is_empty() {
+            let name = r.name().to_owned();
+            return Err(self.fail(StmError::SetAfterCommute { name }));
+        }
+        let new = f(value_of::<T>(entry));
+        entry.value = Box::new(new.clone());
+        entry.observed = true;
+        entry.written = true;
+        Ok(new)
+    }
+
+    /// Applies `f` to the ref in this transaction and returns the result, and again at
+    /// commit to the newest committed value, which is what is written (Clojure's
+    /// `commute`). `f` must be commutative with the other updates of the ref: a concurrent
+    /// change of the ref never makes this transaction run again; only the commit is redone.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, hits: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// stm.dosync(async |tx| tx.commute(&hits, |n| n + 1).await).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn commute<T, K>(
+        &mut self,
+        r: &Ref<T, K>,
+        f: impl Fn(&T) -> T + Send + 'static,
+    ) -> Result<T, Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        self.touch(r).await?;
+        let entry = self.entries.get_mut(r.name()).expect("touched");
+        let new = f(value_of::<T>(entry));
+        entry.value = Box::new(new.clone());
+        entry
+            .commutes
+            .push(Box::new(move |v: &mut (dyn Any + Send)| {
+                let v = v.downcast_mut::<T>().expect("the ref's type");
+                *v = f(v);
+            }));
+        Ok(new)
+    }
+
+    /// The ref's value, protected until the commit against other transactions writing it
+    /// (Clojure's `ensure`): what prevents write skew when a transaction reads one ref and
+    /// writes another.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
+    /// stm.dosync(async |tx| {
+    ///     let other = tx.ensure(&b).await?;
+    ///     tx.alter(&a, |x| x - other).await
+    /// }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure<T, K>(&mut self, r: &Ref<T, K>) -> Result<T, Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
+        self.touch(r).await?;
+        let already = self.entries.get(r.name()).expect("touched").ensured;
+        if !already && let Err(e) = self.attempt.ensure(r.name()).await {
+            return Err(self.stop(e));
+        }
+        let entry = self.entries.get_mut(r.name()).expect("touched");
+        entry.ensured = true;
+        entry.observed |= entry.commutes.is_empty();
+        Ok(value_of::<T>(entry).clone())
+    }
+
+    /// The plan of the commit and, per ref, the handle that decodes for its watchers.
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &mut self,
+    ) -> Result<(CommitPlan<'static>, BTreeMap<String, Arc<dyn ErasedRef>>), Failure> {
+        let mut plan = CommitPlan::default();
+        let mut refs = BTreeMap::new();
+        for (name, entry) in std::mem::take(&mut self.entries) {
+            refs.insert(name.clone(), entry.erased.clone());
+            let commuted = !entry.commutes.is_empty();
+            if entry.written || (commuted && (entry.observed || entry.ensured)) {
+                let bytes = entry.erased.validate_encode(&*entry.value)?;
+                plan.writes.push((name, bytes));
+            } else if commuted {
+                let Entry {
+                    erased, commutes, ..
+                } = entry;
+                plan.commutes.push(Commute {
+                    name,
+                    recompute: Box::new(move |newest: &[u8]| {
+                        let mut value = erased.decode_any(newest)?;
+                        for f in &commutes {
+                            f(&mut *value);
+                        }
+                        erased.validate_encode(&*value)
+                    }),
+                });
+            } else if entry.ensured {
+                plan.ensures.push(name);
+            } else if entry.observed {
+                plan.reads.push(name);
+            }
+        }
+        Ok((plan, refs))
+    }
+}
+
+fn value_of<T: 'static>(entry: &Entry) -> &T {
+    entry
+        .value
+        .downcast_ref::<T>()
+        .expect("touch checked the ref's type")
+}
+
+/// How a try ended.
+enum Ending<R, E> {
+    Done(Result<R, StmError<E>>),
+    Retry,
+}
+
+/// Runs `body` as a transaction: tries until one commits, fails, or the retry limit is
+/// passed.
+pub(crate) async fn run<R, E, F>(shared: &Shared, mut body: F) -> Result<R, StmError<E>>
+where
+    F: AsyncFnMut(&mut Tx<'_>) -> Result<R, E>,
+{
+    let mut slot = TxnSlot::default();
+    loop {
+        match one_try(shared, &mut slot, &mut body).await {
+            Ending::Done(result) => return result,
+            Ending::Retry => {
+                shared.counters.add(&shared.counters.retries, 1);
+                if slot.retries >= shared.config.retry_limit {
+                    return Err(StmError::RetryLimit {
+                        retries: slot.retries,
+                    });
+                }
+                slot.retries += 1;
+            }
+        }
+    }
+}
+
+async fn one_try<R, E, F>(shared: &Shared, slot: &mut TxnSlot, body: &mut F) -> Ending<R, E>
+where
+    F: AsyncFnMut(&mut Tx<'_>) -> Result<R, E>,
+{
+    let attempt = match shared.engine.begin(slot).await {
+        Ok(attempt) => attempt,
+        Err(TryError::Retry(reason)) => return retry(reason),
+        Err(TryError::Fail(f)) => return Ending::Done(Err(f.widen())),
+    };
+    let mut tx = Tx {
+        shared,
+        attempt,
+        entries: BTreeMap::new(),
+        failure: None,
+    };
+    let result = body(&mut tx).await;
+    if let Some(failure) = tx.failure.take() {
+        // The try is doomed whatever the body returned.
+        let aborted = tx.attempt.abort().await;
+        return match failure {
+            TryError::Retry(reason) => match aborted {
+                Ok(()) => retry(reason),
+                Err(f) => Ending::Done(Err(f.widen())),
+            },
+            TryError::Fail(f) => Ending::Done(Err(f.widen())),
+        };
+    }
+    let value = match result {
+        Ok(value) => value,
+        Err(e) => {
+            // The body's error is what the caller asked about; a failure to release the
+            // try (a lost session) shows on the handle's next use.
+            let _ = tx.attempt.abort().await;
+            return Ending::Done(Err(StmError::Body(e)));
+        }
+    };
+    let (plan, refs) = match tx.plan() {
+        Ok(planned) => planned,
+        Err(f) => {
+            let _ = tx.attempt.abort().await;
+            return Ending::Done(Err(f.widen()));
+        }
+    };
+    match tx.attempt.commit(plan).await {
+        Ok(committed) => {
+            shared.counters.add(&shared.counters.commits, 1);
+            for change in &committed.changes {
+                if let Some(r) = refs.get(&change.name) {
+                    r.notify(&change.old, &change.new);
+                }
+            }
+            Ending::Done(Ok(value))
+        }
+        Err(TryError::Retry(reason)) => retry(reason),
+        Err(TryError::Fail(f)) => Ending::Done(Err(f.widen())),
+    }
+}
+
+fn retry<R, E>(reason: RetryReason) -> Ending<R, E> {
+    tracing::trace!(?reason, "stm: retrying the transaction");
+    Ending::Retry
+}

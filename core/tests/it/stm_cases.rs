@@ -1,0 +1,478 @@
+//! STM test bodies written once, generic over the backend (real ZooKeeper in `stm.rs`, the
+//! simulator in `stm_sim.rs`) and over the protocol: every case takes a [`Protocol`] and
+//! runs for each of [`protocols`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use avout::Coordination;
+use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
+
+/// The protocols every generic case runs on.
+pub(crate) fn protocols() -> Vec<Protocol> {
+    vec![Protocol::Optimistic]
+}
+
+/// Whether the protocol validates every read at commit (so write skew cannot happen even
+/// without `ensure`). A protocol with snapshot reads (Clojure's) answers `false`.
+pub(crate) fn validates_reads(p: Protocol) -> bool {
+    match p {
+        Protocol::Optimistic => true,
+        Protocol::Mvcc => false,
+    }
+}
+
+pub(crate) async fn open<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    root: &str,
+    protocol: Protocol,
+) -> Stm<C> {
+    Stm::open(zk.clone(), root, StmConfig::with_protocol(protocol))
+        .await
+        .unwrap_or_else(|e| panic!("open {root} ({protocol:?}): {e}"))
+}
+
+/// A body error that carries aborts.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Refused {
+    Stm,
+    Overdrawn { from: String },
+}
+
+impl From<Abort> for Refused {
+    fn from(_: Abort) -> Self {
+        Refused::Stm
+    }
+}
+
+/// deref/alter/ref_set/commute/ensure, validators, watchers, body errors and the typed
+/// errors of misuse, on one client.
+pub(crate) async fn semantics<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    root: &str,
+    protocol: Protocol,
+) {
+    let stm = open(zk, root, protocol).await;
+    let a = stm.make_ref("a", 10i64).await.unwrap();
+    let b = stm.make_ref("b", 0i64).await.unwrap();
+    // make_ref on an existing ref keeps its value.
+    stm.dosync(async |tx| tx.ref_set(&a, 5).await)
+        .await
+        .unwrap();
+    let again = stm.make_ref("a", 999i64).await.unwrap();
+    assert_eq!(again.deref().await.unwrap(), 5);
+
+    let seen: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
+    let log = seen.clone();
+    a.add_watch("log", move |old, new| {
+        log.lock().unwrap().push((*old, *new))
+    });
+
+    // A body's own values, what it reads after writing, and its result.
+    let out = stm
+        .dosync(async |tx| {
+            let x = tx.deref(&a).await?;
+            let y = tx.alter(&a, |v| v * 2).await?;
+            let z = tx.deref(&a).await?;
+            let c = tx.commute(&b, |v| v + 1).await?;
+            let e = tx.ensure(&b).await?;
+            Ok::<_, Abort>((x, y, z, c, e))
+        })
+        .await
+        .unwrap();
+    assert_eq!(out, (5, 10, 10, 1, 1));
+    assert_eq!(a.deref().await.unwrap(), 10);
+    assert_eq!(b.deref().await.unwrap(), 1);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(5, 10)],
+        "watcher after commit, old and new"
+    );
+
+    // A validator's rejection names the ref and writes nothing, not even the other ref.
+    b.set_validator(|v| *v >= 0);
+    let err = stm
+        .dosync(async |tx| {
+            tx.alter(&a, |v| v + 100).await?;
+            tx.alter(&b, |v| v - 50).await?;
+            Ok::<_, Abort>(())
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StmError::Invalid { name } if name == "b"),
+        "{err:?}"
+    );
+    assert!(err.is_definite());
+    assert_eq!(
+        (a.deref().await.unwrap(), b.deref().await.unwrap()),
+        (10, 1)
+    );
+    // The validator also judges commuted values, at commit.
+    let err = stm
+        .dosync(async |tx| tx.commute(&b, |v| v - 10).await)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StmError::Invalid { name } if name == "b"),
+        "{err:?}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no watcher call without a commit"
+    );
+
+    // The body's own error is returned and nothing is written.
+    let err = stm
+        .dosync(async |tx| {
+            tx.ref_set(&a, 0).await?;
+            Err::<(), _>(Refused::Overdrawn { from: "a".into() })
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::Body(Refused::Overdrawn { .. })));
+    assert_eq!(a.deref().await.unwrap(), 10);
+
+    // Misuse is a typed error that writes nothing.
+    let err = stm
+        .dosync(async |tx| {
+            tx.ref_set(&a, 1).await?;
+            tx.commute(&b, |v| v + 1).await?;
+            tx.ref_set(&b, 7).await
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StmError::SetAfterCommute { name } if name == "b"),
+        "{err:?}"
+    );
+    assert_eq!(a.deref().await.unwrap(), 10);
+    assert!(matches!(
+        stm.make_ref("x/y", 0).await,
+        Err(StmError::BadName { .. })
+    ));
+    let missing: Ref<i64> = stm.get_ref("missing").unwrap();
+    assert!(matches!(missing.deref().await, Err(StmError::NoRef { .. })));
+    let err = stm
+        .dosync(async |tx| tx.deref(&missing).await)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::NoRef { .. }), "{err:?}");
+    let other = open(zk, &format!("{root}-other"), protocol).await;
+    let foreign = other.make_ref("f", 0i64).await.unwrap();
+    let err = stm
+        .dosync(async |tx| tx.deref(&foreign).await)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::ForeignRef { .. }), "{err:?}");
+    let twice: Ref<String> = stm.get_ref("a").unwrap();
+    let err = stm
+        .dosync(async |tx| {
+            tx.deref(&a).await?;
+            tx.deref(&twice).await
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::TypeMismatch { .. }), "{err:?}");
+
+    // The root is bound to its protocol.
+    for p in Protocol::ALL.into_iter().filter(|p| *p != protocol) {
+        let err = Stm::open(zk.clone(), root, StmConfig::with_protocol(p))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StmError::ProtocolMismatch { wanted, .. } if *wanted == p),
+            "{err:?}"
+        );
+    }
+    assert_eq!(stm.stats().retries, 0, "one client, no conflicts");
+}
+
+/// Transfers between `accounts` from every client at once; validators forbid negative
+/// balances.
+pub(crate) struct BankOutcome {
+    pub(crate) committed: u64,
+    pub(crate) overdrawn: u64,
+    pub(crate) failed: BTreeMap<&'static str, u64>,
+    pub(crate) retries: u64,
+}
+
+/// A deterministic pseudo-random stream for workloads (no OS randomness).
+pub(crate) struct Lcg(pub(crate) u64);
+
+impl Lcg {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// The name of a failure, for tallies.
+pub(crate) fn kind<E>(e: &StmError<E>) -> &'static str {
+    match e {
+        StmError::Body(_) => "body",
+        StmError::RetryLimit { .. } => "retry-limit",
+        StmError::Invalid { .. } => "invalid",
+        StmError::Indeterminate { .. } => "indeterminate",
+        StmError::SessionLost(_) => "session-lost",
+        StmError::Zk(_) => "zk",
+        _ => "other",
+    }
+}
+
+pub(crate) async fn bank<C: Coordination + ?Sized + 'static>(
+    stms: &[Stm<C>],
+    accounts: usize,
+    initial: i64,
+    transfers_per_client: usize,
+    seed: u64,
+) -> BankOutcome {
+    let committed = AtomicU64::new(0);
+    let overdrawn = AtomicU64::new(0);
+    let failed: Mutex<BTreeMap<&'static str, u64>> = Mutex::default();
+    let mut refs = Vec::new();
+    for stm in stms {
+        let mut mine = Vec::new();
+        for i in 0..accounts {
+            let r = stm.make_ref(&format!("acct{i}"), initial).await.unwrap();
+            r.set_validator(|b| *b >= 0);
+            mine.push(r);
+        }
+        refs.push(mine);
+    }
+    let runs = stms.iter().zip(&refs).enumerate().map(|(c, (stm, accts))| {
+        let (committed, overdrawn, failed) = (&committed, &overdrawn, &failed);
+        async move {
+            let mut rng = Lcg(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9));
+            for _ in 0..transfers_per_client {
+                let from = rng.below(accounts as u64) as usize;
+                let to = (from + 1 + rng.below(accounts as u64 - 1) as usize) % accounts;
+                let amount = 1 + rng.below(initial as u64 / 2) as i64;
+                let out = stm
+                    .dosync(async |tx| {
+                        tx.alter(&accts[from], |b| b - amount).await?;
+                        tx.alter(&accts[to], |b| b + amount).await?;
+                        Ok::<_, Abort>(())
+                    })
+                    .await;
+                match out {
+                    Ok(()) => committed.fetch_add(1, Ordering::Relaxed),
+                    Err(StmError::Invalid { .. }) => overdrawn.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => {
+                        *failed.lock().unwrap().entry(kind(&e)).or_default() += 1;
+                        if matches!(e, StmError::SessionLost(_)) {
+                            return;
+                        }
+                        0
+                    }
+                };
+            }
+        }
+    });
+    futures::future::join_all(runs).await;
+    let retries = stms.iter().map(|s| s.stats().retries).sum();
+    BankOutcome {
+        committed: committed.into_inner(),
+        overdrawn: overdrawn.into_inner(),
+        failed: failed.into_inner().unwrap(),
+        retries,
+    }
+}
+
+/// Reads every account in one transaction (a consistent snapshot), retrying failures.
+pub(crate) async fn audit<C: Coordination + ?Sized + 'static>(
+    stm: &Stm<C>,
+    accounts: usize,
+) -> Vec<i64> {
+    let refs: Vec<Ref<i64>> = (0..accounts)
+        .map(|i| stm.get_ref(&format!("acct{i}")).unwrap())
+        .collect();
+    for _ in 0..100 {
+        let out = stm
+            .dosync(async |tx| {
+                let mut all = Vec::new();
+                for r in &refs {
+                    all.push(tx.deref(r).await?);
+                }
+                Ok::<_, Abort>(all)
+            })
+            .await;
+        match out {
+            Ok(all) => return all,
+            Err(e) if !matches!(e, StmError::SessionLost(_)) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("audit: {e}"),
+        }
+    }
+    panic!("audit never committed")
+}
+
+/// Two "doctors on call": each transaction reads both and, if both are on call, takes itself
+/// off. Both run their reads before either commits. With `ensure` at most one goes off
+/// call; without it, a protocol that validates reads keeps one on call too, and one with
+/// snapshot reads lets both go (write skew). Returns how many remain on call.
+pub(crate) async fn on_call<C: Coordination + ?Sized + 'static>(
+    stms: [&Stm<C>; 2],
+    root_tag: &str,
+    use_ensure: bool,
+) -> i64 {
+    let barrier = tokio::sync::Barrier::new(2);
+    let mut refs = Vec::new();
+    for stm in stms {
+        let a = stm
+            .make_ref(&format!("{root_tag}-alice"), 1i64)
+            .await
+            .unwrap();
+        let b = stm
+            .make_ref(&format!("{root_tag}-bob"), 1i64)
+            .await
+            .unwrap();
+        refs.push((a, b));
+    }
+    let runs = stms
+        .iter()
+        .zip(&refs)
+        .enumerate()
+        .map(|(i, (stm, (a, b)))| {
+            let barrier = &barrier;
+            async move {
+                let mut first = true;
+                stm.dosync(async |tx| {
+                    let (me, other) = if i == 0 { (a, b) } else { (b, a) };
+                    let mine = tx.deref(me).await?;
+                    let theirs = if use_ensure {
+                        tx.ensure(other).await?
+                    } else {
+                        tx.deref(other).await?
+                    };
+                    if first {
+                        first = false;
+                        barrier.wait().await;
+                    }
+                    if mine + theirs >= 2 {
+                        tx.ref_set(me, 0).await?;
+                    }
+                    Ok::<_, Abort>(())
+                })
+                .await
+                .unwrap();
+            }
+        });
+    futures::future::join_all(runs).await;
+    let (a, b) = &refs[0];
+    a.deref().await.unwrap() + b.deref().await.unwrap()
+}
+
+/// Clients commute one counter at once: every increment lands and no body runs twice.
+pub(crate) async fn commutes_never_retry<C: Coordination + ?Sized + 'static>(
+    stms: &[Stm<C>],
+    per_client: u64,
+) -> u64 {
+    let runs = stms.iter().map(|stm| async move {
+        let hits = stm.make_ref("hits", 0u64).await.unwrap();
+        let mut bodies = 0u64;
+        for _ in 0..per_client {
+            stm.dosync(async |tx| {
+                bodies += 1;
+                tx.commute(&hits, |n| n + 1).await
+            })
+            .await
+            .unwrap();
+        }
+        assert_eq!(
+            bodies, per_client,
+            "a commute never makes the body run again"
+        );
+    });
+    futures::future::join_all(runs).await;
+    let hits: Ref<u64> = stms[0].get_ref("hits").unwrap();
+    assert_eq!(hits.deref().await.unwrap(), per_client * stms.len() as u64);
+    assert!(stms.iter().all(|s| s.stats().retries == 0));
+    stms.iter().map(|s| s.stats().commit_redos).sum()
+}
+
+/// A transaction whose read is overwritten before every commit fails with the retry limit
+/// and writes nothing.
+pub(crate) async fn retry_limit<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    other_zk: &Arc<C>,
+    root: &str,
+    protocol: Protocol,
+) {
+    let config = StmConfig {
+        retry_limit: 3,
+        ..StmConfig::with_protocol(protocol)
+    };
+    let stm = Stm::open(zk.clone(), root, config).await.unwrap();
+    let rival = open(other_zk, root, protocol).await;
+    let x = stm.make_ref("x", 0i64).await.unwrap();
+    let rx: Ref<i64> = rival.get_ref("x").unwrap();
+    let mut bodies = 0;
+    let err = stm
+        .dosync(async |tx| {
+            bodies += 1;
+            let v = tx.deref(&x).await?;
+            rival
+                .dosync(async |t2| t2.alter(&rx, |n| n + 1).await)
+                .await
+                .unwrap();
+            tx.ref_set(&x, v + 1000).await
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StmError::RetryLimit { retries: 3 }),
+        "{err:?}"
+    );
+    assert_eq!(bodies, 4, "the first try and three retries");
+    assert_eq!(x.deref().await.unwrap(), 4, "only the rival's increments");
+    assert_eq!(stm.stats().retries, 4);
+    assert_eq!(stm.stats().commits, 0);
+}
+
+/// The session is closed in the middle of a body: the transaction fails with SessionLost
+/// and writes nothing.
+pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    observer: &Arc<C>,
+    root: &str,
+    protocol: Protocol,
+) {
+    let stm = open(zk, root, protocol).await;
+    let watcher = open(observer, root, protocol).await;
+    let a = stm.make_ref("a", 1i64).await.unwrap();
+    let b = stm.make_ref("b", 1i64).await.unwrap();
+    let err = stm
+        .dosync(async |tx| {
+            tx.alter(&a, |v| v + 1).await?;
+            zk.close().await.unwrap();
+            tx.alter(&b, |v| v + 1).await?;
+            Ok::<_, Abort>(())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::SessionLost(_)), "{err:?}");
+    let (oa, ob): (Ref<i64>, Ref<i64>) =
+        (watcher.get_ref("a").unwrap(), watcher.get_ref("b").unwrap());
+    assert_eq!(
+        (oa.deref().await.unwrap(), ob.deref().await.unwrap()),
+        (1, 1)
+    );
+    // The handle is dead: every later use says so.
+    let err = stm.dosync(async |tx| tx.deref(&a).await).await;
+    assert!(
+        matches!(err, Err(StmError::SessionLost(_))) || err.is_ok(),
+        "a cached read may still serve a read-only single-ref transaction: {err:?}"
+    );
+    let err = stm
+        .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StmError::SessionLost(_)), "{err:?}");
+}

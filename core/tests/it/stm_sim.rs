@@ -1,0 +1,282 @@
+//! The STM on the simulated ZooKeeper: the generic cases of `stm_cases` without faults, bank
+//! transfers under every fault kind, and the request counts per transaction kind. Replayable
+//! from the seed (printed on failure; `AVOUT_SIM_SEED` overrides the default).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::stm::{Abort, Protocol, Ref, Stm};
+use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient};
+
+use crate::stm_cases::{self, protocols};
+
+fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(clients)
+        .session_timeout(Duration::from_secs(2))
+        .rates(rates)
+        .time_limit(Duration::from_secs(3600))
+        .keep_log(false)
+        .build()
+}
+
+fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
+    ctx.clients.iter().map(|c| Arc::new(c.clone())).collect()
+}
+
+#[test]
+fn semantics_on_the_simulator() {
+    for p in protocols() {
+        sim(0x5e1, 1, FaultRates::default()).run(|ctx| async move {
+            let zk = clients(&ctx).remove(0);
+            stm_cases::semantics(&zk, "/stm", p).await;
+        });
+    }
+}
+
+#[test]
+fn ensure_prevents_write_skew_and_reads_are_validated() {
+    for p in protocols() {
+        sim(0x5e2, 2, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            let a = stm_cases::open(&zks[0], "/stm", p).await;
+            let b = stm_cases::open(&zks[1], "/stm", p).await;
+            assert_eq!(stm_cases::on_call([&a, &b], "ensured", true).await, 1);
+            let plain = stm_cases::on_call([&a, &b], "plain", false).await;
+            if stm_cases::validates_reads(p) {
+                assert_eq!(plain, 1, "{p:?} validates reads: no write skew");
+            } else {
+                assert_eq!(
+                    plain, 0,
+                    "{p:?} has snapshot reads: write skew without ensure"
+                );
+            }
+            assert!(
+                a.stats().retries + b.stats().retries >= 2,
+                "each run made one retry"
+            );
+        });
+    }
+}
+
+#[test]
+fn commutes_never_make_a_body_run_again() {
+    for p in protocols() {
+        sim(0x5e3, 4, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            let mut stms = Vec::new();
+            for zk in &zks {
+                stms.push(stm_cases::open(zk, "/stm", p).await);
+            }
+            let redos = stm_cases::commutes_never_retry(&stms, 25).await;
+            assert!(
+                redos > 0,
+                "{p:?}: the clients did contend ({redos} commit redos)"
+            );
+        });
+    }
+}
+
+#[test]
+fn the_retry_limit_is_an_error_that_writes_nothing() {
+    for p in protocols() {
+        sim(0x5e4, 2, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            stm_cases::retry_limit(&zks[0], &zks[1], "/stm", p).await;
+        });
+    }
+}
+
+#[test]
+fn session_loss_aborts_cleanly() {
+    for p in protocols() {
+        sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            stm_cases::session_loss(&zks[0], &zks[1], "/stm", p).await;
+        });
+    }
+}
+
+/// Rates that make `kind` happen several times in a bank run.
+fn rates(kind: FaultKind) -> FaultRates {
+    let mut r = FaultRates::default();
+    match kind {
+        FaultKind::RequestLost => r.request_lost = 0.03,
+        FaultKind::ReplyLost => r.reply_lost = 0.03,
+        FaultKind::Disconnect => r.disconnect = 0.01,
+        FaultKind::SessionExpiry => r.expire = 0.003,
+        FaultKind::Pause => r.pause = 0.003,
+        FaultKind::StaleReads => r.stale_reads = 0.05,
+        FaultKind::Outage => r.outage = 0.002,
+    }
+    r
+}
+
+#[test]
+fn bank_transfers_conserve_money_under_every_fault_kind() {
+    const ACCOUNTS: usize = 5;
+    const INITIAL: i64 = 100;
+    for p in protocols() {
+        for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+            let seed = 0xba4c + i as u64;
+            let (out, summary) = sim(seed, 4, rates(kind)).run(|ctx| async move {
+                let zk = ctx.zk.clone();
+                let zks = clients(&ctx);
+                // Setup on a clean service; faults hit the transfers.
+                let mut stms = Vec::new();
+                for c in &zks {
+                    stms.push(open_retrying(&zk, c.clone(), p).await);
+                }
+                let out = stm_cases::bank(&stms, ACCOUNTS, INITIAL, 40, seed).await;
+                let fresh = Arc::new(zk.connect());
+                let auditor = open_retrying(&zk, fresh, p).await;
+                let balances = stm_cases::audit(&auditor, ACCOUNTS).await;
+                (out, balances)
+            });
+            let (out, balances) = out;
+            eprintln!(
+                "{p:?} {:>14}: seed {seed}, {} faults, {} committed, {} overdrawn, failed {:?}, {} retries, balances {balances:?}",
+                kind.name(),
+                summary.fault_count(kind),
+                out.committed,
+                out.overdrawn,
+                out.failed,
+                out.retries,
+            );
+            assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
+            assert_eq!(
+                balances.iter().sum::<i64>(),
+                ACCOUNTS as i64 * INITIAL,
+                "{p:?} {kind:?} seed {seed}: money conserved"
+            );
+            assert!(
+                balances.iter().all(|b| *b >= 0),
+                "{p:?} {kind:?}: no negative balance"
+            );
+            assert!(out.committed > 0, "{p:?} {kind:?}: transfers committed");
+            let unexpected: Vec<_> = out
+                .failed
+                .keys()
+                .filter(|k| !matches!(**k, "session-lost" | "indeterminate"))
+                .collect();
+            assert!(unexpected.is_empty(), "{p:?} {kind:?}: {:?}", out.failed);
+        }
+    }
+}
+
+/// Opens an Stm on `client`, reconnecting after a lost session.
+async fn open_retrying(
+    zk: &avout_sim_zk::SimZk,
+    mut client: Arc<SimClient>,
+    p: Protocol,
+) -> Stm<SimClient> {
+    loop {
+        match Stm::open(
+            client.clone(),
+            "/bank",
+            avout::stm::StmConfig::with_protocol(p),
+        )
+        .await
+        {
+            Ok(stm) => return stm,
+            Err(avout::stm::StmError::SessionLost(_)) => client = Arc::new(zk.connect()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Requests and round trips of one committed transaction of each kind, uncontended; the
+/// table in the `avout::stm` docs.
+#[test]
+fn round_trips_per_kind() {
+    for p in protocols() {
+        sim(0x5e6, 1, FaultRates::default()).run(|ctx| async move {
+            let zk = clients(&ctx).remove(0);
+            let stm = stm_cases::open(&zk, "/rt", p).await;
+            let a = stm.make_ref("a", 0i64).await.unwrap();
+            let b = stm.make_ref("b", 0i64).await.unwrap();
+            let mut rows = Vec::new();
+            let mut measure = async |label: &str, cold: bool, kind: Kind| {
+                if cold {
+                    // A handle with an empty cache.
+                    let fresh = stm_cases::open(&zk, "/rt", p).await;
+                    let (fa, fb): (Ref<i64>, Ref<i64>) =
+                        (fresh.get_ref("a").unwrap(), fresh.get_ref("b").unwrap());
+                    let before = fresh.stats();
+                    run_kind(&fresh, &fa, &fb, kind).await;
+                    let after = fresh.stats();
+                    rows.push((
+                        label.to_owned(),
+                        after.requests - before.requests,
+                        after.round_trips - before.round_trips,
+                    ));
+                } else {
+                    run_kind(&stm, &a, &b, kind).await;
+                    let before = stm.stats();
+                    run_kind(&stm, &a, &b, kind).await;
+                    let after = stm.stats();
+                    rows.push((
+                        label.to_owned(),
+                        after.requests - before.requests,
+                        after.round_trips - before.round_trips,
+                    ));
+                }
+            };
+            measure("read-only, one ref, cold", true, Kind::ReadOne).await;
+            measure("read-only, one ref, warm", false, Kind::ReadOne).await;
+            measure("read-only, two refs, warm", false, Kind::ReadTwo).await;
+            measure("alter one ref, cold", true, Kind::AlterOne).await;
+            measure("alter one ref, warm", false, Kind::AlterOne).await;
+            measure("alter two refs, warm", false, Kind::AlterTwo).await;
+            measure("commute one ref, warm", false, Kind::CommuteOne).await;
+            for (label, requests, trips) in &rows {
+                eprintln!("{p:?} | {label} | {requests} requests | {trips} round trips");
+            }
+            if p == Protocol::Optimistic {
+                let got: Vec<(u64, u64)> = rows.iter().map(|r| (r.1, r.2)).collect();
+                assert_eq!(
+                    got,
+                    vec![(1, 1), (1, 1), (1, 1), (2, 2), (1, 1), (1, 1), (1, 1)],
+                    "the table in the avout::stm docs"
+                );
+            }
+        });
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    ReadOne,
+    ReadTwo,
+    AlterOne,
+    AlterTwo,
+    CommuteOne,
+}
+
+async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
+    stm.dosync(async |tx| {
+        match kind {
+            Kind::ReadOne => {
+                tx.deref(a).await?;
+            }
+            Kind::ReadTwo => {
+                tx.deref(a).await?;
+                tx.deref(b).await?;
+            }
+            Kind::AlterOne => {
+                tx.alter(a, |v| v + 1).await?;
+            }
+            Kind::AlterTwo => {
+                tx.alter(a, |v| v + 1).await?;
+                tx.alter(b, |v| v - 1).await?;
+            }
+            Kind::CommuteOne => {
+                tx.commute(a, |v| v + 1).await?;
+            }
+        }
+        Ok::<_, Abort>(())
+    })
+    .await
+    .unwrap();
+}
