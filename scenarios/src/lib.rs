@@ -6,3 +6,4 @@
 
 pub mod check;
 pub mod history;
+pub mod scenario;

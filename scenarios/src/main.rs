@@ -18,7 +18,9 @@
 //! line to stderr and exits with status 2.
 
 mod bench;
+mod chaos;
 mod lockcmd;
+mod runcmd;
 mod zkcmd;
 
 use std::process::ExitCode;
@@ -48,6 +50,14 @@ enum Command {
     Lock(lockcmd::LockCommand),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
     Check(CheckArgs),
+    /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
+    Run(runcmd::RunArgs),
+    /// Run a scenario under many seeds on every core; stop at the first failure.
+    Explore(runcmd::ExploreArgs),
+    /// Re-run a case file from its recorded choices and confirm its event-log hash.
+    Replay(runcmd::ReplayArgs),
+    /// Minimise a failing case: fewer faults, clients and operations.
+    Shrink(runcmd::ShrinkArgs),
 }
 
 /// Options of `avout check`.
@@ -100,6 +110,8 @@ enum CliError {
     Json(#[from] serde_json::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    RunCmd(#[from] runcmd::RunCmdError),
 }
 
 fn main() -> ExitCode {
@@ -109,7 +121,7 @@ fn main() -> ExitCode {
             eprintln!("FAIL: {what}");
             ExitCode::from(1)
         }
-        Err(e @ CliError::Anomaly { .. }) => {
+        Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(runcmd::RunCmdError::Anomaly(_)))) => {
             eprintln!("avout: {e}");
             ExitCode::from(1)
         }
@@ -122,6 +134,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
+        Command::Run(args) => Ok(runcmd::run(&args)?),
+        Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
+        Command::Replay(args) => Ok(runcmd::replay(&args)?),
+        Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),
         Command::Check(args) => {
             use avout_scenarios::check::Checker;
             use avout_scenarios::history::Keys;

@@ -1,0 +1,231 @@
+//! Scenarios on real ZooKeeper: a given server, or an ensemble of our own with a nemesis.
+//!
+//! Each run works under a fresh chroot (`/avout-runs/<scenario>-<uuid>`), so runs against
+//! one server never see each other's nodes. With `--zk-ensemble N --kill-every D` the run
+//! starts N members through the test kit and, every D, does the next of three things in
+//! turn: kill a member and restart it, freeze a member with SIGSTOP for a second and resume
+//! it, expire a client's session (Curator's KillSession). The members are stopped when the
+//! run ends. The checker then judges the history as on the simulator.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use avout::planted::Bug;
+use avout::testkit::server::ZkEnsemble;
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, CoordinationExt};
+use avout_scenarios::scenario::env::{Cluster, ZkCluster};
+use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
+
+/// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).
+const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// Where a real run goes.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// A running server or ensemble.
+    Server(String),
+    /// An ensemble started for the run, with a nemesis every `kill_every`.
+    Ensemble {
+        size: usize,
+        kill_every: Option<Duration>,
+    },
+}
+
+/// Why a real run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ChaosError {
+    #[error("cannot reach ZooKeeper at {connect}: {reason}")]
+    Unreachable { connect: String, reason: String },
+    #[error("cannot start a ZooKeeper ensemble of {size}: {source}")]
+    Ensemble {
+        size: usize,
+        source: avout::testkit::server::TestkitError,
+    },
+    #[error("--zk-ensemble needs at least 1 member")]
+    NoMembers,
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// A [`ZkCluster`] that remembers its sessions, so the nemesis can expire them.
+#[derive(Clone)]
+struct Tracked {
+    inner: ZkCluster,
+    sessions: Arc<Mutex<Vec<Weak<ZkClient>>>>,
+}
+
+impl Cluster for Tracked {
+    type Client = ZkClient;
+
+    async fn connect(&self) -> Result<Arc<ZkClient>, avout::Error> {
+        let c = self.inner.connect().await?;
+        self.sessions
+            .lock()
+            .expect("not poisoned")
+            .push(Arc::downgrade(&c));
+        Ok(c)
+    }
+
+    fn is_simulated(&self) -> bool {
+        false
+    }
+}
+
+async fn chroot(connect: &str, scenario: &str) -> Result<String, ChaosError> {
+    let unreachable = |reason: String| ChaosError::Unreachable {
+        connect: connect.to_owned(),
+        reason,
+    };
+    let config = ZkConfig::new(connect).with_session_timeout(SESSION_TIMEOUT);
+    let zk = tokio::time::timeout(Duration::from_secs(15), ZkClient::connect(&config))
+        .await
+        .map_err(|_| unreachable("no session within 15 s".into()))?
+        .map_err(|e| unreachable(e.to_string()))?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let base = format!("/avout-runs/{scenario}-{stamp}-{}", std::process::id());
+    zk.ensure_path(&base)
+        .await
+        .map_err(|e| unreachable(format!("cannot create {base}: {e}")))?;
+    let _ = zk.close().await;
+    Ok(base)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ChaosError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ChaosError::Runtime)
+}
+
+async fn nemesis(
+    ensemble: Arc<ZkEnsemble>,
+    sessions: Arc<Mutex<Vec<Weak<ZkClient>>>>,
+    every: Duration,
+    counts: Arc<Mutex<BTreeMap<String, u64>>>,
+) {
+    let n = ensemble.members().len();
+    for round in 0usize.. {
+        tokio::time::sleep(every).await;
+        let member = (round / 3) % n;
+        let what = match round % 3 {
+            0 => {
+                let e = ensemble.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    e.kill(member);
+                    std::thread::sleep(Duration::from_secs(1));
+                    e.restart(member).is_ok()
+                })
+                .await
+                .unwrap_or(false);
+                if ok {
+                    "member-kill"
+                } else {
+                    "member-kill-failed"
+                }
+            }
+            1 => {
+                let e = ensemble.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    let paused = e.pause(member).is_ok();
+                    std::thread::sleep(Duration::from_secs(1));
+                    paused && e.resume(member).is_ok()
+                })
+                .await
+                .unwrap_or(false);
+                if ok {
+                    "member-sigstop"
+                } else {
+                    "member-sigstop-failed"
+                }
+            }
+            _ => {
+                let live: Vec<Arc<ZkClient>> = sessions
+                    .lock()
+                    .expect("not poisoned")
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .filter(|c| !c.session_states().current().is_terminal())
+                    .collect();
+                match live.get(round % live.len().max(1)) {
+                    Some(c) => match c.expire_session().await {
+                        Ok(()) => "session-expiry",
+                        Err(_) => "session-expiry-failed",
+                    },
+                    None => continue,
+                }
+            }
+        };
+        *counts
+            .lock()
+            .expect("not poisoned")
+            .entry(what.to_owned())
+            .or_default() += 1;
+    }
+}
+
+/// Runs `w` on real ZooKeeper.
+pub(crate) fn run_real(
+    target: &Target,
+    w: &Workload,
+    planted: Option<Bug>,
+) -> Result<Report, ChaosError> {
+    let (ensemble, connect, every) = match target {
+        Target::Server(connect) => (None, connect.clone(), None),
+        Target::Ensemble { size, kill_every } => {
+            if *size == 0 {
+                return Err(ChaosError::NoMembers);
+            }
+            let e = ZkEnsemble::builder()
+                .size(*size)
+                .start()
+                .map_err(|source| ChaosError::Ensemble {
+                    size: *size,
+                    source,
+                })?;
+            let connect = e.connect_string();
+            (Some(Arc::new(e)), connect, *kill_every)
+        }
+    };
+    let rt = runtime()?;
+    let result = rt.block_on(async {
+        let base = chroot(&connect, w.scenario.name()).await?;
+        let cluster = Tracked {
+            inner: ZkCluster::new(
+                ZkConfig::new(format!("{}{}", connect, base)).with_session_timeout(SESSION_TIMEOUT),
+            ),
+            sessions: Arc::default(),
+        };
+        let counts = Arc::new(Mutex::new(BTreeMap::new()));
+        let nemesis = match (&ensemble, every) {
+            (Some(e), Some(every)) => Some(tokio::spawn(nemesis(
+                e.clone(),
+                cluster.sessions.clone(),
+                every,
+                counts.clone(),
+            ))),
+            _ => None,
+        };
+        let report = run_zk(&cluster, w, planted).await;
+        if let Some(n) = nemesis {
+            n.abort();
+            let _ = n.await;
+        }
+        let mut report = report?;
+        report.faults = counts.lock().expect("not poisoned").clone();
+        Ok::<_, ChaosError>(report)
+    });
+    drop(rt);
+    if let Some(e) = ensemble {
+        // Restart anything the nemesis left down, then stop every member.
+        if let Ok(e) = Arc::try_unwrap(e) {
+            drop(e);
+        }
+    }
+    result
+}

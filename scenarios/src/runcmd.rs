@@ -1,0 +1,635 @@
+//! `avout run | explore | replay | shrink`: scenarios from the shell.
+//!
+//! Exit status: 0 the run (or every run) was valid, 1 an anomaly was found, 2 a usage or
+//! infrastructure error (bad arguments, an unreachable server, an unreadable file).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use avout::planted::Bug;
+use avout_scenarios::scenario::case::{Case, CaseError};
+use avout_scenarios::scenario::explore::explore;
+use avout_scenarios::scenario::shrink::{ShrinkError, shrink};
+use avout_scenarios::scenario::{
+    FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
+};
+use avout_sim_zk::FaultKind;
+
+use crate::chaos;
+
+/// Options shared by `run` and `explore`: what runs, and under which faults.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WorkloadArgs {
+    /// The scenario: counter, lin-kv, mutex, … (`avout run --list` lists them).
+    scenario: String,
+    /// Concurrent clients (default: the scenario's).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Operations per client (default: the scenario's).
+    #[arg(long)]
+    ops: Option<usize>,
+    /// Fault kinds on the simulator, comma-separated: request-lost, reply-lost, disconnect,
+    /// session-expiry, pause, stale-reads, outage; or `all` (the default) or `none`.
+    #[arg(long, value_name = "LIST")]
+    faults: Option<String>,
+    /// The chance that a request draws some fault (split over the kinds as in the chaos mix).
+    #[arg(long, value_name = "R")]
+    fault_rate: Option<f64>,
+    /// The STM protocol of transactional scenarios.
+    #[arg(long, default_value = "mvcc")]
+    protocol: String,
+    /// Switch on a planted bug (needs a build with `--features planted-bugs`):
+    /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
+    /// stm-barge-committing.
+    #[arg(long, value_name = "BUG")]
+    planted: Option<String>,
+    /// Where histories and case files go.
+    #[arg(long, default_value = "avout-runs", value_name = "DIR")]
+    out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `avout run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    common: WorkloadArgs,
+    /// The seed: the same seed gives the same simulated run, bit for bit.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run on a real ZooKeeper at this connect string instead of the simulator.
+    #[arg(long, value_name = "CONNECT", conflicts_with = "zk_ensemble")]
+    zk: Option<String>,
+    /// Start a ZooKeeper ensemble of this many members for the run (Debian's ZooKeeper),
+    /// and stop it afterwards.
+    #[arg(long, value_name = "N")]
+    zk_ensemble: Option<usize>,
+    /// With --zk-ensemble: every this often (e.g. 5s, 500ms), kill and restart a member or
+    /// expire a client's session.
+    #[arg(long, value_name = "DURATION", requires = "zk_ensemble")]
+    kill_every: Option<String>,
+    /// Write the history here (default: DIR/SCENARIO-seedN.jsonl).
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
+}
+
+/// Options of `avout explore`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExploreArgs {
+    #[command(flatten)]
+    common: WorkloadArgs,
+    /// The seeds, as A..B (B excluded).
+    #[arg(long, value_name = "A..B")]
+    seeds: String,
+    /// Run every seed and report every failure, instead of stopping at the first.
+    #[arg(long)]
+    all: bool,
+    /// OS threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Options of `avout replay`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// A case file written by `avout run`, `explore` or `shrink`.
+    file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `avout shrink`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShrinkArgs {
+    /// A failing case file.
+    file: PathBuf,
+    /// Where to write the shrunk case (default: FILE with `.shrunk.json`).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// At most this many candidate runs.
+    #[arg(long, default_value_t = 2000)]
+    budget: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why a scenario command failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunCmdError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Case(#[from] CaseError),
+    #[error(transparent)]
+    Shrink(#[from] ShrinkError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    History(#[from] avout_scenarios::history::HistoryError),
+    #[error(
+        "the replay diverged: event-log hash {found:#018x}, the file recorded {recorded:#018x} \
+         (the code or the simulator changed since it was recorded)"
+    )]
+    Diverged { recorded: u64, found: u64 },
+    #[error(transparent)]
+    Chaos(#[from] chaos::ChaosError),
+    /// An anomaly was found (already reported).
+    #[error("{0}")]
+    Anomaly(String),
+}
+
+struct Style {
+    colour: bool,
+}
+
+impl Style {
+    fn stdout() -> Self {
+        Style {
+            colour: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<Duration, RunCmdError> {
+    let bad = || RunCmdError::Usage(format!("bad duration {s:?}: expected e.g. 5s or 500ms"));
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .ok_or_else(bad)?;
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(bad()),
+    };
+    if secs <= 0.0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
+    FaultKind::ALL
+        .into_iter()
+        .find(|k| k.name() == s)
+        .ok_or_else(|| {
+            RunCmdError::Usage(format!(
+                "unknown fault kind {s:?}; known: {}, or all, none",
+                FaultKind::ALL.map(|k| k.name()).join(", ")
+            ))
+        })
+}
+
+impl WorkloadArgs {
+    fn workload(&self, seed: u64) -> Result<Workload, RunCmdError> {
+        let scenario: ScenarioName =
+            self.scenario
+                .parse()
+                .map_err(|e: avout_scenarios::scenario::UnknownScenario| {
+                    RunCmdError::Usage(e.to_string())
+                })?;
+        let mut w = Workload::new(scenario, seed);
+        if let Some(c) = self.clients {
+            if c == 0 {
+                return Err(RunCmdError::Usage("--clients must be at least 1".into()));
+            }
+            w.clients = c;
+        }
+        if let Some(n) = self.ops {
+            w.ops = n;
+        }
+        w.protocol = self
+            .protocol
+            .parse::<Protocol>()
+            .map_err(RunCmdError::Usage)?;
+        Ok(w)
+    }
+
+    fn plan(&self) -> Result<FaultPlan, RunCmdError> {
+        if let Some(r) = self.fault_rate {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(RunCmdError::Usage(format!(
+                    "--fault-rate {r} is not a probability between 0 and 1"
+                )));
+            }
+        }
+        let kinds: Vec<FaultKind> = match self.faults.as_deref() {
+            None | Some("all") => FaultKind::ALL.to_vec(),
+            Some("none") => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(|s| parse_kind(s.trim()))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(FaultPlan::kinds(&kinds, self.fault_rate))
+    }
+
+    fn planted(&self) -> Result<Option<Bug>, RunCmdError> {
+        self.planted
+            .as_deref()
+            .map(|s| s.parse::<Bug>())
+            .transpose()
+            .map_err(|e| RunCmdError::Usage(e.to_string()))
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), RunCmdError> {
+    std::fs::create_dir_all(dir).map_err(|source| RunCmdError::Write {
+        path: dir.display().to_string(),
+        source,
+    })
+}
+
+fn write_case(case: &Case, path: &Path) -> Result<(), RunCmdError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    case.save(path)?;
+    Ok(())
+}
+
+fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "scenario": r.workload.scenario.name(),
+        "seed": r.workload.seed,
+        "clients": r.workload.clients,
+        "ops_per_client": r.workload.ops,
+        "planted": r.planted.map(|b| b.name()),
+        "operations": r.counts,
+        "retries": r.retries,
+        "faults": r.faults,
+        "virtual_time_s": r.virtual_time.map(|t| t.as_secs_f64()),
+        "wall_time_s": r.wall_time.as_secs_f64(),
+        "hash": r.hash.map(|h| format!("{h:#018x}")),
+        "requests": r.requests,
+        "valid": r.verdict.valid,
+        "checker": r.verdict.checker,
+        "anomalies": r.verdict.anomalies,
+    });
+    if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    v
+}
+
+fn print_report(r: &Report, backend: &str, style: &Style) {
+    let w = &r.workload;
+    println!(
+        "scenario    {} ({} clients × {} ops, seed {}, {backend}){}",
+        w.scenario,
+        w.clients,
+        w.ops,
+        w.seed,
+        r.planted
+            .map(|b| format!(", planted bug {b}"))
+            .unwrap_or_default()
+    );
+    let c = r.counts;
+    println!(
+        "operations  {} invoked: {} ok, {} fail, {} info; {} retries",
+        c.invoked, c.ok, c.fail, c.info, r.retries
+    );
+    if r.faults.is_empty() {
+        println!("faults      none");
+    } else {
+        let list: Vec<String> = r.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("faults      {}", list.join(", "));
+    }
+    match r.virtual_time {
+        Some(v) => println!(
+            "time        {:.3} s virtual, {:.3} s wall",
+            v.as_secs_f64(),
+            r.wall_time.as_secs_f64()
+        ),
+        None => println!("time        {:.3} s wall", r.wall_time.as_secs_f64()),
+    }
+    if let (Some(h), Some(n)) = (r.hash, r.requests) {
+        println!("event log   hash {h:#018x}, {n} requests");
+    }
+    let verdict = r.verdict.to_string();
+    let verdict = if r.verdict.valid {
+        style.paint("32", &verdict)
+    } else {
+        style.paint("31;1", &verdict)
+    };
+    print!("verdict     {verdict}");
+    if r.verdict.valid {
+        println!();
+    }
+}
+
+/// `avout run`.
+pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
+    let w = args.common.workload(args.seed)?;
+    let planted = args.common.planted()?;
+    let style = Style::stdout();
+    let out = &args.common.out;
+    let history_path = args
+        .history
+        .clone()
+        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
+    let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
+        let kill_every = args.kill_every.as_deref().map(parse_duration).transpose()?;
+        if let Some(bug) = planted {
+            avout::planted::enable_process_wide(bug).map_err(RunError::from)?;
+        }
+        let target = match (&args.zk, args.zk_ensemble) {
+            (Some(connect), _) => chaos::Target::Server(connect.clone()),
+            (None, Some(n)) => chaos::Target::Ensemble {
+                size: n,
+                kill_every,
+            },
+            (None, None) => unreachable!("checked above"),
+        };
+        let label = match &target {
+            chaos::Target::Server(c) => format!("ZooKeeper at {c}"),
+            chaos::Target::Ensemble { size, kill_every } => format!(
+                "own ensemble of {size}{}",
+                kill_every
+                    .map(|d| format!(", a member killed or a session expired every {d:?}"))
+                    .unwrap_or_default()
+            ),
+        };
+        let report = chaos::run_real(&target, &w, planted)?;
+        (report, label, None)
+    } else {
+        let plan = args.common.plan()?;
+        let report = run_sim(&w, &plan, planted, true, None)?;
+        let case = (!report.verdict.valid).then(|| Case::from_report(&report, &plan));
+        (report, "simulator".to_owned(), case)
+    };
+    if let Some(dir) = history_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    report.history.write_file(&history_path)?;
+    let case_path = out.join(format!("{}-seed{}.case.json", w.scenario, w.seed));
+    if let Some(case) = &case {
+        write_case(case, &case_path)?;
+    }
+    if args.common.json {
+        let extra = serde_json::json!({
+            "backend": backend,
+            "history": history_path.display().to_string(),
+            "case": case.as_ref().map(|_| case_path.display().to_string()),
+        });
+        println!("{}", report_json(&report, extra));
+    } else {
+        print_report(&report, &backend, &style);
+        println!("history     {}", history_path.display());
+        if case.is_some() {
+            println!("replay      avout replay {}", case_path.display());
+            println!("shrink      avout shrink {}", case_path.display());
+        }
+    }
+    if report.verdict.valid {
+        Ok(())
+    } else {
+        Err(RunCmdError::Anomaly(format!(
+            "{} found an anomaly with seed {}",
+            w.scenario, w.seed
+        )))
+    }
+}
+
+fn parse_seeds(s: &str) -> Result<std::ops::Range<u64>, RunCmdError> {
+    let bad = || RunCmdError::Usage(format!("bad seed range {s:?}: expected A..B, e.g. 0..1000"));
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a >= b {
+        return Err(RunCmdError::Usage(format!("seed range {s:?} is empty")));
+    }
+    Ok(a..b)
+}
+
+/// `avout explore`.
+pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
+    let seeds = parse_seeds(&args.seeds)?;
+    let w = args.common.workload(seeds.start)?;
+    let plan = args.common.plan()?;
+    let planted = args.common.planted()?;
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let bar = if std::io::stderr().is_terminal() && !args.common.json {
+        let bar = indicatif::ProgressBar::new(seeds.end - seeds.start);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} {eta} left",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let wall = std::time::Instant::now();
+    let found = explore(
+        &w,
+        &plan,
+        planted,
+        seeds.clone(),
+        threads,
+        args.all,
+        &|done| {
+            bar.set_position(done);
+        },
+    )?;
+    bar.finish_and_clear();
+    let wall = wall.elapsed();
+    let style = Style::stdout();
+    let mut cases = Vec::new();
+    for failure in &found.failures {
+        // Re-run the failing seed recording its choices (the same run: runs are a function
+        // of their seed), for the case file.
+        let case = Case::record(&failure.workload, &plan, planted)?;
+        let path = args.common.out.join(format!(
+            "{}-seed{}.case.json",
+            failure.workload.scenario, failure.workload.seed
+        ));
+        write_case(&case, &path)?;
+        cases.push((failure, path));
+    }
+    if args.common.json {
+        let failures: Vec<serde_json::Value> = cases
+            .iter()
+            .map(|(r, p)| report_json(r, serde_json::json!({"case": p.display().to_string()})))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "scenario": w.scenario.name(),
+                "seeds": [seeds.start, seeds.end],
+                "runs": found.runs,
+                "threads": threads,
+                "requests": found.requests,
+                "wall_time_s": wall.as_secs_f64(),
+                "failures": failures,
+                "seeds_to_first_failure": found.first_failure().map(|r| r.workload.seed - seeds.start + 1),
+            })
+        );
+    } else {
+        println!(
+            "explored    {} seeds of {}..{} on {threads} threads in {:.2} s ({} simulated requests)",
+            found.runs,
+            seeds.start,
+            seeds.end,
+            wall.as_secs_f64(),
+            found.requests
+        );
+        if cases.is_empty() {
+            println!("verdict     {}", style.paint("32", "every run valid"));
+        }
+        for (r, path) in &cases {
+            println!(
+                "{}",
+                style.paint(
+                    "31;1",
+                    &format!(
+                        "FAILED      seed {} ({} runs in)",
+                        r.workload.seed,
+                        r.workload.seed - seeds.start + 1
+                    )
+                )
+            );
+            for a in r.verdict.anomalies.iter().take(3) {
+                println!("  - {a}");
+            }
+            println!("replay      avout replay {}", path.display());
+            println!("shrink      avout shrink {}", path.display());
+        }
+    }
+    if cases.is_empty() {
+        Ok(())
+    } else {
+        Err(RunCmdError::Anomaly(format!(
+            "{} of {} seeds failed",
+            cases.len(),
+            found.runs
+        )))
+    }
+}
+
+/// `avout replay`.
+pub(crate) fn replay(args: &ReplayArgs) -> Result<(), RunCmdError> {
+    let case = Case::load(&args.file)?;
+    let report = case.replay()?;
+    let found = report.hash.expect("simulated runs have a hash");
+    let same = found == case.sim.hash;
+    let style = Style::stdout();
+    if args.json {
+        println!(
+            "{}",
+            report_json(
+                &report,
+                serde_json::json!({"recorded_hash": format!("{:#018x}", case.sim.hash), "replayed": same})
+            )
+        );
+    } else {
+        print_report(
+            &report,
+            "simulator, replayed from the file's choices",
+            &style,
+        );
+        if same {
+            println!(
+                "replayed    {}",
+                style.paint("32", &format!("same event-log hash {found:#018x}"))
+            );
+        }
+    }
+    if !same {
+        return Err(RunCmdError::Diverged {
+            recorded: case.sim.hash,
+            found,
+        });
+    }
+    if report.verdict.valid {
+        Ok(())
+    } else {
+        Err(RunCmdError::Anomaly(
+            "the replayed run has the anomaly".into(),
+        ))
+    }
+}
+
+/// `avout shrink`.
+pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
+    let case = Case::load(&args.file)?;
+    let wall = std::time::Instant::now();
+    let shrunk = shrink(&case, args.budget)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = args
+            .file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| n.trim_end_matches(".json").trim_end_matches(".case"))
+            .unwrap_or("case");
+        args.file.with_file_name(format!("{stem}.shrunk.json"))
+    });
+    write_case(&shrunk.case, &out)?;
+    let w = &shrunk.case.workload;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "file": out.display().to_string(),
+                "runs": shrunk.runs,
+                "ops_before": shrunk.ops.0,
+                "ops_after": shrunk.ops.1,
+                "clients": w.clients,
+                "ops_per_client": w.ops,
+                "faults_fired_before": shrunk.faults.0,
+                "faults_scheduled_after": shrunk.faults.1,
+                "explicit_schedule": shrunk.scheduled,
+                "anomalies": shrunk.case.anomalies,
+                "wall_time_s": wall.elapsed().as_secs_f64(),
+            })
+        );
+    } else {
+        println!(
+            "shrunk      {} ops → {} ({} clients × {}), {} faults fired → {} scheduled{}, in {} runs ({:.2} s)",
+            shrunk.ops.0,
+            shrunk.ops.1,
+            w.clients,
+            w.ops,
+            shrunk.faults.0,
+            shrunk.faults.1,
+            if shrunk.scheduled {
+                ""
+            } else {
+                " (kept as rates: the log's schedule did not reproduce)"
+            },
+            shrunk.runs,
+            wall.elapsed().as_secs_f64()
+        );
+        for a in shrunk.case.anomalies.iter().take(3) {
+            println!("  - {a}");
+        }
+        println!("written     {}", out.display());
+        println!("replay      avout replay {}", out.display());
+    }
+    Ok(())
+}

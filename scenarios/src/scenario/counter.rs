@@ -1,0 +1,190 @@
+//! `counter`: clients increment one atom (`swap(n + 1)`) and read it (`deref`, linearizable).
+//!
+//! History: `add` (invoke value 1; an `ok` completion carries the value the increment
+//! produced) and `read` (`ok` with the value read); a final read after every client is done.
+//!
+//! The checker, for a counter that only grows by one: the `ok` adds returned distinct values
+//! (two equal ones are a lost update, or an increment applied twice); and every value observed
+//! — a read, or the result of an add — lies between the number of adds that surely happened
+//! before the observation began (acknowledged before its invocation) and the number that
+//! could have happened before it ended (invoked before its completion and not failed).
+
+use std::sync::Arc;
+
+use avout::atom::{Atom, AtomError};
+use rand::Rng;
+use serde_json::Value;
+
+use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
+use crate::history::{EventType, History};
+
+const PATH: &str = "/counter";
+
+async fn open<K: Cluster>(
+    cluster: &K,
+    zk: &mut Arc<K::Client>,
+) -> Result<Atom<u64, K::Client>, String> {
+    retry_open(cluster, zk, 200, |c| Atom::open(c, PATH, 0u64)).await
+}
+
+fn end_of(e: &AtomError) -> EventType {
+    if e.is_definite() {
+        EventType::Fail
+    } else {
+        EventType::Info
+    }
+}
+
+fn session_lost(e: &AtomError) -> bool {
+    matches!(e, AtomError::Zk(z) if z.is_session_lost())
+}
+
+async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, index);
+    let mut process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut atom = open(cluster, &mut zk).await?;
+    let mut stats = avout::atom::AtomStats::default();
+    for _ in 0..w.ops {
+        let p = process.id();
+        let add = rng.random_bool(0.75);
+        let (f, value) = if add {
+            ("add", Value::from(1))
+        } else {
+            ("read", Value::Null)
+        };
+        rec.invoke(p, f, value.clone(), None);
+        let result = if add {
+            tokio::time::timeout(OP_DEADLINE, atom.swap(|n| n + 1)).await
+        } else {
+            tokio::time::timeout(OP_DEADLINE, atom.deref()).await
+        };
+        match result {
+            Err(_) => {
+                rec.complete(EventType::Info, p, f, value, None);
+                rec.stall(format!("process {p}'s {f}"));
+                break;
+            }
+            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v.into(), None),
+            Ok(Err(e)) => {
+                let end = end_of(&e);
+                rec.complete(end, p, f, value, None);
+                if end == EventType::Info {
+                    process.retire();
+                }
+                if session_lost(&e) {
+                    accumulate(&mut stats, atom.stats());
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    atom = open(cluster, &mut zk).await?;
+                }
+            }
+        }
+    }
+    accumulate(&mut stats, atom.stats());
+    rec.retries(stats.conflicts + stats.recoveries);
+    Ok(())
+}
+
+fn accumulate(total: &mut avout::atom::AtomStats, s: avout::atom::AtomStats) {
+    total.conflicts += s.conflicts;
+    total.recoveries += s.recoveries;
+}
+
+/// The workload: `w.clients` clients, `w.ops` operations each, then a final read.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
+    for r in futures::future::join_all(clients).await {
+        r?;
+    }
+    // The final read, by a fresh session, retried until it answers.
+    let p = (w.clients * (w.ops + 1)) as u64;
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let atom = open(cluster, &mut zk).await?;
+    for _ in 0..100 {
+        rec.invoke(p, "read", Value::Null, None);
+        match tokio::time::timeout(OP_DEADLINE, atom.deref()).await {
+            Ok(Ok(v)) => {
+                rec.complete(EventType::Ok, p, "read", v.into(), None);
+                return Ok(());
+            }
+            _ => {
+                rec.complete(EventType::Fail, p, "read", Value::Null, None);
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+    Err("the final read of the counter never succeeded".into())
+}
+
+/// Judges a counter history.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// let add = || F::Other("add".into());
+/// // Two increments both returned 1: one of them was lost.
+/// let h: History = [
+///     Event::invoke(0, add(), 1.into()),
+///     Event::invoke(1, add(), 1.into()),
+///     Event::ok(0, add(), 1.into()),
+///     Event::ok(1, add(), 1.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::counter::check(&h);
+/// assert!(!v.valid);
+/// assert!(v.anomalies[0].contains("returned 1"));
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    let mut anomalies = Vec::new();
+    let adds: Vec<&Pair> = ops
+        .iter()
+        .filter(|o| o.f == "add" && o.end != EventType::Fail)
+        .collect();
+    let mut seen = std::collections::BTreeMap::new();
+    for op in ops.iter().filter(|o| o.end == EventType::Ok) {
+        if op.f != "add" && op.f != "read" {
+            continue;
+        }
+        let Some(observed) = op.output.as_u64() else {
+            anomalies.push(format!(
+                "event {}: {} returned {}, not a count",
+                op.stop, op.f, op.output
+            ));
+            continue;
+        };
+        let surely = adds
+            .iter()
+            .filter(|a| a.end == EventType::Ok && a.stop < op.start)
+            .count() as u64;
+        let possibly = adds.iter().filter(|a| a.start < op.stop).count() as u64;
+        let low = surely + u64::from(op.f == "add");
+        if observed < low || observed > possibly {
+            anomalies.push(format!(
+                "event {}: process {} {} observed {observed}, but between {low} and {possibly} \
+                 increments had taken effect",
+                op.stop, op.process, op.f
+            ));
+        }
+        if op.f == "add"
+            && let Some(other) = seen.insert(observed, op.start)
+        {
+            anomalies.push(format!(
+                "two increments returned {observed} (invoked at events {other} and {}): \
+                     an update was lost or applied twice",
+                op.start
+            ));
+        }
+    }
+    Verdict::new("counter", anomalies)
+}

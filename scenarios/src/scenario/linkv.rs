@@ -1,0 +1,148 @@
+//! `lin-kv`: Maelstrom's linearizable key-value workload on [`avout::atom::linkv::LinKv`].
+//!
+//! Each client issues random `read`, `write` and `cas` operations on three keys with values
+//! 0–4 (a cas from a random value to a random value, without `create_if_not_exists`, as
+//! Maelstrom's lin-kv workload does). A read of a missing key is an `ok` read of `null` (the
+//! register's initial value); a refused cas (codes 20 and 22) is a `fail`; an error that
+//! [`KvError::is_definite`] says may have taken effect is `info`.
+//!
+//! The checker is the linearizability checker ([`crate::check`]) for a cas-register, per
+//! key (the `key` field).
+
+use std::sync::Arc;
+
+use avout::atom::linkv::{KvError, LinKv};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::{OP_DEADLINE, Verdict, Workload};
+use crate::check::{Checker, Model};
+use crate::history::{EventType, History, Keys};
+
+const BASE: &str = "/lin-kv";
+const KEYS: u64 = 3;
+const VALUES: u64 = 5;
+
+async fn open<K: Cluster>(
+    cluster: &K,
+    zk: &mut Arc<K::Client>,
+) -> Result<LinKv<K::Client>, String> {
+    retry_open(cluster, zk, 200, |c| LinKv::open(c, BASE)).await
+}
+
+fn session_lost(e: &KvError) -> bool {
+    matches!(e, KvError::Atom(avout::atom::AtomError::Zk(z)) if z.is_session_lost())
+}
+
+async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, index);
+    let mut process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut kv = open(cluster, &mut zk).await?;
+    for _ in 0..w.ops {
+        let p = process.id();
+        let key = rng.random_range(0..KEYS).to_string();
+        let k = Some(Value::from(key.clone()));
+        let (f, input) = match rng.random_range(0..3) {
+            0 => ("read", Value::Null),
+            1 => ("write", json!(rng.random_range(0..VALUES))),
+            _ => (
+                "cas",
+                json!([rng.random_range(0..VALUES), rng.random_range(0..VALUES)]),
+            ),
+        };
+        rec.invoke(p, f, input.clone(), k.clone());
+        let call = async {
+            match f {
+                "read" => match kv.read(&key).await {
+                    Err(KvError::KeyDoesNotExist { .. }) => Ok(Value::Null),
+                    other => other,
+                },
+                "write" => kv.write(&key, input.clone()).await.map(|()| input.clone()),
+                _ => kv
+                    .cas(&key, &input[0], input[1].clone(), false)
+                    .await
+                    .map(|()| input.clone()),
+            }
+        };
+        match tokio::time::timeout(OP_DEADLINE, call).await {
+            Err(_) => {
+                rec.complete(EventType::Info, p, f, input, k);
+                rec.stall(format!("process {p}'s {f} of key {key}"));
+                break;
+            }
+            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v, k),
+            Ok(Err(e)) => {
+                let end = if e.is_definite() {
+                    EventType::Fail
+                } else {
+                    EventType::Info
+                };
+                rec.complete(end, p, f, input, k);
+                if end == EventType::Info {
+                    process.retire();
+                }
+                if session_lost(&e) {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    kv = open(cluster, &mut zk).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workload: `w.clients` clients, `w.ops` operations each.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
+    for r in futures::future::join_all(clients).await {
+        r?;
+    }
+    Ok(())
+}
+
+/// Judges a lin-kv history with the linearizability checker (cas-register per key).
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// // Key "0" is written 1, then read as null: a stale read.
+/// let h: History = [
+///     Event::invoke(0, F::Write, 1.into()).with_key("0".into()),
+///     Event::ok(0, F::Write, 1.into()).with_key("0".into()),
+///     Event::invoke(1, F::Read, serde_json::Value::Null).with_key("0".into()),
+///     Event::ok(1, F::Read, serde_json::Value::Null).with_key("0".into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(!avout_scenarios::scenario::linkv::check(&h).valid);
+/// ```
+pub fn check(history: &History) -> Verdict {
+    match Checker::new(Model::CasRegister)
+        .keys(Keys::Field)
+        .check(history)
+    {
+        Ok(v) if v.is_linearizable() => Verdict::new("linearizability (cas-register)", vec![]),
+        Ok(v) => Verdict::new(
+            "linearizability (cas-register)",
+            v.to_string()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Err(e) => Verdict::new(
+            "linearizability (cas-register)",
+            vec![format!("the checker could not judge the history: {e}")],
+        ),
+    }
+}

@@ -1,0 +1,644 @@
+//! The scenario registry: workloads over avout's recipes, each with the checker that judges
+//! its history, run on the embedded simulator or on real ZooKeeper.
+//!
+//! A scenario is a workload written once against [`env::Cluster`] (so the simulator and a
+//! real ensemble run the same code), a checker for the history it records (Jepsen's JSON
+//! lines, [`crate::history`]) and defaults. [`run_sim`] runs one on the simulator from a
+//! seed and a [`FaultPlan`]; [`run_zk`] on a real server. Both return a [`Report`]: the
+//! history, counts, faults and the [`Verdict`].
+//!
+//! | scenario | workload | checker |
+//! |---|---|---|
+//! | `counter` | atom increments (`swap`) and linearizable reads | every acknowledged increment returned a distinct value; every read lies between the increments surely done and those possibly done |
+//! | `lin-kv` | Maelstrom's lin-kv: read, write, cas on a few keys | linearizability, per key (cas-register) |
+//! | `mutex` | lock, fenced read-increment-write of a shared counter, unlock | fenced writes never lose an increment; two holders never overlap (fencing rule) |
+//! | `rwlock` | readers read a value twice under the read lock; writers increment it under the write lock | no writer inside a confirmed read hold; no lost increment |
+//! | `election` | campaign, fenced write as leader, resign | one leader per term; terms grow; no two live leaders |
+//! | `queue` | put unique items, take, drain at the end | nothing delivered twice; nothing put is lost; nothing taken that was not put |
+//! | `barrier` | one client sets, others wait, the setter removes | no waiter passes a set barrier |
+//! | `two-phase-commit` | coordinator begins, sites vote at random, all read the outcome | all sites agree; commit only if every site voted commit |
+//!
+//! Every scenario also fails a run in which an operation did not finish within
+//! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
+
+pub mod case;
+pub mod counter;
+pub mod env;
+pub mod explore;
+pub mod linkv;
+pub mod mutex;
+pub mod shrink;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use avout::planted::Bug;
+use avout_sim_zk::{Fault, FaultKind, FaultRates, ReplayFile, Sim, SimConfig, When};
+use serde::{Deserialize, Serialize};
+
+use crate::history::{EventType, History};
+use env::{Cluster, Recorder, SimCluster};
+
+/// How long one operation may take before the run is failed as stuck (virtual time on the
+/// simulator). Every fault the simulator injects ends well within it.
+pub const OP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The session timeout of simulated runs.
+pub const SIM_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The registered scenarios.
+///
+/// ```
+/// use avout_scenarios::scenario::ScenarioName;
+/// assert_eq!("lin-kv".parse::<ScenarioName>().unwrap(), ScenarioName::LinKv);
+/// assert_eq!(ScenarioName::LinKv.to_string(), "lin-kv");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScenarioName {
+    /// Atom increments and reads.
+    Counter,
+    /// Maelstrom's lin-kv.
+    LinKv,
+    /// The exclusive lock with fencing tokens.
+    Mutex,
+}
+
+impl ScenarioName {
+    /// Every scenario, in a fixed order.
+    pub const ALL: &'static [ScenarioName] = &[
+        ScenarioName::Counter,
+        ScenarioName::LinKv,
+        ScenarioName::Mutex,
+    ];
+
+    /// The name on the command line.
+    ///
+    /// ```
+    /// assert_eq!(avout_scenarios::scenario::ScenarioName::Mutex.name(), "mutex");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ScenarioName::Counter => "counter",
+            ScenarioName::LinKv => "lin-kv",
+            ScenarioName::Mutex => "mutex",
+        }
+    }
+
+    /// One line about the workload and its checker.
+    ///
+    /// ```
+    /// assert!(avout_scenarios::scenario::ScenarioName::Counter.about().contains("increment"));
+    /// ```
+    pub fn about(self) -> &'static str {
+        match self {
+            ScenarioName::Counter => {
+                "atom increments and reads; checker: distinct increments, reads within bounds"
+            }
+            ScenarioName::LinKv => {
+                "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key"
+            }
+            ScenarioName::Mutex => {
+                "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
+            }
+        }
+    }
+
+    /// The default number of clients and of operations per client.
+    ///
+    /// ```
+    /// let (clients, ops) = avout_scenarios::scenario::ScenarioName::Counter.defaults();
+    /// assert!(clients > 1 && ops > 0);
+    /// ```
+    pub fn defaults(self) -> (usize, usize) {
+        match self {
+            ScenarioName::Counter => (4, 50),
+            ScenarioName::LinKv => (4, 50),
+            ScenarioName::Mutex => (4, 20),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a registered scenario.
+///
+/// ```
+/// let e = "nope".parse::<avout_scenarios::scenario::ScenarioName>().unwrap_err();
+/// assert!(e.to_string().contains("counter"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scenario {0:?}; known: {known}", known = known_names())]
+pub struct UnknownScenario(pub String);
+
+fn known_names() -> String {
+    ScenarioName::ALL
+        .iter()
+        .map(|s| s.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for ScenarioName {
+    type Err = UnknownScenario;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ScenarioName::ALL
+            .iter()
+            .copied()
+            .find(|n| n.name() == s)
+            .ok_or_else(|| UnknownScenario(s.to_owned()))
+    }
+}
+
+/// The STM protocol, for the transactional scenarios.
+///
+/// ```
+/// assert_eq!("mvcc".parse::<avout_scenarios::scenario::Protocol>().unwrap(),
+///            avout_scenarios::scenario::Protocol::Mvcc);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Avout's recipe: history nodes, read points, write locks, barging.
+    #[default]
+    Mvcc,
+    /// Optimistic validation of node versions in one `multi`.
+    Optimistic,
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "mvcc" => Ok(Protocol::Mvcc),
+            "optimistic" => Ok(Protocol::Optimistic),
+            _ => Err(format!(
+                "unknown protocol {s:?}: expected mvcc or optimistic"
+            )),
+        }
+    }
+}
+
+/// What a run does, besides its faults: the scenario, its size and the seed its clients
+/// draw their choices from.
+///
+/// ```
+/// use avout_scenarios::scenario::{ScenarioName, Workload};
+/// let w = Workload::new(ScenarioName::Counter, 7);
+/// assert_eq!((w.clients, w.ops), ScenarioName::Counter.defaults());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// The scenario.
+    pub scenario: ScenarioName,
+    /// Concurrent clients (each its own session).
+    pub clients: usize,
+    /// Operations per client.
+    pub ops: usize,
+    /// The STM protocol (transactional scenarios only).
+    #[serde(default)]
+    pub protocol: Protocol,
+    /// The seed of the clients' choices (and, on the simulator, of everything else).
+    pub seed: u64,
+}
+
+impl Workload {
+    /// The scenario's defaults with `seed`.
+    pub fn new(scenario: ScenarioName, seed: u64) -> Self {
+        let (clients, ops) = scenario.defaults();
+        Workload {
+            scenario,
+            clients,
+            ops,
+            protocol: Protocol::default(),
+            seed,
+        }
+    }
+}
+
+/// The faults of a simulated run: rates drawn per request, and scheduled faults.
+///
+/// ```
+/// use avout_scenarios::scenario::FaultPlan;
+/// use avout_sim_zk::FaultKind;
+/// let plan = FaultPlan::kinds(&[FaultKind::ReplyLost], None);
+/// assert!(plan.rates.reply_lost > 0.0 && plan.rates.request_lost == 0.0);
+/// assert!(!FaultPlan::none().rates.any());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultPlan {
+    /// Per-request rates.
+    pub rates: FaultRates,
+    /// Faults at given steps or times.
+    pub scheduled: Vec<(When, Fault)>,
+}
+
+impl FaultPlan {
+    /// No faults.
+    pub fn none() -> Self {
+        FaultPlan::default()
+    }
+
+    /// Every kind, at the simulator's chaos mix.
+    pub fn all() -> Self {
+        FaultPlan::kinds(&FaultKind::ALL, None)
+    }
+
+    /// The given kinds, at the chaos mix's rates, or scaled so that the rates add up to
+    /// `total` (the chance that a request draws some fault).
+    pub fn kinds(kinds: &[FaultKind], total: Option<f64>) -> Self {
+        let chaos = FaultRates::chaos();
+        let mut rates = FaultRates::default();
+        for kind in kinds {
+            let (slot, base) = match kind {
+                FaultKind::RequestLost => (&mut rates.request_lost, chaos.request_lost),
+                FaultKind::ReplyLost => (&mut rates.reply_lost, chaos.reply_lost),
+                FaultKind::Disconnect => (&mut rates.disconnect, chaos.disconnect),
+                FaultKind::SessionExpiry => (&mut rates.expire, chaos.expire),
+                FaultKind::Pause => (&mut rates.pause, chaos.pause),
+                FaultKind::StaleReads => (&mut rates.stale_reads, chaos.stale_reads),
+                FaultKind::Outage => (&mut rates.outage, chaos.outage),
+            };
+            *slot = base;
+        }
+        if let Some(total) = total {
+            let sum = rate_sum(&rates);
+            if sum > 0.0 {
+                let k = total / sum;
+                for r in rate_slots(&mut rates) {
+                    *r *= k;
+                }
+            }
+        }
+        FaultPlan {
+            rates,
+            scheduled: Vec::new(),
+        }
+    }
+
+    /// How many faults the plan can fire (scheduled ones; rates count as unbounded).
+    pub fn is_empty(&self) -> bool {
+        !self.rates.any() && self.scheduled.is_empty()
+    }
+}
+
+fn rate_slots(r: &mut FaultRates) -> [&mut f64; 7] {
+    [
+        &mut r.request_lost,
+        &mut r.reply_lost,
+        &mut r.disconnect,
+        &mut r.expire,
+        &mut r.pause,
+        &mut r.stale_reads,
+        &mut r.outage,
+    ]
+}
+
+fn rate_sum(r: &FaultRates) -> f64 {
+    r.request_lost + r.reply_lost + r.disconnect + r.expire + r.pause + r.stale_reads + r.outage
+}
+
+/// The judgement of a run.
+///
+/// ```
+/// let v = avout_scenarios::scenario::Verdict::new("counter", vec![]);
+/// assert!(v.valid);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Which checker judged.
+    pub checker: String,
+    /// Whether the history passed.
+    pub valid: bool,
+    /// What was wrong, one line each (empty when valid).
+    pub anomalies: Vec<String>,
+}
+
+impl Verdict {
+    /// A verdict from the anomalies found.
+    pub fn new(checker: &str, anomalies: Vec<String>) -> Self {
+        Verdict {
+            checker: checker.to_owned(),
+            valid: anomalies.is_empty(),
+            anomalies,
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.valid {
+            write!(f, "valid ({})", self.checker)
+        } else {
+            writeln!(
+                f,
+                "ANOMALY ({}): {} problem(s)",
+                self.checker,
+                self.anomalies.len()
+            )?;
+            for a in self.anomalies.iter().take(10) {
+                writeln!(f, "  - {a}")?;
+            }
+            if self.anomalies.len() > 10 {
+                writeln!(f, "  … and {} more", self.anomalies.len() - 10)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Counts of a history's operations by how they ended.
+///
+/// ```
+/// let c = avout_scenarios::scenario::Counts::of(&Default::default());
+/// assert_eq!(c.invoked, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Operations started.
+    pub invoked: u64,
+    /// Completed `ok`.
+    pub ok: u64,
+    /// Completed `fail`.
+    pub fail: u64,
+    /// Completed `info`, or never completed.
+    pub info: u64,
+}
+
+impl Counts {
+    /// Counts the events of `history`.
+    pub fn of(history: &History) -> Self {
+        let mut c = Counts::default();
+        for e in history.events() {
+            match e.kind {
+                EventType::Invoke => c.invoked += 1,
+                EventType::Ok => c.ok += 1,
+                EventType::Fail => c.fail += 1,
+                EventType::Info => c.info += 1,
+            }
+        }
+        c.info += c.invoked.saturating_sub(c.ok + c.fail + c.info);
+        c
+    }
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// What ran.
+    pub workload: Workload,
+    /// The planted bug switched on, if any.
+    pub planted: Option<Bug>,
+    /// The history.
+    pub history: History,
+    /// Its operations by outcome.
+    pub counts: Counts,
+    /// Retries made inside operations (conflicts, recoveries, reconnects).
+    pub retries: u64,
+    /// Faults that fired, by kind name.
+    pub faults: BTreeMap<String, u64>,
+    /// Virtual time (simulator only).
+    pub virtual_time: Option<Duration>,
+    /// Wall-clock time.
+    pub wall_time: Duration,
+    /// The event-log hash (simulator only).
+    pub hash: Option<u64>,
+    /// Requests the service processed (simulator only).
+    pub requests: Option<u64>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The simulator's replay file, when the run recorded its choices.
+    pub replay: Option<ReplayFile>,
+}
+
+/// Runs the workload's clients and records the history; `Err` is an infrastructure failure
+/// (the scenario could not even be set up).
+pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Result<(), String> {
+    match w.scenario {
+        ScenarioName::Counter => counter::workload(cluster, w, rec).await,
+        ScenarioName::LinKv => linkv::workload(cluster, w, rec).await,
+        ScenarioName::Mutex => mutex::workload(cluster, w, rec).await,
+    }
+}
+
+/// Judges a history of `w`'s scenario; `stalls` are operations that missed the deadline.
+pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
+    let mut verdict = match w.scenario {
+        ScenarioName::Counter => counter::check(history),
+        ScenarioName::LinKv => linkv::check(history),
+        ScenarioName::Mutex => mutex::check(history),
+    };
+    if !stalls.is_empty() {
+        verdict.valid = false;
+        for s in stalls {
+            verdict.anomalies.push(format!(
+                "liveness: {s} did not finish within {}s",
+                OP_DEADLINE.as_secs()
+            ));
+        }
+    }
+    verdict
+}
+
+/// The simulator configuration of a run of `w` under `plan`.
+///
+/// ```
+/// use avout_scenarios::scenario::{sim_config, FaultPlan, ScenarioName, Workload};
+/// let c = sim_config(&Workload::new(ScenarioName::Counter, 3), &FaultPlan::all());
+/// assert_eq!(c.seed, 3);
+/// ```
+pub fn sim_config(w: &Workload, plan: &FaultPlan) -> SimConfig {
+    SimConfig {
+        seed: w.seed,
+        clients: 0,
+        session_timeout: SIM_SESSION_TIMEOUT,
+        rates: plan.rates,
+        scheduled: plan.scheduled.clone(),
+        keep_log: false,
+        ..SimConfig::default()
+    }
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The planted bug is not compiled in.
+    #[error(transparent)]
+    Planted(#[from] avout::planted::PlantedError),
+    /// The workload could not be set up (an unreachable server, …).
+    #[error("{0}")]
+    Setup(String),
+    /// A replay file's scenario section does not match its simulator section.
+    #[error("invalid case file: {0}")]
+    Case(String),
+}
+
+/// Runs `w` on the simulator under `plan`. With `record`, the report carries the replay
+/// file; with `tapes`, the run takes its choices from a recorded one instead (and `plan` is
+/// ignored: the file holds it).
+///
+/// ```
+/// use avout_scenarios::scenario::{run_sim, FaultPlan, ScenarioName, Workload};
+/// let mut w = Workload::new(ScenarioName::Counter, 1);
+/// w.ops = 5;
+/// let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
+/// assert!(report.verdict.valid);
+/// assert_eq!(report.counts.invoked as usize, 4 * 5 + 1);
+/// ```
+pub fn run_sim(
+    w: &Workload,
+    plan: &FaultPlan,
+    planted: Option<Bug>,
+    record: bool,
+    tapes: Option<&ReplayFile>,
+) -> Result<Report, RunError> {
+    run_sim_inner(w, plan, planted, record, tapes, false).map(|(report, _)| report)
+}
+
+/// [`run_sim`], keeping the simulator's event log when `keep_log`.
+pub(crate) fn run_sim_inner(
+    w: &Workload,
+    plan: &FaultPlan,
+    planted: Option<Bug>,
+    record: bool,
+    tapes: Option<&ReplayFile>,
+    keep_log: bool,
+) -> Result<(Report, Vec<avout_sim_zk::LogEvent>), RunError> {
+    let _guard = planted.map(avout::planted::enable).transpose()?;
+    let sim = match tapes {
+        Some(file) => Sim::from_replay(file),
+        None => Sim::builder()
+            .config(SimConfig {
+                keep_log,
+                ..sim_config(w, plan)
+            })
+            .record_choices(record)
+            .build(),
+    };
+    let wall = std::time::Instant::now();
+    let (result, summary) = sim.run(|ctx| async move {
+        let cluster = SimCluster::new(ctx.zk.clone());
+        let rec = Recorder::new();
+        let out = drive(&cluster, w, &rec).await;
+        (out, rec.finish())
+    });
+    let wall_time = wall.elapsed();
+    let (out, (history, retries, stalls)) = result;
+    out.map_err(RunError::Setup)?;
+    let verdict = judge(w, &history, &stalls);
+    let report = Report {
+        workload: w.clone(),
+        planted,
+        counts: Counts::of(&history),
+        history,
+        retries,
+        faults: summary
+            .faults
+            .iter()
+            .map(|(k, n)| (k.name().to_owned(), *n))
+            .collect(),
+        virtual_time: Some(summary.virtual_time),
+        wall_time,
+        hash: Some(summary.hash),
+        requests: Some(summary.requests),
+        verdict,
+        replay: summary.replay,
+    };
+    Ok((report, summary.log))
+}
+
+/// Runs `w` against a real ZooKeeper at `cluster` on the current runtime.
+pub async fn run_zk<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    planted: Option<Bug>,
+) -> Result<Report, RunError> {
+    let wall = std::time::Instant::now();
+    let rec = Recorder::new();
+    drive(cluster, w, &rec).await.map_err(RunError::Setup)?;
+    let (history, retries, stalls) = rec.finish();
+    let verdict = judge(w, &history, &stalls);
+    Ok(Report {
+        workload: w.clone(),
+        planted,
+        counts: Counts::of(&history),
+        history,
+        retries,
+        faults: BTreeMap::new(),
+        virtual_time: None,
+        wall_time: wall.elapsed(),
+        hash: None,
+        requests: None,
+        verdict,
+        replay: None,
+    })
+}
+
+/// An invocation and its completion, with both values (the scenarios' own checkers need the
+/// completion's value for operations the register checkers do not know).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    /// The process.
+    pub process: u64,
+    /// The function.
+    pub f: String,
+    /// The invocation's value.
+    pub input: serde_json::Value,
+    /// The completion's value (`null` if none).
+    pub output: serde_json::Value,
+    /// How it ended (`Info` if it never did).
+    pub end: EventType,
+    /// Index of the invocation among the events.
+    pub start: usize,
+    /// Index of the completion (`usize::MAX` if none).
+    pub stop: usize,
+    /// The invocation's time (nanoseconds since the start of the run).
+    pub time: u64,
+}
+
+/// Pairs each invocation with the next completion of its process.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F, EventType};
+/// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::ok(0, F::Read, 4.into())]
+///     .into_iter().collect();
+/// let p = avout_scenarios::scenario::pairs(&h);
+/// assert_eq!((p[0].output.clone(), p[0].end, p[0].stop), (4.into(), EventType::Ok, 1));
+/// ```
+pub fn pairs(history: &History) -> Vec<Pair> {
+    let mut out: Vec<Pair> = Vec::new();
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    for (i, e) in history.events().iter().enumerate() {
+        let crate::history::Process::Client(process) = e.process else {
+            continue;
+        };
+        if e.kind == EventType::Invoke {
+            open.insert(process, out.len());
+            out.push(Pair {
+                process,
+                f: e.f.as_str().to_owned(),
+                input: e.value.clone(),
+                output: serde_json::Value::Null,
+                end: EventType::Info,
+                start: i,
+                stop: usize::MAX,
+                time: e.time.unwrap_or(0),
+            });
+        } else if let Some(at) = open.remove(&process) {
+            let p = &mut out[at];
+            p.output = e.value.clone();
+            p.end = e.kind;
+            p.stop = i;
+        }
+    }
+    out
+}

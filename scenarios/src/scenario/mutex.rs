@@ -1,0 +1,280 @@
+//! `mutex`: clients take an exclusive lock ([`avout::lock::Mutex`]), increment a shared
+//! counter inside it by a fenced read–modify–write, and unlock.
+//!
+//! Inside the hold a client `sync`s and reads the counter node, then writes the value plus
+//! one with [`LockGuard::fenced`](avout::lock::LockGuard::fenced) — a `multi` that also
+//! checks its lock node still exists, so a holder whose session ended cannot write — and with
+//! *no* version check: only mutual exclusion keeps two increments apart.
+//!
+//! History (the mutex checker's format, [`crate::check::mutex`]): `acquire` (`ok` value the
+//! fencing token), `write` (value `{"token": t, "counter": n}`, `n` the value written) and
+//! `release` (`ok` clean; `info` when the hold ended by being lost).
+//!
+//! The checker: the `ok` writes wrote distinct counter values (two equal ones mean two
+//! holders were inside at once), and the fencing rule over holds: two holds whose sure
+//! intervals (acquire completion to release invocation) overlap are a violation unless the
+//! earlier one has the smaller token and ended by losing its lock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::lock::{LockError, Mutex};
+use avout::{Coordination, Op};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
+use crate::history::{EventType, History};
+
+const LOCK: &str = "/mutex";
+const RESOURCE: &str = "/mutex-resource";
+
+/// Creates the counter node if missing (idempotent, retried).
+pub(crate) async fn ensure_counter<K: Cluster>(
+    cluster: &K,
+    zk: &mut Arc<K::Client>,
+    path: &'static str,
+) -> Result<(), String> {
+    retry_open(cluster, zk, 200, |c| async move {
+        match c.create(path, b"0", &Default::default()).await {
+            Ok(_) | Err(avout::Error::NodeExists { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    })
+    .await
+}
+
+/// Reads the counter linearizably (a `sync` first, on the same session).
+pub(crate) async fn read_counter<C: Coordination + ?Sized>(
+    zk: &C,
+    path: &str,
+) -> Result<u64, avout::Error> {
+    let sync = zk.sync(path);
+    let read = zk.get_data(path);
+    sync.await?;
+    let (data, _) = read.await?;
+    Ok(std::str::from_utf8(&data)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0))
+}
+
+fn lock_end(e: &LockError) -> EventType {
+    match e {
+        LockError::Zk(z) if z.is_indeterminate() => EventType::Info,
+        _ => EventType::Fail,
+    }
+}
+
+fn lost_session(e: &LockError) -> bool {
+    matches!(e, LockError::SessionLost(_)) || matches!(e, LockError::Zk(z) if z.is_session_lost())
+}
+
+async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, index);
+    let mut process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    ensure_counter(cluster, &mut zk, RESOURCE).await?;
+    let mut mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
+    for _ in 0..w.ops {
+        let p = process.id();
+        rec.invoke(p, "acquire", Value::Null, None);
+        let guard = match tokio::time::timeout(OP_DEADLINE, mutex.lock()).await {
+            Err(_) => {
+                rec.complete(EventType::Info, p, "acquire", Value::Null, None);
+                rec.stall(format!("process {p}'s acquire"));
+                break;
+            }
+            Ok(Ok(guard)) => guard,
+            Ok(Err(e)) => {
+                let end = lock_end(&e);
+                rec.complete(end, p, "acquire", Value::Null, None);
+                if end == EventType::Info {
+                    process.retire();
+                }
+                if lost_session(&e) || zk.session_states().current().is_terminal() {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
+                }
+                continue;
+            }
+        };
+        let token = guard.fencing_token();
+        rec.complete(EventType::Ok, p, "acquire", token.into(), None);
+        let mut lost = false;
+        match read_counter(&*zk, RESOURCE).await {
+            Ok(n) => {
+                tokio::time::sleep(Duration::from_millis(rng.random_range(0..5))).await;
+                let value = json!({"token": token, "counter": n + 1});
+                rec.invoke(p, "write", value.clone(), None);
+                let op = Op::set_data(RESOURCE, (n + 1).to_string().into_bytes(), None);
+                match tokio::time::timeout(OP_DEADLINE, guard.fenced(vec![op])).await {
+                    Err(_) => {
+                        rec.complete(EventType::Info, p, "write", value, None);
+                        rec.stall(format!("process {p}'s fenced write"));
+                        break;
+                    }
+                    Ok(Ok(_)) => rec.complete(EventType::Ok, p, "write", value, None),
+                    Ok(Err(e)) => {
+                        let end = lock_end(&e);
+                        lost = end == EventType::Fail;
+                        rec.complete(end, p, "write", value, None);
+                    }
+                }
+            }
+            Err(e) => lost = e.is_session_lost(),
+        }
+        rec.invoke(p, "release", token.into(), None);
+        let released = if lost {
+            drop(guard);
+            Err(())
+        } else {
+            match tokio::time::timeout(OP_DEADLINE, guard.unlock()).await {
+                Ok(Ok(())) => Ok(()),
+                _ => Err(()),
+            }
+        };
+        match released {
+            Ok(()) => rec.complete(EventType::Ok, p, "release", token.into(), None),
+            Err(()) => {
+                rec.complete(EventType::Info, p, "release", token.into(), None);
+                process.retire();
+            }
+        }
+        if zk.session_states().current().is_terminal() {
+            zk = cluster.connect().await.map_err(|e| e.to_string())?;
+            mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..3))).await;
+    }
+    Ok(())
+}
+
+/// The workload: `w.clients` clients, `w.ops` lock–increment–unlock rounds each.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
+    for r in futures::future::join_all(clients).await {
+        r?;
+    }
+    Ok(())
+}
+
+/// One hold: from an `ok` acquire to the process's next release.
+#[derive(Debug)]
+struct Hold {
+    process: u64,
+    token: i64,
+    /// Event index of the acquire's completion.
+    from: usize,
+    /// Event index of the release's invocation (`usize::MAX`: never released).
+    to: usize,
+    lost: bool,
+}
+
+fn holds(ops: &[Pair]) -> Vec<Hold> {
+    let mut open: BTreeMap<u64, Hold> = BTreeMap::new();
+    let mut out = Vec::new();
+    for op in ops {
+        match (op.f.as_str(), op.end) {
+            ("acquire", EventType::Ok) => {
+                let Some(token) = op.output.as_i64() else {
+                    continue;
+                };
+                let hold = Hold {
+                    process: op.process,
+                    token,
+                    from: op.stop,
+                    to: usize::MAX,
+                    lost: false,
+                };
+                if let Some(prev) = open.insert(op.process, hold) {
+                    out.push(prev);
+                }
+            }
+            ("release", end) => {
+                if let Some(mut h) = open.remove(&op.process) {
+                    h.to = op.start;
+                    h.lost = end != EventType::Ok;
+                    out.push(h);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(open.into_values());
+    out.sort_by_key(|h| h.from);
+    out
+}
+
+/// Judges a mutex history: distinct fenced increments and the fencing rule over holds.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // Process 1 acquires while process 0 holds, and 0 releases cleanly afterwards.
+/// let h: History = [
+///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
+///     Event::ok(0, f("acquire"), 1.into()),
+///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
+///     Event::ok(1, f("acquire"), 2.into()),
+///     Event::invoke(0, f("release"), 1.into()),
+///     Event::ok(0, f("release"), 1.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::mutex::check(&h);
+/// assert!(!v.valid, "{v}");
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    let mut anomalies = Vec::new();
+    let mut written: BTreeMap<u64, u64> = BTreeMap::new();
+    for op in ops
+        .iter()
+        .filter(|o| o.f == "write" && o.end == EventType::Ok)
+    {
+        if let Some(n) = op.input["counter"].as_u64()
+            && let Some(other) = written.insert(n, op.process)
+        {
+            anomalies.push(format!(
+                "processes {other} and {} both wrote counter value {n} under the lock: \
+                 two holders were inside at once (an increment was lost)",
+                op.process
+            ));
+        }
+    }
+    let hs = holds(&ops);
+    for (i, a) in hs.iter().enumerate() {
+        for b in &hs[i + 1..] {
+            // `b` began after `a` (sorted by acquisition); they overlap if `a` had not yet
+            // started releasing when `b` was granted.
+            if b.from < a.to && !(a.token < b.token && a.lost) {
+                anomalies.push(format!(
+                    "holds overlap: process {} (token {}) still held the lock, {}, when process \
+                     {} (token {}) acquired it",
+                    a.process,
+                    a.token,
+                    if a.lost {
+                        "having lost it"
+                    } else {
+                        "and released it cleanly later"
+                    },
+                    b.process,
+                    b.token
+                ));
+            }
+        }
+    }
+    Verdict::new("mutex (fencing)", anomalies)
+}
