@@ -72,4 +72,4 @@ pub use client::{SimClient, SimZk};
 pub use fault::{Fault, FaultKind, FaultRates, When};
 pub use log::LogEvent;
 pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
-pub use sim::{Builder, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};
+pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};

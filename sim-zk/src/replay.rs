@@ -6,8 +6,12 @@
 //! the file takes its choices from those tapes instead of the streams. The choices are plain
 //! data, so a tool can edit them (turn one fault draw off, shorten a latency) and replay the
 //! edited schedule exactly; a run that asks for more choices than the tape holds has diverged
-//! from the recording and panics saying so. The workload's own stream is not taped: it is
-//! derived from the seed, which the file also holds.
+//! from the recording, goes on with fresh choices from the seed, and says so in
+//! [`RunSummary::tapes_exhausted`](crate::RunSummary::tapes_exhausted). The workload's own
+//! stream is not taped: it is derived from the seed, which the file also holds.
+//!
+//! Every failing run writes one of these files (see [`Sim::run`](crate::Sim::run)): its
+//! choices are rebuilt from the seed at the failure, so ordinary runs pay nothing to record.
 
 use std::path::Path;
 

@@ -44,6 +44,11 @@ pub enum Stream {
 pub struct Rng {
     source: Source,
     recording: Option<Vec<u64>>,
+    seed: u64,
+    stream: Stream,
+    /// How many numbers it handed out, so a failed run can rebuild its tape without having
+    /// recorded it (see [`Rng::drawn_so_far`]).
+    drawn: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -51,7 +56,8 @@ enum Source {
     ChaCha(ChaCha8Rng),
     /// A tape, then (if the run asks for more) the seeded stream.
     Tape {
-        tape: std::collections::VecDeque<u64>,
+        tape: Vec<u64>,
+        next: usize,
         fallback: ChaCha8Rng,
         exhausted: bool,
     },
@@ -69,6 +75,9 @@ impl Rng {
         Rng {
             source: Source::ChaCha(rng),
             recording: None,
+            seed,
+            stream,
+            drawn: 0,
         }
     }
 
@@ -106,11 +115,15 @@ impl Rng {
         };
         Rng {
             source: Source::Tape {
-                tape: tape.into(),
+                tape,
+                next: 0,
                 fallback,
                 exhausted: false,
             },
             recording: None,
+            seed,
+            stream,
+            drawn: 0,
         }
     }
 
@@ -144,6 +157,30 @@ impl Rng {
             .unwrap_or_default()
     }
 
+    /// Every number handed out so far, in order, whether or not the stream was recording:
+    /// rebuilt from the seed (and the tape, for a replayed stream). This is how a failed run
+    /// writes a replay file without the cost of recording every run.
+    ///
+    /// ```
+    /// use avout_sim_zk::rng::{Rng, Stream};
+    /// let mut r = Rng::new(8, Stream::Faults);
+    /// let drawn = vec![r.next_u64(), r.next_u64()];
+    /// assert_eq!(r.drawn_so_far(), drawn);
+    /// let mut t = Rng::from_tape(vec![1], 8, Stream::Faults);
+    /// let drawn = vec![t.next_u64(), t.next_u64()];
+    /// assert_eq!(t.drawn_so_far(), drawn);
+    /// ```
+    pub fn drawn_so_far(&self) -> Vec<u64> {
+        let drawn = usize::try_from(self.drawn).expect("draw count fits in memory");
+        let (mut out, fresh) = match &self.source {
+            Source::ChaCha(_) => (Vec::with_capacity(drawn), drawn),
+            Source::Tape { tape, next, .. } => (tape[..*next].to_vec(), drawn - *next),
+        };
+        let mut again = Rng::new(self.seed, self.stream);
+        out.extend((0..fresh).map(|_| again.next_u64()));
+        out
+    }
+
     /// The next raw 64 bits.
     ///
     /// ```
@@ -155,16 +192,21 @@ impl Rng {
             Source::ChaCha(rng) => rng.next_u64(),
             Source::Tape {
                 tape,
+                next,
                 fallback,
                 exhausted,
-            } => match tape.pop_front() {
-                Some(x) => x,
+            } => match tape.get(*next) {
+                Some(&x) => {
+                    *next += 1;
+                    x
+                }
                 None => {
                     *exhausted = true;
                     fallback.next_u64()
                 }
             },
         };
+        self.drawn += 1;
         if let Some(rec) = &mut self.recording {
             rec.push(x);
         }

@@ -13,6 +13,8 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,25 @@ use crate::{Choices, Fault, FaultKind, FaultRates, REPLAY_FORMAT, ReplayFile, Wh
 
 /// The environment variable [`Builder::seed_from_env`] reads.
 pub const SEED_ENV: &str = "AVOUT_SIM_SEED";
+
+/// The environment variable naming a replay file that a simulation built with
+/// [`Builder::seed_from_env`] runs instead of its own configuration: how a failing test's
+/// replay file is re-run without editing the test.
+pub const REPLAY_ENV: &str = "AVOUT_SIM_REPLAY";
+
+/// The environment variable naming the directory failing runs write their replay files to
+/// (default: `avout-sim-replays` in the system's temporary directory).
+pub const REPLAY_DIR_ENV: &str = "AVOUT_SIM_REPLAY_DIR";
+
+/// Where a failing run writes its replay file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum FailureFiles {
+    /// `AVOUT_SIM_REPLAY_DIR`, else the temporary directory.
+    #[default]
+    Default,
+    Dir(PathBuf),
+    Off,
+}
 
 /// Everything a run depends on besides its workload.
 ///
@@ -123,6 +144,8 @@ impl SimConfig {
 pub struct Builder {
     config: SimConfig,
     record: bool,
+    from_env: bool,
+    failure_files: FailureFiles,
 }
 
 impl Builder {
@@ -143,12 +166,33 @@ impl Builder {
     /// let b = avout_sim_zk::Sim::builder().seed_from_env(9);
     /// # let _ = b;
     /// ```
-    pub fn seed_from_env(self, default: u64) -> Self {
+    ///
+    /// It also makes [`build`](Self::build) honour `AVOUT_SIM_REPLAY`: if that names a replay
+    /// file (a failing run prints its path), the simulation runs the file's configuration
+    /// and choices instead of the builder's.
+    pub fn seed_from_env(mut self, default: u64) -> Self {
         let seed = std::env::var(SEED_ENV)
             .ok()
             .and_then(|s| parse_seed(&s))
             .unwrap_or(default);
+        self.from_env = true;
         self.seed(seed)
+    }
+
+    /// Where a failing run writes its replay file (`None`: it writes none). By default it
+    /// goes to `AVOUT_SIM_REPLAY_DIR`, or `avout-sim-replays` in the temporary directory.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join("my-replays");
+    /// let sim = avout_sim_zk::Sim::builder().failure_replay_dir(Some(dir)).build();
+    /// # let _ = sim;
+    /// ```
+    pub fn failure_replay_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.failure_files = match dir {
+            Some(dir) => FailureFiles::Dir(dir),
+            None => FailureFiles::Off,
+        };
+        self
     }
 
     /// How many clients to open before the workload starts.
@@ -272,11 +316,26 @@ impl Builder {
     /// let sim = avout_sim_zk::Sim::builder().build();
     /// assert_eq!(sim.config(), &avout_sim_zk::SimConfig::default());
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the builder came from [`seed_from_env`](Self::seed_from_env) and `AVOUT_SIM_REPLAY`
+    /// names a file that cannot be read as a replay file.
     pub fn build(self) -> Sim {
+        let replay = std::env::var_os(REPLAY_ENV).filter(|_| self.from_env);
+        if let Some(path) = replay {
+            let file = ReplayFile::load(&path)
+                .unwrap_or_else(|e| panic!("{REPLAY_ENV}={}: {e}", path.to_string_lossy()));
+            return Sim {
+                failure_files: self.failure_files,
+                ..Sim::from_replay(&file)
+            };
+        }
         Sim {
             config: self.config,
             record: self.record,
             tapes: None,
+            failure_files: self.failure_files,
         }
     }
 }
@@ -308,6 +367,7 @@ pub struct Sim {
     config: SimConfig,
     record: bool,
     tapes: Option<Choices>,
+    failure_files: FailureFiles,
 }
 
 /// What a workload gets: the service, the clients opened for it, and its own random stream.
@@ -398,7 +458,25 @@ impl Sim {
             config: file.config.clone(),
             record: false,
             tapes: Some(file.choices.clone()),
+            failure_files: FailureFiles::Default,
         }
+    }
+
+    /// The same simulation writing a failing run's replay file to `dir` (`None`: none);
+    /// see [`Builder::failure_replay_dir`].
+    ///
+    /// ```
+    /// let (_, s) = avout_sim_zk::Sim::builder().record_choices(true).build().run(|_| async {});
+    /// let replay = avout_sim_zk::Sim::from_replay(s.replay.as_ref().unwrap())
+    ///     .with_failure_replay_dir(None);
+    /// assert_eq!(replay.run(|_| async {}).1.hash, s.hash);
+    /// ```
+    pub fn with_failure_replay_dir(mut self, dir: Option<PathBuf>) -> Sim {
+        self.failure_files = match dir {
+            Some(dir) => FailureFiles::Dir(dir),
+            None => FailureFiles::Off,
+        };
+        self
     }
 
     /// The configuration.
@@ -415,29 +493,97 @@ impl Sim {
     /// # Panics
     ///
     /// If the workload panics, a kernel invariant breaks, or the workload is still running
-    /// at the time limit (a deadlock in virtual time). The seed and the way to replay it are
-    /// printed first.
+    /// at the time limit (a deadlock in virtual time). First the run writes a replay file
+    /// (its configuration, every choice it made up to the failure, and the event-log hash at
+    /// that point; see [`Builder::failure_replay_dir`]) and prints its seed, the file's path
+    /// and how to replay it.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("avout-doc-{}", std::process::id()));
+    /// let sim = avout_sim_zk::Sim::builder().seed(4).failure_replay_dir(Some(dir.clone())).build();
+    /// let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    ///     sim.run(|_| async { panic!("boom") })
+    /// }));
+    /// assert!(failed.is_err());
+    /// let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    /// let replay = avout_sim_zk::ReplayFile::load(&file).unwrap();
+    /// assert_eq!(replay.config.seed, 4);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn run<F, Fut, T>(&self, workload: F) -> (T, RunSummary)
     where
         F: FnOnce(SimCtx) -> Fut,
         Fut: Future<Output = T>,
     {
         let seed = self.config.seed;
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.run_inner(workload)));
+        let mut world = None;
+        let result =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.run_inner(workload, &mut world)));
         match result {
             Ok(out) => out,
             Err(panic) => {
+                let written = world.and_then(|shared| self.write_failure(&shared));
+                // Under libtest and nextest the thread is named after the test.
+                let test = std::thread::current()
+                    .name()
+                    .filter(|n| *n != "main")
+                    .map(str::to_owned);
+                let rerun = match &test {
+                    Some(name) => format!("cargo test -- --exact {name}"),
+                    None => "<the same command>".to_owned(),
+                };
+                let file = match &written {
+                    Some(Ok(path)) => format!(
+                        "\n  replay file: {0}\n  replay it:   {REPLAY_ENV}={0} {rerun} (tests \
+                         built with Builder::seed_from_env), or run \
+                         Sim::from_replay(&ReplayFile::load(path)?) on the same workload",
+                        path.display()
+                    ),
+                    Some(Err(e)) => format!("\n  (could not write a replay file: {e})"),
+                    None => String::new(),
+                };
                 eprintln!(
-                    "avout-sim-zk: simulated run failed with seed {seed} ({seed:#x}).\n\
-                     Replay it with the same configuration and Sim::builder().seed({seed}), \
-                     or {SEED_ENV}={seed} for tests that use Builder::seed_from_env."
+                    "avout-sim-zk: simulated run failed with seed {seed} ({seed:#x}){}.{file}\n  \
+                     or by its seed: {SEED_ENV}={seed} {rerun}, or Sim::builder().seed({seed}) \
+                     with the same configuration",
+                    test.map(|t| format!(" in test {t}")).unwrap_or_default()
                 );
                 std::panic::resume_unwind(panic)
             }
         }
     }
 
-    fn run_inner<F, Fut, T>(&self, workload: F) -> (T, RunSummary)
+    /// Writes the replay file of a failed run; `None` if files are off.
+    fn write_failure(&self, shared: &Shared) -> Option<Result<PathBuf, crate::ReplayError>> {
+        let dir = match &self.failure_files {
+            FailureFiles::Off => return None,
+            FailureFiles::Dir(dir) => dir.clone(),
+            FailureFiles::Default => std::env::var_os(REPLAY_DIR_ENV)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| std::env::temp_dir().join("avout-sim-replays")),
+        };
+        // The world may be poisoned by the very panic being reported; its choices are intact.
+        let w = shared.world_even_if_poisoned();
+        let file = ReplayFile {
+            format: REPLAY_FORMAT,
+            config: self.config.clone(),
+            choices: w.choices_so_far(),
+            hash: w.log.hash(),
+        };
+        drop(w);
+        let path = dir.join(format!("seed-{}-{:016x}.json", self.config.seed, file.hash));
+        Some(
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| crate::ReplayError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                })
+                .and_then(|()| file.save(&path))
+                .map(|()| path),
+        )
+    }
+
+    fn run_inner<F, Fut, T>(&self, workload: F, world: &mut Option<Arc<Shared>>) -> (T, RunSummary)
     where
         F: FnOnce(SimCtx) -> Fut,
         Fut: Future<Output = T>,
@@ -451,6 +597,7 @@ impl Sim {
         let (tapes, record) = (self.tapes.clone(), self.record);
         rt.block_on(async move {
             let shared = Shared::new(config.clone(), tokio::time::Instant::now(), tapes, record);
+            *world = Some(shared.clone());
             let zk = SimZk {
                 shared: shared.clone(),
             };

@@ -77,6 +77,13 @@ impl Shared {
             .expect("the simulator panicked while holding its state")
     }
 
+    /// The world, even if a panic poisoned it (to report on a failed run).
+    pub(crate) fn world_even_if_poisoned(&self) -> MutexGuard<'_, World> {
+        self.world
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The world, unless a panic poisoned it.
     pub(crate) fn try_world(&self) -> Option<MutexGuard<'_, World>> {
         self.world.lock().ok()
@@ -343,6 +350,14 @@ impl World {
     /// Whether a replayed run needed more choices than its tapes held.
     pub(crate) fn tapes_exhausted(&self) -> bool {
         self.net.tape_exhausted() || self.faults.tape_exhausted()
+    }
+
+    /// Every choice made so far, recorded or not.
+    pub(crate) fn choices_so_far(&self) -> Choices {
+        Choices {
+            network: self.net.drawn_so_far(),
+            faults: self.faults.drawn_so_far(),
+        }
     }
 
     /// The choices recorded so far.

@@ -69,3 +69,57 @@ fn a_replay_file_reruns_the_schedule_exactly() {
     assert_ne!(calm.hash, recorded.hash);
     assert!(!replayed.tapes_exhausted);
 }
+
+/// A failing run leaves a replay file behind: its configuration and every choice up to the
+/// failure, with the event-log hash at that point. Re-running the file fails the same way,
+/// and the same workload without the failing check reaches that very hash.
+#[test]
+fn a_failing_run_writes_a_replay_file_that_reruns_to_the_same_hash() {
+    use avout_sim_zk::{ReplayFile, Sim, SimCtx, demo};
+    let params = DemoParams {
+        ops_per_client: 30,
+        ..DemoParams::default()
+    };
+    let dir = std::env::temp_dir().join(format!("avout-sim-failing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let work = |fail: bool| {
+        move |ctx: SimCtx| async move {
+            let outcome = demo::workload(ctx, 30).await;
+            assert!(!fail, "the check fails after {outcome:?}");
+            outcome
+        }
+    };
+    let one_file = |dir: &std::path::Path| {
+        let files: Vec<_> = std::fs::read_dir(dir)
+            .expect("the replay directory exists")
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        ReplayFile::load(&files[0]).unwrap()
+    };
+    let failing = Sim::builder()
+        .config(demo::sim(31, &params).config().clone())
+        .failure_replay_dir(Some(dir.join("first")))
+        .build();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| failing.run(work(true))));
+    assert!(failed.is_err(), "the workload's check fails");
+    let file = one_file(&dir.join("first"));
+    assert_eq!(file.config.seed, 31);
+    assert!(!file.choices.network.is_empty() && !file.choices.faults.is_empty());
+
+    // The file re-runs the schedule: the same failure, the same hash, the same choices.
+    let again = Sim::from_replay(&file).with_failure_replay_dir(Some(dir.join("second")));
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| again.run(work(true))));
+    assert!(failed.is_err());
+    let second = one_file(&dir.join("second"));
+    assert_eq!(second.hash, file.hash);
+    assert_eq!(second.choices, file.choices);
+
+    // Without the failing check, the replayed run ends at the failure's hash, on its tapes.
+    let (_, passed) = Sim::from_replay(&file).run(work(false));
+    assert_eq!(passed.hash, file.hash);
+    assert!(!passed.tapes_exhausted);
+    // And the seed alone gives the same run.
+    assert_eq!(demo::sim(31, &params).run(work(false)).1.hash, file.hash);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
