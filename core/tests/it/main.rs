@@ -23,6 +23,7 @@ mod recipes_sim;
 mod rwlock;
 mod semaphore;
 mod standalone;
+mod stm;
 mod stm_cases;
 mod stm_sim;
 mod support;

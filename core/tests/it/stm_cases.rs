@@ -264,6 +264,7 @@ pub(crate) async fn bank<C: Coordination + ?Sized + 'static>(
                     Ok(()) => committed.fetch_add(1, Ordering::Relaxed),
                     Err(StmError::Invalid { .. }) => overdrawn.fetch_add(1, Ordering::Relaxed),
                     Err(e) => {
+                        eprintln!("client {c}: transfer failed: {e}");
                         *failed.lock().unwrap().entry(kind(&e)).or_default() += 1;
                         if matches!(e, StmError::SessionLost(_)) {
                             return;
