@@ -53,7 +53,10 @@
 //! assert_eq!(verdict.violations[0].states, vec![Value::from(1)]);
 //! ```
 
+pub mod bank;
 mod linear;
+pub mod list_append;
+pub mod mutex;
 pub mod synth;
 #[cfg(test)]
 mod tests;
