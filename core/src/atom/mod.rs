@@ -85,6 +85,33 @@ use crate::{Coordination, CoordinationExt, Error, MAX_DATA_LEN, Stat, path};
 
 use envelope::{Body, Envelope};
 
+/// The node data an atom handle writes: the encoded `value`, inline, recorded as write
+/// `write_id` of `writer`, replacing the node data `previous` (`None` when creating the node).
+/// The same bytes [`Atom`]'s updates write, for code that steps a [`CasMachine`] by hand, such
+/// as the model checker.
+///
+/// ```
+/// let first = avout::atom::payload(7, 1, None, b"0".to_vec());
+/// let second = avout::atom::payload(7, 2, Some(&first), b"1".to_vec());
+/// assert_eq!(avout::atom::payload_value(&second), Some(b"1".to_vec()));
+/// ```
+pub fn payload(writer: u64, write_id: u64, previous: Option<&[u8]>, value: Vec<u8>) -> Vec<u8> {
+    let previous = previous.map(Envelope::parse);
+    Envelope::next(writer, write_id, previous.as_ref(), Body::Inline(value)).to_bytes()
+}
+
+/// The encoded value in an atom node's data; `None` if it is kept in a [`StateContainer`].
+///
+/// ```
+/// assert_eq!(avout::atom::payload_value(b"42"), Some(b"42".to_vec()));
+/// ```
+pub fn payload_value(data: &[u8]) -> Option<Vec<u8>> {
+    match Envelope::parse(data).body {
+        Body::Inline(value) => Some(value),
+        Body::Blob(_) => None,
+    }
+}
+
 /// Why an atom operation failed.
 ///
 /// ```
