@@ -1,0 +1,225 @@
+//! Running a model: the checker, its figures, each property's verdict and, for a
+//! counterexample or an example, the path as a readable step-by-step trace.
+
+use std::fmt::{self, Write as _};
+use std::time::{Duration, Instant};
+
+use avout::planted::Bug;
+use stateright::{Checker, Expectation, Model};
+
+use crate::world::{Action, Agent, World};
+
+/// A model over the [`World`]: what [`check`] and [`trace`] need to know of it.
+pub trait WorldModel:
+    Model<State = World<Self::Agent>, Action = Action> + Clone + Send + Sync + 'static
+{
+    /// The clients' behaviour.
+    type Agent: Agent;
+    /// The planted bug switched on while stepping, if any.
+    fn bug(&self) -> Option<Bug>;
+}
+
+impl WorldModel for crate::lock::LockModel {
+    type Agent = crate::lock::LockAgent;
+    fn bug(&self) -> Option<Bug> {
+        self.bug
+    }
+}
+
+impl WorldModel for crate::atom::AtomModel {
+    type Agent = crate::atom::AtomAgent;
+    fn bug(&self) -> Option<Bug> {
+        self.bug
+    }
+}
+
+/// How to search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Search {
+    /// Depth-first instead of breadth-first (breadth-first finds the shortest traces).
+    pub dfs: bool,
+    /// Stop at this depth (steps from the initial state).
+    pub max_depth: Option<usize>,
+    /// Checker threads.
+    pub threads: usize,
+}
+
+impl Default for Search {
+    fn default() -> Self {
+        Search {
+            dfs: false,
+            max_depth: None,
+            threads: 1,
+        }
+    }
+}
+
+/// What the checker concluded about one property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// `always`/`eventually`: no counterexample in the explored states.
+    Holds,
+    /// `always`/`eventually`: a counterexample, as a trace.
+    Violated(String),
+    /// `sometimes`: an example, as a trace.
+    Found(String),
+    /// `sometimes`: no example in the explored states (the model may be vacuous).
+    NotFound,
+}
+
+/// One property's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PropertyOutcome {
+    /// The property's name.
+    pub name: &'static str,
+    /// `always`, `sometimes` or `eventually`.
+    pub expectation: Expectation,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl PropertyOutcome {
+    /// Whether the outcome is the wanted one (no counterexample; an example found).
+    pub fn ok(&self) -> bool {
+        matches!(self.verdict, Verdict::Holds | Verdict::Found(_))
+    }
+}
+
+/// The result of checking a model.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// States generated, repeats included.
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// The deepest path explored.
+    pub max_depth: usize,
+    /// Wall time of the check.
+    pub elapsed: Duration,
+    /// Each property, in the model's order.
+    pub properties: Vec<PropertyOutcome>,
+}
+
+impl Report {
+    /// Whether every property came out as wanted.
+    pub fn ok(&self) -> bool {
+        self.properties.iter().all(PropertyOutcome::ok)
+    }
+
+    /// The outcome of the property named `name`.
+    ///
+    /// # Panics
+    ///
+    /// If the model has no such property.
+    pub fn property(&self, name: &str) -> &PropertyOutcome {
+        self.properties
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no property {name:?}"))
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "states: {}, unique states: {}, max depth: {}, time: {:.2?}",
+            self.states, self.unique_states, self.max_depth, self.elapsed
+        )?;
+        for p in &self.properties {
+            let kind = match p.expectation {
+                Expectation::Always => "always",
+                Expectation::Eventually => "eventually",
+                Expectation::Sometimes => "sometimes",
+            };
+            let verdict = match &p.verdict {
+                Verdict::Holds => "holds",
+                Verdict::Violated(_) => "VIOLATED",
+                Verdict::Found(_) => "example found",
+                Verdict::NotFound => "NO EXAMPLE FOUND",
+            };
+            writeln!(f, "  {kind:<10} {:<48} {verdict}", p.name)?;
+        }
+        for p in &self.properties {
+            if let Verdict::Violated(trace) = &p.verdict {
+                writeln!(f, "\ncounterexample to \"{}\":\n{trace}", p.name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks `model` exhaustively (up to `search.max_depth`).
+pub fn check<M: WorldModel>(model: M, search: Search) -> Report {
+    let started = Instant::now();
+    let mut builder = model.clone().checker().threads(search.threads.max(1));
+    if let Some(depth) = search.max_depth {
+        builder = builder.target_max_depth(depth);
+    }
+    if search.dfs {
+        report(&model, builder.spawn_dfs().join(), started)
+    } else {
+        report(&model, builder.spawn_bfs().join(), started)
+    }
+}
+
+fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) -> Report {
+    let elapsed = started.elapsed();
+    let mut discoveries = checker.discoveries();
+    let properties = model
+        .properties()
+        .into_iter()
+        .map(|p| {
+            let found = discoveries
+                .remove(p.name)
+                .map(|path| trace(model, path.into_vec()));
+            let verdict = match (&p.expectation, found) {
+                (Expectation::Sometimes, Some(t)) => Verdict::Found(t),
+                (Expectation::Sometimes, None) => Verdict::NotFound,
+                (_, Some(t)) => Verdict::Violated(t),
+                (_, None) => Verdict::Holds,
+            };
+            PropertyOutcome {
+                name: p.name,
+                expectation: p.expectation,
+                verdict,
+            }
+        })
+        .collect();
+    Report {
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        elapsed,
+        properties,
+    }
+}
+
+/// Serves stateright's explorer for `model` on `address` (blocks).
+pub fn serve<M: WorldModel>(model: M, address: &str) {
+    model.checker().serve(address);
+}
+
+/// A path of states and actions as numbered steps, each followed by where every client is.
+pub fn trace<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) -> String {
+    let _bug = crate::plant(model.bug());
+    let mut out = String::new();
+    if let Some((first, _)) = path.first() {
+        out.push_str("initially:\n");
+        for (i, c) in first.clients.iter().enumerate() {
+            let _ = writeln!(out, "    client {i}: {}", c.agent.summary());
+        }
+    }
+    for (n, (state, action)) in path.into_iter().enumerate() {
+        let Some(action) = action else { continue };
+        let mut next = state.clone();
+        let mut log = Vec::new();
+        next.step(action, Some(&mut log));
+        let mut lines = log.into_iter();
+        let _ = writeln!(out, "{:>3}. {}", n + 1, lines.next().unwrap_or_default());
+        for line in lines {
+            let _ = writeln!(out, "     {line}");
+        }
+    }
+    out
+}

@@ -1,0 +1,209 @@
+//! # avout-models: stateright checks of avout's production protocol machines
+//!
+//! Each model runs the machines that run in production — the lock's
+//! [`AcquireMachine`](avout::lock::AcquireMachine) (mutex, both sides of the read-write lock,
+//! leader election) and the atom's [`CasMachine`](avout::atom::CasMachine) — against a model
+//! ZooKeeper built on the simulator's pure kernel ([`world`]). The checker plays the
+//! scheduler: which request the server processes next, which reply or watch event a client
+//! reads next, which request or reply is lost, whose session expires, when a timer fires. It
+//! explores every interleaving of a small configuration and checks `always` properties
+//! (safety) in every state, `sometimes` properties (the interesting states are reachable, so
+//! no model passes by doing nothing) and `eventually` properties (every client finishes).
+//!
+//! Nothing of the protocols is re-implemented here: the script around a machine is the few
+//! lines its production caller has (the lock's release is a `delete` repeated after a
+//! connection loss; the atom's update loop reads, computes and writes again on a conflict).
+//!
+//! ```
+//! use avout_models::{Config, check_named};
+//!
+//! let report = check_named("mutex", &Config { clients: 2, faults: 0, ..Config::default() }).unwrap();
+//! assert!(report.ok(), "{report}");
+//! assert!(report.unique_states > 10);
+//! ```
+
+pub mod atom;
+pub mod check;
+pub mod lock;
+pub mod world;
+
+use std::str::FromStr;
+
+use avout::planted::{self, Bug, Planted};
+
+pub use check::{Report, Search, Verdict, check, trace};
+
+use crate::world::Faults;
+
+/// Switches `bug` on for this thread while the guard lives (the checker's threads each
+/// switch it on around every step: the planted switch is per thread).
+pub(crate) fn plant(bug: Option<Bug>) -> Option<Planted> {
+    bug.map(|b| planted::enable(b).expect("checked when the model was made"))
+}
+
+/// The models [`check_named`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    /// The exclusive lock.
+    Mutex,
+    /// The read-write lock (client 0 writes, the others read).
+    RwLock,
+    /// Leader election.
+    Election,
+    /// The atom's compare-and-set (each client increments once).
+    Atom,
+}
+
+impl Named {
+    /// Every model, in a fixed order.
+    pub const ALL: [Named; 4] = [Named::Mutex, Named::RwLock, Named::Election, Named::Atom];
+
+    /// The model's name on the command line.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Named::RwLock.name(), "rwlock");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Named::Mutex => "mutex",
+            Named::RwLock => "rwlock",
+            Named::Election => "election",
+            Named::Atom => "atom",
+        }
+    }
+}
+
+impl FromStr for Named {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Named::ALL
+            .into_iter()
+            .find(|n| n.name() == s)
+            .ok_or_else(|| ModelError::Unknown(s.to_owned()))
+    }
+}
+
+/// Why a model could not be set up.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// No model has this name.
+    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom)")]
+    Unknown(String),
+    /// The configuration is out of range.
+    #[error("{0}")]
+    Config(String),
+    /// The planted bug cannot be switched on.
+    #[error(transparent)]
+    Planted(#[from] planted::PlantedError),
+}
+
+/// A model's size and faults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Clients (1 to 4).
+    pub clients: u8,
+    /// Acquire-hold-release cycles per lock client.
+    pub cycles: u8,
+    /// At most this many faults per run (request lost, reply lost, session expiry).
+    pub faults: u8,
+    /// A planted bug to switch on (feature `planted-bugs`).
+    pub bug: Option<Bug>,
+    /// How to search.
+    pub search: Search,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            clients: 2,
+            cycles: 1,
+            faults: 1,
+            bug: None,
+            search: Search::default(),
+        }
+    }
+}
+
+impl Config {
+    fn validate(&self) -> Result<(), ModelError> {
+        if !(1..=4).contains(&self.clients) {
+            return Err(ModelError::Config(format!(
+                "--clients must be 1 to 4 (the state space grows exponentially), not {}",
+                self.clients
+            )));
+        }
+        if !(1..=3).contains(&self.cycles) {
+            return Err(ModelError::Config(format!(
+                "cycles must be 1 to 3, not {}",
+                self.cycles
+            )));
+        }
+        if let Some(bug) = self.bug {
+            drop(planted::enable(bug)?);
+        }
+        Ok(())
+    }
+
+    fn faults(&self) -> Faults {
+        if self.faults == 0 {
+            Faults::NONE
+        } else {
+            Faults::all(self.faults)
+        }
+    }
+
+    /// The lock model of `flavor` this configuration describes.
+    pub fn lock(&self, flavor: lock::Flavor) -> Result<lock::LockModel, ModelError> {
+        self.validate()?;
+        Ok(lock::LockModel {
+            flavor,
+            clients: self.clients,
+            cycles: self.cycles,
+            faults: self.faults(),
+            bug: self.bug,
+        })
+    }
+
+    /// The atom model this configuration describes.
+    pub fn atom(&self) -> Result<atom::AtomModel, ModelError> {
+        self.validate()?;
+        Ok(atom::AtomModel {
+            clients: self.clients,
+            faults: self.faults(),
+            bug: self.bug,
+        })
+    }
+}
+
+/// Checks the model called `name` (see [`Named`]).
+///
+/// ```
+/// let e = avout_models::check_named("paxos", &Default::default()).unwrap_err();
+/// assert!(e.to_string().contains("paxos"));
+/// ```
+pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
+    let search = config.search;
+    Ok(match name.parse::<Named>()? {
+        Named::Mutex => check(config.lock(lock::Flavor::Mutex)?, search),
+        Named::RwLock => check(config.lock(lock::Flavor::RwLock)?, search),
+        Named::Election => check(config.lock(lock::Flavor::Election)?, search),
+        Named::Atom => check(config.atom()?, search),
+    })
+}
+
+/// Serves stateright's explorer (a web UI) for the model called `name` on `address`; blocks.
+///
+/// ```no_run
+/// avout_models::serve_named("mutex", &Default::default(), "127.0.0.1:3000").unwrap();
+/// ```
+pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), ModelError> {
+    match name.parse::<Named>()? {
+        Named::Mutex => check::serve(config.lock(lock::Flavor::Mutex)?, address),
+        Named::RwLock => check::serve(config.lock(lock::Flavor::RwLock)?, address),
+        Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
+        Named::Atom => check::serve(config.atom()?, address),
+    }
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! The lock family — mutex, read-write lock, leader election — as one model: each client runs
+//! the production [`AcquireMachine`] (the election is the same machine with
+//! [`LockKind::Latch`]), holds, and releases with the request the production guard sends
+//! (`delete` of its node, repeated after a connection loss, `NoNode` meaning done: see
+//! `LockGuard::unlock` and `delete_idempotent` in core's `lock/mutex.rs`).
+//!
+//! # Properties
+//!
+//! - `always` **exclusion with fencing**: whenever two clients believe they hold conflicting
+//!   sides (anything but two readers), the one with the smaller fencing token (its node's
+//!   czxid, the election's term) has a session the server has expired. A resource that
+//!   refuses tokens older than the newest it saw is then safe.
+//! - `always` **one node per GUID**: the lock directory never holds two nodes named with one
+//!   acquisition's GUID (a second node would sit in the queue forever: the recovery after a
+//!   lost create reply must adopt the first).
+//! - `sometimes` **taken over from an expired holder**: a client holds while an older holder
+//!   whose session expired still believes it holds (the GC-pause hazard, fenced by tokens).
+//! - `sometimes` **a lost create reply recovered**: a client holds after the reply to its
+//!   create was lost (the GUID recovery ran).
+//! - `sometimes` **every client held**: each client acquired at least once.
+//! - `sometimes` **readers share** (read-write lock only): two readers hold at once.
+//! - `eventually` **every client finishes**: all scripts end (done, or lost with the
+//!   session). Holds with the faults of the model too: every fault is bounded.
+
+use avout::lock::{AcquireMachine, Acquired, LockError, LockKind, Patience};
+use avout::machine::{Machine, Millis, Reply, Request, Token};
+use avout::planted::Bug;
+use avout::{CreateMode, Error, SessionState, WatchedEvent, path};
+use stateright::{Model, Property};
+
+use crate::world::{Action, Agent, Faults, Run, World};
+
+/// The lock directory every client contends on.
+pub const LOCK_PATH: &str = "/lock";
+
+/// Where a lock client's script is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not started.
+    Idle,
+    /// Running the acquisition machine.
+    Acquiring(Box<Run<AcquireMachine>>),
+    /// Holds the lock (believes it does).
+    Holding(Acquired),
+    /// Deleting its node; the delete with this token is in flight (or to be sent).
+    Releasing {
+        /// The node.
+        node: String,
+        /// The delete's token.
+        token: Token,
+        /// Whether the delete still has to be sent.
+        unsent: bool,
+    },
+    /// Was told its session ended while holding: no longer believes it holds.
+    Lost(Acquired),
+    /// The acquisition failed.
+    Failed(LockError),
+    /// All cycles done.
+    Done,
+}
+
+/// A client that acquires, holds and releases a lock `cycles` times.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockAgent {
+    /// The client's index.
+    pub index: u8,
+    /// The side it takes.
+    pub kind: LockKind,
+    cycles_left: u8,
+    generation: u32,
+    session: i64,
+    /// Where the script is.
+    pub phase: Phase,
+    /// Ghost: acquisitions completed.
+    pub held: u8,
+    /// Ghost: a create of this client's lock node was applied and its reply lost.
+    pub create_reply_lost: bool,
+}
+
+impl LockAgent {
+    /// A client taking `kind`, `cycles` times.
+    pub fn new(index: u8, kind: LockKind, cycles: u8) -> Self {
+        LockAgent {
+            index,
+            kind,
+            cycles_left: cycles,
+            generation: 0,
+            session: 0,
+            phase: Phase::Idle,
+            held: 0,
+            create_reply_lost: false,
+        }
+    }
+
+    /// The GUID of this client's `generation`-th acquisition: readable in traces
+    /// (`00000000-0000-000C-…` for client C).
+    fn guid(&self) -> u128 {
+        (u128::from(self.index) + 1) << 80 | u128::from(self.generation)
+    }
+
+    fn next_cycle(&mut self) {
+        if self.cycles_left == 0 {
+            self.phase = Phase::Done;
+            return;
+        }
+        self.cycles_left -= 1;
+        self.generation += 1;
+        let machine = AcquireMachine::new(
+            LOCK_PATH,
+            self.kind,
+            self.guid(),
+            self.session,
+            Patience::Forever,
+            Vec::new(),
+        )
+        .with_data(vec![b'0' + self.index]);
+        self.phase = Phase::Acquiring(Box::new(Run::start(self.generation, machine)));
+        self.settle();
+    }
+
+    /// Takes the acquisition's output, if it finished.
+    fn settle(&mut self) {
+        let Phase::Acquiring(run) = &mut self.phase else {
+            return;
+        };
+        match run.machine.poll_output() {
+            None => {}
+            Some(Ok(acquired)) => {
+                self.held += 1;
+                self.phase = Phase::Holding(acquired);
+            }
+            Some(Err(e)) => self.phase = Phase::Failed(e),
+        }
+    }
+
+    /// The fencing token held, if the client believes it holds the lock.
+    pub fn holding(&self) -> Option<i64> {
+        match &self.phase {
+            Phase::Holding(a) => Some(a.fencing_token),
+            _ => None,
+        }
+    }
+}
+
+impl Agent for LockAgent {
+    fn start(&mut self, session: i64) {
+        self.session = session;
+        self.next_cycle();
+    }
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        match &mut self.phase {
+            Phase::Acquiring(run) => run.poll_request(),
+            Phase::Releasing {
+                node,
+                token,
+                unsent,
+            } if *unsent => {
+                *unsent = false;
+                Some((
+                    *token,
+                    Request::Delete {
+                        path: node.clone(),
+                        version: None,
+                    },
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
+        match &mut self.phase {
+            Phase::Acquiring(run) => {
+                run.handle_reply(token, reply);
+                self.settle();
+            }
+            Phase::Releasing {
+                token: t, unsent, ..
+            } if *t == token => match reply {
+                Ok(_) | Err(Error::NoNode { .. }) => self.next_cycle(),
+                // delete_idempotent: the node is ours alone, so repeating is safe.
+                Err(e) if e.is_indeterminate() => *unsent = true,
+                Err(e) => self.phase = Phase::Failed(e.into()),
+            },
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
+        if let Phase::Acquiring(run) = &mut self.phase {
+            run.handle_watch(token, event);
+            self.settle();
+        }
+    }
+
+    fn handle_session(&mut self, state: SessionState) {
+        match &mut self.phase {
+            Phase::Acquiring(run) => {
+                run.machine.handle_session(crate::world::NOW, state);
+                self.settle();
+            }
+            // `LockGuard::status` turns `Lost` once the session is terminal.
+            Phase::Holding(acquired) if state.is_terminal() => {
+                self.phase = Phase::Lost(acquired.clone())
+            }
+            Phase::Releasing { .. } if state.is_terminal() => {
+                self.phase = Phase::Failed(LockError::SessionLost(Error::SessionExpired))
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match &self.phase {
+            Phase::Acquiring(run) => run.machine.poll_timer(),
+            _ => None,
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if let Phase::Acquiring(run) = &mut self.phase {
+            run.machine.handle_timer(now);
+            self.settle();
+        }
+    }
+
+    fn script_step(&self) -> Option<&'static str> {
+        matches!(self.phase, Phase::Holding(_)).then_some("releases the lock (unlock)")
+    }
+
+    fn take_script_step(&mut self) {
+        if let Phase::Holding(acquired) = &self.phase {
+            self.generation += 1;
+            self.phase = Phase::Releasing {
+                node: acquired.node.clone(),
+                token: Token(u64::from(self.generation) << 32),
+                unsent: true,
+            };
+        }
+    }
+
+    fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, lost: bool) {
+        if lost
+            && result.is_ok()
+            && let Request::Create { options, .. } = request
+            && options.mode == CreateMode::EphemeralSequential
+        {
+            self.create_reply_lost = true;
+        }
+    }
+
+    fn finished(&self) -> bool {
+        matches!(self.phase, Phase::Done | Phase::Failed(_) | Phase::Lost(_))
+    }
+
+    fn summary(&self) -> String {
+        let what = match self.kind {
+            LockKind::Read => "read lock",
+            LockKind::Write => "write lock",
+            LockKind::Exclusive => "lock",
+            LockKind::Latch => "leadership",
+        };
+        match &self.phase {
+            Phase::Idle => "idle".into(),
+            Phase::Acquiring(_) => format!("acquiring the {what}"),
+            Phase::Holding(a) => format!(
+                "HOLDS the {what} with {} (token {})",
+                path::name(&a.node),
+                a.fencing_token
+            ),
+            Phase::Releasing { node, .. } => format!("releasing {}", path::name(node)),
+            Phase::Lost(a) => format!("lost the {what} (token {})", a.fencing_token),
+            Phase::Failed(e) => format!("failed: {e}"),
+            Phase::Done => "done".into(),
+        }
+    }
+}
+
+/// Which lock a [`LockModel`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// The exclusive lock.
+    Mutex,
+    /// The read-write lock: client 0 writes, the others read.
+    RwLock,
+    /// Leader election.
+    Election,
+}
+
+/// The lock family's model; see the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    /// Which lock.
+    pub flavor: Flavor,
+    /// How many clients.
+    pub clients: u8,
+    /// Acquire-hold-release cycles per client.
+    pub cycles: u8,
+    /// The faults the environment may inject.
+    pub faults: Faults,
+    /// A planted bug to switch on while stepping (feature `planted-bugs`).
+    pub bug: Option<Bug>,
+}
+
+impl LockModel {
+    /// `clients` clients of `flavor`, one cycle each, at most one fault of any kind.
+    pub fn new(flavor: Flavor, clients: u8) -> Self {
+        LockModel {
+            flavor,
+            clients,
+            cycles: 1,
+            faults: Faults::all(1),
+            bug: None,
+        }
+    }
+
+    fn kind(&self, index: u8) -> LockKind {
+        match self.flavor {
+            Flavor::Mutex => LockKind::Exclusive,
+            Flavor::Election => LockKind::Latch,
+            Flavor::RwLock if index == 0 => LockKind::Write,
+            Flavor::RwLock => LockKind::Read,
+        }
+    }
+}
+
+fn holders(state: &World<LockAgent>) -> impl Iterator<Item = (usize, LockKind, i64)> + '_ {
+    state
+        .clients
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.agent.holding().map(|t| (i, c.agent.kind, t)))
+}
+
+/// Exclusion with fencing: of two conflicting holders, the older one's session is expired.
+pub fn fenced_exclusion(state: &World<LockAgent>) -> bool {
+    holders(state).all(|(i, ki, ti)| {
+        holders(state).all(|(j, kj, tj)| {
+            let shared = ki == LockKind::Read && kj == LockKind::Read;
+            i == j || shared || ti > tj || !state.kernel.is_alive(state.clients[i].session)
+        })
+    })
+}
+
+/// No two nodes in the lock directory carry one acquisition's GUID.
+pub fn one_node_per_guid(state: &World<LockAgent>) -> bool {
+    let Some(dir) = state.kernel.tree().node(LOCK_PATH) else {
+        return true;
+    };
+    let mut guids: Vec<&str> = dir
+        .children
+        .iter()
+        .filter_map(|c| c.strip_prefix("_c_").and_then(|c| c.get(..36)))
+        .collect();
+    let n = guids.len();
+    guids.sort_unstable();
+    guids.dedup();
+    guids.len() == n
+}
+
+fn taken_over(state: &World<LockAgent>) -> bool {
+    holders(state).any(|(i, ki, ti)| {
+        holders(state).any(|(j, kj, tj)| {
+            i != j
+                && !(ki == LockKind::Read && kj == LockKind::Read)
+                && ti < tj
+                && !state.kernel.is_alive(state.clients[i].session)
+        })
+    })
+}
+
+fn recovered(state: &World<LockAgent>) -> bool {
+    state
+        .clients
+        .iter()
+        .any(|c| c.agent.create_reply_lost && c.agent.holding().is_some())
+}
+
+fn all_held(state: &World<LockAgent>) -> bool {
+    state.clients.iter().all(|c| c.agent.held > 0)
+}
+
+fn readers_share(state: &World<LockAgent>) -> bool {
+    holders(state)
+        .filter(|(_, k, _)| *k == LockKind::Read)
+        .count()
+        >= 2
+}
+
+fn all_finished(state: &World<LockAgent>) -> bool {
+    state.clients.iter().all(|c| c.agent.finished())
+}
+
+impl Model for LockModel {
+    type State = World<LockAgent>;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<Self::State> {
+        let _bug = crate::plant(self.bug);
+        let agents = (0..self.clients)
+            .map(|i| LockAgent::new(i, self.kind(i), self.cycles))
+            .collect();
+        let setup = [Request::Create {
+            path: LOCK_PATH.into(),
+            data: Vec::new(),
+            options: Default::default(),
+        }];
+        vec![World::new(agents, self.faults, &setup)]
+    }
+
+    fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
+        state.actions(&self.faults, actions);
+    }
+
+    fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
+        let _bug = crate::plant(self.bug);
+        let mut next = last.clone();
+        next.step(action, None);
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let exclusion = match self.flavor {
+            Flavor::Mutex => "mutual exclusion with fencing",
+            Flavor::RwLock => "reader/writer exclusion with fencing",
+            Flavor::Election => "one leader per term (older leaders expired)",
+        };
+        let mut properties = vec![
+            Property::always(exclusion, |_, s| fenced_exclusion(s)),
+            Property::always("one node per GUID", |_, s| one_node_per_guid(s)),
+            Property::eventually("every client finishes", |_, s| all_finished(s)),
+            Property::sometimes("every client held", |_, s| all_held(s)),
+        ];
+        if self.faults.budget > 0 && self.faults.expiry && self.clients > 1 {
+            properties.push(Property::sometimes(
+                "taken over from an expired holder",
+                |_, s| taken_over(s),
+            ));
+        }
+        if self.faults.budget > 0 && self.faults.reply_lost {
+            properties.push(Property::sometimes(
+                "a lost create reply recovered by GUID",
+                |_, s| recovered(s),
+            ));
+        }
+        if self.flavor == Flavor::RwLock && self.clients > 2 {
+            properties.push(Property::sometimes("readers share", |_, s| {
+                readers_share(s)
+            }));
+        }
+        properties
+    }
+}

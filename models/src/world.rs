@@ -1,0 +1,543 @@
+//! The model ZooKeeper: the simulator's pure kernel, per-session FIFO links, and the clients
+//! whose production machines talk to it.
+//!
+//! A [`World`] is one state of the checked system: the kernel (data tree, sessions, zxids),
+//! and for each client its [`Agent`] (the production machine it is running plus the few lines
+//! of script around it), the requests it sent that the server has not processed yet
+//! (`outbox`, in order: ZooKeeper applies one session's requests in order), and what the
+//! server sent back that the client has not read yet (`inbox`: replies, watch events and the
+//! expiry notice, in the order the server produced them, so an event precedes any reply that
+//! reflects its change).
+//!
+//! The environment's moves are [`Action`]s, the scheduler's choices: process a client's next
+//! request, lose it, process it but lose its reply, deliver the next reply / watch event /
+//! session notice to a client, fire a client's timer, expire a session, or let the client's
+//! script take its next step. Faults draw on a budget, so the state space stays finite.
+//!
+//! Time does not flow in the model: every handler is called at instant 0, and a timer fires
+//! at its own deadline whenever the checker chooses to — "long enough passed". That is
+//! exactly the freedom a real scheduler has, and it keeps timestamps out of the states.
+//!
+//! A client *paused* past its session timeout (the GC-pause hazard) needs no action of its
+//! own: [`Action::Expire`] expires the session at the server and queues the notice behind
+//! whatever the client has not read yet, and the checker explores every schedule in which
+//! the client takes no step meanwhile — which is what a pause is.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::{self, Debug};
+use std::hash::Hash;
+use std::time::Duration;
+
+use avout::machine::{Machine, Millis, Reply, Request, Token};
+use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
+use avout_sim_zk::kernel::{self, Fired, Kernel, Response};
+
+/// The instant every handler runs at (see the [module docs](self)).
+pub const NOW: Millis = Millis(0);
+
+/// A client's behaviour: the production machine it runs and the script around it, stepped
+/// like a [`Machine`] by the world.
+pub trait Agent: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
+    /// Starts the script on a connected session `session` (the session id).
+    fn start(&mut self, session: i64);
+    /// The next request to send, if any.
+    fn poll_request(&mut self) -> Option<(Token, Request)>;
+    /// A request's reply.
+    fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>);
+    /// A watch armed by request `token` fired.
+    fn handle_watch(&mut self, token: Token, event: WatchedEvent);
+    /// The session changed state.
+    fn handle_session(&mut self, state: SessionState);
+    /// When the agent wants [`handle_timer`](Self::handle_timer), if ever.
+    fn poll_timer(&self) -> Option<Millis>;
+    /// A timer fired at `now`.
+    fn handle_timer(&mut self, now: Millis);
+    /// A step the client's script may take on its own (releasing a held lock), described.
+    fn script_step(&self) -> Option<&'static str> {
+        None
+    }
+    /// Takes the step named by [`script_step`](Self::script_step).
+    fn take_script_step(&mut self) {}
+    /// Ghost bookkeeping: the server applied `request` of this client with `result`, and the
+    /// reply was `lost` on the way back. Not visible to the client; used by properties.
+    fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, lost: bool) {
+        let _ = (request, result, lost);
+    }
+    /// Whether the script has finished (nothing it sends or receives matters any more).
+    fn finished(&self) -> bool;
+    /// One line on where the script is, for traces.
+    fn summary(&self) -> String;
+}
+
+/// A machine run by an agent, tagging its tokens with the run's generation so that replies
+/// and watch events meant for an earlier run (which the production driver drops with its
+/// futures) are recognised and dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Run<M> {
+    generation: u32,
+    /// The production machine.
+    pub machine: M,
+}
+
+impl<M: Machine> Run<M> {
+    /// Starts `machine` as run number `generation` on a connected session, as
+    /// [`avout::machine::drive`] does.
+    pub fn start(generation: u32, mut machine: M) -> Self {
+        machine.handle_session(NOW, SessionState::Connected);
+        Run {
+            generation,
+            machine,
+        }
+    }
+
+    /// The machine's next request, its token tagged.
+    pub fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.machine
+            .poll_request()
+            .map(|(t, r)| (Token((u64::from(self.generation) << 32) | t.0), r))
+    }
+
+    /// The machine's own token, if `token` belongs to this run.
+    pub fn own(&self, token: Token) -> Option<Token> {
+        (token.0 >> 32 == u64::from(self.generation)).then_some(Token(token.0 & 0xffff_ffff))
+    }
+
+    /// Delivers a reply; replies of other runs are dropped.
+    pub fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
+        if let Some(t) = self.own(token) {
+            self.machine.handle_reply(NOW, t, reply);
+        }
+    }
+
+    /// Delivers a watch event; events of other runs are dropped.
+    pub fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
+        if let Some(t) = self.own(token) {
+            self.machine.handle_watch(NOW, t, event);
+        }
+    }
+}
+
+/// What the server sent a client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Msg {
+    /// A reply (or the `ConnectionLoss` the client library reports for a lost one).
+    Reply {
+        /// The request's token.
+        token: Token,
+        /// The result.
+        result: avout::Result<Reply>,
+    },
+    /// A watch event for the watch armed by request `token`.
+    Watch {
+        /// The arming request's token.
+        token: Token,
+        /// The event.
+        event: WatchedEvent,
+    },
+    /// The session expired.
+    Expired,
+}
+
+/// Which of ZooKeeper's two watch tables a watch sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Table {
+    Data,
+    Child,
+}
+
+/// One client: its agent, session and the two directions of its link.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client<A> {
+    /// The client's behaviour.
+    pub agent: A,
+    /// Its session.
+    pub session: SessionId,
+    /// Requests sent, not yet processed by the server, in order.
+    pub outbox: VecDeque<(Token, Request)>,
+    /// What the server sent, not yet read by the client, in order.
+    pub inbox: VecDeque<Msg>,
+    /// The client library's watches: which requests' watches an event on a path fans out to.
+    watches: BTreeMap<(String, Table), Vec<Token>>,
+    /// Whether the client has been told its session expired.
+    pub told_expired: bool,
+}
+
+impl<A: Agent> Client<A> {
+    /// Moves what the agent wants sent into the outbox; drops what a finished agent would
+    /// ignore anyway (fewer states, same behaviour).
+    fn flush(&mut self) {
+        while let Some(sent) = self.agent.poll_request() {
+            self.outbox.push_back(sent);
+        }
+        if self.agent.finished() {
+            self.inbox.clear();
+            self.watches.clear();
+        }
+    }
+}
+
+/// Which faults the environment may inject, and how many in one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Faults {
+    /// At most this many faults per run.
+    pub budget: u8,
+    /// A request lost before the server sees it.
+    pub request_lost: bool,
+    /// A request applied and its reply lost.
+    pub reply_lost: bool,
+    /// A session expired by the server.
+    pub expiry: bool,
+}
+
+impl Faults {
+    /// No faults.
+    pub const NONE: Faults = Faults {
+        budget: 0,
+        request_lost: false,
+        reply_lost: false,
+        expiry: false,
+    };
+
+    /// Every fault kind, at most `budget` of them per run.
+    pub fn all(budget: u8) -> Faults {
+        Faults {
+            budget,
+            request_lost: true,
+            reply_lost: true,
+            expiry: true,
+        }
+    }
+}
+
+/// A move of the environment or of a client's script; see the [module docs](self).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The server processes the client's next request and replies.
+    Apply(usize),
+    /// The client's next request is lost before the server sees it (`ConnectionLoss`).
+    LoseRequest(usize),
+    /// The server processes the client's next request; the reply is lost (`ConnectionLoss`).
+    LoseReply(usize),
+    /// The client reads the reply at the head of its inbox.
+    DeliverReply(usize),
+    /// The client reads the watch event at the head of its inbox.
+    DeliverWatch(usize),
+    /// The client reads the expiry notice at the head of its inbox.
+    DeliverExpiry(usize),
+    /// The client's timer fires.
+    Timer(usize),
+    /// The server expires the client's session.
+    Expire(usize),
+    /// The client's script takes its next step.
+    Script(usize),
+}
+
+/// The state of the checked system.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World<A> {
+    /// ZooKeeper.
+    pub kernel: Kernel,
+    /// The clients.
+    pub clients: Vec<Client<A>>,
+    /// Faults still allowed.
+    pub faults_left: u8,
+}
+
+impl<A: Agent> World<A> {
+    /// A world with one session per agent, after `setup` (requests applied on a separate,
+    /// live session before the clients start: say, creating an atom's node).
+    pub fn new(agents: Vec<A>, faults: Faults, setup: &[Request]) -> Self {
+        let mut kernel = Kernel::new();
+        let admin = kernel.create_session(0, Duration::from_secs(30));
+        for request in setup {
+            let applied = kernel.apply(0, admin, &to_kernel(request));
+            assert!(applied.result.is_ok(), "setup {request:?}: {applied:?}");
+        }
+        let clients = agents
+            .into_iter()
+            .map(|mut agent| {
+                let session = kernel.create_session(0, Duration::from_secs(10));
+                agent.start(session.0);
+                let mut client = Client {
+                    agent,
+                    session,
+                    outbox: VecDeque::new(),
+                    inbox: VecDeque::new(),
+                    watches: BTreeMap::new(),
+                    told_expired: false,
+                };
+                client.flush();
+                client
+            })
+            .collect();
+        World {
+            kernel,
+            clients,
+            faults_left: faults.budget,
+        }
+    }
+
+    /// Every move possible in this state, in a fixed order.
+    pub fn actions(&self, faults: &Faults, actions: &mut Vec<Action>) {
+        let fault = self.faults_left > 0;
+        for (i, c) in self.clients.iter().enumerate() {
+            if !c.outbox.is_empty() {
+                actions.push(Action::Apply(i));
+                if fault && faults.request_lost {
+                    actions.push(Action::LoseRequest(i));
+                }
+                if fault && faults.reply_lost {
+                    actions.push(Action::LoseReply(i));
+                }
+            }
+            match c.inbox.front() {
+                Some(Msg::Reply { .. }) => actions.push(Action::DeliverReply(i)),
+                Some(Msg::Watch { .. }) => actions.push(Action::DeliverWatch(i)),
+                Some(Msg::Expired) => actions.push(Action::DeliverExpiry(i)),
+                None => {}
+            }
+            if c.agent.poll_timer().is_some() {
+                actions.push(Action::Timer(i));
+            }
+            if c.agent.script_step().is_some() {
+                actions.push(Action::Script(i));
+            }
+            if fault && faults.expiry && self.kernel.is_alive(c.session) && !c.agent.finished() {
+                actions.push(Action::Expire(i));
+            }
+        }
+    }
+
+    /// Takes `action`; with `log`, describes what happened.
+    pub fn step(&mut self, action: Action, mut log: Option<&mut Vec<String>>) {
+        let mut say = |line: String| {
+            if let Some(log) = log.as_deref_mut() {
+                log.push(line);
+            }
+        };
+        match action {
+            Action::Apply(i) | Action::LoseReply(i) => {
+                let lost = matches!(action, Action::LoseReply(_));
+                if lost {
+                    self.faults_left -= 1;
+                }
+                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
+                let session = self.clients[i].session;
+                let applied = self.kernel.apply(0, session, &to_kernel(&request));
+                let result = applied.result.map(to_reply);
+                say(format!(
+                    "server applies client {i}'s {}: {}{}",
+                    show_request(&request),
+                    show_result(&result),
+                    if lost { " — REPLY LOST" } else { "" }
+                ));
+                if result.is_ok() && request.arms_watch() {
+                    let table = match request {
+                        Request::GetChildren { .. } => Table::Child,
+                        _ => Table::Data,
+                    };
+                    self.clients[i]
+                        .watches
+                        .entry((request.path().to_owned(), table))
+                        .or_default()
+                        .push(token);
+                }
+                self.clients[i]
+                    .agent
+                    .observe_applied(&request, &result, lost);
+                self.route(applied.events, &mut say);
+                let result = if lost {
+                    Err(Error::ConnectionLoss)
+                } else {
+                    result
+                };
+                self.clients[i]
+                    .inbox
+                    .push_back(Msg::Reply { token, result });
+            }
+            Action::LoseRequest(i) => {
+                self.faults_left -= 1;
+                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
+                say(format!(
+                    "client {i}'s {} is LOST before the server sees it",
+                    show_request(&request)
+                ));
+                self.clients[i].inbox.push_back(Msg::Reply {
+                    token,
+                    result: Err(Error::ConnectionLoss),
+                });
+            }
+            Action::DeliverReply(i) | Action::DeliverWatch(i) | Action::DeliverExpiry(i) => {
+                let c = &mut self.clients[i];
+                match c.inbox.pop_front().expect("a message") {
+                    Msg::Reply { token, result } => {
+                        say(format!("client {i} reads reply {}", show_result(&result)));
+                        c.agent.handle_reply(token, result);
+                    }
+                    Msg::Watch { token, event } => {
+                        say(format!("client {i} reads watch event {event}"));
+                        c.agent.handle_watch(token, event);
+                    }
+                    Msg::Expired => {
+                        say(format!("client {i} learns its session EXPIRED"));
+                        c.told_expired = true;
+                        c.agent.handle_session(SessionState::Disconnected);
+                        c.agent.handle_session(SessionState::Expired);
+                        // The client library fails every call and fires every watch with
+                        // the session event: the machines ended above, so both are moot.
+                        c.outbox.clear();
+                        c.inbox.clear();
+                        c.watches.clear();
+                    }
+                }
+            }
+            Action::Timer(i) => {
+                let c = &mut self.clients[i];
+                let at = c.agent.poll_timer().expect("a timer");
+                say(format!("client {i}'s timer fires"));
+                c.agent.handle_timer(at);
+            }
+            Action::Script(i) => {
+                let c = &mut self.clients[i];
+                say(format!(
+                    "client {i} {}",
+                    c.agent.script_step().expect("a script step")
+                ));
+                c.agent.take_script_step();
+            }
+            Action::Expire(i) => {
+                self.faults_left -= 1;
+                let session = self.clients[i].session;
+                say(format!("server EXPIRES client {i}'s session"));
+                let events = self.kernel.expire_session(0, session);
+                self.route(events, &mut say);
+                self.clients[i].inbox.push_back(Msg::Expired);
+            }
+        }
+        for c in &mut self.clients {
+            c.flush();
+        }
+        if let Some(log) = log {
+            for (i, c) in self.clients.iter().enumerate() {
+                log.push(format!("    client {i}: {}", c.agent.summary()));
+            }
+        }
+    }
+
+    /// Fans watch events out to the watches the clients' libraries hold.
+    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(String)) {
+        for fired in events {
+            let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session) else {
+                continue;
+            };
+            let tables: &[Table] = match fired.event.kind {
+                EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
+                EventKind::NodeChildrenChanged => &[Table::Child],
+                EventKind::NodeDeleted => &[Table::Data, Table::Child],
+                _ => &[],
+            };
+            for table in tables {
+                if let Some(tokens) = c.watches.remove(&(fired.event.path.clone(), *table)) {
+                    for token in tokens {
+                        c.inbox.push_back(Msg::Watch {
+                            token,
+                            event: fired.event.clone(),
+                        });
+                    }
+                }
+            }
+            say(format!("    fires {}", fired.event));
+        }
+    }
+}
+
+/// The kernel's form of a machine's request.
+pub fn to_kernel(request: &Request) -> kernel::Request {
+    match request.clone() {
+        Request::Create {
+            path,
+            data,
+            options,
+        } => kernel::Request::Create {
+            path,
+            data,
+            options,
+        },
+        Request::Delete { path, version } => kernel::Request::Delete { path, version },
+        Request::GetData { path, watch } => kernel::Request::GetData { path, watch },
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => kernel::Request::SetData {
+            path,
+            data,
+            version,
+        },
+        Request::Exists { path, watch } => kernel::Request::Exists { path, watch },
+        Request::GetChildren { path, watch } => kernel::Request::GetChildren { path, watch },
+        Request::Multi(ops) => kernel::Request::Multi { ops },
+        Request::Sync { path } => kernel::Request::Sync { path },
+    }
+}
+
+/// A machine's form of the kernel's reply.
+///
+/// # Panics
+///
+/// On a reply no machine request can produce (ACLs, auth, close).
+pub fn to_reply(response: Response) -> Reply {
+    match response {
+        Response::Create { path, stat } => Reply::Created { path, stat },
+        Response::Delete => Reply::Deleted,
+        Response::GetData { data, stat } => Reply::Data { data, stat },
+        Response::SetData { stat } => Reply::Set(stat),
+        Response::Exists { stat } => Reply::Exists(stat),
+        Response::GetChildren { children, stat } => Reply::Children { children, stat },
+        Response::Multi { results } => Reply::Multi(results),
+        Response::Sync => Reply::Synced,
+        other => unreachable!("no machine asks for {other:?}"),
+    }
+}
+
+/// A request, shortly.
+pub fn show_request(request: &Request) -> String {
+    match request {
+        Request::Create { path, options, .. } => format!("create {path} ({:?})", options.mode),
+        Request::Delete { path, .. } => format!("delete {path}"),
+        Request::GetData { path, watch } => format!("getData {path}{}", watched(*watch)),
+        Request::SetData { path, version, .. } => format!("setData {path} version {version:?}"),
+        Request::Exists { path, watch } => format!("exists {path}{}", watched(*watch)),
+        Request::GetChildren { path, watch } => format!("getChildren {path}{}", watched(*watch)),
+        Request::Multi(ops) => format!("multi of {} ops", ops.len()),
+        Request::Sync { path } => format!("sync {path}"),
+    }
+}
+
+fn watched(watch: bool) -> &'static str {
+    if watch { " +watch" } else { "" }
+}
+
+/// A result, shortly.
+pub fn show_result(result: &avout::Result<Reply>) -> String {
+    match result {
+        Ok(Reply::Created { path, stat }) => format!("created {path} (czxid {})", stat.czxid),
+        Ok(Reply::Deleted) => "deleted".into(),
+        Ok(Reply::Data { stat, .. }) => format!("data at version {}", stat.version),
+        Ok(Reply::Set(stat)) => format!("set, now version {}", stat.version),
+        Ok(Reply::Exists(stat)) => match stat {
+            Some(s) => format!("exists (czxid {})", s.czxid),
+            None => "does not exist".into(),
+        },
+        Ok(Reply::Children { children, .. }) => format!("children {children:?}"),
+        Ok(Reply::Multi(r)) => format!("multi ok ({} results)", r.len()),
+        Ok(Reply::Synced) => "synced".into(),
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Debug::fmt(self, f)
+    }
+}
