@@ -31,6 +31,7 @@
 //! ```
 
 pub mod atom;
+pub mod buggify;
 mod coord;
 mod error;
 mod ext;
