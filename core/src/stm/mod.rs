@@ -80,6 +80,7 @@
 //! transaction with [`StmError::SessionLost`] and the handle is dead. Dropping a `dosync`
 //! future abandons the transaction; a commit already sent may still take effect.
 
+pub mod mvcc;
 pub mod optimistic;
 #[doc(hidden)]
 pub mod protocol;
@@ -314,13 +315,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
         };
         let engine: Box<dyn Engine> = match config.protocol {
             Protocol::Optimistic => Box::new(optimistic::Optimistic::open(cx).await?),
-            Protocol::Mvcc => {
-                let _ = cx;
-                return Err(StmError::Unsupported {
-                    protocol: Protocol::Mvcc,
-                    what: "protocol Mvcc is not plugged in yet",
-                });
-            }
+            Protocol::Mvcc => Box::new(mvcc::Mvcc::open(cx).await?),
         };
         Ok(Stm {
             shared: Arc::new(Shared {

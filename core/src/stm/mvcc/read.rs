@@ -1,0 +1,334 @@
+//! Reading a ref at a read point: [`ReadMachine`].
+//!
+//! The ref's node holds its newest committed value; the node's `mzxid` is that value's commit
+//! point. If it is at or before the read point, that is the answer: one round trip, together
+//! with the `sync` and the clock read that fix the read point on a try's first read. If a
+//! commit landed after the read point, the answer is in the ref's history: the committed value
+//! with the largest commit point (history node `czxid`) at or before the read point. If that
+//! value was trimmed away, the read is a *read fault*: the try is retried with a newer read
+//! point (and the fault counted).
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{Error, SessionState, Stat, WatchedEvent};
+
+use super::Halt;
+use super::io::{Batch, Io, Verdict, verdict};
+
+/// A value read, and where it stands in the ref's history.
+///
+/// ```
+/// let r = avout::stm::mvcc::ReadOut { value: b"1".to_vec(), version: 0, commit_point: 5, read_point: 9 };
+/// assert!(r.commit_point <= r.read_point);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReadOut {
+    /// The value's bytes.
+    pub value: Vec<u8>,
+    /// The ref node's data version when it held this value (older history values: the
+    /// version in the history node's name).
+    pub version: i32,
+    /// The value's commit point (a zxid).
+    pub commit_point: i64,
+    /// The read point the value was resolved against (fixed by this read when asked to).
+    pub read_point: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Start,
+    /// `sync`, the clock (if the read point is to be fixed) and the ref node.
+    First {
+        batch: Batch,
+        clock: bool,
+    },
+    /// The history's children.
+    Listing {
+        batch: Batch,
+        point: i64,
+    },
+    /// Every history node.
+    Fetching {
+        batch: Batch,
+        names: Vec<String>,
+        point: i64,
+    },
+    Done,
+}
+
+/// Reads one ref at a read point; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::stm::mvcc::ReadMachine;
+/// let mut m = ReadMachine::new("/stm/refs/a", "/stm/refs/a/history", "/stm/stm/history", None, true);
+/// m.handle_session(Millis(0), avout::SessionState::Connected);
+/// assert!(matches!(m.poll_request(), Some((_, Request::Sync { .. }))));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReadMachine {
+    node: String,
+    history: String,
+    points: String,
+    point: Option<i64>,
+    check_point: bool,
+    phase: Phase,
+    io: Io,
+    output: Option<Result<ReadOut, Halt>>,
+}
+
+impl ReadMachine {
+    /// Reads the ref whose node is `node` (history under `history`) at `point`, or, with
+    /// `None`, fixes the read point first from the clock at `points` (the newest commit
+    /// point). `check_point: false` is the planted bug that reads the newest value whatever
+    /// the read point.
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::ReadMachine::new("/r/a", "/r/a/history", "/s/history", Some(3), true);
+    /// assert!(format!("{m:?}").contains("/r/a"));
+    /// ```
+    pub fn new(
+        node: &str,
+        history: &str,
+        points: &str,
+        point: Option<i64>,
+        check_point: bool,
+    ) -> Self {
+        ReadMachine {
+            node: node.to_owned(),
+            history: history.to_owned(),
+            points: points.to_owned(),
+            point,
+            check_point,
+            phase: Phase::Start,
+            io: Io::new(),
+            output: None,
+        }
+    }
+
+    fn finish(&mut self, out: Result<ReadOut, Halt>) {
+        self.phase = Phase::Done;
+        self.io.clear();
+        self.output = Some(out);
+    }
+
+    fn start(&mut self) {
+        let mut batch = Batch::default();
+        // The sync makes the reads that follow see every commit acknowledged before the
+        // read began (a linearizable read point), at no extra round trip.
+        batch.push(
+            &mut self.io,
+            Request::Sync {
+                path: self.points.clone(),
+            },
+        );
+        let clock = self.point.is_none();
+        if clock {
+            batch.push(
+                &mut self.io,
+                Request::Exists {
+                    path: self.points.clone(),
+                    watch: false,
+                },
+            );
+        }
+        batch.push(
+            &mut self.io,
+            Request::GetData {
+                path: self.node.clone(),
+                watch: false,
+            },
+        );
+        self.phase = Phase::First { batch, clock };
+    }
+
+    fn list(&mut self, point: i64) {
+        let mut batch = Batch::default();
+        batch.push(
+            &mut self.io,
+            Request::GetChildren {
+                path: self.history.clone(),
+                watch: false,
+            },
+        );
+        self.phase = Phase::Listing { batch, point };
+    }
+
+    /// Redoes the current step after a connection loss (every request here is a read).
+    fn redo(&mut self) {
+        match self.phase.clone() {
+            Phase::First { .. } => self.start(),
+            Phase::Listing { point, .. } | Phase::Fetching { point, .. } => self.list(point),
+            Phase::Start | Phase::Done => {}
+        }
+    }
+
+    fn first(&mut self, replies: Vec<crate::Result<Reply>>, clock: bool) {
+        let mut it = replies.into_iter().skip(1);
+        let point = if clock {
+            match it.next() {
+                Some(Ok(Reply::Exists(Some(stat)))) => clock_point(&stat),
+                Some(Ok(Reply::Exists(None))) | Some(Err(Error::NoNode { .. })) => {
+                    return self.finish(Err(Halt::Zk(Error::NoNode {
+                        path: self.points.clone(),
+                    })));
+                }
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("exists replied {other:?}"),
+            }
+        } else {
+            self.point.expect("a read point was given")
+        };
+        match it.next() {
+            Some(Ok(Reply::Data { data, stat })) => {
+                if stat.mzxid <= point || !self.check_point {
+                    self.finish(Ok(ReadOut {
+                        value: data,
+                        version: stat.version,
+                        commit_point: stat.mzxid,
+                        read_point: point,
+                    }));
+                } else {
+                    self.list(point);
+                }
+            }
+            Some(Err(Error::NoNode { .. })) => {
+                self.finish(Err(Halt::NoRef(crate::path::name(&self.node).to_owned())))
+            }
+            Some(Err(e)) => self.finish(Err(Halt::Zk(e))),
+            other => unreachable!("get_data replied {other:?}"),
+        }
+    }
+
+    fn listed(&mut self, reply: crate::Result<Reply>, point: i64) {
+        match reply {
+            Ok(Reply::Children { children, .. }) => {
+                let names: Vec<String> = super::layout::sorted_history(&children)
+                    .into_iter()
+                    .map(|(_, n)| n)
+                    .collect();
+                if names.is_empty() {
+                    return self.finish(Err(Halt::ReadFault));
+                }
+                let mut batch = Batch::default();
+                for n in &names {
+                    batch.push(
+                        &mut self.io,
+                        Request::GetData {
+                            path: crate::path::join(&self.history, n),
+                            watch: false,
+                        },
+                    );
+                }
+                self.phase = Phase::Fetching {
+                    batch,
+                    names,
+                    point,
+                };
+            }
+            Err(Error::NoNode { .. }) => {
+                self.finish(Err(Halt::NoRef(crate::path::name(&self.node).to_owned())))
+            }
+            Err(e) => self.finish(Err(Halt::Zk(e))),
+            Ok(other) => unreachable!("children replied {other:?}"),
+        }
+    }
+
+    fn fetched(&mut self, replies: Vec<crate::Result<Reply>>, names: Vec<String>, point: i64) {
+        let mut best: Option<ReadOut> = None;
+        for (reply, name) in replies.into_iter().zip(names) {
+            match reply {
+                Ok(Reply::Data { data, stat }) => {
+                    if stat.czxid <= point
+                        && best.as_ref().is_none_or(|b| stat.czxid > b.commit_point)
+                    {
+                        let version = super::layout::history_version(&name).unwrap_or(0) as i32;
+                        best = Some(ReadOut {
+                            value: data,
+                            version,
+                            commit_point: stat.czxid,
+                            read_point: point,
+                        });
+                    }
+                }
+                // Trimmed since the listing: the value we need may have been it.
+                Err(Error::NoNode { .. }) => return self.finish(Err(Halt::ReadFault)),
+                Err(e) => return self.finish(Err(Halt::Zk(e))),
+                Ok(other) => unreachable!("get_data replied {other:?}"),
+            }
+        }
+        self.finish(best.ok_or(Halt::ReadFault));
+    }
+}
+
+/// The newest commit point visible in the clock node's metadata: every commit deletes a
+/// transaction point (moving `pzxid`) and creating a ref sets the node's data (`mzxid`).
+pub(crate) fn clock_point(stat: &Stat) -> i64 {
+    stat.pzxid.max(stat.mzxid)
+}
+
+impl Machine for ReadMachine {
+    type Output = Result<ReadOut, Halt>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.io.poll()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        let batch = match &mut self.phase {
+            Phase::First { batch, .. }
+            | Phase::Listing { batch, .. }
+            | Phase::Fetching { batch, .. } => batch,
+            Phase::Start | Phase::Done => return,
+        };
+        if !batch.accept(token, reply) || !batch.complete() {
+            return;
+        }
+        let replies = batch.take();
+        match verdict(&replies) {
+            Verdict::SessionLost(e) => return self.finish(Err(Halt::SessionLost(e))),
+            Verdict::Indeterminate => return self.io.redo_later(now),
+            Verdict::Replied => {}
+        }
+        match self.phase.clone() {
+            Phase::First { clock, .. } => self.first(replies, clock),
+            Phase::Listing { point, .. } => {
+                let reply = replies.into_iter().next().expect("one request");
+                self.listed(reply, point);
+            }
+            Phase::Fetching { names, point, .. } => self.fetched(replies, names, point),
+            Phase::Start | Phase::Done => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        let first = self.io.session.is_none();
+        let (lost, due) = self.io.session_changed(state);
+        if self.phase == Phase::Done {
+            return;
+        }
+        if let Some(e) = lost {
+            return self.finish(Err(Halt::SessionLost(e)));
+        }
+        if first {
+            self.start();
+        } else if due {
+            self.redo();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if self.phase != Phase::Done && self.io.redo_due(now) {
+            self.redo();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        self.io.redo_at
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}

@@ -1,0 +1,448 @@
+//! Tagging the refs a transaction writes, and barging: [`TagMachine`].
+//!
+//! The first step of a writing commit, in one round trip: create the transaction's point
+//! (`RUNNING`), and for every written ref create its tag, list the ref's tags, read the ref
+//! node (the *read-point check*: its newest commit must be at or before the read point, or
+//! another transaction wrote it since this one's snapshot — a conflict) and list its history
+//! (for trimming at commit).
+//!
+//! A tag of another transaction on the same ref is looked up by its point:
+//!
+//! - gone, `KILLED` (or foreign bytes): stale, ignored — its owner will not commit;
+//! - `COMMITTING`: never killed; this try waits until that point changes (a watch), at most
+//!   the bail wait, and is retried (Clojure's `blockAndBail`);
+//! - `RUNNING` and younger than this transaction, once this transaction has been running for
+//!   BARGE-WAIT: *barged* — set to `KILLED` by a compare-and-set on the version read, so a
+//!   point that moved to `COMMITTING` meanwhile is left alone (its commit goes on, this try
+//!   waits and retries);
+//! - `RUNNING` otherwise: wait and retry, as for `COMMITTING`.
+//!
+//! Tags order who may proceed, which keeps older transactions from starving; correctness does
+//! not rest on them: the commit `multi` is conditional on each written ref's version read here.
+
+use std::collections::BTreeMap;
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::{CreateMode, CreateOptions, Error, SessionState, Stat, WatchedEvent};
+
+use super::Halt;
+use super::io::{Batch, Io, Verdict, verdict};
+use super::layout::{Layout, State};
+
+/// What tagging learnt about one written ref.
+///
+/// ```
+/// let b = avout::stm::mvcc::Base { name: "a".into(), value: vec![], version: 2, history: vec![] };
+/// assert_eq!(b.version, 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Base {
+    /// The ref.
+    pub name: String,
+    /// Its newest committed value (the value before this commit).
+    pub value: Vec<u8>,
+    /// The ref node's version: the commit is conditional on it.
+    pub version: i32,
+    /// The history's node names.
+    pub history: Vec<String>,
+}
+
+/// How tagging went.
+///
+/// ```
+/// let t = avout::stm::mvcc::Tagged { bases: vec![], barged: 1 };
+/// assert_eq!(t.barged, 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tagged {
+    /// One entry per written ref, in the order given.
+    pub bases: Vec<Base>,
+    /// How many younger transactions this one barged.
+    pub barged: u32,
+}
+
+/// Whom a transaction is: its id, its age and its read point.
+///
+/// ```
+/// let me = avout::stm::mvcc::Me { txid: "t-1".into(), age: 4, read_point: 9 };
+/// assert!(me.age <= me.read_point);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Me {
+    /// The try's transaction id (its point's name).
+    pub txid: String,
+    /// The read point of the transaction's first try: smaller is older (ties: by id).
+    pub age: i64,
+    /// This try's read point.
+    pub read_point: i64,
+}
+
+/// Barging policy for one tagging step.
+///
+/// ```
+/// let b = avout::stm::mvcc::Barging { may_barge: true, bail_wait_ms: 10, barge_committing: false };
+/// assert!(b.may_barge);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Barging {
+    /// Whether BARGE-WAIT has passed since the transaction started.
+    pub may_barge: bool,
+    /// How long to wait for a blocking transaction before retrying.
+    pub bail_wait_ms: u64,
+    /// The planted bug: barge `COMMITTING` transactions too.
+    pub barge_committing: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Start,
+    Tagging(Batch),
+    /// Reading the points of other transactions' tags.
+    Looking {
+        batch: Batch,
+        others: Vec<String>,
+    },
+    /// Killing younger running transactions.
+    Barging {
+        batch: Batch,
+        victims: Vec<String>,
+    },
+    /// Waiting for a blocking transaction's point to change, then retrying.
+    Waiting {
+        exists: Token,
+        until: Millis,
+        blocker: String,
+    },
+    Done,
+}
+
+/// Tags the written refs and barges; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::stm::mvcc::{Barging, Me, TagMachine};
+/// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
+/// let barging = Barging { may_barge: false, bail_wait_ms: 10, barge_committing: false };
+/// let mut m = TagMachine::new("/s", me, vec!["a".into()], barging);
+/// m.handle_session(Millis(0), avout::SessionState::Connected);
+/// assert!(matches!(m.poll_request(), Some((_, Request::Create { .. }))));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TagMachine {
+    layout: Layout,
+    me: Me,
+    writes: Vec<String>,
+    barging: Barging,
+    bases: Vec<Base>,
+    /// Other transactions' ids and the refs they tagged (the first one, for messages).
+    others: BTreeMap<String, String>,
+    barged: u32,
+    phase: Phase,
+    io: Io,
+    output: Option<Result<Tagged, Halt>>,
+}
+
+impl TagMachine {
+    /// Tags the refs `writes` (sorted names) of the STM rooted at `root` for `me`.
+    ///
+    /// ```
+    /// use avout::stm::mvcc::{Barging, Me, TagMachine};
+    /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
+    /// let b = Barging { may_barge: true, bail_wait_ms: 0, barge_committing: false };
+    /// let _ = TagMachine::new("/s", me, vec![], b);
+    /// ```
+    pub fn new(root: &str, me: Me, writes: Vec<String>, barging: Barging) -> Self {
+        TagMachine {
+            layout: Layout::new(root),
+            me,
+            writes,
+            barging,
+            bases: Vec::new(),
+            others: BTreeMap::new(),
+            barged: 0,
+            phase: Phase::Start,
+            io: Io::new(),
+            output: None,
+        }
+    }
+
+    fn finish(&mut self, out: Result<Tagged, Halt>) {
+        self.phase = Phase::Done;
+        self.io.clear();
+        self.output = Some(out);
+    }
+
+    fn start(&mut self) {
+        let mut batch = Batch::default();
+        batch.push(
+            &mut self.io,
+            Request::Create {
+                path: self.layout.point(&self.me.txid),
+                data: State::Running.encode(self.me.age),
+                options: CreateOptions::new(CreateMode::Ephemeral),
+            },
+        );
+        for name in self.writes.clone() {
+            for request in [
+                Request::Create {
+                    path: self.layout.tag(&name, &self.me.txid),
+                    data: Vec::new(),
+                    options: CreateOptions::new(CreateMode::Ephemeral),
+                },
+                Request::GetChildren {
+                    path: self.layout.txn(&name),
+                    watch: false,
+                },
+                Request::GetData {
+                    path: self.layout.ref_node(&name),
+                    watch: false,
+                },
+                Request::GetChildren {
+                    path: self.layout.history(&name),
+                    watch: false,
+                },
+            ] {
+                batch.push(&mut self.io, request);
+            }
+        }
+        self.phase = Phase::Tagging(batch);
+    }
+
+    fn tagged(&mut self, replies: Vec<crate::Result<Reply>>) {
+        let mut it = replies.into_iter();
+        match it.next() {
+            Some(Ok(Reply::Created { .. })) => {}
+            Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+            other => unreachable!("create replied {other:?}"),
+        }
+        for name in self.writes.clone() {
+            let (tag, tags, node, history) = (it.next(), it.next(), it.next(), it.next());
+            match tag {
+                Some(Ok(Reply::Created { .. })) => {}
+                Some(Err(Error::NoNode { .. })) => return self.finish(Err(Halt::NoRef(name))),
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("create replied {other:?}"),
+            }
+            match tags {
+                Some(Ok(Reply::Children { children, .. })) => {
+                    for c in children.into_iter().filter(|c| *c != self.me.txid) {
+                        self.others.entry(c).or_insert_with(|| name.clone());
+                    }
+                }
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("children replied {other:?}"),
+            }
+            let (value, stat) = match node {
+                Some(Ok(Reply::Data { data, stat })) => (data, stat),
+                Some(Err(Error::NoNode { .. })) => return self.finish(Err(Halt::NoRef(name))),
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("get_data replied {other:?}"),
+            };
+            // The read-point check: a commit after this try's snapshot means the value it
+            // computed from is stale.
+            if stat.mzxid > self.me.read_point {
+                return self.finish(Err(Halt::Conflict(Some(name))));
+            }
+            let history = match history {
+                Some(Ok(Reply::Children { children, .. })) => children,
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("children replied {other:?}"),
+            };
+            self.bases.push(Base {
+                name,
+                value,
+                version: stat.version,
+                history,
+            });
+        }
+        if self.others.is_empty() {
+            return self.done();
+        }
+        let others: Vec<String> = self.others.keys().cloned().collect();
+        let mut batch = Batch::default();
+        for o in &others {
+            batch.push(
+                &mut self.io,
+                Request::GetData {
+                    path: self.layout.point(o),
+                    watch: false,
+                },
+            );
+        }
+        self.phase = Phase::Looking { batch, others };
+    }
+
+    fn done(&mut self) {
+        let out = Tagged {
+            bases: std::mem::take(&mut self.bases),
+            barged: self.barged,
+        };
+        self.finish(Ok(out));
+    }
+
+    fn looked(&mut self, now: Millis, replies: Vec<crate::Result<Reply>>, others: Vec<String>) {
+        let mut victims: Vec<(String, Stat, i64)> = Vec::new();
+        let mut blocker: Option<String> = None;
+        for (reply, other) in replies.into_iter().zip(others) {
+            let (data, stat) = match reply {
+                Ok(Reply::Data { data, stat }) => (data, stat),
+                // Its owner finished (or its session ended): the tag is stale.
+                Err(Error::NoNode { .. }) => continue,
+                Err(e) => return self.finish(Err(Halt::Zk(e))),
+                Ok(other) => unreachable!("get_data replied {other:?}"),
+            };
+            let Some((state, age)) = State::parse(&data) else {
+                continue;
+            };
+            let older = (self.me.age, self.me.txid.as_str()) < (age, other.as_str());
+            let bargeable = match state {
+                State::Running => true,
+                State::Committing => self.barging.barge_committing,
+                State::Committed | State::Retry | State::Killed => continue,
+            };
+            if bargeable && older && self.barging.may_barge {
+                victims.push((other, stat, age));
+            } else if blocker.is_none() {
+                blocker = Some(other);
+            }
+        }
+        if let Some(blocker) = blocker {
+            return self.wait_for(now, blocker);
+        }
+        if victims.is_empty() {
+            return self.done();
+        }
+        let mut batch = Batch::default();
+        for (victim, stat, age) in &victims {
+            batch.push(
+                &mut self.io,
+                Request::SetData {
+                    path: self.layout.point(victim),
+                    data: State::Killed.encode(*age),
+                    version: Some(stat.version),
+                },
+            );
+        }
+        self.phase = Phase::Barging {
+            batch,
+            victims: victims.into_iter().map(|(v, _, _)| v).collect(),
+        };
+    }
+
+    fn barged(&mut self, now: Millis, replies: Vec<crate::Result<Reply>>, victims: Vec<String>) {
+        for (reply, victim) in replies.into_iter().zip(victims) {
+            match reply {
+                Ok(_) => self.barged += 1,
+                // Gone: finished meanwhile.
+                Err(Error::NoNode { .. }) => {}
+                // It moved on (to COMMITTING): leave it, wait for it.
+                Err(Error::BadVersion { .. }) => return self.wait_for(now, victim),
+                Err(e) => return self.finish(Err(Halt::Zk(e))),
+            }
+        }
+        self.done();
+    }
+
+    fn wait_for(&mut self, now: Millis, blocker: String) {
+        let exists = self.io.send(Request::Exists {
+            path: self.layout.point(&blocker),
+            watch: true,
+        });
+        self.phase = Phase::Waiting {
+            exists,
+            until: now.plus(self.barging.bail_wait_ms),
+            blocker,
+        };
+    }
+
+    fn bail(&mut self) {
+        let name = match &self.phase {
+            Phase::Waiting { blocker, .. } => self.others.get(blocker).cloned(),
+            _ => None,
+        };
+        self.finish(Err(Halt::Conflict(name)));
+    }
+}
+
+impl Machine for TagMachine {
+    type Output = Result<Tagged, Halt>;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        self.io.poll()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        if let Phase::Waiting { exists, .. } = &self.phase {
+            if *exists == token {
+                match reply {
+                    // Already gone: retry at once.
+                    Ok(Reply::Exists(None)) => self.bail(),
+                    Ok(_) => {}
+                    Err(e) if e.is_session_lost() => self.finish(Err(Halt::SessionLost(e))),
+                    Err(_) => self.bail(),
+                }
+            }
+            return;
+        }
+        let batch = match &mut self.phase {
+            Phase::Tagging(batch) | Phase::Looking { batch, .. } | Phase::Barging { batch, .. } => {
+                batch
+            }
+            Phase::Start | Phase::Waiting { .. } | Phase::Done => return,
+        };
+        if !batch.accept(token, reply) || !batch.complete() {
+            return;
+        }
+        let replies = batch.take();
+        match verdict(&replies) {
+            Verdict::SessionLost(e) => return self.finish(Err(Halt::SessionLost(e))),
+            // Creates and a compare-and-set whose outcome is unknown: give the try up; the
+            // cleanup deletes the point and tags by name, whichever way they went.
+            Verdict::Indeterminate => return self.finish(Err(Halt::Interrupted)),
+            Verdict::Replied => {}
+        }
+        match self.phase.clone() {
+            Phase::Tagging(_) => self.tagged(replies),
+            Phase::Looking { others, .. } => self.looked(now, replies, others),
+            Phase::Barging { victims, .. } => self.barged(now, replies, victims),
+            Phase::Start | Phase::Waiting { .. } | Phase::Done => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if matches!(&self.phase, Phase::Waiting { exists, .. } if *exists == token) {
+            self.bail();
+        }
+    }
+
+    fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        let first = self.io.session.is_none();
+        let (lost, _) = self.io.session_changed(state);
+        if self.phase == Phase::Done {
+            return;
+        }
+        if let Some(e) = lost {
+            return self.finish(Err(Halt::SessionLost(e)));
+        }
+        if first {
+            self.start();
+        }
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        if matches!(&self.phase, Phase::Waiting { until, .. } if *until <= now) {
+            self.bail();
+        }
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        match &self.phase {
+            Phase::Waiting { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        self.output.take()
+    }
+}
