@@ -36,6 +36,7 @@ mod coord;
 mod error;
 mod ext;
 pub mod lock;
+pub mod locktable;
 pub mod machine;
 mod node;
 mod op;

@@ -12,6 +12,9 @@
 //!   recipe workloads of the Curator and kazoo peers (`../shared/peers`) and prints their JSON
 //!   line.
 //! - `avout lock hold` takes an exclusive lock (Curator-compatible) for interop checks.
+//! - `avout model mutex|rwlock|election|atom [--clients N] [--depth D] [--explorer ADDR]`
+//!   model-checks the production protocol machines (stateright): exit 0 if every property
+//!   comes out as wanted, 1 (with a counterexample trace) if not.
 //!
 //! A failed benchmark check (two lock holders, a wrong counter total) prints `FAIL: …` to
 //! stderr and exits with status 1, as the peers do. Every other failure prints one `avout: …`
@@ -20,6 +23,7 @@
 mod bench;
 mod chaos;
 mod lockcmd;
+mod modelcmd;
 mod runcmd;
 mod zkcmd;
 
@@ -50,6 +54,8 @@ enum Command {
     Lock(lockcmd::LockCommand),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
     Check(CheckArgs),
+    /// Check a protocol model exhaustively (stateright): states, time, each property's verdict.
+    Model(modelcmd::ModelArgs),
     /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
     Run(runcmd::RunArgs),
     /// Run a scenario under many seeds on every core; stop at the first failure.
@@ -103,6 +109,8 @@ enum CliError {
     NotReplayed { seed: u64, hash: u64, replay: u64 },
     #[error(transparent)]
     Check(#[from] avout_scenarios::check::CheckError),
+    #[error(transparent)]
+    Model(#[from] avout_models::ModelError),
     /// The checker found an anomaly (already reported on stdout).
     #[error("the history is not linearizable as a {model}")]
     Anomaly { model: String },
@@ -135,6 +143,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Run(args) => Ok(runcmd::run(&args)?),
+        Command::Model(args) => Ok(modelcmd::run(&args)?),
         Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
         Command::Replay(args) => Ok(runcmd::replay(&args)?),
         Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),

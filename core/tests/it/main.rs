@@ -16,6 +16,7 @@ mod expiry;
 mod failover;
 mod group;
 mod lock_recipes_ensemble;
+mod lock_release;
 mod lock_recipes_sim;
 mod queue;
 mod queue_sim;
