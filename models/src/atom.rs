@@ -180,11 +180,15 @@ impl Agent for AtomAgent {
     }
 
     fn summary(&self) -> String {
-        match &self.ended {
+        let state = match &self.ended {
             Some(Ended::Swapped(v)) => format!("swapped, wrote {v}"),
             Some(Ended::Failed(e)) => format!("failed: {e}"),
             None if self.writes == 0 => "reading".into(),
             None => format!("writing (try {})", self.writes),
+        };
+        match self.applied {
+            0 => state,
+            n => format!("{state}; the server applied {n} of its writes"),
         }
     }
 }

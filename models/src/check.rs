@@ -170,9 +170,21 @@ fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) 
         .properties()
         .into_iter()
         .map(|p| {
-            let found = discoveries
-                .remove(p.name)
-                .map(|path| trace(model, path.into_vec()));
+            let found = discoveries.remove(p.name).map(|path| {
+                let mut path = path.into_vec();
+                // The checker keeps the last path it found, which may run past the first
+                // state showing the discovery: cut it there.
+                let shows = |s: &M::State| match p.expectation {
+                    Expectation::Always => !(p.condition)(model, s),
+                    Expectation::Sometimes => (p.condition)(model, s),
+                    Expectation::Eventually => false,
+                };
+                if let Some(at) = path.iter().position(|(s, _)| shows(s)) {
+                    path.truncate(at + 1);
+                    path[at].1 = None;
+                }
+                trace(model, path)
+            });
             let verdict = match (&p.expectation, found) {
                 (Expectation::Sometimes, Some(t)) => Verdict::Found(t),
                 (Expectation::Sometimes, None) => Verdict::NotFound,
@@ -210,6 +222,7 @@ pub fn trace<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) ->
             let _ = writeln!(out, "    client {i}: {}", c.agent.summary());
         }
     }
+    let last = path.last().map(|(s, _)| s.clone());
     for (n, (state, action)) in path.into_iter().enumerate() {
         let Some(action) = action else { continue };
         let mut next = state.clone();
@@ -219,6 +232,12 @@ pub fn trace<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) ->
         let _ = writeln!(out, "{:>3}. {}", n + 1, lines.next().unwrap_or_default());
         for line in lines {
             let _ = writeln!(out, "     {line}");
+        }
+    }
+    if let Some(last) = last {
+        out.push_str("at the end:\n");
+        for (i, c) in last.clients.iter().enumerate() {
+            let _ = writeln!(out, "    client {i}: {}", c.agent.summary());
         }
     }
     out

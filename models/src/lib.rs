@@ -94,6 +94,14 @@ pub enum ModelError {
     /// The configuration is out of range.
     #[error("{0}")]
     Config(String),
+    /// The explorer cannot listen on the address.
+    #[error("the explorer cannot listen on {address}: {reason}")]
+    Explorer {
+        /// The address.
+        address: String,
+        /// Why.
+        reason: String,
+    },
     /// The planted bug cannot be switched on.
     #[error(transparent)]
     Planted(#[from] planted::PlantedError),
@@ -127,7 +135,13 @@ impl Default for Config {
 }
 
 impl Config {
-    fn validate(&self) -> Result<(), ModelError> {
+    /// Checks the ranges, and that the planted bug can be switched on.
+    ///
+    /// ```
+    /// let c = avout_models::Config { clients: 0, ..Default::default() };
+    /// assert!(c.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), ModelError> {
         if !(1..=4).contains(&self.clients) {
             return Err(ModelError::Config(format!(
                 "--clients must be 1 to 4 (the state space grows exponentially), not {}",
@@ -199,6 +213,13 @@ pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
 /// avout_models::serve_named("mutex", &Default::default(), "127.0.0.1:3000").unwrap();
 /// ```
 pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), ModelError> {
+    // The explorer's server panics if it cannot bind: find out first, with a clear error.
+    drop(
+        std::net::TcpListener::bind(address).map_err(|e| ModelError::Explorer {
+            address: address.to_owned(),
+            reason: e.to_string(),
+        })?,
+    );
     match name.parse::<Named>()? {
         Named::Mutex => check::serve(config.lock(lock::Flavor::Mutex)?, address),
         Named::RwLock => check::serve(config.lock(lock::Flavor::RwLock)?, address),

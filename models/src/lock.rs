@@ -28,7 +28,7 @@ use avout::planted::Bug;
 use avout::{CreateMode, Error, SessionState, WatchedEvent, path};
 use stateright::{Model, Property};
 
-use crate::world::{Action, Agent, Faults, Run, World};
+use crate::world::{Action, Agent, Faults, Run, World, shorten};
 
 /// The lock directory every client contends on.
 pub const LOCK_PATH: &str = "/lock";
@@ -264,12 +264,12 @@ impl Agent for LockAgent {
         match &self.phase {
             Phase::Idle => "idle".into(),
             Phase::Acquiring(_) => format!("acquiring the {what}"),
-            Phase::Holding(a) => format!(
+            Phase::Holding(a) => shorten(&format!(
                 "HOLDS the {what} with {} (token {})",
                 path::name(&a.node),
                 a.fencing_token
-            ),
-            Phase::Releasing { node, .. } => format!("releasing {}", path::name(node)),
+            )),
+            Phase::Releasing { node, .. } => shorten(&format!("releasing {}", path::name(node))),
             Phase::Lost(a) => format!("lost the {what} (token {})", a.fencing_token),
             Phase::Failed(e) => format!("failed: {e}"),
             Phase::Done => "done".into(),

@@ -310,9 +310,13 @@ impl<A: Agent> World<A> {
 
     /// Takes `action`; with `log`, describes what happened.
     pub fn step(&mut self, action: Action, mut log: Option<&mut Vec<String>>) {
+        let before: Vec<String> = match log {
+            Some(_) => self.clients.iter().map(|c| c.agent.summary()).collect(),
+            None => Vec::new(),
+        };
         let mut say = |line: String| {
             if let Some(log) = log.as_deref_mut() {
-                log.push(line);
+                log.push(shorten(&line));
             }
         };
         match action {
@@ -418,8 +422,11 @@ impl<A: Agent> World<A> {
             c.flush();
         }
         if let Some(log) = log {
-            for (i, c) in self.clients.iter().enumerate() {
-                log.push(format!("    client {i}: {}", c.agent.summary()));
+            for (i, (c, before)) in self.clients.iter().zip(before).enumerate() {
+                let now = c.agent.summary();
+                if now != before {
+                    log.push(format!("    => client {i} {now}"));
+                }
             }
         }
     }
@@ -449,6 +456,30 @@ impl<A: Agent> World<A> {
             say(format!("    fires {}", fired.event));
         }
     }
+}
+
+/// Writes the models' lock GUIDs (client `c`, acquisition `g`) as `c<c>.<g>` in a trace line,
+/// so paths stay readable: `/lock/_c_c0.1-lock-0000000003`.
+pub fn shorten(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("_c_") {
+        out.push_str(&rest[..at + 3]);
+        rest = &rest[at + 3..];
+        let guid = rest
+            .get(..36)
+            .and_then(|g| u128::from_str_radix(&g.replace('-', ""), 16).ok());
+        if let Some(guid) = guid
+            && guid >> 80 > 0
+        {
+            let client = (guid >> 80) - 1;
+            let generation = guid & 0xffff_ffff;
+            out.push_str(&format!("c{client}.{generation}"));
+            rest = &rest[36..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The kernel's form of a machine's request.

@@ -1,1 +1,5 @@
 //! Integration tests of the models: one binary.
+
+mod models;
+#[cfg(feature = "planted-bugs")]
+mod planted;

@@ -1,0 +1,119 @@
+//! Every model passes in small configurations, reaches its interesting states, and explores
+//! exactly the pinned number of states (a change in a machine or in the model ZooKeeper that
+//! changes the state space shows here).
+
+use avout_models::check::Verdict;
+use avout_models::{Config, Search, check_named};
+use stateright::Expectation;
+
+fn checked(name: &str, clients: u8, faults: u8) -> avout_models::Report {
+    let config = Config {
+        clients,
+        faults,
+        ..Config::default()
+    };
+    let report = check_named(name, &config).expect("a model");
+    assert!(
+        report.ok(),
+        "{name} with {clients} clients, {faults} faults:\n{report}"
+    );
+    report
+}
+
+#[test]
+fn mutex_without_faults() {
+    let report = checked("mutex", 2, 0);
+    assert_eq!(report.unique_states, 224);
+    assert_eq!(report.states, 417);
+}
+
+#[test]
+fn mutex_with_one_fault_recovers_lost_creates_and_is_taken_over_after_expiry() {
+    let report = checked("mutex", 2, 1);
+    assert_eq!(report.unique_states, 4077);
+    for wanted in [
+        "taken over from an expired holder",
+        "a lost create reply recovered by GUID",
+    ] {
+        let p = report.property(wanted);
+        assert_eq!(p.expectation, Expectation::Sometimes);
+        assert!(matches!(p.verdict, Verdict::Found(_)), "{wanted}: {report}");
+    }
+}
+
+#[test]
+fn rwlock_readers_share_and_exclude_the_writer() {
+    let report = checked("rwlock", 3, 0);
+    assert_eq!(report.unique_states, 11590);
+    assert!(matches!(
+        report.property("readers share").verdict,
+        Verdict::Found(_)
+    ));
+}
+
+#[test]
+fn election_has_one_leader_per_term() {
+    let report = checked("election", 2, 1);
+    assert_eq!(report.unique_states, 4077);
+    assert_eq!(
+        report
+            .property("one leader per term (older leaders expired)")
+            .verdict,
+        Verdict::Holds
+    );
+}
+
+#[test]
+fn atom_updates_are_neither_lost_nor_doubled() {
+    let report = checked("atom", 2, 1);
+    assert_eq!(report.unique_states, 788);
+    let report = checked("atom", 3, 0);
+    assert_eq!(report.unique_states, 2001);
+}
+
+#[test]
+fn an_example_prints_as_a_numbered_trace() {
+    let report = checked("mutex", 2, 1);
+    let Verdict::Found(trace) = &report.property("taken over from an expired holder").verdict
+    else {
+        panic!("no example: {report}");
+    };
+    assert!(trace.starts_with("initially:\n"), "{trace}");
+    assert!(trace.contains("  1. server applies client"), "{trace}");
+    assert!(trace.contains("server EXPIRES client"), "{trace}");
+    assert!(trace.contains("HOLDS the lock"), "{trace}");
+}
+
+#[test]
+fn a_depth_bound_stops_the_search_and_leaves_examples_unfound() {
+    let config = Config {
+        faults: 1,
+        search: Search {
+            max_depth: Some(4),
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mutex", &config).unwrap();
+    assert!(report.max_depth <= 4, "{report}");
+    assert!(report.unique_states < 4077);
+    assert_eq!(
+        report.property("every client held").verdict,
+        Verdict::NotFound
+    );
+    assert!(!report.ok());
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let e = check_named(
+        "mutex",
+        &Config {
+            clients: 9,
+            ..Config::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("--clients"), "{e}");
+    assert!(check_named("nope", &Config::default()).is_err());
+}
