@@ -21,12 +21,16 @@
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
 
+pub mod barrier;
 pub mod case;
 pub mod counter;
+pub mod election;
 pub mod env;
 pub mod explore;
 pub mod linkv;
 pub mod mutex;
+pub mod queue;
+pub mod rwlock;
 pub mod shrink;
 
 use std::collections::BTreeMap;
@@ -64,6 +68,14 @@ pub enum ScenarioName {
     LinKv,
     /// The exclusive lock with fencing tokens.
     Mutex,
+    /// The read-write lock.
+    Rwlock,
+    /// Leader election with terms.
+    Election,
+    /// The FIFO queue with exactly-once delivery.
+    Queue,
+    /// The barrier.
+    Barrier,
 }
 
 impl ScenarioName {
@@ -72,6 +84,10 @@ impl ScenarioName {
         ScenarioName::Counter,
         ScenarioName::LinKv,
         ScenarioName::Mutex,
+        ScenarioName::Rwlock,
+        ScenarioName::Election,
+        ScenarioName::Queue,
+        ScenarioName::Barrier,
     ];
 
     /// The name on the command line.
@@ -84,6 +100,10 @@ impl ScenarioName {
             ScenarioName::Counter => "counter",
             ScenarioName::LinKv => "lin-kv",
             ScenarioName::Mutex => "mutex",
+            ScenarioName::Rwlock => "rwlock",
+            ScenarioName::Election => "election",
+            ScenarioName::Queue => "queue",
+            ScenarioName::Barrier => "barrier",
         }
     }
 
@@ -103,6 +123,18 @@ impl ScenarioName {
             ScenarioName::Mutex => {
                 "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
             }
+            ScenarioName::Rwlock => {
+                "readers read twice, writers increment; checker: no writer inside a read hold"
+            }
+            ScenarioName::Election => {
+                "campaign, fenced work, resign; checker: one leader per term, no two live leaders"
+            }
+            ScenarioName::Queue => {
+                "put unique items, take, drain; checker: nothing lost, nothing delivered twice"
+            }
+            ScenarioName::Barrier => {
+                "one client sets and removes, others wait; checker: nobody passes a set barrier"
+            }
         }
     }
 
@@ -117,6 +149,10 @@ impl ScenarioName {
             ScenarioName::Counter => (4, 50),
             ScenarioName::LinKv => (4, 50),
             ScenarioName::Mutex => (4, 20),
+            ScenarioName::Rwlock => (4, 20),
+            ScenarioName::Election => (4, 10),
+            ScenarioName::Queue => (4, 40),
+            ScenarioName::Barrier => (4, 10),
         }
     }
 }
@@ -426,6 +462,10 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         ScenarioName::Counter => counter::workload(cluster, w, rec).await,
         ScenarioName::LinKv => linkv::workload(cluster, w, rec).await,
         ScenarioName::Mutex => mutex::workload(cluster, w, rec).await,
+        ScenarioName::Rwlock => rwlock::workload(cluster, w, rec).await,
+        ScenarioName::Election => election::workload(cluster, w, rec).await,
+        ScenarioName::Queue => queue::workload(cluster, w, rec).await,
+        ScenarioName::Barrier => barrier::workload(cluster, w, rec).await,
     }
 }
 
@@ -435,6 +475,10 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::Counter => counter::check(history),
         ScenarioName::LinKv => linkv::check(history),
         ScenarioName::Mutex => mutex::check(history),
+        ScenarioName::Rwlock => rwlock::check(history),
+        ScenarioName::Election => election::check(history),
+        ScenarioName::Queue => queue::check(history),
+        ScenarioName::Barrier => barrier::check(history),
     };
     if !stalls.is_empty() {
         verdict.valid = false;

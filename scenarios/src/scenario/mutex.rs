@@ -237,6 +237,11 @@ fn holds(ops: &[Pair]) -> Vec<Hold> {
 /// assert!(!v.valid, "{v}");
 /// ```
 pub fn check(history: &History) -> Verdict {
+    check_holds(history, "mutex (fencing)")
+}
+
+/// The mutex check under another name (leader election is a lock on leadership).
+pub(crate) fn check_holds(history: &History, checker: &str) -> Verdict {
     let ops = pairs(history);
     let mut anomalies = Vec::new();
     let mut written: BTreeMap<u64, u64> = BTreeMap::new();
@@ -255,6 +260,15 @@ pub fn check(history: &History) -> Verdict {
         }
     }
     let hs = holds(&ops);
+    let mut tokens: BTreeMap<i64, u64> = BTreeMap::new();
+    for h in &hs {
+        if let Some(other) = tokens.insert(h.token, h.process) {
+            anomalies.push(format!(
+                "processes {other} and {} were both granted token {}",
+                h.process, h.token
+            ));
+        }
+    }
     for (i, a) in hs.iter().enumerate() {
         for b in &hs[i + 1..] {
             // `b` began after `a` (sorted by acquisition); they overlap if `a` had not yet
@@ -276,5 +290,5 @@ pub fn check(history: &History) -> Verdict {
             }
         }
     }
-    Verdict::new("mutex (fencing)", anomalies)
+    Verdict::new(checker, anomalies)
 }

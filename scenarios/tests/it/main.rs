@@ -2,3 +2,4 @@
 
 mod check_cli;
 mod lock_hold;
+mod scenarios;

@@ -1,0 +1,227 @@
+//! `barrier`: client 0 sets a [`Barrier`], the others wait on it, client 0 removes it.
+//!
+//! Each of `ops` rounds: client 0 sets the barrier (retrying until it is set), tells the
+//! others in-process, pauses, then removes it (retrying until removed). The others start
+//! waiting only after hearing that the barrier is set.
+//!
+//! History: `set` and `remove` (value the round), `wait` (value the round; `ok` when the
+//! waiter was let through).
+//!
+//! The checker: no `wait` of a round completed before that round's `remove` was invoked (a
+//! waiter that started after the barrier was set must not pass it while it stands).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::recipes::barrier::{Barrier, BarrierError};
+use avout::Coordination;
+use rand::Rng;
+use tokio::sync::watch;
+
+use super::env::{Cluster, Process, Recorder, client_rng};
+use super::{OP_DEADLINE, Verdict, Workload, pairs};
+use crate::history::{EventType, History};
+
+const PATH: &str = "/barrier";
+
+/// Runs `op` until it succeeds (reconnecting after a lost session), recording each try.
+async fn until_done<K: Cluster, Fut>(
+    cluster: &K,
+    zk: &mut Arc<K::Client>,
+    rec: &Recorder,
+    process: &mut Process,
+    f: &str,
+    round: u64,
+    op: impl Fn(Barrier<K::Client>) -> Fut,
+) -> Result<(), String>
+where
+    Fut: std::future::Future<Output = Result<(), BarrierError>>,
+{
+    for _ in 0..100 {
+        let p = process.id();
+        rec.invoke(p, f, round.into(), None);
+        let barrier = Barrier::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+        match tokio::time::timeout(OP_DEADLINE, op(barrier)).await {
+            Ok(Ok(())) => {
+                rec.complete(EventType::Ok, p, f, round.into(), None);
+                return Ok(());
+            }
+            Ok(Err(_)) => {
+                rec.complete(EventType::Info, p, f, round.into(), None);
+                process.retire();
+            }
+            Err(_) => {
+                rec.complete(EventType::Info, p, f, round.into(), None);
+                rec.stall(format!("process {p}'s {f} of round {round}"));
+                return Err(format!("{f} of round {round} is stuck"));
+            }
+        }
+        if zk.session_states().current().is_terminal() {
+            *zk = cluster.connect().await.map_err(|e| e.to_string())?;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(format!("{f} of round {round} failed 100 times"))
+}
+
+async fn controller<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    rounds: watch::Sender<Option<u64>>,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, 0);
+    let mut process = Process::new(0, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    for round in 0..w.ops as u64 {
+        let set = until_done(
+            cluster,
+            &mut zk,
+            rec,
+            &mut process,
+            "set",
+            round,
+            |b| async move { b.set().await },
+        )
+        .await;
+        if set.is_err() {
+            break;
+        }
+        rounds.send_replace(Some(round));
+        tokio::time::sleep(Duration::from_millis(rng.random_range(5..30))).await;
+        let removed = until_done(
+            cluster,
+            &mut zk,
+            rec,
+            &mut process,
+            "remove",
+            round,
+            |b| async move { b.remove().await },
+        )
+        .await;
+        if removed.is_err() {
+            break;
+        }
+    }
+    rounds.send_replace(None);
+    Ok(())
+}
+
+async fn waiter<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+    mut rounds: watch::Receiver<Option<u64>>,
+) -> Result<(), String> {
+    let process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut last = None;
+    loop {
+        // The next round announced (a slow waiter may skip rounds).
+        let round = loop {
+            if rounds.changed().await.is_err() {
+                return Ok(());
+            }
+            match *rounds.borrow_and_update() {
+                Some(r) if Some(r) != last => break r,
+                Some(_) => continue,
+                None => return Ok(()),
+            }
+        };
+        last = Some(round);
+        let p = process.id();
+        rec.invoke(p, "wait", round.into(), None);
+        let barrier = Barrier::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+        match tokio::time::timeout(OP_DEADLINE, barrier.wait()).await {
+            Ok(Ok(())) => rec.complete(EventType::Ok, p, "wait", round.into(), None),
+            Ok(Err(_)) => {
+                rec.complete(EventType::Fail, p, "wait", round.into(), None);
+                if zk.session_states().current().is_terminal() {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                }
+            }
+            Err(_) => {
+                rec.complete(EventType::Info, p, "wait", round.into(), None);
+                rec.stall(format!("process {p}'s wait in round {round}"));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The workload: one controller and `w.clients - 1` waiters, `w.ops` rounds.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let (tx, rx) = watch::channel(None);
+    let waiters: Vec<_> = (1..w.clients)
+        .map(|i| waiter(cluster, w, rec, i, rx.clone()))
+        .collect();
+    drop(rx);
+    let (c, ws) = futures::join!(
+        controller(cluster, w, rec, tx),
+        futures::future::join_all(waiters)
+    );
+    c?;
+    for r in ws {
+        r?;
+    }
+    Ok(())
+}
+
+/// Judges a barrier history.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // The waiter of round 0 got through before the barrier was removed.
+/// let h: History = [
+///     Event::invoke(0, f("set"), 0.into()),
+///     Event::ok(0, f("set"), 0.into()),
+///     Event::invoke(1, f("wait"), 0.into()),
+///     Event::ok(1, f("wait"), 0.into()),
+///     Event::invoke(0, f("remove"), 0.into()),
+///     Event::ok(0, f("remove"), 0.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(!avout_scenarios::scenario::barrier::check(&h).valid);
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    // The first invocation of each round's remove.
+    let mut removed: BTreeMap<u64, usize> = BTreeMap::new();
+    for op in ops.iter().filter(|o| o.f == "remove") {
+        if let Some(r) = op.input.as_u64() {
+            removed.entry(r).or_insert(op.start);
+        }
+    }
+    let mut anomalies = Vec::new();
+    for op in ops
+        .iter()
+        .filter(|o| o.f == "wait" && o.end == EventType::Ok)
+    {
+        let Some(round) = op.input.as_u64() else {
+            continue;
+        };
+        let remove = removed.get(&round).copied().unwrap_or(usize::MAX);
+        if op.stop < remove {
+            anomalies.push(format!(
+                "process {} passed the barrier of round {round} while it stood (event {}, \
+                 before its removal{})",
+                op.process,
+                op.stop,
+                if remove == usize::MAX {
+                    String::new()
+                } else {
+                    format!(" at event {remove}")
+                }
+            ));
+        }
+    }
+    Verdict::new("barrier (nobody passes a set barrier)", anomalies)
+}

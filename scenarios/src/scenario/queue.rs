@@ -1,0 +1,220 @@
+//! `queue`: producers and consumers on one FIFO [`Queue`], drained at the end.
+//!
+//! Each client puts unique items (`c<client>-<n>`) and takes (waiting up to 50 ms); when all
+//! are done a fresh session takes until the queue is empty.
+//!
+//! History: `put` (value the item; `ok`, `fail`, or `info` when the session was lost with
+//! the put in doubt), `take` (`ok` value the item, or `null` for an empty queue; `info` when
+//! the session was lost with a claim in doubt).
+//!
+//! The checker: no item was taken twice; every item taken was put (and not failed); every
+//! item whose put was acknowledged was taken by the end, except at most as many as there
+//! were takes in doubt (an element claimed by a session that then died is gone).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use avout::recipes::queue::{Queue, QueueError};
+use avout::Coordination;
+use rand::Rng;
+use serde_json::Value;
+
+use super::env::{Cluster, Process, Recorder, client_rng};
+use super::{OP_DEADLINE, Verdict, Workload, pairs};
+use crate::history::{EventType, History};
+
+const PATH: &str = "/queue";
+
+fn end_of(e: &QueueError) -> EventType {
+    match e {
+        QueueError::Zk(z) if !z.is_indeterminate() => EventType::Fail,
+        _ => EventType::Info,
+    }
+}
+
+async fn take<C: avout::Coordination + ?Sized + 'static>(
+    q: &Queue<C>,
+    wait: Duration,
+) -> Result<Value, QueueError> {
+    let element = if wait.is_zero() {
+        q.try_take().await?
+    } else {
+        q.take_for(wait).await?
+    };
+    Ok(element.map_or(Value::Null, |e| {
+        Value::from(String::from_utf8_lossy(&e.data).into_owned())
+    }))
+}
+
+async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, index);
+    let mut process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+    for n in 0..w.ops {
+        let p = process.id();
+        let put = rng.random_bool(0.5);
+        let (f, input) = if put {
+            ("put", Value::from(format!("c{index}-{n}")))
+        } else {
+            ("take", Value::Null)
+        };
+        rec.invoke(p, f, input.clone(), None);
+        let result = if put {
+            let item = input.as_str().unwrap_or_default().as_bytes().to_vec();
+            tokio::time::timeout(OP_DEADLINE, async {
+                queue.put(&item).await.map(|()| input.clone())
+            })
+            .await
+        } else {
+            tokio::time::timeout(OP_DEADLINE, take(&queue, Duration::from_millis(50))).await
+        };
+        match result {
+            Err(_) => {
+                rec.complete(EventType::Info, p, f, input, None);
+                rec.stall(format!("process {p}'s {f}"));
+                break;
+            }
+            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v, None),
+            Ok(Err(e)) => {
+                let end = end_of(&e);
+                rec.complete(end, p, f, input, None);
+                if end == EventType::Info {
+                    process.retire();
+                }
+                if zk.session_states().current().is_terminal() {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workload: `w.clients` clients, `w.ops` puts or takes each, then a drain.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
+    for r in futures::future::join_all(clients).await {
+        r?;
+    }
+    let mut p = (w.clients * (w.ops + 1)) as u64;
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+    let mut failures = 0;
+    loop {
+        rec.invoke(p, "take", Value::Null, None);
+        match tokio::time::timeout(OP_DEADLINE, take(&queue, Duration::ZERO)).await {
+            Ok(Ok(Value::Null)) => {
+                rec.complete(EventType::Ok, p, "take", Value::Null, None);
+                return Ok(());
+            }
+            Ok(Ok(v)) => rec.complete(EventType::Ok, p, "take", v, None),
+            Ok(Err(e)) => {
+                let end = end_of(&e);
+                rec.complete(end, p, "take", Value::Null, None);
+                if end == EventType::Info {
+                    p += 1;
+                }
+                failures += 1;
+                if failures > 100 {
+                    return Err(format!("the drain of the queue keeps failing: {e}"));
+                }
+                if zk.session_states().current().is_terminal() {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(_) => {
+                rec.complete(EventType::Info, p, "take", Value::Null, None);
+                rec.stall("the drain's take".into());
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Judges a queue history.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // One item put once, taken twice.
+/// let h: History = [
+///     Event::invoke(0, f("put"), "a".into()),
+///     Event::ok(0, f("put"), "a".into()),
+///     Event::invoke(1, f("take"), serde_json::Value::Null),
+///     Event::ok(1, f("take"), "a".into()),
+///     Event::invoke(2, f("take"), serde_json::Value::Null),
+///     Event::ok(2, f("take"), "a".into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::queue::check(&h);
+/// assert!(v.anomalies[0].contains("twice"), "{v}");
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    let mut anomalies = Vec::new();
+    let mut put: BTreeMap<String, EventType> = BTreeMap::new();
+    let mut taken: BTreeMap<String, u64> = BTreeMap::new();
+    let mut in_doubt = 0usize;
+    for op in &ops {
+        match (op.f.as_str(), op.end) {
+            ("put", end) => {
+                if let Some(item) = op.input.as_str() {
+                    put.insert(item.to_owned(), end);
+                }
+            }
+            ("take", EventType::Ok) => {
+                if let Some(item) = op.output.as_str()
+                    && let Some(first) = taken.insert(item.to_owned(), op.process)
+                {
+                    anomalies.push(format!(
+                        "{item} was delivered twice (to processes {first} and {})",
+                        op.process
+                    ));
+                }
+            }
+            ("take", EventType::Info) => in_doubt += 1,
+            _ => {}
+        }
+    }
+    for item in taken.keys() {
+        match put.get(item) {
+            None => anomalies.push(format!("{item} was taken but never put")),
+            Some(EventType::Fail) => {
+                anomalies.push(format!("{item} was taken, but its put failed"))
+            }
+            _ => {}
+        }
+    }
+    let lost: Vec<&String> = put
+        .iter()
+        .filter(|(item, end)| **end == EventType::Ok && !taken.contains_key(*item))
+        .map(|(item, _)| item)
+        .collect();
+    if lost.len() > in_doubt {
+        anomalies.push(format!(
+            "{} acknowledged item(s) never delivered (only {in_doubt} take(s) in doubt could \
+             explain it): {}",
+            lost.len(),
+            lost.iter()
+                .take(5)
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Verdict::new("queue (exactly once)", anomalies)
+}

@@ -1,0 +1,210 @@
+//! The scenario registry on the simulator and on real ZooKeeper: every scenario's checker
+//! passes its runs under every fault kind (and the fault did fire), the same workloads pass
+//! on a real server, the checkers fail histories that break them, and `avout run` / `replay`
+//! keep their exit-status contract.
+
+use std::process::{Command, Output};
+
+use avout::testkit::server::ZkServer;
+use avout_scenarios::scenario::case::Case;
+use avout_scenarios::scenario::env::ZkCluster;
+use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload, run_sim, run_zk};
+use avout_sim_zk::FaultKind;
+
+/// A rate for `kind` that makes it fire a few times in a run of a few hundred requests.
+fn plan_for(kind: FaultKind) -> FaultPlan {
+    let total = match kind {
+        FaultKind::RequestLost | FaultKind::ReplyLost => 0.03,
+        FaultKind::Disconnect | FaultKind::StaleReads => 0.01,
+        FaultKind::SessionExpiry | FaultKind::Pause => 0.004,
+        FaultKind::Outage => 0.003,
+    };
+    FaultPlan::kinds(&[kind], Some(total))
+}
+
+fn small(scenario: ScenarioName, seed: u64) -> Workload {
+    let mut w = Workload::new(scenario, seed);
+    w.clients = 3;
+    w.ops = w.ops.min(25);
+    w
+}
+
+#[test]
+fn every_scenario_is_valid_under_every_fault_kind() {
+    for &scenario in ScenarioName::ALL {
+        for kind in FaultKind::ALL {
+            // Runs until the fault fired a few times (small workloads send few requests).
+            let mut fired = 0;
+            for seed in 0..30 {
+                if seed >= 4 && fired >= 3 {
+                    break;
+                }
+                let w = small(scenario, 1000 + seed);
+                let report = run_sim(&w, &plan_for(kind), None, false, None).unwrap();
+                assert!(
+                    report.verdict.valid,
+                    "{scenario} under {} with seed {}: {}\nreplay: avout run {scenario} --seed {} \
+                     --clients {} --ops {} --faults {}",
+                    kind.name(),
+                    w.seed,
+                    report.verdict,
+                    w.seed,
+                    w.clients,
+                    w.ops,
+                    kind.name()
+                );
+                assert!(report.counts.ok > 0, "{scenario}: nothing succeeded");
+                fired += report.faults.get(kind.name()).copied().unwrap_or(0);
+            }
+            assert!(
+                fired > 0,
+                "{scenario}: {} never fired in 30 runs",
+                kind.name()
+            );
+            eprintln!("{scenario:>16} {:>14}: {fired} faults, valid", kind.name());
+        }
+    }
+}
+
+#[test]
+fn every_scenario_is_valid_under_all_faults_at_once() {
+    for &scenario in ScenarioName::ALL {
+        for seed in 0..6 {
+            let w = Workload::new(scenario, seed);
+            let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+            assert!(
+                report.verdict.valid,
+                "avout run {scenario} --seed {seed}: {}",
+                report.verdict
+            );
+        }
+    }
+}
+
+#[test]
+fn a_run_is_a_function_of_its_seed_and_a_case_replays_to_its_hash() {
+    for &scenario in ScenarioName::ALL {
+        let w = small(scenario, 77);
+        let a = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        let b = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        assert_eq!(a.hash, b.hash, "{scenario}");
+        assert_eq!(a.history, b.history, "{scenario}");
+        let case = Case::record(&w, &FaultPlan::all(), None).unwrap();
+        assert_eq!(
+            Some(case.sim.hash),
+            a.hash,
+            "recording does not change the run"
+        );
+        let replayed = Case::from_json(&case.to_json()).unwrap().replay().unwrap();
+        assert_eq!(replayed.hash, a.hash, "{scenario}");
+    }
+}
+
+#[test]
+fn the_same_workloads_pass_on_a_real_server() {
+    let server = ZkServer::start().expect("a ZooKeeper server starts (install zookeeper)");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for &scenario in ScenarioName::ALL {
+        // Each scenario under its own chroot, so that none sees another's nodes.
+        let base = format!("/{}", scenario.name());
+        let connect = server.connect_string();
+        let report = rt.block_on(async {
+            let setup = avout::zk::ZkClient::connect(&avout::zk::ZkConfig::new(connect.clone()))
+                .await
+                .unwrap();
+            avout::CoordinationExt::ensure_path(&setup, &base)
+                .await
+                .unwrap();
+            let cluster = ZkCluster::new(
+                avout::zk::ZkConfig::new(format!("{connect}{base}"))
+                    .with_session_timeout(std::time::Duration::from_secs(4)),
+            );
+            run_zk(&cluster, &small(scenario, 5), None).await.unwrap()
+        });
+        assert!(
+            report.verdict.valid,
+            "{scenario} on a real server: {}",
+            report.verdict
+        );
+        assert!(report.counts.ok >= 10, "{scenario}: {:?}", report.counts);
+        eprintln!(
+            "{scenario} on ZooKeeper: {:?} in {:?}",
+            report.counts, report.wall_time
+        );
+    }
+    server.stop().unwrap();
+}
+
+fn avout(args: &[&str], dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_avout"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the avout binary runs")
+}
+
+#[test]
+fn avout_run_writes_the_history_and_exits_zero_when_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = avout(
+        &["run", "counter", "--seed", "4", "--ops", "10", "--json"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["valid"], true);
+    assert_eq!(report["operations"]["invoked"], 4 * 10 + 1);
+    let history = dir.path().join(report["history"].as_str().unwrap());
+    let lines = std::fs::read_to_string(history).unwrap().lines().count();
+    assert_eq!(
+        lines as u64,
+        report["operations"]["invoked"].as_u64().unwrap() * 2
+    );
+    assert!(report["case"].is_null(), "no case file for a valid run");
+}
+
+#[test]
+fn avout_run_refuses_bad_arguments_with_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["run", "no-such-scenario"][..], "unknown scenario"),
+        (
+            &["run", "counter", "--faults", "gremlins"],
+            "unknown fault kind",
+        ),
+        (
+            &["run", "counter", "--fault-rate", "2"],
+            "not a probability",
+        ),
+        (&["run", "counter", "--clients", "0"], "at least 1"),
+        (&["run", "counter", "--protocol", "2pl"], "unknown protocol"),
+        (&["run", "counter", "--planted", "nope"], "no planted bug"),
+        (&["explore", "counter", "--seeds", "9..3"], "empty"),
+        (&["replay", "missing.json"], "missing.json"),
+    ] {
+        let out = avout(args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn avout_run_says_when_the_server_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = avout(
+        &["run", "counter", "--zk", &format!("127.0.0.1:{port}")],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach ZooKeeper"));
+}
