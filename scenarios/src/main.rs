@@ -12,6 +12,8 @@
 //!   recipe workloads of the Curator and kazoo peers (`../shared/peers`) and prints their JSON
 //!   line.
 //! - `avout lock hold` takes an exclusive lock (Curator-compatible) for interop checks.
+//! - `avout check FILE --model register|cas-register|list-append|bank|mutex [--json]` judges a
+//!   recorded history: exit 0 valid, 1 anomaly, 2 bad input.
 //! - `avout model mutex|rwlock|election|atom [--clients N] [--depth D] [--explorer ADDR]`
 //!   model-checks the production protocol machines (stateright): exit 0 if every property
 //!   comes out as wanted, 1 (with a counterexample trace) if not.
@@ -22,6 +24,7 @@
 
 mod bench;
 mod chaos;
+mod checkcmd;
 mod lockcmd;
 mod modelcmd;
 mod runcmd;
@@ -53,7 +56,7 @@ enum Command {
     #[command(subcommand)]
     Lock(lockcmd::LockCommand),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
-    Check(CheckArgs),
+    Check(checkcmd::CheckArgs),
     /// Check a protocol model exhaustively (stateright): states, time, each property's verdict.
     Model(modelcmd::ModelArgs),
     /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
@@ -64,23 +67,6 @@ enum Command {
     Replay(runcmd::ReplayArgs),
     /// Minimise a failing case: fewer faults, clients and operations.
     Shrink(runcmd::ShrinkArgs),
-}
-
-/// Options of `avout check`.
-#[derive(Debug, clap::Args)]
-struct CheckArgs {
-    /// The history: one JSON object per line with Jepsen's fields (type, process, f, value).
-    file: std::path::PathBuf,
-    /// The consistency model the history must satisfy.
-    #[arg(long, value_enum)]
-    model: avout_scenarios::check::Model,
-    /// Keys travel in the value as `[key, value]` tuples (Jepsen's independent checker)
-    /// rather than in a `key` field.
-    #[arg(long)]
-    tuple_keys: bool,
-    /// Print the verdict as JSON.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Options of `avout demo`.
@@ -108,11 +94,11 @@ enum CliError {
     )]
     NotReplayed { seed: u64, hash: u64, replay: u64 },
     #[error(transparent)]
-    Check(#[from] avout_scenarios::check::CheckError),
+    Check(#[from] checkcmd::CheckCmdError),
     #[error(transparent)]
     Model(#[from] avout_models::ModelError),
     /// The checker found an anomaly (already reported on stdout).
-    #[error("the history is not linearizable as a {model}")]
+    #[error("the {model} checker found an anomaly")]
     Anomaly { model: String },
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),
@@ -147,34 +133,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
         Command::Replay(args) => Ok(runcmd::replay(&args)?),
         Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),
-        Command::Check(args) => {
-            use avout_scenarios::check::Checker;
-            use avout_scenarios::history::Keys;
-            let keys = if args.tuple_keys {
-                Keys::Tuple
-            } else {
-                Keys::Field
-            };
-            let verdict = Checker::new(args.model).keys(keys).check_file(&args.file)?;
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "linearizable": verdict.is_linearizable(),
-                        "report": verdict.to_string(),
-                    })
-                );
-            } else {
-                print!("{verdict}");
-            }
-            if verdict.is_linearizable() {
-                Ok(())
-            } else {
-                Err(CliError::Anomaly {
-                    model: args.model.to_string(),
-                })
-            }
-        }
+        Command::Check(args) => match checkcmd::run(&args)? {
+            true => Ok(()),
+            false => Err(CliError::Anomaly {
+                model: args.model_name().to_owned(),
+            }),
+        },
         Command::Demo(args) => {
             let report = avout_sim_zk::demo::run(args.seed);
             if args.json {

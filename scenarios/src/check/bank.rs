@@ -122,6 +122,24 @@ pub enum Fault {
     UnexpectedAccounts(Vec<String>),
 }
 
+impl Fault {
+    /// A short name: `wrong-total`, `negative-balance`, `missing-accounts` or
+    /// `unexpected-accounts`.
+    ///
+    /// ```
+    /// use avout_scenarios::check::bank::Fault;
+    /// assert_eq!(Fault::MissingAccounts(vec!["c".into()]).name(), "missing-accounts");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::WrongTotal { .. } => "wrong-total",
+            Fault::Negative { .. } => "negative-balance",
+            Fault::MissingAccounts(_) => "missing-accounts",
+            Fault::UnexpectedAccounts(_) => "unexpected-accounts",
+        }
+    }
+}
+
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -427,4 +445,196 @@ fn is_transfer(value: &Value) -> bool {
 /// ```
 pub fn check_bank(history: &History) -> Result<BankVerdict, BankError> {
     BankChecker::new().check(history)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use serde_json::{Value, json};
+
+    use super::{BankChecker, BankError, Fault, check_bank};
+    use crate::history::{Event, F, History};
+
+    fn transfer() -> F {
+        F::Other("transfer".into())
+    }
+
+    fn read(p: u64, balances: Value) -> [Event; 2] {
+        [
+            Event::invoke(p, F::Read, Value::Null),
+            Event::ok(p, F::Read, balances),
+        ]
+    }
+
+    fn history(events: Vec<Event>) -> History {
+        events.into_iter().collect()
+    }
+
+    #[test]
+    fn reads_that_sum_to_the_total_are_valid() {
+        let t = json!({"from": "a", "to": "b", "amount": 4});
+        let h = history(
+            [
+                vec![
+                    Event::invoke(0, transfer(), t.clone()),
+                    Event::invoke(1, F::Read, Value::Null),
+                    Event::ok(1, F::Read, json!({"a": 10, "b": 10})),
+                    Event::ok(0, transfer(), t.clone()),
+                    Event::invoke(0, transfer(), t.clone()),
+                    Event::fail(0, transfer(), t.clone()),
+                    Event::invoke(0, transfer(), t.clone()),
+                    Event::info(0, transfer(), t),
+                    // A read that did not complete ok shows nothing.
+                    Event::invoke(2, F::Read, Value::Null),
+                    Event::info(2, F::Read, Value::Null),
+                ],
+                read(1, json!({"a": 6, "b": 14})).to_vec(),
+            ]
+            .concat(),
+        );
+        let verdict = BankChecker::new()
+            .total(20)
+            .accounts(["a", "b"])
+            .check(&h)
+            .unwrap();
+        assert!(verdict.is_valid(), "{verdict}");
+        assert_eq!(verdict.reads, 2);
+        assert_eq!(verdict.transfers, [1, 1, 1]);
+        assert!(!verdict.total_inferred);
+    }
+
+    #[test]
+    fn a_read_of_half_a_transfer_is_named() {
+        let h = history(
+            [
+                read(0, json!({"a": 10, "b": 10})).to_vec(),
+                read(1, json!({"a": 6, "b": 10})).to_vec(),
+                read(0, json!({"a": 6, "b": 14})).to_vec(),
+            ]
+            .concat(),
+        );
+        let verdict = check_bank(&h).unwrap();
+        assert_eq!(verdict.violations.len(), 1, "{verdict}");
+        let v = &verdict.violations[0];
+        assert_eq!(v.read.process, 1);
+        assert_eq!((v.read.invoke.line, v.read.complete.unwrap().line), (3, 4));
+        assert_eq!(v.faults, vec![Fault::WrongTotal { sum: 16 }]);
+        assert!(verdict.total_inferred);
+        let text = verdict.to_string();
+        assert!(text.starts_with("invalid"), "{text}");
+        assert!(text.contains("(lines 3-4): balances sum to 16"), "{text}");
+        assert!(text.contains("total 20 (from the first read)"), "{text}");
+    }
+
+    #[test]
+    fn negative_balances_and_wrong_accounts_are_named() {
+        let h = history(read(0, json!({"a": -5, "b": 20, "z": 5})).to_vec());
+        let verdict = BankChecker::new()
+            .total(20)
+            .accounts(["a", "b", "c"])
+            .check(&h)
+            .unwrap();
+        assert_eq!(
+            verdict.violations[0].faults,
+            vec![
+                Fault::Negative {
+                    account: "a".into(),
+                    balance: -5
+                },
+                Fault::MissingAccounts(vec!["c".into()]),
+                Fault::UnexpectedAccounts(vec!["z".into()]),
+            ]
+        );
+        let lenient = BankChecker::new()
+            .total(20)
+            .allow_negative()
+            .check(&h)
+            .unwrap();
+        assert!(lenient.is_valid(), "{lenient}");
+        let wrong_total = BankChecker::new().total(21).check(&h).unwrap();
+        assert_eq!(
+            wrong_total.violations[0].faults[0],
+            Fault::WrongTotal { sum: 20 }
+        );
+    }
+
+    #[test]
+    fn malformed_operations_are_errors() {
+        let bad_read = history(read(0, json!([1, 2])).to_vec());
+        assert!(matches!(
+            check_bank(&bad_read),
+            Err(BankError::MalformedRead { line: 2, .. })
+        ));
+        let bad_transfer = history(vec![Event::invoke(0, transfer(), json!({"from": "a"}))]);
+        assert!(matches!(
+            check_bank(&bad_transfer),
+            Err(BankError::MalformedTransfer { line: 1, .. })
+        ));
+        let cas = history(vec![Event::invoke(0, F::Cas, json!([1, 2]))]);
+        let err = check_bank(&cas).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("not an operation of the bank model")
+        );
+    }
+
+    /// A bank of 5 accounts, 100 each; transfers and reads by 4 processes, interleaved at
+    /// random. With `atomic`, a transfer applies in one step; without, its debit and credit
+    /// are two steps with the other processes running between.
+    fn simulate(seed: u64, atomic: bool) -> History {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut balances = [100i64; 5];
+        let mut h = History::new();
+        // Per process: the pending transfer's credit still to apply.
+        let mut pending: [Option<(usize, i64, Value)>; 4] = [None, None, None, None];
+        for _ in 0..2_000 {
+            let p = rng.random_range(0..4usize);
+            if let Some((to, amount, value)) = pending[p].take() {
+                balances[to] += amount;
+                h.push(Event::ok(p as u64, transfer(), value));
+                continue;
+            }
+            if rng.random_bool(0.5) {
+                let snapshot: serde_json::Map<String, Value> = balances
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| (format!("acct{i}"), json!(b)))
+                    .collect();
+                h.extend(read(p as u64, Value::Object(snapshot)));
+                continue;
+            }
+            let (from, to) = (rng.random_range(0..5), rng.random_range(0..5));
+            let amount = rng.random_range(1..=10).min(balances[from]);
+            let value =
+                json!({"from": format!("acct{from}"), "to": format!("acct{to}"), "amount": amount});
+            h.push(Event::invoke(p as u64, transfer(), value.clone()));
+            balances[from] -= amount;
+            if atomic {
+                balances[to] += amount;
+                h.push(Event::ok(p as u64, transfer(), value));
+            } else {
+                pending[p] = Some((to, amount, value));
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn a_simulated_bank_is_valid_and_a_non_atomic_one_is_caught() {
+        let checker = BankChecker::new()
+            .total(500)
+            .accounts((0..5).map(|i| format!("acct{i}")));
+        let good = checker.check(&simulate(1, true)).unwrap();
+        assert!(good.is_valid(), "{good}");
+        assert!(good.reads > 500 && good.transfers[0] > 500, "{good}");
+        let bad = checker.check(&simulate(1, false)).unwrap();
+        assert!(!bad.is_valid());
+        assert!(
+            bad.violations
+                .iter()
+                .all(|v| matches!(v.faults[0], Fault::WrongTotal { sum } if sum < 500)),
+            "{bad}"
+        );
+    }
 }

@@ -499,3 +499,224 @@ fn token(value: &Value, line: usize) -> Result<i64, MutexError> {
             value: value.clone(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{MutexError, MutexViolation, check_mutex};
+    use crate::history::{Event, F, History};
+
+    fn f(name: &str) -> F {
+        F::Other(name.into())
+    }
+
+    fn acquire(p: u64) -> Event {
+        Event::invoke(p, f("acquire"), Value::Null)
+    }
+
+    fn acquired(p: u64, token: i64) -> Event {
+        Event::ok(p, f("acquire"), token.into())
+    }
+
+    fn release(p: u64) -> Event {
+        Event::invoke(p, f("release"), Value::Null)
+    }
+
+    fn released(p: u64) -> Event {
+        Event::ok(p, f("release"), Value::Null)
+    }
+
+    /// The release failed: the session was gone, the hold lost.
+    fn lost(p: u64) -> Event {
+        Event::fail(p, f("release"), Value::Null)
+    }
+
+    fn write(p: u64, token: i64) -> Event {
+        Event::invoke(p, f("write"), token.into())
+    }
+
+    fn names(events: Vec<Event>) -> Vec<&'static str> {
+        let h: History = events.into_iter().collect();
+        let verdict = check_mutex(&h).unwrap();
+        verdict
+            .violations
+            .iter()
+            .map(MutexViolation::name)
+            .collect()
+    }
+
+    #[test]
+    fn sequential_holds_with_writes_are_valid() {
+        let h: History = [
+            acquire(0),
+            acquire(1),
+            acquired(0, 1),
+            write(0, 1),
+            Event::ok(0, f("write"), 1.into()),
+            release(0),
+            released(0),
+            acquired(1, 2),
+            write(1, 2),
+            Event::ok(1, f("write"), json!({"token": 2, "data": "x"})),
+            release(1),
+            released(1),
+            // An acquire that failed or is unknown is not a hold.
+            acquire(2),
+            Event::fail(2, f("acquire"), Value::Null),
+            acquire(3),
+            Event::info(3, f("acquire"), Value::Null),
+            // A release with no hold is ignored.
+            release(3),
+            released(3),
+        ]
+        .into_iter()
+        .collect();
+        let verdict = check_mutex(&h).unwrap();
+        assert!(verdict.is_valid(), "{verdict}");
+        assert_eq!((verdict.holds, verdict.lost, verdict.writes), (2, 0, 2));
+    }
+
+    #[test]
+    fn two_live_holders_overlap() {
+        let events = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            acquired(1, 2),
+            release(0),
+            released(0),
+            release(1),
+            released(1),
+        ];
+        assert_eq!(names(events.clone()), vec!["overlap"]);
+        let h: History = events.into_iter().collect();
+        let verdict = check_mutex(&h).unwrap();
+        let MutexViolation::Overlap { first, second } = &verdict.violations[0] else {
+            unreachable!()
+        };
+        assert_eq!((first.acquire.process, second.acquire.process), (0, 1));
+        assert_eq!((first.token, second.token), (1, 2));
+        let text = verdict.to_string();
+        assert!(
+            text.contains("process 0 held token 1 from line 2 to line 5"),
+            "{text}"
+        );
+        assert!(text.contains("did not lose its hold"), "{text}");
+    }
+
+    #[test]
+    fn a_lost_hold_overlapping_a_larger_token_is_fenced() {
+        let events = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            acquired(1, 2),
+            release(0),
+            lost(0),
+            release(1),
+            released(1),
+        ];
+        assert!(names(events).is_empty());
+        // An info release counts as lost too.
+        let events = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            acquired(1, 2),
+            release(0),
+            Event::info(0, f("release"), Value::Null),
+        ];
+        assert!(names(events).is_empty());
+    }
+
+    #[test]
+    fn fencing_needs_the_smaller_token_and_the_loss() {
+        // The earlier holder lost, but its token is larger: no resource can fence it off.
+        let events = vec![
+            acquire(0),
+            acquired(0, 5),
+            acquire(1),
+            acquired(1, 2),
+            release(0),
+            lost(0),
+        ];
+        let found = names(events);
+        assert!(found.contains(&"overlap"), "{found:?}");
+        // Never released: it holds to the end, and was never lost.
+        let events = vec![acquire(0), acquired(0, 1), acquire(1), acquired(1, 2)];
+        assert_eq!(names(events), vec!["overlap"]);
+        // Released only after the other acquired, but concurrent acquires do not overlap
+        // surely: 1 acquired after 0 asked to release.
+        let events = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            release(0),
+            acquired(1, 2),
+            released(0),
+        ];
+        assert!(names(events).is_empty());
+    }
+
+    #[test]
+    fn tokens_must_grow_with_real_time() {
+        let events = vec![
+            acquire(0),
+            acquired(0, 7),
+            release(0),
+            released(0),
+            acquire(1),
+            acquired(1, 3),
+        ];
+        assert_eq!(names(events), vec!["token-order"]);
+        let events = vec![
+            acquire(0),
+            acquire(1),
+            acquired(0, 4),
+            release(0),
+            released(0),
+            acquired(1, 4),
+        ];
+        assert_eq!(names(events), vec!["duplicate-token"]);
+    }
+
+    #[test]
+    fn a_stale_write_accepted_after_a_newer_one_is_caught() {
+        let base = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            acquired(1, 2),
+            release(0),
+            lost(0),
+            write(1, 2),
+            Event::ok(1, f("write"), 2.into()),
+            write(0, 1),
+        ];
+        let mut accepted = base.clone();
+        accepted.push(Event::ok(0, f("write"), 1.into()));
+        assert_eq!(names(accepted), vec!["stale-write"]);
+        let mut refused = base;
+        refused.push(Event::fail(0, f("write"), 1.into()));
+        assert!(names(refused).is_empty());
+    }
+
+    #[test]
+    fn malformed_histories_are_errors() {
+        let h: History = [acquire(0), Event::ok(0, f("acquire"), Value::Null)]
+            .into_iter()
+            .collect();
+        assert!(matches!(
+            check_mutex(&h),
+            Err(MutexError::MalformedToken { line: 2, .. })
+        ));
+        let h: History = [Event::invoke(0, F::Read, Value::Null)]
+            .into_iter()
+            .collect();
+        assert!(matches!(
+            check_mutex(&h),
+            Err(MutexError::Unsupported { line: 1, .. })
+        ));
+    }
+}

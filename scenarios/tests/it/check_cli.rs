@@ -1,4 +1,4 @@
-//! `avout check` and `avout demo` as a user runs them: exit status 0 for a valid history or a
+//! `avout check` (every model) and `avout demo` as a user runs them: exit status 0 for a valid history or a
 //! replayed run, 1 for an anomaly, 2 for bad input.
 
 use std::path::PathBuf;
@@ -52,12 +52,127 @@ fn bad_input_exits_two_with_a_message() {
     let out = avout(&["check", "/nonexistent/history.jsonl", "--model", "register"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
-    let out = avout(&["check", &testdata("lin-kv.jsonl"), "--model", "bank"]);
+    let out = avout(&["check", &testdata("lin-kv.jsonl"), "--model", "queue"]);
     assert_eq!(
         out.status.code(),
         Some(2),
         "an unknown model is a usage error"
     );
+}
+
+fn json_verdict(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("a JSON verdict")
+}
+
+#[test]
+fn list_append_histories_are_judged_with_the_cycle_named() {
+    let out = avout(&[
+        "check",
+        &testdata("list-append-valid.jsonl"),
+        "--model",
+        "list-append",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("valid as strict-serializable"));
+
+    let out = avout(&[
+        "check",
+        &testdata("list-append-g-single.jsonl"),
+        "--model",
+        "list-append",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("G-single: a cycle of 2 transactions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("-rw->") && stdout.contains("-wr->"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("list-append checker found an anomaly"));
+
+    let out = avout(&[
+        "check",
+        &testdata("list-append-g-single.jsonl"),
+        "--model",
+        "list-append",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let verdict = json_verdict(&out);
+    assert_eq!(verdict["valid"], false);
+    assert_eq!(verdict["anomalies"], serde_json::json!(["G-single"]));
+}
+
+#[test]
+fn list_append_consistency_decides_whether_a_stale_read_counts() {
+    let stale = testdata("list-append-stale.jsonl");
+    let out = avout(&["check", &stale, "--model", "list-append", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        json_verdict(&out)["anomalies"],
+        serde_json::json!(["G-single-realtime"])
+    );
+    let out = avout(&[
+        "check",
+        &stale,
+        "--model",
+        "list-append",
+        "--consistency",
+        "serializable",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn a_bank_read_of_half_a_transfer_is_named() {
+    let file = testdata("bank-half-transfer.jsonl");
+    let out = avout(&["check", &file, "--model", "bank", "--total", "20", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let verdict = json_verdict(&out);
+    assert_eq!(verdict["anomalies"], serde_json::json!(["wrong-total"]));
+    let report = verdict["report"].as_str().unwrap();
+    assert!(
+        report.contains("process 0 read {\"a\":6,\"b\":10} ok (lines 4-5): balances sum to 16"),
+        "{report}"
+    );
+    let out = avout(&["check", &file, "--model", "bank", "--accounts", "a,b,c"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("accounts missing: c"));
+}
+
+#[test]
+fn mutex_histories_are_judged_by_the_fencing_rule() {
+    let out = avout(&["check", &testdata("mutex-fenced.jsonl"), "--model", "mutex"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 holds (1 lost)"));
+    let out = avout(&[
+        "check",
+        &testdata("mutex-overlap.jsonl"),
+        "--model",
+        "mutex",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        json_verdict(&out)["anomalies"],
+        serde_json::json!(["overlap"])
+    );
+}
+
+#[test]
+fn a_history_of_the_wrong_model_exits_two() {
+    for model in ["list-append", "bank", "mutex"] {
+        let out = avout(&["check", &testdata("lin-kv.jsonl"), "--model", model]);
+        assert_eq!(out.status.code(), Some(2), "{model}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("not an operation of the {model} model")),
+            "{model}: {stderr}"
+        );
+    }
 }
 
 #[test]
