@@ -2,4 +2,6 @@
 
 mod check_cli;
 mod lock_hold;
+mod report;
+mod model_cli;
 mod scenarios;
