@@ -2,6 +2,5 @@
 
 mod check_cli;
 mod lock_hold;
-mod report;
 mod model_cli;
 mod scenarios;
