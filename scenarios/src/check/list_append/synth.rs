@@ -13,13 +13,13 @@
 //! its share of appends is retired for a fresh one, so lists stay short. Everything is drawn
 //! from one ChaCha8 stream seeded by [`ListAppendSynth::seed`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use crate::history::{Event, F, History};
+use crate::history::{Event, F, History, Operation, Outcome};
 
 /// The shape of a synthetic list-append history.
 ///
@@ -201,4 +201,68 @@ impl ListAppendSynth {
         }
         history
     }
+}
+
+/// Plants a stale read in a list-append history: drops the last element of an `ok` read (in
+/// the second half of the history) where a longer read of the key elsewhere keeps that element
+/// in the version order and its appender completed before the reader began, so strict
+/// serializability surely forbids the result. Returns the history and the line changed, or
+/// `None` if no read qualifies.
+///
+/// ```
+/// use avout_scenarios::check::list_append::check_list_append;
+/// use avout_scenarios::check::list_append::synth::{ListAppendSynth, stale_read};
+/// let h = ListAppendSynth { transactions: 500, ..ListAppendSynth::default() }.history();
+/// let (bad, _line) = stale_read(&h).unwrap();
+/// assert!(!check_list_append(&bad).unwrap().is_valid());
+/// ```
+pub fn stale_read(h: &History) -> Option<(History, usize)> {
+    let mut events = h.events().to_vec();
+    let ops = h.operations(Default::default()).unwrap();
+    let ok_value = |op: &Operation| {
+        op.complete
+            .filter(|_| op.outcome == Outcome::Ok)
+            .map(|end| &events[end.index].value)
+    };
+    let mut appended_by: HashMap<String, usize> = HashMap::new();
+    let mut longest: HashMap<String, usize> = HashMap::new();
+    for op in &ops {
+        let Some(value) = ok_value(op) else { continue };
+        for m in value.as_array().unwrap() {
+            let key = m[1].to_string();
+            match m[2].as_array() {
+                Some(l) if m[0] == "r" => {
+                    let n = longest.entry(key).or_default();
+                    *n = (*n).max(l.len());
+                }
+                _ if m[0] == "append" => {
+                    let end = op.complete.unwrap().index;
+                    appended_by.insert(format!("{key}/{}", m[2]), end);
+                }
+                _ => {}
+            }
+        }
+    }
+    for op in ops.iter().skip(ops.len() / 2) {
+        let Some(value) = ok_value(op) else { continue };
+        let mops = value.as_array().unwrap();
+        for (i, m) in mops.iter().enumerate() {
+            let key = m[1].to_string();
+            let Some(l) = m[2].as_array().filter(|l| m[0] == "r" && l.len() >= 2) else {
+                continue;
+            };
+            let appends_here = mops.iter().any(|o| o[0] == "append" && o[1] == m[1]);
+            let writer_done = appended_by
+                .get(&format!("{key}/{}", l[l.len() - 1]))
+                .is_some_and(|&end| end < op.invoke.index);
+            if appends_here || !writer_done || longest[&key] <= l.len() {
+                continue;
+            }
+            let end = op.complete.unwrap().index;
+            events[end].value[i][2].as_array_mut().unwrap().pop();
+            let line = h.position(end).line;
+            return Some((events.into_iter().collect(), line));
+        }
+    }
+    None
 }

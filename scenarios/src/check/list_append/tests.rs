@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::synth::ListAppendSynth;
+use super::synth::{ListAppendSynth, stale_read};
 use super::{
     Anomaly, Consistency, CycleKind, EdgeKind, Expected, ListAppendChecker, ListAppendError,
     ListAppendVerdict, Order, check_list_append,
@@ -536,60 +536,6 @@ fn generated_history_of_10k_transactions_is_valid() {
     assert!(verdict.edges > 10_000, "{verdict}");
 }
 
-/// Drops the last element of a read, where a longer read of the key elsewhere keeps that
-/// element in the version order and its appender completed before the reader began: a stale
-/// read that strict serializability forbids.
-fn plant_stale_read(h: &History) -> Option<History> {
-    use std::collections::HashMap;
-    let mut events = h.events().to_vec();
-    let ops = h.operations(Default::default()).unwrap();
-    let ok_value = |op: &crate::history::Operation| {
-        op.complete
-            .filter(|_| op.outcome == crate::history::Outcome::Ok)
-            .map(|end| &events[end.index].value)
-    };
-    let mut appended_by: HashMap<String, usize> = HashMap::new();
-    let mut longest: HashMap<String, usize> = HashMap::new();
-    for op in &ops {
-        let Some(value) = ok_value(op) else { continue };
-        for m in value.as_array().unwrap() {
-            let key = m[1].to_string();
-            match m[2].as_array() {
-                Some(l) if m[0] == "r" => {
-                    let n = longest.entry(key).or_default();
-                    *n = (*n).max(l.len());
-                }
-                _ if m[0] == "append" => {
-                    let end = op.complete.unwrap().index;
-                    appended_by.insert(format!("{key}/{}", m[2]), end);
-                }
-                _ => {}
-            }
-        }
-    }
-    for op in ops.iter().skip(ops.len() / 2) {
-        let Some(value) = ok_value(op) else { continue };
-        let mops = value.as_array().unwrap();
-        for (i, m) in mops.iter().enumerate() {
-            let key = m[1].to_string();
-            let Some(l) = m[2].as_array().filter(|l| m[0] == "r" && l.len() >= 2) else {
-                continue;
-            };
-            let appends_here = mops.iter().any(|o| o[0] == "append" && o[1] == m[1]);
-            let writer_done = appended_by
-                .get(&format!("{key}/{}", l[l.len() - 1]))
-                .is_some_and(|&end| end < op.invoke.index);
-            if appends_here || !writer_done || longest[&key] <= l.len() {
-                continue;
-            }
-            let end = op.complete.unwrap().index;
-            events[end].value[i][2].as_array_mut().unwrap().pop();
-            return Some(events.into_iter().collect());
-        }
-    }
-    None
-}
-
 #[test]
 fn a_stale_read_planted_in_a_generated_history_is_caught() {
     let h = ListAppendSynth {
@@ -599,7 +545,7 @@ fn a_stale_read_planted_in_a_generated_history_is_caught() {
     }
     .history();
     assert!(check_list_append(&h).unwrap().is_valid());
-    let bad = plant_stale_read(&h).expect("a read to corrupt");
+    let (bad, _) = stale_read(&h).expect("a read to corrupt");
     let verdict = check_list_append(&bad).unwrap();
     assert!(!verdict.is_valid());
     assert!(
