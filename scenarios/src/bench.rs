@@ -31,6 +31,7 @@ use zookeeper_client as zk;
 
 pub(crate) mod recipes;
 pub(crate) mod sim;
+pub(crate) mod stm;
 
 pub(crate) use recipes::{RecipeArgs, Workload};
 
@@ -51,9 +52,22 @@ pub(crate) enum BenchCommand {
     CounterContended(RecipeArgs),
     /// Simulated ZooKeeper operations per wall-clock second (16 clients, faults on).
     Sim(sim::SimArgs),
+    /// STM transactions altering one ref, from `--clients` sessions (see `bench::stm`).
+    StmAlter(stm::StmArgs),
+    /// STM transfers between accounts, from `--clients` sessions; money is checked.
+    StmTransfer(stm::StmArgs),
 }
 
 impl BenchCommand {
+    /// The STM workload and its options, for `stm-alter` and `stm-transfer`.
+    pub(crate) fn stm(self) -> Result<(stm::StmWorkload, stm::StmArgs), BenchCommand> {
+        match self {
+            BenchCommand::StmAlter(args) => Ok((stm::StmWorkload::Alter, args)),
+            BenchCommand::StmTransfer(args) => Ok((stm::StmWorkload::Transfer, args)),
+            other => Err(other),
+        }
+    }
+
     /// The recipe workload and its options, for every subcommand but `ops`.
     pub(crate) fn recipe(self) -> Result<(Workload, RecipeArgs), OpsArgs> {
         match self {
@@ -64,6 +78,9 @@ impl BenchCommand {
             BenchCommand::Counter(args) => Ok((Workload::Counter, args)),
             BenchCommand::CounterContended(args) => Ok((Workload::CounterContended, args)),
             BenchCommand::Sim(_) => unreachable!("`bench sim` runs without a ZooKeeper (main.rs)"),
+            BenchCommand::StmAlter(_) | BenchCommand::StmTransfer(_) => {
+                unreachable!("the STM workloads are dispatched by `stm` first (main.rs)")
+            }
         }
     }
 }

@@ -162,9 +162,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
             // The bench runs as a task on a worker thread, beside the clients' connection tasks:
             // a reply then wakes it on the same thread instead of waking the main thread (a
             // futex round trip per request, which on a loaded 2-core machine costs throughput).
-            let bench = match command.recipe() {
-                Ok((workload, args)) => runtime.spawn(bench::recipes::run(workload, args)),
-                Err(args) => runtime.spawn(bench::run_ops(args)),
+            let bench = match command.stm() {
+                Ok((workload, args)) => runtime.spawn(bench::stm::run(workload, args)),
+                Err(command) => match command.recipe() {
+                    Ok((workload, args)) => runtime.spawn(bench::recipes::run(workload, args)),
+                    Err(args) => runtime.spawn(bench::run_ops(args)),
+                },
             };
             match runtime.block_on(bench) {
                 Ok(result) => Ok(result?),

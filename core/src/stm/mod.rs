@@ -437,7 +437,15 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// Runs `body` as a transaction and returns its result; see the [module docs](self).
     ///
     /// The body may run several times (once per try): it must have no effects besides the
-    /// transaction's. Errors: the body's ([`StmError::Body`]), [`StmError::Invalid`],
+    /// transaction's.
+    ///
+    /// To run `dosync` in a spawned task (where the future must be `Send`), give it an
+    /// `async move` closure that owns what it uses (clone the [`Ref`]s: they are cheap
+    /// handles). A body that captures references makes a future the compiler cannot currently
+    /// prove `Send` ("implementation of `Send` is not general enough"), a limitation of async
+    /// closures; such a body runs fine where `Send` is not needed.
+    ///
+    /// Errors: the body's ([`StmError::Body`]), [`StmError::Invalid`],
     /// [`StmError::RetryLimit`], [`StmError::SessionLost`], [`StmError::Indeterminate`],
     /// codec errors.
     ///

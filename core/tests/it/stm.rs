@@ -19,12 +19,13 @@ async fn sessions(server: &ZkServer, n: usize) -> Vec<Arc<ZkClient>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn semantics_retry_limit_and_session_loss_on_a_real_server() {
+async fn semantics_history_retry_limit_and_session_loss_on_a_real_server() {
     let server = support::standalone();
     for p in protocols() {
         let zks = sessions(&server, 3).await;
         let root = format!("/stm-{}", p.name());
         stm_cases::semantics(&zks[0], &format!("{root}/semantics"), p).await;
+        stm_cases::history_and_revert(&zks[1], &format!("{root}/history"), p).await;
         stm_cases::retry_limit(&zks[0], &zks[1], &format!("{root}/limit"), p).await;
         // Closes zks[2]'s session.
         stm_cases::session_loss(&zks[2], &zks[0], &format!("{root}/loss"), p).await;

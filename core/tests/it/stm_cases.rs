@@ -477,3 +477,71 @@ pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
         .unwrap_err();
     assert!(matches!(err, StmError::SessionLost(_)), "{err:?}");
 }
+
+/// History and Concourse's revert: values at past commit points, newest first, bounded by
+/// `max_history`; `revert` is a transaction (watchers fire). A protocol without history
+/// says so with `Unsupported`.
+pub(crate) async fn history_and_revert<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    root: &str,
+    protocol: Protocol,
+) {
+    let config = StmConfig {
+        max_history: 4,
+        ..StmConfig::with_protocol(protocol)
+    };
+    let stm = Stm::open(zk.clone(), root, config).await.unwrap();
+    let r = stm.make_ref("h", 0i64).await.unwrap();
+    for _ in 0..5 {
+        stm.dosync(async |tx| tx.alter(&r, |v| v + 1).await)
+            .await
+            .unwrap();
+    }
+    let history = match r.history().await {
+        Ok(h) => h,
+        Err(StmError::Unsupported { .. }) => {
+            assert!(matches!(
+                r.revert(1).await,
+                Err(StmError::Unsupported { .. })
+            ));
+            return;
+        }
+        Err(e) => panic!("history: {e}"),
+    };
+    let values: Vec<i64> = history.iter().map(|(_, v)| *v).collect();
+    assert_eq!(values, vec![5, 4, 3, 2], "newest first, max_history values");
+    assert!(
+        history.windows(2).all(|w| w[0].0 > w[1].0),
+        "points decrease"
+    );
+    let (point_of_3, _) = history[2];
+    assert_eq!(r.value_at(point_of_3).await.unwrap(), Some(3));
+    // A point between two commits sees the older one.
+    let (point_of_4, _) = history[1];
+    if point_of_4 > point_of_3 + 1 {
+        assert_eq!(r.value_at(point_of_4 - 1).await.unwrap(), Some(3));
+    }
+    assert_eq!(
+        r.value_at(history[3].0 - 1).await.unwrap(),
+        None,
+        "older than kept"
+    );
+
+    let seen: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
+    let log = seen.clone();
+    r.add_watch("revert", move |old, new| {
+        log.lock().unwrap().push((*old, *new))
+    });
+    assert_eq!(r.revert(point_of_3).await.unwrap(), 3);
+    assert_eq!(r.deref().await.unwrap(), 3);
+    assert_eq!(*seen.lock().unwrap(), vec![(5, 3)]);
+    let after: Vec<i64> = r.history().await.unwrap().iter().map(|(_, v)| *v).collect();
+    assert_eq!(after, vec![3, 5, 4, 3]);
+    // A revert the validator refuses writes nothing.
+    r.set_validator(|v| *v != 4);
+    let err = r.revert(point_of_4).await.unwrap_err();
+    assert!(matches!(err, StmError::Invalid { .. }), "{err:?}");
+    assert_eq!(r.deref().await.unwrap(), 3);
+    // Older than the history kept: an error, nothing written.
+    assert!(matches!(r.revert(1).await, Err(StmError::NoRef { .. })));
+}

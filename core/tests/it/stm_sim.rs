@@ -36,6 +36,16 @@ fn semantics_on_the_simulator() {
 }
 
 #[test]
+fn history_and_revert_on_the_simulator() {
+    for p in protocols() {
+        sim(0x5e7, 1, FaultRates::default()).run(|ctx| async move {
+            let zk = clients(&ctx).remove(0);
+            stm_cases::history_and_revert(&zk, "/stm", p).await;
+        });
+    }
+}
+
+#[test]
 fn ensure_prevents_write_skew_and_reads_are_validated() {
     for p in protocols() {
         sim(0x5e2, 2, FaultRates::default()).run(|ctx| async move {

@@ -496,7 +496,7 @@ mod tests {
             data: Envelope {
                 txns,
                 chain: 100,
-                body: vec![],
+                ..Envelope::default()
             }
             .to_bytes(),
             stat: Stat {

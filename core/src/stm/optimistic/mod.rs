@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! Each ref is one persistent node, `<root>/refs/<name>`, whose data is a small header (the
-//! ids of the last commits that wrote it, see [`envelope`](self#lost-replies)) and the value.
+//! ids of the last commits that wrote it, see [lost replies](self#lost-replies)), the ref's
+//! previous values (see [history](self#history)) and the value.
 //!
 //! # The algorithm
 //!
@@ -43,6 +44,16 @@
 //! foreign write, hide the answer, the transaction fails with
 //! [`StmError::Indeterminate`](super::StmError) rather than guess.
 //!
+//! # History
+//!
+//! A commit copies the value it replaces, with that version's commit point (its `mzxid`:
+//! ZooKeeper's zxids order every commit), into the node it writes, keeping
+//! `max_history - 1` previous values (fewer when they would not fit in the node's 1 MiB).
+//! So [`Ref::history`](super::Ref::history) is one read, [`Ref::value_at`](super::Ref::value_at)
+//! answers for any point back to the oldest value kept, and
+//! [`Ref::revert`](super::Ref::revert) is a transaction writing that value. Each write
+//! carries the history, which costs bytes, not requests: set `max_history` to 1 to keep none.
+//!
 //! # Costs
 //!
 //! With a warm cache a single-ref `alter` is one request and one round trip; reading a ref
@@ -65,8 +76,8 @@ use crate::sync::{Mutex, lock};
 use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op, OpResult};
 
 use super::protocol::{
-    Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, RetryReason,
-    TryError, TxnSlot, run_machine,
+    Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, HistoryEntry,
+    RetryReason, TryError, TxnSlot, run_machine,
 };
 use super::{Protocol, StmError};
 use envelope::Envelope;
@@ -77,6 +88,8 @@ pub struct Optimistic<C: Coordination + ?Sized + 'static> {
     zk: Arc<C>,
     refs: String,
     counters: Arc<Counters>,
+    /// Previous values kept in each node (`max_history - 1`).
+    keep: usize,
     /// The newest node the handle has seen of each ref. Serves reads; every read it serves
     /// is validated by the commit.
     cache: Mutex<BTreeMap<String, Node>>,
@@ -104,6 +117,7 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
             zk: cx.zk,
             refs,
             counters: cx.counters,
+            keep: cx.config.max_history.saturating_sub(1),
             cache: Mutex::new(BTreeMap::new()),
         })
     }
@@ -229,6 +243,29 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
         })
     }
 
+    fn history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
+        Box::pin(async move {
+            let Some(node) = self.read_nodes(&[name], true).await?.pop().flatten() else {
+                return Err(StmError::NoRef {
+                    name: name.to_owned(),
+                });
+            };
+            let envelope = Envelope::parse(&node.data);
+            let current = HistoryEntry {
+                point: node.stat.mzxid as u64,
+                value: envelope.body,
+            };
+            Ok(std::iter::once(current)
+                .chain(
+                    envelope
+                        .history
+                        .into_iter()
+                        .map(|(point, value)| HistoryEntry { point, value }),
+                )
+                .collect())
+        })
+    }
+
     fn begin<'a>(
         &'a self,
         _slot: &'a mut TxnSlot,
@@ -278,7 +315,8 @@ impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
                 return Err(too_large(name, body.len()));
             }
             let previous = Envelope::parse(&base.data);
-            let data = Envelope::next(txn, Some(&previous), body.clone()).to_bytes();
+            let point = base.stat.mzxid as u64;
+            let data = Envelope::next(txn, &previous, point, body.clone(), e.keep).to_bytes();
             ops.push(Op::set_data(e.path(name), data, Some(base.stat.version)));
             writes.push((name.to_owned(), base.clone(), body));
             Ok(())

@@ -1,0 +1,383 @@
+//! `avout bench stm-alter|stm-transfer`: STM transactions against a running ZooKeeper.
+//!
+//! - `stm-alter`: every client runs `alter(counter, +1)` transactions on one shared ref
+//!   (uncontended with `--clients 1`, the figure to compare with `avout bench ops`'
+//!   sequential `set`); the final value is checked to be `clients × (n + warmup)`.
+//! - `stm-transfer`: every client moves a random amount between two random accounts of
+//!   `--accounts` (two refs read and written per transaction, validators forbidding negative
+//!   balances; a transfer the validator refuses counts as an operation too, as it is a
+//!   finished transaction). Money is checked to be conserved.
+//!
+//! Each client has its own session and [`Stm`] handle (so its own cache); warm-up
+//! transactions are untimed; the clock runs from a barrier every client has reached to the
+//! last client's finish. The line is the peers' JSON (`../shared/peers`) with the protocol and
+//! the STM's counts per operation appended: retries, requests and round trips.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError, StmStats};
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, CoordinationExt};
+use clap::Args;
+
+use super::{BenchError, CONNECT_TIMEOUT, SESSION_TIMEOUT};
+
+/// The STM workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StmWorkload {
+    /// `alter` of one shared ref.
+    Alter,
+    /// Transfers between accounts.
+    Transfer,
+}
+
+impl StmWorkload {
+    /// The subcommand name and JSON `workload`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            StmWorkload::Alter => "stm-alter",
+            StmWorkload::Transfer => "stm-transfer",
+        }
+    }
+}
+
+/// Options of the STM workloads.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct StmArgs {
+    /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
+    #[arg(long, value_name = "CONNECT")]
+    pub(crate) zk: String,
+    /// Sessions running transactions at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) clients: u32,
+    /// Timed transactions per client.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) n: u64,
+    /// Untimed transactions per client first.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) warmup: u64,
+    /// The STM protocol: mvcc or optimistic.
+    #[arg(long, default_value = "optimistic")]
+    pub(crate) protocol: Protocol,
+    /// Accounts of `stm-transfer`.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..))]
+    pub(crate) accounts: u32,
+}
+
+/// One figure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct StmLine {
+    pub(crate) workload: &'static str,
+    pub(crate) protocol: Protocol,
+    pub(crate) clients: u32,
+    pub(crate) ops: u64,
+    pub(crate) elapsed: Duration,
+    /// The timed transactions' counts, summed over clients.
+    pub(crate) stats: StmStats,
+}
+
+impl StmLine {
+    /// The peers' JSON line, then the protocol and per-operation counts.
+    pub(crate) fn json(&self) -> String {
+        let secs = self.elapsed.as_secs_f64();
+        let per = |n: u64| n as f64 / self.ops as f64;
+        format!(
+            "{{\"peer\":\"avout\",\"workload\":\"{}\",\"clients\":{},\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1},\"protocol\":\"{}\",\"retries_per_op\":{:.3},\"requests_per_op\":{:.3},\"round_trips_per_op\":{:.3}}}",
+            self.workload,
+            self.clients,
+            self.ops,
+            secs,
+            self.ops as f64 / secs,
+            self.protocol.name(),
+            per(self.stats.retries),
+            per(self.stats.requests),
+            per(self.stats.round_trips),
+        )
+    }
+}
+
+fn op_error(workload: StmWorkload, e: impl std::fmt::Display) -> BenchError {
+    BenchError::Op {
+        peer: "avout",
+        workload: workload.name(),
+        detail: e.to_string(),
+    }
+}
+
+async fn connect(connect: &str) -> Result<Arc<ZkClient>, BenchError> {
+    let config = ZkConfig::new(connect)
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT);
+    ZkClient::connect(&config)
+        .await
+        .map(Arc::new)
+        .map_err(|source| BenchError::Connect {
+            connect: connect.to_owned(),
+            source,
+        })
+}
+
+/// Runs one workload and prints its JSON line.
+pub(crate) async fn run(workload: StmWorkload, args: StmArgs) -> Result<(), BenchError> {
+    let line = measure(workload, &args).await?;
+    println!("{}", line.json());
+    Ok(())
+}
+
+const INITIAL_BALANCE: i64 = 1_000;
+
+/// What one client works on.
+struct Client {
+    zk: Arc<ZkClient>,
+    stm: Stm<ZkClient>,
+    refs: Vec<Ref<i64>>,
+    /// Its own random stream (no shared state between clients).
+    rng: u64,
+}
+
+impl Client {
+    fn below(&mut self, n: u64) -> u64 {
+        self.rng = self
+            .rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.rng >> 33) % n
+    }
+
+    async fn op(&mut self, workload: StmWorkload) -> Result<(), BenchError> {
+        match workload {
+            StmWorkload::Alter => {
+                let counter = self.refs[0].clone();
+                self.stm
+                    .dosync(async move |tx| tx.alter(&counter, |n| n + 1).await)
+                    .await
+                    .map(drop)
+                    .map_err(|e| op_error(workload, e))
+            }
+            StmWorkload::Transfer => {
+                let n = self.refs.len() as u64;
+                let from = self.below(n) as usize;
+                let to = (from + 1 + self.below(n - 1) as usize) % n as usize;
+                let amount = 1 + self.below(INITIAL_BALANCE as u64 / 4) as i64;
+                let (a, b) = (self.refs[from].clone(), self.refs[to].clone());
+                let out = self
+                    .stm
+                    .dosync(async move |tx| {
+                        tx.alter(&a, move |x| x - amount).await?;
+                        tx.alter(&b, move |x| x + amount).await?;
+                        Ok::<_, Abort>(())
+                    })
+                    .await;
+                match out {
+                    Ok(()) | Err(StmError::Invalid { .. }) => Ok(()),
+                    Err(e) => Err(op_error(workload, e)),
+                }
+            }
+        }
+    }
+}
+
+fn diff(after: StmStats, before: StmStats) -> StmStats {
+    StmStats {
+        commits: after.commits - before.commits,
+        retries: after.retries - before.retries,
+        read_faults: after.read_faults - before.read_faults,
+        commit_redos: after.commit_redos - before.commit_redos,
+        requests: after.requests - before.requests,
+        round_trips: after.round_trips - before.round_trips,
+        recoveries: after.recoveries - before.recoveries,
+    }
+}
+
+fn sum(a: StmStats, b: StmStats) -> StmStats {
+    StmStats {
+        commits: a.commits + b.commits,
+        retries: a.retries + b.retries,
+        read_faults: a.read_faults + b.read_faults,
+        commit_redos: a.commit_redos + b.commit_redos,
+        requests: a.requests + b.requests,
+        round_trips: a.round_trips + b.round_trips,
+        recoveries: a.recoveries + b.recoveries,
+    }
+}
+
+async fn open_client(
+    workload: StmWorkload,
+    args: &StmArgs,
+    root: &str,
+    index: u64,
+) -> Result<Client, BenchError> {
+    let zk = connect(&args.zk).await?;
+    let config = StmConfig::with_protocol(args.protocol);
+    let stm = Stm::open(zk.clone(), root, config)
+        .await
+        .map_err(|e| op_error(workload, e))?;
+    let mut refs = Vec::new();
+    match workload {
+        StmWorkload::Alter => refs.push(
+            stm.make_ref("counter", 0i64)
+                .await
+                .map_err(|e| op_error(workload, e))?,
+        ),
+        StmWorkload::Transfer => {
+            for i in 0..args.accounts {
+                let r = stm
+                    .make_ref(&format!("acct{i}"), INITIAL_BALANCE)
+                    .await
+                    .map_err(|e| op_error(workload, e))?;
+                r.set_validator(|b| *b >= 0);
+                refs.push(r);
+            }
+        }
+    }
+    Ok(Client {
+        zk,
+        stm,
+        refs,
+        rng: 0x5eed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    })
+}
+
+/// Runs one workload and returns its figure.
+pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<StmLine, BenchError> {
+    let admin = connect(&args.zk).await?;
+    let root = format!("/bench/avout/{}-{}", workload.name(), args.protocol.name());
+    admin
+        .delete_recursive(&root)
+        .await
+        .map_err(|e| op_error(workload, e))?;
+    let clients = args.clients as usize;
+    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = Vec::with_capacity(clients);
+    for index in 0..clients {
+        let (args, root, barrier) = (args.clone(), root.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            // Every client reaches the barrier once, whatever happens, so the clock and the
+            // others are not left waiting; its error is reported after the join.
+            let prepared = async {
+                let mut client = open_client(workload, &args, &root, index as u64).await?;
+                for _ in 0..args.warmup {
+                    client.op(workload).await?;
+                }
+                Ok::<_, BenchError>(client)
+            }
+            .await;
+            barrier.wait().await;
+            let mut client = prepared?;
+            let before = client.stm.stats();
+            for _ in 0..args.n {
+                client.op(workload).await?;
+            }
+            let stats = diff(client.stm.stats(), before);
+            Ok::<_, BenchError>((client, stats))
+        }));
+    }
+    barrier.wait().await;
+    let start = Instant::now();
+    let mut outcomes = Vec::with_capacity(clients);
+    for task in tasks {
+        match task.await {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    let elapsed = start.elapsed();
+    let mut stats = StmStats::default();
+    let mut first_error = None;
+    let mut checker = None;
+    for outcome in outcomes {
+        match outcome {
+            Ok((client, s)) => {
+                stats = sum(stats, s);
+                checker.get_or_insert(client);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let checker = checker.expect("at least one client");
+    check(workload, args, &checker).await?;
+    let _ = checker.zk.close().await;
+    let _ = admin.close().await;
+    Ok(StmLine {
+        workload: workload.name(),
+        protocol: args.protocol,
+        clients: args.clients,
+        ops: args.clients as u64 * args.n,
+        elapsed,
+        stats,
+    })
+}
+
+/// The workload's invariant, read in one transaction.
+async fn check(workload: StmWorkload, args: &StmArgs, client: &Client) -> Result<(), BenchError> {
+    // Owned captures (`async move`): a body capturing references makes a future the compiler
+    // cannot prove `Send`, and this one runs in a spawned task.
+    let refs = client.refs.clone();
+    let values = client
+        .stm
+        .dosync(async move |tx| {
+            let mut all = Vec::new();
+            for r in &refs {
+                all.push(tx.deref(r).await?);
+            }
+            Ok::<_, Abort>(all)
+        })
+        .await
+        .map_err(|e| op_error(workload, e))?;
+    let (got, want) = match workload {
+        StmWorkload::Alter => (
+            values[0],
+            (args.clients as u64 * (args.n + args.warmup)) as i64,
+        ),
+        StmWorkload::Transfer => {
+            if let Some(neg) = values.iter().find(|b| **b < 0) {
+                return Err(BenchError::Violation(format!(
+                    "a negative balance {neg} despite the validators"
+                )));
+            }
+            (
+                values.iter().sum(),
+                INITIAL_BALANCE * i64::from(args.accounts),
+            )
+        }
+    };
+    if got != want {
+        return Err(BenchError::Violation(format!(
+            "{}: total is {got}, expected {want}",
+            workload.name()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_the_peers_lines_with_the_stm_counts() {
+        let line = StmLine {
+            workload: StmWorkload::Alter.name(),
+            protocol: Protocol::Optimistic,
+            clients: 1,
+            ops: 1000,
+            elapsed: Duration::from_millis(2000),
+            stats: StmStats {
+                retries: 5,
+                requests: 1000,
+                round_trips: 1000,
+                ..StmStats::default()
+            },
+        };
+        assert_eq!(
+            line.json(),
+            "{\"peer\":\"avout\",\"workload\":\"stm-alter\",\"clients\":1,\"ops\":1000,\"secs\":2.000,\"ops_per_sec\":500.0,\"protocol\":\"optimistic\",\"retries_per_op\":0.005,\"requests_per_op\":1.000,\"round_trips_per_op\":1.000}"
+        );
+    }
+}
