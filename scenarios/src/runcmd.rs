@@ -12,7 +12,7 @@ use avout_scenarios::scenario::case::{Case, CaseError};
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::{ShrinkError, shrink};
 use avout_scenarios::scenario::{
-    FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
+    FaultPlan, PANICKED, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
 };
 use avout_sim_zk::FaultKind;
 
@@ -536,7 +536,8 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), RunCmdError> {
     let case = Case::load(&args.file)?;
     let report = case.replay()?;
-    let found = report.hash.expect("simulated runs have a hash");
+    // A run that panicked has no hash: it replays if it panics again.
+    let found = report.hash.unwrap_or(PANICKED);
     let same = found == case.sim.hash;
     let style = Style::stdout();
     if args.json {

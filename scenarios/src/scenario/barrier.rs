@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use avout::recipes::barrier::{Barrier, BarrierError};
 use avout::Coordination;
+use avout::recipes::barrier::{Barrier, BarrierError};
 use rand::Rng;
 use tokio::sync::watch;
 

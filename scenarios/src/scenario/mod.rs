@@ -21,6 +21,7 @@
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
 
+pub mod bank;
 pub mod barrier;
 pub mod case;
 pub mod counter;
@@ -28,6 +29,7 @@ pub mod election;
 pub mod env;
 pub mod explore;
 pub mod linkv;
+pub mod list_append;
 pub mod mutex;
 pub mod queue;
 pub mod rwlock;
@@ -48,6 +50,9 @@ use env::{Cluster, Recorder, SimCluster};
 /// How long one operation may take before the run is failed as stuck (virtual time on the
 /// simulator). Every fault the simulator injects ends well within it.
 pub const OP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The event-log hash recorded for a run that panicked (it has none).
+pub const PANICKED: u64 = 0;
 
 /// The session timeout of simulated runs.
 pub const SIM_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -76,6 +81,10 @@ pub enum ScenarioName {
     Queue,
     /// The barrier.
     Barrier,
+    /// Bank transfers over STM refs.
+    Bank,
+    /// Maelstrom's txn-list-append over STM refs.
+    ListAppend,
 }
 
 impl ScenarioName {
@@ -88,6 +97,8 @@ impl ScenarioName {
         ScenarioName::Election,
         ScenarioName::Queue,
         ScenarioName::Barrier,
+        ScenarioName::Bank,
+        ScenarioName::ListAppend,
     ];
 
     /// The name on the command line.
@@ -104,6 +115,8 @@ impl ScenarioName {
             ScenarioName::Election => "election",
             ScenarioName::Queue => "queue",
             ScenarioName::Barrier => "barrier",
+            ScenarioName::Bank => "bank",
+            ScenarioName::ListAppend => "list-append",
         }
     }
 
@@ -135,6 +148,12 @@ impl ScenarioName {
             ScenarioName::Barrier => {
                 "one client sets and removes, others wait; checker: nobody passes a set barrier"
             }
+            ScenarioName::Bank => {
+                "STM transfers and whole-bank reads; checker: totals kept, no negative balance"
+            }
+            ScenarioName::ListAppend => {
+                "STM transactions of reads and appends; checker: Elle (G0…G2, internal)"
+            }
         }
     }
 
@@ -153,6 +172,8 @@ impl ScenarioName {
             ScenarioName::Election => (4, 10),
             ScenarioName::Queue => (4, 40),
             ScenarioName::Barrier => (4, 10),
+            ScenarioName::Bank => (4, 25),
+            ScenarioName::ListAppend => (4, 25),
         }
     }
 }
@@ -466,6 +487,8 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         ScenarioName::Election => election::workload(cluster, w, rec).await,
         ScenarioName::Queue => queue::workload(cluster, w, rec).await,
         ScenarioName::Barrier => barrier::workload(cluster, w, rec).await,
+        ScenarioName::Bank => bank::workload(cluster, w, rec).await,
+        ScenarioName::ListAppend => list_append::workload(cluster, w, rec).await,
     }
 }
 
@@ -479,6 +502,8 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::Election => election::check(history),
         ScenarioName::Queue => queue::check(history),
         ScenarioName::Barrier => barrier::check(history),
+        ScenarioName::Bank => bank::check(history),
+        ScenarioName::ListAppend => list_append::check(history, w.protocol),
     };
     if !stalls.is_empty() {
         verdict.valid = false;
@@ -569,13 +594,48 @@ pub(crate) fn run_sim_inner(
             .build(),
     };
     let wall = std::time::Instant::now();
-    let (result, summary) = sim.run(|ctx| async move {
-        let cluster = SimCluster::new(ctx.zk.clone());
-        let rec = Recorder::new();
-        let out = drive(&cluster, w, &rec).await;
-        (out, rec.finish())
-    });
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sim.run(|ctx| async move {
+            let cluster = SimCluster::new(ctx.zk.clone());
+            let rec = Recorder::new();
+            let out = drive(&cluster, w, &rec).await;
+            (out, rec.finish())
+        })
+    }));
     let wall_time = wall.elapsed();
+    let (result, summary) = match run {
+        Ok(done) => done,
+        // A broken invariant inside the protocol (or the simulator's time limit): the run
+        // fails. Its history is lost with the panic; the seed and plan reproduce it.
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic without a message");
+            let report = Report {
+                workload: w.clone(),
+                planted,
+                history: History::default(),
+                counts: Counts::default(),
+                retries: 0,
+                faults: BTreeMap::new(),
+                virtual_time: None,
+                wall_time,
+                hash: None,
+                requests: None,
+                verdict: Verdict::new("run", vec![format!("the run panicked: {message}")]),
+                replay: record.then(|| ReplayFile {
+                    format: avout_sim_zk::REPLAY_FORMAT,
+                    config: sim.config().clone(),
+                    // No tapes: a replay draws from the seeded streams, as the run did.
+                    choices: Default::default(),
+                    hash: PANICKED,
+                }),
+            };
+            return Ok((report, Vec::new()));
+        }
+    };
     let (out, (history, retries, stalls)) = result;
     out.map_err(RunError::Setup)?;
     let verdict = judge(w, &history, &stalls);

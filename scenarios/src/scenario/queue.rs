@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout::recipes::queue::{Queue, QueueError};
 use avout::Coordination;
+use avout::recipes::queue::{Queue, QueueError};
 use rand::Rng;
 use serde_json::Value;
 

@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout::{Coordination, Op};
 use avout::lock::{LockError, LockGuard, RwLock};
+use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 

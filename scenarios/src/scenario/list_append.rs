@@ -1,0 +1,195 @@
+//! `list-append`: Maelstrom's txn-list-append workload on STM refs ([`avout::stm`]).
+//!
+//! Five keys, each a ref holding a list of integers. A transaction is 1–4 micro-operations,
+//! each a read of a key or an append of a value unique to the run, executed in one `dosync`
+//! (`deref`, or `alter` pushing the value). The protocol is the workload's.
+//!
+//! History: `f: "txn"`, value the micro-operations (`["r", k, null]` / `["append", k, v]`);
+//! an `ok` completion carries the lists read.
+//!
+//! The checker is the Elle-style list-append checker ([`crate::check::list_append`]) for
+//! strict serializability: G0, G1a, G1b, G1c, G-single, G2 and internal anomalies.
+
+use std::sync::Arc;
+
+use avout::Coordination;
+use avout::stm::{Abort, Ref, Stm, StmError};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::bank::stm_config;
+use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::{OP_DEADLINE, Protocol, Verdict, Workload};
+use crate::check::list_append::check_list_append;
+use crate::history::{EventType, History};
+
+const ROOT: &str = "/list-append";
+const KEYS: u64 = 5;
+
+type Lists<C> = (Stm<C>, Vec<Ref<Vec<u64>>>);
+
+async fn open<K: Cluster>(
+    cluster: &K,
+    zk: &mut Arc<K::Client>,
+    p: Protocol,
+) -> Result<Lists<K::Client>, String> {
+    retry_open(cluster, zk, 200, |c| async move {
+        let stm = Stm::open(c, ROOT, stm_config(p)).await?;
+        let mut refs = Vec::new();
+        for k in 0..KEYS {
+            refs.push(stm.make_ref(&format!("k{k}"), Vec::<u64>::new()).await?);
+        }
+        Ok::<_, StmError>((stm, refs))
+    })
+    .await
+}
+
+#[derive(Clone, Copy)]
+enum Micro {
+    Read(u64),
+    Append(u64, u64),
+}
+
+async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+) -> Result<(), String> {
+    let mut rng = client_rng(w.seed, index);
+    let mut process = Process::new(index, w.clients);
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let (mut stm, mut refs) = open(cluster, &mut zk, w.protocol).await?;
+    let mut next = 1u64;
+    for _ in 0..w.ops {
+        let p = process.id();
+        let len = rng.random_range(1..=4);
+        let micros: Vec<Micro> = (0..len)
+            .map(|_| {
+                let k = rng.random_range(0..KEYS);
+                if rng.random_bool(0.5) {
+                    Micro::Read(k)
+                } else {
+                    // Unique in the run: the client's index and its own counter.
+                    let v = (index as u64) * 1_000_000 + next;
+                    next += 1;
+                    Micro::Append(k, v)
+                }
+            })
+            .collect();
+        let input: Value = micros
+            .iter()
+            .map(|m| match *m {
+                Micro::Read(k) => json!(["r", k, null]),
+                Micro::Append(k, v) => json!(["append", k, v]),
+            })
+            .collect();
+        rec.invoke(p, "txn", input.clone(), None);
+        let refs_now = &refs;
+        let micros_now = &micros;
+        let body = stm.dosync(async |tx| {
+            let mut done = Vec::with_capacity(micros_now.len());
+            for m in micros_now {
+                match *m {
+                    Micro::Read(k) => {
+                        let list = tx.deref(&refs_now[k as usize]).await?;
+                        done.push(json!(["r", k, list]));
+                    }
+                    Micro::Append(k, v) => {
+                        tx.alter(&refs_now[k as usize], |l| {
+                            let mut l = l.clone();
+                            l.push(v);
+                            l
+                        })
+                        .await?;
+                        done.push(json!(["append", k, v]));
+                    }
+                }
+            }
+            Ok::<_, Abort>(Value::Array(done))
+        });
+        match tokio::time::timeout(OP_DEADLINE, body).await {
+            Err(_) => {
+                rec.complete(EventType::Info, p, "txn", input, None);
+                rec.stall(format!("process {p}'s transaction"));
+                break;
+            }
+            Ok(Ok(v)) => rec.complete(EventType::Ok, p, "txn", v, None),
+            Ok(Err(e)) => {
+                let end = if e.is_definite() {
+                    EventType::Fail
+                } else {
+                    EventType::Info
+                };
+                rec.complete(end, p, "txn", input, None);
+                if end == EventType::Info {
+                    process.retire();
+                }
+                if zk.session_states().current().is_terminal()
+                    || matches!(e, StmError::SessionLost(_))
+                {
+                    rec.retries(stm.stats().retries);
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    (stm, refs) = open(cluster, &mut zk, w.protocol).await?;
+                }
+            }
+        }
+    }
+    rec.retries(stm.stats().retries);
+    Ok(())
+}
+
+/// The workload: `w.clients` clients, `w.ops` transactions each.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
+    for r in futures::future::join_all(clients).await {
+        r?;
+    }
+    Ok(())
+}
+
+/// Judges a list-append history with the Elle-style checker: strict serializability for
+/// [`Protocol::Optimistic`]; for [`Protocol::Mvcc`], whose reads are Clojure's (snapshot
+/// isolation: only `ensure` prevents write skew), G2-item cycles are allowed and everything
+/// else (G0, G1a–c, G-single, internal) is not.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::scenario::Protocol;
+/// use serde_json::json;
+/// let txn = || F::Other("txn".into());
+/// // A read of an element nobody appended.
+/// let h: History = [
+///     Event::invoke(0, txn(), json!([["r", 0, null]])),
+///     Event::ok(0, txn(), json!([["r", 0, [9]]])),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(!avout_scenarios::scenario::list_append::check(&h, Protocol::Mvcc).valid);
+/// ```
+pub fn check(history: &History, protocol: Protocol) -> Verdict {
+    let name = match protocol {
+        Protocol::Optimistic => "list-append (Elle, strict serializability)",
+        Protocol::Mvcc => {
+            "list-append (Elle, strict serializability but G2-item: snapshot isolation)"
+        }
+    };
+    match check_list_append(history) {
+        Ok(v) => Verdict::new(
+            name,
+            v.anomalies
+                .iter()
+                .filter(|a| protocol == Protocol::Optimistic || !a.name().starts_with("G2"))
+                .map(ToString::to_string)
+                .collect(),
+        ),
+        Err(e) => Verdict::new(
+            name,
+            vec![format!("the checker could not judge the history: {e}")],
+        ),
+    }
+}
