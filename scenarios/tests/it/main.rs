@@ -4,3 +4,5 @@ mod check_cli;
 mod lock_hold;
 mod model_cli;
 mod scenarios;
+#[cfg(feature = "planted-bugs")]
+mod scenarios_planted;

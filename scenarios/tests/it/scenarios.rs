@@ -208,3 +208,37 @@ fn avout_run_says_when_the_server_is_unreachable() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach ZooKeeper"));
 }
+
+/// The kept regression cases (`scenarios/regressions/`, shrunk failures of planted bugs) run
+/// first in spirit: whatever the features, the correct code must pass every one of their
+/// schedules.
+#[test]
+fn the_correct_code_passes_every_kept_regression_schedule() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no regression cases in {}",
+        dir.display()
+    );
+    for file in files {
+        let case = Case::load(&file).unwrap();
+        assert!(
+            !case.anomalies.is_empty(),
+            "{}: a kept case records its failure",
+            file.display()
+        );
+        let report = case.rerun(None).unwrap();
+        assert!(
+            report.verdict.valid,
+            "{} without its planted bug: {}",
+            file.display(),
+            report.verdict
+        );
+    }
+}
