@@ -535,6 +535,83 @@ fn generated_keyed_history_is_linearizable() {
     assert_eq!(verdict.keys, 8);
 }
 
+/// Heavily concurrent histories where a fifth or more of the operations end `info` (40 and 30
+/// processes over 4 and 5 values). Trying each node's indeterminate candidates only after its
+/// definite ones settles these in some ten thousand states; trying them in call order took over
+/// a million (`examples/check_speed.rs` shows the figures), past this budget.
+#[test]
+fn heavily_concurrent_histories_with_many_info_operations_settle() {
+    let register = Synth {
+        seed: 0,
+        processes: 40,
+        operations: 3_000,
+        values: 4,
+        cas: false,
+        info_rate: 0.25,
+        ..Synth::default()
+    };
+    let cas = Synth {
+        processes: 30,
+        values: 5,
+        cas: true,
+        info_rate: 0.3,
+        ..register.clone()
+    };
+    for (synth, model) in [(register, Model::Register), (cas, Model::CasRegister)] {
+        let h = synth.history();
+        let infos = h
+            .events()
+            .iter()
+            .filter(|e| e.kind == EventType::Info)
+            .count();
+        assert!(infos > 600, "{infos} info operations");
+        let verdict = Checker::new(model).max_states(200_000).check(&h).unwrap();
+        assert!(verdict.is_linearizable(), "{synth:?}: {verdict}");
+    }
+}
+
+/// A read from the future planted in histories where a fifth of the operations end `info`:
+/// the pre-check names it at once among 40 processes; the search alone (no pre-check), which
+/// must exhaust every order of the prefix with every info operation a possible explanation,
+/// refutes it among 8 in a shorter history (in longer ones it can still exhaust the state
+/// budget: refuting is exponential in the info operations open at once, and they never close).
+#[test]
+fn a_violation_planted_in_a_history_with_many_info_operations_is_found() {
+    for (processes, operations, precheck) in [(40, 1_000, true), (8, 300, false)] {
+        for seed in 0..4 {
+            let h = Synth {
+                seed,
+                processes,
+                operations,
+                values: 4,
+                cas: false,
+                info_rate: 0.2,
+                ..Synth::default()
+            }
+            .history();
+            let (h, line) = read_from_the_future(&h, 40 + seed as usize * 37).unwrap();
+            let checker = Checker::new(Model::Register).max_states(2_000_000);
+            let checker = if precheck {
+                checker
+            } else {
+                checker.without_precheck()
+            };
+            let verdict = checker.check(&h).unwrap();
+            assert_eq!(verdict.violations.len(), 1, "seed {seed}: {verdict}");
+            let expected = if precheck {
+                Cause::NeverWritten
+            } else {
+                Cause::NoOrder
+            };
+            assert_eq!(verdict.violations[0].cause, expected);
+            assert_eq!(
+                verdict.violations[0].op.complete.map(|c| c.line),
+                Some(line)
+            );
+        }
+    }
+}
+
 /// Replaces the value of the `nth` (mod count) read that completed ok with one never written;
 /// returns the mutated history and the completion's line.
 fn corrupt_a_read(h: &History, nth: usize) -> Option<(History, usize)> {
