@@ -1,5 +1,10 @@
 //! Linearizability checking for register and compare-and-set register histories.
 //!
+//! The other checkers live in submodules, each with a plain `check_*` function:
+//! [`list_append`] (Elle-style transactional anomalies of list-append histories,
+//! [`list_append::check_list_append`]), [`bank`] (conserved totals, [`bank::check_bank`]) and
+//! [`mutex`] (mutual exclusion under fencing tokens, [`mutex::check_mutex`]).
+//!
 //! A history is linearizable if every operation can be given a single instant between its
 //! invocation and its completion such that, taken in the order of those instants, the operations
 //! are a legal sequential run of the model: each read returns the last value written (`null`
