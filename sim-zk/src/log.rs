@@ -111,6 +111,13 @@ pub enum LogEvent {
         /// Which timer.
         timer: Cow<'static, str>,
     },
+    /// A buggify point in client code fired.
+    Buggify {
+        /// Time.
+        t: u64,
+        /// The point's source location, `file:line:column`.
+        site: String,
+    },
     /// A client connected (a new session).
     Connect {
         /// Time.
@@ -187,6 +194,11 @@ impl LogEvent {
                 h.u64(*t);
                 h.str(timer);
             }
+            LogEvent::Buggify { t, site } => {
+                h.tag(9);
+                h.u64(*t);
+                h.str(site);
+            }
             LogEvent::Connect { t, client, session } => {
                 h.tag(8);
                 h.u64(*t);
@@ -206,6 +218,7 @@ impl LogEvent {
             | LogEvent::State { t, .. }
             | LogEvent::Fault { t, .. }
             | LogEvent::Timer { t, .. }
+            | LogEvent::Buggify { t, .. }
             | LogEvent::Connect { t, .. } => *t,
         }
     }
@@ -258,6 +271,7 @@ impl fmt::Display for LogEvent {
                 None => write!(f, "fault {}", kind.name()),
             },
             LogEvent::Timer { timer, .. } => write!(f, "timer {timer}"),
+            LogEvent::Buggify { site, .. } => write!(f, "buggify fired at {site}"),
             LogEvent::Connect {
                 client, session, ..
             } => write!(f, "c{client} connected as session {session}"),

@@ -27,6 +27,8 @@ pub enum Stream {
     Workload = 3,
     /// Unique ids recipes put in node names ([`avout::Coordination::new_guid`]).
     Guids = 4,
+    /// Which buggify points are live and when they fire ([`avout::buggify`]).
+    Buggify = 5,
 }
 
 /// One named stream of random numbers.

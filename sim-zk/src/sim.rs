@@ -79,6 +79,9 @@ pub struct SimConfig {
     pub keep_log: bool,
     /// Milliseconds since the Unix epoch at virtual time zero (for `ctime`/`mtime`).
     pub epoch_ms: i64,
+    /// Whether [`avout::buggify`] points in client code may fire (decided from the seed).
+    #[serde(default)]
+    pub buggify: bool,
 }
 
 impl Default for SimConfig {
@@ -95,6 +98,7 @@ impl Default for SimConfig {
             time_limit: Duration::from_secs(24 * 3600),
             keep_log: true,
             epoch_ms: 1_700_000_000_000,
+            buggify: false,
         }
     }
 }
@@ -277,6 +281,21 @@ impl Builder {
         self
     }
 
+    /// Lets [`avout::buggify`] points in the code the run executes fire: each point is live
+    /// in a run with probability 1/2 and then fires with probability 1/4 each time it is
+    /// reached, all drawn from the seed's own buggify stream, so a seed fires the same points
+    /// at the same moments every time. [`RunSummary::buggified`] counts the firings; the log
+    /// names each point.
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().buggify(true).build();
+    /// assert!(sim.config().buggify);
+    /// ```
+    pub fn buggify(mut self, on: bool) -> Self {
+        self.config.buggify = on;
+        self
+    }
+
     /// Whether to keep the log's entries (the hash is always computed).
     ///
     /// ```
@@ -402,6 +421,8 @@ pub struct RunSummary {
     pub virtual_time: Duration,
     /// The replay file, if the run recorded its choices.
     pub replay: Option<ReplayFile>,
+    /// How many times a buggify point fired (0 unless the configuration enables buggify).
+    pub buggified: u64,
     /// For a run from a replay file: whether it needed more choices than the file held
     /// (it was edited, or the code changed), and so went on with fresh ones.
     pub tapes_exhausted: bool,
@@ -598,6 +619,14 @@ impl Sim {
         rt.block_on(async move {
             let shared = Shared::new(config.clone(), tokio::time::Instant::now(), tapes, record);
             *world = Some(shared.clone());
+            // For this thread, while the run lasts (the guard also goes on a panic).
+            let _buggify = config.buggify.then(|| {
+                let shared = shared.clone();
+                avout::buggify::install(Box::new(move |site| {
+                    // Reached while the world is locked (from inside the simulator): no.
+                    shared.world_if_free().is_some_and(|mut w| w.buggify(site))
+                }))
+            });
             let zk = SimZk {
                 shared: shared.clone(),
             };
@@ -637,6 +666,7 @@ impl Sim {
                 log: w.log.take(),
                 faults: w.fault_counts.clone(),
                 requests: w.requests,
+                buggified: w.buggify_fired,
                 virtual_time,
             };
             (output, summary)

@@ -89,6 +89,12 @@ impl Shared {
         self.world.lock().ok()
     }
 
+    /// The world, if nobody holds it (never blocks, so it is safe from code the simulator
+    /// itself may be running).
+    pub(crate) fn world_if_free(&self) -> Option<MutexGuard<'_, World>> {
+        self.world.try_lock().ok()
+    }
+
     /// Wakes the driver: something was queued.
     pub(crate) fn kick(&self) {
         self.notify.notify_one();
@@ -270,6 +276,10 @@ pub(crate) struct World {
     faults: Rng,
     /// Its own stream, so that a recipe drawing GUIDs does not shift latencies or faults.
     guids: Rng,
+    /// Buggify decisions, if the run enables buggify: its own stream and, per point, whether
+    /// the point is live in this run.
+    buggify: Option<(Rng, BTreeMap<Site, bool>)>,
+    pub(crate) buggify_fired: u64,
     clients: Vec<Client>,
     by_session: BTreeMap<SessionId, usize>,
     pub(crate) log: EventLog,
@@ -291,6 +301,36 @@ impl World {
         (u128::from(self.guids.next_u64()) << 64) | u128::from(self.guids.next_u64())
     }
 }
+
+impl World {
+    /// Whether the buggify point at `site` fires now. A point is live in a run with
+    /// probability 1/2, decided when the run first reaches it; a live point fires with
+    /// probability 1/4 each time it is reached (FoundationDB's scheme: some points never fire,
+    /// so a run also explores the paths they would have hidden).
+    pub(crate) fn buggify(&mut self, site: &'static std::panic::Location<'static>) -> bool {
+        let Some((rng, sites)) = &mut self.buggify else {
+            return false;
+        };
+        let key = (site.file(), site.line(), site.column());
+        let live = *sites.entry(key).or_insert_with(|| rng.below(2) == 0);
+        let fire = live && rng.below(4) == 0;
+        if fire {
+            self.buggify_fired += 1;
+            let t = self.now();
+            self.log.push(
+                LogEvent::Buggify {
+                    t,
+                    site: format!("{}:{}:{}", key.0, key.1, key.2),
+                },
+                |_| {},
+            );
+        }
+        fire
+    }
+}
+
+/// A buggify point: file, line, column.
+type Site = (&'static str, u32, u32);
 
 const SESSION_CHECK_WHILE_CLOSING: u64 = u64::MAX;
 
@@ -322,6 +362,10 @@ impl World {
             net,
             faults,
             guids,
+            buggify: config
+                .buggify
+                .then(|| (Rng::new(config.seed, Stream::Buggify), BTreeMap::new())),
+            buggify_fired: 0,
             clients: Vec::new(),
             by_session: BTreeMap::new(),
             log: EventLog::new(config.keep_log),

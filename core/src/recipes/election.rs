@@ -237,6 +237,11 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
             else {
                 return Ok(None);
             };
+            // Buggify (simulations only): a pause between the listing and the read lets the
+            // leader resign in between, the race the `NoNode` arm below recovers from.
+            if crate::buggify::fires() {
+                crate::buggify::pause().await;
+            }
             match zk.get_data(&first).await {
                 Ok((id, stat)) => {
                     return Ok(Some(Leader {

@@ -255,3 +255,39 @@ fn drawn_faults_cover_every_kind() {
         );
     }
 }
+
+#[test]
+fn faults_scheduled_at_a_time_or_a_step_fire_then() {
+    let at = Duration::from_millis(50);
+    let (_, summary) = sim(2)
+        .fault(
+            When::At(at),
+            Fault::Disconnect {
+                client: 0,
+                duration: TIMEOUT / 4,
+            },
+        )
+        .fault(When::Step(3), Fault::ExpireSession { client: 1 })
+        .build()
+        .run(|ctx| async move {
+            let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
+            let mut states = a.session_states();
+            let start = tokio::time::Instant::now();
+            // Requests 1 and 2.
+            b.create("/b", b"", &CreateMode::Ephemeral.into())
+                .await
+                .unwrap();
+            a.create("/a", b"", &Default::default()).await.unwrap();
+            // Request 3: b's session is expired just before the service processes it.
+            assert_eq!(b.exists("/b").await, Err(Error::SessionExpired));
+            assert!(a.exists("/b").await.unwrap().is_none(), "ephemeral gone");
+            // The disconnect comes at its time, not before.
+            assert_eq!(states.current(), SessionState::Connected);
+            assert_eq!(states.next().await, Some(SessionState::Disconnected));
+            assert!(start.elapsed() >= at);
+            assert_eq!(states.next().await, Some(SessionState::Connected));
+            assert!(start.elapsed() >= at + TIMEOUT / 4);
+        });
+    assert_eq!(summary.fault_count(FaultKind::Disconnect), 1);
+    assert_eq!(summary.fault_count(FaultKind::SessionExpiry), 1);
+}

@@ -1,5 +1,6 @@
 //! Integration tests of avout-sim-zk: one binary, one module per concern.
 
+mod buggify;
 mod client;
 mod conformance;
 mod determinism;
