@@ -27,9 +27,17 @@ use stateright::{Model, Property};
 use crate::world::{Action, Agent, Faults, NOW, Run, World};
 
 /// The atom's node.
+///
+/// ```
+/// assert_eq!(avout_models::atom::ATOM_PATH, "/atom");
+/// ```
 pub const ATOM_PATH: &str = "/atom";
 
 /// How a client's swap ended.
+///
+/// ```
+/// assert_ne!(avout_models::atom::Ended::Swapped(1), avout_models::atom::Ended::Swapped(2));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ended {
     /// It succeeded, writing this value.
@@ -39,6 +47,12 @@ pub enum Ended {
 }
 
 /// A client incrementing the counter once.
+///
+/// ```
+/// use avout_models::atom::AtomAgent;
+/// let a = AtomAgent::new(0);
+/// assert_eq!((a.ended, a.applied), (None, 0));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AtomAgent {
     /// The client's index.
@@ -55,7 +69,7 @@ pub struct AtomAgent {
 }
 
 impl AtomAgent {
-    /// Client `index`, about to swap.
+    /// Client `index`, about to swap. See [`AtomAgent`] for an example.
     pub fn new(index: u8) -> Self {
         AtomAgent {
             index,
@@ -131,6 +145,11 @@ impl AtomAgent {
 }
 
 /// The counter in an atom payload.
+///
+/// ```
+/// let data = avout::atom::payload(1, 1, None, b"41".to_vec());
+/// assert_eq!(avout_models::atom::decode(&data), 41);
+/// ```
 pub fn decode(data: &[u8]) -> u64 {
     let value = payload_value(data).expect("inline value");
     std::str::from_utf8(&value)
@@ -194,6 +213,12 @@ impl Agent for AtomAgent {
 }
 
 /// The atom model; see the [module docs](self).
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(2), Default::default());
+/// assert!(report.ok(), "{report}");
+/// assert_eq!(report.unique_states, 788);
+/// ```
 #[derive(Clone, Debug)]
 pub struct AtomModel {
     /// How many clients increment.
@@ -205,7 +230,7 @@ pub struct AtomModel {
 }
 
 impl AtomModel {
-    /// `clients` incrementing clients, at most one fault of any kind.
+    /// `clients` incrementing clients, at most one fault of any kind. See [`AtomModel`].
     pub fn new(clients: u8) -> Self {
         AtomModel {
             clients,
@@ -221,7 +246,7 @@ fn counter(state: &World<AtomAgent>) -> u64 {
 }
 
 /// The counter equals the increments applied.
-pub fn no_lost_update(state: &World<AtomAgent>) -> bool {
+pub(crate) fn no_lost_update(state: &World<AtomAgent>) -> bool {
     let applied: u64 = state
         .clients
         .iter()
@@ -231,7 +256,7 @@ pub fn no_lost_update(state: &World<AtomAgent>) -> bool {
 }
 
 /// No increment applied twice.
-pub fn at_most_once(state: &World<AtomAgent>) -> bool {
+pub(crate) fn at_most_once(state: &World<AtomAgent>) -> bool {
     state.clients.iter().all(|c| c.agent.applied <= 1)
 }
 

@@ -10,6 +10,11 @@ use stateright::{Checker, Expectation, Model};
 use crate::world::{Action, Agent, World};
 
 /// A model over the [`World`]: what [`check`] and [`trace`] need to know of it.
+///
+/// ```
+/// use avout_models::check::WorldModel;
+/// assert_eq!(avout_models::atom::AtomModel::new(2).bug(), None);
+/// ```
 pub trait WorldModel:
     Model<State = World<Self::Agent>, Action = Action> + Clone + Send + Sync + 'static
 {
@@ -34,6 +39,11 @@ impl WorldModel for crate::atom::AtomModel {
 }
 
 /// How to search.
+///
+/// ```
+/// let s = avout_models::Search { max_depth: Some(5), ..Default::default() };
+/// assert!(!s.dfs);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Search {
     /// Depth-first instead of breadth-first (breadth-first finds the shortest traces).
@@ -55,6 +65,11 @@ impl Default for Search {
 }
 
 /// What the checker concluded about one property.
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+/// assert!(matches!(report.property("no lost update").verdict, avout_models::Verdict::Holds));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// `always`/`eventually`: no counterexample in the explored states.
@@ -68,6 +83,11 @@ pub enum Verdict {
 }
 
 /// One property's outcome.
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+/// assert!(report.properties.iter().all(|p| p.ok()));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PropertyOutcome {
     /// The property's name.
@@ -79,13 +99,20 @@ pub struct PropertyOutcome {
 }
 
 impl PropertyOutcome {
-    /// Whether the outcome is the wanted one (no counterexample; an example found).
+    /// Whether the outcome is the wanted one (no counterexample; an example found). See
+    /// [`PropertyOutcome`].
     pub fn ok(&self) -> bool {
         matches!(self.verdict, Verdict::Holds | Verdict::Found(_))
     }
 }
 
 /// The result of checking a model.
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+/// assert!(report.ok() && report.unique_states > 0);
+/// println!("{report}");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Report {
     /// States generated, repeats included.
@@ -101,12 +128,12 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether every property came out as wanted.
+    /// Whether every property came out as wanted. See [`Report`].
     pub fn ok(&self) -> bool {
         self.properties.iter().all(PropertyOutcome::ok)
     }
 
-    /// The outcome of the property named `name`.
+    /// The outcome of the property named `name`. See [`Verdict`] for an example.
     ///
     /// # Panics
     ///
@@ -150,6 +177,11 @@ impl fmt::Display for Report {
 }
 
 /// Checks `model` exhaustively (up to `search.max_depth`).
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+/// assert!(report.ok());
+/// ```
 pub fn check<M: WorldModel>(model: M, search: Search) -> Report {
     let started = Instant::now();
     let mut builder = model.clone().checker().threads(search.threads.max(1));
@@ -208,11 +240,26 @@ fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) 
 }
 
 /// Serves stateright's explorer for `model` on `address` (blocks).
+///
+/// ```no_run
+/// avout_models::check::serve(avout_models::atom::AtomModel::new(2), "127.0.0.1:3000");
+/// ```
 pub fn serve<M: WorldModel>(model: M, address: &str) {
     model.checker().serve(address);
 }
 
-/// A path of states and actions as numbered steps, each followed by where every client is.
+/// A path of states and actions as numbered steps, each followed by the clients whose state
+/// changed, and where every client is at the end.
+///
+/// ```
+/// use stateright::Model;
+/// use avout_models::{atom::AtomModel, world::Action};
+/// let model = AtomModel::new(1);
+/// let init = model.init_states().remove(0);
+/// let next = model.next_state(&init, Action::Apply(0)).unwrap();
+/// let trace = avout_models::trace(&model, vec![(init, Some(Action::Apply(0))), (next, None)]);
+/// assert!(trace.contains("1. server applies client 0's getData /atom"), "{trace}");
+/// ```
 pub fn trace<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) -> String {
     let _bug = crate::plant(model.bug());
     let mut out = String::new();

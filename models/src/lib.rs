@@ -42,6 +42,10 @@ pub(crate) fn plant(bug: Option<Bug>) -> Option<Planted> {
 }
 
 /// The models [`check_named`] knows.
+///
+/// ```
+/// assert_eq!("election".parse::<avout_models::Named>().unwrap(), avout_models::Named::Election);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Named {
     /// The exclusive lock.
@@ -56,6 +60,10 @@ pub enum Named {
 
 impl Named {
     /// Every model, in a fixed order.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Named::ALL.len(), 4);
+    /// ```
     pub const ALL: [Named; 4] = [Named::Mutex, Named::RwLock, Named::Election, Named::Atom];
 
     /// The model's name on the command line.
@@ -85,6 +93,11 @@ impl FromStr for Named {
 }
 
 /// Why a model could not be set up.
+///
+/// ```
+/// let e = "x".parse::<avout_models::Named>().unwrap_err();
+/// assert_eq!(e, avout_models::ModelError::Unknown("x".into()));
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ModelError {
@@ -108,6 +121,11 @@ pub enum ModelError {
 }
 
 /// A model's size and faults.
+///
+/// ```
+/// let c = avout_models::Config { clients: 3, faults: 0, ..Default::default() };
+/// assert_eq!(c.lock(avout_models::lock::Flavor::Mutex).unwrap().clients, 3);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Clients (1 to 4).
@@ -168,7 +186,7 @@ impl Config {
         }
     }
 
-    /// The lock model of `flavor` this configuration describes.
+    /// The lock model of `flavor` this configuration describes. See [`Config`].
     pub fn lock(&self, flavor: lock::Flavor) -> Result<lock::LockModel, ModelError> {
         self.validate()?;
         Ok(lock::LockModel {
@@ -181,6 +199,10 @@ impl Config {
     }
 
     /// The atom model this configuration describes.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Config::default().atom().unwrap().clients, 2);
+    /// ```
     pub fn atom(&self) -> Result<atom::AtomModel, ModelError> {
         self.validate()?;
         Ok(atom::AtomModel {

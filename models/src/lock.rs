@@ -31,9 +31,20 @@ use stateright::{Model, Property};
 use crate::world::{Action, Agent, Faults, Run, World, shorten};
 
 /// The lock directory every client contends on.
+///
+/// ```
+/// assert_eq!(avout_models::lock::LOCK_PATH, "/lock");
+/// ```
 pub const LOCK_PATH: &str = "/lock";
 
 /// Where a lock client's script is.
+///
+/// ```
+/// use avout_models::lock::{LockAgent, Phase};
+/// let a = LockAgent::new(1, avout::lock::LockKind::Read, 2);
+/// assert_eq!(a.phase, Phase::Idle);
+/// assert_eq!(a.holding(), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not started.
@@ -60,6 +71,13 @@ pub enum Phase {
 }
 
 /// A client that acquires, holds and releases a lock `cycles` times.
+///
+/// ```
+/// use avout_models::lock::{LockAgent, Phase};
+/// let a = LockAgent::new(1, avout::lock::LockKind::Read, 2);
+/// assert_eq!(a.phase, Phase::Idle);
+/// assert_eq!(a.holding(), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockAgent {
     /// The client's index.
@@ -78,7 +96,7 @@ pub struct LockAgent {
 }
 
 impl LockAgent {
-    /// A client taking `kind`, `cycles` times.
+    /// A client taking `kind`, `cycles` times. See [`LockAgent`] for an example.
     pub fn new(index: u8, kind: LockKind, cycles: u8) -> Self {
         LockAgent {
             index,
@@ -133,7 +151,7 @@ impl LockAgent {
         }
     }
 
-    /// The fencing token held, if the client believes it holds the lock.
+    /// The fencing token held, if the client believes it holds the lock. See [`LockAgent`].
     pub fn holding(&self) -> Option<i64> {
         match &self.phase {
             Phase::Holding(a) => Some(a.fencing_token),
@@ -278,6 +296,11 @@ impl Agent for LockAgent {
 }
 
 /// Which lock a [`LockModel`] checks.
+///
+/// ```
+/// let m = avout_models::lock::LockModel::new(avout_models::lock::Flavor::RwLock, 3);
+/// assert_eq!(m.flavor, avout_models::lock::Flavor::RwLock);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Flavor {
     /// The exclusive lock.
@@ -289,6 +312,14 @@ pub enum Flavor {
 }
 
 /// The lock family's model; see the [module docs](self).
+///
+/// ```
+/// use avout_models::lock::{Flavor, LockModel};
+/// use avout_models::world::Faults;
+/// let model = LockModel { faults: Faults::NONE, ..LockModel::new(Flavor::Mutex, 2) };
+/// let report = avout_models::check(model, Default::default());
+/// assert_eq!(report.unique_states, 224);
+/// ```
 #[derive(Clone, Debug)]
 pub struct LockModel {
     /// Which lock.
@@ -304,7 +335,8 @@ pub struct LockModel {
 }
 
 impl LockModel {
-    /// `clients` clients of `flavor`, one cycle each, at most one fault of any kind.
+    /// `clients` clients of `flavor`, one cycle each, at most one fault of any kind. See
+    /// [`LockModel`] for an example.
     pub fn new(flavor: Flavor, clients: u8) -> Self {
         LockModel {
             flavor,
@@ -334,7 +366,7 @@ fn holders(state: &World<LockAgent>) -> impl Iterator<Item = (usize, LockKind, i
 }
 
 /// Exclusion with fencing: of two conflicting holders, the older one's session is expired.
-pub fn fenced_exclusion(state: &World<LockAgent>) -> bool {
+pub(crate) fn fenced_exclusion(state: &World<LockAgent>) -> bool {
     holders(state).all(|(i, ki, ti)| {
         holders(state).all(|(j, kj, tj)| {
             let shared = ki == LockKind::Read && kj == LockKind::Read;
@@ -344,7 +376,7 @@ pub fn fenced_exclusion(state: &World<LockAgent>) -> bool {
 }
 
 /// No two nodes in the lock directory carry one acquisition's GUID.
-pub fn one_node_per_guid(state: &World<LockAgent>) -> bool {
+pub(crate) fn one_node_per_guid(state: &World<LockAgent>) -> bool {
     let Some(dir) = state.kernel.tree().node(LOCK_PATH) else {
         return true;
     };

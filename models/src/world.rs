@@ -33,10 +33,23 @@ use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
 use avout_sim_zk::kernel::{self, Fired, Kernel, Response};
 
 /// The instant every handler runs at (see the [module docs](self)).
+///
+/// ```
+/// assert_eq!(avout_models::world::NOW, avout::machine::Millis(0));
+/// ```
 pub const NOW: Millis = Millis(0);
 
 /// A client's behaviour: the production machine it runs and the script around it, stepped
 /// like a [`Machine`] by the world.
+///
+/// ```
+/// use avout_models::world::Agent;
+/// use avout_models::lock::LockAgent;
+/// let mut a = LockAgent::new(0, avout::lock::LockKind::Exclusive, 1);
+/// a.start(1);
+/// let (_, first) = a.poll_request().unwrap();
+/// assert!(matches!(first, avout::machine::Request::Create { .. }));
+/// ```
 pub trait Agent: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
     /// Starts the script on a connected session `session` (the session id).
     fn start(&mut self, session: i64);
@@ -72,6 +85,16 @@ pub trait Agent: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
 /// A machine run by an agent, tagging its tokens with the run's generation so that replies
 /// and watch events meant for an earlier run (which the production driver drops with its
 /// futures) are recognised and dropped.
+///
+/// ```
+/// use avout::machine::Token;
+/// use avout_models::world::Run;
+/// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
+/// let mut run = Run::start(3, m);
+/// let (token, _) = run.poll_request().unwrap();
+/// assert_eq!(run.own(token), Some(Token(1)));
+/// assert_eq!(run.own(Token(1)), None, "another run's token");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Run<M> {
     generation: u32,
@@ -81,7 +104,7 @@ pub struct Run<M> {
 
 impl<M: Machine> Run<M> {
     /// Starts `machine` as run number `generation` on a connected session, as
-    /// [`avout::machine::drive`] does.
+    /// [`avout::machine::drive`] does. See [`Run`] for an example.
     pub fn start(generation: u32, mut machine: M) -> Self {
         machine.handle_session(NOW, SessionState::Connected);
         Run {
@@ -90,19 +113,28 @@ impl<M: Machine> Run<M> {
         }
     }
 
-    /// The machine's next request, its token tagged.
+    /// The machine's next request, its token tagged. See [`Run`] for an example.
     pub fn poll_request(&mut self) -> Option<(Token, Request)> {
         self.machine
             .poll_request()
             .map(|(t, r)| (Token((u64::from(self.generation) << 32) | t.0), r))
     }
 
-    /// The machine's own token, if `token` belongs to this run.
+    /// The machine's own token, if `token` belongs to this run. See [`Run`] for an example.
     pub fn own(&self, token: Token) -> Option<Token> {
         (token.0 >> 32 == u64::from(self.generation)).then_some(Token(token.0 & 0xffff_ffff))
     }
 
     /// Delivers a reply; replies of other runs are dropped.
+    ///
+    /// ```
+    /// use avout_models::world::Run;
+    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
+    /// let mut run = Run::start(1, m);
+    /// let (token, _) = run.poll_request().unwrap();
+    /// run.handle_reply(token, Err(avout::Error::NoNode { path: "/a".into() }));
+    /// assert!(avout::machine::Machine::poll_output(&mut run.machine).is_some());
+    /// ```
     pub fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
         if let Some(t) = self.own(token) {
             self.machine.handle_reply(NOW, t, reply);
@@ -110,6 +142,14 @@ impl<M: Machine> Run<M> {
     }
 
     /// Delivers a watch event; events of other runs are dropped.
+    ///
+    /// ```
+    /// use avout::{EventKind, SessionState, WatchedEvent};
+    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
+    /// let mut run = avout_models::world::Run::start(1, m);
+    /// let event = WatchedEvent { kind: EventKind::NodeDeleted, state: SessionState::Connected, path: "/a".into() };
+    /// run.handle_watch(avout::machine::Token(7), event); // not this run's: dropped
+    /// ```
     pub fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
         if let Some(t) = self.own(token) {
             self.machine.handle_watch(NOW, t, event);
@@ -118,6 +158,11 @@ impl<M: Machine> Run<M> {
 }
 
 /// What the server sent a client.
+///
+/// ```
+/// let m = avout_models::world::Msg::Expired;
+/// assert_eq!(m.clone(), m);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Msg {
     /// A reply (or the `ConnectionLoss` the client library reports for a lost one).
@@ -146,6 +191,12 @@ enum Table {
 }
 
 /// One client: its agent, session and the two directions of its link.
+///
+/// ```
+/// use avout_models::{lock::LockAgent, world::{Faults, World}};
+/// let w = World::new(vec![LockAgent::new(0, avout::lock::LockKind::Exclusive, 1)], Faults::NONE, &[]);
+/// assert_eq!(w.clients[0].outbox.len(), 2, "create and children read, back to back");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Client<A> {
     /// The client's behaviour.
@@ -177,6 +228,12 @@ impl<A: Agent> Client<A> {
 }
 
 /// Which faults the environment may inject, and how many in one run.
+///
+/// ```
+/// use avout_models::world::Faults;
+/// assert!(Faults::all(2).reply_lost);
+/// assert_eq!(Faults::NONE.budget, 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Faults {
     /// At most this many faults per run.
@@ -190,7 +247,7 @@ pub struct Faults {
 }
 
 impl Faults {
-    /// No faults.
+    /// No faults. See [`Faults`] for an example.
     pub const NONE: Faults = Faults {
         budget: 0,
         request_lost: false,
@@ -198,7 +255,7 @@ impl Faults {
         expiry: false,
     };
 
-    /// Every fault kind, at most `budget` of them per run.
+    /// Every fault kind, at most `budget` of them per run. See [`Faults`] for an example.
     pub fn all(budget: u8) -> Faults {
         Faults {
             budget,
@@ -210,6 +267,10 @@ impl Faults {
 }
 
 /// A move of the environment or of a client's script; see the [module docs](self).
+///
+/// ```
+/// assert_eq!(avout_models::world::Action::Apply(1).to_string(), "Apply(1)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// The server processes the client's next request and replies.
@@ -233,6 +294,18 @@ pub enum Action {
 }
 
 /// The state of the checked system.
+///
+/// ```
+/// use avout_models::world::{Action, Faults, World};
+/// use avout_models::lock::LockAgent;
+/// let mut w = World::new(vec![LockAgent::new(0, avout::lock::LockKind::Exclusive, 1)], Faults::NONE, &[]);
+/// let mut actions = Vec::new();
+/// w.actions(&Faults::NONE, &mut actions);
+/// assert_eq!(actions, [Action::Apply(0)]);
+/// let mut log = Vec::new();
+/// w.step(Action::Apply(0), Some(&mut log));
+/// assert!(log[0].contains("NoNode"), "no lock directory: {log:?}");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World<A> {
     /// ZooKeeper.
@@ -245,7 +318,7 @@ pub struct World<A> {
 
 impl<A: Agent> World<A> {
     /// A world with one session per agent, after `setup` (requests applied on a separate,
-    /// live session before the clients start: say, creating an atom's node).
+    /// live session before the clients start: say, creating an atom's node). See [`World`].
     pub fn new(agents: Vec<A>, faults: Faults, setup: &[Request]) -> Self {
         let mut kernel = Kernel::new();
         let admin = kernel.create_session(0, Duration::from_secs(30));
@@ -277,7 +350,7 @@ impl<A: Agent> World<A> {
         }
     }
 
-    /// Every move possible in this state, in a fixed order.
+    /// Every move possible in this state, in a fixed order. See [`World`].
     pub fn actions(&self, faults: &Faults, actions: &mut Vec<Action>) {
         let fault = self.faults_left > 0;
         for (i, c) in self.clients.iter().enumerate() {
@@ -308,7 +381,7 @@ impl<A: Agent> World<A> {
         }
     }
 
-    /// Takes `action`; with `log`, describes what happened.
+    /// Takes `action`; with `log`, describes what happened. See [`World`].
     pub fn step(&mut self, action: Action, mut log: Option<&mut Vec<String>>) {
         let before: Vec<String> = match log {
             Some(_) => self.clients.iter().map(|c| c.agent.summary()).collect(),
@@ -460,7 +533,7 @@ impl<A: Agent> World<A> {
 
 /// Writes the models' lock GUIDs (client `c`, acquisition `g`) as `c<c>.<g>` in a trace line,
 /// so paths stay readable: `/lock/_c_c0.1-lock-0000000003`.
-pub fn shorten(line: &str) -> String {
+pub(crate) fn shorten(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(at) = rest.find("_c_") {
@@ -483,7 +556,7 @@ pub fn shorten(line: &str) -> String {
 }
 
 /// The kernel's form of a machine's request.
-pub fn to_kernel(request: &Request) -> kernel::Request {
+pub(crate) fn to_kernel(request: &Request) -> kernel::Request {
     match request.clone() {
         Request::Create {
             path,
@@ -517,7 +590,7 @@ pub fn to_kernel(request: &Request) -> kernel::Request {
 /// # Panics
 ///
 /// On a reply no machine request can produce (ACLs, auth, close).
-pub fn to_reply(response: Response) -> Reply {
+pub(crate) fn to_reply(response: Response) -> Reply {
     match response {
         Response::Create { path, stat } => Reply::Created { path, stat },
         Response::Delete => Reply::Deleted,
@@ -532,7 +605,7 @@ pub fn to_reply(response: Response) -> Reply {
 }
 
 /// A request, shortly.
-pub fn show_request(request: &Request) -> String {
+pub(crate) fn show_request(request: &Request) -> String {
     match request {
         Request::Create { path, options, .. } => format!("create {path} ({:?})", options.mode),
         Request::Delete { path, .. } => format!("delete {path}"),
@@ -550,7 +623,7 @@ fn watched(watch: bool) -> &'static str {
 }
 
 /// A result, shortly.
-pub fn show_result(result: &avout::Result<Reply>) -> String {
+pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
     match result {
         Ok(Reply::Created { path, stat }) => format!("created {path} (czxid {})", stat.czxid),
         Ok(Reply::Deleted) => "deleted".into(),

@@ -790,3 +790,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for LockGuard<C> {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+#[path = "loom_tests.rs"]
+mod loom_tests;

@@ -1,0 +1,214 @@
+//! loom checks of the state the lock and the session share in-process: a handle's hold count
+//! (reentrancy) against concurrent guards, and the fan-out of session transitions to every
+//! subscriber. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p avout --release --lib loom --target-dir target/loom`
+//! (see models/README.md).
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+
+use super::{Held, LockGuard, Side};
+use crate::lock::{Acquired, LockKind};
+use crate::{
+    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionId, SessionInfo,
+    SessionState, SessionStatePublisher, SessionStates, Stat, Watch,
+};
+
+/// A session that is connected and refuses every request: the hold bookkeeping under test
+/// never reaches the service.
+struct Offline {
+    states: SessionStatePublisher,
+}
+
+impl Offline {
+    fn new() -> Arc<Self> {
+        Arc::new(Offline {
+            states: SessionStatePublisher::new(SessionState::Connected),
+        })
+    }
+}
+
+fn refused<'a, T: Send + 'a>() -> OpFuture<'a, T> {
+    async { Err(Error::ConnectionLoss) }.boxed()
+}
+
+impl Coordination for Offline {
+    fn session(&self) -> SessionInfo {
+        SessionInfo {
+            id: SessionId(1),
+            timeout: std::time::Duration::from_secs(10),
+        }
+    }
+    fn session_states(&self) -> SessionStates {
+        self.states.subscribe()
+    }
+    fn create(&self, _: &str, _: &[u8], _: &CreateOptions) -> OpFuture<'_, (String, Stat)> {
+        refused()
+    }
+    fn delete(&self, _: &str, _: Option<i32>) -> OpFuture<'_, ()> {
+        refused()
+    }
+    fn get_data(&self, _: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
+        refused()
+    }
+    fn get_and_watch_data(&self, _: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
+        refused()
+    }
+    fn set_data(&self, _: &str, _: &[u8], _: Option<i32>) -> OpFuture<'_, Stat> {
+        refused()
+    }
+    fn exists(&self, _: &str) -> OpFuture<'_, Option<Stat>> {
+        refused()
+    }
+    fn exists_and_watch(&self, _: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
+        refused()
+    }
+    fn get_children(&self, _: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
+        refused()
+    }
+    fn get_and_watch_children(&self, _: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
+        refused()
+    }
+    fn multi(&self, _: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
+        refused()
+    }
+    fn sync(&self, _: &str) -> OpFuture<'_, ()> {
+        refused()
+    }
+    fn get_acl(&self, _: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
+        refused()
+    }
+    fn close(&self) -> OpFuture<'_, ()> {
+        refused()
+    }
+}
+
+/// A side holding its node once, and the guard of that hold.
+fn held_side() -> (Arc<Side<Offline>>, LockGuard<Offline>) {
+    let side = Side::new(Offline::new(), "/l".into(), LockKind::Exclusive);
+    let acquired = Acquired {
+        node: "/l/_c_x-lock-0000000001".into(),
+        fencing_token: 7,
+    };
+    *crate::sync::lock(&side.held) = Some(Held {
+        acquired: acquired.clone(),
+        count: 1,
+    });
+    let guard = LockGuard {
+        side: side.clone(),
+        acquired,
+        released: false,
+    };
+    (side, guard)
+}
+
+/// Releases a hold as `unlock` does, without the delete: whether it was the last.
+fn release(mut guard: LockGuard<Offline>) -> bool {
+    guard.released = true;
+    guard.release_hold().is_some()
+}
+
+#[test]
+fn loom_reentry_racing_the_last_release_deletes_the_node_exactly_once() {
+    loom::model(|| {
+        let (side, guard) = held_side();
+        let joiner = {
+            let side = side.clone();
+            loom::thread::spawn(move || match side.reenter() {
+                Some(again) => {
+                    assert_eq!(again.fencing_token(), 7, "joins the same hold");
+                    u32::from(release(again))
+                }
+                // The hold was already released: nothing to join, nothing to release.
+                None => 0,
+            })
+        };
+        let mine = u32::from(release(guard));
+        let theirs = joiner.join().unwrap();
+        assert_eq!(
+            mine + theirs,
+            1,
+            "the node is released by exactly one guard"
+        );
+        assert!(crate::sync::lock(&side.held).is_none(), "no hold left");
+    });
+}
+
+#[test]
+fn loom_concurrent_reentries_count_every_hold() {
+    loom::model(|| {
+        let (side, guard) = held_side();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let side = side.clone();
+                loom::thread::spawn(move || side.reenter().expect("held while a guard lives"))
+            })
+            .collect();
+        let guards: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(crate::sync::lock(&side.held).as_ref().unwrap().count, 3);
+        let lasts: u32 = std::iter::once(guard)
+            .chain(guards)
+            .map(|g| u32::from(release(g)))
+            .sum();
+        assert_eq!(lasts, 1);
+        assert!(crate::sync::lock(&side.held).is_none());
+    });
+}
+
+/// loom with at most `bound` preemptions per execution: the session's fan-out takes several
+/// locks per transition, and an unbounded search of three threads does not end in minutes.
+fn bounded(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+#[test]
+fn loom_session_transitions_reach_a_waiting_subscriber_in_order() {
+    bounded(3, || {
+        let publisher = SessionStatePublisher::new(SessionState::Connected);
+        let mut states = publisher.subscribe();
+        let publishing = {
+            let publisher = publisher.clone();
+            loom::thread::spawn(move || {
+                publisher.publish(SessionState::Disconnected);
+                publisher.publish(SessionState::Expired);
+            })
+        };
+        // Blocks between transitions: a lost wake-up would deadlock, which loom reports.
+        let mut seen = Vec::new();
+        while let Some(state) = loom::future::block_on(states.next()) {
+            seen.push(state);
+        }
+        assert_eq!(seen, [SessionState::Disconnected, SessionState::Expired]);
+        publishing.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_a_subscriber_joining_during_a_publish_sees_each_transition_once() {
+    bounded(3, || {
+        let publisher = SessionStatePublisher::new(SessionState::Connected);
+        let publishing = {
+            let publisher = publisher.clone();
+            loom::thread::spawn(move || {
+                publisher.publish(SessionState::Disconnected);
+                publisher.publish(SessionState::Expired);
+            })
+        };
+        let mut late = publisher.subscribe();
+        let mut seen = vec![late.current()];
+        while let Some(state) = loom::future::block_on(late.next()) {
+            seen.push(state);
+        }
+        publishing.join().unwrap();
+        // From the state current when it joined, every later transition, none twice.
+        let all = [
+            SessionState::Connected,
+            SessionState::Disconnected,
+            SessionState::Expired,
+        ];
+        assert!(all.ends_with(&seen), "the late subscriber saw {seen:?}");
+    });
+}
