@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use avout::lock::{LockError, Mutex};
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, CoordinationExt};
+use avout::Coordination;
 use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim, SimClient, SimZk};
 
 use crate::support;

@@ -17,6 +17,8 @@ mod failover;
 mod group;
 mod lock_recipes_ensemble;
 mod lock_release;
+mod locktable;
+mod locktable_sim;
 mod lock_recipes_sim;
 mod queue;
 mod queue_sim;
