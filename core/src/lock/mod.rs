@@ -19,6 +19,11 @@
 //!   refuses it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
 //!   `Drop` cannot wait); dropping a guard releases like [`LockGuard::unlock`].
+//! - [`LockGuard::unlock`] returns once the release is *ordered on the session* (its delete
+//!   sent, ahead of everything the session sends later), not once other sessions see it; a
+//!   background task checks the delete's reply and repeats it after a connection loss. So a
+//!   release and the next acquisition travel together, and a waiter whose watched node was
+//!   the last in its way takes the lock on the deletion event without re-reading the children.
 
 mod acquire;
 mod mutex;
