@@ -184,34 +184,30 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
                 checker = checker.allow_negative();
             }
             let verdict = checker.check(history)?;
-            let mut anomalies: Vec<String> = verdict
-                .violations
-                .iter()
-                .flat_map(|v| v.faults.iter().map(|f| f.name()))
-                .map(str::to_owned)
-                .collect();
-            anomalies.sort();
-            anomalies.dedup();
             Judged {
                 valid: verdict.is_valid(),
-                anomalies,
+                anomalies: sorted_names(
+                    verdict
+                        .violations
+                        .iter()
+                        .flat_map(|v| v.faults.iter().map(|f| f.name())),
+                ),
                 report: verdict.to_string(),
             }
         }
         CheckModel::Mutex => {
             let verdict = check_mutex(history)?;
-            let mut anomalies: Vec<String> = verdict
-                .violations
-                .iter()
-                .map(|v| v.name().to_owned())
-                .collect();
-            anomalies.sort();
-            anomalies.dedup();
             Judged {
                 valid: verdict.is_valid(),
-                anomalies,
+                anomalies: sorted_names(verdict.violations.iter().map(|v| v.name())),
                 report: verdict.to_string(),
             }
         }
     })
+}
+
+/// Names, sorted, each once.
+fn sorted_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = names.collect();
+    set.into_iter().map(str::to_owned).collect()
 }
