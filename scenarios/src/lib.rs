@@ -6,4 +6,5 @@
 
 pub mod check;
 pub mod history;
+pub mod report;
 pub mod scenario;

@@ -67,6 +67,9 @@ enum Command {
     Replay(runcmd::ReplayArgs),
     /// Minimise a failing case: fewer faults, clients and operations.
     Shrink(runcmd::ShrinkArgs),
+    /// Research reports (simulated sweeps, benchmarks beside the peers) written to reports/.
+    #[command(subcommand)]
+    Report(avout_scenarios::report::ReportCommand),
 }
 
 /// Options of `avout demo`.
@@ -106,6 +109,8 @@ enum CliError {
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
     RunCmd(#[from] runcmd::RunCmdError),
+    #[error(transparent)]
+    Report(#[from] avout_scenarios::report::ReportError),
 }
 
 fn main() -> ExitCode {
@@ -133,6 +138,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
         Command::Replay(args) => Ok(runcmd::replay(&args)?),
         Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),
+        Command::Report(command) => avout_scenarios::report::run(&command)
+            .map(drop)
+            .map_err(Into::into),
         Command::Check(args) => match checkcmd::run(&args)? {
             true => Ok(()),
             false => Err(CliError::Anomaly {

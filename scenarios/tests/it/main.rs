@@ -2,6 +2,7 @@
 
 mod check_cli;
 mod lock_hold;
+mod report;
 mod model_cli;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
