@@ -110,38 +110,43 @@ async fn nemesis(
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
 ) {
     let n = ensemble.members().len();
+    let count = |what: &str| {
+        *counts
+            .lock()
+            .expect("not poisoned")
+            .entry(what.to_owned())
+            .or_default() += 1;
+    };
     for round in 0usize.. {
         tokio::time::sleep(every).await;
         let member = (round / 3) % n;
-        let what = match round % 3 {
-            0 => {
-                let e = ensemble.clone();
-                let ok = tokio::task::spawn_blocking(move || {
-                    e.kill(member);
-                    std::thread::sleep(Duration::from_secs(1));
-                    e.restart(member).is_ok()
-                })
-                .await
-                .unwrap_or(false);
-                if ok {
+        match round % 3 {
+            0 | 1 => {
+                let kill = round % 3 == 0;
+                count(if kill {
                     "member-kill"
                 } else {
-                    "member-kill-failed"
-                }
-            }
-            1 => {
+                    "member-sigstop"
+                });
                 let e = ensemble.clone();
-                let ok = tokio::task::spawn_blocking(move || {
-                    let paused = e.pause(member).is_ok();
+                // Blocking (the test kit waits for processes): off the runtime's threads.
+                let back = tokio::task::spawn_blocking(move || {
+                    if kill {
+                        e.kill(member);
+                    } else if e.pause(member).is_err() {
+                        return false;
+                    }
                     std::thread::sleep(Duration::from_secs(1));
-                    paused && e.resume(member).is_ok()
+                    if kill {
+                        e.restart(member).is_ok()
+                    } else {
+                        e.resume(member).is_ok()
+                    }
                 })
                 .await
                 .unwrap_or(false);
-                if ok {
-                    "member-sigstop"
-                } else {
-                    "member-sigstop-failed"
+                if !back {
+                    count("member-restart-failed");
                 }
             }
             _ => {
@@ -152,20 +157,14 @@ async fn nemesis(
                     .filter_map(Weak::upgrade)
                     .filter(|c| !c.session_states().current().is_terminal())
                     .collect();
-                match live.get(round % live.len().max(1)) {
-                    Some(c) => match c.expire_session().await {
-                        Ok(()) => "session-expiry",
-                        Err(_) => "session-expiry-failed",
-                    },
-                    None => continue,
+                if let Some(c) = live.get(round % live.len().max(1)) {
+                    count("session-expiry");
+                    if c.expire_session().await.is_err() {
+                        count("session-expiry-failed");
+                    }
                 }
             }
-        };
-        *counts
-            .lock()
-            .expect("not poisoned")
-            .entry(what.to_owned())
-            .or_default() += 1;
+        }
     }
 }
 

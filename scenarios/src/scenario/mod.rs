@@ -30,6 +30,7 @@ pub mod env;
 pub mod explore;
 pub mod linkv;
 pub mod list_append;
+pub mod locktable;
 pub mod mutex;
 pub mod queue;
 pub mod rwlock;
@@ -85,6 +86,8 @@ pub enum ScenarioName {
     Bank,
     /// Maelstrom's txn-list-append over STM refs.
     ListAppend,
+    /// The medical-records example of lock tables.
+    LockTable,
 }
 
 impl ScenarioName {
@@ -99,6 +102,7 @@ impl ScenarioName {
         ScenarioName::Barrier,
         ScenarioName::Bank,
         ScenarioName::ListAppend,
+        ScenarioName::LockTable,
     ];
 
     /// The name on the command line.
@@ -117,6 +121,7 @@ impl ScenarioName {
             ScenarioName::Barrier => "barrier",
             ScenarioName::Bank => "bank",
             ScenarioName::ListAppend => "list-append",
+            ScenarioName::LockTable => "lock-table",
         }
     }
 
@@ -154,6 +159,9 @@ impl ScenarioName {
             ScenarioName::ListAppend => {
                 "STM transactions of reads and appends; checker: Elle (G0…G2, internal)"
             }
+            ScenarioName::LockTable => {
+                "medical records: entry, review, month-end; checker: one clerk inside at a time"
+            }
         }
     }
 
@@ -174,6 +182,7 @@ impl ScenarioName {
             ScenarioName::Barrier => (4, 10),
             ScenarioName::Bank => (4, 25),
             ScenarioName::ListAppend => (4, 25),
+            ScenarioName::LockTable => (4, 10),
         }
     }
 }
@@ -489,6 +498,7 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         ScenarioName::Barrier => barrier::workload(cluster, w, rec).await,
         ScenarioName::Bank => bank::workload(cluster, w, rec).await,
         ScenarioName::ListAppend => list_append::workload(cluster, w, rec).await,
+        ScenarioName::LockTable => locktable::workload(cluster, w, rec).await,
     }
 }
 
@@ -504,6 +514,7 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::Barrier => barrier::check(history),
         ScenarioName::Bank => bank::check(history),
         ScenarioName::ListAppend => list_append::check(history, w.protocol),
+        ScenarioName::LockTable => locktable::check(history),
     };
     if !stalls.is_empty() {
         verdict.valid = false;

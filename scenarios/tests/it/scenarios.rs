@@ -242,3 +242,39 @@ fn the_correct_code_passes_every_kept_regression_schedule() {
         );
     }
 }
+
+#[test]
+fn avout_run_on_its_own_ensemble_with_a_nemesis_is_judged_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = avout(
+        &[
+            "run",
+            "counter",
+            "--zk-ensemble",
+            "3",
+            "--kill-every",
+            "1s",
+            "--ops",
+            "300",
+            "--json",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["valid"], true, "{report}");
+    let faults = report["faults"].as_object().unwrap();
+    let kills = faults
+        .get("member-kill")
+        .and_then(|n| n.as_u64())
+        .unwrap_or(0);
+    assert!(
+        kills >= 1,
+        "no member was killed during the run: {report} {stderr}"
+    );
+    eprintln!(
+        "counter on an ensemble of 3 under a nemesis: {} operations, faults {}",
+        report["operations"], report["faults"]
+    );
+}
