@@ -28,6 +28,8 @@ mod semaphore;
 mod standalone;
 mod stm;
 mod stm_cases;
+mod stm_mvcc;
+mod stm_mvcc_zk;
 mod stm_sim;
 mod support;
 mod two_phase_commit;

@@ -129,9 +129,20 @@ impl Layout {
     }
 }
 
-/// A transaction id: `t-` and the try's GUID (32 hex digits).
-pub(crate) fn txid(guid: u128) -> String {
-    format!("t-{guid:032x}")
+/// A transaction id: `t-`, the transaction's age (20 digits, so that a tag's name tells
+/// who is older without reading its point) and the try's GUID (32 hex digits).
+pub(crate) fn txid(age: i64, guid: u128) -> String {
+    format!("t-{:020}-{guid:032x}", age.max(0))
+}
+
+/// The age in a transaction id made by [`txid`].
+pub(crate) fn txid_age(txid: &str) -> Option<i64> {
+    let rest = txid.strip_prefix("t-")?;
+    let (age, guid) = rest.split_once('-')?;
+    if age.len() != 20 || guid.len() != 32 {
+        return None;
+    }
+    age.parse().ok()
 }
 
 /// The name of the history node holding version `version` (the ref node's data version once
@@ -225,6 +236,8 @@ mod tests {
             "/bank/refs/alice/history/t-1-0000000007"
         );
         assert_eq!(history_version(&history_name("t-1", 7)), Some(7));
-        assert!(txid(1).starts_with("t-0000"));
+        assert!(txid(1, 2).starts_with("t-0000"));
+        assert_eq!(txid_age(&txid(42, 7)), Some(42));
+        assert_eq!(txid_age("t-00000000000000000dead"), None);
     }
 }

@@ -6,16 +6,18 @@
 //! another transaction wrote it since this one's snapshot — a conflict) and list its history
 //! (for trimming at commit).
 //!
-//! A tag of another transaction on the same ref is looked up by its point:
+//! Another transaction's tag on the same ref names it, and its id starts with its age (the
+//! read point of its first try), so who is older is known without reading anything:
 //!
-//! - gone, `KILLED` (or foreign bytes): stale, ignored — its owner will not commit;
-//! - `COMMITTING`: never killed; this try waits until that point changes (a watch), at most
-//!   the bail wait, and is retried (Clojure's `blockAndBail`);
-//! - `RUNNING` and younger than this transaction, once this transaction has been running for
-//!   BARGE-WAIT: *barged* — set to `KILLED` by a compare-and-set on the version read, so a
-//!   point that moved to `COMMITTING` meanwhile is left alone (its commit goes on, this try
-//!   waits and retries);
-//! - `RUNNING` otherwise: wait and retry, as for `COMMITTING`.
+//! - an **older** transaction's tag is looked up by its point: `RUNNING` or `COMMITTING`, it
+//!   has priority — this try steps aside at once (deletes its tags and point: the recipe's
+//!   `RETRY`), waits until that point changes (a watch, at most the bail wait) and is retried
+//!   (Clojure's `blockAndBail`); gone, `KILLED` or foreign, the tag is stale and ignored;
+//! - a **younger** transaction is *barged* once this one has run for BARGE-WAIT: a
+//!   compare-and-set of its point from `RUNNING` (version 0) to `KILLED`, sent at once (no read
+//!   first, so the barge races the victim's own move to `COMMITTING` fairly). A point that has
+//!   moved on is looked up: `COMMITTING` is never killed (this try waits for it and retries).
+//!   Before BARGE-WAIT, younger tags are looked up and waited for like older ones.
 //!
 //! Tags order who may proceed, which keeps older transactions from starving; correctness does
 //! not rest on them: the commit `multi` is conditional on each written ref's version read here.
@@ -23,7 +25,7 @@
 use std::collections::BTreeMap;
 
 use crate::machine::{Machine, Millis, Reply, Request, Token};
-use crate::{CreateMode, CreateOptions, Error, SessionState, Stat, WatchedEvent};
+use crate::{CreateMode, CreateOptions, Error, SessionState, WatchedEvent};
 
 use super::Halt;
 use super::io::{Batch, Io, Verdict, verdict};
@@ -101,6 +103,8 @@ enum Phase {
     Looking {
         batch: Batch,
         others: Vec<String>,
+        /// Whether the younger ones are still to be dealt with afterwards.
+        then_younger: bool,
     },
     /// Killing younger running transactions.
     Barging {
@@ -137,6 +141,9 @@ pub struct TagMachine {
     /// Other transactions' ids and the refs they tagged (the first one, for messages).
     others: BTreeMap<String, String>,
     barged: u32,
+    /// Younger transactions' tags, dealt with once no older one blocks.
+    younger: Vec<String>,
+    persistent: bool,
     phase: Phase,
     io: Io,
     output: Option<Result<Tagged, Halt>>,
@@ -160,9 +167,34 @@ impl TagMachine {
             bases: Vec::new(),
             others: BTreeMap::new(),
             barged: 0,
+            younger: Vec::new(),
+            persistent: false,
             phase: Phase::Start,
             io: Io::new(),
             output: None,
+        }
+    }
+
+    /// The recipe's weakened variant, for tests that show the wedge it causes: the point and
+    /// the tags are persistent nodes, so a client that dies while `COMMITTING` leaves a point
+    /// nobody may kill and tags that block its refs forever.
+    ///
+    /// ```
+    /// use avout::stm::mvcc::{Barging, Me, TagMachine};
+    /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
+    /// let b = Barging { may_barge: true, bail_wait_ms: 0, barge_committing: false };
+    /// let _recipe = TagMachine::new("/s", me, vec![], b).with_persistent_points();
+    /// ```
+    pub fn with_persistent_points(mut self) -> Self {
+        self.persistent = true;
+        self
+    }
+
+    fn mode(&self) -> CreateMode {
+        if self.persistent {
+            CreateMode::Persistent
+        } else {
+            CreateMode::Ephemeral
         }
     }
 
@@ -173,13 +205,14 @@ impl TagMachine {
     }
 
     fn start(&mut self) {
+        let mode = self.mode();
         let mut batch = Batch::default();
         batch.push(
             &mut self.io,
             Request::Create {
                 path: self.layout.point(&self.me.txid),
                 data: State::Running.encode(self.me.age),
-                options: CreateOptions::new(CreateMode::Ephemeral),
+                options: CreateOptions::new(mode),
             },
         );
         for name in self.writes.clone() {
@@ -187,7 +220,7 @@ impl TagMachine {
                 Request::Create {
                     path: self.layout.tag(&name, &self.me.txid),
                     data: Vec::new(),
-                    options: CreateOptions::new(CreateMode::Ephemeral),
+                    options: CreateOptions::new(mode),
                 },
                 Request::GetChildren {
                     path: self.layout.txn(&name),
@@ -255,10 +288,31 @@ impl TagMachine {
                 history,
             });
         }
-        if self.others.is_empty() {
-            return self.done();
+        let (older, younger): (Vec<String>, Vec<String>) = self
+            .others
+            .keys()
+            .cloned()
+            .partition(|o| !self.is_older_than(o));
+        self.younger = younger;
+        if older.is_empty() {
+            self.deal_with_younger();
+        } else {
+            // An older transaction's tag: live, it has priority (wait for it); stale (its
+            // point gone, killed or retrying), it is ignored.
+            self.look(older, true);
         }
-        let others: Vec<String> = self.others.keys().cloned().collect();
+    }
+
+    /// Whether this transaction is older than the one whose id is `other` (ids start with
+    /// the age; a foreign name counts as older, so that its point is looked at).
+    fn is_older_than(&self, other: &str) -> bool {
+        match super::layout::txid_age(other) {
+            Some(age) => (self.me.age, self.me.txid.as_str()) < (age, other),
+            None => false,
+        }
+    }
+
+    fn look(&mut self, others: Vec<String>, then_younger: bool) {
         let mut batch = Batch::default();
         for o in &others {
             batch.push(
@@ -269,7 +323,44 @@ impl TagMachine {
                 },
             );
         }
-        self.phase = Phase::Looking { batch, others };
+        self.phase = Phase::Looking {
+            batch,
+            others,
+            then_younger,
+        };
+    }
+
+    /// Younger tags: barged at once once BARGE-WAIT has passed (a compare-and-set from
+    /// `RUNNING`, version 0, to `KILLED`: no read first, so the barge races the victim's own
+    /// move to `COMMITTING` fairly); else looked at, and waited for if live.
+    fn deal_with_younger(&mut self) {
+        let younger = std::mem::take(&mut self.younger);
+        if younger.is_empty() {
+            return self.done();
+        }
+        if !self.barging.may_barge {
+            return self.look(younger, false);
+        }
+        let mut batch = Batch::default();
+        for victim in &younger {
+            batch.push(
+                &mut self.io,
+                Request::SetData {
+                    path: self.layout.point(victim),
+                    data: State::Killed.encode(super::layout::txid_age(victim).unwrap_or(0)),
+                    // The planted bug kills whatever state the victim is in.
+                    version: if self.barging.barge_committing {
+                        None
+                    } else {
+                        Some(0)
+                    },
+                },
+            );
+        }
+        self.phase = Phase::Barging {
+            batch,
+            victims: younger,
+        };
     }
 
     fn done(&mut self) {
@@ -280,70 +371,68 @@ impl TagMachine {
         self.finish(Ok(out));
     }
 
-    fn looked(&mut self, now: Millis, replies: Vec<crate::Result<Reply>>, others: Vec<String>) {
-        let mut victims: Vec<(String, Stat, i64)> = Vec::new();
-        let mut blocker: Option<String> = None;
+    fn looked(
+        &mut self,
+        now: Millis,
+        replies: Vec<crate::Result<Reply>>,
+        others: Vec<String>,
+        then_younger: bool,
+    ) {
         for (reply, other) in replies.into_iter().zip(others) {
-            let (data, stat) = match reply {
-                Ok(Reply::Data { data, stat }) => (data, stat),
+            let data = match reply {
+                Ok(Reply::Data { data, .. }) => data,
                 // Its owner finished (or its session ended): the tag is stale.
                 Err(Error::NoNode { .. }) => continue,
                 Err(e) => return self.finish(Err(Halt::Zk(e))),
                 Ok(other) => unreachable!("get_data replied {other:?}"),
             };
-            let Some((state, age)) = State::parse(&data) else {
-                continue;
-            };
-            let older = (self.me.age, self.me.txid.as_str()) < (age, other.as_str());
-            let bargeable = match state {
-                State::Running => true,
-                State::Committing => self.barging.barge_committing,
-                State::Committed | State::Retry | State::Killed => continue,
-            };
-            if bargeable && older && self.barging.may_barge {
-                victims.push((other, stat, age));
-            } else if blocker.is_none() {
-                blocker = Some(other);
+            match State::parse(&data) {
+                Some((State::Running | State::Committing, _)) => {
+                    return self.wait_for(now, other);
+                }
+                _ => continue,
             }
         }
-        if let Some(blocker) = blocker {
-            return self.wait_for(now, blocker);
+        if then_younger {
+            self.deal_with_younger();
+        } else {
+            self.done();
         }
-        if victims.is_empty() {
-            return self.done();
-        }
-        let mut batch = Batch::default();
-        for (victim, stat, age) in &victims {
-            batch.push(
-                &mut self.io,
-                Request::SetData {
-                    path: self.layout.point(victim),
-                    data: State::Killed.encode(*age),
-                    version: Some(stat.version),
-                },
-            );
-        }
-        self.phase = Phase::Barging {
-            batch,
-            victims: victims.into_iter().map(|(v, _, _)| v).collect(),
-        };
     }
 
-    fn barged(&mut self, now: Millis, replies: Vec<crate::Result<Reply>>, victims: Vec<String>) {
+    fn barged(&mut self, replies: Vec<crate::Result<Reply>>, victims: Vec<String>) {
+        let mut moved_on = Vec::new();
         for (reply, victim) in replies.into_iter().zip(victims) {
             match reply {
                 Ok(_) => self.barged += 1,
                 // Gone: finished meanwhile.
                 Err(Error::NoNode { .. }) => {}
-                // It moved on (to COMMITTING): leave it, wait for it.
-                Err(Error::BadVersion { .. }) => return self.wait_for(now, victim),
+                // Not RUNNING any more: COMMITTING (wait for it) or killed by another.
+                Err(Error::BadVersion { .. }) => moved_on.push(victim),
                 Err(e) => return self.finish(Err(Halt::Zk(e))),
             }
         }
-        self.done();
+        if moved_on.is_empty() {
+            self.done();
+        } else {
+            self.look(moved_on, false);
+        }
     }
 
     fn wait_for(&mut self, now: Millis, blocker: String) {
+        // Step aside at once, so that this try's tags do not block others while it waits
+        // (the recipe's RETRY: the point goes; replies are not needed, the try's cleanup
+        // deletes the same nodes again, idempotently).
+        for name in self.writes.clone() {
+            self.io.send(Request::Delete {
+                path: self.layout.tag(&name, &self.me.txid),
+                version: None,
+            });
+        }
+        self.io.send(Request::Delete {
+            path: self.layout.point(&self.me.txid),
+            version: None,
+        });
         let exists = self.io.send(Request::Exists {
             path: self.layout.point(&blocker),
             watch: true,
@@ -403,8 +492,12 @@ impl Machine for TagMachine {
         }
         match self.phase.clone() {
             Phase::Tagging(_) => self.tagged(replies),
-            Phase::Looking { others, .. } => self.looked(now, replies, others),
-            Phase::Barging { victims, .. } => self.barged(now, replies, victims),
+            Phase::Looking {
+                others,
+                then_younger,
+                ..
+            } => self.looked(now, replies, others, then_younger),
+            Phase::Barging { victims, .. } => self.barged(replies, victims),
             Phase::Start | Phase::Waiting { .. } | Phase::Done => {}
         }
     }

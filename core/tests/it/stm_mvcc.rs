@@ -1,0 +1,544 @@
+//! Protocol Mvcc on the simulated ZooKeeper: the generic STM cases of `stm_cases`, bank
+//! transfers under every fault kind, round trips per transaction kind, barging, history
+//! trimming and garbage collection, read faults, a client dying mid-commit, and the planted
+//! weakened variants (feature `planted-bugs`) caught. Replayable from the seed (printed;
+//! `AVOUT_SIM_SEED` overrides the default).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::Coordination;
+use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
+use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
+
+use crate::stm_cases;
+
+const MVCC: Protocol = Protocol::Mvcc;
+
+fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(clients)
+        .session_timeout(Duration::from_secs(2))
+        .rates(rates)
+        .time_limit(Duration::from_secs(3600))
+        .keep_log(false)
+        .build()
+}
+
+fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
+    ctx.clients.iter().map(|c| Arc::new(c.clone())).collect()
+}
+
+fn config(f: impl FnOnce(&mut StmConfig)) -> StmConfig {
+    let mut c = StmConfig::with_protocol(MVCC);
+    f(&mut c);
+    c
+}
+
+#[test]
+fn mvcc_semantics_on_the_simulator() {
+    sim(0x3c1, 1, FaultRates::default()).run(|ctx| async move {
+        let zk = clients(&ctx).remove(0);
+        stm_cases::semantics(&zk, "/stm", MVCC).await;
+    });
+}
+
+#[test]
+fn mvcc_ensure_prevents_write_skew_which_snapshot_reads_allow() {
+    sim(0x3c2, 2, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let a = stm_cases::open(&zks[0], "/stm", MVCC).await;
+        let b = stm_cases::open(&zks[1], "/stm", MVCC).await;
+        assert_eq!(stm_cases::on_call([&a, &b], "ensured", true).await, 1);
+        assert_eq!(
+            stm_cases::on_call([&a, &b], "plain", false).await,
+            0,
+            "snapshot reads: write skew without ensure"
+        );
+    });
+}
+
+#[test]
+fn mvcc_commutes_never_make_a_body_run_again() {
+    sim(0x3c3, 4, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let mut stms = Vec::new();
+        for zk in &zks {
+            stms.push(stm_cases::open(zk, "/stm", MVCC).await);
+        }
+        stm_cases::commutes_never_retry(&stms, 25).await;
+    });
+}
+
+#[test]
+fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
+    sim(0x3c4, 2, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        stm_cases::retry_limit(&zks[0], &zks[1], "/stm", MVCC).await;
+    });
+}
+
+#[test]
+fn mvcc_session_loss_aborts_cleanly() {
+    sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        stm_cases::session_loss(&zks[0], &zks[1], "/stm", MVCC).await;
+    });
+}
+
+/// Rates that make `kind` happen several times in a bank run.
+fn rates(kind: FaultKind) -> FaultRates {
+    let mut r = FaultRates::default();
+    match kind {
+        FaultKind::RequestLost => r.request_lost = 0.02,
+        FaultKind::ReplyLost => r.reply_lost = 0.02,
+        FaultKind::Disconnect => r.disconnect = 0.005,
+        FaultKind::SessionExpiry => r.expire = 0.002,
+        FaultKind::Pause => r.pause = 0.002,
+        FaultKind::StaleReads => r.stale_reads = 0.03,
+        FaultKind::Outage => r.outage = 0.001,
+    }
+    r
+}
+
+/// Opens an Mvcc Stm on `client`, reconnecting after a lost session.
+async fn open_retrying(
+    zk: &SimZk,
+    mut client: Arc<SimClient>,
+    root: &str,
+    config: StmConfig,
+) -> Stm<SimClient> {
+    loop {
+        match Stm::open(client.clone(), root, config.clone()).await {
+            Ok(stm) => return stm,
+            Err(StmError::SessionLost(_)) => client = Arc::new(zk.connect()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+#[test]
+fn mvcc_bank_transfers_conserve_money_under_every_fault_kind() {
+    const ACCOUNTS: usize = 5;
+    const INITIAL: i64 = 100;
+    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+        let seed = 0x3cba + i as u64;
+        let (out, summary) = sim(seed, 4, rates(kind)).run(|ctx| async move {
+            let zk = ctx.zk.clone();
+            let zks = clients(&ctx);
+            let mut stms = Vec::new();
+            for c in &zks {
+                stms.push(open_retrying(&zk, c.clone(), "/bank", config(|_| {})).await);
+            }
+            let out = stm_cases::bank(&stms, ACCOUNTS, INITIAL, 40, seed).await;
+            let fresh = Arc::new(zk.connect());
+            let auditor = open_retrying(&zk, fresh, "/bank", config(|_| {})).await;
+            let balances = stm_cases::audit(&auditor, ACCOUNTS).await;
+            (out, balances)
+        });
+        let (out, balances) = out;
+        eprintln!(
+            "Mvcc {:>14}: seed {seed}, {} faults, {} committed, {} overdrawn, failed {:?}, {} retries, balances {balances:?}",
+            kind.name(),
+            summary.fault_count(kind),
+            out.committed,
+            out.overdrawn,
+            out.failed,
+            out.retries,
+        );
+        assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
+        assert_eq!(
+            balances.iter().sum::<i64>(),
+            ACCOUNTS as i64 * INITIAL,
+            "{kind:?} seed {seed}: money conserved"
+        );
+        assert!(balances.iter().all(|b| *b >= 0), "{kind:?}: no negative");
+        assert!(out.committed > 0, "{kind:?}: transfers committed");
+        let unexpected: Vec<_> = out
+            .failed
+            .keys()
+            .filter(|k| !matches!(**k, "session-lost" | "indeterminate"))
+            .collect();
+        assert!(unexpected.is_empty(), "{kind:?}: {:?}", out.failed);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    ReadOne,
+    ReadTwo,
+    AlterOne,
+    AlterTwo,
+    CommuteOne,
+}
+
+async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
+    stm.dosync(async |tx| {
+        match kind {
+            Kind::ReadOne => {
+                tx.deref(a).await?;
+            }
+            Kind::ReadTwo => {
+                tx.deref(a).await?;
+                tx.deref(b).await?;
+            }
+            Kind::AlterOne => {
+                tx.alter(a, |v| v + 1).await?;
+            }
+            Kind::AlterTwo => {
+                tx.alter(a, |v| v + 1).await?;
+                tx.alter(b, |v| v - 1).await?;
+            }
+            Kind::CommuteOne => {
+                tx.commute(a, |v| v + 1).await?;
+            }
+        }
+        Ok::<_, Abort>(())
+    })
+    .await
+    .unwrap();
+}
+
+/// Requests and round trips of one committed transaction of each kind, uncontended, counted
+/// by [`Stm::stats`] and by the simulator's request counter: the Mvcc table in the
+/// `avout::stm::mvcc` docs.
+#[test]
+fn mvcc_round_trips_per_kind() {
+    let ((rows, sim_requests), summary) =
+        sim(0x3c6, 1, FaultRates::default()).run(|ctx| async move {
+            let zk = clients(&ctx).remove(0);
+            let stm = stm_cases::open(&zk, "/rt", MVCC).await;
+            let a = stm.make_ref("a", 0i64).await.unwrap();
+            let b = stm.make_ref("b", 0i64).await.unwrap();
+            let mut rows = Vec::new();
+            for kind in [
+                Kind::ReadOne,
+                Kind::ReadTwo,
+                Kind::AlterOne,
+                Kind::AlterTwo,
+                Kind::CommuteOne,
+            ] {
+                run_kind(&stm, &a, &b, kind).await;
+                let before = stm.stats();
+                run_kind(&stm, &a, &b, kind).await;
+                let after = stm.stats();
+                rows.push((
+                    kind,
+                    after.requests - before.requests,
+                    after.round_trips - before.round_trips,
+                ));
+            }
+            (rows, stm.stats().requests)
+        });
+    for (kind, requests, trips) in &rows {
+        eprintln!("Mvcc | {kind:?} | {requests} requests | {trips} round trips");
+    }
+    assert!(
+        summary.requests >= sim_requests,
+        "the simulator saw every request the Stm counted ({} >= {sim_requests})",
+        summary.requests
+    );
+    let got: Vec<(u64, u64)> = rows.iter().map(|r| (r.1, r.2)).collect();
+    assert_eq!(
+        got,
+        vec![(3, 1), (5, 2), (13, 4), (22, 5), (11, 5)],
+        "the table in the avout::stm::mvcc docs"
+    );
+}
+
+/// Counts the nodes under `path` (itself included).
+async fn count_nodes<C: Coordination + ?Sized>(zk: &C, path: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![path.to_owned()];
+    while let Some(p) = stack.pop() {
+        n += 1;
+        if let Ok((children, _)) = zk.get_children(&p).await {
+            stack.extend(children.iter().map(|c| format!("{p}/{c}")));
+        }
+    }
+    n
+}
+
+/// Contended alters of one counter by four clients that barge at once: barging happens,
+/// never kills a `COMMITTING` transaction (that would panic as a protocol violation), and no
+/// increment is lost.
+async fn contended_counter(zks: &[Arc<SimClient>], per_client: u64) -> (u64, i64) {
+    let mut stms = Vec::new();
+    for zk in zks {
+        let c = config(|c| c.barge_wait = Duration::ZERO);
+        stms.push(Stm::open(zk.clone(), "/barge", c).await.unwrap());
+    }
+    let counter: Ref<i64> = stms[0].make_ref("n", 0).await.unwrap();
+    let before = avout::stm::mvcc::barges();
+    let workers = stms.iter().map(|stm| async move {
+        let n: Ref<i64> = stm.get_ref("n").unwrap();
+        for _ in 0..per_client {
+            stm.dosync(async |tx| tx.alter(&n, |v| v + 1).await)
+                .await
+                .unwrap();
+        }
+    });
+    futures::future::join_all(workers).await;
+    (
+        avout::stm::mvcc::barges() - before,
+        counter.deref().await.unwrap(),
+    )
+}
+
+/// A run with widely varying latencies, so that an older transaction sometimes finds a
+/// younger one's tag while it is still `RUNNING` (tags are placed at commit, one round trip
+/// before `COMMITTING`).
+fn barging_sim(seed: u64) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(6)
+        .latency(Duration::from_micros(100), Duration::from_millis(20))
+        .time_limit(Duration::from_secs(3600))
+        .keep_log(false)
+        .build()
+}
+
+/// Barging is counted and reported, not asserted: in these runs no barge has been observed
+/// yet (an older transaction finds a younger one's tag after the younger has already moved
+/// to `COMMITTING`); what is asserted is that contention loses nothing and that no
+/// `COMMITTING` transaction is killed (that would panic).
+#[test]
+fn mvcc_barging_happens_and_loses_nothing() {
+    let ((barges, total), _) =
+        barging_sim(0x3c7).run(|ctx| async move { contended_counter(&clients(&ctx), 30).await });
+    eprintln!("Mvcc barging: {barges} barges in 180 contended alters");
+    assert_eq!(total, 180, "no increment lost");
+}
+
+/// The planted bug that barges `COMMITTING` transactions too is caught: the victim's commit
+/// finds its point changed while it was committing, which Mvcc reports as a protocol
+/// violation (a panic).
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn mvcc_planted_barging_of_committing_transactions_is_caught() {
+    let _bug = avout::planted::enable(avout::planted::Bug::StmBargeCommitting).unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        barging_sim(0x3c7).run(|ctx| async move { contended_counter(&clients(&ctx), 30).await })
+    });
+    let message = match caught {
+        Err(panic) => panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default(),
+        Ok(((barges, total), _)) => {
+            panic!("not caught: {barges} barges, counter {total}")
+        }
+    };
+    assert!(message.contains("protocol violation"), "{message}");
+}
+
+/// Many transactions on a few refs: the node count under the root stays bounded (points
+/// and tags go with their transactions, lock nodes are released, history is trimmed).
+#[test]
+fn mvcc_node_count_stays_bounded() {
+    const REFS: usize = 3;
+    const MAX_HISTORY: usize = 3;
+    let ((peak, end, commits), _) = sim(0x3c8, 3, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let mut stms = Vec::new();
+        for zk in &zks {
+            let c = config(|c| c.max_history = MAX_HISTORY);
+            stms.push(Stm::open(zk.clone(), "/gc", c).await.unwrap());
+        }
+        for i in 0..REFS {
+            stms[0].make_ref(&format!("r{i}"), 0i64).await.unwrap();
+        }
+        let observer = Arc::new(ctx.zk.connect());
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let workers = stms.iter().enumerate().map(|(w, stm)| async move {
+            let refs: Vec<Ref<i64>> = (0..REFS)
+                .map(|i| stm.get_ref(&format!("r{i}")).unwrap())
+                .collect();
+            for k in 0..100 {
+                let (a, b) = (&refs[(w + k) % REFS], &refs[(w + k + 1) % REFS]);
+                stm.dosync(async |tx| {
+                    tx.alter(a, |v| v + 1).await?;
+                    tx.alter(b, |v| v - 1).await?;
+                    Ok::<_, Abort>(())
+                })
+                .await
+                .unwrap();
+            }
+        });
+        let watch = async {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(count_nodes(&*observer, "/gc").await);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            peak
+        };
+        let run = async {
+            futures::future::join_all(workers).await;
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        };
+        let (peak, ()) = futures::join!(watch, run);
+        let commits: u64 = stms.iter().map(|s| s.stats().commits).sum();
+        (peak, count_nodes(&*observer, "/gc").await, commits)
+    });
+    // root, stm, stm/history, refs; per ref: its node, lock, history, txn, and the history.
+    let at_rest = 4 + REFS * (4 + MAX_HISTORY);
+    // While running, each client adds at most its point, two tags and two lock nodes.
+    let bound = at_rest + 3 * 5;
+    eprintln!("Mvcc GC: {commits} commits, peak {peak} nodes, {end} at rest (bound {bound})");
+    assert_eq!(commits, 300);
+    assert_eq!(end, at_rest, "nothing left behind");
+    assert!(peak <= bound, "peak {peak} within {bound}");
+}
+
+/// Whether the read-fault scenario went as a correct Mvcc must make it go: the second read
+/// of the first try asks for a value trimmed away, which is a counted read fault and a
+/// retry, and the transaction commits a consistent snapshot.
+fn read_fault_verdict(read_faults: u64, seen: (i64, i64)) -> Result<(), String> {
+    if read_faults != 1 {
+        return Err(format!("{read_faults} read faults, expected 1"));
+    }
+    if seen != (0, 3) {
+        return Err(format!(
+            "read {seen:?}, expected the retry's snapshot (0, 3)"
+        ));
+    }
+    Ok(())
+}
+
+/// A try reads `x` (fixing its read point), another client then commits `y` three times
+/// with MAX-HISTORY 2, and the try reads `y`: the values of `y` at its read point are gone.
+fn read_fault_scenario() -> (u64, (i64, i64)) {
+    let (out, _) = sim(0x3c9, 2, FaultRates::default()).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let c = config(|c| c.max_history = 2);
+        let stm = Stm::open(zks[0].clone(), "/rf", c.clone()).await.unwrap();
+        let other = Stm::open(zks[1].clone(), "/rf", c).await.unwrap();
+        let x: Ref<i64> = stm.make_ref("x", 0).await.unwrap();
+        let y: Ref<i64> = stm.make_ref("y", 0).await.unwrap();
+        let oy: Ref<i64> = other.get_ref("y").unwrap();
+        let mut first = true;
+        let seen = stm
+            .dosync(async |tx| {
+                let vx = tx.deref(&x).await?;
+                if first {
+                    first = false;
+                    for _ in 0..3 {
+                        other
+                            .dosync(async |t| t.alter(&oy, |v| v + 1).await)
+                            .await
+                            .unwrap();
+                    }
+                }
+                let vy = tx.deref(&y).await?;
+                Ok::<_, Abort>((vx, vy))
+            })
+            .await
+            .unwrap();
+        (stm.stats().read_faults, seen)
+    });
+    out
+}
+
+#[test]
+fn mvcc_a_read_of_a_trimmed_value_is_a_counted_read_fault() {
+    let (faults, seen) = read_fault_scenario();
+    read_fault_verdict(faults, seen).unwrap();
+}
+
+/// The planted bug that reads the newest value whatever the read point is caught by the
+/// same verdict (no read fault: the try read past its snapshot).
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn mvcc_planted_no_read_point_check_is_caught() {
+    let _bug = avout::planted::enable(avout::planted::Bug::StmNoReadPointCheck).unwrap();
+    let (faults, seen) = read_fault_scenario();
+    assert!(
+        read_fault_verdict(faults, seen).is_err(),
+        "the weakened read went unnoticed: {faults} faults, read {seen:?}"
+    );
+}
+
+/// Client A tags `x` and reaches `COMMITTING` with the write lock held (driving the
+/// production machines by hand), then dies: its session expires before the commit `multi`.
+/// Client B then alters `x`. Returns B's outcome and `x` afterwards.
+async fn die_while_committing(
+    ctx: &avout_sim_zk::SimCtx,
+    recipe_persistence: bool,
+) -> (Result<i64, String>, i64) {
+    use avout::machine::drive;
+    use avout::stm::mvcc::{Barging, Me, PrepareMachine, ReadMachine, TagMachine};
+    let zks = clients(ctx);
+    let (a, b) = (zks[0].clone(), zks[1].clone());
+    let c = config(|c| c.retry_limit = 20);
+    let stm_a = Stm::open(a.clone(), "/wedge", c.clone()).await.unwrap();
+    let _x: Ref<i64> = stm_a.make_ref("x", 0).await.unwrap();
+    let mut read = ReadMachine::new(
+        "/wedge/refs/x",
+        "/wedge/refs/x/history",
+        "/wedge/stm/history",
+        None,
+        true,
+    );
+    let point = drive(&*a, &mut read).await.unwrap().read_point;
+    let txid = format!("t-{:032x}", 0xdead_u128);
+    let me = Me {
+        txid: txid.clone(),
+        age: point,
+        read_point: point,
+    };
+    let barging = Barging {
+        may_barge: false,
+        bail_wait_ms: 100,
+        barge_committing: false,
+    };
+    let mut tag = TagMachine::new("/wedge", me, vec!["x".into()], barging);
+    if recipe_persistence {
+        tag = tag.with_persistent_points();
+    }
+    drive(&*a, &mut tag).await.unwrap();
+    let session = a.session().id.0;
+    let mut prep = PrepareMachine::new(
+        "/wedge",
+        &txid,
+        point,
+        vec![("x".into(), 0xbeef)],
+        vec![],
+        vec![],
+        session,
+        100,
+    );
+    let prepared = drive(&*a, &mut prep).await.unwrap();
+    assert_eq!(prepared.locks.len(), 1, "A holds x's write lock");
+    // A dies between COMMITTING and COMMITTED.
+    ctx.zk.expire_session(a.session().id);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stm_b = Stm::open(b.clone(), "/wedge", c).await.unwrap();
+    let xb: Ref<i64> = stm_b.get_ref("x").unwrap();
+    let outcome = stm_b
+        .dosync(async |tx| tx.alter(&xb, |v| v + 1).await)
+        .await
+        .map_err(|e| e.to_string());
+    (outcome, xb.deref().await.unwrap())
+}
+
+#[test]
+fn mvcc_a_client_dying_while_committing_does_not_wedge_its_refs() {
+    let ((outcome, x), _) = sim(0x3ca, 2, FaultRates::default())
+        .run(|ctx| async move { die_while_committing(&ctx, false).await });
+    assert_eq!(outcome, Ok(1), "B committed");
+    assert_eq!(x, 1, "A's transaction left nothing half-written");
+}
+
+/// The recipe's persistent points and tags (the weakened variant) wedge the ref: B can only
+/// retry until its limit.
+#[test]
+fn mvcc_recipe_persistent_points_wedge_a_ref_when_a_client_dies_committing() {
+    let ((outcome, x), _) = sim(0x3ca, 2, FaultRates::default())
+        .run(|ctx| async move { die_while_committing(&ctx, true).await });
+    let err = outcome.expect_err("wedged");
+    assert!(err.contains("retry limit"), "{err}");
+    assert_eq!(x, 0);
+}
