@@ -16,9 +16,9 @@
 //! `differential.proptest-regressions` beside this file.
 //!
 //! `AVOUT_DIFF_CASES` sets the number of random cases (default 48, for every test run);
-//! `AVOUT_DIFF_SHOW` prints each case's real results. History: 10,040 cases of the earlier
-//! seeded generator agreed with ZooKeeper 3.8.0; see the closing note of issue 3 for the runs
-//! of this one.
+//! `AVOUT_DIFF_SHOW` prints each case's real results. Runs so far: 10,040 cases of the
+//! earlier seeded generator, and 10,000 random cases of this one (plus the regressions), all
+//! agreeing with ZooKeeper 3.8.0 (`AVOUT_DIFF_CASES=10000`, twice, with no difference).
 
 use std::collections::BTreeMap;
 
