@@ -12,6 +12,9 @@
 //!   recipe workloads of the Curator and kazoo peers (`../shared/peers`) and prints their JSON
 //!   line.
 //! - `avout lock hold` takes an exclusive lock (Curator-compatible) for interop checks.
+//! - `avout run SCENARIO`, `avout explore SCENARIO --seeds A..B`, `avout replay FILE` and
+//!   `avout shrink FILE` run the scenario registry (`avout_scenarios::scenario`) on the
+//!   simulator or on real ZooKeeper, judge each history, and find, replay and shrink failures.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex [--json]` judges a
 //!   recorded history: exit 0 valid, 1 anomaly, 2 bad input.
 //! - `avout model mutex|rwlock|election|atom [--clients N] [--depth D] [--explorer ADDR]`

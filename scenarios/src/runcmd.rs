@@ -21,7 +21,8 @@ use crate::chaos;
 /// Options shared by `run` and `explore`: what runs, and under which faults.
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkloadArgs {
-    /// The scenario: counter, lin-kv, mutex, … (`avout run --list` lists them).
+    /// The scenario: counter, lin-kv, mutex, rwlock, election, queue, barrier, bank,
+    /// list-append or lock-table.
     scenario: String,
     /// Concurrent clients (default: the scenario's).
     #[arg(long)]
@@ -225,12 +226,12 @@ impl WorkloadArgs {
     }
 
     fn plan(&self) -> Result<FaultPlan, RunCmdError> {
-        if let Some(r) = self.fault_rate {
-            if !(0.0..=1.0).contains(&r) {
-                return Err(RunCmdError::Usage(format!(
-                    "--fault-rate {r} is not a probability between 0 and 1"
-                )));
-            }
+        if let Some(r) = self.fault_rate
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(RunCmdError::Usage(format!(
+                "--fault-rate {r} is not a probability between 0 and 1"
+            )));
         }
         let kinds: Vec<FaultKind> = match self.faults.as_deref() {
             None | Some("all") => FaultKind::ALL.to_vec(),

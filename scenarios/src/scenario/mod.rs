@@ -16,7 +16,9 @@
 //! | `election` | campaign, fenced write as leader, resign | one leader per term; terms grow; no two live leaders |
 //! | `queue` | put unique items, take, drain at the end | nothing delivered twice; nothing put is lost; nothing taken that was not put |
 //! | `barrier` | one client sets, others wait, the setter removes | no waiter passes a set barrier |
-//! | `two-phase-commit` | coordinator begins, sites vote at random, all read the outcome | all sites agree; commit only if every site voted commit |
+//! | `bank` | STM transfers between five accounts, reads of all of them (`--protocol mvcc\|optimistic`) | every read sums to the total, no negative balance ([`crate::check::bank`]) |
+//! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G2-item (allowed under Mvcc: snapshot isolation), internal ([`crate::check::list_append`]) |
+//! | `lock-table` | the medical-records example: entry, review, month-end lock transactions, fenced work inside | one clerk inside at a time; no lost increment |
 //!
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.

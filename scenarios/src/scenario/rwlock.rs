@@ -199,14 +199,12 @@ pub fn check(history: &History) -> Verdict {
                     ));
                 }
             }
-            "read" => {
-                if op.output[0] != op.output[1] {
-                    anomalies.push(format!(
-                        "process {} read {} then {} under one confirmed read hold: a writer \
-                         was inside",
-                        op.process, op.output[0], op.output[1]
-                    ));
-                }
+            "read" if op.output[0] != op.output[1] => {
+                anomalies.push(format!(
+                    "process {} read {} then {} under one confirmed read hold: a writer was \
+                     inside",
+                    op.process, op.output[0], op.output[1]
+                ));
             }
             _ => {}
         }
