@@ -28,6 +28,7 @@ mod semaphore;
 mod standalone;
 mod stm;
 mod stm_cases;
+mod stm_failover;
 mod stm_mvcc;
 mod stm_mvcc_zk;
 mod stm_sim;

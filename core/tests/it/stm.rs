@@ -46,7 +46,7 @@ async fn bank_write_skew_and_commutes_on_a_real_server() {
             bank.push(stm_cases::open(zk, &format!("{root}/bank"), p).await);
         }
         let out = stm_cases::bank(&bank, ACCOUNTS, INITIAL, 50, 7).await;
-        let balances = stm_cases::audit(&bank[0], ACCOUNTS).await;
+        let (balances, count) = stm_cases::audit_with_count(&bank[0], ACCOUNTS).await;
         eprintln!(
             "{p:?}: {} committed, {} overdrawn, {} retries, balances {balances:?}",
             out.committed, out.overdrawn, out.retries
@@ -55,6 +55,7 @@ async fn bank_write_skew_and_commutes_on_a_real_server() {
         assert_eq!(out.committed + out.overdrawn, 200);
         assert_eq!(balances.iter().sum::<i64>(), ACCOUNTS as i64 * INITIAL);
         assert!(balances.iter().all(|b| *b >= 0));
+        stm_cases::check_count(&out, count);
 
         let (a, b) = (
             stm_cases::open(&zks[0], &format!("{root}/skew"), p).await,

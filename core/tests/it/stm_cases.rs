@@ -197,6 +197,8 @@ pub(crate) struct BankOutcome {
     pub(crate) overdrawn: u64,
     pub(crate) failed: BTreeMap<&'static str, u64>,
     pub(crate) retries: u64,
+    /// Commits whose reply was lost, settled by reading.
+    pub(crate) recoveries: u64,
 }
 
 /// A deterministic pseudo-random stream for workloads (no OS randomness).
@@ -245,44 +247,74 @@ pub(crate) async fn bank<C: Coordination + ?Sized + 'static>(
         }
         refs.push(mine);
     }
-    let runs = stms.iter().zip(&refs).enumerate().map(|(c, (stm, accts))| {
-        let (committed, overdrawn, failed) = (&committed, &overdrawn, &failed);
-        async move {
-            let mut rng = Lcg(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9));
-            for _ in 0..transfers_per_client {
-                let from = rng.below(accounts as u64) as usize;
-                let to = (from + 1 + rng.below(accounts as u64 - 1) as usize) % accounts;
-                let amount = 1 + rng.below(initial as u64 / 2) as i64;
-                let out = stm
-                    .dosync(async |tx| {
-                        tx.alter(&accts[from], |b| b - amount).await?;
-                        tx.alter(&accts[to], |b| b + amount).await?;
-                        Ok::<_, Abort>(())
-                    })
-                    .await;
-                match out {
-                    Ok(()) => committed.fetch_add(1, Ordering::Relaxed),
-                    Err(StmError::Invalid { .. }) => overdrawn.fetch_add(1, Ordering::Relaxed),
-                    Err(e) => {
-                        eprintln!("client {c}: transfer failed: {e}");
-                        *failed.lock().unwrap().entry(kind(&e)).or_default() += 1;
-                        if matches!(e, StmError::SessionLost(_)) {
-                            return;
+    let mut counts = Vec::new();
+    for stm in stms {
+        counts.push(stm.make_ref("transfers", 0i64).await.unwrap());
+    }
+    let runs = stms
+        .iter()
+        .zip(&refs)
+        .zip(&counts)
+        .enumerate()
+        .map(|(c, ((stm, accts), count))| {
+            let (committed, overdrawn, failed) = (&committed, &overdrawn, &failed);
+            async move {
+                let mut rng = Lcg(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9));
+                for _ in 0..transfers_per_client {
+                    let from = rng.below(accounts as u64) as usize;
+                    let to = (from + 1 + rng.below(accounts as u64 - 1) as usize) % accounts;
+                    let amount = 1 + rng.below(initial as u64 / 2) as i64;
+                    let out = stm
+                        .dosync(async |tx| {
+                            tx.alter(&accts[from], |b| b - amount).await?;
+                            tx.alter(&accts[to], |b| b + amount).await?;
+                            // Counts the transfers that take effect, without adding conflicts.
+                            tx.commute(count, |n| n + 1).await?;
+                            Ok::<_, Abort>(())
+                        })
+                        .await;
+                    match out {
+                        Ok(()) => committed.fetch_add(1, Ordering::Relaxed),
+                        Err(StmError::Invalid { .. }) => overdrawn.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => {
+                            eprintln!("client {c}: transfer failed: {e}");
+                            *failed.lock().unwrap().entry(kind(&e)).or_default() += 1;
+                            if matches!(e, StmError::SessionLost(_)) {
+                                return;
+                            }
+                            0
                         }
-                        0
-                    }
-                };
+                    };
+                }
             }
-        }
-    });
+        });
     futures::future::join_all(runs).await;
     let retries = stms.iter().map(|s| s.stats().retries).sum();
+    let recoveries = stms.iter().map(|s| s.stats().recoveries).sum();
     BankOutcome {
         committed: committed.into_inner(),
         overdrawn: overdrawn.into_inner(),
         failed: failed.into_inner().unwrap(),
         retries,
+        recoveries,
     }
+}
+
+/// Checks that every acknowledged transfer took effect once, and only those or ones whose
+/// outcome was unknown: `committed ≤ count ≤ committed + indefinite failures`.
+pub(crate) fn check_count(out: &BankOutcome, count: i64) {
+    let indefinite: u64 = out
+        .failed
+        .iter()
+        .filter(|(k, _)| matches!(**k, "indeterminate" | "session-lost"))
+        .map(|(_, n)| *n)
+        .sum();
+    let count = count as u64;
+    assert!(
+        out.committed <= count && count <= out.committed + indefinite,
+        "transfers counted {count}, acknowledged {}, indefinite {indefinite}",
+        out.committed
+    );
 }
 
 /// Reads every account in one transaction (a consistent snapshot), retrying failures.
@@ -290,8 +322,17 @@ pub(crate) async fn audit<C: Coordination + ?Sized + 'static>(
     stm: &Stm<C>,
     accounts: usize,
 ) -> Vec<i64> {
+    audit_with_count(stm, accounts).await.0
+}
+
+/// Reads every account and the transfer count in one transaction, retrying failures.
+pub(crate) async fn audit_with_count<C: Coordination + ?Sized + 'static>(
+    stm: &Stm<C>,
+    accounts: usize,
+) -> (Vec<i64>, i64) {
     let refs: Vec<Ref<i64>> = (0..accounts)
         .map(|i| stm.get_ref(&format!("acct{i}")).unwrap())
+        .chain(std::iter::once(stm.get_ref("transfers").unwrap()))
         .collect();
     for _ in 0..100 {
         let out = stm
@@ -304,7 +345,10 @@ pub(crate) async fn audit<C: Coordination + ?Sized + 'static>(
             })
             .await;
         match out {
-            Ok(all) => return all,
+            Ok(mut all) => {
+                let count = all.pop().expect("the count");
+                return (all, count);
+            }
             Err(e) if !matches!(e, StmError::SessionLost(_)) => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await
             }

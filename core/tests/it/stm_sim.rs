@@ -141,18 +141,19 @@ fn bank_transfers_conserve_money_under_every_fault_kind() {
                 let out = stm_cases::bank(&stms, ACCOUNTS, INITIAL, 40, seed).await;
                 let fresh = Arc::new(zk.connect());
                 let auditor = open_retrying(&zk, fresh, p).await;
-                let balances = stm_cases::audit(&auditor, ACCOUNTS).await;
-                (out, balances)
+                let (balances, count) = stm_cases::audit_with_count(&auditor, ACCOUNTS).await;
+                (out, balances, count)
             });
-            let (out, balances) = out;
+            let (out, balances, count) = out;
             eprintln!(
-                "{p:?} {:>14}: seed {seed}, {} faults, {} committed, {} overdrawn, failed {:?}, {} retries, balances {balances:?}",
+                "{p:?} {:>14}: seed {seed}, {} faults, {} committed, {} overdrawn, failed {:?}, {} retries, {} settled after a lost reply, balances {balances:?}",
                 kind.name(),
                 summary.fault_count(kind),
                 out.committed,
                 out.overdrawn,
                 out.failed,
                 out.retries,
+                out.recoveries,
             );
             assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
             assert_eq!(
@@ -165,6 +166,13 @@ fn bank_transfers_conserve_money_under_every_fault_kind() {
                 "{p:?} {kind:?}: no negative balance"
             );
             assert!(out.committed > 0, "{p:?} {kind:?}: transfers committed");
+            stm_cases::check_count(&out, count);
+            if kind == FaultKind::ReplyLost {
+                assert!(
+                    out.recoveries > 0,
+                    "{p:?}: a lost reply was settled by reading"
+                );
+            }
             let unexpected: Vec<_> = out
                 .failed
                 .keys()

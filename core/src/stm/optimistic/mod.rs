@@ -142,9 +142,10 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
         for (name, node) in nodes {
             match node {
                 Some(node) => {
-                    let newer = cache
-                        .get(&name)
-                        .is_none_or(|old| old.stat.version <= node.stat.version);
+                    // A recreated node (another czxid) restarts its versions.
+                    let newer = cache.get(&name).is_none_or(|old| {
+                        old.stat.czxid != node.stat.czxid || old.stat.version <= node.stat.version
+                    });
                     if newer {
                         cache.insert(name, node);
                     }
@@ -346,21 +347,15 @@ impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
         ))
     }
 
-    fn refused(&self, current: Vec<(String, Option<Node>)>) -> Result<(), Failure> {
+    /// Records the refs read again after a refusal (a missing one leaves the cache: the next
+    /// try's read decides whether it exists).
+    fn refused(&self, current: Vec<(String, Option<Node>)>) {
         let e = self.engine;
-        let named: Vec<(String, Option<Node>)> = current
-            .into_iter()
-            .map(|(p, n)| (e.name_of(&p).to_owned(), n))
-            .collect();
-        let gone = named
-            .iter()
-            .find(|(_, n)| n.is_none())
-            .map(|(n, _)| n.clone());
-        e.remember(named);
-        match gone {
-            Some(name) => Err(StmError::NoRef { name }),
-            None => Ok(()),
-        }
+        e.remember(
+            current
+                .into_iter()
+                .map(|(p, n)| (e.name_of(&p).to_owned(), n)),
+        );
     }
 }
 
@@ -380,20 +375,27 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
             }
             let (node, fresh) = match self.engine.cached(name) {
                 Some(node) => (node, false),
-                None => match self
-                    .engine
-                    .read_nodes(&[name], false)
-                    .await?
-                    .pop()
-                    .flatten()
-                {
-                    Some(node) => (node, true),
-                    None => {
-                        return Err(TryError::Fail(StmError::NoRef {
-                            name: name.to_owned(),
-                        }));
+                None => {
+                    let mut node = self
+                        .engine
+                        .read_nodes(&[name], false)
+                        .await?
+                        .pop()
+                        .flatten();
+                    if node.is_none() {
+                        // A lagging server may not have the ref yet: only a read after a
+                        // sync says it does not exist.
+                        node = self.engine.read_nodes(&[name], true).await?.pop().flatten();
                     }
-                },
+                    match node {
+                        Some(node) => (node, true),
+                        None => {
+                            return Err(TryError::Fail(StmError::NoRef {
+                                name: name.to_owned(),
+                            }));
+                        }
+                    }
+                }
             };
             let body = Envelope::parse(&node.data).body;
             self.seen.insert(name.to_owned(), Seen { node, fresh });
@@ -433,7 +435,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                     CommitOutcome::Applied { results, recovered } => {
                         if let Some(current) = recovered {
                             e.counters.add(&e.counters.recoveries, 1);
-                            let _ = self.refused(current);
+                            self.refused(current);
                         } else {
                             e.remember(written_nodes(e, &ops, &results));
                         }
@@ -455,7 +457,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                                 plan.commutes.iter().map(|c| c.name.as_str()).collect();
                             e.read_nodes(&names, false).await?;
                         }
-                        self.refused(current)?;
+                        self.refused(current);
                     }
                     CommitOutcome::Conflict {
                         index,
@@ -470,14 +472,14 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                             let name = e.name_of(ops[index].path()).to_owned();
                             return Err(TryError::Fail(StmError::NoRef { name }));
                         }
-                        self.refused(current)?;
+                        self.refused(current);
                         return Err(TryError::Retry(RetryReason::Conflict {
                             name: Some(e.name_of(ops[index].path()).to_owned()),
                         }));
                     }
                     CommitOutcome::NotApplied { current } => {
                         e.counters.add(&e.counters.recoveries, 1);
-                        self.refused(current)?;
+                        self.refused(current);
                         return Err(TryError::Retry(RetryReason::Conflict { name: None }));
                     }
                     CommitOutcome::Unknown { detail } => {
