@@ -12,7 +12,7 @@ use avout_scenarios::scenario::shrink::shrink;
 use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, ScenarioName, Workload};
 
 /// Seeds `explore` may try before the bug counts as not found.
-const SEED_BUDGET: u64 = 50;
+const SEED_BUDGET: u64 = 100;
 
 fn regression(bug: Bug) -> Case {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
