@@ -20,6 +20,7 @@
 //! [`Protocol::Optimistic`]: avout::stm::Protocol::Optimistic
 
 mod barge;
+mod bench;
 mod max_history;
 mod protocols;
 mod render;
@@ -47,6 +48,8 @@ pub enum ReportCommand {
     MaxHistory(SweepArgs),
     /// Mvcc's BARGE-WAIT against contention: throughput, retries, starvation, livelock.
     Barge(SweepArgs),
+    /// avout's benchmarks and the Curator and kazoo peers on one real server: ratios.
+    Bench(bench::BenchArgs),
 }
 
 /// Options of the sweeps.
@@ -153,6 +156,7 @@ pub fn run(command: &ReportCommand) -> Result<PathBuf, ReportError> {
         ReportCommand::Protocols(args) => protocols::run(args)?,
         ReportCommand::MaxHistory(args) => max_history::run(args)?,
         ReportCommand::Barge(args) => barge::run(args)?,
+        ReportCommand::Bench(args) => bench::run(args)?,
     };
     println!("wrote {}", path.display());
     Ok(path)

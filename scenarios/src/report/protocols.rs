@@ -274,13 +274,19 @@ fn findings(measured: &[Measured]) -> Vec<String> {
             ""
         }
     ));
+    let readers_better = rcv.mean > rco.mean && !rcv.overlaps(&rco);
     let rec = match (mvcc_wins.len(), opt_wins.len()) {
         (v, o) if o > v => format!(
             "Recommended default: Optimistic (StmConfig's default), which is faster on {} of {} \
-             workloads ({}); choose Mvcc where long read-only transactions run beside writers{}.",
+             workloads ({}){}{}.",
             o,
             SHAPES.len(),
             opt_wins.join(", "),
+            if readers_better {
+                "; choose Mvcc where long read-only transactions must commit beside writers"
+            } else {
+                ""
+            },
             if mvcc_wins.is_empty() {
                 String::new()
             } else {
