@@ -237,7 +237,19 @@ fn holds(ops: &[Pair]) -> Vec<Hold> {
 /// assert!(!v.valid, "{v}");
 /// ```
 pub fn check(history: &History) -> Verdict {
-    check_holds(history, "mutex (fencing)")
+    let mut verdict = check_holds(history, "mutex (fencing) and the mutex checker");
+    // The checker engineer's mutex checker (crate::check::mutex) judges the same history:
+    // overlapping holds, tokens growing with real time, writes accepted in token order.
+    match crate::check::mutex::check_mutex(history) {
+        Ok(v) => verdict
+            .anomalies
+            .extend(v.violations.iter().map(ToString::to_string)),
+        Err(e) => verdict.anomalies.push(format!(
+            "the mutex checker could not judge the history: {e}"
+        )),
+    }
+    verdict.valid = verdict.anomalies.is_empty();
+    verdict
 }
 
 /// The mutex check under another name (leader election is a lock on leadership).
