@@ -262,6 +262,9 @@ mod tests {
         .svg()
         .unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
-        assert!(svg.contains("\nmvcc\n</text>") && svg.contains("\n2\n</text>"), "{svg}");
+        assert!(
+            svg.contains("\nmvcc\n</text>") && svg.contains("\n2\n</text>"),
+            "{svg}"
+        );
     }
 }
