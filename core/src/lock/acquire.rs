@@ -330,6 +330,14 @@ impl AcquireMachine {
     }
 
     fn recover(&mut self) {
+        // After a connection loss the session may have moved to a server that has not yet
+        // applied our lost create: without the sync it would list no node of ours, we would
+        // create a second one, and the first — held by our live session — would block every
+        // waiter behind it until the session ends. The sync travels in the same round trip;
+        // its reply needs no handling (a failure fails the list read behind it too).
+        self.send(Request::Sync {
+            path: self.lock_path.clone(),
+        });
         let list = self.send(Request::GetChildren {
             path: self.lock_path.clone(),
             watch: false,
@@ -910,9 +918,16 @@ mod tests {
         assert!(drain(&mut m).is_empty(), "waits before retrying");
         m.handle_session(Millis(2), SessionState::Connected);
         let sent = drain(&mut m);
-        assert!(matches!(&sent[0].1, Request::GetChildren { .. }));
+        assert!(
+            matches!(
+                &sent[..],
+                [(_, Request::Sync { .. }), (_, Request::GetChildren { .. })]
+            ),
+            "the recovery read is synced first: {sent:?}"
+        );
+        m.handle_reply(Millis(3), sent[0].0, Ok(Reply::Synced));
         let ours = format!("{}0000000000", m.prefix());
-        m.handle_reply(Millis(3), sent[0].0, children(&[&ours]));
+        m.handle_reply(Millis(3), sent[1].0, children(&[&ours]));
         let sent = drain(&mut m);
         assert!(
             matches!(&sent[0].1, Request::Exists { path, watch: false } if *path == format!("/l/{ours}"))

@@ -15,9 +15,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use avout::Coordination;
 use avout::lock::{LockError, Mutex};
 use avout::zk::{ZkClient, ZkConfig};
-use avout::Coordination;
 use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim, SimClient, SimZk};
 
 use crate::support;

@@ -2,8 +2,8 @@
 
 mod check_cli;
 mod lock_hold;
-mod report;
 mod model_cli;
+mod report;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
 mod scenarios_planted;
