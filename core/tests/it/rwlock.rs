@@ -122,7 +122,8 @@ async fn readers_share_and_exclude_writers_across_sessions() {
 async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let server = support::standalone();
     let connect = server.connect_string();
-    let me = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let my_session = session(&connect).await;
+    let me = RwLock::new(my_session.clone(), "/rw/reenter").expect("handle");
     let other = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
 
     let w1 = me.write().await.expect("write");
@@ -200,7 +201,9 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let w = me.write().await.expect("write");
     let r = me.read().await.expect("read under write");
     w.unlock().await.expect("unlock");
-    let children = observer.get_children("/rw/reenter").await.expect("ls").0;
+    // `unlock` returns once the delete is ordered on our session: our next request sees it
+    // (another session may see it a moment later).
+    let children = my_session.get_children("/rw/reenter").await.expect("ls").0;
     assert_eq!(children, [path::name(r.node())]);
     let shared = other
         .try_read()
