@@ -289,3 +289,18 @@ where
     }
     Err(last)
 }
+
+/// Runs `client(i)` for each of `clients` clients concurrently, to completion, and returns the
+/// first error (every client finishes first, so the history is complete).
+pub(crate) async fn all_clients<Fut>(
+    clients: usize,
+    client: impl FnMut(usize) -> Fut,
+) -> Result<(), String>
+where
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    futures::future::join_all((0..clients).map(client))
+        .await
+        .into_iter()
+        .collect()
+}

@@ -156,10 +156,7 @@ pub(crate) async fn workload<K: Cluster>(
     rec: &Recorder,
 ) -> Result<(), String> {
     let grants = Cell::new(0);
-    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i, &grants));
-    for r in futures::future::join_all(clients).await {
-        r?;
-    }
+    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i, &grants)).await?;
     Ok(())
 }
 

@@ -103,10 +103,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
-    for r in futures::future::join_all(clients).await {
-        r?;
-    }
+    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
     let mut p = (w.clients * (w.ops + 1)) as u64;
     let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
     let mut queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;

@@ -160,10 +160,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    let clients = (0..w.clients).map(|i| client(cluster, w, rec, i));
-    for r in futures::future::join_all(clients).await {
-        r?;
-    }
+    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
     Ok(())
 }
 
