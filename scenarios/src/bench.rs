@@ -232,6 +232,21 @@ impl Figure {
     }
 }
 
+/// A session on the server under test, with the benches' timeouts (one per client, like the
+/// peers).
+pub(crate) async fn connect(connect: &str) -> Result<std::sync::Arc<ZkClient>, BenchError> {
+    let config = ZkConfig::new(connect)
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT);
+    ZkClient::connect(&config)
+        .await
+        .map(std::sync::Arc::new)
+        .map_err(|source| BenchError::Connect {
+            connect: connect.to_owned(),
+            source,
+        })
+}
+
 /// Runs `avout bench ops`.
 pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     let config = ZkConfig::new(args.zk.clone())

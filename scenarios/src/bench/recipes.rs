@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use avout::atom::Atom;
 use avout::lock::{Mutex, RwLock};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkClient;
 use avout::{Coordination, CoordinationExt};
 use clap::{Args, ValueEnum};
 
-use super::{BenchError, CONNECT_TIMEOUT, SESSION_TIMEOUT};
+use super::{BenchError, connect};
 
 /// Untimed cycles per client before a contended run, as the peers do.
 pub(crate) const CONTENDED_WARMUP: u64 = 200;
@@ -108,19 +108,6 @@ fn op_error(workload: Workload, e: impl std::fmt::Display) -> BenchError {
         workload: workload.name(),
         detail: e.to_string(),
     }
-}
-
-async fn connect(connect: &str) -> Result<Arc<ZkClient>, BenchError> {
-    let config = ZkConfig::new(connect)
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_connect_timeout(CONNECT_TIMEOUT);
-    ZkClient::connect(&config)
-        .await
-        .map(Arc::new)
-        .map_err(|source| BenchError::Connect {
-            connect: connect.to_owned(),
-            source,
-        })
 }
 
 /// Runs one workload and prints its JSON line.

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError, StmStats};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkClient;
 use avout::{Coordination, CoordinationExt};
 use clap::Args;
 
-use super::{BenchError, CONNECT_TIMEOUT, SESSION_TIMEOUT};
+use super::{BenchError, connect};
 
 /// The STM workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,19 +103,6 @@ fn op_error(workload: StmWorkload, e: impl std::fmt::Display) -> BenchError {
         workload: workload.name(),
         detail: e.to_string(),
     }
-}
-
-async fn connect(connect: &str) -> Result<Arc<ZkClient>, BenchError> {
-    let config = ZkConfig::new(connect)
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_connect_timeout(CONNECT_TIMEOUT);
-    ZkClient::connect(&config)
-        .await
-        .map(Arc::new)
-        .map_err(|source| BenchError::Connect {
-            connect: connect.to_owned(),
-            source,
-        })
 }
 
 /// Runs one workload and prints its JSON line.
