@@ -12,6 +12,7 @@ use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
 
 use crate::stm_cases;
+use crate::stm_sim::{Kind, run_kind};
 
 const MVCC: Protocol = Protocol::Mvcc;
 
@@ -162,42 +163,6 @@ fn mvcc_bank_transfers_conserve_money_under_every_fault_kind() {
             .collect();
         assert!(unexpected.is_empty(), "{kind:?}: {:?}", out.failed);
     }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    ReadOne,
-    ReadTwo,
-    AlterOne,
-    AlterTwo,
-    CommuteOne,
-}
-
-async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
-    stm.dosync(async |tx| {
-        match kind {
-            Kind::ReadOne => {
-                tx.deref(a).await?;
-            }
-            Kind::ReadTwo => {
-                tx.deref(a).await?;
-                tx.deref(b).await?;
-            }
-            Kind::AlterOne => {
-                tx.alter(a, |v| v + 1).await?;
-            }
-            Kind::AlterTwo => {
-                tx.alter(a, |v| v + 1).await?;
-                tx.alter(b, |v| v - 1).await?;
-            }
-            Kind::CommuteOne => {
-                tx.commute(a, |v| v + 1).await?;
-            }
-        }
-        Ok::<_, Abort>(())
-    })
-    .await
-    .unwrap();
 }
 
 /// Requests and round trips of one committed transaction of each kind, uncontended, counted

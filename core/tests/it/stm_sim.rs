@@ -263,8 +263,9 @@ fn round_trips_per_kind() {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
+/// A transaction shape whose requests and round trips are counted (here and in `stm_mvcc`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
     ReadOne,
     ReadTwo,
     AlterOne,
@@ -272,7 +273,7 @@ enum Kind {
     CommuteOne,
 }
 
-async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
+pub(crate) async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
     stm.dosync(async |tx| {
         match kind {
             Kind::ReadOne => {
