@@ -106,6 +106,7 @@ struct Line {
     peer: String,
     workload: String,
     variant: String,
+    clients: u64,
     round: u32,
     ops_per_sec: f64,
 }
@@ -120,6 +121,7 @@ fn parse(stdout: &str, round: u32) -> Result<Vec<Line>, ReportError> {
             peer: s("peer"),
             workload: s("workload"),
             variant: s("protocol"),
+            clients: j.get("clients").and_then(|x| x.as_u64()).unwrap_or(1),
             round,
             ops_per_sec: j.get("ops_per_sec").and_then(|x| x.as_f64()).unwrap_or(0.0),
         });
@@ -206,10 +208,21 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
             }
         }
         lines.extend(parse(
-            &output(Command::new(&avout).args(["bench", "ops", "--zk", &connect]))?,
+            &output(
+                Command::new(&avout).args(["bench", "ops", "--json", "--zk", &connect, "--n", &n]),
+            )?,
             round,
         )?);
-        for w in ["stm-alter", "stm-transfer"] {
+        // The contended STM workloads, then one client altering one ref: the figure issue 6
+        // sets against the sequential set_data rate of `bench ops`.
+        let mut stm = vec![
+            ("stm-alter", clients.as_str()),
+            ("stm-transfer", clients.as_str()),
+        ];
+        if args.clients != 1 {
+            stm.push(("stm-alter", "1"));
+        }
+        for (w, k) in stm {
             for protocol in ["optimistic", "mvcc"] {
                 let out = output(Command::new(&avout).args([
                     "bench",
@@ -219,7 +232,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
                     "--n",
                     &n,
                     "--clients",
-                    &clients,
+                    k,
                     "--protocol",
                     protocol,
                 ]))?;
@@ -253,27 +266,77 @@ fn write(
     started: &str,
     loads: &[String],
 ) -> Result<PathBuf, ReportError> {
+    render(args, lines, started, loads).write(&args.out)
+}
+
+/// One figure of a run: a workload of a peer, under a protocol (`""` for none), from a number
+/// of clients (`None`: whatever the workload's only figure used).
+#[derive(Clone, Copy)]
+struct Fig<'a> {
+    workload: &'a str,
+    peer: &'a str,
+    variant: &'a str,
+    clients: Option<u64>,
+}
+
+fn fig<'a>(workload: &'a str, peer: &'a str) -> Fig<'a> {
+    Fig {
+        workload,
+        peer,
+        variant: "",
+        clients: None,
+    }
+}
+
+fn stm<'a>(workload: &'a str, protocol: &'a str, clients: u64) -> Fig<'a> {
+    Fig {
+        workload,
+        peer: "avout",
+        variant: protocol,
+        clients: Some(clients),
+    }
+}
+
+/// A speed target an issue sets, as a ratio of two figures taken in the same round.
+struct Target<'a> {
+    what: &'a str,
+    issue: u32,
+    num: Fig<'a>,
+    den: Fig<'a>,
+    at_least: f64,
+}
+
+impl Target<'_> {
+    fn verdict(&self, median: f64) -> &'static str {
+        match median {
+            m if m.is_nan() => "not measured",
+            m if m >= self.at_least => "met",
+            _ => "missed",
+        }
+    }
+}
+
+fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> render::Doc {
     let rounds: Vec<u32> = (1..=args.rounds).collect();
-    let rate = |w: &str, peer: &str, variant: &str, r: u32| {
+    let rate = |f: Fig<'_>, r: u32| {
         lines
             .iter()
-            .find(|l| l.workload == w && l.peer == peer && l.variant == variant && l.round == r)
+            .find(|l| {
+                l.workload == f.workload
+                    && l.peer == f.peer
+                    && l.variant == f.variant
+                    && f.clients.is_none_or(|c| l.clients == c)
+                    && l.round == r
+            })
             .map(|l| l.ops_per_sec)
     };
-    let per_round = |w: &str, a: (&str, &str), b: (&str, &str)| -> Vec<f64> {
+    let per_round = |a: Fig<'_>, b: Fig<'_>| -> Vec<f64> {
         rounds
             .iter()
-            .filter_map(|r| Some(rate(w, a.0, a.1, *r)? / rate(w, b.0, b.1, *r)?))
+            .filter_map(|r| Some(rate(a, *r)? / rate(b, *r)?))
             .collect()
     };
-    let med = |w: &str, peer: &str, variant: &str| {
-        median(
-            rounds
-                .iter()
-                .filter_map(|r| rate(w, peer, variant, *r))
-                .collect(),
-        )
-    };
+    let med = |f: Fig<'_>| median(rounds.iter().filter_map(|r| rate(f, *r)).collect());
     let fmt_ratios = |v: &[f64]| {
         format!(
             "{} (median **{:.2}×**)",
@@ -284,7 +347,7 @@ fn write(
             median(v.to_vec())
         )
     };
-    let mut doc = render::Doc::new(
+    let mut doc = render::Doc::measured(
         "bench",
         "Benchmarks: avout beside Curator and kazoo, one server, one run",
         &format!(
@@ -293,14 +356,13 @@ fn write(
         ),
     );
     doc.para(&format!(
-        "Wall-clock figures (not reproducible bit for bit): taken {started}, load average at \
-         the start of each round {}. One throwaway standalone ZooKeeper (`{}/zk-standalone.sh`, \
-         port {}, fsync on), N={} operations per figure, {} clients for the contended \
-         workloads, {} rounds in rotating peer order (the approach of \
-         `reports/bench-locks.sh`). Needs the release build (`cargo build --release -p \
-         avout-scenarios`, then `target/release/avout report bench`), Debian's zookeeper, \
-         python3-kazoo and libcurator-*-java. Ratios are per round (neighbours in time), then \
-         their median.",
+        "Taken {started}, load average at the start of each round {}. One throwaway \
+         standalone ZooKeeper (`{}/zk-standalone.sh`, port {}, fsync on), N={} operations per \
+         figure, {} clients for the contended workloads, {} rounds in rotating peer order (the \
+         approach of `reports/bench-locks.sh`). Needs the release build (`cargo build \
+         --release -p avout-scenarios`, then `target/release/avout report bench`), Debian's \
+         zookeeper, python3-kazoo and libcurator-*-java. Ratios are per round (neighbours in \
+         time), then their median.",
         loads.join(", "),
         args.peers.display(),
         args.port,
@@ -308,6 +370,53 @@ fn write(
         args.clients,
         args.rounds
     ));
+    doc.heading("Targets");
+    let targets = [
+        Target {
+            what: "lock-cycle ≥ 1.8× Curator",
+            issue: 4,
+            num: fig("lock-cycle", "avout"),
+            den: fig("lock-cycle", "curator"),
+            at_least: 1.8,
+        },
+        Target {
+            what: "lock-contended ≥ 1.3× Curator",
+            issue: 4,
+            num: fig("lock-contended", "avout"),
+            den: fig("lock-contended", "curator"),
+            at_least: 1.3,
+        },
+        Target {
+            what: "stm-alter, Optimistic, 1 client ≥ 0.5× set-seq",
+            issue: 6,
+            num: stm("stm-alter", "optimistic", 1),
+            den: fig("set-seq", "avout"),
+            at_least: 0.5,
+        },
+        Target {
+            what: "stm-alter, Mvcc, 1 client ≥ 0.2× set-seq",
+            issue: 6,
+            num: stm("stm-alter", "mvcc", 1),
+            den: fig("set-seq", "avout"),
+            at_least: 0.2,
+        },
+    ];
+    let mut t = render::Table::new(["target", "issue", "per round", "verdict"]);
+    for target in &targets {
+        let v = per_round(target.num, target.den);
+        let verdict = target.verdict(median(v.clone()));
+        t.row(vec![
+            target.what.to_owned(),
+            format!("#{}", target.issue),
+            fmt_ratios(&v),
+            if verdict == "missed" {
+                "**missed**".to_owned()
+            } else {
+                verdict.to_owned()
+            },
+        ]);
+    }
+    doc.table(&t);
     doc.heading("Recipes: avout against Curator and kazoo");
     let mut t = render::Table::new([
         "workload",
@@ -320,11 +429,11 @@ fn write(
     for w in RECIPES {
         t.row(vec![
             w.to_owned(),
-            format!("{:.1}", med(w, "avout", "")),
-            format!("{:.1}", med(w, "curator", "")),
-            format!("{:.1}", med(w, "kazoo", "")),
-            fmt_ratios(&per_round(w, ("avout", ""), ("curator", ""))),
-            fmt_ratios(&per_round(w, ("avout", ""), ("kazoo", ""))),
+            format!("{:.1}", med(fig(w, "avout"))),
+            format!("{:.1}", med(fig(w, "curator"))),
+            format!("{:.1}", med(fig(w, "kazoo"))),
+            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "curator"))),
+            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "kazoo"))),
         ]);
     }
     doc.table(&t);
@@ -348,9 +457,9 @@ fn write(
         for p in peers {
             t.row(vec![
                 format!("{w} (vs {p})"),
-                format!("{:.1}", med(w, "avout", "")),
-                format!("{:.1}", med(w, p, "")),
-                fmt_ratios(&per_round(w, ("avout", ""), (p, ""))),
+                format!("{:.1}", med(fig(w, "avout"))),
+                format!("{:.1}", med(fig(w, p))),
+                fmt_ratios(&per_round(fig(w, "avout"), fig(w, p))),
             ]);
         }
     }
@@ -363,40 +472,47 @@ fn write(
         "mvcc/optimistic per round",
         "optimistic / avout counter-contended per round",
     ]);
-    for w in ["stm-alter", "stm-transfer"] {
+    let counter = fig("counter-contended", "avout");
+    for (w, k) in [
+        ("stm-alter", 1),
+        ("stm-alter", u64::from(args.clients)),
+        ("stm-transfer", u64::from(args.clients)),
+    ] {
+        if k == 1 && w == "stm-alter" && args.clients == 1 {
+            continue; // the next row is the same figure
+        }
         t.row(vec![
-            format!("{w} ({} clients)", args.clients),
-            format!("{:.1}", med(w, "avout", "optimistic")),
-            format!("{:.1}", med(w, "avout", "mvcc")),
-            fmt_ratios(&per_round(w, ("avout", "mvcc"), ("avout", "optimistic"))),
-            {
-                let v: Vec<f64> = rounds
-                    .iter()
-                    .filter_map(|r| {
-                        Some(
-                            rate(w, "avout", "optimistic", *r)?
-                                / rate("counter-contended", "avout", "", *r)?,
-                        )
-                    })
-                    .collect();
-                fmt_ratios(&v)
-            },
+            format!("{w} ({k} client{})", if k == 1 { "" } else { "s" }),
+            format!("{:.1}", med(stm(w, "optimistic", k))),
+            format!("{:.1}", med(stm(w, "mvcc", k))),
+            fmt_ratios(&per_round(stm(w, "mvcc", k), stm(w, "optimistic", k))),
+            fmt_ratios(&per_round(stm(w, "optimistic", k), counter)),
         ]);
     }
     doc.table(&t);
     doc.heading("Findings");
     let mut f = Vec::new();
+    for target in &targets {
+        let m = median(per_round(target.num, target.den));
+        f.push(format!(
+            "{} (issue {}): median {m:.2}×, {}.",
+            target.what,
+            target.issue,
+            target.verdict(m)
+        ));
+    }
     for w in RECIPES {
-        let c = median(per_round(w, ("avout", ""), ("curator", "")));
-        let k = median(per_round(w, ("avout", ""), ("kazoo", "")));
+        let c = median(per_round(fig(w, "avout"), fig(w, "curator")));
+        let k = median(per_round(fig(w, "avout"), fig(w, "kazoo")));
         f.push(format!(
             "{w}: avout {c:.2}× Curator, {k:.2}× kazoo (medians of per-round ratios)."
         ));
     }
+    let k = u64::from(args.clients);
     for w in ["stm-alter", "stm-transfer"] {
-        let r = median(per_round(w, ("avout", "mvcc"), ("avout", "optimistic")));
+        let r = median(per_round(stm(w, "mvcc", k), stm(w, "optimistic", k)));
         f.push(format!(
-            "{w}: Mvcc runs at {r:.2}× Optimistic's rate on a real server ({}).",
+            "{w} ({k} clients): Mvcc runs at {r:.2}× Optimistic's rate on a real server ({}).",
             if r < 1.0 {
                 "Optimistic stays the better default"
             } else {
@@ -405,5 +521,107 @@ fn write(
         ));
     }
     doc.bullets(&f);
-    doc.write(&args.out)
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn line(
+        peer: &str,
+        workload: &str,
+        variant: &str,
+        clients: u64,
+        round: u32,
+        rate: f64,
+    ) -> Line {
+        Line {
+            peer: peer.into(),
+            workload: workload.into(),
+            variant: variant.into(),
+            clients,
+            round,
+            ops_per_sec: rate,
+        }
+    }
+
+    /// Two rounds in which the lock-cycle target is met (2.0×, 1.9×), the contended one
+    /// missed (1.1×), Optimistic's alter met (0.6× set-seq) and Mvcc's missed (0.1×).
+    fn two_rounds() -> Vec<Line> {
+        let mut v = Vec::new();
+        for r in 1..=2 {
+            let lock = if r == 1 { 200.0 } else { 190.0 };
+            v.push(line("avout", "lock-cycle", "", 1, r, lock));
+            v.push(line("curator", "lock-cycle", "", 1, r, 100.0));
+            v.push(line("kazoo", "lock-cycle", "", 1, r, 50.0));
+            v.push(line("avout", "lock-contended", "", 4, r, 110.0));
+            v.push(line("curator", "lock-contended", "", 4, r, 100.0));
+            v.push(line("avout", "set-seq", "", 1, r, 1000.0));
+            v.push(line("avout", "set-pipelined", "", 1, r, 5000.0));
+            v.push(line("zookeeper-client", "set-pipelined", "", 1, r, 4000.0));
+            // The contended figures, first, must not be taken for the one-client ones.
+            v.push(line("avout", "stm-alter", "optimistic", 4, r, 1.0));
+            v.push(line("avout", "stm-alter", "mvcc", 4, r, 1.0));
+            v.push(line("avout", "stm-alter", "optimistic", 1, r, 600.0));
+            v.push(line("avout", "stm-alter", "mvcc", 1, r, 100.0));
+        }
+        v
+    }
+
+    #[test]
+    fn targets_are_judged_on_per_round_ratios() {
+        let args = Cli::parse_from(["x", "--rounds", "2"]).bench;
+        let doc = render(&args, &two_rounds(), "now", &["0.1".into(), "0.2".into()]);
+        let text = doc.text();
+        let row = |what: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("| {what}")))
+                .unwrap_or_else(|| panic!("no row {what:?} in\n{text}"))
+                .to_owned()
+        };
+        assert!(row("lock-cycle ≥ 1.8").contains("2.00 1.90 (median **1.95×**) | met"));
+        assert!(row("lock-contended ≥ 1.3").contains("1.10 1.10 (median **1.10×**) | **missed**"));
+        assert!(row("stm-alter, Optimistic").contains("0.60 0.60 (median **0.60×**) | met"));
+        assert!(row("stm-alter, Mvcc").contains("0.10 0.10 (median **0.10×**) | **missed**"));
+        assert!(row("set-pipelined (vs zookeeper-client)").contains("1.25 1.25"));
+        assert!(text.contains("wall-clock figures, so a rerun measures anew"));
+        assert!(!text.contains("the same command writes the same numbers"));
+    }
+
+    #[test]
+    fn a_missing_figure_is_not_measured_rather_than_met() {
+        let args = Cli::parse_from(["x", "--rounds", "2"]).bench;
+        let lines: Vec<Line> = two_rounds()
+            .into_iter()
+            .filter(|l| l.peer != "curator")
+            .collect();
+        let doc = render(&args, &lines, "now", &[]);
+        let row = doc
+            .text()
+            .lines()
+            .find(|l| l.starts_with("| lock-cycle ≥"))
+            .expect("target row")
+            .to_owned();
+        assert!(row.ends_with("| not measured |"), "{row}");
+    }
+
+    #[test]
+    fn json_lines_keep_clients_and_protocol() {
+        let out = "noise\n{\"peer\":\"avout\",\"workload\":\"stm-alter\",\"clients\":4,\"ops\":8,\"secs\":1.0,\"ops_per_sec\":8.0,\"protocol\":\"mvcc\"}\n";
+        let v = parse(out, 3).expect("parses");
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].clients, v[0].variant.as_str(), v[0].round),
+            (4, "mvcc", 3)
+        );
+        assert!(parse("{not json", 1).is_err());
+    }
 }
