@@ -16,7 +16,7 @@ mod driver;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use driver::drive;
+pub use driver::{Driving, drive};
 
 use serde::{Deserialize, Serialize};
 
@@ -222,4 +222,37 @@ pub trait Machine {
 
     /// The result, once the machine is done.
     fn poll_output(&mut self) -> Option<Self::Output>;
+}
+
+/// A machine borrowed: what lets [`drive`] run a machine the caller keeps.
+impl<M: Machine + ?Sized> Machine for &mut M {
+    type Output = M::Output;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        (**self).poll_request()
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: Result<Reply>) {
+        (**self).handle_reply(now, token, reply)
+    }
+
+    fn handle_watch(&mut self, now: Millis, token: Token, event: WatchedEvent) {
+        (**self).handle_watch(now, token, event)
+    }
+
+    fn handle_session(&mut self, now: Millis, state: SessionState) {
+        (**self).handle_session(now, state)
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        (**self).handle_timer(now)
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        (**self).poll_timer()
+    }
+
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        (**self).poll_output()
+    }
 }

@@ -60,7 +60,8 @@
 //! # Round trips
 //!
 //! Requests and round trips per committed transaction, uncontended, counted by the
-//! simulator's request counter and [`StmStats`] (test `stm_sim::round_trips_per_kind`):
+//! simulator's request counter and [`StmStats`] (tests `stm_sim::round_trips_per_kind` and
+//! `stm_mvcc::mvcc_round_trips_per_kind`):
 //!
 //! | protocol | transaction | cache | requests | round trips |
 //! |---|---|---|---|---|
@@ -71,6 +72,14 @@
 //! | Optimistic | alter one ref | cold | 2 | 2 |
 //! | Optimistic | alter two refs | warm | 1 | 1 |
 //! | Optimistic | commute one ref | warm | 1 | 1 |
+//! | Mvcc | read-only, one ref | – | 3 | 1 |
+//! | Mvcc | read-only, two refs | – | 5 | 2 |
+//! | Mvcc | alter one ref | – | 13 | 3 |
+//! | Mvcc | alter two refs | – | 22 | 4 |
+//! | Mvcc | commute one ref | – | 11 | 4 |
+//!
+//! (Mvcc's rows are counted by test `stm_mvcc::mvcc_round_trips_per_kind`; its steps are in
+//! [`mvcc`]'s docs.)
 //!
 //! Speed, measured in one run on one standalone server (`avout zk start`, fsync on, a loaded
 //! 2-core machine) with `avout bench ops --n 3000 --json` and `avout bench stm-alter --n 3000
@@ -244,6 +253,12 @@ pub struct StmStats {
     pub round_trips: u64,
     /// Commits whose reply was lost, decided by reading afterwards.
     pub recoveries: u64,
+    /// Younger transactions this handle's transactions barged (killed while `RUNNING`;
+    /// Mvcc).
+    pub barges: u64,
+    /// Tries of this handle's transactions killed by an older transaction's barge (each also
+    /// a retry; Mvcc).
+    pub killed: u64,
 }
 
 /// What [`Stm`] and its [`Ref`]s share.

@@ -67,7 +67,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 
 use crate::Coordination;
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{Driving, Machine, Millis, Reply, Request, Token, drive};
 use crate::{SessionState, WatchedEvent};
 
 use super::{Protocol, StmConfig, StmError};
@@ -158,6 +158,10 @@ pub struct Counters {
     pub round_trips: AtomicU64,
     /// Commits whose reply was lost and whose outcome was then decided by reading (protocol).
     pub recoveries: AtomicU64,
+    /// Younger transactions killed by this handle's transactions (Mvcc's barging; protocol).
+    pub barges: AtomicU64,
+    /// Tries of this handle's transactions killed by an older transaction's barge (protocol).
+    pub killed: AtomicU64,
 }
 
 impl Counters {
@@ -187,6 +191,8 @@ impl Counters {
             requests: get(&self.requests),
             round_trips: get(&self.round_trips),
             recoveries: get(&self.recoveries),
+            barges: get(&self.barges),
+            killed: get(&self.killed),
         }
     }
 }
@@ -268,6 +274,16 @@ pub trait Attempt: Send {
     /// records what it needs to validate the read at commit (a version, a read point). A ref
     /// that does not exist is [`StmError::NoRef`](super::StmError).
     fn read<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>>;
+
+    /// The body is about to write `name` (already read in this try) for the first time in this
+    /// try (`ref_set` or `alter`): Clojure's moment to take the ref's write ownership, and to
+    /// barge a younger owner. Called at most once per ref per try. A protocol may send
+    /// requests here and return at once, collecting their replies at its next call (a
+    /// conflict then surfaces there); the default does nothing.
+    fn write<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TryError>> {
+        let _ = name;
+        Box::pin(async { Ok(()) })
+    }
 
     /// Protects `name` (already read in this try) against writers until the try ends
     /// (Clojure's `ensure`). Called at most once per ref per try.
@@ -361,14 +377,35 @@ pub struct Committed {
 }
 
 /// Counts the requests and round trips of a machine as [`drive`] runs it.
-struct Counted<'m, M> {
-    inner: &'m mut M,
+struct Counted<M> {
+    inner: M,
     requests: u64,
     round_trips: u64,
     in_burst: bool,
+    /// The first burst travels with another machine's (see [`Started::start`]): not a round
+    /// trip of its own.
+    riding: bool,
 }
 
-impl<M: Machine> Machine for Counted<'_, M> {
+impl<M> Counted<M> {
+    fn new(inner: M, riding: bool) -> Self {
+        Counted {
+            inner,
+            requests: 0,
+            round_trips: 0,
+            in_burst: false,
+            riding,
+        }
+    }
+
+    /// Adds the counts so far to `counters`, and starts counting from zero again.
+    fn add_to(&mut self, counters: &Counters) {
+        counters.add(&counters.requests, std::mem::take(&mut self.requests));
+        counters.add(&counters.round_trips, std::mem::take(&mut self.round_trips));
+    }
+}
+
+impl<M: Machine> Machine for Counted<M> {
     type Output = M::Output;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
@@ -376,7 +413,9 @@ impl<M: Machine> Machine for Counted<'_, M> {
         if next.is_some() {
             self.requests += 1;
             if !self.in_burst {
-                self.round_trips += 1;
+                if !std::mem::take(&mut self.riding) {
+                    self.round_trips += 1;
+                }
                 self.in_burst = true;
             }
         }
@@ -385,11 +424,13 @@ impl<M: Machine> Machine for Counted<'_, M> {
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
         self.in_burst = false;
+        self.riding = false;
         self.inner.handle_reply(now, token, reply);
     }
 
     fn handle_watch(&mut self, now: Millis, token: Token, event: WatchedEvent) {
         self.in_burst = false;
+        self.riding = false;
         self.inner.handle_watch(now, token, event);
     }
 
@@ -400,6 +441,7 @@ impl<M: Machine> Machine for Counted<'_, M> {
 
     fn handle_timer(&mut self, now: Millis) {
         self.in_burst = false;
+        self.riding = false;
         self.inner.handle_timer(now);
     }
 
@@ -423,14 +465,71 @@ where
     C: Coordination + ?Sized,
     M: Machine,
 {
-    let mut counted = Counted {
-        inner: machine,
-        requests: 0,
-        round_trips: 0,
-        in_burst: false,
-    };
+    let mut counted = Counted::new(machine, false);
     let output = drive(zk, &mut counted).await;
-    counters.add(&counters.requests, counted.requests);
-    counters.add(&counters.round_trips, counted.round_trips);
+    counted.add_to(counters);
     output
+}
+
+/// A counted machine whose first requests are sent, to be finished later: what lets a
+/// protocol send a step's requests while the transaction's body goes on (Mvcc tags a ref when
+/// the body first writes it), or right behind another machine's requests.
+///
+/// ```no_run
+/// # async fn f<C: avout::Coordination, M: avout::machine::Machine>(zk: &C, m: M) {
+/// use avout::stm::protocol::{Counters, Started};
+/// let counters = Counters::default();
+/// let mut step = Started::start(zk, m, false); // sent now
+/// // ... other work, other requests ...
+/// let _out = step.finish(&counters).await;
+/// # }
+/// ```
+pub struct Started<'a, C: ?Sized, M> {
+    driving: Driving<'a, C, Counted<M>>,
+}
+
+impl<'a, C, M> Started<'a, C, M>
+where
+    C: Coordination + ?Sized,
+    M: Machine,
+{
+    /// Starts `machine` on `zk`: its first requests are sent now. With `riding`, they travel
+    /// with requests already in flight that nothing has waited for yet (another machine's,
+    /// started just before), so they are not counted as a round trip of their own.
+    ///
+    /// ```no_run
+    /// # fn f<C: avout::Coordination, M: avout::machine::Machine>(zk: &C, m: M) {
+    /// let _step = avout::stm::protocol::Started::start(zk, m, true);
+    /// # }
+    /// ```
+    pub fn start(zk: &'a C, machine: M, riding: bool) -> Self {
+        Started {
+            driving: Driving::start(zk, Counted::new(machine, riding)),
+        }
+    }
+
+    /// The machine.
+    ///
+    /// ```no_run
+    /// # fn f<C: avout::Coordination, M: avout::machine::Machine>(s: &avout::stm::protocol::Started<'_, C, M>) {
+    /// let _m: &M = s.machine();
+    /// # }
+    /// ```
+    pub fn machine(&self) -> &M {
+        &self.driving.machine().inner
+    }
+
+    /// Runs the machine to its output, adding its requests and round trips to `counters`.
+    ///
+    /// ```no_run
+    /// # async fn f<C: avout::Coordination, M: avout::machine::Machine>(zk: &C, m: M) {
+    /// let counters = avout::stm::protocol::Counters::default();
+    /// let _out = avout::stm::protocol::Started::start(zk, m, false).finish(&counters).await;
+    /// # }
+    /// ```
+    pub async fn finish(&mut self, counters: &Counters) -> M::Output {
+        let output = self.driving.finish().await;
+        self.driving.machine_mut().add_to(counters);
+        output
+    }
 }

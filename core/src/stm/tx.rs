@@ -126,6 +126,14 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// Tells the protocol the body writes `name` for the first time in this try.
+    async fn owned(&mut self, name: &str) -> Result<(), Abort> {
+        match self.attempt.write(name).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.stop(e)),
+        }
+    }
+
     /// The ref's value in this transaction: the value read (Clojure's `deref` inside
     /// `dosync`), or the transaction's own since it set it. The read is validated at commit.
     ///
@@ -167,8 +175,12 @@ impl<'a> Tx<'a> {
             let name = r.name().to_owned();
             return Err(self.fail(StmError::SetAfterCommute { name }));
         }
+        let first = !entry.written;
         entry.value = Box::new(value);
         entry.written = true;
+        if first {
+            self.owned(r.name()).await?;
+        }
         Ok(())
     }
 
@@ -191,10 +203,14 @@ impl<'a> Tx<'a> {
             let name = r.name().to_owned();
             return Err(self.fail(StmError::SetAfterCommute { name }));
         }
+        let first = !entry.written;
         let new = f(value_of::<T>(entry));
         entry.value = Box::new(new.clone());
         entry.observed = true;
         entry.written = true;
+        if first {
+            self.owned(r.name()).await?;
+        }
         Ok(new)
     }
 

@@ -30,6 +30,7 @@ mod stm;
 mod stm_cases;
 mod stm_failover;
 mod stm_mvcc;
+mod stm_mvcc_barge;
 mod stm_mvcc_zk;
 mod stm_sim;
 mod support;

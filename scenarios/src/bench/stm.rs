@@ -174,6 +174,8 @@ fn diff(after: StmStats, before: StmStats) -> StmStats {
         requests: after.requests - before.requests,
         round_trips: after.round_trips - before.round_trips,
         recoveries: after.recoveries - before.recoveries,
+        barges: after.barges - before.barges,
+        killed: after.killed - before.killed,
     }
 }
 
@@ -186,6 +188,8 @@ fn sum(a: StmStats, b: StmStats) -> StmStats {
         requests: a.requests + b.requests,
         round_trips: a.round_trips + b.round_trips,
         recoveries: a.recoveries + b.recoveries,
+        barges: a.barges + b.barges,
+        killed: a.killed + b.killed,
     }
 }
 

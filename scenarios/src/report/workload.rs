@@ -117,6 +117,8 @@ fn add(a: StmStats, b: StmStats) -> StmStats {
         requests: a.requests + b.requests,
         round_trips: a.round_trips + b.round_trips,
         recoveries: a.recoveries + b.recoveries,
+        barges: a.barges + b.barges,
+        killed: a.killed + b.killed,
     }
 }
 
@@ -129,6 +131,8 @@ fn sub(a: StmStats, b: StmStats) -> StmStats {
         requests: a.requests - b.requests,
         round_trips: a.round_trips - b.round_trips,
         recoveries: a.recoveries - b.recoveries,
+        barges: a.barges - b.barges,
+        killed: a.killed - b.killed,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Protocol [`Mvcc`](super::Protocol::Mvcc): Avout's ZooKeeper recipe for a distributed MVCC
 //! STM, with its defects fixed and its round trips cut from ~18 sequential ones (46 requests,
-//! measured) to 4.
+//! measured) to 3.
 //!
 //! # Nodes
 //!
@@ -35,22 +35,29 @@
 //!    the try is retried and the fault counted.
 //! 2. **Ensure**: the ref's read lock, held until the try ends, then a check that nothing was
 //!    committed to it after the read point ([`EnsureMachine`]).
-//! 3. **Tag** (commit of a writing try, one round trip, [`TagMachine`]): the transaction's
-//!    point `RUNNING`, a tag on each written ref, the ref node (the read-point check: a commit
-//!    after the read point is a conflict) and the tags of others. An older transaction barges a
-//!    younger `RUNNING` one after BARGE-WAIT by compare-and-set to `KILLED`; a `COMMITTING` one
-//!    is never killed: the younger (or not yet impatient) transaction waits for the other's
-//!    point to change and retries.
-//! 4. **Prepare** (one round trip, [`PrepareMachine`]): compare-and-set of the point to
-//!    `COMMITTING`, sent with the write-lock requests of every written and commuted ref; then the
-//!    commuted refs' newest values are read under their locks and recomputed.
+//! 3. **Tag** (the first write of each ref, [`TagMachine`]): when the body first writes a ref
+//!    (`ref_set`, `alter`; as Clojure takes a ref's write ownership), the transaction's point
+//!    `RUNNING` (first write only), a tag on the ref, the ref node (the read-point check: a
+//!    commit after the read point is a conflict), its history and the tags of others are
+//!    *sent* and the body goes on: the requests travel with the body's next read or with the
+//!    commit's first burst, and their replies are handled there (`protocol::Started`).
+//!    Another live owner's tag: an older transaction barges a younger `RUNNING` one once it
+//!    has run for BARGE-WAIT (compare-and-set to `KILLED`); a `COMMITTING` one is never
+//!    killed; otherwise the try is blocked — it removes its nodes, waits for the owner's point
+//!    to change ([`WaitMachine`], at most the lock wait) and retries.
+//! 4. **Prepare** ([`PrepareMachine`]): compare-and-set of the point to `COMMITTING` (failing
+//!    if an older transaction barged this one: the try retries), sent with the write-lock
+//!    requests of every written and commuted ref — right behind the last tagging, in the same
+//!    round trip, when its replies are not in yet; then the commuted refs' newest values are
+//!    read under their locks and recomputed.
 //! 5. **Write** (one round trip, [`WriteMachine`]): one `multi` deleting the point (at its
 //!    `COMMITTING` version: `COMMITTED`), creating the history nodes, setting the ref nodes at
 //!    the versions read when tagging, and deleting the tags; the lock deletes and history trims
 //!    travel right behind it.
 //!
-//! A single-ref `alter` is thus 4 round trips; a read-only transaction of any size is one per
-//! ref read and nothing at commit.
+//! A single-ref `alter` is thus 3 round trips (read; tag and prepare; write), with two
+//! groups of writes; a read-only transaction of any size is one per ref read and nothing at
+//! commit.
 //!
 //! # Isolation
 //!
@@ -86,15 +93,18 @@
 //! |---|---|---|
 //! | read-only, one ref | 3 | 1 |
 //! | read-only, two refs | 5 | 2 |
-//! | alter one ref | 13 | 4 |
-//! | alter two refs (transfer) | 22 | 5 |
-//! | commute one ref | 11 | 5 |
+//! | alter one ref | 13 | 3 |
+//! | alter two refs (transfer) | 22 | 4 |
+//! | commute one ref | 11 | 4 |
 //!
-//! (Avout, measured: 46 requests for a single-ref `alter`, 83 for a transfer, all sequential.)
-//! A read is `sync` + clock + get; a one-ref `alter` adds the tag burst (point, tag, tags,
-//! ref node, history), the prepare burst (`COMMITTING`, lock node, lock children) and the
-//! commit burst (`multi`, lock delete, one history trim).
+//! (Avout, measured: 46 requests for a single-ref `alter`, 83 for a transfer, all sequential.
+//! Before tagging moved to write time, tagging at commit: 4, 5 and 5 round trips.)
+//! A read is `sync` + clock + get; a one-ref `alter` adds the tag (point, tag, tags, ref node,
+//! history) and the prepare (`COMMITTING`, lock node, lock children) in one burst, then the
+//! commit burst (`multi`, lock delete, one history trim). A transfer's first tag travels with
+//! its second read.
 
+mod attempt;
 mod commit;
 mod ensure;
 mod io;
@@ -102,6 +112,7 @@ mod layout;
 mod locks;
 mod read;
 mod tag;
+mod wait;
 
 pub use commit::{Newest, PrepareMachine, Prepared, WriteMachine, Written};
 pub use ensure::{CleanupMachine, EnsureMachine};
@@ -109,22 +120,21 @@ pub use layout::State;
 pub use locks::Held;
 pub use read::{ReadMachine, ReadOut};
 pub use tag::{Barging, Base, Me, TagMachine, Tagged};
+pub use wait::WaitMachine;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
 
-use crate::planted::{self, Bug};
 use crate::{Coordination, CoordinationExt, CreateMode, Error, ErrorClass, MAX_DATA_LEN, Op};
 
 use super::protocol::{
-    Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, HistoryEntry,
-    RetryReason, TryError, TxnSlot, run_machine,
+    Attempt, Counters, Engine, EngineContext, Failure, HistoryEntry, TryError, TxnSlot, run_machine,
 };
 use super::{Protocol, StmConfig, StmError};
 
+use attempt::{Try, halt_to_try};
 use layout::Layout;
 
 /// How long a commit waits for a write lock (or `ensure` for a read lock), and a blocked
@@ -147,6 +157,15 @@ pub enum Halt {
     Conflict(Option<String>),
     /// An older transaction barged this one.
     Barged,
+    /// Another live transaction owns a ref this one writes and may not be barged (it is
+    /// older, `COMMITTING`, or BARGE-WAIT has not passed): step aside, wait for its point
+    /// (`blocker`, its id) to change, retry.
+    Blocked {
+        /// The owner's transaction id.
+        blocker: String,
+        /// The ref, when known.
+        name: Option<String>,
+    },
     /// A connection loss interrupted a step that cannot simply be re-sent; nothing was
     /// committed.
     Interrupted,
@@ -189,7 +208,6 @@ pub(crate) struct Mvcc<C: Coordination + ?Sized + 'static> {
     layout: Layout,
     config: StmConfig,
     counters: Arc<Counters>,
-    barges: AtomicU64,
 }
 
 impl<C: Coordination + ?Sized + 'static> Mvcc<C> {
@@ -205,14 +223,7 @@ impl<C: Coordination + ?Sized + 'static> Mvcc<C> {
             layout,
             config: cx.config,
             counters: cx.counters,
-            barges: AtomicU64::new(0),
         })
-    }
-
-    /// Transactions this handle barged.
-    #[allow(dead_code)]
-    pub(crate) fn barges(&self) -> u64 {
-        self.barges.load(Ordering::Relaxed)
     }
 
     async fn run<M: crate::machine::Machine>(&self, m: &mut M) -> M::Output {
@@ -334,17 +345,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
                 }));
             }
             let guid = self.zk.new_guid();
-            let attempt: Box<dyn Attempt + 'a> = Box::new(Try {
-                e: self,
-                slot,
-                guid,
-                txid: String::new(),
-                point: None,
-                ensured: BTreeMap::new(),
-                leftovers: Vec::new(),
-                tagged: Vec::new(),
-                point_made: false,
-            });
+            let attempt: Box<dyn Attempt + 'a> = Box::new(Try::new(self, slot, guid));
             Ok(attempt)
         })
     }
@@ -385,379 +386,5 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
             entries.sort_by_key(|e| std::cmp::Reverse(e.point));
             Ok(entries)
         })
-    }
-}
-
-/// One try; see the [module docs](self).
-struct Try<'a, C: Coordination + ?Sized + 'static> {
-    e: &'a Mvcc<C>,
-    slot: &'a mut TxnSlot,
-    /// The try's GUID: with the age, its transaction id.
-    guid: u128,
-    /// The transaction id, once the commit names it.
-    txid: String,
-    point: Option<i64>,
-    /// Ensured refs and their read-lock nodes.
-    ensured: BTreeMap<String, String>,
-    /// Lock nodes a failed step may have left.
-    leftovers: Vec<Held>,
-    /// Refs whose tag this try may have created.
-    tagged: Vec<String>,
-    /// Whether this try's point may exist.
-    point_made: bool,
-}
-
-impl<C: Coordination + ?Sized + 'static> Drop for Try<'_, C> {
-    /// A try dropped mid-way (the `dosync` future was cancelled) may hold ephemerals — a lock
-    /// node would block every writer of its ref until the session ends: remove them in the
-    /// background (`Drop` cannot wait).
-    fn drop(&mut self) {
-        let l = &self.e.layout;
-        let mut paths: Vec<String> = self.tagged.iter().map(|n| l.tag(n, &self.txid)).collect();
-        if self.point_made {
-            paths.push(l.point(&self.txid));
-        }
-        paths.extend(std::mem::take(&mut self.ensured).into_values());
-        let held = std::mem::take(&mut self.leftovers);
-        if paths.is_empty() && held.is_empty() {
-            return;
-        }
-        let zk = self.e.zk.clone();
-        let mut m = CleanupMachine::of(paths, held);
-        crate::lock::spawn_cleanup(async move {
-            match crate::machine::drive(&*zk, &mut m).await {
-                Ok(()) | Err(Halt::SessionLost(_)) => Ok(()),
-                Err(Halt::Zk(e)) => Err(e),
-                Err(other) => Err(Error::Other(format!("cleanup stopped: {other:?}"))),
-            }
-        });
-    }
-}
-
-fn halt_to_try(h: Halt, name: &str) -> TryError {
-    match h {
-        Halt::NoRef(n) => TryError::Fail(StmError::NoRef { name: n }),
-        Halt::ReadFault => TryError::Retry(RetryReason::ReadFault {
-            name: name.to_owned(),
-        }),
-        Halt::Conflict(name) => TryError::Retry(RetryReason::Conflict { name }),
-        Halt::Barged => TryError::Retry(RetryReason::Barged),
-        Halt::Interrupted => TryError::Retry(RetryReason::Conflict { name: None }),
-        Halt::SessionLost(e) => TryError::Fail(StmError::SessionLost(e)),
-        Halt::Zk(e) => TryError::Fail(StmError::from_zk(e)),
-        Halt::Violation(m) => panic!("Mvcc protocol violation: {m}"),
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
-    fn slot(&mut self) -> &mut Slot {
-        self.slot
-            .state
-            .as_mut()
-            .and_then(|s| s.downcast_mut::<Slot>())
-            .expect("begin made the slot")
-    }
-
-    fn age(&mut self) -> i64 {
-        let point = self.point.expect("a read point");
-        self.slot().age.get_or_insert(point).to_owned()
-    }
-
-    /// Removes everything this try created and still holds.
-    async fn cleanup(&mut self) -> Result<(), Failure> {
-        let l = &self.e.layout;
-        let mut paths: Vec<String> = self.tagged.iter().map(|n| l.tag(n, &self.txid)).collect();
-        if self.point_made {
-            paths.push(l.point(&self.txid));
-        }
-        paths.extend(std::mem::take(&mut self.ensured).into_values());
-        let held = std::mem::take(&mut self.leftovers);
-        self.tagged.clear();
-        self.point_made = false;
-        let mut m = CleanupMachine::of(paths, held);
-        match self.e.run(&mut m).await {
-            Ok(()) => Ok(()),
-            Err(Halt::SessionLost(e)) => Err(StmError::SessionLost(e)),
-            Err(Halt::Zk(e)) => Err(StmError::from_zk(e)),
-            Err(other) => unreachable!("cleanup stopped with {other:?}"),
-        }
-    }
-
-    /// Cleans up, then reports `h` (or the cleanup's own failure, which is worse).
-    async fn give_up(&mut self, h: Halt, name: &str) -> TryError {
-        let reason = halt_to_try(h, name);
-        match self.cleanup().await {
-            Ok(()) => reason,
-            Err(f) => match reason {
-                TryError::Fail(first) => TryError::Fail(first),
-                TryError::Retry(_) => TryError::Fail(f),
-            },
-        }
-    }
-
-    fn count_read_fault(&self, h: &Halt) {
-        if *h == Halt::ReadFault {
-            self.e.counters.add(&self.e.counters.read_faults, 1);
-        }
-    }
-
-    async fn commit_writes(&mut self, plan: CommitPlan<'_>) -> Result<Committed, TryError> {
-        let e = self.e;
-        let l = e.layout.clone();
-        let read_point = match self.point {
-            Some(p) => p,
-            // Every ref is read before it is written; a plan without reads has no read
-            // point yet: take one now.
-            None => {
-                let name = plan
-                    .writes
-                    .first()
-                    .map(|(n, _)| n.clone())
-                    .or_else(|| plan.commutes.first().map(|c| c.name.clone()))
-                    .expect("a writing plan");
-                self.read(&name).await?;
-                self.point.expect("read fixed it")
-            }
-        };
-        let age = self.age();
-        self.txid = layout::txid(age, self.guid);
-        let writes: Vec<String> = plan.writes.iter().map(|(n, _)| n.clone()).collect();
-        let elapsed = self.slot().started.elapsed();
-        let barging = Barging {
-            may_barge: elapsed >= e.config.barge_wait,
-            bail_wait_ms: LOCK_WAIT_MS,
-            barge_committing: planted::active(Bug::StmBargeCommitting),
-        };
-        let me = Me {
-            txid: self.txid.clone(),
-            age,
-            read_point,
-        };
-        self.point_made = true;
-        self.tagged = writes.clone();
-        let mut tag = TagMachine::new(&e.root, me, writes.clone(), barging);
-        let tagged = match e.run(&mut tag).await {
-            Ok(t) => t,
-            Err(h) => return Err(self.give_up(h, "").await),
-        };
-        if tagged.barged > 0 {
-            e.barges
-                .fetch_add(u64::from(tagged.barged), Ordering::Relaxed);
-        }
-
-        let mut lock: Vec<(String, u128)> = writes
-            .iter()
-            .chain(plan.commutes.iter().map(|c| &c.name))
-            .map(|n| (n.clone(), e.zk.new_guid()))
-            .collect();
-        lock.sort();
-        let release_first: Vec<String> = lock
-            .iter()
-            .filter_map(|(n, _)| self.ensured.remove(n))
-            .collect();
-        let commute_names: Vec<String> = plan.commutes.iter().map(|c| c.name.clone()).collect();
-        let mut prep = PrepareMachine::new(
-            &e.root,
-            &self.txid,
-            age,
-            lock,
-            commute_names,
-            release_first,
-            e.session(),
-            LOCK_WAIT_MS,
-        );
-        let prepared = match e.run(&mut prep).await {
-            Ok(p) => p,
-            Err(h) => {
-                self.leftovers.extend(prep.held());
-                return Err(self.give_up(h, "").await);
-            }
-        };
-        self.leftovers
-            .extend(prepared.locks.iter().map(|(_, n)| Held::Node(n.clone())));
-
-        // The commit record.
-        let mut ops = vec![Op::delete(
-            l.point(&self.txid),
-            Some(prepared.committing_version),
-        )];
-        let mut deletes: Vec<String> = Vec::new();
-        let mut changes = Vec::new();
-        let mut probe = None;
-        let txid = self.txid.clone();
-        let mut add = |ops: &mut Vec<Op>,
-                       deletes: &mut Vec<String>,
-                       name: &str,
-                       version: i32,
-                       history: &[String],
-                       new: Vec<u8>| {
-            let node = l.history_node(name, &txid, version + 1);
-            probe.get_or_insert_with(|| node.clone());
-            ops.push(Op::create(node, new.clone(), CreateMode::Persistent));
-            ops.push(Op::set_data(l.ref_node(name), new, Some(version)));
-            deletes.extend(
-                layout::trim_after_commit(history, e.config.max_history)
-                    .into_iter()
-                    .map(|n| crate::path::join(&l.history(name), &n)),
-            );
-        };
-        for ((name, new), base) in plan.writes.iter().zip(&tagged.bases) {
-            debug_assert_eq!(*name, base.name);
-            if new.len() > max_value_len() {
-                return Err(self.give_up_with(too_large(name, new.len())).await);
-            }
-            add(
-                &mut ops,
-                &mut deletes,
-                name,
-                base.version,
-                &base.history,
-                new.clone(),
-            );
-            ops.push(Op::delete(l.tag(name, &self.txid), None));
-            changes.push(Change {
-                name: name.clone(),
-                old: base.value.clone(),
-                new: new.clone(),
-            });
-        }
-        let mut commutes = plan.commutes;
-        for (c, newest) in commutes.iter_mut().zip(&prepared.commuted) {
-            let new = match (c.recompute)(&newest.value) {
-                Ok(v) => v,
-                Err(f) => return Err(self.give_up_with(f).await),
-            };
-            if new.len() > max_value_len() {
-                return Err(self.give_up_with(too_large(&c.name, new.len())).await);
-            }
-            add(
-                &mut ops,
-                &mut deletes,
-                &c.name,
-                newest.version,
-                &newest.history,
-                new.clone(),
-            );
-            changes.push(Change {
-                name: c.name.clone(),
-                old: newest.value.clone(),
-                new,
-            });
-        }
-        let probe = probe.expect("a writing commit creates a history node");
-        if let Err(Error::DataTooLarge { len, .. }) = Op::validate_all(&ops) {
-            let name = changes.first().map_or("", |c| c.name.as_str()).to_owned();
-            return Err(self.give_up_with(too_large(&name, len)).await);
-        }
-        let mut lock_nodes: Vec<String> = prepared.locks.iter().map(|(_, n)| n.clone()).collect();
-        lock_nodes.extend(self.ensured.values().cloned());
-        lock_nodes.extend(deletes);
-        let mut write = WriteMachine::new(ops, lock_nodes, &probe, &l.points());
-        match e.run(&mut write).await {
-            Ok(w) => {
-                if w.recovered {
-                    e.counters.add(&e.counters.recoveries, 1);
-                }
-                // The multi removed the point and tags, the deletes the locks.
-                self.point_made = false;
-                self.tagged.clear();
-                self.leftovers.clear();
-                self.ensured.clear();
-                changes.sort_by(|a, b| a.name.cmp(&b.name));
-                Ok(Committed { changes })
-            }
-            Err(Halt::Violation(m)) => panic!(
-                "Mvcc protocol violation: {m} (transaction {}, the planted bug \
-                 stm-barge-committing does this)",
-                self.txid
-            ),
-            // The commit may have applied: nothing to clean (the session took the rest).
-            Err(Halt::SessionLost(err)) => Err(TryError::Fail(StmError::SessionLost(err))),
-            Err(h) => Err(self.give_up(h, "").await),
-        }
-    }
-
-    async fn give_up_with(&mut self, f: Failure) -> TryError {
-        let _ = self.cleanup().await;
-        TryError::Fail(f)
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
-    fn read<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
-        Box::pin(async move {
-            let l = &self.e.layout;
-            let mut m = ReadMachine::new(
-                &l.ref_node(name),
-                &l.history(name),
-                &l.points(),
-                self.point,
-                !planted::active(Bug::StmNoReadPointCheck),
-            );
-            match self.e.run(&mut m).await {
-                Ok(out) => {
-                    if self.point.is_none() {
-                        self.point = Some(out.read_point);
-                        self.age();
-                    }
-                    Ok(out.value)
-                }
-                Err(h) => {
-                    self.count_read_fault(&h);
-                    Err(self.give_up(h, name).await)
-                }
-            }
-        })
-    }
-
-    fn ensure<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TryError>> {
-        Box::pin(async move {
-            let point = match self.point {
-                Some(p) => p,
-                None => {
-                    self.read(name).await?;
-                    self.point.expect("read fixed it")
-                }
-            };
-            let guid = self.e.zk.new_guid();
-            let mut m = EnsureMachine::new(
-                &self.e.root,
-                name,
-                point,
-                guid,
-                self.e.session(),
-                LOCK_WAIT_MS,
-            );
-            match self.e.run(&mut m).await {
-                Ok(node) => {
-                    self.ensured.insert(name.to_owned(), node);
-                    Ok(())
-                }
-                Err(h) => {
-                    self.leftovers.extend(m.held());
-                    Err(self.give_up(h, name).await)
-                }
-            }
-        })
-    }
-
-    fn commit<'a>(
-        &'a mut self,
-        plan: CommitPlan<'a>,
-    ) -> BoxFuture<'a, Result<Committed, TryError>> {
-        Box::pin(async move {
-            if plan.is_read_only() {
-                // Snapshot reads need no validation; ensured refs are released.
-                return match self.cleanup().await {
-                    Ok(()) => Ok(Committed::default()),
-                    Err(f) => Err(TryError::Fail(f)),
-                };
-            }
-            self.commit_writes(plan).await
-        })
-    }
-
-    fn abort(&mut self) -> BoxFuture<'_, Result<(), Failure>> {
-        Box::pin(async move { self.cleanup().await })
     }
 }

@@ -1,24 +1,28 @@
-//! Tagging the refs a transaction writes, and barging: [`TagMachine`].
+//! Tagging a ref when a transaction first writes it, and barging: [`TagMachine`].
 //!
-//! The first step of a writing commit, in one round trip: create the transaction's point
-//! (`RUNNING`), and for every written ref create its tag, list the ref's tags, read the ref
-//! node (the *read-point check*: its newest commit must be at or before the read point, or
-//! another transaction wrote it since this one's snapshot — a conflict) and list its history
-//! (for trimming at commit).
+//! Clojure takes a ref's write ownership when a transaction first writes it (`ref-set`,
+//! `alter`; not `commute`); so does Mvcc, with the recipe's tag. The frontend's write hook
+//! starts this machine and the body goes on: its requests travel with the body's next reads,
+//! or with the commit's first burst, and its replies are handled then. In one round trip:
+//! the transaction's point (`RUNNING`, on its first write), the ref's tag, the ref's tags, the
+//! ref node (the *read-point check*: its newest commit must be at or before the read point,
+//! or another transaction wrote it since this one's snapshot — a conflict) and the ref's
+//! history (for trimming at commit).
 //!
 //! Another transaction's tag on the same ref names it, and its id starts with its age (the
 //! read point of its first try), so who is older is known without reading anything:
 //!
 //! - an **older** transaction's tag is looked up by its point: `RUNNING` or `COMMITTING`, it
-//!   has priority — this try steps aside at once (deletes its tags and point: the recipe's
-//!   `RETRY`), waits until that point changes (a watch, at most the bail wait) and is retried
+//!   owns the ref — this try is [`Halt::Blocked`]: its caller removes the try's nodes (the
+//!   recipe's `RETRY`), waits until that point changes (at most the bail wait) and retries
 //!   (Clojure's `blockAndBail`); gone, `KILLED` or foreign, the tag is stale and ignored;
 //! - a **younger** transaction is *barged* once this one has run for BARGE-WAIT: a
 //!   compare-and-set of its point from `RUNNING` (version 0) to `KILLED`, sent at once (no read
 //!   first, so the barge races the victim's own move to `COMMITTING` fairly). A point that has
-//!   moved on is looked up: `COMMITTING` is never killed (this try waits for it and retries).
-//!   Before BARGE-WAIT, younger tags are looked up and waited for like older ones.
+//!   moved on is looked up: `COMMITTING` is never killed (this try is blocked by it).
+//!   Before BARGE-WAIT, younger tags are looked up and block like older ones.
 //!
+//! The victim learns it was barged when its own compare-and-set to `COMMITTING` fails.
 //! Tags order who may proceed, which keeps older transactions from starving; correctness does
 //! not rest on them: the commit `multi` is conditional on each written ref's version read here.
 
@@ -82,15 +86,13 @@ pub struct Me {
 /// Barging policy for one tagging step.
 ///
 /// ```
-/// let b = avout::stm::mvcc::Barging { may_barge: true, bail_wait_ms: 10, barge_committing: false };
+/// let b = avout::stm::mvcc::Barging { may_barge: true, barge_committing: false };
 /// assert!(b.may_barge);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Barging {
     /// Whether BARGE-WAIT has passed since the transaction started.
     pub may_barge: bool,
-    /// How long to wait for a blocking transaction before retrying.
-    pub bail_wait_ms: u64,
     /// The planted bug: barge `COMMITTING` transactions too.
     pub barge_committing: bool,
 }
@@ -111,12 +113,6 @@ enum Phase {
         batch: Batch,
         victims: Vec<String>,
     },
-    /// Waiting for a blocking transaction's point to change, then retrying.
-    Waiting {
-        exists: Token,
-        until: Millis,
-        blocker: String,
-    },
     Done,
 }
 
@@ -126,7 +122,7 @@ enum Phase {
 /// use avout::machine::{Machine, Millis, Request};
 /// use avout::stm::mvcc::{Barging, Me, TagMachine};
 /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
-/// let barging = Barging { may_barge: false, bail_wait_ms: 10, barge_committing: false };
+/// let barging = Barging { may_barge: false, barge_committing: false };
 /// let mut m = TagMachine::new("/s", me, vec!["a".into()], barging);
 /// m.handle_session(Millis(0), avout::SessionState::Connected);
 /// assert!(matches!(m.poll_request(), Some((_, Request::Create { .. }))));
@@ -144,6 +140,8 @@ pub struct TagMachine {
     /// Younger transactions' tags, dealt with once no older one blocks.
     younger: Vec<String>,
     persistent: bool,
+    /// Whether this machine creates the transaction's point (its first write).
+    with_point: bool,
     phase: Phase,
     io: Io,
     output: Option<Result<Tagged, Halt>>,
@@ -155,7 +153,7 @@ impl TagMachine {
     /// ```
     /// use avout::stm::mvcc::{Barging, Me, TagMachine};
     /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
-    /// let b = Barging { may_barge: true, bail_wait_ms: 0, barge_committing: false };
+    /// let b = Barging { may_barge: true, barge_committing: false };
     /// let _ = TagMachine::new("/s", me, vec![], b);
     /// ```
     pub fn new(root: &str, me: Me, writes: Vec<String>, barging: Barging) -> Self {
@@ -169,6 +167,7 @@ impl TagMachine {
             barged: 0,
             younger: Vec::new(),
             persistent: false,
+            with_point: true,
             phase: Phase::Start,
             io: Io::new(),
             output: None,
@@ -182,11 +181,25 @@ impl TagMachine {
     /// ```
     /// use avout::stm::mvcc::{Barging, Me, TagMachine};
     /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
-    /// let b = Barging { may_barge: true, bail_wait_ms: 0, barge_committing: false };
+    /// let b = Barging { may_barge: true, barge_committing: false };
     /// let _recipe = TagMachine::new("/s", me, vec![], b).with_persistent_points();
     /// ```
     pub fn with_persistent_points(mut self) -> Self {
         self.persistent = true;
+        self
+    }
+
+    /// Tags for a transaction whose point an earlier tagging of this try created: only the
+    /// tags are made.
+    ///
+    /// ```
+    /// use avout::stm::mvcc::{Barging, Me, TagMachine};
+    /// let me = Me { txid: "t-1".into(), age: 1, read_point: 1 };
+    /// let b = Barging { may_barge: true, barge_committing: false };
+    /// let _second = TagMachine::new("/s", me, vec!["b".into()], b).without_point();
+    /// ```
+    pub fn without_point(mut self) -> Self {
+        self.with_point = false;
         self
     }
 
@@ -207,14 +220,16 @@ impl TagMachine {
     fn start(&mut self) {
         let mode = self.mode();
         let mut batch = Batch::default();
-        batch.push(
-            &mut self.io,
-            Request::Create {
-                path: self.layout.point(&self.me.txid),
-                data: State::Running.encode(self.me.age),
-                options: CreateOptions::new(mode),
-            },
-        );
+        if self.with_point {
+            batch.push(
+                &mut self.io,
+                Request::Create {
+                    path: self.layout.point(&self.me.txid),
+                    data: State::Running.encode(self.me.age),
+                    options: CreateOptions::new(mode),
+                },
+            );
+        }
         for name in self.writes.clone() {
             for request in [
                 Request::Create {
@@ -243,10 +258,12 @@ impl TagMachine {
 
     fn tagged(&mut self, replies: Vec<crate::Result<Reply>>) {
         let mut it = replies.into_iter();
-        match it.next() {
-            Some(Ok(Reply::Created { .. })) => {}
-            Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
-            other => unreachable!("create replied {other:?}"),
+        if self.with_point {
+            match it.next() {
+                Some(Ok(Reply::Created { .. })) => {}
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("create replied {other:?}"),
+            }
         }
         for name in self.writes.clone() {
             let (tag, tags, node, history) = (it.next(), it.next(), it.next(), it.next());
@@ -373,7 +390,6 @@ impl TagMachine {
 
     fn looked(
         &mut self,
-        now: Millis,
         replies: Vec<crate::Result<Reply>>,
         others: Vec<String>,
         then_younger: bool,
@@ -388,7 +404,11 @@ impl TagMachine {
             };
             match State::parse(&data) {
                 Some((State::Running | State::Committing, _)) => {
-                    return self.wait_for(now, other);
+                    let name = self.others.get(&other).cloned();
+                    return self.finish(Err(Halt::Blocked {
+                        blocker: other,
+                        name,
+                    }));
                 }
                 _ => continue,
             }
@@ -418,39 +438,6 @@ impl TagMachine {
             self.look(moved_on, false);
         }
     }
-
-    fn wait_for(&mut self, now: Millis, blocker: String) {
-        // Step aside at once, so that this try's tags do not block others while it waits
-        // (the recipe's RETRY: the point goes; replies are not needed, the try's cleanup
-        // deletes the same nodes again, idempotently).
-        for name in self.writes.clone() {
-            self.io.send(Request::Delete {
-                path: self.layout.tag(&name, &self.me.txid),
-                version: None,
-            });
-        }
-        self.io.send(Request::Delete {
-            path: self.layout.point(&self.me.txid),
-            version: None,
-        });
-        let exists = self.io.send(Request::Exists {
-            path: self.layout.point(&blocker),
-            watch: true,
-        });
-        self.phase = Phase::Waiting {
-            exists,
-            until: now.plus(self.barging.bail_wait_ms),
-            blocker,
-        };
-    }
-
-    fn bail(&mut self) {
-        let name = match &self.phase {
-            Phase::Waiting { blocker, .. } => self.others.get(blocker).cloned(),
-            _ => None,
-        };
-        self.finish(Err(Halt::Conflict(name)));
-    }
 }
 
 impl Machine for TagMachine {
@@ -460,24 +447,12 @@ impl Machine for TagMachine {
         self.io.poll()
     }
 
-    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
-        if let Phase::Waiting { exists, .. } = &self.phase {
-            if *exists == token {
-                match reply {
-                    // Already gone: retry at once.
-                    Ok(Reply::Exists(None)) => self.bail(),
-                    Ok(_) => {}
-                    Err(e) if e.is_session_lost() => self.finish(Err(Halt::SessionLost(e))),
-                    Err(_) => self.bail(),
-                }
-            }
-            return;
-        }
+    fn handle_reply(&mut self, _now: Millis, token: Token, reply: crate::Result<Reply>) {
         let batch = match &mut self.phase {
             Phase::Tagging(batch) | Phase::Looking { batch, .. } | Phase::Barging { batch, .. } => {
                 batch
             }
-            Phase::Start | Phase::Waiting { .. } | Phase::Done => return,
+            Phase::Start | Phase::Done => return,
         };
         if !batch.accept(token, reply) || !batch.complete() {
             return;
@@ -496,17 +471,13 @@ impl Machine for TagMachine {
                 others,
                 then_younger,
                 ..
-            } => self.looked(now, replies, others, then_younger),
+            } => self.looked(replies, others, then_younger),
             Phase::Barging { victims, .. } => self.barged(replies, victims),
-            Phase::Start | Phase::Waiting { .. } | Phase::Done => {}
+            Phase::Start | Phase::Done => {}
         }
     }
 
-    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
-        if matches!(&self.phase, Phase::Waiting { exists, .. } if *exists == token) {
-            self.bail();
-        }
-    }
+    fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
         let first = self.io.session.is_none();
@@ -522,17 +493,10 @@ impl Machine for TagMachine {
         }
     }
 
-    fn handle_timer(&mut self, now: Millis) {
-        if matches!(&self.phase, Phase::Waiting { until, .. } if *until <= now) {
-            self.bail();
-        }
-    }
+    fn handle_timer(&mut self, _now: Millis) {}
 
     fn poll_timer(&self) -> Option<Millis> {
-        match &self.phase {
-            Phase::Waiting { until, .. } => Some(*until),
-            _ => None,
-        }
+        None
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
