@@ -24,6 +24,7 @@
 
 pub mod atom;
 pub mod check;
+pub mod conformance;
 pub mod lock;
 pub mod world;
 

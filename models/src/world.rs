@@ -326,10 +326,36 @@ impl<A: Agent> World<A> {
             let applied = kernel.apply(0, admin, &to_kernel(request));
             assert!(applied.result.is_ok(), "setup {request:?}: {applied:?}");
         }
+        let agents = agents
+            .into_iter()
+            .map(|agent| (agent, kernel.create_session(0, Duration::from_secs(10))))
+            .collect();
+        World::from_kernel(kernel, agents, faults.budget)
+    }
+
+    /// A world that starts from a server state taken elsewhere — `kernel`, with each agent
+    /// on the live session paired with it — allowing `faults` faults. Trace conformance
+    /// ([`crate::conformance`]) starts the model from the simulator's server as the
+    /// simulated clients start.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use avout_models::{lock::LockAgent, world::{Faults, World}};
+    /// let mut kernel = avout_sim_zk::kernel::Kernel::new();
+    /// let session = kernel.create_session(0, Duration::from_secs(10));
+    /// let agent = LockAgent::new(0, avout::lock::LockKind::Exclusive, 1);
+    /// let w = World::from_kernel(kernel, vec![(agent, session)], 3);
+    /// assert_eq!((w.clients[0].session, w.faults_left), (session, 3));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If a session is not alive in `kernel`.
+    pub fn from_kernel(kernel: Kernel, agents: Vec<(A, SessionId)>, faults: u8) -> Self {
         let clients = agents
             .into_iter()
-            .map(|mut agent| {
-                let session = kernel.create_session(0, Duration::from_secs(10));
+            .map(|(mut agent, session)| {
+                assert!(kernel.is_alive(session), "session {session} is not alive");
                 agent.start(session.0);
                 let mut client = Client {
                     agent,
@@ -346,7 +372,7 @@ impl<A: Agent> World<A> {
         World {
             kernel,
             clients,
-            faults_left: faults.budget,
+            faults_left: faults,
         }
     }
 
@@ -408,7 +434,10 @@ impl<A: Agent> World<A> {
                     show_result(&result),
                     if lost { " — REPLY LOST" } else { "" }
                 ));
-                if result.is_ok() && request.arms_watch() {
+                // The client library registers a watch when the reply arrives: a lost reply
+                // leaves the server's watch with nobody to fan its event out to (found by
+                // trace conformance: the model used to deliver that event to the machine).
+                if result.is_ok() && !lost && request.arms_watch() {
                     let table = match request {
                         Request::GetChildren { .. } => Table::Child,
                         _ => Table::Data,

@@ -1,5 +1,6 @@
 //! Integration tests of the models: one binary.
 
+mod conformance;
 mod models;
 #[cfg(feature = "planted-bugs")]
 mod planted;

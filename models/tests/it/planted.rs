@@ -37,3 +37,41 @@ fn an_atom_write_without_version_check_loses_updates() {
     println!("{trace}");
     assert!(trace.contains("setData /atom version None"), "{trace}");
 }
+
+/// Trace conformance catches an implementation that drifted from the model: the simulator
+/// runs core's lock with its GUID recovery planted away, the model runs the lock as it is.
+/// Runs in which no create reply is lost conform; one in which it is does not.
+#[test]
+fn a_lock_without_guid_recovery_does_not_conform_to_the_model() {
+    use avout_models::conformance::{Recording, Workload, conform, faulty, record};
+    use avout_sim_zk::{FaultKind, LogEvent};
+    let lost_create = |run: &Recording| {
+        run.log.windows(2).any(|w| match (&w[0], &w[1]) {
+            (LogEvent::Applied { client, xid, outcome, .. }, LogEvent::Fault { kind: FaultKind::ReplyLost, .. }) => {
+                *client >= run.first
+                    && outcome == "ok"
+                    && run.log.iter().any(|e| {
+                        matches!(e, LogEvent::Request { client: c, xid: x, op, .. } if c == client && x == xid && op == "create")
+                    })
+            }
+            _ => false,
+        })
+    };
+    for seed in 0..40 {
+        let planted = avout::planted::enable(Bug::LockNoGuidRecovery).unwrap();
+        let run = record(Workload::Mutex, seed, 3, faulty());
+        drop(planted);
+        match (lost_create(&run), conform(&run)) {
+            (false, Ok(_)) => {}
+            (false, Err(d)) => panic!("seed {seed}: no create reply lost, yet {d}"),
+            (true, Ok(_)) => {
+                panic!("seed {seed}: a create reply lost, and the planted lock conforms")
+            }
+            (true, Err(d)) => {
+                println!("seed {seed}: {d}");
+                return;
+            }
+        }
+    }
+    panic!("no create reply lost in 40 seeds");
+}
