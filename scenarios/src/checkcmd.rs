@@ -1,4 +1,5 @@
-//! `avout check FILE --model register|cas-register|list-append|bank|mutex [--json]`: judges a
+//! `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
+//! [--json]`: judges a
 //! history in Jepsen's JSON-lines format with one of the checkers. Exit 0 when valid, 1 when the
 //! checker found an anomaly (reported on stdout), 2 for bad input or a checker that could not
 //! decide.
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 use avout_scenarios::check::bank::{BankChecker, BankError};
 use avout_scenarios::check::list_append::{Consistency, ListAppendChecker, ListAppendError};
 use avout_scenarios::check::mutex::{MutexError, check_mutex};
+use avout_scenarios::check::two_phase_commit::{TwoPhaseCheckError, check_two_phase_commit};
 use avout_scenarios::check::{CheckError, Checker, Model};
 use avout_scenarios::history::{History, HistoryError, Keys};
 use serde_json::json;
@@ -25,6 +27,8 @@ pub(crate) enum CheckModel {
     Bank,
     /// Lock holds with fencing tokens and writes to a fenced resource.
     Mutex,
+    /// Two-phase commit: begins, joins, votes, leaves and learned outcomes; atomic commitment.
+    TwoPhaseCommit,
 }
 
 /// How strong a list-append history must be.
@@ -75,6 +79,7 @@ impl CheckArgs {
             CheckModel::ListAppend => "list-append",
             CheckModel::Bank => "bank",
             CheckModel::Mutex => "mutex",
+            CheckModel::TwoPhaseCommit => "two-phase-commit",
         }
     }
 }
@@ -92,6 +97,8 @@ pub(crate) enum CheckCmdError {
     Bank(#[from] BankError),
     #[error(transparent)]
     Mutex(#[from] MutexError),
+    #[error(transparent)]
+    TwoPhaseCommit(#[from] TwoPhaseCheckError),
     #[error(
         "gave up at the state limit on {keys} key(s) before deciding; the history is neither shown valid nor invalid"
     )]
@@ -197,6 +204,14 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
         }
         CheckModel::Mutex => {
             let verdict = check_mutex(history)?;
+            Judged {
+                valid: verdict.is_valid(),
+                anomalies: sorted_names(verdict.violations.iter().map(|v| v.name())),
+                report: verdict.to_string(),
+            }
+        }
+        CheckModel::TwoPhaseCommit => {
+            let verdict = check_two_phase_commit(history)?;
             Judged {
                 valid: verdict.is_valid(),
                 anomalies: sorted_names(verdict.violations.iter().map(|v| v.name())),

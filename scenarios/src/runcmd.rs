@@ -22,7 +22,7 @@ use crate::chaos;
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkloadArgs {
     /// The scenario: counter, lin-kv, mutex, rwlock, election, queue, barrier, bank,
-    /// list-append or lock-table.
+    /// list-append, lock-table or two-phase-commit.
     scenario: String,
     /// Concurrent clients (default: the scenario's).
     #[arg(long)]

@@ -2,8 +2,9 @@
 //!
 //! The other checkers live in submodules, each with a plain `check_*` function:
 //! [`list_append`] (Elle-style transactional anomalies of list-append histories,
-//! [`list_append::check_list_append`]), [`bank`] (conserved totals, [`bank::check_bank`]) and
-//! [`mutex`] (mutual exclusion under fencing tokens, [`mutex::check_mutex`]).
+//! [`list_append::check_list_append`]), [`bank`] (conserved totals, [`bank::check_bank`]),
+//! [`mutex`] (mutual exclusion under fencing tokens, [`mutex::check_mutex`]) and
+//! [`two_phase_commit`] (atomic commitment, [`two_phase_commit::check_two_phase_commit`]).
 //!
 //! A history is linearizable if every operation can be given a single instant between its
 //! invocation and its completion such that, taken in the order of those instants, the operations
@@ -65,6 +66,7 @@ pub mod mutex;
 pub mod synth;
 #[cfg(test)]
 mod tests;
+pub mod two_phase_commit;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -19,6 +19,7 @@
 //! | `bank` | STM transfers between five accounts, reads of all of them (`--protocol mvcc\|optimistic`) | every read sums to the total, no negative balance ([`crate::check::bank`]) |
 //! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G2-item (allowed under Mvcc: snapshot isolation), internal ([`crate::check::list_append`]) |
 //! | `lock-table` | the medical-records example: entry, review, month-end lock transactions, fenced work inside | one clerk inside at a time; no lost increment |
+//! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`crate::check::two_phase_commit`]) |
 //!
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
@@ -37,6 +38,7 @@ pub mod mutex;
 pub mod queue;
 pub mod rwlock;
 pub mod shrink;
+pub mod two_phase_commit;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -90,6 +92,8 @@ pub enum ScenarioName {
     ListAppend,
     /// The medical-records example of lock tables.
     LockTable,
+    /// Two-phase commit: atomic commitment of transactions over several sites.
+    TwoPhaseCommit,
 }
 
 impl ScenarioName {
@@ -105,6 +109,7 @@ impl ScenarioName {
         ScenarioName::Bank,
         ScenarioName::ListAppend,
         ScenarioName::LockTable,
+        ScenarioName::TwoPhaseCommit,
     ];
 
     /// The name on the command line.
@@ -124,6 +129,7 @@ impl ScenarioName {
             ScenarioName::Bank => "bank",
             ScenarioName::ListAppend => "list-append",
             ScenarioName::LockTable => "lock-table",
+            ScenarioName::TwoPhaseCommit => "two-phase-commit",
         }
     }
 
@@ -164,6 +170,9 @@ impl ScenarioName {
             ScenarioName::LockTable => {
                 "medical records: entry, review, month-end; checker: one clerk inside at a time"
             }
+            ScenarioName::TwoPhaseCommit => {
+                "transactions over every client as a site; checker: atomic commitment"
+            }
         }
     }
 
@@ -185,6 +194,7 @@ impl ScenarioName {
             ScenarioName::Bank => (4, 25),
             ScenarioName::ListAppend => (4, 25),
             ScenarioName::LockTable => (4, 10),
+            ScenarioName::TwoPhaseCommit => (4, 15),
         }
     }
 }
@@ -501,6 +511,7 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         ScenarioName::Bank => bank::workload(cluster, w, rec).await,
         ScenarioName::ListAppend => list_append::workload(cluster, w, rec).await,
         ScenarioName::LockTable => locktable::workload(cluster, w, rec).await,
+        ScenarioName::TwoPhaseCommit => two_phase_commit::workload(cluster, w, rec).await,
     }
 }
 
@@ -517,6 +528,7 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::Bank => bank::check(history),
         ScenarioName::ListAppend => list_append::check(history, w.protocol),
         ScenarioName::LockTable => locktable::check(history),
+        ScenarioName::TwoPhaseCommit => two_phase_commit::check(history),
     };
     if !stalls.is_empty() {
         verdict.valid = false;

@@ -163,8 +163,36 @@ fn mutex_histories_are_judged_by_the_fencing_rule() {
 }
 
 #[test]
+fn two_phase_commit_histories_are_judged_for_atomic_commitment() {
+    let out = avout(&[
+        "check",
+        &testdata("two-phase-commit-valid.jsonl"),
+        "--model",
+        "two-phase-commit",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("2 transactions (1 committed, 1 aborted, 0 undecided)")
+    );
+    // Site c0 learned commit though c1 voted abort and the coordinator learned abort.
+    let out = avout(&[
+        "check",
+        &testdata("two-phase-commit-split.jsonl"),
+        "--model",
+        "two-phase-commit",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        json_verdict(&out)["anomalies"],
+        serde_json::json!(["commit-despite-abort", "disagreement"])
+    );
+}
+
+#[test]
 fn a_history_of_the_wrong_model_exits_two() {
-    for model in ["list-append", "bank", "mutex"] {
+    for model in ["list-append", "bank", "mutex", "two-phase-commit"] {
         let out = avout(&["check", &testdata("lin-kv.jsonl"), "--model", model]);
         assert_eq!(out.status.code(), Some(2), "{model}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);

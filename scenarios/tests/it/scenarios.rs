@@ -6,6 +6,7 @@
 use std::process::{Command, Output};
 
 use avout::testkit::server::ZkServer;
+use avout_scenarios::history::EventType;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload, run_sim, run_zk};
@@ -79,6 +80,32 @@ fn every_scenario_is_valid_under_all_faults_at_once() {
             );
         }
     }
+}
+
+/// The two-phase-commit runs reach the interesting cases, so their checker does not pass
+/// vacuously: commits, aborts, sites leaving before voting, and votes in doubt.
+#[test]
+fn two_phase_commit_runs_commit_abort_and_lose_sites() {
+    let (mut commits, mut aborts, mut leaves, mut in_doubt) = (0, 0, 0, 0);
+    for seed in 0..10 {
+        let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
+        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        for e in report.history.events() {
+            match (e.kind, e.f.as_str()) {
+                (EventType::Ok, "outcome") if e.value["outcome"] == "commit" => commits += 1,
+                (EventType::Ok, "outcome") => aborts += 1,
+                (EventType::Ok, "leave") => leaves += 1,
+                (EventType::Info, "vote") => in_doubt += 1,
+                _ => {}
+            }
+        }
+    }
+    eprintln!(
+        "two-phase-commit over 10 seeds: {commits} commits and {aborts} aborts learned, \
+         {leaves} sites left before voting, {in_doubt} votes in doubt"
+    );
+    assert!(commits > 0 && aborts > 0 && leaves > 0 && in_doubt > 0);
 }
 
 #[test]

@@ -1,0 +1,516 @@
+//! `two-phase-commit`: rounds of transactions over avout's two-phase-commit recipe
+//! ([`avout::recipes::two_phase_commit`]), judged for atomic commitment.
+//!
+//! Every client plays two roles, each on its own session. As a *site* (`c<i>`) it takes part
+//! in every transaction; as a *coordinator* it begins the rounds `r` with `r % clients == i`,
+//! so coordination rotates and each transaction has `clients` sites. There are `w.ops`
+//! transactions in all, at `/two-phase-commit/run-N/t-<round>` (a fresh `run-N` per run, so
+//! runs against one real server do not meet each other's transactions).
+//!
+//! A round: the coordinator begins the transaction and tells the sites in-process (a site
+//! does not learn of a round whose begin did not succeed). Each site draws its part from its
+//! own seeded stream before the round starts — vote commit (75 %), vote abort (15 %) or join
+//! and leave without voting (10 %), and whether to read the outcome a second time — then
+//! joins (again on a fresh session if its session was lost: the recipe recognises a join that
+//! did happen), votes or leaves, and learns the outcome. The coordinator waits for the
+//! outcome and aborts the transaction if it is not decided within [`DECIDE_WAIT`] (the
+//! recipe's remedy for a site that never joins). A participant whose session is lost while
+//! waiting reads the outcome again on a new session; a coordinator, whose transaction handle
+//! (and so its means to abort) went with the session, gives up after [`DECIDE_WAIT`] more,
+//! since the sites may be rounds behind. A site waits up to [`OP_DEADLINE`], past which the
+//! run fails as stuck.
+//!
+//! History ([`crate::check::two_phase_commit`]'s format): `begin` (`{"tx", "sites"}`), `join`
+//! and `leave` (`{"tx", "site"}`), `vote` (`{"tx", "site", "vote"}`), `outcome` (`{"tx"}` for
+//! the coordinator, `{"tx", "site"}` for a site; an `ok` completion adds `"outcome"`).
+//!
+//! The checker: every participant that learns an outcome learns the coordinator's; commit
+//! only if every site voted commit; an abort vote or a site that left before voting never
+//! yields commit; nobody is told two different outcomes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use avout::machine::drive;
+use avout::recipes::two_phase_commit::{
+    Coordinator, Outcome as Decision, OutcomeMachine, Site, TwoPhaseError, Vote,
+};
+use avout::{Coordination, CoordinationExt, CreateMode, CreateOptions};
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::env::{Cluster, Process, Recorder, all_clients, client_rng, retry_open};
+use super::{OP_DEADLINE, Verdict, Workload};
+use crate::check::two_phase_commit::{check_two_phase_commit, decision_name};
+use crate::history::{EventType, History};
+
+const ROOT: &str = "/two-phase-commit";
+
+/// How long a coordinator waits for the outcome before aborting the transaction.
+pub const DECIDE_WAIT: Duration = Duration::from_secs(30);
+
+/// Tries of an operation that a lost session interrupted.
+const ATTEMPTS: usize = 20;
+
+/// Why a role stopped early.
+enum Stop {
+    /// An operation missed the deadline (already recorded as a stall).
+    Stuck,
+    /// No new session could be opened.
+    Infra(String),
+}
+
+fn finish(stop: Result<(), Stop>) -> Result<(), String> {
+    match stop {
+        Ok(()) | Err(Stop::Stuck) => Ok(()),
+        Err(Stop::Infra(e)) => Err(e),
+    }
+}
+
+/// Whether a failed operation may have taken effect.
+fn end_of(e: &TwoPhaseError) -> EventType {
+    match e {
+        TwoPhaseError::SessionLost(_) => EventType::Info,
+        TwoPhaseError::Zk(z) if z.is_indeterminate() => EventType::Info,
+        _ => EventType::Fail,
+    }
+}
+
+fn tx_path(base: &str, round: u64) -> String {
+    format!("{base}/t-{round}")
+}
+
+/// One role of a client (its coordinator or its site): a session, a process number in the
+/// history, and where to record.
+struct Role<'a, K: Cluster> {
+    cluster: &'a K,
+    rec: &'a Recorder,
+    zk: Arc<K::Client>,
+    process: Process,
+}
+
+impl<'a, K: Cluster> Role<'a, K> {
+    async fn new(cluster: &'a K, rec: &'a Recorder, process: Process) -> Result<Self, Stop> {
+        let zk = cluster
+            .connect()
+            .await
+            .map_err(|e| Stop::Infra(e.to_string()))?;
+        Ok(Role {
+            cluster,
+            rec,
+            zk,
+            process,
+        })
+    }
+
+    /// Starts an operation; returns its process number.
+    fn invoke(&self, f: &str, value: &Value) -> u64 {
+        let p = self.process.id();
+        self.rec.invoke(p, f, value.clone(), None);
+        p
+    }
+
+    fn ok(&self, f: &str, value: Value) {
+        self.rec
+            .complete(EventType::Ok, self.process.id(), f, value, None);
+    }
+
+    /// Records an operation that missed the deadline.
+    fn stuck(&self, f: &str, value: &Value, round: u64) -> Stop {
+        let p = self.process.id();
+        self.rec
+            .complete(EventType::Info, p, f, value.clone(), None);
+        self.rec
+            .stall(format!("process {p}'s {f} in transaction {round}"));
+        Stop::Stuck
+    }
+
+    /// Records how `e` ended an operation, retires the process if in doubt, and opens a new
+    /// session if the session ended. Returns whether the session had been lost (so trying
+    /// again on the new one makes sense).
+    async fn failed(&mut self, f: &str, value: &Value, e: &TwoPhaseError) -> Result<bool, Stop> {
+        let end = end_of(e);
+        self.rec
+            .complete(end, self.process.id(), f, value.clone(), None);
+        if end == EventType::Info {
+            self.process.retire();
+        }
+        if self.zk.session_states().current().is_terminal() {
+            self.zk = self
+                .cluster
+                .connect()
+                .await
+                .map_err(|e| Stop::Infra(e.to_string()))?;
+        }
+        let lost = matches!(e, TwoPhaseError::SessionLost(_));
+        if lost {
+            self.rec.retries(1);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(lost)
+    }
+
+    /// Reads the outcome until it is known, on a new session after each lost one. Past
+    /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`] it is stuck.
+    async fn learn(
+        &mut self,
+        round: u64,
+        path: &str,
+        ask: &Value,
+        sites: Option<&[String]>,
+        patience: Option<Duration>,
+    ) -> Result<(), Stop> {
+        for _ in 0..ATTEMPTS {
+            let p = self.invoke("outcome", ask);
+            let mut machine = OutcomeMachine::new(path, sites.map(<[String]>::to_vec));
+            let wait = patience.unwrap_or(OP_DEADLINE);
+            let result = tokio::time::timeout(wait, drive(&*self.zk, &mut machine)).await;
+            match result {
+                Err(_) if patience.is_some() => {
+                    self.rec
+                        .complete(EventType::Info, p, "outcome", ask.clone(), None);
+                    self.process.retire();
+                    return Ok(());
+                }
+                Err(_) => return Err(self.stuck("outcome", ask, round)),
+                Ok(Ok(d)) => {
+                    self.ok("outcome", learned(ask, d));
+                    return Ok(());
+                }
+                Ok(Err(e)) => {
+                    if !self.failed("outcome", ask, &e).await? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Joins, again on a new session after a lost one (a join that did happen then answers
+    /// `AlreadyJoined`, and its presence went with the old session).
+    async fn join(
+        &mut self,
+        round: u64,
+        path: &str,
+        name: &str,
+    ) -> Result<Option<Site<K::Client>>, Stop> {
+        let value = json!({"tx": round, "site": name});
+        for _ in 0..ATTEMPTS {
+            self.invoke("join", &value);
+            let result =
+                tokio::time::timeout(OP_DEADLINE, Site::join(self.zk.clone(), path, name)).await;
+            match result {
+                Err(_) => return Err(self.stuck("join", &value, round)),
+                Ok(Ok(site)) => {
+                    self.ok("join", value);
+                    return Ok(Some(site));
+                }
+                Ok(Err(e)) => {
+                    if !self.failed("join", &value, &e).await? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// An `outcome` operation's completion: what was asked, and the decision.
+fn learned(ask: &Value, d: Decision) -> Value {
+    let mut value = ask.clone();
+    value["outcome"] = decision_name(d).into();
+    value
+}
+
+async fn coordinator<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+    base: &str,
+    rounds: Vec<(u64, watch::Sender<Option<bool>>)>,
+) -> Result<(), Stop> {
+    let sites: Vec<String> = (0..w.clients).map(|c| format!("c{c}")).collect();
+    let mut role = Role::new(cluster, rec, Process::new(index, 2 * w.clients)).await?;
+    // Dropping a round's sender unannounced tells its sites it was not begun.
+    for (round, announce) in rounds {
+        let path = tx_path(base, round);
+        let begin = json!({"tx": round, "sites": sites});
+        role.invoke("begin", &begin);
+        let payload = format!("transaction {round}");
+        let result = tokio::time::timeout(
+            OP_DEADLINE,
+            Coordinator::begin(role.zk.clone(), &path, &sites, payload.as_bytes()),
+        )
+        .await;
+        let tx = match result {
+            Err(_) => return Err(role.stuck("begin", &begin, round)),
+            Ok(Ok(tx)) => {
+                role.ok("begin", begin);
+                tx
+            }
+            Ok(Err(e)) => {
+                role.failed("begin", &begin, &e).await?;
+                continue;
+            }
+        };
+        announce.send_replace(Some(true));
+        let ask = json!({"tx": round});
+        role.invoke("outcome", &ask);
+        let decided = tokio::time::timeout(OP_DEADLINE, async {
+            match tokio::time::timeout(DECIDE_WAIT, tx.outcome()).await {
+                Ok(decided) => decided,
+                // A site never joined: the recipe's way out.
+                Err(_) => tx.abort().await,
+            }
+        })
+        .await;
+        match decided {
+            Err(_) => return Err(role.stuck("outcome", &ask, round)),
+            Ok(Ok(d)) => role.ok("outcome", learned(&ask, d)),
+            Ok(Err(e)) => {
+                if role.failed("outcome", &ask, &e).await? {
+                    // The transaction's handle went with the session, and with it the
+                    // means to abort: wait a while for the sites to decide, then move on.
+                    let patience = Some(DECIDE_WAIT);
+                    role.learn(round, &path, &ask, Some(&sites), patience)
+                        .await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn site<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+    base: &str,
+    mut rounds: Vec<watch::Receiver<Option<bool>>>,
+) -> Result<(), Stop> {
+    let mut rng = client_rng(w.seed, index);
+    let name = format!("c{index}");
+    let mut role = Role::new(cluster, rec, Process::new(w.clients + index, 2 * w.clients)).await?;
+    for (round, announced) in rounds.iter_mut().enumerate() {
+        let round = round as u64;
+        // Drawn first, whatever happens in the round, so faults never change the choices.
+        let roll: f64 = rng.random();
+        let vote = if roll < 0.75 {
+            Some(Vote::Commit)
+        } else if roll < 0.9 {
+            Some(Vote::Abort)
+        } else {
+            None
+        };
+        let confirm = rng.random_bool(0.25);
+        let pause = Duration::from_millis(rng.random_range(0..10));
+        let begun = announced
+            .wait_for(Option::is_some)
+            .await
+            .is_ok_and(|a| *a == Some(true));
+        if !begun {
+            continue;
+        }
+        let path = tx_path(base, round);
+        let joined = role.join(round, &path, &name).await?;
+        tokio::time::sleep(pause).await;
+        // Kept until the outcome is known: dropping a site that has not voted aborts.
+        let mut kept = None;
+        match (joined, vote) {
+            (Some(site), Some(vote)) => {
+                let cast = String::from_utf8_lossy(vote.as_bytes());
+                let value = json!({"tx": round, "site": name, "vote": cast});
+                role.invoke("vote", &value);
+                match tokio::time::timeout(OP_DEADLINE, site.vote(vote)).await {
+                    Err(_) => return Err(role.stuck("vote", &value, round)),
+                    Ok(Ok(())) => role.ok("vote", value),
+                    Ok(Err(e)) => {
+                        role.failed("vote", &value, &e).await?;
+                    }
+                }
+                kept = Some(site);
+            }
+            (Some(site), None) => {
+                let value = json!({"tx": round, "site": name});
+                role.invoke("leave", &value);
+                match tokio::time::timeout(OP_DEADLINE, site.leave()).await {
+                    Err(_) => return Err(role.stuck("leave", &value, round)),
+                    Ok(Ok(())) => role.ok("leave", value),
+                    Ok(Err(e)) => {
+                        role.failed("leave", &value, &e).await?;
+                    }
+                }
+            }
+            (None, _) => {}
+        }
+        let ask = json!({"tx": round, "site": name});
+        for _ in 0..1 + usize::from(confirm) {
+            role.learn(round, &path, &ask, None, None).await?;
+        }
+        drop(kept);
+    }
+    Ok(())
+}
+
+/// A fresh directory for this run's transactions.
+async fn run_base<K: Cluster>(cluster: &K) -> Result<String, String> {
+    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let sequential = CreateOptions::new(CreateMode::PersistentSequential);
+    // A create lost with its reply leaves an empty run directory behind: harmless.
+    retry_open(cluster, &mut zk, ATTEMPTS as u32, |zk| {
+        let sequential = sequential.clone();
+        async move {
+            zk.create_with_parents(&format!("{ROOT}/run-"), &[], &sequential)
+                .await
+                .map(|(path, _)| path)
+        }
+    })
+    .await
+    .map_err(|e| format!("cannot create the run's directory under {ROOT}: {e}"))
+}
+
+/// The workload: `w.ops` transactions, each with every client as a site and coordinators
+/// taking turns.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), String> {
+    let base = run_base(cluster).await?;
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..w.ops).map(|_| watch::channel(None)).unzip();
+    let mut owned: Vec<Vec<(u64, watch::Sender<Option<bool>>)>> =
+        (0..w.clients).map(|_| Vec::new()).collect();
+    for (round, sender) in senders.into_iter().enumerate() {
+        owned[round % w.clients].push((round as u64, sender));
+    }
+    let base = &base;
+    let (coordinators, sites) = futures::join!(
+        all_clients(w.clients, |i| {
+            let rounds = std::mem::take(&mut owned[i]);
+            async move { finish(coordinator(cluster, w, rec, i, base, rounds).await) }
+        }),
+        all_clients(w.clients, |i| {
+            let rounds = receivers.clone();
+            async move { finish(site(cluster, w, rec, i, base, rounds).await) }
+        }),
+    );
+    coordinators.and(sites)
+}
+
+/// Judges a two-phase-commit history with the atomic-commitment checker.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use serde_json::json;
+/// let f = |s: &str| F::Other(s.into());
+/// // The coordinator learned abort, a site commit.
+/// let h: History = [
+///     Event::invoke(0, f("outcome"), json!({"tx": 0})),
+///     Event::ok(0, f("outcome"), json!({"tx": 0, "outcome": "abort"})),
+///     Event::invoke(1, f("outcome"), json!({"tx": 0, "site": "c0"})),
+///     Event::ok(1, f("outcome"), json!({"tx": 0, "site": "c0", "outcome": "commit"})),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::two_phase_commit::check(&h);
+/// assert!(v.anomalies[0].starts_with("disagreement"), "{v}");
+/// ```
+pub fn check(history: &History) -> Verdict {
+    const CHECKER: &str = "two-phase-commit (atomic commitment)";
+    match check_two_phase_commit(history) {
+        Ok(v) => Verdict::new(
+            CHECKER,
+            v.violations.iter().map(ToString::to_string).collect(),
+        ),
+        Err(e) => Verdict::new(
+            CHECKER,
+            vec![format!("the checker could not judge the history: {e}")],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Event;
+    use crate::scenario::{FaultPlan, ScenarioName, run_sim};
+
+    fn recorded(seed: u64) -> History {
+        let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
+        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        report.history
+    }
+
+    /// The history with `edit` applied to the first event it changes (it returns whether it
+    /// did).
+    fn tampered(history: &History, mut edit: impl FnMut(&mut Event) -> bool) -> History {
+        let mut done = false;
+        let out: History = history
+            .events()
+            .iter()
+            .cloned()
+            .map(|mut e| {
+                if !done {
+                    done = edit(&mut e);
+                }
+                e
+            })
+            .collect();
+        assert!(done, "nothing to tamper with");
+        out
+    }
+
+    fn is_ok_outcome(e: &Event, of: &str) -> bool {
+        e.kind == EventType::Ok && e.f.as_str() == "outcome" && e.value["outcome"] == of
+    }
+
+    #[test]
+    fn a_recorded_history_with_one_learned_outcome_flipped_is_caught() {
+        let h = recorded(3);
+        let bad = tampered(&h, |e| {
+            let site = !e.value["site"].is_null();
+            if site && is_ok_outcome(e, "commit") {
+                e.value["outcome"] = "abort".into();
+                return true;
+            }
+            false
+        });
+        let v = check(&bad);
+        assert!(
+            v.anomalies.iter().any(|a| a.starts_with("disagreement")),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_recorded_commit_with_one_vote_turned_to_abort_is_caught() {
+        let h = recorded(3);
+        // The first committed transaction, and one of its votes.
+        let committed = h
+            .events()
+            .iter()
+            .find(|e| is_ok_outcome(e, "commit"))
+            .map(|e| e.value["tx"].clone())
+            .expect("a commit");
+        let bad = tampered(&h, |e| {
+            if e.f.as_str() == "vote" && e.value["tx"] == committed {
+                e.value["vote"] = "abort".into();
+                return e.kind != EventType::Invoke;
+            }
+            false
+        });
+        let v = check(&bad);
+        assert!(
+            v.anomalies
+                .iter()
+                .any(|a| a.starts_with("commit-despite-abort")),
+            "{v}"
+        );
+    }
+}
