@@ -83,15 +83,18 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         LEVELS.iter().map(|l| l.what).collect::<Vec<_>>().join("; "),
     ));
     doc.para(
-        "Kills (barges) are not counted separately: `StmStats` has no counter for them (a \
-         barged transaction shows as a retry). A `barges` counter in `avout::stm::StmStats`, \
-         incremented where Mvcc's tag machine kills a younger transaction and where a try \
-         learns it was killed, would let this report separate kills from plain conflicts.",
+        "Barges are counted by the transaction that kills (`StmStats::barges`: a younger \
+         `RUNNING` transaction moved to `KILLED` by compare-and-set), kills by the victim \
+         (`StmStats::killed`: a try whose move to `COMMITTING` is refused because it was \
+         killed). A victim that gives its try up for another reason first (a conflict found \
+         while tagging) is not counted as killed, so tries killed ≤ barges.",
     );
     doc.table(&super::table(
         &measured,
         &[
             m::COMMITS_PER_SEC,
+            m::BARGES_PER_SEC,
+            m::KILLED_PER_COMMIT,
             m::RETRIES_PER_COMMIT,
             m::MAX_RETRIES,
             m::WRITER_P50,
@@ -107,6 +110,14 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         m::COMMITS_PER_SEC,
         "commits",
         "Commits per virtual second",
+        x,
+    )?;
+    super::plot(
+        &mut doc,
+        &measured,
+        m::BARGES_PER_SEC,
+        "barges",
+        "Barges per virtual second",
         x,
     )?;
     super::plot(
@@ -144,6 +155,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         &measured,
         &[
             m::COMMITS_PER_SEC,
+            m::BARGES_PER_SEC,
             m::RETRIES_PER_COMMIT,
             m::MAX_RETRIES,
             m::WRITER_P99,
@@ -177,6 +189,10 @@ fn findings(measured: &[Measured]) -> Vec<String> {
             .iter()
             .map(|r| m::MAX_RETRIES.estimate(&r.sim))
             .collect();
+        let barges: Vec<_> = rows
+            .iter()
+            .map(|r| m::BARGES_PER_SEC.estimate(&r.sim))
+            .collect();
         let stalls: Vec<_> = rows.iter().map(|r| m::STALLS.estimate(&r.sim)).collect();
         let gave: Vec<_> = rows.iter().map(|r| m::GAVE_UP.estimate(&r.sim)).collect();
         let best = (0..rows.len())
@@ -192,13 +208,18 @@ fn findings(measured: &[Measured]) -> Vec<String> {
             .expect("points");
         out.push(format!(
             "{}: throughput is highest at BARGE-WAIT {} ({:.1} commits/s) and lowest at {} \
-             ({:.1}/s); the most retries of one transaction range over {:.1}–{:.1}, p99 over \
-             {:.1}–{:.1} ms; {} retry-limit failures and {} stalled 100 ms windows in all.",
+             ({:.1}/s); barges per second go from {:.1} at {} to {:.1} at {}; the most retries \
+             of one transaction range over {:.1}–{:.1}, p99 over {:.1}–{:.1} ms; {} retry-limit \
+             failures and {} stalled 100 ms windows in all.",
             level.name,
             rows[best].point.x,
             tput[best].mean,
             rows[worst].point.x,
             tput[worst].mean,
+            barges[0].mean,
+            rows[0].point.x,
+            barges[rows.len() - 1].mean,
+            rows[rows.len() - 1].point.x,
             maxr.iter().map(|e| e.mean).fold(f64::MAX, f64::min),
             maxr.iter().map(|e| e.mean).fold(0.0, f64::max),
             p99.iter().map(|e| e.mean).fold(f64::MAX, f64::min),

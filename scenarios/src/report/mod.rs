@@ -412,6 +412,16 @@ mod metrics {
         decimals: 1,
         of: |o| o.stalled_windows as f64,
     };
+    pub(super) const BARGES_PER_SEC: Metric = Metric {
+        name: "barges/s",
+        decimals: 1,
+        of: |o| o.stats().barges as f64 / secs(o),
+    };
+    pub(super) const KILLED_PER_COMMIT: Metric = Metric {
+        name: "tries killed/commit",
+        decimals: 2,
+        of: |o| per_commit(o.stats().killed, o),
+    };
     pub(super) const NODES: Metric = Metric {
         name: "nodes held",
         decimals: 0,
