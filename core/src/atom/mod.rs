@@ -57,6 +57,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cache;
 pub mod codec;
 mod envelope;
 pub mod linkv;
@@ -83,6 +84,7 @@ use crate::machine::drive;
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, CoordinationExt, Error, MAX_DATA_LEN, Stat, path};
 
+use cache::Cache;
 use envelope::{Body, Envelope};
 
 /// The node data an atom handle writes: the encoded `value`, inline, recorded as write
@@ -355,7 +357,7 @@ impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
 
 struct Inner<T, C: Coordination + ?Sized + 'static, K> {
     core: Arc<Core<C, K>>,
-    known: StdMutex<Known<T>>,
+    known: Cache<T>,
     validator: StdMutex<Option<Validator<T>>>,
     promote_after: Option<u32>,
     mutex: Option<Mutex<C>>,
@@ -556,7 +558,7 @@ where
                     codec: self.codec,
                     store: self.store,
                 }),
-                known: StdMutex::new(Known::Unknown),
+                known: Cache::new(),
                 validator: StdMutex::new(self.validator),
                 promote_after: self.promote_after,
                 mutex,
@@ -677,10 +679,7 @@ where
     /// # }
     /// ```
     pub fn cached(&self) -> Option<T> {
-        match &*lock(&self.inner.known) {
-            Known::Present(loaded) => Some(loaded.value.clone()),
-            Known::Absent | Known::Unknown => None,
-        }
+        self.inner.known.value()
     }
 
     /// Sets the value regardless of the current one (Clojure's `reset!`). One round trip with
@@ -876,14 +875,7 @@ where
 
     /// Keeps what was read or written, unless the handle already knows a newer state.
     fn remember(&self, known: Known<T>) {
-        let mut slot = lock(&self.inner.known);
-        let newer = match (&*slot, &known) {
-            (Known::Present(old), Known::Present(new)) => new.stat.mzxid >= old.stat.mzxid,
-            _ => true,
-        };
-        if newer {
-            *slot = known;
-        }
+        self.inner.known.remember(known);
     }
 
     /// The update loop; see the [module docs](self). With `create`, a missing node is given
@@ -894,7 +886,7 @@ where
         create: bool,
     ) -> Result<R, AtomError> {
         let core = &*self.inner.core;
-        let mut known = lock(&self.inner.known).clone();
+        let mut known = self.inner.known.get();
         // Whether `known` comes from a linearizable read made during this call.
         let mut linearized = false;
         let mut failures = 0u32;
@@ -957,7 +949,7 @@ where
                             Ok(Some(loaded)) => Known::Present(loaded),
                             _ => Known::Unknown,
                         };
-                        *lock(&self.inner.known) = fresh;
+                        self.inner.known.replace(fresh);
                     } else {
                         self.remember(Known::Present(Loaded {
                             value,
@@ -985,7 +977,7 @@ where
                     self.remember(known.clone());
                 }
                 Err(e) => {
-                    *lock(&self.inner.known) = Known::Unknown;
+                    self.inner.known.replace(Known::Unknown);
                     break Err(AtomError::from_step(e));
                 }
             }
