@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::atom::Atom;
-use avout::lock::{LockKind, Mutex};
+use avout::lock::{LockGuard, LockKind, Mutex, RwLock};
 use avout::machine::Request;
 use avout::{Coordination, Error, SessionId, SessionState};
 use avout_sim_zk::kernel::{Kernel, Node};
@@ -68,6 +68,9 @@ pub enum Workload {
     /// Each client takes the production [`Mutex`] at [`LOCK_PATH`], holds it a few virtual
     /// milliseconds and unlocks; the model is [`crate::lock`]'s mutex.
     Mutex,
+    /// Client 0 takes the production [`RwLock`]'s write side, the others its read side,
+    /// each holding a few virtual milliseconds; the model is [`crate::lock`]'s rwlock.
+    RwLock,
     /// Each client increments a production [`Atom`] at [`ATOM_PATH`] once with `swap`; the
     /// model is [`crate::atom`]'s.
     Atom,
@@ -165,13 +168,14 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
         let sessions: Vec<SessionId> = users.iter().map(|u| u.session().id).collect();
         let first = users.first().map_or(0, |u| u.index());
         let start = ctx.zk.with_kernel(Kernel::clone);
-        let results = futures::future::join_all(users.iter().map(|user| async {
-            tokio::time::timeout(PATIENCE, run_client(workload, user.clone()))
-                .await
-                .ok()
-                .flatten()
-        }))
-        .await;
+        let results =
+            futures::future::join_all(users.iter().enumerate().map(|(i, user)| async move {
+                tokio::time::timeout(PATIENCE, run_client(workload, user.clone(), i))
+                    .await
+                    .ok()
+                    .flatten()
+            }))
+            .await;
         tokio::time::sleep(SETTLE).await;
         let end = ctx.zk.with_kernel(Kernel::clone);
         drop((admins, users));
@@ -192,7 +196,7 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
 /// Creates the workload's node; `false` if this session could not (try another).
 async fn set_up(workload: Workload, admin: Arc<SimClient>) -> bool {
     match workload {
-        Workload::Mutex => matches!(
+        Workload::Mutex | Workload::RwLock => matches!(
             admin.create(LOCK_PATH, b"", &Default::default()).await,
             Ok(_) | Err(Error::NodeExists { .. })
         ),
@@ -201,16 +205,19 @@ async fn set_up(workload: Workload, admin: Arc<SimClient>) -> bool {
 }
 
 /// One client's part of the workload.
-async fn run_client(workload: Workload, zk: Arc<SimClient>) -> Option<i64> {
+async fn run_client(workload: Workload, zk: Arc<SimClient>, index: usize) -> Option<i64> {
     match workload {
         Workload::Mutex => {
             let mutex = Mutex::new(zk, LOCK_PATH).expect("a valid path");
-            let guard = mutex.lock().await.ok()?;
-            let token = guard.fencing_token();
-            tokio::time::sleep(HOLD).await;
-            // A holder whose session ended cannot release; the node went with the session.
-            let _ = guard.unlock().await;
-            Some(token)
+            hold(mutex.lock().await.ok()?).await
+        }
+        Workload::RwLock => {
+            let lock = RwLock::new(zk, LOCK_PATH).expect("a valid path");
+            let guard = match index {
+                0 => lock.write().await,
+                _ => lock.read().await,
+            };
+            hold(guard.ok()?).await
         }
         Workload::Atom => {
             let atom = Atom::<u64, _>::builder(zk, ATOM_PATH)
@@ -220,6 +227,15 @@ async fn run_client(workload: Workload, zk: Arc<SimClient>) -> Option<i64> {
             Some(i64::try_from(value).expect("a small counter"))
         }
     }
+}
+
+/// Holds a lock a moment and releases it; returns the fencing token.
+async fn hold(guard: LockGuard<SimClient>) -> Option<i64> {
+    let token = guard.fencing_token();
+    tokio::time::sleep(HOLD).await;
+    // A holder whose session ended cannot release; the node went with the session.
+    let _ = guard.unlock().await;
+    Some(token)
 }
 
 /// Where and why the model disagreed with a recorded run.
@@ -266,9 +282,14 @@ pub struct Conformance {
 pub fn conform(run: &Recording) -> Result<Conformance, Divergence> {
     let agents = |i: usize| u8::try_from(i).expect("a few clients");
     match run.workload {
-        Workload::Mutex => {
+        Workload::Mutex | Workload::RwLock => {
+            let kind = |i| match (run.workload, i) {
+                (Workload::RwLock, 0) => LockKind::Write,
+                (Workload::RwLock, _) => LockKind::Read,
+                _ => LockKind::Exclusive,
+            };
             let agents = (0..run.sessions.len())
-                .map(|i| LockAgent::new(agents(i), LockKind::Exclusive, 1))
+                .map(|i| LockAgent::new(agents(i), kind(i), 1))
                 .collect();
             let mut tokens = vec![None; run.sessions.len()];
             let replayed = Replay::new(run, agents).run(|world| {
