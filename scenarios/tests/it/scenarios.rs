@@ -220,6 +220,23 @@ fn avout_run_refuses_bad_arguments_with_exit_two() {
 }
 
 #[test]
+fn avout_run_ends_quietly_when_its_reader_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_avout"))
+        .args(["run", "counter", "--seed", "4", "--ops", "10"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the avout binary runs");
+    // As `avout run … | head -0` does: the reader is gone before the summary is printed.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn avout_run_says_when_the_server_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     // A port nothing listens on: bind one, then free it.
