@@ -84,7 +84,13 @@ async fn chroot(connect: &str, scenario: &str) -> Result<String, ChaosError> {
     let zk = tokio::time::timeout(Duration::from_secs(15), ZkClient::connect(&config))
         .await
         .map_err(|_| unreachable("no session within 15 s".into()))?
-        .map_err(|e| unreachable(e.to_string()))?;
+        .map_err(|e| match e {
+            // Already says it could not reach the servers: only the wait is news.
+            avout::Error::Unreachable { timeout, .. } => {
+                unreachable(format!("no session within {timeout:?}"))
+            }
+            e => unreachable(e.to_string()),
+        })?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
