@@ -50,6 +50,7 @@ use std::time::Duration;
 use avout::atom::Atom;
 use avout::lock::{LockGuard, LockKind, Mutex, RwLock};
 use avout::machine::Request;
+use avout::recipes::election::Election;
 use avout::{Coordination, Error, SessionId, SessionState};
 use avout_sim_zk::kernel::{Kernel, Node};
 use avout_sim_zk::{FaultKind, FaultRates, LogEvent, Sim, SimClient};
@@ -71,6 +72,11 @@ pub enum Workload {
     /// Client 0 takes the production [`RwLock`]'s write side, the others its read side,
     /// each holding a few virtual milliseconds; the model is [`crate::lock`]'s rwlock.
     RwLock,
+    /// Each client campaigns in the production [`Election`], leads a few virtual
+    /// milliseconds and resigns; the model is [`crate::lock`]'s election. Known not to
+    /// conform: a production [`Leadership`](avout::recipes::election::Leadership) watches
+    /// its node from a monitor task that the model's election client does not run.
+    Election,
     /// Each client increments a production [`Atom`] at [`ATOM_PATH`] once with `swap`; the
     /// model is [`crate::atom`]'s.
     Atom,
@@ -196,7 +202,7 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
 /// Creates the workload's node; `false` if this session could not (try another).
 async fn set_up(workload: Workload, admin: Arc<SimClient>) -> bool {
     match workload {
-        Workload::Mutex | Workload::RwLock => matches!(
+        Workload::Mutex | Workload::RwLock | Workload::Election => matches!(
             admin.create(LOCK_PATH, b"", &Default::default()).await,
             Ok(_) | Err(Error::NodeExists { .. })
         ),
@@ -218,6 +224,16 @@ async fn run_client(workload: Workload, zk: Arc<SimClient>, index: usize) -> Opt
                 _ => lock.read().await,
             };
             hold(guard.ok()?).await
+        }
+        Workload::Election => {
+            let election = Election::new(zk, LOCK_PATH)
+                .expect("a valid path")
+                .with_id(vec![b'0' + u8::try_from(index).expect("a few clients")]);
+            let leadership = election.campaign().await.ok()?;
+            let term = leadership.term();
+            tokio::time::sleep(HOLD).await;
+            let _ = leadership.resign().await;
+            Some(term)
         }
         Workload::Atom => {
             let atom = Atom::<u64, _>::builder(zk, ATOM_PATH)
@@ -282,8 +298,9 @@ pub struct Conformance {
 pub fn conform(run: &Recording) -> Result<Conformance, Divergence> {
     let agents = |i: usize| u8::try_from(i).expect("a few clients");
     match run.workload {
-        Workload::Mutex | Workload::RwLock => {
+        Workload::Mutex | Workload::RwLock | Workload::Election => {
             let kind = |i| match (run.workload, i) {
+                (Workload::Election, _) => LockKind::Latch,
                 (Workload::RwLock, 0) => LockKind::Write,
                 (Workload::RwLock, _) => LockKind::Read,
                 _ => LockKind::Exclusive,

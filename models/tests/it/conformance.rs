@@ -93,6 +93,11 @@ fn refused(run: &Recording, edit: &str) -> String {
     }
 }
 
+/// The first log entry that `is`.
+fn position(run: &Recording, is: impl Fn(&LogEvent) -> bool) -> usize {
+    run.log.iter().position(is).expect("the entry to edit")
+}
+
 #[test]
 fn a_hand_edited_trace_is_refused() {
     let (run, lost) = mutex_run_with_a_lost_reply();
@@ -109,7 +114,7 @@ fn a_hand_edited_trace_is_refused() {
         .log
         .iter()
         .rposition(|e| matches!(e, LogEvent::Applied { client, .. } if *client >= run.first))
-        .unwrap();
+        .expect("a request applied");
     if let LogEvent::Applied { zxid, .. } = &mut edited.log[applied] {
         *zxid += 1;
     }
@@ -117,11 +122,10 @@ fn a_hand_edited_trace_is_refused() {
 
     // A client deletes another node than its own.
     let mut edited = run.clone();
-    let delete = edited
-        .log
-        .iter()
-        .position(|e| matches!(e, LogEvent::Request { op, .. } if op == "delete"))
-        .unwrap();
+    let delete = position(
+        &edited,
+        |e| matches!(e, LogEvent::Request { op, .. } if op == "delete"),
+    );
     if let LogEvent::Request { path, .. } = &mut edited.log[delete] {
         *path = Some("/lock/_c_00000000-0000-0000-0000-000000000000-lock-0000000099".into());
     }
@@ -129,17 +133,15 @@ fn a_hand_edited_trace_is_refused() {
 
     // A reply read before the request was applied.
     let mut edited = run.clone();
-    let reply = edited
-        .log
-        .iter()
-        .position(|e| matches!(e, LogEvent::Reply { client, .. } if *client >= run.first))
-        .unwrap();
+    let reply = position(
+        &edited,
+        |e| matches!(e, LogEvent::Reply { client, .. } if *client >= run.first),
+    );
     let event = edited.log.remove(reply);
-    let request = edited
-        .log
-        .iter()
-        .position(|e| matches!(e, LogEvent::Request { client, .. } if *client >= run.first))
-        .unwrap();
+    let request = position(
+        &edited,
+        |e| matches!(e, LogEvent::Request { client, .. } if *client >= run.first),
+    );
     edited.log.insert(request + 1, event);
     refused(&edited, "reply before its request was applied");
 
@@ -148,4 +150,18 @@ fn a_hand_edited_trace_is_refused() {
     let held = edited.results.iter().position(Option::is_some).unwrap();
     edited.results[held] = edited.results[held].map(|t| t + 100);
     assert!(refused(&edited, "another token").contains("returned"));
+}
+
+/// The election does not conform yet, and this pins why: once elected, the production
+/// `Leadership` watches its own node from a monitor task (`exists` with a watch), which the
+/// model's election client does not run — it goes straight to resigning. When the model
+/// runs the monitor, this test fails and the election joins `all_conform`.
+#[test]
+fn the_election_diverges_at_the_leadership_monitor() {
+    for seed in 0..5 {
+        let run = record(Workload::Election, seed, 3, faulty());
+        let d = conform(&run).expect_err("the election's monitor is not modelled");
+        assert!(d.event.contains("-> exists /lock/_c_"), "seed {seed}: {d}");
+        assert!(d.why.contains("sent delete"), "seed {seed}: {d}");
+    }
 }
