@@ -3,8 +3,9 @@
 //!
 //! # How
 //!
-//! [`record`] runs a workload — the production [`avout::lock::Mutex`] (lock, hold, unlock)
-//! or the production [`avout::atom::Atom`] (`swap(|n| n + 1)`) on `clients` sessions — on
+//! [`record`] runs a [`Workload`] — the production [`avout::lock::Mutex`] or
+//! [`avout::lock::RwLock`] (lock, hold, unlock), [`Election`] (campaign, lead, resign) or
+//! [`avout::atom::Atom`] (`swap(|n| n + 1)`) on `clients` sessions — on
 //! sim-zk with the faults the models have (request lost, reply lost after apply, session
 //! expiry) drawn at rates from a seed, and keeps the simulator's event log, the server state
 //! as the clients start and when they are done, and what each client's call returned.
