@@ -371,16 +371,23 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
             let name = changes.first().map_or("", |c| c.name.as_str()).to_owned();
             return Err(self.give_up_with(too_large(&name, len)).await);
         }
-        let mut lock_nodes: Vec<String> = prepared.locks.iter().map(|(_, n)| n.clone()).collect();
-        lock_nodes.extend(self.ensured.values().cloned());
-        lock_nodes.extend(deletes);
-        let mut write = WriteMachine::new(ops, lock_nodes, &probe, &l.points());
+        // The lock nodes and the trimmed history go in the same `multi`: one write instead of
+        // three. The history was listed with the ref version the `multi` checks, so it is the
+        // history the trim applies to whenever the `multi` applies at all.
+        let lock_nodes = prepared.locks.iter().map(|(_, n)| n.clone());
+        for node in lock_nodes
+            .chain(self.ensured.values().cloned())
+            .chain(deletes)
+        {
+            ops.push(Op::delete(node, None));
+        }
+        let mut write = WriteMachine::new(ops, Vec::new(), &probe, &l.points());
         match e.run(&mut write).await {
             Ok(w) => {
                 if w.recovered {
                     e.counters.add(&e.counters.recoveries, 1);
                 }
-                // The multi removed the point and tags, the deletes the locks.
+                // The multi removed the point, tags and locks.
                 self.point_made = false;
                 self.tagged.clear();
                 self.leftovers.clear();

@@ -12,10 +12,11 @@
 //! **Write**, one round trip: one `multi` that deletes the point at its `COMMITTING` version
 //! (the transaction is `COMMITTED`: its history nodes are the durable record), and for each
 //! written ref creates its history node `TXID-VERSION`, sets the ref node's value at the
-//! version read when tagging, and deletes the tag. All or nothing: no reader can see half a
+//! version read when tagging, and deletes the tag; it also deletes the lock nodes and trims the
+//! history (the caller puts those deletes in `ops`; `deletes` is for requests that may fail
+//! harmlessly and so must not be in the `multi`). All or nothing: no reader can see half a
 //! commit, and a client that dies mid-commit leaves nothing behind but ephemerals that go with
-//! its session. The lock nodes are deleted and the history trimmed by requests sent right
-//! after the `multi`, in the same burst.
+//! its session.
 //!
 //! If the `multi`'s reply is lost, the machine waits for the session, then reads (after a
 //! `sync`) whether the first history node it created exists: the `multi` either applied whole
@@ -492,7 +493,7 @@ pub struct WriteMachine {
 
 impl WriteMachine {
     /// Applies `ops` (the first deletes the point at its `COMMITTING` version), then deletes
-    /// `deletes` (lock nodes, trimmed history; missing ones are fine). `probe` is a node the
+    /// `deletes` (nodes that may already be gone; missing ones are fine). `probe` is a node the
     /// `multi` creates, read to decide its outcome after a lost reply (after a `sync` of
     /// `sync_path`).
     ///
