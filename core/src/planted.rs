@@ -70,6 +70,11 @@ pub enum Bug {
     /// The STM lets an older transaction barge a COMMITTING one (Clojure never does), so a
     /// commit can be half-undone.
     StmBargeCommitting,
+    /// The STM retries a transaction whose session was lost, as if it were a conflict,
+    /// instead of failing it: on a dead handle, `dosync` spins through its whole retry limit
+    /// and then reports the limit, never the lost session (Avout printed the error and
+    /// returned nil).
+    StmSessionLossRetried,
 }
 
 impl Bug {
@@ -78,11 +83,12 @@ impl Bug {
     /// ```
     /// assert!(avout::planted::Bug::ALL.contains(&avout::planted::Bug::AtomUncheckedWrite));
     /// ```
-    pub const ALL: [Bug; 4] = [
+    pub const ALL: [Bug; 5] = [
         Bug::LockNoGuidRecovery,
         Bug::AtomUncheckedWrite,
         Bug::StmNoReadPointCheck,
         Bug::StmBargeCommitting,
+        Bug::StmSessionLossRetried,
     ];
 
     /// The bug's kebab-case name (as parsed by [`FromStr`]).
@@ -96,6 +102,7 @@ impl Bug {
             Bug::AtomUncheckedWrite => "atom-unchecked-write",
             Bug::StmNoReadPointCheck => "stm-no-read-point-check",
             Bug::StmBargeCommitting => "stm-barge-committing",
+            Bug::StmSessionLossRetried => "stm-session-loss-retried",
         }
     }
 
@@ -134,7 +141,7 @@ pub enum PlantedError {
     /// No bug has this name.
     #[error(
         "no planted bug is named {0:?} (known: lock-no-guid-recovery, atom-unchecked-write, \
-         stm-no-read-point-check, stm-barge-committing)"
+         stm-no-read-point-check, stm-barge-committing, stm-session-loss-retried)"
     )]
     Unknown(String),
     /// The build lacks the `planted-bugs` feature.

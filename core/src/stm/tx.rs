@@ -332,7 +332,15 @@ where
 {
     let mut slot = TxnSlot::default();
     loop {
-        match one_try(shared, &mut slot, &mut body).await {
+        let ending = match one_try(shared, &mut slot, &mut body).await {
+            Ending::Done(Err(StmError::SessionLost(_)))
+                if crate::planted::active(crate::planted::Bug::StmSessionLossRetried) =>
+            {
+                Ending::Retry
+            }
+            ending => ending,
+        };
+        match ending {
             Ending::Done(result) => return result,
             Ending::Retry => {
                 shared.counters.add(&shared.counters.retries, 1);

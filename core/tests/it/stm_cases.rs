@@ -522,6 +522,16 @@ pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
     assert!(matches!(err, StmError::SessionLost(_)), "{err:?}");
 }
 
+/// The message of a caught panic (empty if it carried none).
+#[cfg_attr(not(feature = "planted-bugs"), allow(dead_code))]
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
 /// History and Concourse's revert: values at past commit points, newest first, bounded by
 /// `max_history`; `revert` is a transaction (watchers fire). A protocol without history
 /// says so with `Unsupported`.

@@ -88,6 +88,24 @@ fn mvcc_session_loss_aborts_cleanly() {
     });
 }
 
+/// The planted bug that retries a transaction whose session was lost (as a conflict) is
+/// caught by the session-loss case: `dosync` spins through its retry limit on the dead
+/// handle and reports the limit, not the lost session.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn mvcc_planted_session_loss_retried_is_caught() {
+    let _bug = avout::planted::enable(avout::planted::Bug::StmSessionLossRetried).unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            stm_cases::session_loss(&zks[0], &zks[1], "/stm", MVCC).await;
+        })
+    });
+    let panic = caught.expect_err("the weakened variant passed the session-loss case");
+    let message = stm_cases::panic_message(&*panic);
+    assert!(message.contains("RetryLimit"), "{message}");
+}
+
 /// Rates that make `kind` happen several times in a bank run.
 fn rates(kind: FaultKind) -> FaultRates {
     let mut r = FaultRates::default();
@@ -288,11 +306,7 @@ fn mvcc_planted_barging_of_committing_transactions_is_caught() {
     let _bug = avout::planted::enable(avout::planted::Bug::StmBargeCommitting).unwrap();
     let caught = std::panic::catch_unwind(contended_run);
     let message = match caught {
-        Err(panic) => panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default(),
+        Err(panic) => stm_cases::panic_message(&*panic),
         Ok(((barges, total), _)) => {
             panic!("not caught: {barges} barges, counter {total}")
         }
