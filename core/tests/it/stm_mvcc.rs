@@ -521,3 +521,46 @@ fn mvcc_recipe_persistent_points_wedge_a_ref_when_a_client_dies_committing() {
     assert!(err.contains("retry limit"), "{err}");
     assert_eq!(x, 0);
 }
+
+/// A commit `multi` whose reply is lost is decided by whether the transaction's point still
+/// exists, not by a history node it created: by the time the session is back, other commits
+/// may have trimmed that node away, and a commit that applied would be taken for one that
+/// did not and sent again (a duplicate append, found by the list-append checker at seed 128
+/// of `avout explore list-append`). The machine is stepped by hand: its `multi` is applied,
+/// its reply replaced by a connection loss, the history node deleted, then it is driven.
+#[test]
+fn mvcc_a_lost_commit_reply_is_decided_by_the_point_not_a_trimmable_history_node() {
+    use avout::machine::{Machine, Millis, Request, drive};
+    use avout::stm::mvcc::WriteMachine;
+    use avout::{CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState};
+    let (written, _) = sim(0x3cb, 1, FaultRates::default()).run(|ctx| async move {
+        let zk = clients(&ctx).remove(0);
+        zk.ensure_path("/lost/refs").await.unwrap();
+        let point = "/lost/t-1";
+        let history = "/lost/refs/t-1-0000000001";
+        zk.create(
+            point,
+            b"COMMITTING 1",
+            &CreateOptions::new(CreateMode::Ephemeral),
+        )
+        .await
+        .unwrap();
+        let ops = vec![
+            Op::delete(point, Some(0)),
+            Op::create(history, b"1".to_vec(), CreateMode::Persistent),
+        ];
+        let mut m = WriteMachine::new(ops, vec![], point, "/lost");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let (token, request) = m.poll_request().expect("the multi");
+        let Request::Multi(ops) = request else {
+            panic!("{request:?}")
+        };
+        zk.multi(&ops).await.expect("applied");
+        m.handle_reply(Millis(1), token, Err(Error::ConnectionLoss));
+        // Trimmed by later commits before this session is back.
+        zk.delete(history, None).await.unwrap();
+        drive(&*zk, &mut m).await
+    });
+    let written = written.expect("the applied multi is recognised");
+    assert!(written.recovered, "decided by reading");
+}

@@ -305,16 +305,14 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
         )];
         let mut deletes: Vec<String> = Vec::new();
         let mut changes = Vec::new();
-        let mut probe = None;
         let txid = self.txid.clone();
-        let mut add = |ops: &mut Vec<Op>,
-                       deletes: &mut Vec<String>,
-                       name: &str,
-                       version: i32,
-                       history: &[String],
-                       new: Vec<u8>| {
+        let add = |ops: &mut Vec<Op>,
+                   deletes: &mut Vec<String>,
+                   name: &str,
+                   version: i32,
+                   history: &[String],
+                   new: Vec<u8>| {
             let node = l.history_node(name, &txid, version + 1);
-            probe.get_or_insert_with(|| node.clone());
             ops.push(Op::create(node, new.clone(), CreateMode::Persistent));
             ops.push(Op::set_data(l.ref_node(name), new, Some(version)));
             deletes.extend(
@@ -366,7 +364,6 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
                 new,
             });
         }
-        let probe = probe.expect("a writing commit creates a history node");
         if let Err(Error::DataTooLarge { len, .. }) = Op::validate_all(&ops) {
             let name = changes.first().map_or("", |c| c.name.as_str()).to_owned();
             return Err(self.give_up_with(too_large(&name, len)).await);
@@ -381,7 +378,8 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
         {
             ops.push(Op::delete(node, None));
         }
-        let mut write = WriteMachine::new(ops, Vec::new(), &probe, &l.points());
+        let point = l.point(&self.txid);
+        let mut write = WriteMachine::new(ops, Vec::new(), &point, &l.points());
         match e.run(&mut write).await {
             Ok(w) => {
                 if w.recovered {

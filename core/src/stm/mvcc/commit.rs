@@ -19,8 +19,10 @@
 //! its session.
 //!
 //! If the `multi`'s reply is lost, the machine waits for the session, then reads (after a
-//! `sync`) whether the first history node it created exists: the `multi` either applied whole
-//! or not at all. If the point's version check is what failed, this `COMMITTING` transaction
+//! `sync`) whether the transaction's point still exists: the `multi` either applied whole (and
+//! deleted it) or not at all, and while the session lives nobody else deletes the point. (A
+//! history node the `multi` created is no proof: other commits may have trimmed it away by
+//! then, and a commit that applied would be taken for one that did not, and sent again.) If the point's version check is what failed, this `COMMITTING` transaction
 //! was killed: a protocol violation (Clojure never kills a committing transaction), reported
 //! as [`Halt::Violation`].
 
@@ -472,7 +474,7 @@ enum WritePhase {
 /// use avout::machine::{Machine, Millis, Request};
 /// use avout::stm::mvcc::WriteMachine;
 /// let ops = vec![avout::Op::delete("/s/stm/history/t-1", Some(1))];
-/// let mut m = WriteMachine::new(ops, vec![], "/s/refs/a/history/t-1-0000000001", "/s/stm/history");
+/// let mut m = WriteMachine::new(ops, vec![], "/s/stm/history/t-1", "/s/stm/history");
 /// m.handle_session(Millis(0), avout::SessionState::Connected);
 /// assert!(matches!(m.poll_request(), Some((_, Request::Multi(_)))));
 /// ```
@@ -494,8 +496,9 @@ pub struct WriteMachine {
 impl WriteMachine {
     /// Applies `ops` (the first deletes the point at its `COMMITTING` version), then deletes
     /// `deletes` (nodes that may already be gone; missing ones are fine). `probe` is a node the
-    /// `multi` creates, read to decide its outcome after a lost reply (after a `sync` of
-    /// `sync_path`).
+    /// `multi` deletes and nobody else does while the session lives (the point), read to
+    /// decide its outcome after a lost reply (after a `sync` of `sync_path`): gone means
+    /// applied.
     ///
     /// ```
     /// let m = avout::stm::mvcc::WriteMachine::new(vec![], vec![], "/p", "/");
@@ -670,7 +673,7 @@ impl Machine for WriteMachine {
                 }
                 self.recovered = true;
                 let committed = match &replies[1] {
-                    Ok(Reply::Exists(found)) => found.is_some(),
+                    Ok(Reply::Exists(found)) => found.is_none(),
                     Err(e) => return self.finish(Err(Halt::Zk(e.clone()))),
                     Ok(other) => unreachable!("exists replied {other:?}"),
                 };
