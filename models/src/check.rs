@@ -1,7 +1,7 @@
 //! Running a model: the checker, its figures, each property's verdict and, for a
 //! counterexample or an example, the path as a readable step-by-step trace.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
@@ -96,6 +96,72 @@ pub struct PropertyOutcome {
     pub expectation: Expectation,
     /// The verdict.
     pub verdict: Verdict,
+    /// The verdict's counterexample or example as steps (what its text is made of), for
+    /// machine-readable output; `None` when the verdict has no trace.
+    pub trace: Option<Trace>,
+}
+
+/// A path through a model as numbered steps: where every client starts, what each action
+/// did, where every client ends. Its `Display` is the text in a [`Verdict`].
+///
+/// ```
+/// use stateright::Model;
+/// use avout_models::{atom::AtomModel, check::trace_steps, world::Action};
+/// let model = AtomModel::new(1);
+/// let init = model.init_states().remove(0);
+/// let next = model.next_state(&init, Action::Apply(0)).unwrap();
+/// let trace = trace_steps(&model, vec![(init, Some(Action::Apply(0))), (next, None)]);
+/// assert_eq!(trace.steps[0].action, "Apply(0)");
+/// assert!(trace.steps[0].what.starts_with("server applies client 0's getData /atom"));
+/// assert!(trace.to_string().contains("  1. server applies"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// Each client's summary in the first state.
+    pub initially: Vec<String>,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Each client's summary in the last state.
+    pub at_end: Vec<String>,
+}
+
+/// One step of a [`Trace`]; see there for an example.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Its number on the path (the first step is 1).
+    pub number: usize,
+    /// The model action taken (`Apply(0)`, `Expire(1)`, …).
+    pub action: String,
+    /// What happened, in a line.
+    pub what: String,
+    /// What followed from it: watch events fired, clients whose state changed.
+    pub then: Vec<String>,
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let clients = |f: &mut fmt::Formatter<'_>, lines: &[String]| {
+            lines
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, line)| writeln!(f, "    client {i}: {line}"))
+        };
+        if !self.initially.is_empty() {
+            writeln!(f, "initially:")?;
+            clients(f, &self.initially)?;
+        }
+        for step in &self.steps {
+            writeln!(f, "{:>3}. {}", step.number, step.what)?;
+            for line in &step.then {
+                writeln!(f, "         {line}")?;
+            }
+        }
+        if !self.at_end.is_empty() {
+            writeln!(f, "at the end:")?;
+            clients(f, &self.at_end)?;
+        }
+        Ok(())
+    }
 }
 
 impl PropertyOutcome {
@@ -103,6 +169,36 @@ impl PropertyOutcome {
     /// [`PropertyOutcome`].
     pub fn ok(&self) -> bool {
         matches!(self.verdict, Verdict::Holds | Verdict::Found(_))
+    }
+
+    /// The property's kind: `always`, `sometimes` or `eventually`.
+    ///
+    /// ```
+    /// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+    /// assert_eq!(report.property("no lost update").kind(), "always");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self.expectation {
+            Expectation::Always => "always",
+            Expectation::Eventually => "eventually",
+            Expectation::Sometimes => "sometimes",
+        }
+    }
+}
+
+impl Verdict {
+    /// The verdict in a word: `holds`, `violated`, `found` or `not-found`.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Verdict::NotFound.name(), "not-found");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated(_) => "violated",
+            Verdict::Found(_) => "found",
+            Verdict::NotFound => "not-found",
+        }
     }
 }
 
@@ -154,11 +250,7 @@ impl fmt::Display for Report {
             self.states, self.unique_states, self.max_depth, self.elapsed
         )?;
         for p in &self.properties {
-            let kind = match p.expectation {
-                Expectation::Always => "always",
-                Expectation::Eventually => "eventually",
-                Expectation::Sometimes => "sometimes",
-            };
+            let kind = p.kind();
             let verdict = match &p.verdict {
                 Verdict::Holds => "holds",
                 Verdict::Violated(_) => "VIOLATED",
@@ -215,9 +307,10 @@ fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) 
                     path.truncate(at + 1);
                     path[at].1 = None;
                 }
-                trace(model, path)
+                trace_steps(model, path)
             });
-            let verdict = match (&p.expectation, found) {
+            let text = found.as_ref().map(ToString::to_string);
+            let verdict = match (&p.expectation, text) {
                 (Expectation::Sometimes, Some(t)) => Verdict::Found(t),
                 (Expectation::Sometimes, None) => Verdict::NotFound,
                 (_, Some(t)) => Verdict::Violated(t),
@@ -227,6 +320,7 @@ fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) 
                 name: p.name,
                 expectation: p.expectation,
                 verdict,
+                trace: found,
             }
         })
         .collect();
@@ -261,31 +355,32 @@ pub fn serve<M: WorldModel>(model: M, address: &str) {
 /// assert!(trace.contains("1. server applies client 0's getData /atom"), "{trace}");
 /// ```
 pub fn trace<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) -> String {
+    trace_steps(model, path).to_string()
+}
+
+/// A path of states and actions as a [`Trace`]: the steps [`trace`] prints.
+pub fn trace_steps<M: WorldModel>(model: &M, path: Vec<(M::State, Option<Action>)>) -> Trace {
     let _bug = crate::plant(model.bug());
-    let mut out = String::new();
-    if let Some((first, _)) = path.first() {
-        out.push_str("initially:\n");
-        for (i, c) in first.clients.iter().enumerate() {
-            let _ = writeln!(out, "    client {i}: {}", c.agent.summary());
-        }
-    }
-    let last = path.last().map(|(s, _)| s.clone());
+    let summaries = |s: &M::State| s.clients.iter().map(|c| c.agent.summary()).collect();
+    let initially = path.first().map_or_else(Vec::new, |(s, _)| summaries(s));
+    let at_end = path.last().map_or_else(Vec::new, |(s, _)| summaries(s));
+    let mut steps = Vec::new();
     for (n, (state, action)) in path.into_iter().enumerate() {
         let Some(action) = action else { continue };
-        let mut next = state.clone();
+        let mut next = state;
         let mut log = Vec::new();
         next.step(action, Some(&mut log));
         let mut lines = log.into_iter();
-        let _ = writeln!(out, "{:>3}. {}", n + 1, lines.next().unwrap_or_default());
-        for line in lines {
-            let _ = writeln!(out, "     {line}");
-        }
+        steps.push(Step {
+            number: n + 1,
+            action: action.to_string(),
+            what: lines.next().unwrap_or_default(),
+            then: lines.map(|l| l.trim_start().to_owned()).collect(),
+        });
     }
-    if let Some(last) = last {
-        out.push_str("at the end:\n");
-        for (i, c) in last.clients.iter().enumerate() {
-            let _ = writeln!(out, "    client {i}: {}", c.agent.summary());
-        }
+    Trace {
+        initially,
+        steps,
+        at_end,
     }
-    out
 }

@@ -1,11 +1,13 @@
-//! `avout model NAME [--clients N] [--depth D] [--faults F] [--explorer 127.0.0.1:PORT]`:
+//! `avout model NAME [--clients N] [--depth D] [--faults F] [--json] [--explorer 127.0.0.1:PORT]`:
 //! checks one of the stateright models of `avout-models` exhaustively and prints the state
 //! counts, the time and each property's verdict, with a step-by-step trace for every
-//! counterexample. With `--explorer`, serves stateright's explorer (a web UI to walk the
-//! model's states) instead.
+//! counterexample. With `--json`, the same as one JSON object (see [`report_json`]). With
+//! `--explorer`, serves stateright's explorer (a web UI to walk the model's states) instead.
 
 use avout::planted::Bug;
-use avout_models::{Config, ModelError, Named, Search, check_named, serve_named};
+use avout_models::check::Trace;
+use avout_models::{Config, ModelError, Named, Report, Search, check_named, serve_named};
+use serde_json::{Value, json};
 
 /// Options of `avout model`.
 #[derive(Debug, clap::Args)]
@@ -37,6 +39,9 @@ pub(crate) struct ModelArgs {
     /// Serve stateright's explorer on this address instead of checking.
     #[arg(long, value_name = "ADDR")]
     explorer: Option<String>,
+    /// Print the report as one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_named(s: &str) -> Result<Named, ModelError> {
@@ -67,9 +72,21 @@ fn check(args: &ModelArgs) -> Result<bool, ModelError> {
     config.validate()?;
     let name = args.name.name();
     if let Some(address) = &args.explorer {
-        println!("serving the {name} model's explorer on http://{address}/ (Ctrl-C stops)");
+        if args.json {
+            println!(
+                "{}",
+                json!({ "model": name, "explorer": format!("http://{address}/") })
+            );
+        } else {
+            println!("serving the {name} model's explorer on http://{address}/ (Ctrl-C stops)");
+        }
         serve_named(name, &config, address)?;
         return Ok(true);
+    }
+    if args.json {
+        let report = check_named(name, &config)?;
+        println!("{}", report_json(name, args, &report));
+        return Ok(report.ok());
     }
     println!(
         "model {name}: {} clients, {} faults at most{}{}",
@@ -82,4 +99,62 @@ fn check(args: &ModelArgs) -> Result<bool, ModelError> {
     let report = check_named(name, &config)?;
     print!("{report}");
     Ok(report.ok())
+}
+
+/// The report as one JSON object: the model, its configuration, the state counts, the time
+/// and each property with its kind (`always`, `sometimes`, `eventually`), its verdict
+/// (`holds`, `violated`, `found`, `not-found`) and, for a counterexample or an example, its
+/// trace as a list of steps.
+fn report_json(name: &str, args: &ModelArgs, report: &Report) -> Value {
+    let properties: Vec<Value> = report
+        .properties
+        .iter()
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "kind": p.kind(),
+                "verdict": p.verdict.name(),
+                "ok": p.ok(),
+                "trace": p.trace.as_ref().map(trace_json),
+            })
+        })
+        .collect();
+    json!({
+        "model": name,
+        "config": {
+            "clients": args.clients,
+            "faults": args.faults,
+            "cycles": args.cycles,
+            "depth": args.depth,
+            "dfs": args.dfs,
+            "threads": args.threads,
+            "planted": args.planted.map(|b| b.to_string()),
+        },
+        "states": report.states,
+        "unique_states": report.unique_states,
+        "max_depth": report.max_depth,
+        "time_ms": report.elapsed.as_secs_f64() * 1000.0,
+        "ok": report.ok(),
+        "properties": properties,
+    })
+}
+
+fn trace_json(trace: &Trace) -> Value {
+    let steps: Vec<Value> = trace
+        .steps
+        .iter()
+        .map(|s| {
+            json!({
+                "step": s.number,
+                "action": s.action,
+                "what": s.what,
+                "then": s.then,
+            })
+        })
+        .collect();
+    json!({
+        "initially": trace.initially,
+        "steps": steps,
+        "at_end": trace.at_end,
+    })
 }

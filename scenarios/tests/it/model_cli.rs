@@ -26,6 +26,56 @@ fn a_passing_model_prints_its_state_counts_and_verdicts() {
 }
 
 #[test]
+fn json_output_is_one_object_with_counts_config_and_verdicts() {
+    let (code, out, err) = avout_model(&["mutex", "--clients", "2", "--faults", "0", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().count(), 1, "one line: {out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["model"], "mutex");
+    assert_eq!(v["config"]["clients"], 2);
+    assert_eq!(v["config"]["faults"], 0);
+    assert_eq!(
+        (v["states"].as_u64(), v["unique_states"].as_u64()),
+        (Some(417), Some(224))
+    );
+    assert!(v["time_ms"].as_f64().is_some(), "{v}");
+    assert_eq!(v["ok"], true);
+    let properties = v["properties"].as_array().expect("properties");
+    let exclusion = properties
+        .iter()
+        .find(|p| p["name"] == "mutual exclusion with fencing")
+        .expect("the exclusion property");
+    assert_eq!(
+        (&exclusion["kind"], &exclusion["verdict"]),
+        (&"always".into(), &"holds".into())
+    );
+    assert!(exclusion["trace"].is_null());
+    let held = properties
+        .iter()
+        .find(|p| p["name"] == "every client held")
+        .expect("a sometimes property");
+    assert_eq!(
+        (&held["kind"], &held["verdict"]),
+        (&"sometimes".into(), &"found".into())
+    );
+    let steps = held["trace"]["steps"]
+        .as_array()
+        .expect("the example's steps");
+    assert_eq!(steps[0]["step"], 1);
+    assert!(
+        steps[0]["action"].as_str().unwrap().starts_with("Apply("),
+        "{v}"
+    );
+    assert!(
+        steps[0]["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("server applies client "),
+        "{v}"
+    );
+}
+
+#[test]
 fn a_depth_too_small_to_reach_the_examples_fails() {
     let (code, out, _) = avout_model(&["election", "--depth", "3"]);
     assert_eq!(code, 1, "{out}");
@@ -55,4 +105,35 @@ fn a_planted_bug_exits_1_with_a_counterexample_trace() {
         "{out}"
     );
     assert!(out.contains("setData /atom version None"), "{out}");
+
+    let (code, out, _) = avout_model(&[
+        "atom",
+        "--faults",
+        "0",
+        "--planted",
+        "atom-unchecked-write",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["config"]["planted"], "atom-unchecked-write");
+    let lost = v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "no lost update")
+        .expect("the property");
+    assert_eq!(lost["verdict"], "violated");
+    let steps = lost["trace"]["steps"]
+        .as_array()
+        .expect("the counterexample's steps");
+    assert!(
+        steps.iter().any(|s| s["what"]
+            .as_str()
+            .unwrap()
+            .contains("setData /atom version None")),
+        "{lost}"
+    );
+    assert_eq!(lost["trace"]["at_end"].as_array().map(Vec::len), Some(2));
 }
