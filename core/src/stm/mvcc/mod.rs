@@ -106,11 +106,13 @@
 //! commit `multi`. A transfer's first tag travels with its second read.
 //!
 //! Speed, measured on one standalone server (`avout zk start`, fsync on, a loaded 2-core
-//! machine, load average 3–4) with `avout bench ops --json` then `avout bench stm-alter
-//! --protocol mvcc` (2000 transactions after 500 of warm-up), twice in turn: 611 and 513
-//! single-ref `alter`s/s against sequential `set_data` at 2328 and 2447 ops/s — 0.26× and
-//! 0.21× (12 requests in 3 round trips per transaction, no retries). With the lock deletes and
-//! the history trim sent after the `multi` instead of inside it: 215–330/s, 0.08–0.2×.
+//! machine, load average 2–4) with `avout bench ops --json` then `avout bench stm-alter
+//! --protocol mvcc` (2000 transactions after 500 of warm-up), in turn, each ratio from one
+//! round: 611, 513, 475, 420 and 503 single-ref `alter`s/s against sequential `set_data` at
+//! 2328, 2447, 2192, 3368 and 1860 ops/s — 0.26×, 0.21×, 0.22×, 0.12× and 0.27× (12 requests
+//! in 3 round trips per transaction, no retries; `set_data` swings with the disk's fsync
+//! latency more than the transactions do). With the lock deletes and the history trim sent
+//! after the `multi` instead of inside it: 215–330/s, 0.05–0.2×.
 
 mod attempt;
 mod commit;
