@@ -6,15 +6,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use avout::Coordination;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmStats};
-use avout_sim_zk::SimClient;
 
 use crate::stm_mvcc::barging_sim;
 
 /// What a contended run did.
 #[derive(Debug)]
-struct Outcome {
-    stats: StmStats,
+pub(crate) struct Outcome {
+    pub(crate) stats: StmStats,
     /// Committed transactions, counted by the clients.
     committed: u64,
     x: i64,
@@ -34,7 +34,10 @@ fn sum(stats: impl Iterator<Item = StmStats>) -> StmStats {
 /// Client 0 runs long transactions (it moves one unit from `y` to `x`, then works 20 ms before
 /// committing); clients 1–3 run the same transfer with 2 ms of work. Every transaction takes
 /// both refs' ownership in its body, so an older one finds younger owners still `RUNNING`.
-async fn long_and_short(zks: &[Arc<SimClient>], barge_wait: Duration) -> Outcome {
+pub(crate) async fn long_and_short<C: Coordination + ?Sized + 'static>(
+    zks: &[Arc<C>],
+    barge_wait: Duration,
+) -> Outcome {
     let config = StmConfig {
         barge_wait,
         ..StmConfig::with_protocol(Protocol::Mvcc)
@@ -84,7 +87,7 @@ async fn long_and_short(zks: &[Arc<SimClient>], barge_wait: Duration) -> Outcome
     }
 }
 
-fn check_nothing_lost(out: &Outcome) {
+pub(crate) fn check_nothing_lost(out: &Outcome) {
     assert_eq!(out.committed, 8 + 3 * 30);
     assert_eq!(out.stats.commits, out.committed);
     assert_eq!(out.x, out.committed as i64, "every commit applied once");

@@ -88,6 +88,23 @@ async fn mvcc_bank_and_barging_on_a_real_server() {
     assert_eq!(n.deref().await.unwrap(), 160, "no increment lost");
 }
 
+/// The simulator's barging workload (`stm_mvcc_barge`) on a real server: an older client's
+/// long transfers against younger short ones, BARGE-WAIT 1 ms: barging happens there too,
+/// and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mvcc_barging_on_a_real_server() {
+    let server = support::standalone();
+    let zks = sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let out = crate::stm_mvcc_barge::long_and_short(&zks, Duration::from_millis(1)).await;
+    eprintln!(
+        "Mvcc barging on ZooKeeper, BARGE-WAIT 1 ms: {} commits, {} retries, {} barges, {} \
+         tries killed",
+        out.stats.commits, out.stats.retries, out.stats.barges, out.stats.killed
+    );
+    crate::stm_mvcc_barge::check_nothing_lost(&out);
+    assert!(out.stats.barges > 0, "barging happened: {out:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mvcc_bank_survives_losing_a_clients_member_of_an_ensemble() {
     const ACCOUNTS: usize = 4;
