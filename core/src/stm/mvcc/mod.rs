@@ -94,25 +94,26 @@
 //! |---|---|---|
 //! | read-only, one ref | 3 | 1 |
 //! | read-only, two refs | 5 | 2 |
-//! | alter one ref | 12 | 3 |
-//! | alter two refs (transfer) | 20 | 4 |
+//! | alter one ref | 11 | 3 |
+//! | alter two refs (transfer) | 19 | 4 |
 //! | commute one ref | 10 | 4 |
 //!
 //! (Avout, measured: 46 requests for a single-ref `alter`, 83 for a transfer, all sequential.
 //! Before tagging moved to write time, tagging at commit: 13, 22 and 11 requests in 4, 5 and 5
 //! round trips.)
-//! A read is `sync` + clock + get; a one-ref `alter` adds the tag (point, tag, tags, ref node,
-//! history) and the prepare (`COMMITTING`, lock node, lock children) in one burst, then the
+//! A read is `sync` + clock + get; a one-ref `alter` adds the tag (a `multi` creating the point
+//! and the tag, the tags, the ref node, the history) and the prepare (`COMMITTING`, lock node, lock children) in one burst, then the
 //! commit `multi`. A transfer's first tag travels with its second read.
 //!
 //! Speed, measured on one standalone server (`avout zk start`, fsync on, a loaded 2-core
-//! machine, load average 2–4) with `avout bench ops --json` then `avout bench stm-alter
+//! machine, load average 2.5–3) with `avout bench ops --json` then `avout bench stm-alter
 //! --protocol mvcc` (2000 transactions after 500 of warm-up), in turn, each ratio from one
-//! round: 611, 513, 475, 420 and 503 single-ref `alter`s/s against sequential `set_data` at
-//! 2328, 2447, 2192, 3368 and 1860 ops/s — 0.26×, 0.21×, 0.22×, 0.12× and 0.27× (12 requests
-//! in 3 round trips per transaction, no retries; `set_data` swings with the disk's fsync
-//! latency more than the transactions do). With the lock deletes and the history trim sent
-//! after the `multi` instead of inside it: 215–330/s, 0.05–0.2×.
+//! round: 406, 428, 763, 670, 514 and 610 single-ref `alter`s/s against sequential `set_data`
+//! at 2627, 1981, 3751, 2494, 2398 and 2415 ops/s — 0.15×, 0.22×, 0.20×, 0.27×, 0.21× and
+//! 0.25× (11 requests in 3 round trips per transaction, no retries; `set_data` swings with the
+//! disk's fsync latency more than the transactions do). With the point and the first tag
+//! created separately (12 requests): 0.12–0.27×, median 0.22×; with the lock deletes and the
+//! history trim sent after the commit `multi` instead of inside it (14): 0.05–0.2×.
 
 mod attempt;
 mod commit;

@@ -4,8 +4,8 @@
 //! `alter`; not `commute`); so does Mvcc, with the recipe's tag. The frontend's write hook
 //! starts this machine and the body goes on: its requests travel with the body's next reads,
 //! or with the commit's first burst, and its replies are handled then. In one round trip:
-//! the transaction's point (`RUNNING`, on its first write), the ref's tag, the ref's tags, the
-//! ref node (the *read-point check*: its newest commit must be at or before the read point,
+//! the transaction's point (`RUNNING`, on its first write) and the ref's tag (one `multi`:
+//! one write), the ref's tags, the ref node (the *read-point check*: its newest commit must be at or before the read point,
 //! or another transaction wrote it since this one's snapshot — a conflict) and the ref's
 //! history (for trimming at commit).
 //!
@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use crate::machine::{Machine, Millis, Reply, Request, Token};
-use crate::{CreateMode, CreateOptions, Error, SessionState, WatchedEvent};
+use crate::{CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent};
 
 use super::Halt;
 use super::io::{Batch, Io, Verdict, verdict};
@@ -125,7 +125,8 @@ enum Phase {
 /// let barging = Barging { may_barge: false, barge_committing: false };
 /// let mut m = TagMachine::new("/s", me, vec!["a".into()], barging);
 /// m.handle_session(Millis(0), avout::SessionState::Connected);
-/// assert!(matches!(m.poll_request(), Some((_, Request::Create { .. }))));
+/// // The point and the first tag, in one `multi`.
+/// assert!(matches!(m.poll_request(), Some((_, Request::Multi(ops))) if ops.len() == 2));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TagMachine {
@@ -217,26 +218,48 @@ impl TagMachine {
         self.output = Some(out);
     }
 
+    /// Whether the point and the first tag are created by one `multi` (one write instead of
+    /// two: the first tagging of a try that writes a ref).
+    fn combined(&self) -> bool {
+        self.with_point && !self.writes.is_empty()
+    }
+
     fn start(&mut self) {
         let mode = self.mode();
+        let point = self.layout.point(&self.me.txid);
+        let running = State::Running.encode(self.me.age);
         let mut batch = Batch::default();
-        if self.with_point {
+        if self.combined() {
+            let tag = self.layout.tag(&self.writes[0], &self.me.txid);
+            batch.push(
+                &mut self.io,
+                Request::Multi(vec![
+                    Op::create(point, running, mode),
+                    Op::create(tag, Vec::new(), mode),
+                ]),
+            );
+        } else if self.with_point {
             batch.push(
                 &mut self.io,
                 Request::Create {
-                    path: self.layout.point(&self.me.txid),
-                    data: State::Running.encode(self.me.age),
+                    path: point,
+                    data: running,
                     options: CreateOptions::new(mode),
                 },
             );
         }
-        for name in self.writes.clone() {
+        for (i, name) in self.writes.clone().into_iter().enumerate() {
+            if i > 0 || !self.combined() {
+                batch.push(
+                    &mut self.io,
+                    Request::Create {
+                        path: self.layout.tag(&name, &self.me.txid),
+                        data: Vec::new(),
+                        options: CreateOptions::new(mode),
+                    },
+                );
+            }
             for request in [
-                Request::Create {
-                    path: self.layout.tag(&name, &self.me.txid),
-                    data: Vec::new(),
-                    options: CreateOptions::new(mode),
-                },
                 Request::GetChildren {
                     path: self.layout.txn(&name),
                     watch: false,
@@ -258,16 +281,35 @@ impl TagMachine {
 
     fn tagged(&mut self, replies: Vec<crate::Result<Reply>>) {
         let mut it = replies.into_iter();
-        if self.with_point {
+        let combined = self.combined();
+        if combined {
+            match it.next() {
+                Some(Ok(Reply::Multi(_))) => {}
+                Some(Err(Error::Multi { index: 1, source }))
+                    if matches!(*source, Error::NoNode { .. }) =>
+                {
+                    return self.finish(Err(Halt::NoRef(self.writes[0].clone())));
+                }
+                Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
+                other => unreachable!("multi replied {other:?}"),
+            }
+        } else if self.with_point {
             match it.next() {
                 Some(Ok(Reply::Created { .. })) => {}
                 Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
                 other => unreachable!("create replied {other:?}"),
             }
         }
-        for name in self.writes.clone() {
-            let (tag, tags, node, history) = (it.next(), it.next(), it.next(), it.next());
+        for (i, name) in self.writes.clone().into_iter().enumerate() {
+            let tag = if i == 0 && combined {
+                // Created by the multi.
+                None
+            } else {
+                it.next()
+            };
+            let (tags, node, history) = (it.next(), it.next(), it.next());
             match tag {
+                None => {}
                 Some(Ok(Reply::Created { .. })) => {}
                 Some(Err(Error::NoNode { .. })) => return self.finish(Err(Halt::NoRef(name))),
                 Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
