@@ -495,7 +495,10 @@ where
 {
     /// Starts `machine` on `zk`: its first requests are sent now. With `riding`, they travel
     /// with requests already in flight that nothing has waited for yet (another machine's,
-    /// started just before), so they are not counted as a round trip of their own.
+    /// started just before), so they are not counted as a round trip of their own. (If the
+    /// caller waited on something else meanwhile, such as a body sleeping between a write and
+    /// a read, the earlier requests may have been answered already: the count is of the
+    /// protocol's own waits.)
     ///
     /// ```no_run
     /// # fn f<C: avout::Coordination, M: avout::machine::Machine>(zk: &C, m: M) {
