@@ -74,9 +74,9 @@ pub enum Workload {
     /// each holding a few virtual milliseconds; the model is [`crate::lock`]'s rwlock.
     RwLock,
     /// Each client campaigns in the production [`Election`], leads a few virtual
-    /// milliseconds and resigns; the model is [`crate::lock`]'s election. Known not to
-    /// conform: a production [`Leadership`](avout::recipes::election::Leadership) watches
-    /// its node from a monitor task that the model's election client does not run.
+    /// milliseconds and resigns; the model is [`crate::lock`]'s election, whose leaders run
+    /// the production [`MonitorMachine`](avout::lock::MonitorMachine) on their node as a
+    /// [`Leadership`](avout::recipes::election::Leadership) does.
     Election,
     /// Each client increments a production [`Atom`] at [`ATOM_PATH`] once with `swap`; the
     /// model is [`crate::atom`]'s.
@@ -479,6 +479,17 @@ impl<'r, A: Agent> Replay<'r, A> {
         Ok(())
     }
 
+    /// The first request client `c` would send if `action` (its own step) were taken now.
+    fn first_sent(&self, action: Action, c: usize) -> Option<avout_sim_zk::kernel::Request> {
+        let mut probe = self.world.clone();
+        let before = probe.clients[c].outbox.len();
+        probe.step(action, None);
+        probe.clients[c]
+            .outbox
+            .get(before)
+            .map(|(_, request)| to_kernel(request))
+    }
+
     fn diverge(&self, at: usize, why: String) -> Divergence {
         let event = self
             .run
@@ -542,11 +553,21 @@ impl<'r, A: Agent> Replay<'r, A> {
                     return Ok(1);
                 }
                 if self.sent[c].is_empty() {
-                    // The client sends on its own time: a retry timer, or its script.
-                    if self.enabled(Action::Timer(c)) {
-                        self.take(at, Action::Timer(c), false)?;
-                    } else if self.enabled(Action::Script(c)) {
-                        self.take(at, Action::Script(c), false)?;
+                    // The client sends on its own time: a retry timer, or its script. When
+                    // both could, the one that sends what was logged (a leader resigns while
+                    // its monitor waits to ask again: the script's delete, not the timer's
+                    // exists).
+                    let own: Vec<Action> = [Action::Timer(c), Action::Script(c)]
+                        .into_iter()
+                        .filter(|a| self.enabled(*a))
+                        .collect();
+                    let chosen = own
+                        .iter()
+                        .copied()
+                        .find(|a| self.first_sent(*a, c).is_some_and(|r| r.name() == op))
+                        .or(own.first().copied());
+                    if let Some(action) = chosen {
+                        self.take(at, action, false)?;
                     }
                 }
                 let Some(request) = self.sent[c].pop_front() else {

@@ -2,7 +2,8 @@
 //!
 //! Each model runs the machines that run in production — the lock's
 //! [`AcquireMachine`](avout::lock::AcquireMachine) (mutex, both sides of the read-write lock,
-//! leader election) and the atom's [`CasMachine`](avout::atom::CasMachine) — against a model
+//! leader election), the leader's [`MonitorMachine`](avout::lock::MonitorMachine) and the
+//! atom's [`CasMachine`](avout::atom::CasMachine) — against a model
 //! ZooKeeper built on the simulator's pure kernel ([`world`]). The checker plays the
 //! scheduler: which request the server processes next, which reply or watch event a client
 //! reads next, which request or reply is lost, whose session expires, when a timer fires. It

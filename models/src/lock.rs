@@ -2,7 +2,10 @@
 //! the production [`AcquireMachine`] (the election is the same machine with
 //! [`LockKind::Latch`]), holds, and releases with the request the production guard sends
 //! (`delete` of its node, repeated after a connection loss, `NoNode` meaning done: see
-//! `LockGuard::unlock` and `delete_idempotent` in core's `lock/mutex.rs`).
+//! `LockGuard::unlock` and `delete_idempotent` in core's `lock/mutex.rs`). A leader, like the
+//! production `Leadership`, runs the production [`MonitorMachine`] on its node from the moment
+//! it is elected until it resigns (which stops the monitor, as `Leadership::resign` aborts its
+//! task); what the monitor reports is what `Leadership::lost` would return.
 //!
 //! # Properties
 //!
@@ -21,8 +24,11 @@
 //! - `sometimes` **readers share** (read-write lock only): two readers hold at once.
 //! - `eventually` **every client finishes**: all scripts end (done, or lost with the
 //!   session). Holds with the faults of the model too: every fault is bounded.
+//! - Election only: `always` **monitor fires only once the leadership is gone** (the
+//!   leader's node is deleted or its session expired), and `sometimes` **a leader learns its
+//!   loss** (its monitor fires; with expiry faults).
 
-use avout::lock::{AcquireMachine, Acquired, LockError, LockKind, Patience};
+use avout::lock::{AcquireMachine, Acquired, LockError, LockKind, MonitorMachine, Patience};
 use avout::machine::{Machine, Millis, Reply, Request, Token};
 use avout::planted::Bug;
 use avout::{CreateMode, Error, SessionState, WatchedEvent, path};
@@ -93,6 +99,10 @@ pub struct LockAgent {
     pub held: u8,
     /// Ghost: a create of this client's lock node was applied and its reply lost.
     pub create_reply_lost: bool,
+    /// A leader's monitor of its node, while it runs.
+    monitor: Option<Box<Run<MonitorMachine>>>,
+    /// What a leader's monitor reported (why the leadership was lost), once it fired.
+    pub learnt: Option<LockError>,
 }
 
 impl LockAgent {
@@ -107,6 +117,8 @@ impl LockAgent {
             phase: Phase::Idle,
             held: 0,
             create_reply_lost: false,
+            monitor: None,
+            learnt: None,
         }
     }
 
@@ -145,9 +157,26 @@ impl LockAgent {
             None => {}
             Some(Ok(acquired)) => {
                 self.held += 1;
+                if self.kind == LockKind::Latch {
+                    // `Leadership::start` spawns the monitor as the campaign returns.
+                    self.generation += 1;
+                    let monitor = MonitorMachine::new(&acquired.node);
+                    self.monitor = Some(Box::new(Run::start(self.generation, monitor)));
+                    self.learnt = None;
+                }
                 self.phase = Phase::Holding(acquired);
             }
             Some(Err(e)) => self.phase = Phase::Failed(e),
+        }
+    }
+
+    /// Takes the monitor's report, if it fired; its task then ends.
+    fn settle_monitor(&mut self) {
+        if let Some(run) = &mut self.monitor
+            && let Some(reason) = run.machine.poll_output()
+        {
+            self.learnt = Some(reason);
+            self.monitor = None;
         }
     }
 
@@ -169,6 +198,7 @@ impl Agent for LockAgent {
     fn poll_request(&mut self) -> Option<(Token, Request)> {
         match &mut self.phase {
             Phase::Acquiring(run) => run.poll_request(),
+            Phase::Holding(_) => self.monitor.as_mut()?.poll_request(),
             Phase::Releasing {
                 node,
                 token,
@@ -193,6 +223,12 @@ impl Agent for LockAgent {
                 run.handle_reply(token, reply);
                 self.settle();
             }
+            Phase::Holding(_) => {
+                if let Some(run) = &mut self.monitor {
+                    run.handle_reply(token, reply);
+                    self.settle_monitor();
+                }
+            }
             Phase::Releasing {
                 token: t, unsent, ..
             } if *t == token => match reply {
@@ -206,13 +242,26 @@ impl Agent for LockAgent {
     }
 
     fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
-        if let Phase::Acquiring(run) = &mut self.phase {
-            run.handle_watch(token, event);
-            self.settle();
+        match &mut self.phase {
+            Phase::Acquiring(run) => {
+                run.handle_watch(token, event);
+                self.settle();
+            }
+            Phase::Holding(_) => {
+                if let Some(run) = &mut self.monitor {
+                    run.handle_watch(token, event);
+                    self.settle_monitor();
+                }
+            }
+            _ => {}
         }
     }
 
     fn handle_session(&mut self, state: SessionState) {
+        if let (Phase::Holding(_), Some(run)) = (&self.phase, &mut self.monitor) {
+            run.machine.handle_session(crate::world::NOW, state);
+            self.settle_monitor();
+        }
         match &mut self.phase {
             Phase::Acquiring(run) => {
                 run.machine.handle_session(crate::world::NOW, state);
@@ -232,23 +281,40 @@ impl Agent for LockAgent {
     fn poll_timer(&self) -> Option<Millis> {
         match &self.phase {
             Phase::Acquiring(run) => run.machine.poll_timer(),
+            Phase::Holding(_) => self.monitor.as_ref()?.machine.poll_timer(),
             _ => None,
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Acquiring(run) = &mut self.phase {
-            run.machine.handle_timer(now);
-            self.settle();
+        match &mut self.phase {
+            Phase::Acquiring(run) => {
+                run.machine.handle_timer(now);
+                self.settle();
+            }
+            Phase::Holding(_) => {
+                if let Some(run) = &mut self.monitor {
+                    run.machine.handle_timer(now);
+                    self.settle_monitor();
+                }
+            }
+            _ => {}
         }
     }
 
     fn script_step(&self) -> Option<&'static str> {
-        matches!(self.phase, Phase::Holding(_)).then_some("releases the lock (unlock)")
+        let step = match self.kind {
+            LockKind::Latch => "resigns the leadership (resign)",
+            _ => "releases the lock (unlock)",
+        };
+        matches!(self.phase, Phase::Holding(_)).then_some(step)
     }
 
     fn take_script_step(&mut self) {
         if let Phase::Holding(acquired) = &self.phase {
+            // `Leadership::resign` aborts the monitor's task: what it sent still arrives,
+            // what comes back for it is dropped (another run's tokens).
+            self.monitor = None;
             self.generation += 1;
             self.phase = Phase::Releasing {
                 node: acquired.node.clone(),
@@ -283,12 +349,21 @@ impl Agent for LockAgent {
             Phase::Idle => "idle".into(),
             Phase::Acquiring(_) => format!("acquiring the {what}"),
             Phase::Holding(a) => shorten(&format!(
-                "HOLDS the {what} with {} (token {})",
+                "HOLDS the {what} with {} (token {}){}",
                 path::name(&a.node),
-                a.fencing_token
+                a.fencing_token,
+                self.learnt
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(", its monitor says: {e}"))
             )),
             Phase::Releasing { node, .. } => shorten(&format!("releasing {}", path::name(node))),
-            Phase::Lost(a) => format!("lost the {what} (token {})", a.fencing_token),
+            Phase::Lost(a) => format!(
+                "lost the {what} (token {}){}",
+                a.fencing_token,
+                self.learnt
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(", its monitor says: {e}"))
+            ),
             Phase::Failed(e) => format!("failed: {e}"),
             Phase::Done => "done".into(),
         }
@@ -420,6 +495,24 @@ fn readers_share(state: &World<LockAgent>) -> bool {
         >= 2
 }
 
+/// A leader's monitor fired only once its leadership was gone: its node deleted or its
+/// session expired at the server.
+fn monitor_truthful(state: &World<LockAgent>) -> bool {
+    state
+        .clients
+        .iter()
+        .all(|c| match (&c.agent.learnt, &c.agent.phase) {
+            (Some(_), Phase::Holding(a) | Phase::Lost(a)) => {
+                state.kernel.tree().node(&a.node).is_none() || !state.kernel.is_alive(c.session)
+            }
+            _ => true,
+        })
+}
+
+fn leader_learnt(state: &World<LockAgent>) -> bool {
+    state.clients.iter().any(|c| c.agent.learnt.is_some())
+}
+
 fn all_finished(state: &World<LockAgent>) -> bool {
     state.clients.iter().all(|c| c.agent.finished())
 }
@@ -475,6 +568,18 @@ impl Model for LockModel {
                 "a lost create reply recovered by GUID",
                 |_, s| recovered(s),
             ));
+        }
+        if self.flavor == Flavor::Election {
+            properties.push(Property::always(
+                "monitor fires only once the leadership is gone",
+                |_, s| monitor_truthful(s),
+            ));
+            if self.faults.budget > 0 && self.faults.expiry {
+                properties.push(Property::sometimes(
+                    "a leader learns its loss (monitor fires)",
+                    |_, s| leader_learnt(s),
+                ));
+            }
         }
         if self.flavor == Flavor::RwLock && self.clients > 2 {
             properties.push(Property::sometimes("readers share", |_, s| {

@@ -1,7 +1,8 @@
 //! Distributed locks on ZooKeeper's lock recipes: [`Mutex`] (exclusive, reentrant),
 //! [`RwLock`] (the shared-lock recipe: readers share, writers exclude everyone), both
-//! [revocable] on request, and the acquisition machine they all run
-//! ([`AcquireMachine`]). Every hold is a [`LockGuard`].
+//! [revocable] on request, the acquisition machine they all run ([`AcquireMachine`]) and the
+//! machine that watches a held node until it is lost ([`MonitorMachine`]). Every hold is a
+//! [`LockGuard`].
 //!
 //! Lock nodes are named as Apache Curator names them (`_c_<GUID>-lock-<seq>`,
 //! `_c_<GUID>-__READ__<seq>`, `_c_<GUID>-__WRIT__<seq>`), so a Rust process and a Java process
@@ -26,11 +27,13 @@
 //!   the last in its way takes the lock on the deletion event without re-reading the children.
 
 mod acquire;
+mod monitor;
 mod mutex;
 pub mod revocable;
 mod rwlock;
 
 pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
+pub use monitor::MonitorMachine;
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
 pub(crate) use mutex::{
     acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use crate::machine::drive;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, Error, EventKind, Op, OpResult, SessionState, path};
+use crate::{Coordination, Error, Op, OpResult, SessionState, path};
 
 use super::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 
@@ -557,43 +557,10 @@ pub(crate) fn session_status<C: Coordination + ?Sized>(zk: &C) -> LockStatus {
 }
 
 /// Resolves when `node` (an ephemeral of this session) is gone: the session ended or the node
-/// was deleted. Costs one exists watch at a time.
+/// was deleted. Costs one exists watch at a time: [`MonitorMachine`](super::MonitorMachine),
+/// driven.
 pub(crate) async fn node_lost<C: Coordination + ?Sized>(zk: &C, node: &str) -> LockError {
-    let mut states = zk.session_states();
-    loop {
-        if let Some(error) = states.current().terminal_error() {
-            return LockError::SessionLost(error);
-        }
-        let watch = match zk.exists_and_watch(node).await {
-            Ok((None, _)) => {
-                return LockError::NodeDeleted {
-                    node: node.to_owned(),
-                };
-            }
-            Ok((Some(_), watch)) => watch,
-            Err(e) if e.is_session_lost() => return LockError::SessionLost(e),
-            // Disconnected: wait for the session to change, then look again.
-            Err(_) => {
-                states.next().await;
-                continue;
-            }
-        };
-        tokio::select! {
-            biased;
-            event = watch => {
-                if event.kind == EventKind::Session
-                    && let Some(error) = event.state.terminal_error()
-                {
-                    return LockError::SessionLost(error);
-                }
-            }
-            state = states.next() => {
-                if let Some(error) = state.and_then(SessionState::terminal_error) {
-                    return LockError::SessionLost(error);
-                }
-            }
-        }
-    }
+    drive(zk, &mut super::MonitorMachine::new(node)).await
 }
 
 /// Proof of holding a lock: a [`Mutex`], or either side of a [`RwLock`](super::RwLock).

@@ -27,7 +27,9 @@
 //!   the GUID in its name (and its owner checked) instead of a second candidate being queued.
 //! - Leadership lasts as long as the session: an expiry deletes the candidate node, and the
 //!   next candidate takes over. [`Leadership::lost`] resolves and [`Leadership::is_leader`]
-//!   turns false when the session ends or the node is deleted. While the connection is down
+//!   turns false when the session ends or the node is deleted: from the moment it is
+//!   elected, a leader watches its own node with [`MonitorMachine`](crate::lock::MonitorMachine)
+//!   (an `exists` watch, asked again after every event and every reconnection). While the connection is down
 //!   the leadership is in doubt (the session may be expiring unseen):
 //!   [`Leadership::status`] says [`LockStatus::Suspended`] and `is_leader` is false; act as
 //!   leader only on `Held`, and fence writes with the term.
@@ -261,8 +263,10 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
 
 /// Being the leader: held until resigned, dropped, or lost with the session or the node.
 ///
-/// A background task watches the candidate node, so [`is_leader`](Self::is_leader) turns
-/// false soon after the node is deleted, without anyone awaiting [`lost`](Self::lost).
+/// A background task watches the candidate node (it drives a
+/// [`MonitorMachine`](crate::lock::MonitorMachine), the machine the election model runs
+/// too), so [`is_leader`](Self::is_leader) turns false soon after the node is deleted,
+/// without anyone awaiting [`lost`](Self::lost).
 ///
 /// ```no_run
 /// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {

@@ -1,6 +1,7 @@
 //! Leader election on a real standalone server: one leader at a time, terms that grow with
 //! every leadership, succession when the leader's session is closed or expires, resignation
-//! that notifies exactly one candidate, and withdrawal of a cancelled campaign.
+//! that notifies exactly one candidate, and withdrawal of a cancelled campaign; on the
+//! simulator, a leader whose node is deleted learns it through lost messages and a disconnect.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -179,4 +180,75 @@ async fn a_cancelled_campaign_withdraws_its_candidate() {
     drop(leader);
     let next = elected(campaign(hopeful)).await;
     assert!(next.is_leader());
+}
+
+/// On the simulator: a leader whose node an administrator deletes learns it from its
+/// monitor (`MonitorMachine`), whose first `exists` or its reply is lost (the monitor asks
+/// again after its pause: no session transition comes to prompt it), or whose connection is
+/// down when the node goes (it looks again on reconnection).
+#[test]
+fn a_leader_learns_its_node_was_deleted_despite_a_lost_request_or_a_disconnect() {
+    use avout_sim_zk::{Fault, Sim};
+
+    for (seed, fault) in [
+        (1, Fault::RequestLost { client: Some(0) }),
+        (2, Fault::ReplyLost { client: Some(0) }),
+        (
+            3,
+            Fault::Disconnect {
+                client: 0,
+                duration: Duration::from_millis(300),
+            },
+        ),
+    ] {
+        let disconnect = matches!(fault, Fault::Disconnect { .. });
+        let what = format!("{fault:?}");
+        let sim = Sim::builder().seed(seed).clients(2).keep_log(true).build();
+        let (lost, summary) = sim.run(|ctx| async move {
+            let zk = ctx.zk.clone();
+            let admin = Arc::new(ctx.clients[1].clone());
+            let election =
+                Election::new(Arc::new(ctx.clients[0].clone()), "/election/m").expect("election");
+            let leadership = election.campaign().await.expect("elected");
+            // A lost request or reply: before the monitor's task first runs, so the fault
+            // takes its `exists`. A disconnection: once its watch is armed.
+            if disconnect {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            zk.inject(fault);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(leadership.is_leader() || disconnect);
+            admin
+                .delete(leadership.node(), None)
+                .await
+                .expect("the administrator deletes the node");
+            let lost = tokio::time::timeout(Duration::from_secs(5), leadership.lost())
+                .await
+                .expect("the leader learns it");
+            assert!(!leadership.is_leader());
+            lost
+        });
+        assert!(
+            matches!(lost, LockError::NodeDeleted { .. }),
+            "{what}: {lost:?}"
+        );
+        assert_eq!(
+            summary.faults.values().sum::<u64>(),
+            1,
+            "{what}: the fault fired"
+        );
+        let asked = summary
+            .log
+            .iter()
+            .filter(|e| {
+                matches!(e, avout_sim_zk::LogEvent::Request { op, path: Some(p), .. }
+                    if op == "exists" && p.contains("-latch-"))
+            })
+            .count();
+        let log: String = summary.log.iter().map(|e| format!("{e}\n")).collect();
+        assert!(
+            asked >= 2,
+            "{what}: the monitor asked again ({asked} exists)\n{log}"
+        );
+    }
 }

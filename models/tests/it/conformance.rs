@@ -1,5 +1,6 @@
-//! Trace conformance: simulator runs of the production lock and atom, under faults, replayed
-//! through the models' transitions; hand-edited traces must be refused.
+//! Trace conformance: simulator runs of the production lock, read-write lock, election and
+//! atom, under faults, replayed through the models' transitions; hand-edited traces must be
+//! refused.
 
 use avout_models::conformance::{Recording, Workload, conform, faulty, record};
 use avout_sim_zk::{FaultKind, LogEvent};
@@ -61,6 +62,13 @@ fn mutex_runs_on_the_simulator_conform_to_the_model() {
 #[test]
 fn rwlock_runs_on_the_simulator_conform_to_the_model() {
     all_conform(Workload::RwLock);
+}
+
+/// Each leader runs the production `MonitorMachine` on its node, in the model as in
+/// `Leadership`: its `exists` watch, and what it learns, are replayed too.
+#[test]
+fn election_runs_on_the_simulator_conform_to_the_model() {
+    all_conform(Workload::Election);
 }
 
 #[test]
@@ -150,18 +158,4 @@ fn a_hand_edited_trace_is_refused() {
     let held = edited.results.iter().position(Option::is_some).unwrap();
     edited.results[held] = edited.results[held].map(|t| t + 100);
     assert!(refused(&edited, "another token").contains("returned"));
-}
-
-/// The election does not conform yet, and this pins why: once elected, the production
-/// `Leadership` watches its own node from a monitor task (`exists` with a watch), which the
-/// model's election client does not run — it goes straight to resigning. When the model
-/// runs the monitor, this test fails and the election joins `all_conform`.
-#[test]
-fn the_election_diverges_at_the_leadership_monitor() {
-    for seed in 0..5 {
-        let run = record(Workload::Election, seed, 3, faulty());
-        let d = conform(&run).expect_err("the election's monitor is not modelled");
-        assert!(d.event.contains("-> exists /lock/_c_"), "seed {seed}: {d}");
-        assert!(d.why.contains("sent delete"), "seed {seed}: {d}");
-    }
 }

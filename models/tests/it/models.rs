@@ -51,16 +51,26 @@ fn rwlock_readers_share_and_exclude_the_writer() {
     ));
 }
 
+/// Leaders run the production `MonitorMachine` on their node, as `Leadership` does, which
+/// more than doubles the states of the lock with the same clients (4,329 for the mutex).
 #[test]
-fn election_has_one_leader_per_term() {
+fn election_has_one_leader_per_term_and_leaders_learn_of_their_loss() {
     let report = checked("election", 2, 1);
-    assert_eq!(report.unique_states, 4329);
-    assert_eq!(
-        report
-            .property("one leader per term (older leaders expired)")
-            .verdict,
-        Verdict::Holds
-    );
+    assert_eq!(report.unique_states, 10145);
+    for always in [
+        "one leader per term (older leaders expired)",
+        "monitor fires only once the leadership is gone",
+    ] {
+        assert_eq!(report.property(always).verdict, Verdict::Holds, "{always}");
+    }
+    let Verdict::Found(trace) = &report
+        .property("a leader learns its loss (monitor fires)")
+        .verdict
+    else {
+        panic!("no leader learnt: {report}");
+    };
+    assert!(trace.contains("exists /lock/_c_"), "{trace}");
+    assert!(trace.contains("its monitor says: session lost"), "{trace}");
 }
 
 #[test]
