@@ -42,7 +42,7 @@ pub(crate) struct WorkloadArgs {
     protocol: String,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
-    /// stm-barge-committing.
+    /// stm-barge-committing, stm-session-loss-retried.
     #[arg(long, value_name = "BUG")]
     planted: Option<String>,
     /// Where histories and case files go.
