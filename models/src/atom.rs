@@ -306,10 +306,7 @@ impl Model for AtomModel {
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        let _bug = crate::plant(self.bug);
-        let mut next = last.clone();
-        next.step(action, None);
-        Some(next)
+        Some(last.after(action, self.bug))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

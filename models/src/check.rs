@@ -31,6 +31,13 @@ impl WorldModel for crate::lock::LockModel {
     }
 }
 
+impl WorldModel for crate::stm::StmModel {
+    type Agent = crate::stm::StmAgent;
+    fn bug(&self) -> Option<Bug> {
+        self.bug
+    }
+}
+
 impl WorldModel for crate::atom::AtomModel {
     type Agent = crate::atom::AtomAgent;
     fn bug(&self) -> Option<Bug> {

@@ -3,7 +3,9 @@
 //! Each model runs the machines that run in production — the lock's
 //! [`AcquireMachine`](avout::lock::AcquireMachine) (mutex, both sides of the read-write lock,
 //! leader election), the leader's [`MonitorMachine`](avout::lock::MonitorMachine) and the
-//! atom's [`CasMachine`](avout::atom::CasMachine) — against a model
+//! atom's [`CasMachine`](avout::atom::CasMachine) and the STM's (protocol Optimistic)
+//! [`ReadMachine`](avout::stm::optimistic::ReadMachine) and
+//! [`CommitMachine`](avout::stm::optimistic::CommitMachine) — against a model
 //! ZooKeeper built on the simulator's pure kernel ([`world`]). The checker plays the
 //! scheduler: which request the server processes next, which reply or watch event a client
 //! reads next, which request or reply is lost, whose session expires, when a timer fires. It
@@ -13,7 +15,8 @@
 //!
 //! Nothing of the protocols is re-implemented here: the script around a machine is the few
 //! lines its production caller has (the lock's release is a `delete` repeated after a
-//! connection loss; the atom's update loop reads, computes and writes again on a conflict).
+//! connection loss; the atom's update loop reads, computes and writes again on a conflict;
+//! the STM's engine reads through its cache, builds the commit and retries on a conflict).
 //!
 //! ```
 //! use avout_models::{Config, check_named};
@@ -27,6 +30,7 @@ pub mod atom;
 pub mod check;
 pub mod conformance;
 pub mod lock;
+pub mod stm;
 pub mod world;
 
 use std::str::FromStr;
@@ -58,15 +62,23 @@ pub enum Named {
     Election,
     /// The atom's compare-and-set (each client increments once).
     Atom,
+    /// The STM under protocol Optimistic (odd clients read two refs, even ones transfer).
+    Stm,
 }
 
 impl Named {
     /// Every model, in a fixed order.
     ///
     /// ```
-    /// assert_eq!(avout_models::Named::ALL.len(), 4);
+    /// assert_eq!(avout_models::Named::ALL.len(), 5);
     /// ```
-    pub const ALL: [Named; 4] = [Named::Mutex, Named::RwLock, Named::Election, Named::Atom];
+    pub const ALL: [Named; 5] = [
+        Named::Mutex,
+        Named::RwLock,
+        Named::Election,
+        Named::Atom,
+        Named::Stm,
+    ];
 
     /// The model's name on the command line.
     ///
@@ -79,6 +91,7 @@ impl Named {
             Named::RwLock => "rwlock",
             Named::Election => "election",
             Named::Atom => "atom",
+            Named::Stm => "stm",
         }
     }
 }
@@ -104,7 +117,7 @@ impl FromStr for Named {
 #[non_exhaustive]
 pub enum ModelError {
     /// No model has this name.
-    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom)")]
+    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm)")]
     Unknown(String),
     /// The configuration is out of range.
     #[error("{0}")]
@@ -215,6 +228,23 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The STM model this configuration describes (the default retry limit).
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Config::default().stm().unwrap().clients, 2);
+    /// ```
+    pub fn stm(&self) -> Result<stm::StmModel, ModelError> {
+        self.validate()?;
+        Ok(stm::StmModel {
+            clients: self.clients,
+            faults: self.faults(),
+            bug: self.bug,
+            ..stm::StmModel::new(self.clients)
+        })
+    }
+}
+
 /// Checks the model called `name` (see [`Named`]).
 ///
 /// ```
@@ -228,6 +258,7 @@ pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
         Named::RwLock => check(config.lock(lock::Flavor::RwLock)?, search),
         Named::Election => check(config.lock(lock::Flavor::Election)?, search),
         Named::Atom => check(config.atom()?, search),
+        Named::Stm => check(config.stm()?, search),
     })
 }
 
@@ -249,6 +280,7 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
         Named::RwLock => check::serve(config.lock(lock::Flavor::RwLock)?, address),
         Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
         Named::Atom => check::serve(config.atom()?, address),
+        Named::Stm => check::serve(config.stm()?, address),
     }
     Ok(())
 }

@@ -533,6 +533,15 @@ impl<A: Agent> World<A> {
         }
     }
 
+    /// The state after `action`, with `bug` switched on while stepping (what every model's
+    /// `next_state` is).
+    pub(crate) fn after(&self, action: Action, bug: Option<avout::planted::Bug>) -> Self {
+        let _bug = crate::plant(bug);
+        let mut next = self.clone();
+        next.step(action, None);
+        next
+    }
+
     /// Fans watch events out to the watches the clients' libraries hold.
     fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(String)) {
         for fired in events {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 /// Options of `avout model`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// The model: mutex, rwlock, election or atom.
+    /// The model: mutex, rwlock, election, atom or stm.
     #[arg(value_parser = parse_named)]
     name: Named,
     /// Clients (1 to 4; the state space grows exponentially).

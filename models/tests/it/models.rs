@@ -81,6 +81,44 @@ fn atom_updates_are_neither_lost_nor_doubled() {
     assert_eq!(report.unique_states, 2001);
 }
 
+/// The STM under protocol Optimistic: client 0 transfers, client 1 reads both refs
+/// (client 2, with three clients, transfers too).
+#[test]
+fn stm_transfers_are_serializable_and_reads_validated() {
+    let report = checked("stm", 2, 0);
+    assert_eq!(report.unique_states, 95);
+    // Two transfers racing: one is refused and runs again from the refreshed cache.
+    let report = checked("stm", 3, 0);
+    assert_eq!(report.unique_states, 4719);
+    let Verdict::Found(trace) = &report.property("a conflict retried").verdict else {
+        panic!("no conflict: {report}");
+    };
+    assert!(trace.contains("BadVersion"), "{trace}");
+}
+
+#[test]
+fn stm_a_lost_commit_reply_is_decided_by_the_commit_id() {
+    let report = checked("stm", 2, 1);
+    assert_eq!(report.unique_states, 1373);
+    for always in [
+        "no lost update",
+        "applied at most once",
+        "acknowledged means applied",
+        "validated reads are a snapshot",
+        "retries are caused",
+    ] {
+        assert_eq!(report.property(always).verdict, Verdict::Holds, "{always}");
+    }
+    let Verdict::Found(trace) = &report.property("a lost commit reply recovered").verdict else {
+        panic!("no recovery: {report}");
+    };
+    assert!(
+        trace.contains("multi of 2 ops: multi ok (2 results) — REPLY LOST"),
+        "{trace}"
+    );
+    assert!(trace.contains("sync /stm/refs/a"), "{trace}");
+}
+
 #[test]
 fn an_example_prints_as_a_numbered_trace() {
     let report = checked("mutex", 2, 1);

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
 
-use super::envelope;
+use super::envelope::{self, Envelope};
 use super::read::{Node, RETRY_PAUSE_MS};
 
 /// What a commit sends and how to judge its outcome.
@@ -53,6 +53,59 @@ pub struct CommitSpec {
 }
 
 impl CommitSpec {
+    /// The commit of a try: first a `check` of the version read of every ref read or ensured
+    /// and not written (`checks`: path and version), then a `set_data` conditional on the
+    /// version read of every written ref, then the commuted refs' (`writes` and `commutes`:
+    /// path, the node the value was computed from, the new value). Each written node records
+    /// `txn` (for [lost replies](super#lost-replies)) and the value it replaces with that
+    /// version's commit point, keeping at most `keep` previous values. `refresh` lists every
+    /// ref the try touched, read again after a refusal.
+    ///
+    /// ```
+    /// use avout::stm::optimistic::{CommitSpec, Node, initial_data, value_of};
+    /// use avout::{Op, Stat};
+    /// let base = Node { data: initial_data(b"1"), stat: Stat { version: 4, ..Stat::default() } };
+    /// let spec = CommitSpec::of(
+    ///     9,
+    ///     0,
+    ///     vec![("/s/refs/a".into(), 2)],
+    ///     vec![("/s/refs/b".into(), base, b"2".to_vec())],
+    ///     vec![],
+    ///     vec!["/s/refs/a".into(), "/s/refs/b".into()],
+    /// );
+    /// assert_eq!(spec.ops[0], Op::check("/s/refs/a", Some(2)));
+    /// assert!(matches!(&spec.ops[1], Op::SetData { version: Some(4), data, .. } if value_of(data) == b"2"));
+    /// assert_eq!(spec.commute_from, 2);
+    /// ```
+    pub fn of(
+        txn: u128,
+        keep: usize,
+        checks: Vec<(String, i32)>,
+        writes: Vec<(String, Node, Vec<u8>)>,
+        commutes: Vec<(String, Node, Vec<u8>)>,
+        refresh: Vec<String>,
+    ) -> CommitSpec {
+        let mut ops: Vec<Op> = checks
+            .into_iter()
+            .map(|(path, version)| Op::check(path, Some(version)))
+            .collect();
+        let write = |(path, base, body): (String, Node, Vec<u8>)| {
+            let previous = Envelope::parse(&base.data);
+            let point = base.stat.mzxid as u64;
+            let data = Envelope::next(txn, &previous, point, body, keep).to_bytes();
+            Op::set_data(path, data, Some(base.stat.version))
+        };
+        ops.extend(writes.into_iter().map(write));
+        let commute_from = ops.len();
+        ops.extend(commutes.into_iter().map(write));
+        CommitSpec {
+            ops,
+            commute_from,
+            txn,
+            refresh,
+        }
+    }
+
     /// Whether the commit writes nothing (a `multi` of checks only).
     ///
     /// ```
@@ -473,7 +526,6 @@ impl Machine for CommitMachine {
 
 #[cfg(test)]
 mod tests {
-    use super::envelope::Envelope;
     use super::*;
     use crate::Stat;
     use crate::machine::testing::drain;

@@ -60,10 +60,12 @@
 //! outside a transaction ([`Ref::deref`](super::Ref::deref)) is a `sync` and a read sent
 //! together (one round trip, linearizable). See the table in the [module docs](super).
 
+mod cache;
 mod commit;
 mod envelope;
 mod read;
 
+pub use cache::RefMap;
 pub use commit::{CommitMachine, CommitOutcome, CommitSpec};
 pub use read::{Node, ReadMachine};
 
@@ -72,7 +74,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::sync::{Mutex, lock};
 use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op, OpResult};
 
 use super::protocol::{
@@ -80,6 +81,7 @@ use super::protocol::{
     RetryReason, TryError, TxnSlot, run_machine,
 };
 use super::{Protocol, StmError};
+use cache::RefCache;
 use envelope::Envelope;
 
 /// The Optimistic protocol's engine for one [`Stm`](super::Stm) handle; see the
@@ -92,7 +94,7 @@ pub struct Optimistic<C: Coordination + ?Sized + 'static> {
     keep: usize,
     /// The newest node the handle has seen of each ref. Serves reads; every read it serves
     /// is validated by the commit.
-    cache: Mutex<BTreeMap<String, Node>>,
+    cache: RefCache,
 }
 
 impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Optimistic<C> {
@@ -108,6 +110,26 @@ pub fn max_value_len() -> usize {
     MAX_DATA_LEN - Envelope::overhead()
 }
 
+/// A new ref's node data holding `value` (what creating a ref writes).
+///
+/// ```
+/// use avout::stm::optimistic::{initial_data, value_of};
+/// assert_eq!(value_of(&initial_data(b"7")), b"7");
+/// ```
+pub fn initial_data(value: &[u8]) -> Vec<u8> {
+    Envelope::initial(value.to_vec()).to_bytes()
+}
+
+/// The value in a ref's node data (the header and history stripped; bytes written by another
+/// program are the value itself).
+///
+/// ```
+/// assert_eq!(avout::stm::optimistic::value_of(b"plain"), b"plain");
+/// ```
+pub fn value_of(data: &[u8]) -> Vec<u8> {
+    Envelope::parse(data).body
+}
+
 impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
     /// Prepares the root (`<root>/refs`).
     pub(crate) async fn open(cx: EngineContext<C>) -> Result<Self, Failure> {
@@ -118,7 +140,7 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
             refs,
             counters: cx.counters,
             keep: cx.config.max_history.saturating_sub(1),
-            cache: Mutex::new(BTreeMap::new()),
+            cache: RefCache::new(),
         })
     }
 
@@ -133,35 +155,16 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
     }
 
     fn cached(&self, name: &str) -> Option<Node> {
-        lock(&self.cache).get(name).cloned()
+        self.cache.get(name)
     }
 
     /// Records nodes as read (newer versions only; `None` drops the entry).
     fn remember(&self, nodes: impl IntoIterator<Item = (String, Option<Node>)>) {
-        let mut cache = lock(&self.cache);
-        for (name, node) in nodes {
-            match node {
-                Some(node) => {
-                    // A recreated node (another czxid) restarts its versions.
-                    let newer = cache.get(&name).is_none_or(|old| {
-                        old.stat.czxid != node.stat.czxid || old.stat.version <= node.stat.version
-                    });
-                    if newer {
-                        cache.insert(name, node);
-                    }
-                }
-                None => {
-                    cache.remove(&name);
-                }
-            }
-        }
+        self.cache.remember(nodes);
     }
 
     fn forget<'n>(&self, names: impl IntoIterator<Item = &'n String>) {
-        let mut cache = lock(&self.cache);
-        for name in names {
-            cache.remove(name);
-        }
+        self.cache.forget(names);
     }
 
     async fn read_nodes(&self, names: &[&str], sync: bool) -> Result<Vec<Option<Node>>, Failure> {
@@ -222,7 +225,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
                 return Err(too_large(name, initial.len()));
             }
             let path = self.path(name);
-            let data = Envelope::initial(initial.to_vec()).to_bytes();
+            let data = initial_data(initial);
             retry_lost(|| async {
                 match self.zk.create(&path, &data, &Default::default()).await {
                     Ok(_) | Err(Error::NodeExists { .. }) => Ok(()),
@@ -304,28 +307,21 @@ impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
         txn: u128,
     ) -> Result<(CommitSpec, Vec<(String, Node, Vec<u8>)>), Failure> {
         let e = self.engine;
-        let mut ops = Vec::new();
-        let mut writes = Vec::new();
-        let checked = merge_sorted(&plan.reads, &plan.ensures);
-        for name in checked {
-            let seen = &self.seen[name];
-            ops.push(Op::check(e.path(name), Some(seen.node.stat.version)));
-        }
-        let mut push_write = |ops: &mut Vec<Op>, name: &str, base: &Node, body: Vec<u8>| {
+        let checks = merge_sorted(&plan.reads, &plan.ensures)
+            .into_iter()
+            .map(|name| (e.path(name), self.seen[name].node.stat.version))
+            .collect();
+        let sized = |name: &str, base: Node, body: Vec<u8>| {
             if body.len() > max_value_len() {
                 return Err(too_large(name, body.len()));
             }
-            let previous = Envelope::parse(&base.data);
-            let point = base.stat.mzxid as u64;
-            let data = Envelope::next(txn, &previous, point, body.clone(), e.keep).to_bytes();
-            ops.push(Op::set_data(e.path(name), data, Some(base.stat.version)));
-            writes.push((name.to_owned(), base.clone(), body));
-            Ok(())
+            Ok((name.to_owned(), base, body))
         };
+        let mut writes = Vec::new();
         for (name, body) in &plan.writes {
-            push_write(&mut ops, name, &self.seen[name].node, body.clone())?;
+            writes.push(sized(name, self.seen[name].node.clone(), body.clone())?);
         }
-        let commute_from = ops.len();
+        let mut commuted = Vec::new();
         for c in &mut plan.commutes {
             // The newest version the handle knows: the cache, refreshed by a refused commit.
             let base = e
@@ -333,18 +329,24 @@ impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
                 .filter(|n| n.stat.version >= self.seen[&c.name].node.stat.version)
                 .unwrap_or_else(|| self.seen[&c.name].node.clone());
             let body = (c.recompute)(&Envelope::parse(&base.data).body)?;
-            push_write(&mut ops, &c.name, &base, body)?;
+            commuted.push(sized(&c.name, base, body)?);
         }
+        let at_paths = |all: &[(String, Node, Vec<u8>)]| -> Vec<(String, Node, Vec<u8>)> {
+            all.iter()
+                .map(|(name, base, body)| (e.path(name), base.clone(), body.clone()))
+                .collect()
+        };
         let refresh = self.seen.keys().map(|n| e.path(n)).collect();
-        Ok((
-            CommitSpec {
-                ops,
-                commute_from,
-                txn,
-                refresh,
-            },
-            writes,
-        ))
+        let spec = CommitSpec::of(
+            txn,
+            e.keep,
+            checks,
+            at_paths(&writes),
+            at_paths(&commuted),
+            refresh,
+        );
+        writes.extend(commuted);
+        Ok((spec, writes))
     }
 
     /// Records the refs read again after a refusal (a missing one leaves the cache: the next
