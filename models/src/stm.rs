@@ -17,17 +17,14 @@
 //! - the commit is [`CommitSpec::of`] (production: the checks, the conditional writes with
 //!   the header carrying the commit's id and the history) of what the try saw, with a fresh
 //!   commit id, run by a `CommitMachine`;
-//! - the outcome: applied ends the transaction (the written nodes, or the recovery's reads,
-//!   go into the cache); a conflict or a lost commit found not applied puts the refreshed
-//!   refs in the cache (or forgets them if the refresh failed) and runs the body again; an
-//!   indeterminate outcome or a failure forgets the try's refs and fails the transaction.
+//! - the outcome goes through [`CommitOutcome::settle`] (production: what goes into the
+//!   cache or leaves it, and whether the transaction committed, runs its body again or
+//!   fails).
 //!
-//! That outcome dispatch (a dozen lines of `Try::commit`) and the retry counting of
-//! `tx.rs` are *mirrored* here, not run: they are async code over the `Attempt` trait, not
-//! machines. They decide nothing that the properties below could catch wrong on their own
-//! (which outcome retries is visible in every property), but a change to them would not be
-//! seen by this model. The cache is keyed by path here (the engine keys it by ref name: the
-//! same map). The read-only shortcut (a try that read one ref from the server commits with
+//! What is *mirrored*, not run: the few lines mapping a [`Settled`] to the transaction's
+//! result, and `dosync`'s retry count (`tx.rs`: a retry past `StmConfig::retry_limit`
+//! fails), async code over the `Attempt` trait. The cache is keyed by path here (the
+//! engine keys it by ref name: the same map). The read-only shortcut (a try that read one ref from the server commits with
 //! no request) never applies: the reader reads two refs, so it sends its checks.
 //!
 //! # Properties
@@ -53,9 +50,10 @@ use std::collections::BTreeMap;
 use avout::machine::{Machine, Millis, Reply, Request, Token};
 use avout::planted::Bug;
 use avout::stm::optimistic::{
-    CommitMachine, CommitOutcome, CommitSpec, Node, ReadMachine, RefMap, initial_data, value_of,
+    CommitMachine, CommitOutcome, CommitSpec, Node, ReadMachine, RefMap, Settled, initial_data,
+    value_of,
 };
-use avout::{Error, Op, OpResult, SessionState, WatchedEvent};
+use avout::{Error, Op, SessionState, WatchedEvent};
 use stateright::{Model, Property};
 
 use crate::world::{Action, Agent, Faults, NOW, Run, World};
@@ -276,16 +274,6 @@ impl StmAgent {
         self.settle();
     }
 
-    /// Puts what a refused or recovered commit read into the cache (`Try::refused`).
-    fn refused(&mut self, current: Vec<(String, Option<Node>)>) {
-        self.cache.remember(current);
-    }
-
-    fn forget_seen(&mut self) {
-        let names: Vec<String> = self.seen.keys().cloned().collect();
-        self.cache.forget(&names);
-    }
-
     /// The body runs again, within the retry limit (`tx.rs`'s loop).
     fn retry(&mut self) {
         self.conflicted = true;
@@ -314,42 +302,24 @@ impl StmAgent {
                     return;
                 };
                 let ops = std::mem::take(&mut self.ops);
-                match outcome {
-                    CommitOutcome::Applied { results, recovered } => {
-                        match recovered {
-                            Some(current) => {
-                                self.recovered = true;
-                                self.refused(current);
-                            }
-                            None => self.cache.remember(written_nodes(&ops, &results)),
-                        }
+                let touched: Vec<String> = self.seen.keys().cloned().collect();
+                // The cache is keyed by path here: the key of a path is the path.
+                match outcome.settle(&mut self.cache, &ops, &touched, str::to_owned) {
+                    Settled::Committed => {
+                        self.recovered |= run.machine.recovered();
                         let (a, b) = (self.value(REF_A), self.value(REF_B));
                         self.ended = Some(Ended::Committed { a, b });
                     }
-                    CommitOutcome::Conflict { error, current, .. } => {
-                        if current.is_empty() {
-                            self.forget_seen();
-                        }
-                        assert!(
-                            !matches!(error, Error::NoNode { .. }),
-                            "refs are never deleted here"
-                        );
-                        self.refused(current);
-                        self.retry();
-                    }
-                    CommitOutcome::NotApplied { current } => {
-                        self.refused(current);
-                        self.retry();
-                    }
-                    CommitOutcome::Unknown { .. } => {
-                        self.forget_seen();
-                        self.ended = Some(Ended::Indeterminate);
-                    }
-                    CommitOutcome::Failed(e) => {
-                        self.forget_seen();
+                    Settled::Retry => self.retry(),
+                    Settled::Unknown => self.ended = Some(Ended::Indeterminate),
+                    Settled::Failed => {
+                        let CommitOutcome::Failed(e) = outcome else {
+                            unreachable!("settled as failed: {outcome:?}")
+                        };
                         self.ended = Some(Ended::Failed(e));
                     }
-                    CommitOutcome::CommuteMoved { .. } => unreachable!("nothing is commuted"),
+                    Settled::Deleted => unreachable!("refs are never deleted here"),
+                    Settled::Recompute { .. } => unreachable!("nothing is commuted"),
                 }
             }
             None => {}
@@ -368,23 +338,6 @@ impl StmAgent {
         }
         self.settle();
     }
-}
-
-/// The written refs' nodes after an applied `multi`: the data sent and the stat returned.
-fn written_nodes(ops: &[Op], results: &[OpResult]) -> Vec<(String, Option<Node>)> {
-    ops.iter()
-        .zip(results)
-        .filter_map(|(op, result)| match (op, result) {
-            (Op::SetData { path, data, .. }, OpResult::SetData { stat }) => Some((
-                path.clone(),
-                Some(Node {
-                    data: data.clone(),
-                    stat: *stat,
-                }),
-            )),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The number in a ref's node data.

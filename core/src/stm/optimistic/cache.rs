@@ -88,8 +88,9 @@ impl RefCache {
         lock(&self.map).remember(nodes);
     }
 
-    pub(super) fn forget<'n>(&self, names: impl IntoIterator<Item = &'n String>) {
-        lock(&self.map).forget(names);
+    /// Runs `f` on the map, locked.
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut RefMap) -> T) -> T {
+        f(&mut lock(&self.map))
     }
 }
 
@@ -156,7 +157,7 @@ mod loom_tests {
             cache.remember([("a".to_string(), at(1))]);
             let failed = {
                 let cache = cache.clone();
-                thread::spawn(move || cache.forget([&"a".to_string()]))
+                thread::spawn(move || cache.with(|m| m.forget([&"a".to_string()])))
             };
             let read = {
                 let cache = cache.clone();

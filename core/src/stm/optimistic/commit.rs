@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
 
+use super::cache::RefMap;
 use super::envelope::{self, Envelope};
 use super::read::{Node, RETRY_PAUSE_MS};
 
@@ -178,6 +179,125 @@ pub enum CommitOutcome {
     },
     /// Refused for another reason, or the session was lost.
     Failed(Error),
+}
+
+/// What a try does once its commit has ended; see [`CommitOutcome::settle`].
+///
+/// ```
+/// use avout::stm::optimistic::{CommitOutcome, RefMap, Settled};
+/// let outcome = CommitOutcome::Unknown { detail: "x".into() };
+/// assert_eq!(outcome.settle(&mut RefMap::default(), &[], &[], str::to_owned), Settled::Unknown);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Settled {
+    /// The transaction committed.
+    Committed,
+    /// Only commuted refs moved: recompute their values and commit again (the body does not
+    /// run again), after reading the commuted refs if `read` (their refresh failed).
+    Recompute {
+        /// Read the commuted refs first.
+        read: bool,
+    },
+    /// Refused (a conflict), or a lost commit found not applied: the body runs again.
+    Retry,
+    /// A ref the try touched was deleted: the transaction fails (`NoRef`).
+    Deleted,
+    /// A lost commit could not be decided: the transaction fails (`Indeterminate`).
+    Unknown,
+    /// The commit failed (session lost, or another refusal): the transaction fails.
+    Failed,
+}
+
+impl CommitOutcome {
+    /// Updates the handle's cache after a commit of `ops` ended this way and says what the try
+    /// does next: an applied commit's written nodes (or, after a lost reply, the refs as the
+    /// recovery read them) are remembered; the refs read again after a refusal or a lost
+    /// reply are remembered; when the refresh failed, or the outcome is in doubt, the refs
+    /// the try touched (`touched`, cache keys) are forgotten, so the next try reads them.
+    /// `key` turns a node's path into its cache key.
+    ///
+    /// ```
+    /// use avout::stm::optimistic::{CommitOutcome, Node, RefMap, Settled};
+    /// use avout::{Error, Stat};
+    /// let node = Node { data: b"x".to_vec(), stat: Stat { version: 3, ..Stat::default() } };
+    /// let refused = CommitOutcome::Conflict {
+    ///     index: 0,
+    ///     error: Error::BadVersion { path: "/s/refs/a".into() },
+    ///     current: vec![("/s/refs/a".into(), Some(node))],
+    /// };
+    /// let mut cache = RefMap::default();
+    /// let key = |p: &str| p.trim_start_matches("/s/refs/").to_owned();
+    /// assert_eq!(refused.settle(&mut cache, &[], &["a".into()], key), Settled::Retry);
+    /// assert_eq!(cache.get("a").unwrap().stat.version, 3);
+    /// ```
+    pub fn settle(
+        &self,
+        cache: &mut RefMap,
+        ops: &[Op],
+        touched: &[String],
+        key: impl Fn(&str) -> String,
+    ) -> Settled {
+        let keyed = |current: &[(String, Option<Node>)]| -> Vec<(String, Option<Node>)> {
+            current
+                .iter()
+                .map(|(path, node)| (key(path), node.clone()))
+                .collect()
+        };
+        match self {
+            CommitOutcome::Applied { results, recovered } => {
+                match recovered {
+                    Some(current) => cache.remember(keyed(current)),
+                    None => cache.remember(keyed(&written_nodes(ops, results))),
+                }
+                Settled::Committed
+            }
+            CommitOutcome::CommuteMoved { current, .. } => {
+                cache.remember(keyed(current));
+                Settled::Recompute {
+                    read: current.is_empty(),
+                }
+            }
+            CommitOutcome::Conflict { error, current, .. } => {
+                if current.is_empty() {
+                    cache.forget(touched);
+                }
+                if matches!(error, Error::NoNode { .. }) {
+                    return Settled::Deleted;
+                }
+                cache.remember(keyed(current));
+                Settled::Retry
+            }
+            CommitOutcome::NotApplied { current } => {
+                cache.remember(keyed(current));
+                Settled::Retry
+            }
+            CommitOutcome::Unknown { .. } => {
+                cache.forget(touched);
+                Settled::Unknown
+            }
+            CommitOutcome::Failed(_) => {
+                cache.forget(touched);
+                Settled::Failed
+            }
+        }
+    }
+}
+
+/// The written refs' nodes after an applied `multi`: the data sent and the stat returned.
+fn written_nodes(ops: &[Op], results: &[OpResult]) -> Vec<(String, Option<Node>)> {
+    ops.iter()
+        .zip(results)
+        .filter_map(|(op, result)| match (op, result) {
+            (Op::SetData { path, data, .. }, OpResult::SetData { stat }) => Some((
+                path.clone(),
+                Some(Node {
+                    data: data.clone(),
+                    stat: *stat,
+                }),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

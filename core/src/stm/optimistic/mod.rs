@@ -66,7 +66,7 @@ mod envelope;
 mod read;
 
 pub use cache::RefMap;
-pub use commit::{CommitMachine, CommitOutcome, CommitSpec};
+pub use commit::{CommitMachine, CommitOutcome, CommitSpec, Settled};
 pub use read::{Node, ReadMachine};
 
 use std::collections::BTreeMap;
@@ -74,7 +74,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op, OpResult};
+use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op};
 
 use super::protocol::{
     Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, HistoryEntry,
@@ -161,10 +161,6 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
     /// Records nodes as read (newer versions only; `None` drops the entry).
     fn remember(&self, nodes: impl IntoIterator<Item = (String, Option<Node>)>) {
         self.cache.remember(nodes);
-    }
-
-    fn forget<'n>(&self, names: impl IntoIterator<Item = &'n String>) {
-        self.cache.forget(names);
     }
 
     async fn read_nodes(&self, names: &[&str], sync: bool) -> Result<Vec<Option<Node>>, Failure> {
@@ -348,17 +344,6 @@ impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
         writes.extend(commuted);
         Ok((spec, writes))
     }
-
-    /// Records the refs read again after a refusal (a missing one leaves the cache: the next
-    /// try's read decides whether it exists).
-    fn refused(&self, current: Vec<(String, Option<Node>)>) {
-        let e = self.engine;
-        e.remember(
-            current
-                .into_iter()
-                .map(|(p, n)| (e.name_of(&p).to_owned(), n)),
-        );
-    }
 }
 
 /// The union of two sorted lists of names.
@@ -433,14 +418,23 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                 let ops = spec.ops.clone();
                 let mut m = CommitMachine::new(spec);
                 let outcome = run_machine(&*e.zk, &e.counters, &mut m).await;
-                match outcome {
-                    CommitOutcome::Applied { results, recovered } => {
-                        if let Some(current) = recovered {
-                            e.counters.add(&e.counters.recoveries, 1);
-                            self.refused(current);
-                        } else {
-                            e.remember(written_nodes(e, &ops, &results));
-                        }
+                let touched: Vec<String> = self.seen.keys().cloned().collect();
+                let settled = e
+                    .cache
+                    .with(|cache| outcome.settle(cache, &ops, &touched, |p| e.name_of(p).into()));
+                if matches!(
+                    outcome,
+                    CommitOutcome::Applied {
+                        recovered: Some(_),
+                        ..
+                    } | CommitOutcome::NotApplied { .. }
+                        | CommitOutcome::Unknown { .. }
+                ) {
+                    e.counters.add(&e.counters.recoveries, 1);
+                }
+                let refused_at = |index: usize| e.name_of(ops[index].path()).to_owned();
+                match (settled, outcome) {
+                    (Settled::Committed, _) => {
                         let changes = writes
                             .into_iter()
                             .map(|(name, base, new)| Change {
@@ -451,48 +445,35 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                             .collect();
                         return Ok(Committed { changes });
                     }
-                    CommitOutcome::CommuteMoved { current, .. } => {
+                    (Settled::Recompute { read }, _) => {
                         e.counters.add(&e.counters.commit_redos, 1);
-                        if current.is_empty() {
+                        if read {
                             // The refresh failed: read the commuted refs before recomputing.
                             let names: Vec<&str> =
                                 plan.commutes.iter().map(|c| c.name.as_str()).collect();
                             e.read_nodes(&names, false).await?;
                         }
-                        self.refused(current);
                     }
-                    CommitOutcome::Conflict {
-                        index,
-                        error,
-                        current,
-                    } => {
-                        if current.is_empty() {
-                            e.forget(self.seen.keys());
-                        }
-                        if matches!(error, Error::NoNode { .. }) {
-                            // A ref was deleted under the transaction.
-                            let name = e.name_of(ops[index].path()).to_owned();
-                            return Err(TryError::Fail(StmError::NoRef { name }));
-                        }
-                        self.refused(current);
+                    (Settled::Deleted, CommitOutcome::Conflict { index, .. }) => {
+                        // A ref was deleted under the transaction.
+                        let name = refused_at(index);
+                        return Err(TryError::Fail(StmError::NoRef { name }));
+                    }
+                    (Settled::Retry, CommitOutcome::Conflict { index, .. }) => {
                         return Err(TryError::Retry(RetryReason::Conflict {
-                            name: Some(e.name_of(ops[index].path()).to_owned()),
+                            name: Some(refused_at(index)),
                         }));
                     }
-                    CommitOutcome::NotApplied { current } => {
-                        e.counters.add(&e.counters.recoveries, 1);
-                        self.refused(current);
+                    (Settled::Retry, _) => {
                         return Err(TryError::Retry(RetryReason::Conflict { name: None }));
                     }
-                    CommitOutcome::Unknown { detail } => {
-                        e.counters.add(&e.counters.recoveries, 1);
-                        e.forget(self.seen.keys());
+                    (Settled::Unknown, CommitOutcome::Unknown { detail }) => {
                         return Err(TryError::Fail(StmError::Indeterminate { detail }));
                     }
-                    CommitOutcome::Failed(err) => {
-                        e.forget(self.seen.keys());
+                    (Settled::Failed, CommitOutcome::Failed(err)) => {
                         return Err(TryError::Fail(StmError::from_zk(err)));
                     }
+                    (settled, outcome) => unreachable!("{outcome:?} settled as {settled:?}"),
                 }
             }
         })
@@ -502,25 +483,4 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
         // Nothing is held between a try's reads and its commit.
         Box::pin(async { Ok(()) })
     }
-}
-
-/// The written refs' nodes after an applied `multi`: the data sent and the stat returned.
-fn written_nodes<C: Coordination + ?Sized + 'static>(
-    e: &Optimistic<C>,
-    ops: &[Op],
-    results: &[OpResult],
-) -> Vec<(String, Option<Node>)> {
-    ops.iter()
-        .zip(results)
-        .filter_map(|(op, result)| match (op, result) {
-            (Op::SetData { path, data, .. }, OpResult::SetData { stat }) => Some((
-                e.name_of(path).to_owned(),
-                Some(Node {
-                    data: data.clone(),
-                    stat: *stat,
-                }),
-            )),
-            _ => None,
-        })
-        .collect()
 }
