@@ -4,7 +4,7 @@
 //! one server never see each other's nodes. With `--zk-ensemble N --kill-every D` the run
 //! starts N members through the test kit and, every D, does the next of three things in
 //! turn: kill a member and restart it, freeze a member with SIGSTOP for a second and resume
-//! it, expire a client's session (Curator's KillSession). The members are stopped when the
+//! it, expire a client's session (`ZkClient::expire_session`). The members are stopped when the
 //! run ends. The checker then judges the history as on the simulator.
 
 use std::collections::BTreeMap;

@@ -110,8 +110,10 @@ pub trait Backend {
     /// its timeout. Returns once the service has expired it (its ephemerals are gone); the
     /// client itself learns of it asynchronously, as a real client would.
     ///
-    /// Real ZooKeeper: open a second connection with the same session id and password and close
-    /// it (Curator's `KillSession`). The simulator expires the session directly.
+    /// Real ZooKeeper: [`ZkClient::expire_session`](crate::zk::ZkClient::expire_session) ends
+    /// the session with a `CloseSession` on its own connection (for the service and the other
+    /// sessions, an expiry) and has the client report it as expired. The simulator expires the
+    /// session directly.
     fn expire(&self, client: &Self::Client) -> impl Future<Output = ()>;
 }
 
@@ -236,8 +238,7 @@ pub async fn run_all<B: Backend>(backend: &B, base: &str) {
 
 /// [`Backend`] for real ZooKeeper: sessions are [`ZkClient`](crate::zk::ZkClient)s opened
 /// with one [`ZkConfig`](crate::zk::ZkConfig), and [`expire`](Backend::expire) uses
-/// [`ZkClient::expire_session`](crate::zk::ZkClient::expire_session) (Curator's
-/// `KillSession` technique).
+/// [`ZkClient::expire_session`](crate::zk::ZkClient::expire_session).
 ///
 /// ```no_run
 /// use avout::testkit::{conformance, server::ZkServer};
@@ -307,10 +308,8 @@ impl Backend for ZkBackend {
     }
 
     async fn expire(&self, client: &Self::Client) {
-        // The KillSession technique races the client's own reconnects: each connection that
-        // attaches to the session pushes the other off (ZooKeeper closes the older one), so an
-        // attempt can time out while the two take turns. Measured: with six sessions expired at
-        // once on one server, two attempts timed out after 10 s. Another attempt succeeds.
+        // An attempt times out only if the service does not answer the session's CloseSession
+        // in twice its timeout; a later attempt waits for the same end again.
         let mut errors = Vec::new();
         for _ in 0..EXPIRE_ATTEMPTS {
             match client.expire_session().await {
@@ -1233,8 +1232,8 @@ async fn session_expiry<B: Backend>(backend: &B, root: &str) {
         a.exists_and_watch(&path::join(root, "none")).await,
     );
     // Not a child watch on `root`: expiring a session deletes its ephemerals there, and on real
-    // ZooKeeper that NodeChildrenChanged may reach `a` before the expiry does (with the
-    // KillSession technique `a`'s connection is still open while the ephemerals go).
+    // ZooKeeper that NodeChildrenChanged may reach `a` before the expiry does (`a`'s own
+    // connection carries the CloseSession, and is open while the ephemerals go).
     let (_, _, child_watch) = ok(
         "a watches keep's children",
         a.get_and_watch_children(&keep).await,

@@ -162,6 +162,9 @@ pub struct ZkClient {
     states: SessionStatePublisher,
     /// Set by `close`, so pending watches report a closed rather than an expired session.
     closed: StdArc<AtomicBool>,
+    /// Set by `expire_session`: the session was ended from this handle and is reported, to
+    /// its state subscribers, its watches and its later requests, as expired.
+    expired: StdArc<AtomicBool>,
     forwarder: tokio::task::JoinHandle<()>,
 }
 
@@ -198,7 +201,7 @@ impl ZkClient {
     /// # }
     /// ```
     pub async fn connect(config: &ZkConfig) -> Result<ZkClient> {
-        let client = Self::open(config, None).await?;
+        let client = Self::open(config).await?;
         let info = SessionInfo {
             id: SessionId(client.session_id().0),
             timeout: client.session_timeout(),
@@ -206,9 +209,14 @@ impl ZkClient {
         let states = SessionStatePublisher::new(SessionState::Connected);
         let mut watcher = client.state_watcher();
         let publisher = states.clone();
+        let expired = StdArc::new(AtomicBool::new(false));
+        let expiring = expired.clone();
         let forwarder = tokio::spawn(async move {
             loop {
-                let state = from_zk_state(watcher.changed().await);
+                let mut state = from_zk_state(watcher.changed().await);
+                if state.is_terminal() && expiring.load(Ordering::Acquire) {
+                    state = SessionState::Expired;
+                }
                 publisher.publish(state);
                 if state.is_terminal() {
                     break;
@@ -222,19 +230,17 @@ impl ZkClient {
             info,
             states,
             closed: StdArc::new(AtomicBool::new(false)),
+            expired,
             forwarder,
         })
     }
 
-    async fn open(config: &ZkConfig, session: Option<zk::SessionInfo>) -> Result<zk::Client> {
+    async fn open(config: &ZkConfig) -> Result<zk::Client> {
         let mut connector = zk::Client::connector()
             .with_session_timeout(config.session_timeout)
             .with_connection_timeout(config.connect_timeout);
         for (scheme, credentials) in &config.auth {
             connector = connector.with_auth(scheme, credentials);
-        }
-        if let Some(session) = session {
-            connector = connector.with_session(session);
         }
         let unreachable = || Error::Unreachable {
             servers: config.connect.clone(),
@@ -274,13 +280,27 @@ impl ZkClient {
         &self.config
     }
 
-    /// Makes the service expire this session, for tests of expiry handling: it opens a second
-    /// connection on the same session and closes it (the technique of Curator's
-    /// `KillSession`), then waits until this client has seen [`SessionState::Expired`].
+    /// Ends this session at the service, for tests of expiry handling, and reports it to this
+    /// handle as expired: its state subscribers see [`SessionState::Expired`], its pending
+    /// watches an expired session, and its later requests fail with [`Error::SessionExpired`].
+    /// Returns once the service has ended the session, so its ephemeral nodes are gone and
+    /// the other sessions' watches on them have fired.
     ///
-    /// The second connection takes the session over and this client may take it back by
-    /// reconnecting before the close arrives, so the attempt is repeated (up to ten times)
-    /// until this client reports the session gone.
+    /// For the service and every other session, an expired session and one closed by its
+    /// owner are the same thing (its ephemerals deleted, the same watch events), so the session
+    /// is ended by a `CloseSession` on its own connection, and only this handle's view is
+    /// rewritten. Requests already in flight finish first (they hold the connection), as do
+    /// handles taken with [`raw`](Self::raw): the session ends when the last is dropped.
+    ///
+    /// Curator's `KillSession` trick (a second connection on the same session, closed) is not
+    /// used: it races with this client's own reconnection. The second connection takes the
+    /// session over, this client reconnects at once and takes it back before the second one's
+    /// handshake (a connect and a ping) is over, and the two can alternate for longer than a
+    /// test waits (seen: ten seconds without a close getting through).
+    ///
+    /// Fails with [`Error::Closed`] if the session was closed, and with
+    /// [`Error::OperationTimeout`] if the service does not confirm the end within twice the
+    /// session timeout (a later call waits again). Expiring an expired session does nothing.
     ///
     /// ```no_run
     /// # async fn demo(zk: &avout::zk::ZkClient) -> avout::Result<()> {
@@ -290,58 +310,53 @@ impl ZkClient {
     /// # Ok(()) }
     /// ```
     pub async fn expire_session(&self) -> Result<()> {
-        let client = self.handle()?;
-        let mut watcher = client.state_watcher();
-        let session = client.session().clone();
+        // Subscribed first, so the end cannot be published unseen in between.
+        let mut states = self.states.subscribe();
+        let client = {
+            let mut slot = lock(&self.client);
+            if slot.is_none() && !self.expired.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            // Set before the handle goes, so the forwarder reports the end as an expiry.
+            self.expired.store(true, Ordering::Release);
+            slot.take()
+        };
+        // Dropping the last handle sends CloseSession; the client's state turns terminal (and
+        // the forwarder publishes `Expired`) once the service has answered it, that is once the
+        // session is gone there. A repeated call only waits for that.
         drop(client);
-        let mut last_error = None;
-        for _ in 0..10 {
-            if watcher.peek_state() == zk::SessionState::Expired {
-                return Ok(());
-            }
-            match Self::open(&self.config, Some(session.clone())).await {
-                Ok(second) => drop(second),
-                // Refused while this client holds the session: try again.
-                Err(e) => {
-                    last_error = Some(e);
-                    continue;
-                }
-            }
-            let wait = self.info.timeout.max(Duration::from_secs(1));
-            let ended = tokio::time::timeout(wait, async {
-                while !matches!(
-                    watcher.changed().await,
-                    zk::SessionState::Expired | zk::SessionState::Closed
-                ) {}
-            })
-            .await;
-            if ended.is_ok() {
-                return Ok(());
-            }
-        }
-        Err(last_error.unwrap_or_else(|| {
-            Error::Other(format!(
-                "session {} could not be expired from a second connection",
-                self.info.id
-            ))
-        }))
+        let wait = self.info.timeout.max(Duration::from_secs(1)) * 2;
+        tokio::time::timeout(wait, states.terminated())
+            .await
+            .map(drop)
+            .map_err(|_| Error::OperationTimeout)
     }
 
-    /// A clone of the session's handle, or `Closed`.
+    /// A clone of the session's handle, or `SessionExpired` after `expire_session`, or
+    /// `Closed`.
     fn handle(&self) -> Result<StdArc<zk::Client>> {
-        lock(&self.client).clone().ok_or(Error::Closed)
+        lock(&self.client).clone().ok_or_else(|| {
+            if self.expired.load(Ordering::Acquire) {
+                Error::SessionExpired
+            } else {
+                Error::Closed
+            }
+        })
     }
 
-    /// Wraps a client watcher, reporting the end of a session this handle closed as `Closed`.
+    /// Wraps a client watcher, reporting the end of a session this handle closed as `Closed`,
+    /// and of one it expired (`expire_session`) as `Expired`.
     fn watch(&self, watcher: zk::OneshotWatcher) -> Watch {
         let closed = self.closed.clone();
+        let expired = self.expired.clone();
         Watch::new(async move {
             let mut event = from_zk_event(watcher.changed().await);
-            if event.kind == EventKind::Session
-                && event.state.is_terminal()
-                && closed.load(Ordering::Acquire)
-            {
-                event.state = SessionState::Closed;
+            if event.kind == EventKind::Session && event.state.is_terminal() {
+                if expired.load(Ordering::Acquire) {
+                    event.state = SessionState::Expired;
+                } else if closed.load(Ordering::Acquire) {
+                    event.state = SessionState::Closed;
+                }
             }
             event
         })

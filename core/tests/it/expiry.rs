@@ -14,6 +14,9 @@
 //! after it; for that window a client that has seen `Expired` must not assume its ephemerals
 //! are gone. The test therefore asserts the client's view at once and waits, bounded, for the
 //! server's.
+//!
+//! The test kit's forced expiry (`ZkClient::expire_session`) is tested here too: it must end
+//! the session at the server before it returns, promptly, for several sessions at once.
 
 use std::time::Duration;
 
@@ -113,4 +116,59 @@ async fn pausing_the_server_past_the_session_timeout_expires_the_session() {
         !support::session_listed(&server, sid.0),
         "the server no longer lists the expired session"
     );
+}
+
+/// `expire_session` ends the session at the service before it returns and reports it as
+/// expired, for several sessions at once: the second-connection trick it replaced raced with
+/// each client's own reconnection, and could leave a session alive for 10 s or more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expire_session_ends_several_sessions_at_once() {
+    const N: usize = 6;
+    let server = support::standalone();
+    let config = ZkConfig::new(server.connect_string());
+    let observer = support::connect(&config).await;
+    let mut clients = Vec::new();
+    let mut watches = Vec::new();
+    for i in 0..N {
+        let client = support::connect(&config).await;
+        client
+            .create(&format!("/e{i}"), b"", &CreateMode::Ephemeral.into())
+            .await
+            .expect("create an ephemeral");
+        let (_, watch) = client
+            .exists_and_watch("/elsewhere")
+            .await
+            .expect("arm a watch");
+        watches.push(watch);
+        clients.push(client);
+    }
+    let t0 = Instant::now();
+    let ended = futures::future::join_all(clients.iter().map(|c| c.expire_session())).await;
+    let took = t0.elapsed();
+    assert!(ended.iter().all(Result::is_ok), "{ended:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "expiring {N} sessions took {took:?}"
+    );
+    for (i, (client, watch)) in clients.iter().zip(watches).enumerate() {
+        // Already gone when expire_session returned: no waiting here.
+        let stat = observer.exists(&format!("/e{i}")).await.expect("exists");
+        assert!(stat.is_none(), "session {i}'s ephemeral is gone");
+        assert_eq!(client.session_states().current(), SessionState::Expired);
+        let event = tokio::time::timeout(Duration::from_secs(5), watch)
+            .await
+            .expect("the pending watch fires");
+        assert_eq!(
+            (event.kind, event.state),
+            (EventKind::Session, SessionState::Expired)
+        );
+        assert!(matches!(
+            client.get_data("/").await,
+            Err(Error::SessionExpired)
+        ));
+        assert!(
+            client.expire_session().await.is_ok(),
+            "a second expiry is a no-op"
+        );
+    }
 }
