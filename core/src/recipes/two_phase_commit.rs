@@ -25,9 +25,11 @@
 //! matters: a vote read "joined" before the presence node is seen missing proves the site left
 //! before voting). The decision is **abort** if any site voted abort, or if a site joined,
 //! did not vote and its presence node is gone (it died or gave up); **commit** if every site
-//! voted commit; otherwise wait for a watch and read again. The first to see a decision
-//! creates `outcome`; a `NodeExists` means someone decided first, and `outcome`'s content is
-//! what everyone returns, so the outcome is decided once and is the same for all. The
+//! voted commit; otherwise wait for a watch and read again (at once if one of the reading's
+//! own watches fired before its last reply: that watch is spent, and waiting on the others
+//! could wait forever). The first to see a decision creates `outcome`; a `NodeExists` means
+//! someone decided first, and `outcome`'s content is what everyone returns, so the outcome
+//! is decided once and is the same for all. The
 //! coordinator may also abort an undecided transaction ([`Transaction::abort`]), for example
 //! when a site never joins.
 //!
@@ -222,11 +224,14 @@ enum Phase {
         list: Token,
     },
     /// Votes (each with a data watch) then children (with a child watch), sent together.
+    /// `stale`: one of these watches fired before the last reply, so what it read may have
+    /// changed and the watch is spent: if undecided, the snapshot is taken again.
     Snapshot {
         votes: BTreeMap<Token, String>,
         list: Token,
         read: BTreeMap<String, Vec<u8>>,
         children: Option<Vec<String>>,
+        stale: bool,
     },
     /// Creating `outcome` with our decision.
     Deciding {
@@ -348,6 +353,7 @@ impl OutcomeMachine {
             list,
             read: BTreeMap::new(),
             children: None,
+            stale: false,
         };
     }
 
@@ -366,6 +372,7 @@ impl OutcomeMachine {
             list,
             read,
             children: Some(children),
+            stale,
         } = self.phase.clone()
         else {
             return;
@@ -389,6 +396,8 @@ impl OutcomeMachine {
                 });
                 self.phase = Phase::Deciding { create };
             }
+            // A watch of this snapshot is spent: waiting on the others could wait forever.
+            None if stale => self.snapshot(),
             None => {
                 let mut watches: Vec<Token> = votes.into_keys().collect();
                 watches.push(list);
@@ -479,10 +488,13 @@ impl Machine for OutcomeMachine {
     }
 
     fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
-        if let Phase::Waiting { watches } = &self.phase
-            && watches.contains(&token)
-        {
-            self.snapshot();
+        match &mut self.phase {
+            Phase::Waiting { watches } if watches.contains(&token) => self.snapshot(),
+            // Armed by a reply of this snapshot, fired before its last reply: not lost.
+            Phase::Snapshot {
+                votes, list, stale, ..
+            } if votes.contains_key(&token) || *list == token => *stale = true,
+            _ => {}
         }
     }
 
@@ -996,6 +1008,46 @@ mod tests {
         assert!(
             matches!(&sent[..], [(_, Request::Create { data, .. })] if data == b"abort"),
             "the site died before voting"
+        );
+    }
+
+    /// A vote changes after the snapshot read it and before the children reply: its watch
+    /// fires mid-snapshot. The machine must not then wait on that spent watch (the last vote
+    /// would never wake it): it takes the snapshot again.
+    #[test]
+    fn a_watch_that_fires_during_the_snapshot_is_not_lost() {
+        let mut m = OutcomeMachine::new("/t", Some(vec!["a".into(), "b".into()]));
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, data(b"commit"));
+        m.handle_reply(Millis(1), sent[1].0, data(b"joined"));
+        m.handle_watch(
+            Millis(2),
+            sent[1].0,
+            WatchedEvent {
+                kind: EventKind::NodeDataChanged,
+                state: SessionState::Connected,
+                path: "/t/s_b".into(),
+            },
+        );
+        m.handle_reply(
+            Millis(2),
+            sent[2].0,
+            children(&["s_a", "s_b", "p_a", "p_b"]),
+        );
+        let sent = drain(&mut m);
+        assert_eq!(sent.len(), 3, "the snapshot is taken again: {sent:?}");
+        m.handle_reply(Millis(3), sent[0].0, data(b"commit"));
+        m.handle_reply(Millis(3), sent[1].0, data(b"commit"));
+        m.handle_reply(
+            Millis(3),
+            sent[2].0,
+            children(&["s_a", "s_b", "p_a", "p_b"]),
+        );
+        let sent = drain(&mut m);
+        assert!(
+            matches!(&sent[..], [(_, Request::Create { data, .. })] if data == b"commit"),
+            "{sent:?}"
         );
     }
 
