@@ -205,7 +205,7 @@ fn findings(measured: &[Measured]) -> Vec<String> {
     });
     out.push(format!(
         "Writers are barely affected: their commits per second range over {lo:.1}–{hi:.1} across \
-         the sweep (history trimming travels behind the commit and never blocks it)."
+         the sweep (history trimming rides in the commit's own multi: no request or round trip of its own)."
     ));
     let need: usize = recommended
         .iter()
