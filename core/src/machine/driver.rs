@@ -254,7 +254,8 @@ where
         &mut self.machine
     }
 
-    fn now(&self) -> Millis {
+    /// The machine's clock now (milliseconds since `start`).
+    pub(crate) fn now(&self) -> Millis {
         Millis(self.origin.elapsed().as_millis() as u64)
     }
 

@@ -522,6 +522,16 @@ where
         &self.driving.machine().inner
     }
 
+    /// The machine, to give it a command between two `finish`es.
+    pub(crate) fn machine_mut(&mut self) -> &mut M {
+        &mut self.driving.machine_mut().inner
+    }
+
+    /// The machine's clock now.
+    pub(crate) fn now(&self) -> Millis {
+        self.driving.now()
+    }
+
     /// Runs the machine to its output, adding its requests and round trips to `counters`.
     ///
     /// ```no_run

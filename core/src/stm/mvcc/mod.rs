@@ -123,6 +123,7 @@ mod layout;
 mod locks;
 mod read;
 mod tag;
+mod try_machine;
 mod wait;
 
 pub use commit::{Newest, PrepareMachine, Prepared, WriteMachine, Written};
@@ -131,6 +132,7 @@ pub use layout::State;
 pub use locks::Held;
 pub use read::{ReadMachine, ReadOut};
 pub use tag::{Barging, Base, Me, TagMachine, Tagged};
+pub use try_machine::{CommitOrder, Outcome, TryConfig, TryMachine, TryStats};
 pub use wait::WaitMachine;
 
 use std::sync::Arc;
@@ -186,6 +188,13 @@ pub enum Halt {
     Zk(Error),
     /// The protocol's invariant was broken (a `COMMITTING` transaction was killed).
     Violation(String),
+    /// A value to commit is over the largest a ref can hold.
+    TooLarge {
+        /// The ref.
+        name: String,
+        /// The value's length in bytes.
+        len: usize,
+    },
 }
 
 /// Barges made by every Mvcc handle of this process.

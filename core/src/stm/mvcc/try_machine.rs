@@ -1,0 +1,1003 @@
+//! One try of an Mvcc transaction as one sans-IO machine: [`TryMachine`], which sequences the
+//! step machines (read, tag, ensure, prepare, write, cleanup, wait) exactly as a try needs
+//! them, so that the engine's async [`Try`](super::attempt) and the model checker run the same
+//! protocol.
+//!
+//! The transaction's body is user code, so the machine is driven by commands — [`read`],
+//! [`write`], [`ensure`], [`commit`], [`abort`] — each answered by one [`Outcome`] through
+//! [`Machine::poll_output`]; between commands the body runs and the machine waits (replies
+//! arriving meanwhile are held by the driver, or by the machine itself, see below).
+//!
+//! A write starts its tagging ([`TagMachine`]) and is answered at once: the tagging's
+//! requests travel with whatever the try sends next. Steps are **settled in the order they
+//! started**: replies, watch events and session changes for a step are handed to it only
+//! once every step started before it has finished (until then they wait in the step's queue,
+//! as they would wait in their futures), so a read or a prepare sent right behind a tagging
+//! learns nothing before the tagging has decided, and a tagging that finds a conflict or an
+//! owner to wait for gives the whole try up before anything after it takes effect.
+//!
+//! [`read`]: TryMachine::read
+//! [`write`]: TryMachine::write
+//! [`ensure`]: TryMachine::ensure
+//! [`commit`]: TryMachine::commit
+//! [`abort`]: TryMachine::abort
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::planted::{self, Bug};
+use crate::{CreateMode, Error, Op, SessionState, WatchedEvent};
+
+use super::super::protocol::Change;
+use super::ensure::{CleanupMachine, EnsureMachine};
+use super::layout::{self, Layout};
+use super::locks::Held;
+use super::{
+    Barging, Base, Halt, LOCK_WAIT_MS, Me, Newest, PrepareMachine, Prepared, ReadMachine,
+    TagMachine, Tagged, WaitMachine, WriteMachine, max_value_len,
+};
+
+/// Who a try is: what [`TryMachine::new`] needs.
+///
+/// ```
+/// let c = avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10 };
+/// assert!(c.age.is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TryConfig {
+    /// The STM's root.
+    pub root: String,
+    /// The try's GUID: with the age, its transaction id.
+    pub guid: u128,
+    /// This session's id (lock nodes are recognised by their owner).
+    pub session: i64,
+    /// The transaction's age (its first try's read point), if an earlier try fixed it.
+    pub age: Option<i64>,
+    /// History values kept per ref (`StmConfig::max_history`).
+    pub max_history: usize,
+}
+
+/// What a try commits: [`CommitPlan`](crate::stm::protocol::CommitPlan) without the commute
+/// functions, which the caller runs when asked ([`Outcome::Recompute`]).
+///
+/// ```
+/// let o = avout::stm::mvcc::CommitOrder { writes: vec![("a".into(), b"1".to_vec())], commutes: vec![], lock: vec![("a".into(), 9)], may_barge: true };
+/// assert_eq!(o.lock.len(), 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommitOrder {
+    /// Refs written and their new bytes.
+    pub writes: Vec<(String, Vec<u8>)>,
+    /// Refs only commuted.
+    pub commutes: Vec<String>,
+    /// Every written and commuted ref with the GUID of its write-lock node, sorted.
+    pub lock: Vec<(String, u128)>,
+    /// Whether BARGE-WAIT has passed since the transaction started (for refs tagged now).
+    pub may_barge: bool,
+}
+
+/// The answer to one command.
+///
+/// ```
+/// let o = avout::stm::mvcc::Outcome::Read(b"1".to_vec());
+/// assert!(matches!(o, avout::stm::mvcc::Outcome::Read(_)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The value read (answers [`TryMachine::read`]).
+    Read(Vec<u8>),
+    /// Done: a write announced, a ref ensured, a read-only commit or an abort cleaned up.
+    Done,
+    /// The commuted refs' newest values, under their write locks: answer with
+    /// [`TryMachine::recomputed`] (or [`TryMachine::abort`] if a recomputation failed).
+    Recompute(Vec<Newest>),
+    /// Committed: one change per written and commuted ref, sorted by name.
+    Committed(Vec<Change>),
+    /// The try is over without committing; what it created is removed (unless the session
+    /// is gone). A retryable halt means "run the body again".
+    Failed(Halt),
+}
+
+/// What a try did that the engine counts.
+///
+/// ```
+/// let s = avout::stm::mvcc::TryStats::default();
+/// assert_eq!(s.barges + s.killed + s.read_faults + s.recoveries, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TryStats {
+    /// Younger transactions barged.
+    pub barges: u64,
+    /// Times this try learnt it was barged (its move to `COMMITTING` failed).
+    pub killed: u64,
+    /// Reads that found their value trimmed.
+    pub read_faults: u64,
+    /// Commits whose lost reply was resolved by a read.
+    pub recoveries: u64,
+}
+
+/// One of the step machines.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    Tag(TagMachine),
+    Read(ReadMachine),
+    Ensure(EnsureMachine),
+    Prepare(PrepareMachine),
+    Write(WriteMachine),
+    Cleanup(CleanupMachine),
+    Wait(WaitMachine),
+}
+
+macro_rules! each {
+    ($step:expr, $m:ident => $e:expr) => {
+        match $step {
+            Step::Tag($m) => $e,
+            Step::Read($m) => $e,
+            Step::Ensure($m) => $e,
+            Step::Prepare($m) => $e,
+            Step::Write($m) => $e,
+            Step::Cleanup($m) => $e,
+            Step::Wait($m) => $e,
+        }
+    };
+}
+
+impl Step {
+    /// Lock nodes it may hold.
+    fn held(&self) -> Vec<Held> {
+        match self {
+            Step::Ensure(m) => m.held(),
+            Step::Prepare(m) => m.held(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Something for a step that it has not been told yet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Event {
+    Reply(Token, crate::Result<Reply>),
+    Watch(Token, WatchedEvent),
+    Session(SessionState),
+}
+
+/// A running step: its id (the high half of its tokens) and the events it is owed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Running {
+    id: u64,
+    step: Step,
+    owed: VecDeque<Event>,
+}
+
+impl Running {
+    fn tell(&mut self, now: Millis, event: Event) {
+        each!(&mut self.step, m => match event {
+            Event::Reply(t, r) => m.handle_reply(now, t, r),
+            Event::Watch(t, e) => m.handle_watch(now, t, e),
+            Event::Session(s) => m.handle_session(now, s),
+        })
+    }
+}
+
+/// What the try is doing for the command in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Between commands (the body runs).
+    Idle,
+    /// Reading `name` (the current step), for `then`.
+    Reading { name: String, then: AfterRead },
+    /// Ensuring `name`: the current step, started once the taggings in flight are settled.
+    Ensuring { name: String, guid: u128 },
+    /// Moving to `COMMITTING` and taking the write locks (the current step).
+    Preparing(CommitOrder),
+    /// Waiting for [`TryMachine::recomputed`].
+    Recomputing(CommitOrder, Prepared),
+    /// The commit `multi` (the current step).
+    Writing(Vec<Change>),
+    /// Removing what the try created (the current step), then `then`.
+    Cleaning(AfterCleanup),
+    /// A blocked try waits for its blocker's point (the current step), then reports the halt.
+    Waiting(Halt),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum AfterRead {
+    Report,
+    Ensure(u128),
+    Commit(CommitOrder),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum AfterCleanup {
+    /// Report the halt (or the cleanup's failure, if the halt only asked for a retry), after
+    /// waiting for a blocker.
+    GiveUp(Halt),
+    /// Report the halt whatever the cleanup did.
+    Report(Halt),
+    /// Report `Done` (or the cleanup's failure).
+    Finish,
+}
+
+/// One try of an Mvcc transaction; see the [module docs](self).
+///
+/// ```
+/// use avout::machine::{Machine, Millis, Request};
+/// use avout::stm::mvcc::{TryConfig, TryMachine};
+/// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10 });
+/// m.handle_session(Millis(0), avout::SessionState::Connected);
+/// m.read(Millis(0), "a");
+/// // `sync`, the clock and the ref, back to back.
+/// assert!(matches!(m.poll_request(), Some((_, Request::Sync { .. }))));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TryMachine {
+    config: TryConfig,
+    layout: Layout,
+    /// The transaction id, once the first write names it.
+    txid: String,
+    age: Option<i64>,
+    point: Option<i64>,
+    /// Ensured refs and their read-lock nodes.
+    ensured: BTreeMap<String, String>,
+    /// Lock nodes a failed step may have left.
+    leftovers: Vec<Held>,
+    /// Refs whose tag this try may have created.
+    tagged: Vec<String>,
+    /// Whether this try's point may exist.
+    point_made: bool,
+    /// What the settled taggings learnt, by ref.
+    bases: BTreeMap<String, Base>,
+    /// Taggings in flight, oldest first.
+    tags: VecDeque<Running>,
+    /// The command's own step, settled after the taggings.
+    current: Option<Running>,
+    next_id: u64,
+    /// The steps' tokens behind the ones this machine gave out: (step id, step's token).
+    tokens: BTreeMap<u64, (u64, Token)>,
+    next_token: u64,
+    session: Option<SessionState>,
+    phase: Phase,
+    stats: TryStats,
+    output: Option<Outcome>,
+}
+
+impl TryMachine {
+    /// A try; see the [type docs](TryMachine).
+    pub fn new(config: TryConfig) -> Self {
+        TryMachine {
+            layout: Layout::new(&config.root),
+            age: config.age,
+            config,
+            txid: String::new(),
+            point: None,
+            ensured: BTreeMap::new(),
+            leftovers: Vec::new(),
+            tagged: Vec::new(),
+            point_made: false,
+            bases: BTreeMap::new(),
+            tags: VecDeque::new(),
+            current: None,
+            next_id: 0,
+            tokens: BTreeMap::new(),
+            next_token: 0,
+            session: None,
+            phase: Phase::Idle,
+            stats: TryStats::default(),
+            output: None,
+        }
+    }
+
+    /// The transaction's age once a read fixed it (keep it for the next try).
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(4), max_history: 10 });
+    /// assert_eq!(m.age(), Some(4));
+    /// ```
+    pub fn age(&self) -> Option<i64> {
+        self.age
+    }
+
+    /// The try's transaction id (empty until its first write).
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// assert_eq!(m.txid(), "");
+    /// ```
+    pub fn txid(&self) -> &str {
+        &self.txid
+    }
+
+    /// The counts since the last call, reset.
+    ///
+    /// ```
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// assert_eq!(m.take_stats(), Default::default());
+    /// ```
+    pub fn take_stats(&mut self) -> TryStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// The nodes the try created and may still hold (paths, and lock nodes), for a cleanup
+    /// when the try is abandoned mid-command.
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// assert_eq!(m.owned_nodes(), (vec![], vec![]));
+    /// ```
+    pub fn owned_nodes(&self) -> (Vec<String>, Vec<Held>) {
+        let l = &self.layout;
+        let mut paths: Vec<String> = self.tagged.iter().map(|n| l.tag(n, &self.txid)).collect();
+        if self.point_made {
+            paths.push(l.point(&self.txid));
+        }
+        paths.extend(self.ensured.values().cloned());
+        let mut held = self.leftovers.clone();
+        if let Some(r) = &self.current {
+            held.extend(r.step.held());
+        }
+        (paths, held)
+    }
+
+    /// Reads ref `name` at the try's read point (the first read fixes it); answered by
+    /// [`Outcome::Read`].
+    ///
+    /// ```
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// m.read(avout::machine::Millis(0), "a");
+    /// ```
+    pub fn read(&mut self, now: Millis, name: &str) {
+        self.command(now, |m, now| m.start_read(now, name, AfterRead::Report));
+    }
+
+    /// Announces the body's first write of `name`: its tagging is sent with the try's next
+    /// requests; answered at once by [`Outcome::Done`]. `may_barge`: BARGE-WAIT has passed.
+    ///
+    /// # Panics
+    ///
+    /// Before the try's first read (every ref is read before it is written).
+    ///
+    /// ```
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(1), max_history: 10 });
+    /// # use avout::machine::Machine;
+    /// m.handle_session(avout::machine::Millis(0), avout::SessionState::Connected);
+    /// m.read(avout::machine::Millis(0), "a");
+    /// ```
+    pub fn write(&mut self, now: Millis, name: &str, may_barge: bool) {
+        self.command(now, |m, now| {
+            if !m.tagged.iter().any(|n| n == name) {
+                m.start_tag(now, vec![name.to_owned()], may_barge);
+            }
+            m.output = Some(Outcome::Done);
+        });
+    }
+
+    /// Ensures ref `name` (its read lock, held until the try ends), naming the lock node with
+    /// `guid`; answered by [`Outcome::Done`].
+    ///
+    /// ```
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// m.ensure(avout::machine::Millis(0), "a", 5);
+    /// ```
+    pub fn ensure(&mut self, now: Millis, name: &str, guid: u128) {
+        self.command(now, |m, now| {
+            if m.point.is_none() {
+                m.start_read(now, name, AfterRead::Ensure(guid));
+            } else {
+                m.phase = Phase::Ensuring {
+                    name: name.to_owned(),
+                    guid,
+                };
+            }
+        });
+    }
+
+    /// Commits `order`; answered by [`Outcome::Committed`], or first by
+    /// [`Outcome::Recompute`] when it commutes refs. An order without writes or commutes
+    /// releases what the try holds and is answered by [`Outcome::Done`].
+    ///
+    /// ```
+    /// use avout::stm::mvcc::{CommitOrder, TryConfig, TryMachine};
+    /// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// m.commit(avout::machine::Millis(0), CommitOrder { writes: vec![], commutes: vec![], lock: vec![], may_barge: false });
+    /// ```
+    pub fn commit(&mut self, now: Millis, order: CommitOrder) {
+        self.command(now, |m, now| {
+            if order.writes.is_empty() && order.commutes.is_empty() {
+                m.start_cleanup(now, AfterCleanup::Finish);
+            } else if m.point.is_none() {
+                // Every ref is read before it is written; a plan without reads has no read
+                // point yet: take one now.
+                let name = order
+                    .writes
+                    .first()
+                    .map(|(n, _)| n.clone())
+                    .or_else(|| order.commutes.first().cloned())
+                    .expect("a writing order");
+                m.start_read(now, &name, AfterRead::Commit(order));
+            } else {
+                m.prepare(now, order);
+            }
+        });
+    }
+
+    /// Answers [`Outcome::Recompute`]: the commuted refs' new bytes, in the order asked.
+    ///
+    /// # Panics
+    ///
+    /// If no recomputation was asked for.
+    ///
+    /// ```should_panic
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// m.recomputed(avout::machine::Millis(0), vec![]);
+    /// ```
+    pub fn recomputed(&mut self, now: Millis, values: Vec<Vec<u8>>) {
+        let Phase::Recomputing(order, prepared) = std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
+            panic!("recomputed without a Recompute outcome")
+        };
+        self.write_record(now, order, prepared, values);
+        self.advance(now);
+    }
+
+    /// Gives the try up: removes what it created; answered by [`Outcome::Done`] (or
+    /// [`Outcome::Failed`] if the cleanup could not finish).
+    ///
+    /// ```
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// # use avout::machine::Machine;
+    /// m.handle_session(avout::machine::Millis(0), avout::SessionState::Connected);
+    /// m.abort(avout::machine::Millis(0));
+    /// assert_eq!(m.poll_output(), Some(avout::stm::mvcc::Outcome::Done));
+    /// ```
+    pub fn abort(&mut self, now: Millis) {
+        self.phase = Phase::Idle;
+        self.output = None;
+        self.start_cleanup(now, AfterCleanup::Finish);
+        self.advance(now);
+    }
+
+    fn command(&mut self, now: Millis, start: impl FnOnce(&mut Self, Millis)) {
+        assert!(
+            self.phase == Phase::Idle && self.output.is_none(),
+            "a command while another is in progress ({:?})",
+            self.phase
+        );
+        start(self, now);
+        self.advance(now);
+    }
+
+    fn launch(&mut self, now: Millis, step: Step) -> Running {
+        self.next_id += 1;
+        let mut run = Running {
+            id: self.next_id,
+            step,
+            owed: VecDeque::new(),
+        };
+        if let Some(state) = self.session {
+            run.tell(now, Event::Session(state));
+        }
+        run
+    }
+
+    fn start_read(&mut self, now: Millis, name: &str, then: AfterRead) {
+        let l = &self.layout;
+        let m = ReadMachine::new(
+            &l.ref_node(name),
+            &l.history(name),
+            &l.points(),
+            self.point,
+            !planted::active(Bug::StmNoReadPointCheck),
+        );
+        self.current = Some(self.launch(now, Step::Read(m)));
+        self.phase = Phase::Reading {
+            name: name.to_owned(),
+            then,
+        };
+    }
+
+    /// Sends the tagging of `names` (and the point, on the first).
+    fn start_tag(&mut self, now: Millis, names: Vec<String>, may_barge: bool) {
+        let point = self.point.expect("a read point");
+        let age = *self.age.get_or_insert(point);
+        if self.txid.is_empty() {
+            self.txid = layout::txid(age, self.config.guid);
+        }
+        let me = Me {
+            txid: self.txid.clone(),
+            age,
+            read_point: point,
+        };
+        let barging = Barging {
+            may_barge,
+            barge_committing: planted::active(Bug::StmBargeCommitting),
+        };
+        let mut m = TagMachine::new(&self.config.root, me, names.clone(), barging);
+        if self.point_made {
+            m = m.without_point();
+        }
+        self.point_made = true;
+        self.tagged.extend(names);
+        let run = self.launch(now, Step::Tag(m));
+        self.tags.push_back(run);
+    }
+
+    fn prepare(&mut self, now: Millis, mut order: CommitOrder) {
+        // Writes the body did not announce (a commute of a ref it also read becomes a write
+        // at commit) are tagged now; a commit of commutes only still needs its point.
+        let untagged: Vec<String> = order
+            .writes
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| !self.tagged.contains(n))
+            .collect();
+        if !untagged.is_empty() || !self.point_made {
+            self.start_tag(now, untagged, order.may_barge);
+        }
+        let age = self.age.expect("tagging fixed it");
+        let release_first: Vec<String> = order
+            .lock
+            .iter()
+            .filter_map(|(n, _)| self.ensured.remove(n))
+            .collect();
+        let prep = PrepareMachine::new(
+            &self.config.root,
+            &self.txid,
+            age,
+            std::mem::take(&mut order.lock),
+            order.commutes.clone(),
+            release_first,
+            self.config.session,
+            LOCK_WAIT_MS,
+        );
+        self.current = Some(self.launch(now, Step::Prepare(prep)));
+        self.phase = Phase::Preparing(order);
+    }
+
+    /// Builds the commit record and sends it.
+    fn write_record(
+        &mut self,
+        now: Millis,
+        order: CommitOrder,
+        prepared: Prepared,
+        recomputed: Vec<Vec<u8>>,
+    ) {
+        let l = self.layout.clone();
+        let max_history = self.config.max_history;
+        let txid = self.txid.clone();
+        let mut ops = vec![Op::delete(
+            l.point(&txid),
+            Some(prepared.committing_version),
+        )];
+        let mut deletes: Vec<String> = Vec::new();
+        let mut changes = Vec::new();
+        let add = |ops: &mut Vec<Op>,
+                   deletes: &mut Vec<String>,
+                   name: &str,
+                   version: i32,
+                   history: &[String],
+                   new: Vec<u8>| {
+            let node = l.history_node(name, &txid, version + 1);
+            ops.push(Op::create(node, new.clone(), CreateMode::Persistent));
+            ops.push(Op::set_data(l.ref_node(name), new, Some(version)));
+            deletes.extend(
+                layout::trim_after_commit(history, max_history)
+                    .into_iter()
+                    .map(|n| crate::path::join(&l.history(name), &n)),
+            );
+        };
+        for (name, new) in order.writes {
+            let base = self
+                .bases
+                .get(&name)
+                .expect("every write is tagged")
+                .clone();
+            if new.len() > max_value_len() {
+                let len = new.len();
+                return self.start_cleanup(now, AfterCleanup::Report(Halt::TooLarge { name, len }));
+            }
+            add(
+                &mut ops,
+                &mut deletes,
+                &name,
+                base.version,
+                &base.history,
+                new.clone(),
+            );
+            ops.push(Op::delete(l.tag(&name, &txid), None));
+            changes.push(Change {
+                name,
+                old: base.value,
+                new,
+            });
+        }
+        for (newest, new) in prepared.commuted.iter().zip(recomputed) {
+            if new.len() > max_value_len() {
+                let halt = Halt::TooLarge {
+                    name: newest.name.clone(),
+                    len: new.len(),
+                };
+                return self.start_cleanup(now, AfterCleanup::Report(halt));
+            }
+            add(
+                &mut ops,
+                &mut deletes,
+                &newest.name,
+                newest.version,
+                &newest.history,
+                new.clone(),
+            );
+            changes.push(Change {
+                name: newest.name.clone(),
+                old: newest.value.clone(),
+                new,
+            });
+        }
+        if let Err(Error::DataTooLarge { len, .. }) = Op::validate_all(&ops) {
+            let name = changes.first().map_or("", |c| c.name.as_str()).to_owned();
+            return self.start_cleanup(now, AfterCleanup::Report(Halt::TooLarge { name, len }));
+        }
+        // The lock nodes and the trimmed history go in the same `multi`: one write instead of
+        // three. The history was listed with the ref version the `multi` checks, so it is the
+        // history the trim applies to whenever the `multi` applies at all.
+        let lock_nodes = prepared.locks.iter().map(|(_, n)| n.clone());
+        for node in lock_nodes
+            .chain(self.ensured.values().cloned())
+            .chain(deletes)
+        {
+            ops.push(Op::delete(node, None));
+        }
+        let point = l.point(&txid);
+        let write = WriteMachine::new(ops, Vec::new(), &point, &l.points());
+        self.current = Some(self.launch(now, Step::Write(write)));
+        changes.sort_by(|a, b| a.name.cmp(&b.name));
+        self.phase = Phase::Writing(changes);
+    }
+
+    /// Removes everything the try created and still holds, then `then`. Steps in flight are
+    /// dropped: the deletes are ordered after their creates.
+    fn start_cleanup(&mut self, now: Millis, then: AfterCleanup) {
+        let (paths, held) = self.owned_nodes();
+        self.tags.clear();
+        self.current = None;
+        self.tagged.clear();
+        self.point_made = false;
+        self.ensured.clear();
+        self.leftovers.clear();
+        let m = CleanupMachine::of(paths, held);
+        self.current = Some(self.launch(now, Step::Cleanup(m)));
+        self.phase = Phase::Cleaning(then);
+    }
+
+    /// Gives the try up with `halt` (the cleanup takes the lock nodes the failed step may
+    /// hold: it is still the current one).
+    fn give_up(&mut self, now: Millis, halt: Halt) {
+        self.start_cleanup(now, AfterCleanup::GiveUp(halt));
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        self.current = None;
+        self.phase = Phase::Idle;
+        self.output = Some(outcome);
+    }
+
+    /// Hands the front step what it is owed, then takes the steps' outputs in order and moves
+    /// the try on, until it waits for the network or answers the command.
+    fn advance(&mut self, now: Millis) {
+        self.settle(now);
+        // Forget the tokens of dropped steps: their replies and events are dropped.
+        let live: Vec<u64> = self
+            .tags
+            .iter()
+            .chain(&self.current)
+            .map(|r| r.id)
+            .collect();
+        self.tokens.retain(|_, (id, _)| live.contains(id));
+    }
+
+    fn settle(&mut self, now: Millis) {
+        while self.output.is_none() && self.phase != Phase::Idle {
+            if let Some(front) = self.tags.front_mut() {
+                if let Some(event) = front.owed.pop_front() {
+                    front.tell(now, event);
+                    continue;
+                }
+                let Step::Tag(tag) = &mut front.step else {
+                    unreachable!("only taggings are queued")
+                };
+                match tag.poll_output() {
+                    Some(Ok(tagged)) => {
+                        self.tags.pop_front();
+                        self.settled(tagged);
+                        continue;
+                    }
+                    Some(Err(halt)) => {
+                        self.tags.pop_front();
+                        self.give_up(now, halt);
+                        continue;
+                    }
+                    None => return,
+                }
+            }
+            if let Phase::Ensuring { name, guid } = &self.phase
+                && self.current.is_none()
+            {
+                let m = EnsureMachine::new(
+                    &self.config.root,
+                    name,
+                    self.point.expect("a read point"),
+                    *guid,
+                    self.config.session,
+                    LOCK_WAIT_MS,
+                );
+                self.current = Some(self.launch(now, Step::Ensure(m)));
+                continue;
+            }
+            let Some(current) = &mut self.current else {
+                unreachable!("{:?} runs a step", self.phase)
+            };
+            if let Some(event) = current.owed.pop_front() {
+                current.tell(now, event);
+                continue;
+            }
+            if !self.take_current_output(now) {
+                return;
+            }
+        }
+    }
+
+    fn settled(&mut self, tagged: Tagged) {
+        self.stats.barges += u64::from(tagged.barged);
+        for base in tagged.bases {
+            self.bases.insert(base.name.clone(), base);
+        }
+    }
+
+    /// Takes the current step's output if it has one, and moves on; false if it has none.
+    fn take_current_output(&mut self, now: Millis) -> bool {
+        let current = &mut self.current.as_mut().expect("a current step").step;
+        match (std::mem::replace(&mut self.phase, Phase::Idle), current) {
+            (Phase::Reading { name, then }, Step::Read(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Reading { name, then };
+                    return false;
+                };
+                match out {
+                    Ok(out) => {
+                        if self.point.is_none() {
+                            self.point = Some(out.read_point);
+                            self.age.get_or_insert(out.read_point);
+                        }
+                        self.current = None;
+                        match then {
+                            AfterRead::Report => self.finish(Outcome::Read(out.value)),
+                            AfterRead::Ensure(guid) => self.phase = Phase::Ensuring { name, guid },
+                            AfterRead::Commit(order) => self.prepare(now, order),
+                        }
+                    }
+                    Err(halt) => {
+                        if halt == Halt::ReadFault {
+                            self.stats.read_faults += 1;
+                        }
+                        self.give_up(now, halt);
+                    }
+                }
+            }
+            (Phase::Ensuring { name, guid }, Step::Ensure(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Ensuring { name, guid };
+                    return false;
+                };
+                match out {
+                    Ok(node) => {
+                        self.ensured.insert(name, node);
+                        self.finish(Outcome::Done);
+                    }
+                    Err(halt) => self.give_up(now, halt),
+                }
+            }
+            (Phase::Preparing(order), Step::Prepare(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Preparing(order);
+                    return false;
+                };
+                match out {
+                    Ok(prepared) => {
+                        self.leftovers
+                            .extend(prepared.locks.iter().map(|(_, n)| Held::Node(n.clone())));
+                        self.current = None;
+                        if order.commutes.is_empty() {
+                            self.write_record(now, order, prepared, Vec::new());
+                        } else {
+                            let newest = prepared.commuted.clone();
+                            self.phase = Phase::Recomputing(order, prepared);
+                            self.output = Some(Outcome::Recompute(newest));
+                        }
+                    }
+                    Err(halt) => {
+                        if halt == Halt::Barged {
+                            self.stats.killed += 1;
+                        }
+                        self.give_up(now, halt);
+                    }
+                }
+            }
+            (Phase::Writing(changes), Step::Write(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Writing(changes);
+                    return false;
+                };
+                match out {
+                    Ok(written) => {
+                        if written.recovered {
+                            self.stats.recoveries += 1;
+                        }
+                        // The multi removed the point, tags and locks.
+                        self.point_made = false;
+                        self.tagged.clear();
+                        self.leftovers.clear();
+                        self.ensured.clear();
+                        self.finish(Outcome::Committed(changes));
+                    }
+                    // A violation is reported as it is; after a lost session the commit may
+                    // have applied and the session took the rest: nothing to clean.
+                    Err(halt @ (Halt::Violation(_) | Halt::SessionLost(_))) => {
+                        self.finish(Outcome::Failed(halt));
+                    }
+                    Err(halt) => self.give_up(now, halt),
+                }
+            }
+            (Phase::Cleaning(then), Step::Cleanup(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Cleaning(then);
+                    return false;
+                };
+                match (then, out) {
+                    (AfterCleanup::GiveUp(halt), Ok(())) => match &halt {
+                        Halt::Blocked { blocker, .. } => {
+                            let path = self.layout.point(blocker);
+                            let wait = WaitMachine::new(&path, LOCK_WAIT_MS);
+                            self.current = Some(self.launch(now, Step::Wait(wait)));
+                            self.phase = Phase::Waiting(halt);
+                        }
+                        _ => self.finish(Outcome::Failed(halt)),
+                    },
+                    (AfterCleanup::GiveUp(halt), Err(cleanup)) => {
+                        // A retry cannot be reported if the cleanup failed: its failure is
+                        // worse. A failure stays the first one.
+                        let report = if halt.retries() { cleanup } else { halt };
+                        self.finish(Outcome::Failed(report));
+                    }
+                    (AfterCleanup::Report(halt), _) => self.finish(Outcome::Failed(halt)),
+                    (AfterCleanup::Finish, Ok(())) => self.finish(Outcome::Done),
+                    (AfterCleanup::Finish, Err(cleanup)) => self.finish(Outcome::Failed(cleanup)),
+                }
+            }
+            (Phase::Waiting(halt), Step::Wait(m)) => {
+                let Some(out) = m.poll_output() else {
+                    self.phase = Phase::Waiting(halt);
+                    return false;
+                };
+                match out {
+                    Err(lost @ Halt::SessionLost(_)) => self.finish(Outcome::Failed(lost)),
+                    _ => self.finish(Outcome::Failed(halt)),
+                }
+            }
+            (phase, step) => unreachable!("{phase:?} does not run {step:?}"),
+        }
+        true
+    }
+
+    /// The running step that owns `token`, and the step's own token.
+    fn owner(&mut self, token: Token) -> Option<(&mut Running, bool, Token)> {
+        let (id, own) = *self.tokens.get(&token.0)?;
+        let front = self.tags.front().map(|r| r.id);
+        let first_untagged = self.tags.is_empty();
+        if let Some(r) = self.tags.iter_mut().find(|r| r.id == id) {
+            let active = Some(r.id) == front;
+            return Some((r, active, own));
+        }
+        match &mut self.current {
+            Some(r) if r.id == id => Some((r, first_untagged, own)),
+            _ => None,
+        }
+    }
+
+    /// Gives `event` (for step `token`'s) to its step now if every earlier step is settled,
+    /// else queues it; events of dropped steps are dropped.
+    fn route(&mut self, now: Millis, token: Token, event: impl FnOnce(Token) -> Event) {
+        if let Some((run, active, own)) = self.owner(token) {
+            let event = event(own);
+            if active && run.owed.is_empty() {
+                run.tell(now, event);
+            } else {
+                run.owed.push_back(event);
+            }
+        }
+    }
+}
+
+impl Halt {
+    /// Whether the try may run its body again after this halt (else the transaction fails).
+    ///
+    /// ```
+    /// assert!(avout::stm::mvcc::Halt::Barged.retries());
+    /// assert!(!avout::stm::mvcc::Halt::NoRef("a".into()).retries());
+    /// ```
+    pub fn retries(&self) -> bool {
+        matches!(
+            self,
+            Halt::ReadFault
+                | Halt::Conflict(_)
+                | Halt::Barged
+                | Halt::Blocked { .. }
+                | Halt::Interrupted
+        )
+    }
+}
+
+impl Machine for TryMachine {
+    type Output = Outcome;
+
+    fn poll_request(&mut self) -> Option<(Token, Request)> {
+        let runs = self.tags.iter_mut().chain(self.current.as_mut());
+        for run in runs {
+            let next = each!(&mut run.step, m => m.poll_request());
+            if let Some((token, request)) = next {
+                self.next_token += 1;
+                self.tokens.insert(self.next_token, (run.id, token));
+                return Some((Token(self.next_token), request));
+            }
+        }
+        None
+    }
+
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        self.route(now, token, |t| Event::Reply(t, reply));
+        self.advance(now);
+    }
+
+    fn handle_watch(&mut self, now: Millis, token: Token, event: WatchedEvent) {
+        self.route(now, token, |t| Event::Watch(t, event));
+        self.advance(now);
+    }
+
+    fn handle_session(&mut self, now: Millis, state: SessionState) {
+        self.session = Some(state);
+        let runs = self.tags.iter_mut().chain(self.current.as_mut());
+        for (i, run) in runs.enumerate() {
+            // Only the front step is told now; the others when their turn comes.
+            if i == 0 && run.owed.is_empty() {
+                run.tell(now, Event::Session(state));
+            } else {
+                run.owed.push_back(Event::Session(state));
+            }
+        }
+        self.advance(now);
+    }
+
+    fn handle_timer(&mut self, now: Millis) {
+        // Only the front step's time runs (the others are not being waited on).
+        let run = self.tags.front_mut().or(self.current.as_mut());
+        if let Some(run) = run
+            && run.owed.is_empty()
+        {
+            let due = each!(&run.step, m => m.poll_timer()).is_some_and(|at| at <= now);
+            if due {
+                each!(&mut run.step, m => m.handle_timer(now));
+            }
+        }
+        self.advance(now);
+    }
+
+    fn poll_timer(&self) -> Option<Millis> {
+        let run = self.tags.front().or(self.current.as_ref())?;
+        if !run.owed.is_empty() {
+            return None;
+        }
+        each!(&run.step, m => m.poll_timer())
+    }
+
+    fn poll_output(&mut self) -> Option<Outcome> {
+        self.output.take()
+    }
+}
