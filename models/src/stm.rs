@@ -517,8 +517,11 @@ impl Model for StmModel {
             data,
             options: Default::default(),
         };
+        // What production's `Stm::open` and `make_ref` leave: the root claimed for the
+        // protocol (core's `stm/root.rs` marker), `<root>/refs`, the refs' first versions
+        // with JSON numbers (trace conformance starts from the simulator's server instead).
         let setup = [
-            create(ROOT, Vec::new()),
+            create(ROOT, b"avout-stm:optimistic".to_vec()),
             create("/stm/refs", Vec::new()),
             create(REF_A, initial_data(self.transfers().to_string().as_bytes())),
             create(REF_B, initial_data(b"0")),
