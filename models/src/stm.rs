@@ -23,7 +23,10 @@
 //!
 //! What is *mirrored*, not run: the few lines mapping a [`Settled`] to the transaction's
 //! result, and `dosync`'s retry count (`tx.rs`: a retry past `StmConfig::retry_limit`
-//! fails), async code over the `Attempt` trait. The cache is keyed by path here (the
+//! fails), async code over the `Attempt` trait; and the order in which the production driver
+//! (core's `machine/driver.rs`) hands a machine what happens at a session's end: the calls
+//! the client library fails first, then the session event (found by trace conformance:
+//! [`crate::conformance`]). The cache is keyed by path here (the
 //! engine keys it by ref name: the same map). The read-only shortcut (a try that read one ref from the server commits with
 //! no request) never applies: the reader reads two refs, so it sends its checks.
 //!
@@ -162,6 +165,8 @@ pub struct StmAgent {
     commits: u32,
     /// The ops of the commit in flight (the engine keeps them to remember what it wrote).
     ops: Vec<Op>,
+    /// Requests sent and not answered yet (the client library's calls in flight).
+    in_flight: Vec<Token>,
     generation: u32,
     running: Option<Running>,
     /// How the transaction ended, once it has.
@@ -187,6 +192,7 @@ impl StmAgent {
             tries: 0,
             commits: 0,
             ops: Vec::new(),
+            in_flight: Vec::new(),
             generation: 0,
             running: None,
             ended: None,
@@ -359,14 +365,19 @@ impl Agent for StmAgent {
     }
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        match &mut self.running {
+        let sent = match &mut self.running {
             Some(Running::Reading(_, run)) => run.poll_request(),
             Some(Running::Committing(run)) => run.poll_request(),
             None => None,
+        };
+        if let Some((token, _)) = &sent {
+            self.in_flight.push(*token);
         }
+        sent
     }
 
     fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
+        self.in_flight.retain(|t| *t != token);
         match &mut self.running {
             Some(Running::Reading(_, run)) => run.handle_reply(token, reply),
             Some(Running::Committing(run)) => run.handle_reply(token, reply),
@@ -380,6 +391,20 @@ impl Agent for StmAgent {
     }
 
     fn handle_session(&mut self, state: SessionState) {
+        if let Some(error) = state.terminal_error() {
+            // The session ended: the client library fails every call in flight, and the
+            // production driver (core's `machine/driver.rs`, `Driving::finish`) hands a
+            // machine its replies before session events, so the machine reads those
+            // failures first. It matters to a commit refreshing the refs after a refusal:
+            // a failed refresh settles as a conflict (the body runs again, or the retry
+            // limit is reached) where the session event would fail it. The world ends the
+            // session with the event alone (it is moot for the other models' machines);
+            // trace conformance found the difference (2 clients, seed 41, retry limit 0:
+            // production reported the retry limit, the model the lost session).
+            for token in std::mem::take(&mut self.in_flight) {
+                self.handle_reply(token, Err(error.clone()));
+            }
+        }
         self.with_running(
             |run| run.machine.handle_session(NOW, state),
             |run| run.machine.handle_session(NOW, state),

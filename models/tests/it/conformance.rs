@@ -107,29 +107,24 @@ fn stm_runs_on_the_simulator_conform_to_the_model() {
     assert!(failed(&limited, "retry limit") > 5, "{limited:?}");
 }
 
-/// The one way the STM's runs have been seen to diverge (see the module docs of
-/// `avout_models::conformance`, "Known gap"): a reader's commit is refused, the server
-/// expires its session, and the client library, having learnt of the expiry, fails the
-/// refresh reads at once; the driver hands the machine those failures before the session
-/// event (replies first), so the refresh fails, the commit settles as a conflict and the
-/// body would run again — past a retry limit of 0, production reports the retry limit. The
-/// model's world delivers the expiry notice before any reply to a request sent after it, so
-/// its client fails with the lost session. With a retry limit left, both end with the lost
-/// session. This test pins the witness: when the model's world learns that order, it fails
-/// and the gap is closed.
+/// What STM conformance found (see the module docs of `avout_models::conformance`, "What it
+/// found"): a reader's commit is refused and its session expires; the client library fails
+/// the refresh reads, the driver hands the machine those failures before the session event,
+/// the commit settles as a conflict and `dosync`, at its limit, reports the retry limit. The
+/// model's client used to fail with the lost session instead. Both witnesses now conform.
 #[test]
-fn a_session_lost_during_the_refresh_is_a_known_gap() {
-    let run = record(Workload::Stm { retry_limit: 0 }, 41, 2, faulty());
-    let refused = conform(&run).expect_err("the known divergence");
-    assert!(
-        refused
-            .why
-            .contains(r#"Failed(Some("retry limit"))], the model's clients"#)
-            && refused.why.ends_with(r#"Failed(Some("session lost"))]"#),
-        "{refused}"
-    );
-    let with_a_retry_left = record(Workload::Stm { retry_limit: 1 }, 41, 2, faulty());
-    conform(&with_a_retry_left).expect("the same schedule with a retry left conforms");
+fn a_session_lost_during_the_refresh_settles_as_a_conflict() {
+    for (retry_limit, clients, seed) in [(0, 2, 41), (1, 3, 52)] {
+        let run = record(Workload::Stm { retry_limit }, seed, clients, faulty());
+        assert_eq!(
+            run.results[1],
+            Returned::Failed(Some("retry limit".into())),
+            "the reader, seed {seed}"
+        );
+        if let Err(d) = conform(&run) {
+            panic!("retry limit {retry_limit}, {clients} clients, seed {seed}: {d}");
+        }
+    }
 }
 
 /// An STM run with a commit whose reply was lost (the client recovered by reading the refs'

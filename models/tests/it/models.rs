@@ -99,7 +99,9 @@ fn stm_transfers_are_serializable_and_reads_validated() {
 #[test]
 fn stm_a_lost_commit_reply_is_decided_by_the_commit_id() {
     let report = checked("stm", 2, 1);
-    assert_eq!(report.unique_states, 1373);
+    // 1,373 before the agent read the calls the library fails at an expiry before the
+    // session event, as production's driver does (found by trace conformance).
+    assert_eq!(report.unique_states, 1371);
     for always in [
         "no lost update",
         "applied at most once",
