@@ -38,6 +38,13 @@ impl WorldModel for crate::stm::StmModel {
     }
 }
 
+impl WorldModel for crate::mvcc::MvccModel {
+    type Agent = crate::mvcc::MvccAgent;
+    fn bug(&self) -> Option<Bug> {
+        self.bug
+    }
+}
+
 impl WorldModel for crate::atom::AtomModel {
     type Agent = crate::atom::AtomAgent;
     fn bug(&self) -> Option<Bug> {

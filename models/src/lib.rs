@@ -30,6 +30,7 @@ pub mod atom;
 pub mod check;
 pub mod conformance;
 pub mod lock;
+pub mod mvcc;
 pub mod stm;
 pub mod world;
 
@@ -64,20 +65,23 @@ pub enum Named {
     Atom,
     /// The STM under protocol Optimistic (odd clients read two refs, even ones transfer).
     Stm,
+    /// The STM under protocol Mvcc (clients 0, 1 and 3 transfer, client 2 reads).
+    Mvcc,
 }
 
 impl Named {
     /// Every model, in a fixed order.
     ///
     /// ```
-    /// assert_eq!(avout_models::Named::ALL.len(), 5);
+    /// assert_eq!(avout_models::Named::ALL.len(), 6);
     /// ```
-    pub const ALL: [Named; 5] = [
+    pub const ALL: [Named; 6] = [
         Named::Mutex,
         Named::RwLock,
         Named::Election,
         Named::Atom,
         Named::Stm,
+        Named::Mvcc,
     ];
 
     /// The model's name on the command line.
@@ -92,6 +96,7 @@ impl Named {
             Named::Election => "election",
             Named::Atom => "atom",
             Named::Stm => "stm",
+            Named::Mvcc => "mvcc",
         }
     }
 }
@@ -117,7 +122,7 @@ impl FromStr for Named {
 #[non_exhaustive]
 pub enum ModelError {
     /// No model has this name.
-    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm)")]
+    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc)")]
     Unknown(String),
     /// The configuration is out of range.
     #[error("{0}")]
@@ -245,6 +250,23 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The Mvcc model this configuration describes (production's retry limit, MAX-HISTORY 1,
+    /// BARGE-WAIT to pass, one timer firing per client and fault).
+    ///
+    /// ```
+    /// assert_eq!(avout_models::Config::default().mvcc().unwrap().clients, 2);
+    /// ```
+    pub fn mvcc(&self) -> Result<mvcc::MvccModel, ModelError> {
+        self.validate()?;
+        Ok(mvcc::MvccModel {
+            faults: self.faults(),
+            bug: self.bug,
+            ..mvcc::MvccModel::new(self.clients)
+        })
+    }
+}
+
 /// Checks the model called `name` (see [`Named`]).
 ///
 /// ```
@@ -259,6 +281,13 @@ pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
         Named::Election => check(config.lock(lock::Flavor::Election)?, search),
         Named::Atom => check(config.atom()?, search),
         Named::Stm => check(config.stm()?, search),
+        Named::Mvcc => check(
+            config.mvcc()?,
+            Search {
+                max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
+                ..search
+            },
+        ),
     })
 }
 
@@ -281,6 +310,7 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
         Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
         Named::Atom => check::serve(config.atom()?, address),
         Named::Stm => check::serve(config.stm()?, address),
+        Named::Mvcc => check::serve(config.mvcc()?, address),
     }
     Ok(())
 }

@@ -212,6 +212,44 @@ pub fn barges() -> u64 {
     BARGES.load(Ordering::Relaxed)
 }
 
+/// The two directories an Mvcc STM at `root` needs before its first ref: the clock (where
+/// transaction points live) and the refs' parent.
+///
+/// ```
+/// assert_eq!(avout::stm::mvcc::root_paths("/bank"), ["/bank/stm/history".to_string(), "/bank/refs".to_string()]);
+/// ```
+pub fn root_paths(root: &str) -> [String; 2] {
+    let layout = Layout::new(root);
+    [layout.points(), layout.refs()]
+}
+
+/// The `multi` that creates ref `name` with `initial` bytes in the Mvcc STM at `root`: the
+/// ref node, its lock, history and tag directories, the initial value's history node, and a
+/// tick of the clock (so a read point taken afterwards sees the initial value).
+///
+/// ```
+/// let ops = avout::stm::mvcc::create_ref_ops("/bank", "alice", b"10");
+/// assert_eq!(ops[0].path(), "/bank/refs/alice");
+/// assert_eq!(ops.len(), 6);
+/// ```
+pub fn create_ref_ops(root: &str, name: &str, initial: &[u8]) -> Vec<Op> {
+    let l = Layout::new(root);
+    vec![
+        Op::create(l.ref_node(name), initial.to_vec(), CreateMode::Persistent),
+        Op::create(l.lock(name), vec![], CreateMode::Persistent),
+        Op::create(l.history(name), vec![], CreateMode::Persistent),
+        Op::create(l.txn(name), vec![], CreateMode::Persistent),
+        Op::create(
+            crate::path::join(&l.history(name), &layout::initial_history_name()),
+            initial.to_vec(),
+            CreateMode::Persistent,
+        ),
+        // Moves the clock past the ref's creation, so a read point taken after this sees
+        // the initial value.
+        Op::set_data(l.points(), vec![], None),
+    ]
+}
+
 /// What Mvcc keeps across the tries of one transaction.
 struct Slot {
     /// The first try's read point: the transaction's age for barging (ties are broken by
@@ -234,7 +272,7 @@ impl<C: Coordination + ?Sized + 'static> Mvcc<C> {
     /// Prepares the root (`<root>/stm/history`, `<root>/refs`).
     pub(crate) async fn open(cx: EngineContext<C>) -> Result<Self, Failure> {
         let layout = Layout::new(&cx.root);
-        let (points, refs) = (layout.points(), layout.refs());
+        let [points, refs] = root_paths(&cx.root);
         retry_lost(|| cx.zk.ensure_path(&points)).await?;
         retry_lost(|| cx.zk.ensure_path(&refs)).await?;
         Ok(Mvcc {
@@ -302,21 +340,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
             if initial.len() > max_value_len() {
                 return Err(too_large(name, initial.len()));
             }
-            let l = &self.layout;
-            let ops = vec![
-                Op::create(l.ref_node(name), initial.to_vec(), CreateMode::Persistent),
-                Op::create(l.lock(name), vec![], CreateMode::Persistent),
-                Op::create(l.history(name), vec![], CreateMode::Persistent),
-                Op::create(l.txn(name), vec![], CreateMode::Persistent),
-                Op::create(
-                    crate::path::join(&l.history(name), &layout::initial_history_name()),
-                    initial.to_vec(),
-                    CreateMode::Persistent,
-                ),
-                // Moves the clock past the ref's creation, so a read point taken after this
-                // sees the initial value.
-                Op::set_data(l.points(), vec![], None),
-            ];
+            let ops = create_ref_ops(&self.root, name, initial);
             retry_lost(|| async {
                 match self.zk.multi(&ops).await {
                     Ok(_) => Ok(()),

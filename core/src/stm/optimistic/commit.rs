@@ -559,6 +559,11 @@ impl Machine for CommitMachine {
                 let i = (token.0 - first.0) as usize;
                 match take_read(reply) {
                     Ok(node) => got[i] = Some(node),
+                    // A lost session ends the transaction: retrying would only fail again
+                    // (and, at the retry limit, report the limit instead of the session).
+                    Err(e) if e.is_session_lost() => {
+                        return self.finish(CommitOutcome::Failed(e));
+                    }
                     // The refresh only warms the cache: without it the next try reads.
                     Err(_) => got.clear(),
                 }
@@ -705,6 +710,26 @@ mod tests {
             m.poll_output(),
             Some(CommitOutcome::Conflict { index: 0, current, .. }) if current.len() == 3
         ));
+    }
+
+    /// Found by trace conformance: a session lost while the refs are read again used to
+    /// count as a conflict, so `dosync` at its retry limit reported the limit.
+    #[test]
+    fn a_session_lost_during_the_refresh_fails_the_commit() {
+        let (mut m, t) = started();
+        let refused = Error::Multi {
+            index: 0,
+            source: Box::new(Error::BadVersion {
+                path: "/r/a".into(),
+            }),
+        };
+        m.handle_reply(Millis(1), t, Err(refused));
+        let reads = drain(&mut m);
+        m.handle_reply(Millis(2), reads[0].0, Err(Error::SessionExpired));
+        assert_eq!(
+            m.poll_output(),
+            Some(CommitOutcome::Failed(Error::SessionExpired))
+        );
     }
 
     #[test]
