@@ -5,7 +5,8 @@
 //! leader election), the leader's [`MonitorMachine`](avout::lock::MonitorMachine) and the
 //! atom's [`CasMachine`](avout::atom::CasMachine) and the STM's (protocol Optimistic)
 //! [`ReadMachine`](avout::stm::optimistic::ReadMachine) and
-//! [`CommitMachine`](avout::stm::optimistic::CommitMachine) — against a model
+//! [`CommitMachine`](avout::stm::optimistic::CommitMachine), and protocol Mvcc's
+//! [`TryMachine`](avout::stm::mvcc::TryMachine) — against a model
 //! ZooKeeper built on the simulator's pure kernel ([`world`]). The checker plays the
 //! scheduler: which request the server processes next, which reply or watch event a client
 //! reads next, which request or reply is lost, whose session expires, when a timer fires. It

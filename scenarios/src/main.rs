@@ -17,7 +17,7 @@
 //!   simulator or on real ZooKeeper, judge each history, and find, replay and shrink failures.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
 //!   [--json]` judges a recorded history: exit 0 valid, 1 anomaly, 2 bad input.
-//! - `avout model mutex|rwlock|election|atom|stm [--clients N] [--depth D] [--json]
+//! - `avout model mutex|rwlock|election|atom|stm|mvcc [--clients N] [--depth D] [--json]
 //!   [--explorer ADDR]` model-checks the production protocol machines (stateright): exit 0 if every property
 //!   comes out as wanted, 1 (with a counterexample trace) if not.
 //!

@@ -10,9 +10,10 @@ use avout_models::{Config, ModelError, Named, Report, Search, check_named, serve
 use serde_json::{Value, json};
 
 /// Options of `avout model`.
-#[derive(Debug, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// The model: mutex, rwlock, election, atom or stm.
+    /// The model: mutex, rwlock, election, atom, stm or mvcc (checked to depth 25 unless
+    /// --depth says otherwise).
     #[arg(value_parser = parse_named)]
     name: Named,
     /// Clients (1 to 4; the state space grows exponentially).
@@ -58,6 +59,16 @@ pub(crate) fn run(args: &ModelArgs) -> Result<(), ModelError> {
 }
 
 fn check(args: &ModelArgs) -> Result<bool, ModelError> {
+    // The Mvcc model is checked to a bound unless told otherwise (its whole space is far
+    // too large): say which, in the header and in the JSON.
+    let mut args_bounded;
+    let args = if args.name == Named::Mvcc && args.depth.is_none() {
+        args_bounded = args.clone();
+        args_bounded.depth = Some(avout_models::mvcc::DEFAULT_DEPTH);
+        &args_bounded
+    } else {
+        args
+    };
     let config = Config {
         clients: args.clients,
         cycles: args.cycles,
