@@ -66,23 +66,26 @@ pub enum Named {
     Atom,
     /// The STM under protocol Optimistic (odd clients read two refs, even ones transfer).
     Stm,
-    /// The STM under protocol Mvcc (clients 0, 1 and 3 transfer, client 2 reads).
+    /// The STM under protocol Mvcc: clients 0, 1 and 3 increment a ref, client 2 reads.
     Mvcc,
+    /// The STM under protocol Mvcc: even clients transfer between two refs, odd ones read.
+    MvccBank,
 }
 
 impl Named {
     /// Every model, in a fixed order.
     ///
     /// ```
-    /// assert_eq!(avout_models::Named::ALL.len(), 6);
+    /// assert_eq!(avout_models::Named::ALL.len(), 7);
     /// ```
-    pub const ALL: [Named; 6] = [
+    pub const ALL: [Named; 7] = [
         Named::Mutex,
         Named::RwLock,
         Named::Election,
         Named::Atom,
         Named::Stm,
         Named::Mvcc,
+        Named::MvccBank,
     ];
 
     /// The model's name on the command line.
@@ -98,6 +101,7 @@ impl Named {
             Named::Atom => "atom",
             Named::Stm => "stm",
             Named::Mvcc => "mvcc",
+            Named::MvccBank => "mvcc-bank",
         }
     }
 }
@@ -123,7 +127,7 @@ impl FromStr for Named {
 #[non_exhaustive]
 pub enum ModelError {
     /// No model has this name.
-    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc)")]
+    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc, mvcc-bank)")]
     Unknown(String),
     /// The configuration is out of range.
     #[error("{0}")]
@@ -276,19 +280,29 @@ impl Config {
 /// ```
 pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
     let search = config.search;
-    Ok(match name.parse::<Named>()? {
+    let named = name.parse::<Named>()?;
+    Ok(match named {
         Named::Mutex => check(config.lock(lock::Flavor::Mutex)?, search),
         Named::RwLock => check(config.lock(lock::Flavor::RwLock)?, search),
         Named::Election => check(config.lock(lock::Flavor::Election)?, search),
         Named::Atom => check(config.atom()?, search),
         Named::Stm => check(config.stm()?, search),
-        Named::Mvcc => check(
-            config.mvcc()?,
-            Search {
-                max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
-                ..search
-            },
-        ),
+        Named::Mvcc | Named::MvccBank => {
+            let workload = match named {
+                Named::Mvcc => mvcc::Workload::Increments,
+                _ => mvcc::Workload::Transfers,
+            };
+            check(
+                mvcc::MvccModel {
+                    workload,
+                    ..config.mvcc()?
+                },
+                Search {
+                    max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
+                    ..search
+                },
+            )
+        }
     })
 }
 
@@ -312,6 +326,13 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
         Named::Atom => check::serve(config.atom()?, address),
         Named::Stm => check::serve(config.stm()?, address),
         Named::Mvcc => check::serve(config.mvcc()?, address),
+        Named::MvccBank => check::serve(
+            mvcc::MvccModel {
+                workload: mvcc::Workload::Transfers,
+                ..config.mvcc()?
+            },
+            address,
+        ),
     }
     Ok(())
 }

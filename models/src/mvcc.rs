@@ -100,7 +100,7 @@ const POINTS: &str = "/mvcc/stm/history";
 /// ```
 /// use avout_models::mvcc::{Body, Workload};
 /// assert_eq!(Workload::Increments.body(1), Body::Increment);
-/// assert_eq!(Workload::Transfers.body(2), Body::Reader);
+/// assert_eq!(Workload::Transfers.body(1), Body::Reader);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Workload {
@@ -111,13 +111,15 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// Client `index`'s body: the third of every three reads, the others write. See
+    /// Client `index`'s body. Increments: the third of every three reads, the others
+    /// write; transfers: odd clients read, even ones transfer (as the stm model). See
     /// [`Workload`].
     pub fn body(self, index: u8) -> Body {
-        match (self, index % 3) {
-            (_, 2) => Body::Reader,
-            (Workload::Increments, _) => Body::Increment,
-            (Workload::Transfers, _) => Body::Transfer,
+        match self {
+            Workload::Increments if index % 3 == 2 => Body::Reader,
+            Workload::Increments => Body::Increment,
+            Workload::Transfers if index % 2 == 1 => Body::Reader,
+            Workload::Transfers => Body::Transfer,
         }
     }
 }

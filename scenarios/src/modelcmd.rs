@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 /// Options of `avout model`.
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// The model: mutex, rwlock, election, atom, stm or mvcc (checked to depth 25 unless
+    /// The model: mutex, rwlock, election, atom, stm, mvcc or mvcc-bank (the last two checked to depth 25 unless
     /// --depth says otherwise).
     #[arg(value_parser = parse_named)]
     name: Named,
@@ -62,7 +62,7 @@ fn check(args: &ModelArgs) -> Result<bool, ModelError> {
     // The Mvcc model is checked to a bound unless told otherwise (its whole space is far
     // too large): say which, in the header and in the JSON.
     let mut args_bounded;
-    let args = if args.name == Named::Mvcc && args.depth.is_none() {
+    let args = if matches!(args.name, Named::Mvcc | Named::MvccBank) && args.depth.is_none() {
         args_bounded = args.clone();
         args_bounded.depth = Some(avout_models::mvcc::DEFAULT_DEPTH);
         &args_bounded

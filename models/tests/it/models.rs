@@ -133,6 +133,25 @@ fn mvcc_bounded_increments_keep_every_safety_property() {
     );
 }
 
+/// Mvcc with a transfer and a reader: the whole state space (no bound is reached), every
+/// property as wanted, including the oldest transaction's commit.
+#[test]
+fn mvcc_bank_whole_space_keeps_snapshots_and_totals() {
+    let config = Config {
+        clients: 2,
+        faults: 0,
+        search: Search {
+            max_depth: Some(200),
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc-bank", &config).expect("a model");
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.unique_states, 70458);
+    assert!(report.max_depth < 200, "the bound was reached: {report}");
+}
+
 #[test]
 fn stm_a_lost_commit_reply_is_decided_by_the_commit_id() {
     let report = checked("stm", 2, 1);

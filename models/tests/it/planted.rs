@@ -75,3 +75,31 @@ fn a_lock_without_guid_recovery_does_not_conform_to_the_model() {
     }
     panic!("no create reply lost in 40 seeds");
 }
+
+/// Mvcc's read without the read-point check (`stm-no-read-point-check`): a reader fixes its
+/// snapshot with its first read, a transfer commits, and the reader's second read returns
+/// the newest value instead of the one at its snapshot — found by the whole state space of
+/// one transfer and one reader (no depth bound reached).
+#[test]
+fn an_mvcc_read_without_the_read_point_check_sees_no_snapshot() {
+    let config = Config {
+        clients: 2,
+        faults: 0,
+        bug: Some(Bug::StmNoReadPointCheck),
+        search: avout_models::Search {
+            max_depth: Some(200),
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc-bank", &config).unwrap();
+    let Verdict::Violated(trace) = &report.property("validated reads are a snapshot").verdict
+    else {
+        panic!("not found:\n{report}");
+    };
+    println!("{trace}");
+    assert!(
+        trace.contains("reader") && trace.contains("committed"),
+        "{trace}"
+    );
+}
