@@ -542,8 +542,11 @@ impl Agent for MvccAgent {
 /// The Mvcc model; see the [module docs](self).
 ///
 /// ```
-/// let report = avout_models::check(avout_models::mvcc::MvccModel::new(2), Default::default());
-/// assert!(report.ok(), "{report}");
+/// use avout_models::{Search, check, mvcc::MvccModel};
+/// // Two clients' whole state space is far too large for an example: a bound.
+/// let search = Search { max_depth: Some(12), ..Search::default() };
+/// let report = check(MvccModel::new(2), search);
+/// assert_eq!(report.property("no lost update").verdict, avout_models::Verdict::Holds);
 /// ```
 #[derive(Clone, Debug)]
 pub struct MvccModel {

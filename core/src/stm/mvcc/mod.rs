@@ -56,6 +56,10 @@
 //!    history: nothing trails the commit (a trailing delete would delay this session's next
 //!    transaction behind its own write).
 //!
+//! The whole of a try is one sans-IO machine, [`TryMachine`], which sequences these steps
+//! (the engine's async `Try` only drives it): the model checker (`avout model mvcc`) runs the
+//! same protocol as production.
+//!
 //! A single-ref `alter` is thus 3 round trips (read; tag and prepare; write), with two
 //! groups of writes; a read-only transaction of any size is one per ref read and nothing at
 //! commit.
