@@ -302,7 +302,7 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
     let from = summary
         .log
         .iter()
-        .position(|e| time(e) >= started)
+        .position(|e| e.time() >= started)
         .unwrap_or(summary.log.len());
     Recording {
         workload,
@@ -314,22 +314,6 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
         from,
         end,
         results,
-    }
-}
-
-/// A log entry's virtual time (nanoseconds since the run's start).
-fn time(event: &LogEvent) -> u64 {
-    match event {
-        LogEvent::Request { t, .. }
-        | LogEvent::Applied { t, .. }
-        | LogEvent::Reply { t, .. }
-        | LogEvent::Dropped { t, .. }
-        | LogEvent::Watch { t, .. }
-        | LogEvent::State { t, .. }
-        | LogEvent::Fault { t, .. }
-        | LogEvent::Timer { t, .. }
-        | LogEvent::Buggify { t, .. }
-        | LogEvent::Connect { t, .. } => *t,
     }
 }
 

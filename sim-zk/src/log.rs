@@ -208,7 +208,13 @@ impl LogEvent {
         }
     }
 
-    fn time(&self) -> u64 {
+    /// The entry's virtual time (nanoseconds since the run's start).
+    ///
+    /// ```
+    /// let e = avout_sim_zk::LogEvent::Connect { t: 7, client: 0, session: avout::SessionId(1) };
+    /// assert_eq!(e.time(), 7);
+    /// ```
+    pub fn time(&self) -> u64 {
         match self {
             LogEvent::Request { t, .. }
             | LogEvent::Applied { t, .. }

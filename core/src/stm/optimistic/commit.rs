@@ -691,16 +691,20 @@ mod tests {
         (m, sent[0].0)
     }
 
-    #[test]
-    fn a_refused_check_refreshes_every_ref_in_the_same_step() {
-        let (mut m, t) = started();
-        let refused = Error::Multi {
+    /// The `multi`'s refusal at its first operation, the check of `/r/a`.
+    fn check_of_a_refused() -> Error {
+        Error::Multi {
             index: 0,
             source: Box::new(Error::BadVersion {
                 path: "/r/a".into(),
             }),
-        };
-        m.handle_reply(Millis(1), t, Err(refused));
+        }
+    }
+
+    #[test]
+    fn a_refused_check_refreshes_every_ref_in_the_same_step() {
+        let (mut m, t) = started();
+        m.handle_reply(Millis(1), t, Err(check_of_a_refused()));
         let reads = drain(&mut m);
         assert_eq!(reads.len(), 3, "one round trip reads the three refs");
         for (i, (t, _)) in reads.iter().enumerate() {
@@ -717,13 +721,7 @@ mod tests {
     #[test]
     fn a_session_lost_during_the_refresh_fails_the_commit() {
         let (mut m, t) = started();
-        let refused = Error::Multi {
-            index: 0,
-            source: Box::new(Error::BadVersion {
-                path: "/r/a".into(),
-            }),
-        };
-        m.handle_reply(Millis(1), t, Err(refused));
+        m.handle_reply(Millis(1), t, Err(check_of_a_refused()));
         let reads = drain(&mut m);
         m.handle_reply(Millis(2), reads[0].0, Err(Error::SessionExpired));
         assert_eq!(
