@@ -256,15 +256,22 @@ impl Config {
 }
 
 impl Config {
-    /// The Mvcc model this configuration describes (production's retry limit, MAX-HISTORY 1,
-    /// BARGE-WAIT to pass, one timer firing per client and fault).
+    /// The Mvcc model this configuration describes for `named` (`mvcc`: increments, any
+    /// other: transfers), with production's retry limit, MAX-HISTORY 1, BARGE-WAIT to pass,
+    /// one timer firing per client and fault.
     ///
     /// ```
-    /// assert_eq!(avout_models::Config::default().mvcc().unwrap().clients, 2);
+    /// use avout_models::{Config, Named};
+    /// assert_eq!(Config::default().mvcc(Named::Mvcc).unwrap().clients, 2);
     /// ```
-    pub fn mvcc(&self) -> Result<mvcc::MvccModel, ModelError> {
+    pub fn mvcc(&self, named: Named) -> Result<mvcc::MvccModel, ModelError> {
         self.validate()?;
+        let workload = match named {
+            Named::Mvcc => mvcc::Workload::Increments,
+            _ => mvcc::Workload::Transfers,
+        };
         Ok(mvcc::MvccModel {
+            workload,
             faults: self.faults(),
             bug: self.bug,
             ..mvcc::MvccModel::new(self.clients)
@@ -287,22 +294,13 @@ pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
         Named::Election => check(config.lock(lock::Flavor::Election)?, search),
         Named::Atom => check(config.atom()?, search),
         Named::Stm => check(config.stm()?, search),
-        Named::Mvcc | Named::MvccBank => {
-            let workload = match named {
-                Named::Mvcc => mvcc::Workload::Increments,
-                _ => mvcc::Workload::Transfers,
-            };
-            check(
-                mvcc::MvccModel {
-                    workload,
-                    ..config.mvcc()?
-                },
-                Search {
-                    max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
-                    ..search
-                },
-            )
-        }
+        Named::Mvcc | Named::MvccBank => check(
+            config.mvcc(named)?,
+            Search {
+                max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
+                ..search
+            },
+        ),
     })
 }
 
@@ -319,20 +317,14 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
             reason: e.to_string(),
         })?,
     );
-    match name.parse::<Named>()? {
+    let named = name.parse::<Named>()?;
+    match named {
         Named::Mutex => check::serve(config.lock(lock::Flavor::Mutex)?, address),
         Named::RwLock => check::serve(config.lock(lock::Flavor::RwLock)?, address),
         Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
         Named::Atom => check::serve(config.atom()?, address),
         Named::Stm => check::serve(config.stm()?, address),
-        Named::Mvcc => check::serve(config.mvcc()?, address),
-        Named::MvccBank => check::serve(
-            mvcc::MvccModel {
-                workload: mvcc::Workload::Transfers,
-                ..config.mvcc()?
-            },
-            address,
-        ),
+        Named::Mvcc | Named::MvccBank => check::serve(config.mvcc(named)?, address),
     }
     Ok(())
 }

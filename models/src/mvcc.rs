@@ -647,8 +647,9 @@ fn newest_kept(state: &World<MvccAgent>) -> bool {
     })
 }
 
-/// The client whose transaction is the oldest (smallest age, then GUID: the first to have
-/// read, as no try takes its point before reading), once every client has read.
+/// The client whose transaction is the oldest (smallest age, then GUID, whose high bits
+/// are the client's index: the first to have read, as no try takes its point before
+/// reading), once every client has read.
 fn oldest(state: &World<MvccAgent>) -> Option<usize> {
     let ages: Option<Vec<i64>> = state.clients.iter().map(|c| c.agent.age).collect();
     let ages = ages?;

@@ -498,16 +498,16 @@ impl<A: Agent> World<A> {
                 let c = &mut self.clients[i];
                 match c.inbox.pop_front().expect("a message") {
                     Msg::Reply { token, result } => {
-                        say(format!("client {i} reads reply {}", show_result(&result)));
-                        c.agent.handle_reply(token, result);
-                        while self.batch_replies
-                            && matches!(c.inbox.front(), Some(Msg::Reply { .. }))
-                        {
-                            let Some(Msg::Reply { token, result }) = c.inbox.pop_front() else {
-                                unreachable!("a reply")
-                            };
+                        let mut next = Some((token, result));
+                        while let Some((token, result)) = next.take() {
                             say(format!("client {i} reads reply {}", show_result(&result)));
                             c.agent.handle_reply(token, result);
+                            if self.batch_replies
+                                && let Some(Msg::Reply { .. }) = c.inbox.front()
+                                && let Some(Msg::Reply { token, result }) = c.inbox.pop_front()
+                            {
+                                next = Some((token, result));
+                            }
                         }
                     }
                     Msg::Watch { token, event } => {

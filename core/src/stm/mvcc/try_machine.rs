@@ -887,32 +887,25 @@ impl TryMachine {
         true
     }
 
-    /// The running step that owns `token`, and the step's own token.
-    fn owner(&mut self, token: Token) -> Option<(&mut Running, bool, Token)> {
-        let (id, own) = *self.tokens.get(&token.0)?;
-        let front = self.tags.front().map(|r| r.id);
-        let first_untagged = self.tags.is_empty();
-        if let Some(r) = self.tags.iter_mut().find(|r| r.id == id) {
-            let active = Some(r.id) == front;
-            return Some((r, active, own));
-        }
-        match &mut self.current {
-            Some(r) if r.id == id => Some((r, first_untagged, own)),
-            _ => None,
+    /// Gives `event` (for step `token`'s) to its step; events of dropped steps are dropped.
+    fn route(&mut self, now: Millis, token: Token, event: impl FnOnce(Token) -> Event) {
+        let Some(&(id, own)) = self.tokens.get(&token.0) else {
+            return;
+        };
+        let runs = self.tags.iter_mut().chain(self.current.as_mut());
+        if let Some((i, run)) = runs.enumerate().find(|(_, r)| r.id == id) {
+            offer(run, i == 0, now, event(own));
         }
     }
+}
 
-    /// Gives `event` (for step `token`'s) to its step now if every earlier step is settled,
-    /// else queues it; events of dropped steps are dropped.
-    fn route(&mut self, now: Millis, token: Token, event: impl FnOnce(Token) -> Event) {
-        if let Some((run, active, own)) = self.owner(token) {
-            let event = event(own);
-            if active && run.owed.is_empty() {
-                run.tell(now, event);
-            } else {
-                run.owed.push_back(event);
-            }
-        }
+/// Tells `run` `event` now if it is the front step (every step started before it is
+/// settled) and owes nothing older, else queues it for its turn.
+fn offer(run: &mut Running, front: bool, now: Millis, event: Event) {
+    if front && run.owed.is_empty() {
+        run.tell(now, event);
+    } else {
+        run.owed.push_back(event);
     }
 }
 
@@ -965,12 +958,7 @@ impl Machine for TryMachine {
         self.session = Some(state);
         let runs = self.tags.iter_mut().chain(self.current.as_mut());
         for (i, run) in runs.enumerate() {
-            // Only the front step is told now; the others when their turn comes.
-            if i == 0 && run.owed.is_empty() {
-                run.tell(now, Event::Session(state));
-            } else {
-                run.owed.push_back(Event::Session(state));
-            }
+            offer(run, i == 0, now, Event::Session(state));
         }
         self.advance(now);
     }
