@@ -1,8 +1,12 @@
 //! `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
-//! [--json]`: judges a
-//! history in Jepsen's JSON-lines format with one of the checkers. Exit 0 when valid, 1 when the
-//! checker found an anomaly (reported on stdout), 2 for bad input or a checker that could not
-//! decide.
+//! [--json]`: judges a history with one of the checkers. Exit 0 when valid, 1 when the checker
+//! found an anomaly (reported on stdout), 2 for bad input or a checker that could not decide.
+//!
+//! FILE is in Jepsen's JSON-lines format or in Jepsen's own EDN (as Jepsen, Knossos and Elle
+//! write histories: one map a line, or one vector of maps): a file named `*.edn` is EDN, and so
+//! is one whose text starts like EDN (`[`, `#`, `;`, or `{` then a keyword); see
+//! [`History::load`]. Jepsen's `independent` histories carry `[key value]` tuples in `:value`:
+//! read them with `--tuple-keys`, in either format.
 
 use std::path::PathBuf;
 
@@ -45,7 +49,8 @@ pub(crate) enum CheckConsistency {
 /// Options of `avout check`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CheckArgs {
-    /// The history: one JSON object per line with Jepsen's fields (type, process, f, value).
+    /// The history: one JSON object per line with Jepsen's fields (type, process, f, value), or
+    /// Jepsen's EDN (`*.edn`, or text starting like EDN: `[`, `#`, `;`, `{:`).
     file: PathBuf,
     /// The checker (and the history format it reads).
     #[arg(long, value_enum)]
@@ -114,7 +119,7 @@ struct Judged {
 
 /// Checks the file and prints the verdict; `Ok(false)` when an anomaly was found.
 pub(crate) fn run(args: &CheckArgs) -> Result<bool, CheckCmdError> {
-    let history = History::read_file(&args.file)?;
+    let history = History::load(&args.file)?;
     let judged = judge(args, &history)?;
     if args.json {
         println!(

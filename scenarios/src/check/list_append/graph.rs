@@ -1,5 +1,14 @@
 //! The transaction dependency graph: strongly connected components (Tarjan) and the shortest
-//! cycle of wanted edge kinds inside one (breadth-first search from each edge that must appear).
+//! cycle of wanted edge kinds inside one.
+//!
+//! A search names the kind of the cycle's first edge (one that must appear: the cycle is
+//! rotated to start there), the kinds its other edges may take, and a rule on its read-write
+//! edges ([`RwRule`]). For each first edge u→v it runs a breadth-first search from v back to u
+//! over pairs (transaction, rule state); the state is a few bits (was the last edge rw, has a
+//! second rw been seen, were two rw edges adjacent), so the search stays linear in the
+//! component. Only simple cycles are kept, as Elle keeps them: a search never passes through
+//! u, and a walk that visits a transaction twice (possible when it does so in two rule states)
+//! is dropped.
 
 /// Edge kinds, as bits so a search can allow a set of them. The order is the preference when
 /// one pair of transactions has several: dependencies before orders.
@@ -107,6 +116,74 @@ impl Graph {
     }
 }
 
+/// What a cycle's read-write edges must look like, besides the kinds its edges may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RwRule {
+    /// Nothing more (the allowed kinds say it all).
+    Free,
+    /// The first edge is rw, there is at least one more, and no two rw edges are adjacent,
+    /// counting the last edge as adjacent to the first (Elle's G-nonadjacent).
+    NonAdjacent,
+    /// The first edge is rw, there is at least one more, and two of them are adjacent
+    /// (Elle's G2-item, as opposed to G-nonadjacent).
+    Adjacent,
+}
+
+/// Rule state bits: the last edge was rw; an rw edge after the first was seen; two rw edges
+/// were adjacent.
+const LAST_RW: u8 = 1;
+const MORE_RW: u8 = 2;
+const ADJACENT: u8 = 4;
+const STATES: usize = 8;
+
+impl RwRule {
+    /// The state after the first edge (of kind `kind`).
+    fn start(self, kind: u8) -> u8 {
+        match self {
+            RwRule::Free => 0,
+            RwRule::NonAdjacent | RwRule::Adjacent => {
+                debug_assert_eq!(kind, RW, "these rules start on an rw edge");
+                LAST_RW
+            }
+        }
+    }
+
+    /// The state after one more edge, or `None` if the rule forbids it.
+    fn step(self, state: u8, kind: u8) -> Option<u8> {
+        let rw = kind == RW;
+        match self {
+            RwRule::Free => Some(0),
+            RwRule::NonAdjacent if rw && state & LAST_RW != 0 => None,
+            RwRule::NonAdjacent if rw => Some(LAST_RW | MORE_RW),
+            RwRule::NonAdjacent => Some(state & MORE_RW),
+            RwRule::Adjacent if rw => {
+                let adjacent = if state & LAST_RW != 0 { ADJACENT } else { 0 };
+                Some(LAST_RW | MORE_RW | adjacent | (state & ADJACENT))
+            }
+            RwRule::Adjacent => Some(state & (MORE_RW | ADJACENT)),
+        }
+    }
+
+    /// Whether a path back to the start in this state closes a cycle the rule accepts (its
+    /// last edge then meets the first, which is rw).
+    fn accepts(self, state: u8) -> bool {
+        match self {
+            RwRule::Free => true,
+            RwRule::NonAdjacent => state & MORE_RW != 0 && state & LAST_RW == 0,
+            RwRule::Adjacent => state & MORE_RW != 0 && state & (ADJACENT | LAST_RW) != 0,
+        }
+    }
+}
+
+/// A cycle to look for: the kinds its first edge may take, the kinds the rest may take, and
+/// the rule on its rw edges.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CycleSpec {
+    pub(crate) first: u8,
+    pub(crate) path: u8,
+    pub(crate) rw: RwRule,
+}
+
 /// One edge of a cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Hop {
@@ -121,12 +198,12 @@ pub(crate) struct CycleFinder<'g> {
     /// Stamp of the component a node belongs to (the current one is `component`).
     member: Vec<u32>,
     component: u32,
-    /// Stamp of the search that reached a node, and how.
+    /// Per (node, rule state): stamp of the search that reached it, how, and how far.
     seen: Vec<u32>,
     search: u32,
-    parent: Vec<(u32, u8)>,
+    parent: Vec<(usize, u8)>,
     dist: Vec<usize>,
-    queue: std::collections::VecDeque<u32>,
+    queue: std::collections::VecDeque<usize>,
 }
 
 impl<'g> CycleFinder<'g> {
@@ -136,10 +213,10 @@ impl<'g> CycleFinder<'g> {
             graph,
             member: vec![0; n],
             component: 0,
-            seen: vec![0; n],
+            seen: vec![0; n * STATES],
             search: 0,
-            parent: vec![(0, 0); n],
-            dist: vec![0; n],
+            parent: vec![(0, 0); n * STATES],
+            dist: vec![0; n * STATES],
             queue: std::collections::VecDeque::new(),
         }
     }
@@ -151,34 +228,36 @@ impl<'g> CycleFinder<'g> {
         }
     }
 
-    /// The shortest cycle in the current component that starts with an edge of a kind in
-    /// `first` and continues along edges of kinds in `path`: for each such edge u→v (in order),
-    /// the shortest path v→u. Stops at a cycle of two, or once `budget` node visits are spent
-    /// (returning the best so far).
+    /// The shortest simple cycle in the current component that `spec` describes: for each
+    /// edge u→v of a kind in `spec.first` (in order), the shortest path v→u. Stops at a cycle
+    /// of two, or once `budget` node visits are spent (returning the best so far).
     pub(crate) fn shortest(
         &mut self,
         component: &[u32],
-        first: u8,
-        path: u8,
+        spec: CycleSpec,
         mut budget: u64,
     ) -> Option<Vec<Hop>> {
         let mut best: Option<Vec<Hop>> = None;
         for &u in component {
             for &(v, kind) in &self.graph.adj[u as usize] {
-                if kind & first == 0 || self.member[v as usize] != self.component {
+                if kind & spec.first == 0 || self.member[v as usize] != self.component {
                     continue;
                 }
                 if budget == 0 {
                     return best;
                 }
                 let limit = best.as_ref().map_or(usize::MAX, |b| b.len() - 1);
-                if let Some(rest) = self.path(v, u, path, limit, &mut budget) {
+                let start = spec.rw.start(kind);
+                if let Some(rest) = self.path(v, start, u, spec, limit, &mut budget) {
                     let mut cycle = vec![Hop {
                         from: u,
                         to: v,
                         kind,
                     }];
                     cycle.extend(rest);
+                    if !simple(&cycle) {
+                        continue;
+                    }
                     let done = cycle.len() == 2;
                     best = Some(cycle);
                     if done {
@@ -190,59 +269,79 @@ impl<'g> CycleFinder<'g> {
         best
     }
 
-    /// The shortest path from `from` to `to` along `kinds`, inside the component, of fewer than
-    /// `limit` edges.
+    /// The shortest path from `from` (entered in rule state `state`) to `to` along
+    /// `spec.path`, inside the component, of fewer than `limit` edges, arriving in a state the
+    /// rule accepts.
     fn path(
         &mut self,
         from: u32,
+        state: u8,
         to: u32,
-        kinds: u8,
+        spec: CycleSpec,
         limit: usize,
         budget: &mut u64,
     ) -> Option<Vec<Hop>> {
+        let at = |node: u32, state: u8| node as usize * STATES + state as usize;
         self.search += 1;
         let stamp = self.search;
         self.queue.clear();
-        self.queue.push_back(from);
-        self.seen[from as usize] = stamp;
-        self.dist[from as usize] = 0;
+        let origin = at(from, state);
+        self.queue.push_back(origin);
+        self.seen[origin] = stamp;
+        self.dist[origin] = 0;
         while let Some(x) = self.queue.pop_front() {
-            if x == to {
+            let (node, state) = ((x / STATES) as u32, (x % STATES) as u8);
+            if node == to {
+                if !spec.rw.accepts(state) {
+                    // Going on through the start would not close a simple cycle.
+                    continue;
+                }
                 let mut hops = Vec::new();
-                let mut at = to;
-                while at != from {
-                    let (p, kind) = self.parent[at as usize];
+                let mut here = x;
+                while here != origin {
+                    let (prev, kind) = self.parent[here];
                     hops.push(Hop {
-                        from: p,
-                        to: at,
+                        from: (prev / STATES) as u32,
+                        to: (here / STATES) as u32,
                         kind,
                     });
-                    at = p;
+                    here = prev;
                 }
                 hops.reverse();
                 return Some(hops);
             }
             // A longer path cannot beat the best cycle found.
-            if self.dist[x as usize] + 1 >= limit {
+            if self.dist[x] + 1 >= limit {
                 continue;
             }
             *budget = budget.saturating_sub(1);
             if *budget == 0 {
                 return None;
             }
-            for &(y, kind) in &self.graph.adj[x as usize] {
-                if kind & kinds == 0
-                    || self.member[y as usize] != self.component
-                    || self.seen[y as usize] == stamp
-                {
+            for &(y, kind) in &self.graph.adj[node as usize] {
+                if kind & spec.path == 0 || self.member[y as usize] != self.component {
                     continue;
                 }
-                self.seen[y as usize] = stamp;
-                self.parent[y as usize] = (x, kind);
-                self.dist[y as usize] = self.dist[x as usize] + 1;
-                self.queue.push_back(y);
+                let Some(next) = spec.rw.step(state, kind) else {
+                    continue;
+                };
+                let yi = at(y, next);
+                if self.seen[yi] == stamp {
+                    continue;
+                }
+                self.seen[yi] = stamp;
+                self.parent[yi] = (x, kind);
+                self.dist[yi] = self.dist[x] + 1;
+                self.queue.push_back(yi);
             }
         }
         None
     }
+}
+
+/// Whether a cycle visits each transaction once.
+fn simple(cycle: &[Hop]) -> bool {
+    let mut nodes: Vec<u32> = cycle.iter().map(|h| h.from).collect();
+    nodes.sort_unstable();
+    nodes.windows(2).all(|w| w[0] != w[1])
 }

@@ -36,6 +36,14 @@
 //!
 //! [`History::operations`] pairs invocations with completions. An invocation that never completes
 //! counts as `info`: it stays concurrent with everything after it, to the end of the history.
+//!
+//! Jepsen's own EDN format (`{:type :invoke, :process 0, :f :txn, :value [[:append 1 2]]}`, one
+//! map a line or one vector of maps) reads into the same events: see [`edn`].
+//! [`History::load`] takes either: a file named `*.edn` is EDN, and so is one whose text starts
+//! like EDN ([`edn::looks_like_edn`]: `[`, `#`, `;` or a map whose first key is a keyword);
+//! anything else is JSON lines.
+
+pub mod edn;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -45,6 +53,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use edn::EdnError;
 
 /// What an event says about its operation: it started, or how it ended.
 ///
@@ -472,6 +482,9 @@ pub enum HistoryError {
         /// The completed function.
         completed: F,
     },
+    /// An EDN history that could not be read.
+    #[error(transparent)]
+    Edn(#[from] EdnError),
     /// With [`Keys::Tuple`], a client event whose value is not a `[key, value]` pair.
     #[error("line {line}: value {value} is not a [key, value] pair")]
     NotKeyed {
