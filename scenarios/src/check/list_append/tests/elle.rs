@@ -323,17 +323,55 @@ fn g1c_process() {
 }
 
 #[test]
-fn g2_item_realtime() {
-    // T0 and T1 miss each other's unread appends in a chain T0 -rw-> T1 -rw-> T2, and T2
-    // completed before T0 began; T1 overlaps everything.
-    let verdict = check(vec![
-        invoke(1, json!([["r", "y", []], ["append", "x", 1]])),
-        invoke(2, json!([["append", "y", 1]])),
-        ok(2, json!([["append", "y", 1]])),
-        invoke(0, json!([["r", "x", []]])),
-        ok(0, json!([["r", "x", []]])),
-        ok(1, json!([["r", "y", []], ["append", "x", 1]])),
-    ]);
+fn g_nonadjacent_realtime() {
+    // T2 saw T1's append to x but not T3's (unread) append to y; T4 began after T3 completed,
+    // yet read x empty. Only T3 -realtime-> T4 is an order edge; T1 and T2 overlap everything.
+    let t1 = json!([["append", "x", 1]]);
+    let t2 = json!([["r", "x", [1]], ["r", "y", []]]);
+    let t3 = json!([["append", "y", 1]]);
+    let t4 = json!([["r", "x", []]]);
+    let events = vec![
+        invoke(1, t1.clone()),
+        invoke(2, t2.clone()),
+        invoke(3, t3.clone()),
+        ok(3, t3),
+        invoke(4, t4.clone()),
+        ok(4, t4),
+        ok(1, t1),
+        ok(2, t2),
+    ];
+    let verdict = check(events.clone());
+    assert_eq!(
+        verdict.anomaly_names(),
+        vec!["G-nonadjacent-realtime"],
+        "{verdict}"
+    );
+    let c = the_cycle(&verdict, "G-nonadjacent-realtime");
+    assert_eq!(c.transactions.len(), 4);
+    assert!(check_as(Consistency::Serializable, events.clone()).is_valid());
+    let h: History = events.into_iter().collect();
+    assert!(!crate::scenario::list_append::check(&h, Protocol::Mvcc).valid);
+}
+
+/// T0 -rw-> T1 -rw-> T2, each missing an unread append, and T2 completed (on process `p2`)
+/// before T0 began on process 0; T1 overlaps everything.
+fn adjacent_rw_then(p2: u64) -> Vec<Event> {
+    let t0 = json!([["r", "x", []]]);
+    let t1 = json!([["r", "y", []], ["append", "x", 1]]);
+    let t2 = json!([["append", "y", 1]]);
+    vec![
+        invoke(1, t1.clone()),
+        invoke(p2, t2.clone()),
+        ok(p2, t2),
+        invoke(0, t0.clone()),
+        ok(0, t0),
+        ok(1, t1),
+    ]
+}
+
+#[test]
+fn g2_item_process_and_realtime() {
+    let verdict = check(adjacent_rw_then(2));
     assert_eq!(
         verdict.anomaly_names(),
         vec!["G2-item-realtime"],
@@ -342,4 +380,13 @@ fn g2_item_realtime() {
     let c = the_cycle(&verdict, "G2-item-realtime");
     assert_eq!(c.kind, CycleKind::G2Item);
     assert!(edge_kinds(&c).contains(&EdgeKind::Realtime));
+    let verdict = check(adjacent_rw_then(0));
+    assert_eq!(
+        verdict.anomaly_names(),
+        vec!["G2-item-process"],
+        "{verdict}"
+    );
+    // Snapshot isolation allows write skew, whatever orders close it.
+    let h: History = adjacent_rw_then(0).into_iter().collect();
+    assert!(crate::scenario::list_append::check(&h, Protocol::Mvcc).valid);
 }
