@@ -15,6 +15,9 @@
 //! - `avout run SCENARIO`, `avout explore SCENARIO --seeds A..B`, `avout replay FILE` and
 //!   `avout shrink FILE` run the scenario registry (`avout_scenarios::scenario`) on the
 //!   simulator or on real ZooKeeper, judge each history, and find, replay and shrink failures.
+//! - `avout soak [--seeds N] [--base B] [--faults LIST] [--per-kind] [--pairs]` runs every
+//!   scenario on N seeds under each fault configuration and ends with a table of failures;
+//!   exit 1 if any run failed.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
 //!   [--json]` judges a recorded history: exit 0 valid, 1 anomaly, 2 bad input.
 //! - `avout model mutex|rwlock|election|atom|stm|mvcc [--clients N] [--depth D] [--json]
@@ -31,6 +34,7 @@ mod checkcmd;
 mod lockcmd;
 mod modelcmd;
 mod runcmd;
+mod soakcmd;
 mod zkcmd;
 
 use std::process::ExitCode;
@@ -68,8 +72,10 @@ enum Command {
     Explore(runcmd::ExploreArgs),
     /// Re-run a case file from its recorded choices and confirm its event-log hash.
     Replay(runcmd::ReplayArgs),
-    /// Minimise a failing case: fewer faults, clients and operations.
+    /// Minimise a failing case: a few scheduled faults, fewer clients and operations.
     Shrink(runcmd::ShrinkArgs),
+    /// Run every scenario on many seeds under each fault configuration; a table of failures.
+    Soak(soakcmd::SoakArgs),
     /// Research reports (simulated sweeps, benchmarks beside the peers) written to reports/.
     #[command(subcommand)]
     Report(avout_scenarios::report::ReportCommand),
@@ -149,6 +155,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
         Command::Replay(args) => Ok(runcmd::replay(&args)?),
         Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),
+        Command::Soak(args) => Ok(soakcmd::run(&args)?),
         Command::Report(command) => avout_scenarios::report::run(&command)
             .map(drop)
             .map_err(Into::into),

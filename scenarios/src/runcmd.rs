@@ -1,7 +1,9 @@
 //! `avout run | explore | replay | shrink`: scenarios from the shell.
 //!
-//! Exit status: 0 the run (or every run) was valid, 1 an anomaly was found, 2 a usage or
-//! infrastructure error (bad arguments, an unreachable server, an unreadable file).
+//! Exit status: 0 the run (or every run) was valid, 1 a run failed (an anomaly, or on the
+//! simulator an error the workload gave up with, which is recorded as a case file like an
+//! anomaly), 2 a usage or infrastructure error (bad arguments, an unreachable server, an
+//! unreadable file).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -149,18 +151,18 @@ pub(crate) enum RunCmdError {
     Anomaly(String),
 }
 
-struct Style {
+pub(crate) struct Style {
     colour: bool,
 }
 
 impl Style {
-    fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         Style {
             colour: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         }
     }
 
-    fn paint(&self, code: &str, text: &str) -> String {
+    pub(crate) fn paint(&self, code: &str, text: &str) -> String {
         if self.colour {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
@@ -188,7 +190,7 @@ fn parse_duration(s: &str) -> Result<Duration, RunCmdError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
+pub(crate) fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
     FaultKind::ALL
         .into_iter()
         .find(|k| k.name() == s)
@@ -260,7 +262,7 @@ fn create_dir(dir: &Path) -> Result<(), RunCmdError> {
     })
 }
 
-fn write_case(case: &Case, path: &Path) -> Result<(), RunCmdError> {
+pub(crate) fn write_case(case: &Case, path: &Path) -> Result<(), RunCmdError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }
@@ -405,10 +407,26 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
         Ok(())
     } else {
         Err(RunCmdError::Anomaly(format!(
-            "{} found an anomaly with seed {}",
+            "{} failed with seed {}",
             w.scenario, w.seed
         )))
     }
+}
+
+/// A progress bar of `len` runs on stderr, when it is a terminal and `show`.
+pub(crate) fn progress_bar(len: u64, unit: &str, show: bool) -> indicatif::ProgressBar {
+    if !(show && std::io::stderr().is_terminal()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {{pos}}/{{len}} {unit} [{{bar:30}}] {{per_sec}} {{eta}} left"
+        ))
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar
 }
 
 fn parse_seeds(s: &str) -> Result<std::ops::Range<u64>, RunCmdError> {
@@ -433,19 +451,7 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    let bar = if std::io::stderr().is_terminal() && !args.common.json {
-        let bar = indicatif::ProgressBar::new(seeds.end - seeds.start);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} {eta} left",
-            )
-            .expect("a valid template")
-            .progress_chars("=> "),
-        );
-        bar
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = progress_bar(seeds.end - seeds.start, "seeds", !args.common.json);
     let wall = std::time::Instant::now();
     let found = explore(
         &w,
@@ -599,6 +605,8 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
             serde_json::json!({
                 "file": out.display().to_string(),
                 "runs": shrunk.runs,
+                "steps_before": shrunk.steps.0,
+                "steps_after": shrunk.steps.1,
                 "ops_before": shrunk.ops.0,
                 "ops_after": shrunk.ops.1,
                 "clients": w.clients,
@@ -612,13 +620,13 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
         );
     } else {
         println!(
-            "shrunk      {} ops → {} ({} clients × {}), {} faults fired → {} scheduled{}, in {} runs ({:.2} s)",
-            shrunk.ops.0,
-            shrunk.ops.1,
+            "shrunk      {} steps → {} ({} clients × {} ops + {} scheduled faults; {} faults had fired){}, in {} runs ({:.2} s)",
+            shrunk.steps.0,
+            shrunk.steps.1,
             w.clients,
             w.ops,
-            shrunk.faults.0,
             shrunk.faults.1,
+            shrunk.faults.0,
             if shrunk.scheduled {
                 ""
             } else {

@@ -102,6 +102,11 @@ pub enum LogEvent {
         kind: FaultKind,
         /// Target client, if any.
         client: Option<usize>,
+        /// How long it lasts, in nanoseconds (disconnects, pauses, stale reads, outages),
+        /// so that a drawn fault can be scheduled again exactly. Not hashed: the events
+        /// it causes (the reconnect, the resume, the outage's end) are.
+        #[serde(default)]
+        duration: Option<u64>,
     },
     /// A timer fired (`reconnect`, `resume`, `outage-end`, `session-expired`, `follower`,
     /// `reap`, …).
@@ -183,7 +188,9 @@ impl LogEvent {
                 h.u64(*client as u64);
                 h.str(crate::hash::state_name(*state));
             }
-            LogEvent::Fault { t, kind, client } => {
+            LogEvent::Fault {
+                t, kind, client, ..
+            } => {
                 h.tag(6);
                 h.u64(*t);
                 h.str(kind.name());

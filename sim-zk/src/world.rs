@@ -779,9 +779,28 @@ impl World {
     }
 
     fn count(&mut self, kind: FaultKind, client: Option<usize>) {
+        self.count_lasting(kind, client, None);
+    }
+
+    /// Counts and logs a fault; the log keeps its `duration`.
+    fn count_lasting(
+        &mut self,
+        kind: FaultKind,
+        client: Option<usize>,
+        duration: Option<Duration>,
+    ) {
         *self.fault_counts.entry(kind).or_default() += 1;
         let t = self.clock;
-        self.log.push(LogEvent::Fault { t, kind, client }, |_| {});
+        let duration = duration.map(nanos);
+        self.log.push(
+            LogEvent::Fault {
+                t,
+                kind,
+                client,
+                duration,
+            },
+            |_| {},
+        );
     }
 
     fn fire_fault(&mut self, fault: Fault) {
@@ -806,13 +825,13 @@ impl World {
             Fault::ReplyLost { client } => self.armed_reply_loss.push(client),
             Fault::Disconnect { client, duration } => {
                 if self.is_live_and_up(client) {
-                    self.count(FaultKind::Disconnect, Some(client));
+                    self.count_lasting(FaultKind::Disconnect, Some(client), Some(duration));
                     self.go_down(client, Down::Disconnect, now + nanos(duration));
                 }
             }
             Fault::Pause { client, duration } => {
                 if self.is_live_and_up(client) {
-                    self.count(FaultKind::Pause, Some(client));
+                    self.count_lasting(FaultKind::Pause, Some(client), Some(duration));
                     self.go_down(client, Down::Pause, now + nanos(duration));
                 }
             }
@@ -831,7 +850,7 @@ impl World {
                     );
                 }
                 if self.kernel.is_alive(session) && self.clients[client].stale_until.is_none() {
-                    self.count(FaultKind::StaleReads, Some(client));
+                    self.count_lasting(FaultKind::StaleReads, Some(client), Some(duration));
                     let until = now + nanos(duration);
                     self.clients[client].stale_until = Some(until);
                     let events = self.kernel.attach(session, Server::Follower);
@@ -841,7 +860,7 @@ impl World {
             }
             Fault::Outage { duration } => {
                 if self.outage_until.is_none() {
-                    self.count(FaultKind::Outage, None);
+                    self.count_lasting(FaultKind::Outage, None, Some(duration));
                     let until = now + nanos(duration);
                     self.outage_until = Some(until);
                     for client in 0..self.clients.len() {

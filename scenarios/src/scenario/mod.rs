@@ -38,6 +38,7 @@ pub mod mutex;
 pub mod queue;
 pub mod rwlock;
 pub mod shrink;
+pub mod soak;
 pub mod two_phase_commit;
 
 use std::collections::BTreeMap;
@@ -576,9 +577,24 @@ pub enum RunError {
     Case(String),
 }
 
+/// The start of the anomaly that stands for a workload's error (see [`run_sim`]).
+pub const ERROR_PREFIX: &str = "error: ";
+
+/// Testing only: turns chosen runs into workload errors (`Some(message)`), so that tests of
+/// the tools (explore, soak, shrink) have an error run that no fix of a scenario takes away.
+/// Set it once per process; it sees the workload and the history the run recorded.
+#[doc(hidden)]
+pub static WORKLOAD_ERROR_HOOK: std::sync::OnceLock<fn(&Workload, &History) -> Option<String>> =
+    std::sync::OnceLock::new();
+
 /// Runs `w` on the simulator under `plan`. With `record`, the report carries the replay
 /// file; with `tapes`, the run takes its choices from a recorded one instead (and `plan` is
 /// ignored: the file holds it).
+///
+/// A workload that gives up is a failed run, not an `Err`: its verdict (checker `run`) has
+/// one anomaly, [`ERROR_PREFIX`] and the error, and the report keeps the history and the
+/// replay file, so the run is named, recorded, replayed and shrunk like any other failure.
+/// `Err` is left for what no seed causes (a planted bug not compiled in, a bad case file).
 ///
 /// ```
 /// use avout_scenarios::scenario::{run_sim, FaultPlan, ScenarioName, Workload};
@@ -662,8 +678,17 @@ pub(crate) fn run_sim_inner(
         }
     };
     let (out, (history, retries, stalls)) = result;
-    out.map_err(RunError::Setup)?;
-    let verdict = judge(w, &history, &stalls);
+    let out = out.and_then(|()| match WORKLOAD_ERROR_HOOK.get() {
+        Some(hook) => hook(w, &history).map_or(Ok(()), Err),
+        None => Ok(()),
+    });
+    // On the simulator nothing outside the system under test can fail, so a workload that
+    // gives up (a final read that never succeeds, a step retried to its limit) fails the run
+    // as an anomaly does: its seed is named, its history and replay file are kept.
+    let verdict = match out {
+        Ok(()) => judge(w, &history, &stalls),
+        Err(e) => Verdict::new("run", vec![format!("{ERROR_PREFIX}{e}")]),
+    };
     let report = Report {
         workload: w.clone(),
         planted,
