@@ -92,6 +92,18 @@ enum Class {
     Anomaly,
 }
 
+/// Whether anomaly `b` is a failure of the same class as anomaly `a` (see the module docs):
+/// what the shrinker asks of every candidate.
+///
+/// ```
+/// use avout_scenarios::scenario::shrink::same_failure;
+/// assert!(same_failure("error: the final read never succeeded", "error: set failed 100 times"));
+/// assert!(!same_failure("holds overlap: …", "liveness: process 1's acquire …"));
+/// ```
+pub fn same_failure(a: &str, b: &str) -> bool {
+    Class::of(a) == Class::of(b)
+}
+
 impl Class {
     fn of(anomaly: &str) -> Class {
         if anomaly.starts_with(ERROR_PREFIX) {

@@ -7,3 +7,5 @@ mod report;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
 mod scenarios_planted;
+mod shrink;
+mod soak;
