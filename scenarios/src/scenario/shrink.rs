@@ -29,8 +29,12 @@
 //!    the steps, so each count is tried with the faults (a) where they were, (b) re-derived
 //!    from a fresh log of the smaller run: each fault is anchored to the request it hit
 //!    (its client and that client's n-th request to reach the service) and placed, one at a
-//!    time in firing order, where that request arrives in the smaller run, and (c) for a
-//!    single fault in a small run, at each request of the fault-free smaller run in turn.
+//!    time in firing order, where that request arrives in the smaller run, and (c) in a
+//!    small run ([`SWEEP_OPS`] operations, [`SWEEP_FAULTS`] faults), with the first fault
+//!    at each request of the fault-free smaller run in turn and the others at their
+//!    distances in time from it (a pause and the outage its client wakes into stay
+//!    together). When neither count can go alone, both are tried at once, down to the
+//!    sizes (c) covers.
 //!
 //! 4. **A race.** When no fault is left (the failure is an interleaving, as the planted STM
 //!    bugs' are), other seeds are tried (a seed chooses the network's latencies, and so the
@@ -199,7 +203,7 @@ fn with_duration(
 /// ];
 /// let s = avout_scenarios::scenario::shrink::schedule_from_log(&log, Duration::from_secs(4));
 /// assert_eq!(s, vec![
-///     (When::Step(2), Fault::RequestLost { client: Some(1) }),
+///     (When::Step(2), Fault::RequestLost { client: None }),
 ///     (When::At(Duration::from_nanos(21)), Fault::Pause { client: 1, duration: Duration::from_nanos(7_000) }),
 /// ]);
 /// ```
@@ -211,17 +215,15 @@ pub fn schedule_from_log(log: &[LogEvent], timeout: Duration) -> Vec<(When, Faul
             LogEvent::Applied { .. } => step += 1,
             LogEvent::Fault {
                 kind: FaultKind::RequestLost,
-                client,
                 ..
             } => {
                 step += 1;
-                out.push((When::Step(step), Fault::RequestLost { client: *client }));
+                out.push((When::Step(step), Fault::RequestLost { client: None }));
             }
             LogEvent::Fault {
                 kind: FaultKind::ReplyLost,
-                client,
                 ..
-            } => out.push((When::Step(step), Fault::ReplyLost { client: *client })),
+            } => out.push((When::Step(step), Fault::ReplyLost { client: None })),
             LogEvent::Fault {
                 t,
                 kind,
@@ -239,7 +241,13 @@ pub fn schedule_from_log(log: &[LogEvent], timeout: Duration) -> Vec<(When, Faul
     out
 }
 
-fn fault_client(f: &Fault) -> Option<usize> {
+/// The client a fault hits (`None`: any client's next request, or everyone).
+///
+/// ```
+/// use avout_sim_zk::Fault;
+/// assert_eq!(avout_scenarios::scenario::shrink::fault_client(&Fault::ExpireSession { client: 2 }), Some(2));
+/// ```
+pub fn fault_client(f: &Fault) -> Option<usize> {
     match f {
         Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
         Fault::Disconnect { client, .. }
@@ -250,11 +258,12 @@ fn fault_client(f: &Fault) -> Option<usize> {
     }
 }
 
-/// `f` aimed at `client` instead (an outage hits everyone).
+/// `f` aimed at `client` instead (an outage hits everyone; a lost message is the one at its
+/// step, whoever sent it).
 fn retarget(f: &Fault, client: usize) -> Fault {
     let mut f = f.clone();
     match &mut f {
-        Fault::RequestLost { client: c } | Fault::ReplyLost { client: c } => *c = Some(client),
+        Fault::RequestLost { client: c } | Fault::ReplyLost { client: c } => *c = None,
         Fault::Disconnect { client: c, .. }
         | Fault::ExpireSession { client: c }
         | Fault::Pause { client: c, .. }
@@ -330,6 +339,15 @@ fn key(w: &Workload, plan: &FaultPlan) -> String {
     serde_json::to_string(&(w, plan)).expect("workloads and plans serialise")
 }
 
+/// A fault of the current schedule, where it hit and when it fired.
+#[derive(Clone, Debug)]
+struct Anchored {
+    anchor: Anchor,
+    fault: Fault,
+    /// When it fired (virtual nanoseconds).
+    fired: u64,
+}
+
 /// Where a fault of the current schedule hit, so it can be placed in a smaller run.
 #[derive(Clone, Debug)]
 enum Anchor {
@@ -363,11 +381,68 @@ impl Search<'_> {
         plan: &FaultPlan,
         keep_log: bool,
     ) -> Option<(Report, Vec<LogEvent>)> {
+        if !self.safe(w, plan) {
+            return None;
+        }
+        self.run_unchecked(w, plan, keep_log)
+    }
+
+    fn run_unchecked(
+        &mut self,
+        w: &Workload,
+        plan: &FaultPlan,
+        keep_log: bool,
+    ) -> Option<(Report, Vec<LogEvent>)> {
         if self.spent() {
             return None;
         }
         self.runs += 1;
         run_sim_inner(w, plan, self.case.planted, false, None, keep_log).ok()
+    }
+
+    /// Whether every scheduled fault of `plan` names a client that exists when it fires.
+    ///
+    /// The simulator refuses (panics on) a fault aimed at a session not yet opened, and a
+    /// smaller candidate may not open a later session (a reconnection) in time, or at all.
+    /// The workload's own clients open first, at once; for a fault on a later session the
+    /// run without that fault (itself checked first) is the same run up to the moment it
+    /// fires, and its log says whether the session was open by then.
+    fn safe(&mut self, w: &Workload, plan: &FaultPlan) -> bool {
+        let key = format!("safe {}", key(w, plan));
+        if let Some(&known) = self.memo.get(&key) {
+            return known;
+        }
+        let mut safe = true;
+        for (i, (when, f)) in plan.scheduled.iter().enumerate() {
+            let Some(c) = fault_client(f).filter(|&c| c >= w.clients) else {
+                continue;
+            };
+            let mut without = plan.clone();
+            without.scheduled.remove(i);
+            let log = match self.safe(w, &without) {
+                true => self.run_unchecked(w, &without, true).map(|(_, log)| log),
+                false => None,
+            };
+            let Some(log) = log else {
+                safe = false;
+                break;
+            };
+            let opened = log.iter().find_map(|e| match e {
+                LogEvent::Connect { t, client, .. } if *client == c => Some(*t),
+                _ => None,
+            });
+            let end = log.last().map_or(0, LogEvent::time);
+            let fires = match when {
+                When::At(at) => Some(at.as_nanos() as u64).filter(|&t| t <= end),
+                When::Step(n) => arrivals(&log).get(*n as usize - 1).map(|a| a.t),
+            };
+            if fires.is_some_and(|t| opened.is_none_or(|o| o >= t)) {
+                safe = false;
+                break;
+            }
+        }
+        self.memo.insert(key, safe);
+        safe
     }
 
     fn still_fails(&self, report: &Report) -> bool {
@@ -398,7 +473,7 @@ impl Search<'_> {
     }
 
     /// Anchors of `plan`'s scheduled faults in the log of their run.
-    fn anchors(&mut self, w: &Workload, plan: &FaultPlan) -> Option<Vec<(Anchor, Fault)>> {
+    fn anchors(&mut self, w: &Workload, plan: &FaultPlan) -> Option<Vec<Anchored>> {
         let log = self.log(w, plan)?;
         let arrived = arrivals(&log);
         let anchors = plan
@@ -428,7 +503,15 @@ impl Search<'_> {
                     When::At(at) => Anchor::Time(*at),
                     When::Step(_) => Anchor::Time(Duration::ZERO),
                 });
-                (anchor, f.clone())
+                let fired = match when {
+                    When::At(at) => at.as_nanos() as u64,
+                    When::Step(n) => arrived.get(*n as usize - 1).map_or(0, |a| a.t),
+                };
+                Anchored {
+                    anchor,
+                    fault: f.clone(),
+                    fired,
+                }
             })
             .collect();
         Some(anchors)
@@ -440,14 +523,17 @@ impl Search<'_> {
         &mut self,
         w: &Workload,
         rates: FaultRates,
-        anchors: &[(Anchor, Fault)],
+        anchors: &[Anchored],
         from: usize,
     ) -> Option<FaultPlan> {
         let mut plan = FaultPlan {
             rates,
             scheduled: Vec::new(),
         };
-        for (anchor, f) in anchors {
+        for Anchored {
+            anchor, fault: f, ..
+        } in anchors
+        {
             let target = fault_client(f).map(|c| map_client(c, from, w.clients));
             if target == Some(None) {
                 continue;
@@ -485,7 +571,7 @@ impl Search<'_> {
         &mut self,
         w: &Workload,
         plan: &FaultPlan,
-        anchors: &[(Anchor, Fault)],
+        anchors: &[Anchored],
         from: usize,
     ) -> Option<FaultPlan> {
         // (a) Where they were.
@@ -511,27 +597,21 @@ impl Search<'_> {
         {
             return Some(placed);
         }
-        // (c) A single fault at each request of a small fault-free run.
-        if let [(_, f)] = plan.scheduled.as_slice()
-            && w.clients * w.ops <= SWEEP_OPS
-        {
+        // (c) The faults at their distances in time, the first at each request of a small
+        // fault-free run in turn.
+        if anchors.len() <= SWEEP_FAULTS && w.clients * w.ops <= SWEEP_OPS {
             let bare = FaultPlan {
                 rates: plan.rates,
                 scheduled: Vec::new(),
             };
             let log = self.log(w, &bare)?;
+            let mut order: Vec<&Anchored> = anchors.iter().collect();
+            order.sort_by_key(|a| a.fired);
+            let first = order[0];
             for a in arrivals(&log) {
-                let when = match f {
-                    Fault::RequestLost { .. } | Fault::ReplyLost { .. } => When::Step(a.step),
-                    _ => When::At(Duration::from_nanos(a.t + 1)),
-                };
-                let f = match fault_client(f) {
-                    Some(_) => retarget(f, a.client),
-                    None => f.clone(),
-                };
                 let cand = FaultPlan {
                     rates: plan.rates,
-                    scheduled: vec![(when, f)],
+                    scheduled: swept(&order, first, a, from, w.clients),
                 };
                 if self.fails(w, &cand) {
                     return Some(cand);
@@ -562,8 +642,50 @@ impl Search<'_> {
     }
 }
 
-/// Workloads of at most this many operations get the single-fault sweep (3c).
+/// Workloads of at most this many operations get the sweep (3c)…
 const SWEEP_OPS: usize = 8;
+
+/// … of at most this many faults.
+const SWEEP_FAULTS: usize = 4;
+
+/// The faults of `order` (by firing time) moved so that `first` hits arrival `a` and the
+/// others keep their distance in time from it, in a run of `to` clients (from `from`): the
+/// client `first` hit and the one that sent `a` swap roles.
+fn swept(
+    order: &[&Anchored],
+    first: &Anchored,
+    a: Arrival,
+    from: usize,
+    to: usize,
+) -> Vec<(When, Fault)> {
+    let hit = fault_client(&first.fault).and_then(|c| map_client(c, from, to));
+    let swap = |c: usize| match hit {
+        Some(h) if c == h => a.client,
+        Some(h) if c == a.client => h,
+        _ => c,
+    };
+    let base = match first.fault {
+        Fault::RequestLost { .. } | Fault::ReplyLost { .. } => a.t,
+        _ => a.t + 1,
+    };
+    order
+        .iter()
+        .filter_map(|x| {
+            let f = match fault_client(&x.fault) {
+                Some(c) => retarget(&x.fault, swap(map_client(c, from, to)?)),
+                None => x.fault.clone(),
+            };
+            let when = if std::ptr::eq(*x, first)
+                && matches!(f, Fault::RequestLost { .. } | Fault::ReplyLost { .. })
+            {
+                When::Step(a.step)
+            } else {
+                When::At(Duration::from_nanos(base + (x.fired - first.fired)))
+            };
+            Some((when, f))
+        })
+        .collect()
+}
 
 /// A case's steps: clients × operations per client + scheduled faults (see the module docs).
 fn steps(w: &Workload, plan: &FaultPlan) -> usize {
@@ -612,32 +734,19 @@ pub fn shrink(case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
             shrink_workload(&mut search, &mut w, &mut plan);
         }
     }
-    // 2. The faults as a schedule.
-    let mut scheduled = !plan.rates.any() || search.rates_to_schedule(&w, &mut plan);
-    // 3. Faults, clients, operations, until nothing more can go.
-    loop {
-        let size = (w.clients, w.ops, plan.scheduled.len());
-        if !plan.scheduled.is_empty() {
-            let rates = plan.rates;
-            plan.scheduled = ddmin(plan.scheduled.clone(), |s| {
-                let cand = FaultPlan {
-                    rates,
-                    scheduled: s.to_vec(),
-                };
-                search.fails(&w, &cand)
-            });
+    // 2 and 3.
+    let mut scheduled = minimise(&mut search, &mut w, &mut plan);
+    // 4. Smaller workloads under other seeds: for a race as it is, for faults at rates of
+    // the kinds that are left; what fails goes through 2 and 3 again.
+    if scheduled && !search.spent() {
+        let before = (w.clone(), plan.clone());
+        if other_seeds(&mut search, &mut w, &mut plan) {
+            scheduled = minimise(&mut search, &mut w, &mut plan);
+            if !scheduled || steps(&w, &plan) >= steps(&before.0, &before.1) {
+                (w, plan) = before;
+                scheduled = true;
+            }
         }
-        shrink_workload(&mut search, &mut w, &mut plan);
-        if !scheduled {
-            scheduled = search.rates_to_schedule(&w, &mut plan);
-        }
-        if (w.clients, w.ops, plan.scheduled.len()) == size || search.spent() {
-            break;
-        }
-    }
-    // 4. A race, with no fault left to place: smaller workloads under other seeds.
-    if plan.scheduled.is_empty() && !plan.rates.any() && !search.spent() {
-        other_seeds(&mut search, &mut w, &mut plan);
     }
     let shrunk = Case::record(&w, &plan, case.planted)?;
     assert!(
@@ -657,7 +766,35 @@ pub fn shrink(case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
     })
 }
 
-/// Fewer clients, then fewer operations per client, the faults carried over (3a–c).
+/// Steps 2 and 3 (see the module docs); whether the faults are a schedule.
+fn minimise(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) -> bool {
+    // 2. The faults as a schedule.
+    let mut scheduled = !plan.rates.any() || search.rates_to_schedule(w, plan);
+    // 3. Faults, clients, operations, until nothing more can go.
+    loop {
+        let size = (w.clients, w.ops, plan.scheduled.len());
+        if !plan.scheduled.is_empty() {
+            let rates = plan.rates;
+            plan.scheduled = ddmin(plan.scheduled.clone(), |s| {
+                let cand = FaultPlan {
+                    rates,
+                    scheduled: s.to_vec(),
+                };
+                search.fails(w, &cand)
+            });
+        }
+        shrink_workload(search, w, plan);
+        if !scheduled {
+            scheduled = search.rates_to_schedule(w, plan);
+        }
+        if (w.clients, w.ops, plan.scheduled.len()) == size || search.spent() {
+            return scheduled;
+        }
+    }
+}
+
+/// Fewer clients, then fewer operations per client, else both at once down to sizes the
+/// sweep covers; the faults carried over (3a–c).
 fn shrink_workload(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) {
     let anchors = if plan.scheduled.is_empty() {
         Vec::new()
@@ -700,27 +837,66 @@ fn shrink_workload(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPl
         found = search.carried(&cand, plan, &anchors, w.clients);
         found.is_some()
     });
-    if let Some(p) = found {
+    if let Some(p) = found.take() {
         w.ops = ops;
         *plan = p;
+        return;
+    }
+    if clients != from || plan.scheduled.is_empty() {
+        return;
+    }
+    // Neither count alone could go: both at once, to sizes small enough for the sweep.
+    let mut sizes: Vec<(usize, usize)> = (1..=w.clients)
+        .flat_map(|k| (1..=w.ops).map(move |n| (k, n)))
+        .filter(|&(k, n)| k * n <= SWEEP_OPS && k < w.clients && n < w.ops)
+        .collect();
+    sizes.sort_by_key(|&(k, n)| (k * n, k));
+    for (clients, ops) in sizes {
+        let cand = Workload {
+            clients,
+            ops,
+            ..w.clone()
+        };
+        if let Some(p) = search.carried(&cand, plan, &anchors, from) {
+            *w = cand;
+            *plan = p;
+            return;
+        }
+        if search.spent() {
+            return;
+        }
     }
 }
 
 /// Seeds step 4 tries at most.
 const SEED_ROUNDS: u64 = 256;
 
+/// The chance per request of each fault kind left, in step 4: about one of each in a small
+/// run.
+const SEARCH_RATE: f64 = 0.03;
+
 /// Step 4 (see the module docs): round after round, the next seed under every workload
-/// smaller than the smallest failing one yet, on every core; then the smallest found is
-/// shrunk again under its seed.
-fn other_seeds(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) {
+/// with fewer steps than the smallest failing one yet, on every core. Replaces `w` and
+/// `plan` by the smallest found (its plan: none, or rates), if any.
+fn other_seeds(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) -> bool {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let mut rates = FaultRates::default();
+    for (_, f) in &plan.scheduled {
+        *rate_of(&mut rates, f.kind()) = SEARCH_RATE;
+    }
+    let search_plan = FaultPlan {
+        rates,
+        scheduled: Vec::new(),
+    };
+    // A run with faults needs at least one: a smaller one has fewer operations than this.
+    let faults = usize::from(rates.any());
     let (max_clients, max_ops) = (w.clients, w.ops);
+    let mut limit = steps(w, plan);
     let mut found = None;
     for round in 1..=SEED_ROUNDS {
-        let best = found.as_ref().unwrap_or(&*w);
         let mut sizes: Vec<(usize, usize)> = (1..=max_clients)
             .flat_map(|k| (1..=max_ops).map(move |n| (k, n)))
-            .filter(|(k, n)| k * n < best.clients * best.ops)
+            .filter(|(k, n)| k * n + faults < limit)
             .collect();
         sizes.sort_by_key(|&(k, n)| (k * n, k));
         let left = search.budget.saturating_sub(search.runs);
@@ -741,19 +917,25 @@ fn other_seeds(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) 
         let (planted, class) = (search.case.planted, &search.class);
         // A run "fails" here only with the original failure's class.
         let hit = explore_runs(cands.len() as u64, threads, false, &|_| {}, &|i| {
-            let mut r = run_sim(&cands[i as usize], plan, planted, false, None)?;
+            let mut r = run_sim(&cands[i as usize], &search_plan, planted, false, None)?;
             r.verdict.valid = !r.verdict.anomalies.iter().any(|a| Class::of(a) == *class);
             Ok(r)
         });
         let Ok(hit) = hit else { break };
         search.runs += hit.runs;
         if let Some((i, _)) = hit.failures.first() {
-            found = Some(cands[*i as usize].clone());
+            let cand = cands[*i as usize].clone();
+            limit = cand.clients * cand.ops + faults;
+            found = Some(cand);
         }
     }
-    if let Some(smaller) = found {
-        *w = smaller;
-        shrink_workload(search, w, plan);
+    match found {
+        Some(smaller) => {
+            *w = smaller;
+            *plan = search_plan;
+            true
+        }
+        None => false,
     }
 }
 

@@ -5,24 +5,11 @@
 //! one operation per client fewer, it no longer fails the same way.
 
 use avout_scenarios::scenario::case::Case;
-use avout_scenarios::scenario::shrink::{Shrunk, same_failure, shrink};
+use avout_scenarios::scenario::shrink::{Shrunk, fault_client, same_failure, shrink};
 use avout_scenarios::scenario::{FaultPlan, PANICKED, Workload, run_sim};
-use avout_sim_zk::Fault;
 
 /// The shrinker's default budget (`avout shrink --budget`).
 const BUDGET: u64 = 2000;
-
-/// The client a fault hits, if one.
-fn target(f: &Fault) -> Option<usize> {
-    match f {
-        Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
-        Fault::Disconnect { client, .. }
-        | Fault::ExpireSession { client }
-        | Fault::Pause { client, .. }
-        | Fault::StaleReads { client, .. } => Some(*client),
-        Fault::Outage { .. } => None,
-    }
-}
 
 /// Whether `w` under `plan` fails as `case` does.
 fn fails_alike(case: &Case, w: &Workload, plan: &FaultPlan) -> bool {
@@ -78,7 +65,7 @@ fn shrinks_to_the_minimum(case: &Case, what: &str) -> Shrunk {
             scheduled: plan
                 .scheduled
                 .iter()
-                .filter(|(_, f)| target(f).is_none_or(|c| c < fewer.clients))
+                .filter(|(_, f)| fault_client(f).is_none_or(|c| c < fewer.clients))
                 .cloned()
                 .collect(),
             ..plan.clone()
