@@ -114,7 +114,7 @@ pub(crate) struct ShrinkArgs {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// At most this many candidate runs.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 5000)]
     budget: u64,
     /// Print one JSON object instead of text.
     #[arg(long)]

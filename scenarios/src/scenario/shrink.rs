@@ -19,10 +19,14 @@
 //! 2. **Rates become a schedule** read from the run's event log ([`schedule_from_log`]): a
 //!    lost request or reply at the step (the n-th request the service received) where it
 //!    happened, for the client it hit; a disconnect, pause, stale-read period, expiry or
-//!    outage one nanosecond after the request that drew it, with the duration the log
-//!    recorded. The schedule is kept if the run still fails with it (it fails unless a lost
-//!    message's reconnection delay, which the schedule cannot carry, decided the failure);
-//!    else the rates stay and the conversion is tried again after every round below.
+//!    outage just after the request that drew it: before the next request if that arrived
+//!    at the same instant (pipelined with it), else one nanosecond later (a scheduled fault
+//!    at the same instant would fire before the request) and one nanosecond shorter than
+//!    the log recorded, so that it ends when the drawn one did. (Not exact in one case: a
+//!    drawn fault that cut off requests pipelined behind the one that drew it, arriving at
+//!    the same instant; no `When` fires between two arrivals of one instant.) The
+//!    schedule is kept if the run still fails with it; else the rates stay and the
+//!    conversion is tried again after every round below.
 //! 3. **Until nothing more can go** (a fixpoint): the faults by delta debugging (Zeller's
 //!    ddmin, ending with every single fault tried out); then fewer clients, then fewer
 //!    operations per client, each smaller count tried from 1 up. A smaller workload shifts
@@ -204,10 +208,11 @@ fn with_duration(
 /// let s = avout_scenarios::scenario::shrink::schedule_from_log(&log, Duration::from_secs(4));
 /// assert_eq!(s, vec![
 ///     (When::Step(2), Fault::RequestLost { client: None }),
-///     (When::At(Duration::from_nanos(21)), Fault::Pause { client: 1, duration: Duration::from_nanos(7_000) }),
+///     (When::At(Duration::from_nanos(21)), Fault::Pause { client: 1, duration: Duration::from_nanos(6_999) }),
 /// ]);
 /// ```
 pub fn schedule_from_log(log: &[LogEvent], timeout: Duration) -> Vec<(When, Fault)> {
+    let arrived = arrivals(log);
     let mut step = 0u64;
     let mut out = Vec::new();
     for e in log {
@@ -230,9 +235,19 @@ pub fn schedule_from_log(log: &[LogEvent], timeout: Duration) -> Vec<(When, Faul
                 client,
                 duration,
             } => {
-                let duration = duration.map(Duration::from_nanos);
+                // Before the next request if it arrived at the same instant (requests
+                // pipelined together); else one nanosecond later and one shorter, so that
+                // it ends when the drawn one did.
+                let next = arrived.get(step as usize).filter(|a| a.t == *t);
+                let (when, duration) = match next {
+                    Some(a) => (When::Step(a.step), duration.map(Duration::from_nanos)),
+                    None => (
+                        When::At(Duration::from_nanos(t + 1)),
+                        duration.map(|d| Duration::from_nanos(d.saturating_sub(1))),
+                    ),
+                };
                 if let Some(f) = with_duration(*kind, *client, duration, timeout) {
-                    out.push((When::At(Duration::from_nanos(t + 1)), f));
+                    out.push((when, f));
                 }
             }
             _ => {}

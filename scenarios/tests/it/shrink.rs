@@ -9,7 +9,7 @@ use avout_scenarios::scenario::shrink::{Shrunk, fault_client, same_failure, shri
 use avout_scenarios::scenario::{FaultPlan, PANICKED, Workload, run_sim};
 
 /// The shrinker's default budget (`avout shrink --budget`).
-const BUDGET: u64 = 2000;
+const BUDGET: u64 = 5000;
 
 /// Whether `w` under `plan` fails as `case` does.
 fn fails_alike(case: &Case, w: &Workload, plan: &FaultPlan) -> bool {
