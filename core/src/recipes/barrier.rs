@@ -3,9 +3,17 @@
 //!
 //! # The algorithm
 //!
-//! A waiter calls `exists` on the barrier node with a watch. If the node is missing, the
-//! barrier is down and the waiter proceeds; otherwise it waits for the watch and asks again.
-//! One request per waiter per change: no polling. [`Barrier::set`] creates the node (with its
+//! A waiter calls `exists` on the barrier node with a watch, right behind a `sync` (both sent
+//! together: one round trip). If the node is missing, the barrier is down and the waiter
+//! proceeds; otherwise it waits for the watch and asks again. No polling.
+//!
+//! The `sync` is what makes the answer trustworthy. ZooKeeper promises no visibility across
+//! clients without it: a waiter served by a follower that has not yet applied another
+//! client's `set` would find no node and pass a barrier that was raised before it began to
+//! wait. Behind the `sync`, the `exists` is answered from a state at least as new as the
+//! leader's when the sync arrived, so a waiter passes only a barrier that was really down at
+//! some moment during its wait. A failed `sync` fails the check with it, whatever the
+//! `exists` behind it says. [`Barrier::set`] creates the node (with its
 //! parents) and [`Barrier::remove`] deletes it; both are idempotent.
 //!
 //! # Connection loss, session expiry, cancellation
@@ -62,8 +70,9 @@ impl From<Error> for BarrierError {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
-    /// `exists` with a watch is in flight.
+    /// `sync` and then `exists` with a watch are in flight.
     Checking {
+        sync: Token,
         exists: Token,
     },
     /// The node exists: waiting for the watch armed by `exists`.
@@ -86,9 +95,12 @@ enum Phase {
 ///
 /// let mut m = WaitGoneMachine::new("/barrier");
 /// m.handle_session(Millis(0), SessionState::Connected);
-/// let (token, request) = m.poll_request().unwrap();
+/// let (sync, request) = m.poll_request().unwrap();
+/// assert!(matches!(request, Request::Sync { .. }));
+/// let (exists, request) = m.poll_request().unwrap();
 /// assert!(matches!(request, Request::Exists { watch: true, .. }));
-/// m.handle_reply(Millis(1), token, Ok(Reply::Exists(None)));
+/// m.handle_reply(Millis(1), sync, Ok(Reply::Synced));
+/// m.handle_reply(Millis(1), exists, Ok(Reply::Exists(None)));
 /// assert_eq!(m.poll_output(), Some(Ok(())));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -118,11 +130,24 @@ impl WaitGoneMachine {
     }
 
     fn check(&mut self) {
+        let sync = self.outbox.send(Request::Sync {
+            path: self.path.clone(),
+        });
         let exists = self.outbox.send(Request::Exists {
             path: self.path.clone(),
             watch: true,
         });
-        self.phase = Phase::Checking { exists };
+        self.phase = Phase::Checking { sync, exists };
+    }
+
+    fn fail(&mut self, now: Millis, error: Error) {
+        if error.is_indeterminate() {
+            self.phase = Phase::Stalled {
+                until: now.plus(RETRY_PAUSE_MS),
+            };
+        } else {
+            self.finish(Err(error.into()));
+        }
     }
 
     fn finish(&mut self, result: Result<(), BarrierError>) {
@@ -140,18 +165,23 @@ impl Machine for WaitGoneMachine {
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
-        if self.phase != (Phase::Checking { exists: token }) {
+        let Phase::Checking { sync, exists } = self.phase else {
+            return;
+        };
+        if token == sync {
+            // A failed sync leaves the exists behind it unproven: ask again.
+            if let Err(e) = reply {
+                self.fail(now, e);
+            }
+            return;
+        }
+        if token != exists {
             return;
         }
         match reply {
             Ok(Reply::Exists(None)) => self.finish(Ok(())),
-            Ok(Reply::Exists(Some(_))) => self.phase = Phase::Waiting { exists: token },
-            Err(e) if e.is_indeterminate() => {
-                self.phase = Phase::Stalled {
-                    until: now.plus(RETRY_PAUSE_MS),
-                }
-            }
-            Err(e) => self.finish(Err(e.into())),
+            Ok(Reply::Exists(Some(_))) => self.phase = Phase::Waiting { exists },
+            Err(e) => self.fail(now, e),
             Ok(other) => unreachable!("exists replied {other:?}"),
         }
     }
@@ -300,7 +330,17 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
     /// ```
     pub async fn is_set(&self) -> Result<bool, BarrierError> {
         let zk = &*self.zk;
-        Ok(idempotent(zk, || zk.exists(&self.path)).await?.is_some())
+        // Behind a sync (sent together): another client's set or remove is seen.
+        let found = idempotent(zk, || {
+            let sync = zk.sync(&self.path);
+            let exists = zk.exists(&self.path);
+            async move {
+                sync.await?;
+                exists.await
+            }
+        })
+        .await?;
+        Ok(found.is_some())
     }
 
     /// Waits until the barrier is lowered (returns at once if it is not raised).
@@ -341,19 +381,28 @@ mod tests {
         }
     }
 
+    /// The sync and the exists of one check, answering the sync.
+    fn check(m: &mut WaitGoneMachine, now: u64) -> Token {
+        let (sync, r) = m.poll_request().unwrap();
+        assert!(matches!(r, Request::Sync { .. }), "{r:?}");
+        let (exists, r) = m.poll_request().unwrap();
+        assert!(matches!(r, Request::Exists { watch: true, .. }), "{r:?}");
+        m.handle_reply(Millis(now), sync, Ok(Reply::Synced));
+        exists
+    }
+
     #[test]
     fn waits_while_the_node_exists_and_looks_again_on_each_event() {
         let mut m = WaitGoneMachine::new("/b");
         m.handle_session(Millis(0), SessionState::Connected);
-        let (t1, _) = m.poll_request().unwrap();
+        let t1 = check(&mut m, 1);
         m.handle_reply(Millis(1), t1, Ok(Reply::Exists(Some(Stat::default()))));
         assert!(m.poll_request().is_none() && m.poll_output().is_none());
         m.handle_watch(Millis(2), t1, event(EventKind::NodeDataChanged));
-        let (t2, r) = m.poll_request().unwrap();
-        assert!(matches!(r, Request::Exists { watch: true, .. }));
+        let t2 = check(&mut m, 3);
         m.handle_reply(Millis(3), t2, Ok(Reply::Exists(Some(Stat::default()))));
         m.handle_watch(Millis(4), t2, event(EventKind::NodeDeleted));
-        let (t3, _) = m.poll_request().unwrap();
+        let t3 = check(&mut m, 5);
         m.handle_reply(Millis(5), t3, Ok(Reply::Exists(None)));
         assert_eq!(m.poll_output(), Some(Ok(())));
     }
@@ -362,12 +411,30 @@ mod tests {
     fn connection_loss_asks_again_after_reconnecting() {
         let mut m = WaitGoneMachine::new("/b");
         m.handle_session(Millis(0), SessionState::Connected);
-        let (t1, _) = m.poll_request().unwrap();
+        let t1 = check(&mut m, 1);
         m.handle_reply(Millis(1), t1, Err(Error::ConnectionLoss));
         assert!(m.poll_request().is_none());
         assert_eq!(m.poll_timer(), Some(Millis(1 + RETRY_PAUSE_MS)));
         m.handle_session(Millis(2), SessionState::Connected);
         assert!(m.poll_request().is_some());
+    }
+
+    /// The exists behind a failed sync may come from a lagging server: "absent" there proves
+    /// nothing, so the waiter asks again rather than passing.
+    #[test]
+    fn an_absent_node_behind_a_failed_sync_does_not_let_the_waiter_pass() {
+        let mut m = WaitGoneMachine::new("/b");
+        m.handle_session(Millis(0), SessionState::Connected);
+        let (sync, _) = m.poll_request().unwrap();
+        let (exists, _) = m.poll_request().unwrap();
+        m.handle_reply(Millis(1), sync, Err(Error::ConnectionLoss));
+        m.handle_reply(Millis(1), exists, Ok(Reply::Exists(None)));
+        assert_eq!(m.poll_output(), None);
+        assert_eq!(m.poll_timer(), Some(Millis(1 + RETRY_PAUSE_MS)));
+        m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+        let again = check(&mut m, 30);
+        m.handle_reply(Millis(30), again, Ok(Reply::Exists(Some(Stat::default()))));
+        assert_eq!(m.poll_output(), None, "still waiting at the raised barrier");
     }
 
     #[test]
