@@ -11,16 +11,17 @@
 //!   reads the node (the reply comes from a server that has applied the conflicting write, so
 //!   the read is current) and reports it, and the caller re-runs its function on it.
 //! - **Indeterminate** (connection loss, timeout): the write may have been applied. The
-//!   machine waits for the session to reconnect (or a short pause), reads the node, and
-//!   decides: a node still at the expected version was not written; at a later version, the
-//!   writer's entry names its latest write that landed, which is ours if and only if ours
-//!   landed (the writer had nothing else in flight, and a session's requests apply in
-//!   order), however many other writers wrote since. Even a stale read
-//!   (a lagging server after failover) is safe: it can only make us think the write did *not*
-//!   happen, and the caller's retry is again conditional on the version it read, so it fails
-//!   with `BadVersion` instead of applying twice, and the next read sees our id. If our entry
-//!   is missing and may have been pushed out (more than 32 other writers since, or a foreign
-//!   program overwrote the header), the outcome is reported as unknown, never guessed.
+//!   machine waits for the session to reconnect (or a short pause), reads the node behind a
+//!   `sync`, and decides: a node still at the expected version was not written; at a later
+//!   version, the writer's entry names its latest write that landed, which is ours if and
+//!   only if ours landed (the writer had nothing else in flight, and a session's requests
+//!   apply in order), however many other writers wrote since. The `sync` matters: after the
+//!   loss the session may be served by a server that has not applied our write yet, and a
+//!   "not applied" read there would let the caller apply its function a second time on top of
+//!   the write that did land. A recovery read whose `sync` failed is not trusted: the machine
+//!   waits and reads again. If our entry is missing and may have been pushed out (more than
+//!   32 other writers since, or a foreign program overwrote the header), the outcome is
+//!   reported as unknown, never guessed.
 //! - **Session lost**: the outcome of an in-flight write is unknown; reported as the error.
 
 use std::collections::VecDeque;
@@ -157,6 +158,9 @@ enum Phase {
     Start,
     Writing(Token),
     Reading {
+        /// The `sync` sent ahead of the read, if any: a read behind a failed sync may be
+        /// stale, so it is not trusted.
+        sync: Option<Token>,
         get: Token,
         recovering: bool,
     },
@@ -269,18 +273,20 @@ impl CasMachine {
     }
 
     fn read(&mut self, sync: bool, recovering: bool) {
-        if sync {
-            // Its reply is not needed: the read after it, on the same session, is served only
-            // once the sync is done, and fails too if the sync did.
+        let sync = sync.then(|| {
             self.send(Request::Sync {
                 path: self.path.clone(),
-            });
-        }
+            })
+        });
         let get = self.send(Request::GetData {
             path: self.path.clone(),
             watch: false,
         });
-        self.phase = Phase::Reading { get, recovering };
+        self.phase = Phase::Reading {
+            sync,
+            get,
+            recovering,
+        };
     }
 
     /// The writer, write id and the version the write was conditional on (`-1` for a
@@ -374,7 +380,18 @@ impl Machine for CasMachine {
                 Err(e) => self.fail(now, e, true),
                 Ok(other) => unreachable!("a write replied {other:?}"),
             },
-            Phase::Reading { get, recovering } if get == token => {
+            Phase::Reading {
+                sync: Some(sync),
+                recovering,
+                ..
+            } if sync == token => {
+                if let Err(e) = reply {
+                    self.fail(now, e, recovering);
+                }
+            }
+            Phase::Reading {
+                get, recovering, ..
+            } if get == token => {
                 let current = match reply {
                     Ok(Reply::Data { data, stat }) => Some(Versioned { data, stat }),
                     Err(Error::NoNode { .. }) => None,
@@ -387,7 +404,7 @@ impl Machine for CasMachine {
                     self.finish(Ok(Outcome::NotApplied { current }));
                 }
             }
-            // The sync's reply, or replies to requests superseded by a retry.
+            // Replies to requests superseded by a retry.
             _ => {}
         }
     }
@@ -438,7 +455,8 @@ impl CasMachine {
         match self.step {
             // A plain read is idempotent: read again (with the sync, if asked).
             Step::Read { sync } => self.read(sync, false),
-            _ => self.read(false, recovering),
+            // Deciding whether our write landed needs a read at least as new as it.
+            _ => self.read(true, recovering),
         }
     }
 }
@@ -505,12 +523,26 @@ mod tests {
         m.handle_session(Millis(2), SessionState::Disconnected);
         assert!(drain(&mut m).is_empty());
         m.handle_session(Millis(3), SessionState::Connected);
-        let sent = drain(&mut m);
-        assert!(matches!(
-            &sent[..],
-            [(_, Request::GetData { watch: false, .. })]
-        ));
-        (m, sent[0].0)
+        let read = recovery_read(&mut m, 3);
+        (m, read)
+    }
+
+    /// The sync and the read of a recovery, sent together; answers the sync and returns the
+    /// read's token.
+    fn recovery_read(m: &mut CasMachine, now: u64) -> Token {
+        let sent = drain(m);
+        assert!(
+            matches!(
+                &sent[..],
+                [
+                    (_, Request::Sync { .. }),
+                    (_, Request::GetData { watch: false, .. })
+                ]
+            ),
+            "{sent:?}"
+        );
+        m.handle_reply(Millis(now), sent[0].0, Ok(Reply::Synced));
+        sent[1].0
     }
 
     #[test]
@@ -652,10 +684,56 @@ mod tests {
         m.handle_reply(Millis(4), read, Err(Error::ConnectionLoss));
         assert!(drain(&mut m).is_empty());
         m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
-        let sent = drain(&mut m);
+        let read = recovery_read(&mut m, 30);
         m.handle_reply(
             Millis(30),
-            sent[0].0,
+            read,
+            Ok(Reply::Data {
+                data: payload(vec![7, 3]),
+                stat: stat(5),
+            }),
+        );
+        assert!(m.poll_output().expect("done").expect("ok").applied());
+    }
+
+    /// A recovery read behind a failed sync may come from a server that has not applied our
+    /// write: its "still at the expected version" is not believed.
+    #[test]
+    fn a_recovery_read_behind_a_failed_sync_is_not_trusted() {
+        let mut m = CasMachine::new(
+            "/a",
+            Step::Set {
+                data: payload(vec![7, 3]),
+                writer: WRITER + 7,
+                write_id: 7,
+                version: 4,
+                czxid: 10,
+            },
+        );
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(30), sent[0].0, Err(Error::ConnectionLoss));
+        m.handle_reply(
+            Millis(30),
+            sent[1].0,
+            Ok(Reply::Data {
+                data: payload(vec![3]),
+                stat: stat(4),
+            }),
+        );
+        assert_eq!(
+            m.poll_output(),
+            None,
+            "a stale 'not applied' is not reported"
+        );
+        m.handle_timer(Millis(30 + RETRY_PAUSE_MS));
+        let read = recovery_read(&mut m, 60);
+        m.handle_reply(
+            Millis(60),
+            read,
             Ok(Reply::Data {
                 data: payload(vec![7, 3]),
                 stat: stat(5),
@@ -713,10 +791,10 @@ mod tests {
         let sent = drain(&mut m);
         m.handle_reply(Millis(1), sent[0].0, Err(Error::OperationTimeout));
         m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
-        let sent = drain(&mut m);
+        let read = recovery_read(&mut m, 30);
         m.handle_reply(
             Millis(30),
-            sent[0].0,
+            read,
             Ok(Reply::Data {
                 data: payload(vec![6, 5]),
                 stat: stat(1),
