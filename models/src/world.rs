@@ -181,6 +181,8 @@ pub enum Msg {
     },
     /// The session expired.
     Expired,
+    /// The client library is connected again after its connection broke.
+    Reconnected,
 }
 
 /// Which of ZooKeeper's two watch tables a watch sits in.
@@ -211,6 +213,9 @@ pub struct Client<A> {
     watches: BTreeMap<(String, Table), Vec<Token>>,
     /// Whether the client has been told its session expired.
     pub told_expired: bool,
+    /// Whether its connection is up. A lost request or reply breaks it (see
+    /// [`Action::LoseRequest`]); requests made meanwhile wait for [`Action::Reconnect`].
+    pub connected: bool,
 }
 
 impl<A: Agent> Client<A> {
@@ -275,10 +280,17 @@ impl Faults {
 pub enum Action {
     /// The server processes the client's next request and replies.
     Apply(usize),
-    /// The client's next request is lost before the server sees it (`ConnectionLoss`).
+    /// The client's next request is lost before the server sees it, with its connection, as
+    /// on TCP: it, every request sent behind it and every reply still on its way fail with
+    /// `ConnectionLoss`, and the client waits for [`Action::Reconnect`].
     LoseRequest(usize),
-    /// The server processes the client's next request; the reply is lost (`ConnectionLoss`).
+    /// The server processes the client's next request, then the connection breaks before the
+    /// reply leaves: as [`Action::LoseRequest`], but the request was applied.
     LoseReply(usize),
+    /// The client library reconnects after its connection broke (same session).
+    Reconnect(usize),
+    /// The client reads the reconnection notice at the head of its inbox.
+    DeliverReconnected(usize),
     /// The client reads the reply at the head of its inbox.
     DeliverReply(usize),
     /// The client reads the watch event at the head of its inbox.
@@ -367,6 +379,7 @@ impl<A: Agent> World<A> {
                     inbox: VecDeque::new(),
                     watches: BTreeMap::new(),
                     told_expired: false,
+                    connected: true,
                 };
                 client.flush();
                 client
@@ -401,7 +414,7 @@ impl<A: Agent> World<A> {
     pub fn actions(&self, faults: &Faults, actions: &mut Vec<Action>) {
         let fault = self.faults_left > 0;
         for (i, c) in self.clients.iter().enumerate() {
-            if !c.outbox.is_empty() {
+            if c.connected && !c.outbox.is_empty() {
                 actions.push(Action::Apply(i));
                 if fault && faults.request_lost {
                     actions.push(Action::LoseRequest(i));
@@ -410,11 +423,32 @@ impl<A: Agent> World<A> {
                     actions.push(Action::LoseReply(i));
                 }
             }
+            // Watch events that reach a disconnected client wait in its library, which
+            // drops them if the session turns out to have expired when it reconnects.
+            if !c.connected
+                && !matches!(c.inbox.front(), Some(Msg::Expired))
+                && c.inbox
+                    .iter()
+                    .find(|m| !matches!(m, Msg::Watch { .. }))
+                    .is_some_and(|m| matches!(m, Msg::Expired))
+            {
+                actions.push(Action::DeliverExpiry(i));
+            }
             match c.inbox.front() {
                 Some(Msg::Reply { .. }) => actions.push(Action::DeliverReply(i)),
                 Some(Msg::Watch { .. }) => actions.push(Action::DeliverWatch(i)),
                 Some(Msg::Expired) => actions.push(Action::DeliverExpiry(i)),
+                Some(Msg::Reconnected) => actions.push(Action::DeliverReconnected(i)),
                 None => {}
+            }
+            // The failures of a broken connection reach the client at once, long before it
+            // can be connected again: it reads them first.
+            if !c.connected
+                && !c.told_expired
+                && self.kernel.is_alive(c.session)
+                && !c.inbox.iter().any(|m| matches!(m, Msg::Reply { .. }))
+            {
+                actions.push(Action::Reconnect(i));
             }
             if c.agent.poll_timer().is_some() {
                 actions.push(Action::Timer(i));
@@ -473,14 +507,13 @@ impl<A: Agent> World<A> {
                     .agent
                     .observe_applied(&request, &result, lost);
                 self.route(applied.events, &mut say);
-                let result = if lost {
-                    Err(Error::ConnectionLoss)
+                if lost {
+                    self.break_connection(i, token, &mut say);
                 } else {
-                    result
-                };
-                self.clients[i]
-                    .inbox
-                    .push_back(Msg::Reply { token, result });
+                    self.clients[i]
+                        .inbox
+                        .push_back(Msg::Reply { token, result });
+                }
             }
             Action::LoseRequest(i) => {
                 self.faults_left -= 1;
@@ -489,13 +522,24 @@ impl<A: Agent> World<A> {
                     "client {i}'s {} is LOST before the server sees it",
                     show_request(&request)
                 ));
-                self.clients[i].inbox.push_back(Msg::Reply {
-                    token,
-                    result: Err(Error::ConnectionLoss),
-                });
+                self.break_connection(i, token, &mut say);
             }
-            Action::DeliverReply(i) | Action::DeliverWatch(i) | Action::DeliverExpiry(i) => {
+            Action::Reconnect(i) => {
+                say(format!("client {i} is CONNECTED again"));
                 let c = &mut self.clients[i];
+                c.connected = true;
+                c.inbox.push_back(Msg::Reconnected);
+            }
+            Action::DeliverReply(i)
+            | Action::DeliverWatch(i)
+            | Action::DeliverExpiry(i)
+            | Action::DeliverReconnected(i) => {
+                let c = &mut self.clients[i];
+                if matches!(action, Action::DeliverExpiry(_)) {
+                    while matches!(c.inbox.front(), Some(Msg::Watch { .. })) {
+                        c.inbox.pop_front();
+                    }
+                }
                 match c.inbox.pop_front().expect("a message") {
                     Msg::Reply { token, result } => {
                         let mut next = Some((token, result));
@@ -513,6 +557,10 @@ impl<A: Agent> World<A> {
                     Msg::Watch { token, event } => {
                         say(format!("client {i} reads watch event {event}"));
                         c.agent.handle_watch(token, event);
+                    }
+                    Msg::Reconnected => {
+                        say(format!("client {i} learns it is connected again"));
+                        c.agent.handle_session(SessionState::Connected);
                     }
                     Msg::Expired => {
                         say(format!("client {i} learns its session EXPIRED"));
@@ -561,6 +609,38 @@ impl<A: Agent> World<A> {
                 }
             }
         }
+    }
+
+    /// Client `i`'s connection breaks, with `lost` the request it lost: the replies on their
+    /// way and every request not yet at the server go with it, and each of those calls, the
+    /// lost one in its place, fails with `ConnectionLoss` (as sim-zk and ZooKeeper's client
+    /// library do), ahead of anything else in its inbox. Watch events still come. The `Disconnected` state itself is not told:
+    /// no machine acts on it (only `Connected` and the terminal states change what they do),
+    /// and [`Action::Reconnect`] tells `Connected`.
+    fn break_connection(&mut self, i: usize, lost: Token, say: &mut impl FnMut(String)) {
+        let c = &mut self.clients[i];
+        let mut failed = Vec::new();
+        c.inbox.retain(|m| match m {
+            Msg::Reply { token, .. } => {
+                failed.push(*token);
+                false
+            }
+            _ => true,
+        });
+        failed.push(lost);
+        failed.extend(c.outbox.drain(..).map(|(token, _)| token));
+        say(format!(
+            "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
+            failed.len()
+        ));
+        // The failures reach the client at once, ahead of watch events still on their way.
+        for token in failed.into_iter().rev() {
+            c.inbox.push_front(Msg::Reply {
+                token,
+                result: Err(Error::ConnectionLoss),
+            });
+        }
+        c.connected = false;
     }
 
     /// The state after `action`, with `bug` switched on while stepping (what every model's

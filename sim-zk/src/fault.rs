@@ -1,5 +1,8 @@
 //! Faults: what can go wrong, when, and how often.
 //!
+//! A message is lost only with its connection, as on TCP: ZooKeeper never drops one request
+//! or reply of a session and carries on with the next, so neither does the simulator.
+//!
 //! A fault is either *scheduled* ([`When::At`] a virtual time, or [`When::Step`]: when the
 //! service receives its n-th request) or *drawn* per request at the rates of [`FaultRates`]
 //! from the run's fault stream. Drawn session faults hit the session whose request is being
@@ -7,8 +10,8 @@
 //!
 //! | fault | what happens | what the client observes |
 //! |-------|--------------|--------------------------|
-//! | [`Fault::RequestLost`] | the request is dropped before the server sees it | `ConnectionLoss`; nothing applied |
-//! | [`Fault::ReplyLost`] | the request is applied, its reply dropped | `ConnectionLoss`; the change is there (watch events still flow) |
+//! | [`Fault::RequestLost`] | the request is dropped before the server sees it, with the connection it travelled on | `Disconnected`; it and every call still waiting on that connection fail with `ConnectionLoss`, requests behind it are not applied; `Connected` again shortly after |
+//! | [`Fault::ReplyLost`] | the request is applied, then its connection drops before the reply leaves | as for a lost request, but the change is there (watch events still flow) |
 //! | [`Fault::Disconnect`] | the connection drops for `duration` | `Disconnected`; in-flight requests fail with `ConnectionLoss` (unapplied if not yet received, applied if only the reply was in flight); new requests wait; then `Connected`, or `Expired` if `duration` outlived the session |
 //! | [`Fault::ExpireSession`] | the service expires the session | its ephemerals vanish at once; the client sees `Disconnected`, `Expired`; every call fails with `SessionExpired` |
 //! | [`Fault::Pause`] | the client freezes (a GC pause) for `duration` | nothing while frozen (its requests and replies wait); if the pause outlived the session, on waking `Disconnected`, `Expired`, and its ephemerals are gone |
@@ -29,12 +32,14 @@ use serde::{Deserialize, Serialize};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Fault {
-    /// The next request (of `client`, or of anyone) is lost before the server sees it.
+    /// The next request (of `client`, or of anyone) is lost before the server sees it, and
+    /// its connection with it.
     RequestLost {
         /// Whose request; `None` for the next one of any client.
         client: Option<usize>,
     },
-    /// The next request (of `client`, or of anyone) is applied and its reply lost.
+    /// The next request (of `client`, or of anyone) is applied and its reply lost, with its
+    /// connection.
     ReplyLost {
         /// Whose request; `None` for the next one of any client.
         client: Option<usize>,

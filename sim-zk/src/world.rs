@@ -701,13 +701,7 @@ impl World {
         ];
         if lose_request && !matches!(request, Request::Close) {
             self.count(FaultKind::RequestLost, Some(client));
-            self.send_to_client(
-                client,
-                ClientMsg::Reply {
-                    xid,
-                    result: Err(Error::ConnectionLoss),
-                },
-            );
+            self.break_connection(client);
         } else {
             self.requests += 1;
             let session = self.clients[client].session;
@@ -730,13 +724,13 @@ impl World {
             );
             self.route(applied.events);
             let lose_reply = take_armed(&mut self.armed_reply_loss, client) | lose_reply;
-            let result = if lose_reply && !matches!(request, Request::Close) {
+            if lose_reply && !matches!(request, Request::Close) {
                 self.count(FaultKind::ReplyLost, Some(client));
-                Err(Error::ConnectionLoss)
+                self.break_connection(client);
             } else {
-                applied.result
-            };
-            self.send_to_client(client, ClientMsg::Reply { xid, result });
+                let result = applied.result;
+                self.send_to_client(client, ClientMsg::Reply { xid, result });
+            }
             if is_write {
                 let reaped = self.kernel.reap_containers(self.now_ms());
                 self.route(reaped);
@@ -870,6 +864,41 @@ impl World {
                     }
                     self.schedule(until, Pending::OutageEnd);
                 }
+            }
+        }
+    }
+
+    /// The connection a request or reply was lost with dies, as a TCP connection does: every
+    /// call still waiting on it fails with `ConnectionLoss`, whether or not the service has
+    /// applied it, and requests still in flight on it are never applied. The client is back
+    /// on a new connection of the same session shortly after. Losing one message while the
+    /// connection carries on would let a request pipelined behind a lost `sync` read a state
+    /// the `sync` was meant to rule out, which ZooKeeper never does.
+    fn break_connection(&mut self, client: usize) {
+        let c = &self.clients[client];
+        if c.terminal.is_some() {
+            return;
+        }
+        match c.link {
+            Link::Up => {
+                let timeout = nanos(c.timeout);
+                let back = timeout / 100 * self.faults.between(2, 10);
+                self.go_down(client, Down::Disconnect, self.clock + back);
+            }
+            Link::Down { why, since, until } => {
+                // Already cut off (a paused client's requests still reach the service): the
+                // connection it had dies too, and it comes back when the link does.
+                let c = &mut self.clients[client];
+                c.epoch += 1;
+                if why == Down::Pause {
+                    c.link = Link::Down {
+                        why: Down::Disconnect,
+                        since,
+                        until,
+                    };
+                }
+                self.publish(client, SessionState::Disconnected);
+                self.fail_calls(client, &Error::ConnectionLoss);
             }
         }
     }

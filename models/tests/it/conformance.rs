@@ -104,7 +104,7 @@ fn stm_runs_on_the_simulator_conform_to_the_model() {
     assert!(committed(&returned) > 200, "{returned:?}");
     assert!(failed(&returned, "session lost") > 10, "{returned:?}");
     let limited = all_conform(Workload::Stm { retry_limit: 1 });
-    assert!(failed(&limited, "retry limit") > 5, "{limited:?}");
+    assert!(failed(&limited, "retry limit") > 3, "{limited:?}");
 }
 
 /// What STM conformance found (see the module docs of `avout_models::conformance`, "What it
@@ -116,7 +116,10 @@ fn stm_runs_on_the_simulator_conform_to_the_model() {
 /// lost session, as the module docs promise, and the witnesses conform.
 #[test]
 fn a_session_lost_during_the_refresh_fails_with_the_session() {
-    for (retry_limit, clients, seed) in [(0, 2, 41), (1, 3, 52)] {
+    // Seeds whose reader has a commit refused and then its refresh reads failed by the
+    // session's expiry (found by scanning; 41 and 52 were, before a lost request took its
+    // connection with it and the fault draws moved).
+    for (retry_limit, clients, seed) in [(0, 2, 66), (1, 3, 79)] {
         let run = record(Workload::Stm { retry_limit }, seed, clients, faulty());
         assert_eq!(
             run.results[1],

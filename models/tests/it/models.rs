@@ -30,7 +30,7 @@ fn mutex_without_faults() {
 #[test]
 fn mutex_with_one_fault_recovers_lost_creates_and_is_taken_over_after_expiry() {
     let report = checked("mutex", 2, 1);
-    assert_eq!(report.unique_states, 4329);
+    assert_eq!(report.unique_states, 5463);
     for wanted in [
         "taken over from an expired holder",
         "a lost create reply recovered by GUID",
@@ -56,7 +56,7 @@ fn rwlock_readers_share_and_exclude_the_writer() {
 #[test]
 fn election_has_one_leader_per_term_and_leaders_learn_of_their_loss() {
     let report = checked("election", 2, 1);
-    assert_eq!(report.unique_states, 10145);
+    assert_eq!(report.unique_states, 12951);
     for always in [
         "one leader per term (older leaders expired)",
         "monitor fires only once the leadership is gone",
@@ -76,7 +76,7 @@ fn election_has_one_leader_per_term_and_leaders_learn_of_their_loss() {
 #[test]
 fn atom_updates_are_neither_lost_nor_doubled() {
     let report = checked("atom", 2, 1);
-    assert_eq!(report.unique_states, 784);
+    assert_eq!(report.unique_states, 1332);
     let report = checked("atom", 3, 0);
     assert_eq!(report.unique_states, 2001);
 }
@@ -157,7 +157,7 @@ fn stm_a_lost_commit_reply_is_decided_by_the_commit_id() {
     let report = checked("stm", 2, 1);
     // 1,371 while a session lost during a refused commit's refresh still counted as a
     // conflict (a retry that could only fail again); trace conformance found it.
-    assert_eq!(report.unique_states, 1373);
+    assert_eq!(report.unique_states, 1829);
     for always in [
         "no lost update",
         "applied at most once",

@@ -46,6 +46,50 @@ fn a_lost_reply_leaves_the_change_in_place() {
     assert_eq!(summary.fault_count(FaultKind::ReplyLost), 1);
 }
 
+/// A request is lost only with its connection, as on TCP: what was pipelined behind it fails
+/// too and is never applied, so a read sent behind a lost `sync` cannot answer from a state
+/// the `sync` was meant to rule out. The session survives and the next call works.
+#[test]
+fn a_lost_request_takes_its_connection_and_what_was_sent_behind_it() {
+    let (_, summary) = sim(1)
+        .fault(When::Step(2), Fault::RequestLost { client: Some(0) })
+        .build()
+        .run(|ctx| async move {
+            let c = &ctx.clients[0];
+            let mut states = c.session_states();
+            c.create("/a", b"", &Default::default()).await.unwrap();
+            let lost = c.sync("/a");
+            let behind = c.create("/a/behind", b"", &Default::default());
+            assert_eq!(lost.await, Err(Error::ConnectionLoss));
+            assert_eq!(behind.await, Err(Error::ConnectionLoss));
+            assert_eq!(states.next().await, Some(SessionState::Disconnected));
+            assert!(
+                c.exists("/a/behind").await.unwrap().is_none(),
+                "never applied"
+            );
+            assert_eq!(states.next().await, Some(SessionState::Connected));
+        });
+    assert_eq!(summary.fault_count(FaultKind::RequestLost), 1);
+}
+
+/// A reply is lost with its connection: the request was applied, and the calls behind it on
+/// that connection fail (and were not applied).
+#[test]
+fn a_lost_reply_takes_its_connection_and_what_was_sent_behind_it() {
+    sim(1)
+        .fault(When::Step(1), Fault::ReplyLost { client: Some(0) })
+        .build()
+        .run(|ctx| async move {
+            let c = &ctx.clients[0];
+            let applied = c.create("/x", b"", &Default::default());
+            let behind = c.create("/y", b"", &Default::default());
+            assert_eq!(applied.await, Err(Error::ConnectionLoss));
+            assert_eq!(behind.await, Err(Error::ConnectionLoss));
+            assert!(c.exists("/x").await.unwrap().is_some(), "applied");
+            assert!(c.exists("/y").await.unwrap().is_none(), "never applied");
+        });
+}
+
 #[test]
 fn a_short_disconnect_fails_in_flight_requests_and_keeps_the_session() {
     let (_, summary) = sim(1).build().run(|ctx| async move {
