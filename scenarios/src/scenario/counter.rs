@@ -103,10 +103,12 @@ pub(crate) async fn workload<K: Cluster>(
     rec: &Recorder,
 ) -> Result<(), String> {
     super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    // The final read, by a fresh session, retried until it answers.
+    // The final read, by a fresh session, retried until it answers (on a new session when
+    // this one ends: a read changes nothing, so retrying it anywhere is safe).
     let p = (w.clients * (w.ops + 1)) as u64;
     let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let atom = open(cluster, &mut zk).await?;
+    let mut atom = open(cluster, &mut zk).await?;
+    let mut last = String::new();
     for _ in 0..100 {
         rec.invoke(p, "read", Value::Null, None);
         match tokio::time::timeout(OP_DEADLINE, atom.deref()).await {
@@ -114,13 +116,25 @@ pub(crate) async fn workload<K: Cluster>(
                 rec.complete(EventType::Ok, p, "read", v.into(), None);
                 return Ok(());
             }
-            _ => {
+            Ok(Err(e)) => {
                 rec.complete(EventType::Fail, p, "read", Value::Null, None);
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                last = e.to_string();
+                if session_lost(&e) {
+                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
+                    atom = open(cluster, &mut zk).await?;
+                    continue;
+                }
+            }
+            Err(_) => {
+                rec.complete(EventType::Fail, p, "read", Value::Null, None);
+                last = format!("no answer within {}s", OP_DEADLINE.as_secs());
             }
         }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    Err("the final read of the counter never succeeded".into())
+    Err(format!(
+        "the final read of the counter never succeeded (last: {last})"
+    ))
 }
 
 /// Judges a counter history.
