@@ -29,6 +29,10 @@ pub enum Stream {
     Guids = 4,
     /// Which buggify points are live and when they fire ([`avout::buggify`]).
     Buggify = 5,
+    /// How long a connection broken by a lost message takes to come back: its own stream, so
+    /// that a lost message scheduled explicitly breaks the connection for as long as the
+    /// same loss drawn at a rate did (the fault stream is not drawn by scheduled faults).
+    Reconnects = 6,
 }
 
 /// One named stream of random numbers.

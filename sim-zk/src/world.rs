@@ -276,6 +276,8 @@ pub(crate) struct World {
     faults: Rng,
     /// Its own stream, so that a recipe drawing GUIDs does not shift latencies or faults.
     guids: Rng,
+    /// How long broken connections take to come back (see [`Stream::Reconnects`]).
+    reconnects: Rng,
     /// Buggify decisions, if the run enables buggify: its own stream and, per point, whether
     /// the point is live in this run.
     buggify: Option<(Rng, BTreeMap<Site, bool>)>,
@@ -348,6 +350,7 @@ impl World {
         let net = stream(net_tape, Stream::Network);
         let faults = stream(fault_tape, Stream::Faults);
         let guids = Rng::new(config.seed, Stream::Guids);
+        let reconnects = Rng::new(config.seed, Stream::Reconnects);
         let kernel = if config.needs_follower() {
             Kernel::with_follower()
         } else {
@@ -362,6 +365,7 @@ impl World {
             net,
             faults,
             guids,
+            reconnects,
             buggify: config
                 .buggify
                 .then(|| (Rng::new(config.seed, Stream::Buggify), BTreeMap::new())),
@@ -882,7 +886,7 @@ impl World {
         match c.link {
             Link::Up => {
                 let timeout = nanos(c.timeout);
-                let back = timeout / 100 * self.faults.between(2, 10);
+                let back = timeout / 100 * self.reconnects.between(2, 10);
                 self.go_down(client, Down::Disconnect, self.clock + back);
             }
             Link::Down { why, since, until } => {
