@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, soak};
+use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
 use avout_scenarios::scenario::{Protocol, ScenarioName};
 
 use crate::runcmd::{RunCmdError, Style, parse_kind, progress_bar, write_case};
@@ -52,6 +52,10 @@ pub(crate) struct SoakArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Before the grid, run every kept regression case in this directory (e.g.
+    /// scenarios/regressions) again, without its planted bug; any that fails fails the soak.
+    #[arg(long, value_name = "DIR")]
+    regressions: Option<PathBuf>,
 }
 
 impl SoakArgs {
@@ -144,6 +148,48 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
     } else {
         println!("{line}");
     }
+    let mut kept_failed = 0;
+    if let Some(dir) = &args.regressions {
+        let kept = rerun_kept(dir)?;
+        let style = Style::stdout();
+        for k in kept.iter().filter(|k| !k.report.verdict.valid) {
+            kept_failed += 1;
+            let first = k
+                .report
+                .verdict
+                .anomalies
+                .first()
+                .cloned()
+                .unwrap_or_default();
+            let line = format!(
+                "REGRESSED   {} (kept for: {}): {}\nreplay      avout replay {}",
+                k.path.display(),
+                k.anomaly.lines().next().unwrap_or_default(),
+                first.lines().next().unwrap_or_default(),
+                k.path.display()
+            );
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{}", style.paint("31;1", &line));
+            }
+        }
+        let line = format!(
+            "regressions {} kept case(s) of {} run first: {}",
+            kept.len(),
+            dir.display(),
+            if kept_failed == 0 {
+                "every one valid".to_owned()
+            } else {
+                format!("{kept_failed} failed")
+            }
+        );
+        if args.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
     let bar = progress_bar(rows as u64 * s.seeds, "runs", !args.json);
     let report = soak(&s, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
@@ -163,6 +209,11 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
         print_json(&s, &report, &paths);
     } else {
         print_table(&report, &paths);
+    }
+    if kept_failed > 0 {
+        return Err(RunCmdError::Anomaly(format!(
+            "{kept_failed} kept regression case(s) failed"
+        )));
     }
     if report.failed() {
         let failed: u64 = report.rows.iter().map(|r| r.failed.len() as u64).sum();

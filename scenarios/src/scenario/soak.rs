@@ -20,14 +20,15 @@
 //! assert_eq!((report.runs, report.rows[0].seeds, report.failed()), (3, 3, false));
 //! ```
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
 use avout_sim_zk::FaultKind;
 
-use super::case::Case;
+use super::case::{Case, CaseError};
 use super::explore::explore_runs;
-use super::{FaultPlan, Protocol, RunError, ScenarioName, Workload, run_sim};
+use super::{FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_sim};
 
 /// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
 ///
@@ -249,4 +250,53 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
         requests: found.requests,
         wall_time: wall.elapsed(),
     })
+}
+
+/// A kept regression case, run again.
+#[derive(Clone, Debug)]
+pub struct Kept {
+    /// Its file.
+    pub path: PathBuf,
+    /// The failure it was kept for.
+    pub anomaly: String,
+    /// The run now.
+    pub report: Report,
+}
+
+/// Runs every kept case (`*.json` in `dir`, in name order) again from its seed and fault
+/// plan, without its planted bug: a failure found once is run first, every time, and the
+/// correct code must pass it.
+///
+/// ```
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+/// let kept = avout_scenarios::scenario::soak::rerun_kept(&dir).unwrap();
+/// assert!(!kept.is_empty());
+/// assert!(kept.iter().all(|k| k.report.verdict.valid), "{kept:?}");
+/// ```
+pub fn rerun_kept(dir: &Path) -> Result<Vec<Kept>, CaseError> {
+    let io = |source| CaseError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let case = Case::load(&path)?;
+            let report = case.rerun(None)?;
+            let anomaly = case.anomalies.first().cloned().unwrap_or_default();
+            Ok(Kept {
+                path,
+                anomaly,
+                report,
+            })
+        })
+        .collect()
 }
