@@ -17,7 +17,7 @@
 //! | `queue` | put unique items, take, drain at the end | nothing delivered twice; nothing put is lost; nothing taken that was not put |
 //! | `barrier` | one client sets, others wait, the setter removes | no waiter passes a set barrier |
 //! | `bank` | STM transfers between five accounts, reads of all of them (`--protocol mvcc\|optimistic`) | every read sums to the total, no negative balance ([`crate::check::bank`]) |
-//! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G2-item (allowed under Mvcc: snapshot isolation), internal ([`crate::check::list_append`]) |
+//! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G-nonadjacent, G2-item (allowed under Mvcc: snapshot isolation, adjacent rw edges only), lost update, internal and future reads ([`crate::check::list_append`]) |
 //! | `lock-table` | the medical-records example: entry, review, month-end lock transactions, fenced work inside | one clerk inside at a time; no lost increment |
 //! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`crate::check::two_phase_commit`]) |
 //!
