@@ -68,7 +68,7 @@
 //!
 //! The model's client failed with the lost session where production reported the retry
 //! limit (2 clients, seed 41, retry limit 0; 3 clients, seed 52, retry limit 1, on the simulator of
-//! then; seeds 66 and 79 since a lost message takes its connection with it). A reader's
+//! then; seeds 55 and 67 since a lost message takes its connection with it). A reader's
 //! commit is refused and the server expires its session. The client library fails every
 //! call in flight (here the refresh reads of the refused commit, sent or about to be), and
 //! the production driver hands a machine its replies before session events, so the

@@ -277,6 +277,12 @@ impl Machine for EnterMachine {
                     self.ensured = false;
                     self.enter();
                 }
+                // The ancestors may not have been made: a `NoNode` on our create after the
+                // pause must ensure them again rather than end the enter.
+                Err(e) if e.is_indeterminate() => {
+                    self.ensured = false;
+                    self.failed(now, e);
+                }
                 Err(e) => self.failed(now, e),
             },
             EnterPhase::Readying { create } if token == create => match reply {
@@ -778,6 +784,41 @@ mod tests {
             }),
         );
         assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+
+    /// The barrier node's ancestors are created, and the connection breaks before the last
+    /// create's reply: after the pause, a `NoNode` on our create means they are still missing
+    /// (found on the simulator once a lost message took its connection with it).
+    #[test]
+    fn ancestors_lost_with_the_connection_are_created_again() {
+        let mut m = EnterMachine::new("/a/b", 2, 1);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let sent = drain(&mut m);
+        let no_node = || {
+            Err(Error::NoNode {
+                path: "/a/b".into(),
+            })
+        };
+        m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+        m.handle_reply(Millis(1), sent[1].0, no_node());
+        m.handle_reply(Millis(1), sent[2].0, no_node());
+        let ensure = drain(&mut m);
+        assert_eq!(ensure.len(), 2, "/a and /a/b: {ensure:?}");
+        m.handle_reply(Millis(2), ensure[0].0, Err(Error::ConnectionLoss));
+        m.handle_reply(Millis(2), ensure[1].0, Err(Error::ConnectionLoss));
+        m.handle_timer(Millis(2 + RETRY_PAUSE_MS));
+        let sent = drain(&mut m);
+        m.handle_reply(Millis(30), sent[1].0, no_node());
+        assert_eq!(
+            m.poll_output(),
+            None,
+            "not an error: the ancestors are made again"
+        );
+        let again = drain(&mut m);
+        assert!(
+            matches!(&again[..], [(_, Request::Create { path, .. }), ..] if path == "/a"),
+            "{again:?}"
+        );
     }
 
     #[test]

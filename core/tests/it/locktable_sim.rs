@@ -263,8 +263,22 @@ fn check_invariants(zk: &SimZk) {
 fn the_medical_records_example_holds_under_every_fault_kind() {
     const STEPS: usize = 30;
     let patients = ["R-1", "R-2"];
-    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
-        let seed = 0x70b1e + i as u64;
+    // A lost reply takes its connection with it, so most lost replies fail a read of a
+    // transaction (and the commit behind it is never applied); a lost *commit* reply, the
+    // case the marker resolves, needs a few runs to come up.
+    let runs = FaultKind::ALL
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, kind)| {
+            let tries = if kind == FaultKind::ReplyLost { 4 } else { 1 };
+            (0..tries).map(move |t| (i as u64 + 0x100 * t, kind, t + 1 == tries))
+        });
+    let mut resolved_lost_replies = 0;
+    for (i, kind, last_try) in runs {
+        if kind == FaultKind::ReplyLost && resolved_lost_replies > 0 {
+            continue;
+        }
+        let seed = 0x70b1e + i;
         let sim = Sim::builder()
             .seed_from_env(seed)
             .clients(4)
@@ -356,7 +370,11 @@ fn the_medical_records_example_holds_under_every_fault_kind() {
             total.3
         );
         if kind == FaultKind::ReplyLost {
-            assert!(total.3 > 0, "a lost commit reply was resolved");
+            resolved_lost_replies += total.3;
+            assert!(
+                resolved_lost_replies > 0 || !last_try,
+                "a lost commit reply was resolved"
+            );
         }
         assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
         assert!(total.0 > 0 && total.1 > 0, "both outcomes happen");
