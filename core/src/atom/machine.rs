@@ -490,8 +490,8 @@ mod tests {
         }
     }
 
-    /// A set of write 7 against version 4, whose reply is lost; returns the recovery read.
-    fn lose_the_reply() -> (CasMachine, Token) {
+    /// A set of write 7 against version 4, started.
+    fn write_7() -> CasMachine {
         let mut m = CasMachine::new(
             "/a",
             Step::Set {
@@ -503,6 +503,20 @@ mod tests {
             },
         );
         m.handle_session(Millis(0), SessionState::Connected);
+        m
+    }
+
+    /// A read reply of the node holding the writes `ids` at `version`.
+    fn node(ids: Vec<u64>, version: i32) -> crate::Result<Reply> {
+        Ok(Reply::Data {
+            data: payload(ids),
+            stat: stat(version),
+        })
+    }
+
+    /// A set of write 7 against version 4, whose reply is lost; returns the recovery read.
+    fn lose_the_reply() -> (CasMachine, Token) {
+        let mut m = write_7();
         let sent = drain(&mut m);
         assert!(matches!(
             &sent[..],
@@ -685,14 +699,7 @@ mod tests {
         assert!(drain(&mut m).is_empty());
         m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
         let read = recovery_read(&mut m, 30);
-        m.handle_reply(
-            Millis(30),
-            read,
-            Ok(Reply::Data {
-                data: payload(vec![7, 3]),
-                stat: stat(5),
-            }),
-        );
+        m.handle_reply(Millis(30), read, node(vec![7, 3], 5));
         assert!(m.poll_output().expect("done").expect("ok").applied());
     }
 
@@ -700,30 +707,13 @@ mod tests {
     /// write: its "still at the expected version" is not believed.
     #[test]
     fn a_recovery_read_behind_a_failed_sync_is_not_trusted() {
-        let mut m = CasMachine::new(
-            "/a",
-            Step::Set {
-                data: payload(vec![7, 3]),
-                writer: WRITER + 7,
-                write_id: 7,
-                version: 4,
-                czxid: 10,
-            },
-        );
-        m.handle_session(Millis(0), SessionState::Connected);
+        let mut m = write_7();
         let sent = drain(&mut m);
         m.handle_reply(Millis(1), sent[0].0, Err(Error::ConnectionLoss));
         m.handle_timer(Millis(1 + RETRY_PAUSE_MS));
         let sent = drain(&mut m);
         m.handle_reply(Millis(30), sent[0].0, Err(Error::ConnectionLoss));
-        m.handle_reply(
-            Millis(30),
-            sent[1].0,
-            Ok(Reply::Data {
-                data: payload(vec![3]),
-                stat: stat(4),
-            }),
-        );
+        m.handle_reply(Millis(30), sent[1].0, node(vec![3], 4));
         assert_eq!(
             m.poll_output(),
             None,
@@ -731,14 +721,7 @@ mod tests {
         );
         m.handle_timer(Millis(30 + RETRY_PAUSE_MS));
         let read = recovery_read(&mut m, 60);
-        m.handle_reply(
-            Millis(60),
-            read,
-            Ok(Reply::Data {
-                data: payload(vec![7, 3]),
-                stat: stat(5),
-            }),
-        );
+        m.handle_reply(Millis(60), read, node(vec![7, 3], 5));
         assert!(m.poll_output().expect("done").expect("ok").applied());
     }
 
