@@ -46,8 +46,6 @@ pub mod recipes;
 mod session;
 pub mod stm;
 mod sync;
-#[cfg(feature = "testkit")]
-pub mod testkit;
 mod watch;
 #[cfg(feature = "zookeeper")]
 pub mod zk;

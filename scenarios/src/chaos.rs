@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use avout::planted::Bug;
-use avout::testkit::server::ZkEnsemble;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CoordinationExt};
 use avout_scenarios::scenario::env::{Cluster, ZkCluster};
 use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
+use avout_testkit::server::ZkEnsemble;
 
 /// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -41,7 +41,7 @@ pub(crate) enum ChaosError {
     #[error("cannot start a ZooKeeper ensemble of {size}: {source}")]
     Ensemble {
         size: usize,
-        source: avout::testkit::server::TestkitError,
+        source: avout_testkit::server::TestkitError,
     },
     #[error("--zk-ensemble needs at least 1 member")]
     NoMembers,

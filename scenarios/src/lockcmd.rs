@@ -103,7 +103,7 @@ pub(crate) async fn hold(args: &HoldArgs, out: &mut impl Write) -> Result<(), Lo
 mod tests {
     use std::time::Instant;
 
-    use avout::testkit::server::ZkServer;
+    use avout_testkit::server::ZkServer;
 
     use super::*;
 

@@ -2,7 +2,7 @@
 //! backend with, built on the test kit's servers.
 //!
 //! The servers must outlive the command that starts them, so the test kit's handles, which kill
-//! their servers on drop, are [detached](avout::testkit::server::ZkServer::detach) once the
+//! their servers on drop, are [detached](avout_testkit::server::ZkServer::detach) once the
 //! servers serve, and what is needed to find them again (pids, ports, configuration paths, the
 //! data directory) goes into `state.json` in the state directory (`$TMPDIR/avout-zk` unless
 //! `--dir` says otherwise). `stop` kills only processes that still run `QuorumPeerMain` with the
@@ -14,7 +14,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use avout::testkit::server::{DetachedZk, TestkitError, ZkEnsemble, ZkServer};
+use avout_testkit::server::{DetachedZk, TestkitError, ZkEnsemble, ZkServer};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use avout::atom::linkv::{KvError, LinKv, MicroOp, transact};
 use avout::atom::record::{RecordError, Records, Value};
 use avout::atom::{Atom, AtomError, FileStore, Postcard};
-use avout::testkit::server::ZkServer;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateOptions, MAX_DATA_LEN};
+use avout_testkit::server::ZkServer;
 use serde_json::json;
 
 use crate::atom_probe::Probe;

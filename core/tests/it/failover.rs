@@ -7,9 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout::testkit::conformance::{CASES, ZkBackend};
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateMode, Error, SessionState};
+use avout_testkit::conformance::{CASES, ZkBackend};
 use tokio::sync::watch;
 use tokio::time::Instant;
 

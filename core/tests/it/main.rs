@@ -1,10 +1,10 @@
-//! Integration tests on real ZooKeeper, started by the test kit ([`avout::testkit::server`]):
+//! Integration tests on real ZooKeeper, started by the test kit ([`avout_testkit::server`]):
 //! the conformance suite on a standalone server and on a three-server ensemble that loses the
 //! member a client is connected to, and a session expiry forced by pausing the server.
 //!
 //! One binary with modules, so the crate links once. Every test starts its own servers and
 //! fails — never skips — when a server cannot start. Run with
-//! `cargo test -p avout --features testkit --test it`.
+//! `cargo test -p avout --test it`.
 
 mod atom;
 mod atom_failover;

@@ -1,7 +1,7 @@
 //! The whole conformance suite on one standalone server, every case under its own root.
 
-use avout::testkit::conformance::{CASES, ZkBackend};
 use avout::zk::ZkConfig;
+use avout_testkit::conformance::{CASES, ZkBackend};
 
 use crate::support;
 

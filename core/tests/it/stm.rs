@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use avout::testkit::server::ZkServer;
 use avout::zk::{ZkClient, ZkConfig};
+use avout_testkit::server::ZkServer;
 
 use crate::stm_cases::{self, protocols};
 use crate::support;

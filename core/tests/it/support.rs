@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use avout::testkit::conformance::{self, Backend};
-use avout::testkit::server::{ZkEnsemble, ZkServer};
 use avout::zk::{ZkClient, ZkConfig};
+use avout_testkit::conformance::{self, Backend};
+use avout_testkit::server::{ZkEnsemble, ZkServer};
 
 /// Starts a standalone server, or fails the test: a missing server is a failure, not a skip.
 pub(crate) fn standalone() -> ZkServer {
@@ -80,7 +80,7 @@ where
 }
 
 /// Whether a standalone server's `cons` listing shows session `sid`.
-pub(crate) fn session_listed(server: &avout::testkit::server::ZkServer, sid: i64) -> bool {
+pub(crate) fn session_listed(server: &avout_testkit::server::ZkServer, sid: i64) -> bool {
     let cons = tokio::task::block_in_place(|| server.four_letter_word("cons"))
         .unwrap_or_else(|e| panic!("cons: {e}"));
     cons.contains(&format!("sid=0x{:x}", sid as u64))

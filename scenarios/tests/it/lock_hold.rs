@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use avout::testkit::server::ZkServer;
+use avout_testkit::server::ZkServer;
 
 /// The lines a holder printed, each with when it was read.
 struct Holder {

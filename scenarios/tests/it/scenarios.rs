@@ -5,12 +5,12 @@
 
 use std::process::{Command, Output};
 
-use avout::testkit::server::ZkServer;
 use avout_scenarios::history::EventType;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload, run_sim, run_zk};
 use avout_sim_zk::FaultKind;
+use avout_testkit::server::ZkServer;
 
 /// A rate for `kind` that makes it fire a few times in a run of a few hundred requests.
 fn plan_for(kind: FaultKind) -> FaultPlan {

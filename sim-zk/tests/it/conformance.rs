@@ -1,10 +1,10 @@
-//! The backend conformance suite of `avout::testkit`, unchanged, on the simulator.
+//! The backend conformance suite of `avout-testkit`, unchanged, on the simulator.
 
 use std::future::Future;
 
 use avout::Coordination;
-use avout::testkit::conformance::{self, Backend, CASES};
 use avout_sim_zk::{Sim, SimClient, SimZk};
+use avout_testkit::conformance::{self, Backend, CASES};
 
 struct SimBackend(SimZk);
 

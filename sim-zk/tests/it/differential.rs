@@ -22,10 +22,10 @@
 
 use std::collections::BTreeMap;
 
-use avout::testkit::server::ZkServer;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CoordinationExt, CreateMode, Error, Op, OpResult, Stat, Watch};
 use avout_sim_zk::Sim;
+use avout_testkit::server::ZkServer;
 use futures::FutureExt;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};

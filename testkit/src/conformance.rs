@@ -28,8 +28,8 @@
 //! hanging; nothing sleeps on the wall clock, so the suite also runs on a paused tokio clock.
 //!
 //! ```no_run
-//! # async fn demo<B: avout::testkit::conformance::Backend>(backend: B) {
-//! use avout::testkit::conformance;
+//! # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
+//! use avout_testkit::conformance;
 //! // Every case, each under its own root below /conformance.
 //! conformance::run_all(&backend, "/conformance").await;
 //! // Or one case by name.
@@ -42,8 +42,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::path::{self, sequence};
-use crate::{
+use avout::path::{self, sequence};
+use avout::{
     Acl, Coordination, CoordinationExt, CreateMode, CreateOptions, Error, EventKind, MAX_DATA_LEN,
     Op, OpResult, Perms, Result, SessionState, Stat, Watch, WatchedEvent,
 };
@@ -53,7 +53,7 @@ use crate::{
 /// nothing.
 ///
 /// ```
-/// assert!(avout::testkit::conformance::EVENT_TIMEOUT.as_secs() >= 5);
+/// assert!(avout_testkit::conformance::EVENT_TIMEOUT.as_secs() >= 5);
 /// ```
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -70,7 +70,7 @@ pub const EVENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// ```
 /// use std::future::Future;
 /// use avout::Coordination;
-/// use avout::testkit::conformance::Backend;
+/// use avout_testkit::conformance::Backend;
 ///
 /// trait Service {
 ///     type Session: Coordination + 'static;
@@ -110,7 +110,7 @@ pub trait Backend {
     /// its timeout. Returns once the service has expired it (its ephemerals are gone); the
     /// client itself learns of it asynchronously, as a real client would.
     ///
-    /// Real ZooKeeper: [`ZkClient::expire_session`](crate::zk::ZkClient::expire_session) ends
+    /// Real ZooKeeper: [`ZkClient::expire_session`](avout::zk::ZkClient::expire_session) ends
     /// the session with a `CloseSession` on its own connection (for the service and the other
     /// sessions, an expiry) and has the client report it as expired. The simulator expires the
     /// session directly.
@@ -120,7 +120,7 @@ pub trait Backend {
 /// The names of every case, in the order [`run_all`] runs them.
 ///
 /// ```
-/// use avout::testkit::conformance::CASES;
+/// use avout_testkit::conformance::CASES;
 /// assert!(CASES.contains(&"multi_atomicity"));
 /// ```
 pub const CASES: &[&str] = &[
@@ -156,8 +156,8 @@ pub const CASES: &[&str] = &[
 /// If the case fails, if `name` is not in [`CASES`], or if `root` cannot be created.
 ///
 /// ```no_run
-/// # async fn demo<B: avout::testkit::conformance::Backend>(backend: B) {
-/// avout::testkit::conformance::run_case(&backend, "sync", "/suite/sync").await;
+/// # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
+/// avout_testkit::conformance::run_case(&backend, "sync", "/suite/sync").await;
 /// # }
 /// ```
 pub async fn run_case<B: Backend>(backend: &B, name: &str, root: &str) {
@@ -223,8 +223,8 @@ pub async fn run_case<B: Backend>(backend: &B, name: &str, root: &str) {
 /// On the first failing case, naming it.
 ///
 /// ```no_run
-/// # async fn demo<B: avout::testkit::conformance::Backend>(backend: B) {
-/// avout::testkit::conformance::run_all(&backend, "/conformance").await;
+/// # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
+/// avout_testkit::conformance::run_all(&backend, "/conformance").await;
 /// # }
 /// ```
 pub async fn run_all<B: Backend>(backend: &B, base: &str) {
@@ -236,12 +236,12 @@ pub async fn run_all<B: Backend>(backend: &B, base: &str) {
 // ---------------------------------------------------------------------------------------------
 // The real backend
 
-/// [`Backend`] for real ZooKeeper: sessions are [`ZkClient`](crate::zk::ZkClient)s opened
-/// with one [`ZkConfig`](crate::zk::ZkConfig), and [`expire`](Backend::expire) uses
-/// [`ZkClient::expire_session`](crate::zk::ZkClient::expire_session).
+/// [`Backend`] for real ZooKeeper: sessions are [`ZkClient`](avout::zk::ZkClient)s opened
+/// with one [`ZkConfig`](avout::zk::ZkConfig), and [`expire`](Backend::expire) uses
+/// [`ZkClient::expire_session`](avout::zk::ZkClient::expire_session).
 ///
 /// ```no_run
-/// use avout::testkit::{conformance, server::ZkServer};
+/// use avout_testkit::{conformance, server::ZkServer};
 /// use avout::zk::ZkConfig;
 ///
 /// # async fn demo() {
@@ -253,7 +253,7 @@ pub async fn run_all<B: Backend>(backend: &B, base: &str) {
 #[cfg(feature = "zookeeper")]
 #[derive(Clone, Debug)]
 pub struct ZkBackend {
-    config: crate::zk::ZkConfig,
+    config: avout::zk::ZkConfig,
 }
 
 #[cfg(feature = "zookeeper")]
@@ -261,25 +261,25 @@ impl ZkBackend {
     /// A backend whose sessions connect with `config` (authenticated sessions add a digest).
     ///
     /// ```
-    /// let backend = avout::testkit::conformance::ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
+    /// let backend = avout_testkit::conformance::ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
     /// assert_eq!(backend.config().connect, "127.0.0.1:2181");
     /// ```
-    pub fn new(config: crate::zk::ZkConfig) -> Self {
+    pub fn new(config: avout::zk::ZkConfig) -> Self {
         ZkBackend { config }
     }
 
     /// The configuration sessions connect with.
     ///
     /// ```
-    /// let backend = avout::testkit::conformance::ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
+    /// let backend = avout_testkit::conformance::ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
     /// assert_eq!(backend.config().session_timeout.as_secs(), 10);
     /// ```
-    pub fn config(&self) -> &crate::zk::ZkConfig {
+    pub fn config(&self) -> &avout::zk::ZkConfig {
         &self.config
     }
 
-    async fn open(config: &crate::zk::ZkConfig) -> crate::zk::ZkClient {
-        match crate::zk::ZkClient::connect(config).await {
+    async fn open(config: &avout::zk::ZkConfig) -> avout::zk::ZkClient {
+        match avout::zk::ZkClient::connect(config).await {
             Ok(client) => client,
             Err(e) => panic!("cannot open a session on {}: {e}", config.connect),
         }
@@ -292,7 +292,7 @@ const EXPIRE_ATTEMPTS: usize = 4;
 
 #[cfg(feature = "zookeeper")]
 impl Backend for ZkBackend {
-    type Client = crate::zk::ZkClient;
+    type Client = avout::zk::ZkClient;
 
     fn connect(&self) -> impl Future<Output = Self::Client> {
         Self::open(&self.config)

@@ -629,14 +629,14 @@ fn make_temp_dir(base: Option<&Path>, prefix: &str) -> Result<TempDir> {
 /// directory; killed and removed on drop.
 ///
 /// ```no_run
-/// use avout::testkit::server::ZkServer;
+/// use avout_testkit::server::ZkServer;
 ///
 /// let server = ZkServer::start()?;
 /// let connect = server.connect_string(); // "127.0.0.1:PORT"
 /// // ... connect clients, run the test ...
 /// server.kill(); // a crash: clients see connection loss
 /// server.restart()?; // same port, same data
-/// # Ok::<(), avout::testkit::server::TestkitError>(())
+/// # Ok::<(), avout_testkit::server::TestkitError>(())
 /// ```
 ///
 /// The methods block (see the [module docs](self) for async tests). They take `&self`, so a
@@ -658,11 +658,11 @@ impl ZkServer {
     /// A builder for a server with a fixed port, fsync off, or another base directory.
     ///
     /// ```no_run
-    /// use avout::testkit::server::ZkServer;
+    /// use avout_testkit::server::ZkServer;
     ///
     /// let server = ZkServer::builder().port(24181).force_sync(false).start()?;
     /// assert_eq!(server.connect_string(), "127.0.0.1:24181");
-    /// # Ok::<(), avout::testkit::server::TestkitError>(())
+    /// # Ok::<(), avout_testkit::server::TestkitError>(())
     /// ```
     pub fn builder() -> ZkServerBuilder {
         ZkServerBuilder {
@@ -995,7 +995,7 @@ impl ZkEnsembleBuilder {
 /// Members are addressed by index (`0..n`); member `i` has server id `i + 1`.
 ///
 /// ```no_run
-/// use avout::testkit::server::ZkEnsemble;
+/// use avout_testkit::server::ZkEnsemble;
 ///
 /// let zk = ZkEnsemble::start(3)?;
 /// let connect = zk.connect_string(); // "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3"
@@ -1006,7 +1006,7 @@ impl ZkEnsembleBuilder {
 ///     zk.wait_for_quorum()?;
 ///     zk.restart(i)?;
 /// }
-/// # Ok::<(), avout::testkit::server::TestkitError>(())
+/// # Ok::<(), avout_testkit::server::TestkitError>(())
 /// ```
 ///
 /// The methods block (see the [module docs](self) for async tests) and take `&self`, so an
@@ -1028,11 +1028,11 @@ impl ZkEnsemble {
     /// A builder for other sizes, fixed client ports, fsync off, or another base directory.
     ///
     /// ```no_run
-    /// use avout::testkit::server::ZkEnsemble;
+    /// use avout_testkit::server::ZkEnsemble;
     ///
     /// let zk = ZkEnsemble::builder().size(5).force_sync(false).start()?;
     /// assert_eq!(zk.members().len(), 5);
-    /// # Ok::<(), avout::testkit::server::TestkitError>(())
+    /// # Ok::<(), avout_testkit::server::TestkitError>(())
     /// ```
     pub fn builder() -> ZkEnsembleBuilder {
         ZkEnsembleBuilder {
