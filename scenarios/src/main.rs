@@ -28,18 +28,13 @@
 //! stderr and exits with status 1, as the peers do. Every other failure prints one `avout: …`
 //! line to stderr and exits with status 2.
 
-mod bench;
-mod chaos;
-mod checkcmd;
-mod lockcmd;
-mod modelcmd;
-mod runcmd;
-mod soakcmd;
-mod zkcmd;
+mod cmd;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use cmd::{bench, check, demo, lock, model, run, soak, zk};
 
 /// Distributed atoms, refs and locks on ZooKeeper: local servers and benchmarks.
 #[derive(Debug, Parser)]
@@ -52,72 +47,57 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// A seeded run on the embedded simulated ZooKeeper under faults, replayed to the same hash.
-    Demo(DemoArgs),
+    Demo(demo::DemoArgs),
     /// Run a local ZooKeeper (Debian's 3.8) in the background.
     #[command(subcommand)]
-    Zk(zkcmd::ZkCommand),
+    Zk(zk::ZkCommand),
     /// Benchmarks against a running ZooKeeper.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Distributed locks from the shell.
     #[command(subcommand)]
-    Lock(lockcmd::LockCommand),
+    Lock(lock::LockCommand),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
-    Check(checkcmd::CheckArgs),
+    Check(check::CheckArgs),
     /// Check a protocol model exhaustively (stateright): states, time, each property's verdict.
-    Model(modelcmd::ModelArgs),
+    Model(model::ModelArgs),
     /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
-    Run(runcmd::RunArgs),
+    Run(run::RunArgs),
     /// Run a scenario under many seeds on every core; stop at the first failure.
-    Explore(runcmd::ExploreArgs),
+    Explore(run::ExploreArgs),
     /// Re-run a case file from its recorded choices and confirm its event-log hash.
-    Replay(runcmd::ReplayArgs),
+    Replay(run::ReplayArgs),
     /// Minimise a failing case: a few scheduled faults, fewer clients and operations.
-    Shrink(runcmd::ShrinkArgs),
+    Shrink(run::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
-    Soak(soakcmd::SoakArgs),
+    Soak(soak::SoakArgs),
     /// Research reports (simulated sweeps, benchmarks beside the peers) written to reports/.
     #[command(subcommand)]
     Report(avout_scenarios::report::ReportCommand),
-}
-
-/// Options of `avout demo`.
-#[derive(Debug, clap::Args)]
-struct DemoArgs {
-    /// The run's seed: the same seed gives the same run, bit for bit.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Print the report as one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
 enum CliError {
     #[error(transparent)]
-    Zk(#[from] zkcmd::ZkCmdError),
+    Zk(#[from] zk::ZkCmdError),
     #[error(transparent)]
     Bench(#[from] bench::BenchError),
     #[error(transparent)]
-    Lock(#[from] lockcmd::LockCmdError),
-    #[error(
-        "seed {seed} did not replay to the same event-log hash ({hash:#018x} then {replay:#018x}); rerun with `avout demo --seed {seed}`"
-    )]
-    NotReplayed { seed: u64, hash: u64, replay: u64 },
+    Lock(#[from] lock::LockCmdError),
     #[error(transparent)]
-    Check(#[from] checkcmd::CheckCmdError),
+    Demo(#[from] demo::DemoError),
+    #[error(transparent)]
+    Check(#[from] check::CheckCmdError),
     #[error(transparent)]
     Model(#[from] avout_models::ModelError),
     /// The checker found an anomaly (already reported on stdout).
     #[error("the {model} checker found an anomaly")]
     Anomaly { model: String },
-    #[error("cannot encode the report: {0}")]
-    Json(#[from] serde_json::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
-    RunCmd(#[from] runcmd::RunCmdError),
+    RunCmd(#[from] run::RunCmdError),
     #[error(transparent)]
     Report(#[from] avout_scenarios::report::ReportError),
 }
@@ -131,13 +111,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match run(Cli::parse()) {
+    match dispatch(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {
             eprintln!("FAIL: {what}");
             ExitCode::from(1)
         }
-        Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(runcmd::RunCmdError::Anomaly(_)))) => {
+        Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(run::RunCmdError::Anomaly(_)))) => {
             eprintln!("avout: {e}");
             ExitCode::from(1)
         }
@@ -148,77 +128,34 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), CliError> {
+fn dispatch(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Run(args) => Ok(runcmd::run(&args)?),
-        Command::Model(args) => Ok(modelcmd::run(&args)?),
-        Command::Explore(args) => Ok(runcmd::explore_cmd(&args)?),
-        Command::Replay(args) => Ok(runcmd::replay(&args)?),
-        Command::Shrink(args) => Ok(runcmd::shrink_cmd(&args)?),
-        Command::Soak(args) => Ok(soakcmd::run(&args)?),
+        Command::Run(args) => Ok(run::run(&args)?),
+        Command::Model(args) => Ok(model::run(&args)?),
+        Command::Explore(args) => Ok(run::explore_cmd(&args)?),
+        Command::Replay(args) => Ok(run::replay(&args)?),
+        Command::Shrink(args) => Ok(run::shrink_cmd(&args)?),
+        Command::Soak(args) => Ok(soak::run(&args)?),
         Command::Report(command) => avout_scenarios::report::run(&command)
             .map(drop)
             .map_err(Into::into),
-        Command::Check(args) => match checkcmd::run(&args)? {
+        Command::Check(args) => match check::run(&args)? {
             true => Ok(()),
             false => Err(CliError::Anomaly {
                 model: args.model_name().to_owned(),
             }),
         },
-        Command::Demo(args) => {
-            let report = avout_sim_zk::demo::run(args.seed);
-            if args.json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                println!("{report}");
-            }
-            if !report.replayed_identically() {
-                return Err(CliError::NotReplayed {
-                    seed: report.seed,
-                    hash: report.hash,
-                    replay: report.replay_hash,
-                });
-            }
-            Ok(())
-        }
-        Command::Zk(command) => Ok(zkcmd::run(command)?),
+        Command::Demo(args) => Ok(demo::run(&args)?),
+        Command::Zk(command) => Ok(zk::run(command)?),
         Command::Bench(bench::BenchCommand::Sim(args)) => Ok(bench::sim::run(&args)?),
         Command::Bench(command) => {
-            let runtime = runtime()?;
-            // The bench runs as a task on a worker thread, beside the clients' connection tasks:
-            // a reply then wakes it on the same thread instead of waking the main thread (a
-            // futex round trip per request, which on a loaded 2-core machine costs throughput).
-            let bench = match command.stm() {
-                Ok((workload, args)) => runtime.spawn(bench::stm::run(workload, args)),
-                Err(command) => match command.recipe() {
-                    Ok((workload, args)) => runtime.spawn(bench::recipes::run(workload, args)),
-                    Err(args) => runtime.spawn(bench::run_ops(args)),
-                },
-            };
-            match runtime.block_on(bench) {
-                Ok(result) => Ok(result?),
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            }
+            Ok(cmd::block_on(bench::run(command)).map_err(CliError::Runtime)??)
         }
-        Command::Lock(lockcmd::LockCommand::Hold(args)) => {
-            let runtime = runtime()?;
-            let hold = runtime.spawn(async move {
-                let mut stdout = std::io::stdout();
-                lockcmd::hold(&args, &mut stdout).await
-            });
-            match runtime.block_on(hold) {
-                Ok(result) => Ok(result?),
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            }
+        Command::Lock(lock::LockCommand::Hold(args)) => {
+            Ok(
+                cmd::block_on(async move { lock::hold(&args, &mut std::io::stdout()).await })
+                    .map_err(CliError::Runtime)??,
+            )
         }
     }
-}
-
-/// The runtime for commands that talk to a real ZooKeeper: the client's connection task gets
-/// a thread of its own.
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)
 }

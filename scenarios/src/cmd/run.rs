@@ -18,7 +18,7 @@ use avout_scenarios::scenario::{
 };
 use avout_sim_zk::FaultKind;
 
-use crate::chaos;
+use super::chaos;
 
 /// Options shared by `run` and `explore`: what runs, and under which faults.
 #[derive(Debug, clap::Args)]

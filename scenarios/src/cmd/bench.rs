@@ -247,6 +247,17 @@ pub(crate) async fn connect(connect: &str) -> Result<std::sync::Arc<ZkClient>, B
         })
 }
 
+/// Runs a benchmark against a real ZooKeeper (every subcommand but `sim`).
+pub(crate) async fn run(command: BenchCommand) -> Result<(), BenchError> {
+    match command.stm() {
+        Ok((workload, args)) => stm::run(workload, args).await,
+        Err(command) => match command.recipe() {
+            Ok((workload, args)) => recipes::run(workload, args).await,
+            Err(args) => run_ops(args).await,
+        },
+    }
+}
+
 /// Runs `avout bench ops`.
 pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     let config = ZkConfig::new(args.zk.clone())
