@@ -1,8 +1,8 @@
 //! The lock family — mutex, read-write lock, leader election — as one model: each client runs
 //! the production [`AcquireMachine`] (the election is the same machine with
-//! [`LockKind::Latch`]), holds, and releases with the request the production guard sends
-//! (`delete` of its node, repeated after a connection loss, `NoNode` meaning done: see
-//! `LockGuard::unlock` and `delete_idempotent` in core's `lock/mutex.rs`). A leader, like the
+//! [`LockKind::Latch`]), holds, and releases with the production [`ReleaseMachine`] that
+//! `LockGuard::unlock` starts (`delete` of its node, repeated after a connection loss,
+//! `NoNode` meaning done, a session's end ending it). A leader, like the
 //! production `Leadership`, runs the production [`MonitorMachine`] on its node from the moment
 //! it is elected until it resigns (which stops the monitor, as `Leadership::resign` aborts its
 //! task); what the monitor reports is what `Leadership::lost` would return.
@@ -28,10 +28,12 @@
 //!   leader's node is deleted or its session expired), and `sometimes` **a leader learns its
 //!   loss** (its monitor fires; with expiry faults).
 
-use avout::lock::{AcquireMachine, Acquired, LockError, LockKind, MonitorMachine, Patience};
+use avout::lock::{
+    AcquireMachine, Acquired, LockError, LockKind, MonitorMachine, Patience, ReleaseMachine,
+};
 use avout::machine::{Machine, Millis, Reply, Request, Token};
 use avout::planted::Bug;
-use avout::{CreateMode, Error, SessionState, WatchedEvent, path};
+use avout::{CreateMode, SessionState, WatchedEvent, path};
 use stateright::{Model, Property};
 
 use crate::world::{Action, Agent, Faults, Run, World, shorten};
@@ -59,15 +61,8 @@ pub enum Phase {
     Acquiring(Box<Run<AcquireMachine>>),
     /// Holds the lock (believes it does).
     Holding(Acquired),
-    /// Deleting its node; the delete with this token is in flight (or to be sent).
-    Releasing {
-        /// The node.
-        node: String,
-        /// The delete's token.
-        token: Token,
-        /// Whether the delete still has to be sent.
-        unsent: bool,
-    },
+    /// Running the release machine on its node.
+    Releasing(Box<Run<ReleaseMachine>>),
     /// Was told its session ended while holding: no longer believes it holds.
     Lost(Acquired),
     /// The acquisition failed.
@@ -170,6 +165,20 @@ impl LockAgent {
         }
     }
 
+    /// Takes the release's outcome, if it finished: the next cycle, or the failure (a
+    /// session's end included: the guard's task forgets such a release, and the script has
+    /// nothing left to do).
+    fn settle_release(&mut self) {
+        let Phase::Releasing(run) = &mut self.phase else {
+            return;
+        };
+        match run.machine.poll_output() {
+            None => {}
+            Some(Ok(())) => self.next_cycle(),
+            Some(Err(e)) => self.phase = Phase::Failed(e.into()),
+        }
+    }
+
     /// Takes the monitor's report, if it fired; its task then ends.
     fn settle_monitor(&mut self) {
         if let Some(run) = &mut self.monitor
@@ -199,20 +208,7 @@ impl Agent for LockAgent {
         match &mut self.phase {
             Phase::Acquiring(run) => run.poll_request(),
             Phase::Holding(_) => self.monitor.as_mut()?.poll_request(),
-            Phase::Releasing {
-                node,
-                token,
-                unsent,
-            } if *unsent => {
-                *unsent = false;
-                Some((
-                    *token,
-                    Request::Delete {
-                        path: node.clone(),
-                        version: None,
-                    },
-                ))
-            }
+            Phase::Releasing(run) => run.poll_request(),
             _ => None,
         }
     }
@@ -229,14 +225,10 @@ impl Agent for LockAgent {
                     self.settle_monitor();
                 }
             }
-            Phase::Releasing {
-                token: t, unsent, ..
-            } if *t == token => match reply {
-                Ok(_) | Err(Error::NoNode { .. }) => self.next_cycle(),
-                // delete_idempotent: the node is ours alone, so repeating is safe.
-                Err(e) if e.is_indeterminate() => *unsent = true,
-                Err(e) => self.phase = Phase::Failed(e.into()),
-            },
+            Phase::Releasing(run) => {
+                run.handle_reply(token, reply);
+                self.settle_release();
+            }
             _ => {}
         }
     }
@@ -271,8 +263,9 @@ impl Agent for LockAgent {
             Phase::Holding(acquired) if state.is_terminal() => {
                 self.phase = Phase::Lost(acquired.clone())
             }
-            Phase::Releasing { .. } if state.is_terminal() => {
-                self.phase = Phase::Failed(LockError::SessionLost(Error::SessionExpired))
+            Phase::Releasing(run) => {
+                run.machine.handle_session(crate::world::NOW, state);
+                self.settle_release();
             }
             _ => {}
         }
@@ -316,11 +309,8 @@ impl Agent for LockAgent {
             // what comes back for it is dropped (another run's tokens).
             self.monitor = None;
             self.generation += 1;
-            self.phase = Phase::Releasing {
-                node: acquired.node.clone(),
-                token: Token(u64::from(self.generation) << 32),
-                unsent: true,
-            };
+            let release = ReleaseMachine::new(acquired.node.clone());
+            self.phase = Phase::Releasing(Box::new(Run::start(self.generation, release)));
         }
     }
 
@@ -356,7 +346,9 @@ impl Agent for LockAgent {
                     .as_ref()
                     .map_or(String::new(), |e| format!(", its monitor says: {e}"))
             )),
-            Phase::Releasing { node, .. } => shorten(&format!("releasing {}", path::name(node))),
+            Phase::Releasing(run) => {
+                shorten(&format!("releasing {}", path::name(run.machine.node())))
+            }
             Phase::Lost(a) => format!(
                 "lost the {what} (token {}){}",
                 a.fencing_token,

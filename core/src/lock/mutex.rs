@@ -1,17 +1,17 @@
 //! The reentrant exclusive lock, and the per-handle hold bookkeeping and guard it shares with
 //! both sides of the [read-write lock](super::RwLock).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::machine::drive;
+use crate::machine::{Driving, drive};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, Error, Op, OpResult, SessionState, path};
 
+use super::release::{ReleaseMachine, Releases};
 use super::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 
 struct Held {
@@ -35,9 +35,8 @@ pub(super) struct Side<C: ?Sized> {
     /// A released write node kept until the read holds taken under it are released too
     /// (see [`Side::release_node`]).
     parked: StdMutex<Option<String>>,
-    /// Released nodes whose delete has not been confirmed: `None` while its reply is awaited
-    /// (or it is being retried after a connection loss), the error if it failed for good.
-    releasing: StdMutex<BTreeMap<String, Option<Error>>>,
+    /// Released nodes whose delete has not been confirmed.
+    releases: StdMutex<Releases>,
 }
 
 impl<C: Coordination + ?Sized + 'static> Side<C> {
@@ -50,7 +49,7 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             zk,
             partner: OnceLock::new(),
             parked: StdMutex::new(None),
-            releasing: StdMutex::new(BTreeMap::new()),
+            releases: StdMutex::new(Releases::default()),
         })
     }
 
@@ -125,11 +124,9 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
 
     /// Sends the delete of our `node` now: ZooKeeper applies it after every request this
     /// session sent before and before every request it sends after. The returned future
-    /// resolves once the delete is handed to the session; its reply is checked by a task:
-    /// after a connection loss the delete is repeated (the node's name carries our GUID, so
-    /// nobody else can have re-created it), a session loss took the node anyway, and any other
-    /// failure is kept for the handle's next acquisition, which retries it and fails with it
-    /// rather than leave a node that blocks everyone.
+    /// resolves once the delete is handed to the session; a task drives its
+    /// [`ReleaseMachine`] to the end (see [`super::release`]) and books the outcome for the
+    /// handle's next acquisition.
     fn send_delete(self: &Arc<Self>, node: String) -> BoxFuture<'static, Result<(), Error>> {
         if let Some(error) = self.zk.session_states().current().terminal_error() {
             // The node went with the session.
@@ -138,32 +135,18 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No task to check the reply: wait for it here.
             let zk = self.zk.clone();
-            return async move { delete_idempotent(&*zk, &node).await }.boxed();
+            return async move { drive(&*zk, &mut ReleaseMachine::new(node)).await }.boxed();
         };
-        lock(&self.releasing).insert(node.clone(), None);
+        lock(&self.releases).begin(&node);
         let (sent, was_sent) = tokio::sync::oneshot::channel();
         let side = self.clone();
-        // The task calls `delete` at once (submission happens at the call), and the caller
-        // waits for that, so the delete is ordered before anything the caller sends next.
+        // The task starts the machine at once (its delete is submitted at the start), and the
+        // caller waits for that, so the delete is ordered before anything the caller sends next.
         runtime.spawn(async move {
-            let zk = &*side.zk;
-            let reply = zk.delete(&node, None);
+            let mut driving = Driving::start(&*side.zk, ReleaseMachine::new(node.clone()));
             let _ = sent.send(());
-            let outcome = match reply.await {
-                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
-                Err(e) if e.is_indeterminate() => delete_idempotent(zk, &node).await,
-                Err(e) => Err(e),
-            };
-            let mut releasing = lock(&side.releasing);
-            match outcome {
-                Err(e) if !e.is_session_lost() => {
-                    tracing::warn!(node = %node, error = %e, "lock release failed; the next acquisition retries it");
-                    releasing.insert(node, Some(e));
-                }
-                _ => {
-                    releasing.remove(&node);
-                }
-            }
+            let outcome = driving.finish().await;
+            lock(&side.releases).settle(node, outcome);
         });
         async move {
             // Dropped unsent only if the runtime is shutting down, taking the task with it.
@@ -175,23 +158,16 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
 
     /// Names (not paths) of released nodes whose delete is still in flight.
     fn releasing_names(&self) -> Vec<String> {
-        lock(&self.releasing)
-            .iter()
-            .filter(|(_, failed)| failed.is_none())
-            .map(|(node, _)| path::name(node).to_owned())
-            .collect()
+        lock(&self.releases).in_flight()
     }
 
     /// Retries the deletes of released nodes that failed for good; fails if one still does.
     async fn retry_failed_releases(&self) -> Result<(), Error> {
-        let failed: Vec<String> = lock(&self.releasing)
-            .iter()
-            .filter(|(_, failed)| failed.is_some())
-            .map(|(node, _)| node.clone())
-            .collect();
+        let failed = lock(&self.releases).failed();
         for node in failed {
-            delete_idempotent(&*self.zk, &node).await?;
-            lock(&self.releasing).remove(&node);
+            let outcome = drive(&*self.zk, &mut ReleaseMachine::new(node.clone())).await;
+            lock(&self.releases).settle(node, outcome.clone());
+            outcome?;
         }
         Ok(())
     }

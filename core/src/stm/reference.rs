@@ -12,7 +12,7 @@ use crate::atom::{Codec, Json};
 use crate::sync::{Mutex, lock};
 
 use super::protocol::Failure;
-use super::{Abort, Shared, StmError};
+use super::{Shared, StmError};
 
 type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 type Watcher<T> = Arc<dyn Fn(&T, &T) + Send + Sync>;
@@ -49,7 +49,7 @@ struct Inner<T, K> {
 }
 
 /// A transactional reference: a named value under an [`Stm`](super::Stm)'s root, changed
-/// only inside [`Stm::dosync`](super::Stm::dosync) (or by [`Ref::revert`]).
+/// only inside [`Stm::dosync`](super::Stm::dosync) (or by [`Ref::revert`], a transaction too).
 ///
 /// Clones share the validator and watchers; handles made separately (another
 /// [`Stm::make_ref`](super::Stm::make_ref) call, another process) have their own, as they
@@ -215,34 +215,6 @@ where
             Some(e) => Ok(Some(self.decode(&e.value)?)),
             None => Ok(None),
         }
-    }
-
-    /// Concourse's revert: sets the ref back to its value at commit point `point`, as a
-    /// transaction (validators and watchers apply). Returns the value restored.
-    /// [`StmError::Unsupported`] without history; [`StmError::NoRef`] if `point` is older
-    /// than the history kept.
-    ///
-    /// ```no_run
-    /// # async fn demo(r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
-    /// let restored = r.revert(42).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn revert(&self, point: u64) -> Result<T, StmError>
-    where
-        T: Clone,
-    {
-        let Some(value) = self.value_at(point).await? else {
-            return Err(StmError::NoRef {
-                name: format!("{}@{point}", self.inner.name),
-            });
-        };
-        let result = super::tx::run(&self.inner.shared, async |tx| {
-            tx.ref_set(self, value.clone()).await?;
-            Ok::<_, Abort>(value.clone())
-        })
-        .await;
-        // The body fails only by aborting, and dosync then reports the abort's reason.
-        result.map_err(|e| e.map_body(|_| unreachable!("the body fails only by aborting")))
     }
 
     pub(crate) fn decode(&self, bytes: &[u8]) -> Result<T, StmError> {

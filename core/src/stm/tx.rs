@@ -318,6 +318,42 @@ fn value_of<T: 'static>(entry: &Entry) -> &T {
         .expect("touch checked the ref's type")
 }
 
+/// A ref's revert is a transaction, so it lives with the transactions: refs know nothing of
+/// them.
+impl<T, K> Ref<T, K>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    K: Codec,
+{
+    /// Concourse's revert: sets the ref back to its value at commit point `point`, as a
+    /// transaction (validators and watchers apply). Returns the value restored.
+    /// [`StmError::Unsupported`] without history; [`StmError::NoRef`] if `point` is older
+    /// than the history kept.
+    ///
+    /// ```no_run
+    /// # async fn demo(r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// let restored = r.revert(42).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn revert(&self, point: u64) -> Result<T, StmError>
+    where
+        T: Clone,
+    {
+        let Some(value) = self.value_at(point).await? else {
+            return Err(StmError::NoRef {
+                name: format!("{}@{point}", self.name()),
+            });
+        };
+        let result = run(self.shared(), async |tx| {
+            tx.ref_set(self, value.clone()).await?;
+            Ok::<_, Abort>(value.clone())
+        })
+        .await;
+        // The body fails only by aborting, and dosync then reports the abort's reason.
+        result.map_err(|e| e.map_body(|_| unreachable!("the body fails only by aborting")))
+    }
+}
+
 /// How a try ended.
 enum Ending<R, E> {
     Done(Result<R, StmError<E>>),
