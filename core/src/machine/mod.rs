@@ -11,12 +11,35 @@
 //! Requests a machine returns from consecutive `poll_request` calls are sent back to back, so
 //! they travel together (ZooKeeper applies one session's requests in order): a lock can send its
 //! create and the children read that follows it in one round trip.
+//!
+//! # The toolkit
+//!
+//! What every machine needs is written once here:
+//!
+//! - [`Outbox`]: tokens, the queue of requests, the start on the first session report
+//!   ([`SessionEvent`]) and the output; [`Batch`]: requests whose replies are handled together.
+//! - [`Stall`] and [`RETRY_PAUSE_MS`]: redoing a step after a connection loss, on reconnection
+//!   or after a pause.
+//! - [`Routes`]: child machines run inside a machine, each with its own token space.
+//! - [`ProtectedCreate`]: Curator's GUID-named create and its recovery.
+//! - [`until_certain`] and [`Pace`]: the one way a handle retries an uncertain call outside a
+//!   machine.
 
+mod child;
 mod driver;
+mod outbox;
+mod protected;
+mod retry;
+mod stall;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use child::Routes;
 pub use driver::{Driving, drive};
+pub use outbox::{Batch, Outbox, SessionEvent};
+pub use protected::{Protected, ProtectedCreate};
+pub use retry::{Pace, idempotent, until_certain};
+pub use stall::{RETRY_PAUSE_MS, Stall, earliest};
 
 use serde::{Deserialize, Serialize};
 

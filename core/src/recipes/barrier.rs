@@ -27,10 +27,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+};
 use crate::{Coordination, CoordinationExt, Error, SessionState, WatchedEvent, path};
-
-use super::once::{Outbox, RETRY_PAUSE_MS, idempotent};
 
 /// Why a barrier operation failed.
 ///
@@ -79,10 +79,8 @@ enum Phase {
     Waiting {
         exists: Token,
     },
-    /// Waiting to ask again after a connection loss.
-    Stalled {
-        until: Millis,
-    },
+    /// Waiting to ask again after a connection loss (see `stall`).
+    Stalled,
     Done,
 }
 
@@ -106,10 +104,9 @@ enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WaitGoneMachine {
     path: String,
-    started: bool,
     phase: Phase,
-    outbox: Outbox,
-    output: Option<Result<(), BarrierError>>,
+    stall: Stall<()>,
+    outbox: Outbox<Result<(), BarrierError>>,
 }
 
 impl WaitGoneMachine {
@@ -122,10 +119,9 @@ impl WaitGoneMachine {
     pub fn new(path: &str) -> Self {
         WaitGoneMachine {
             path: path.to_owned(),
-            started: false,
             phase: Phase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
@@ -142,18 +138,17 @@ impl WaitGoneMachine {
 
     fn fail(&mut self, now: Millis, error: Error) {
         if error.is_indeterminate() {
-            self.phase = Phase::Stalled {
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.phase = Phase::Stalled;
+            self.stall.start((), now);
         } else {
             self.finish(Err(error.into()));
         }
     }
 
     fn finish(&mut self, result: Result<(), BarrierError>) {
-        self.outbox.clear();
         self.phase = Phase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 }
 
@@ -194,41 +189,26 @@ impl Machine for WaitGoneMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            return match state.terminal_error() {
-                Some(error) => self.finish(Err(error.into())),
-                None => self.check(),
-            };
-        }
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if state == SessionState::Connected && matches!(self.phase, Phase::Stalled { .. }) {
-            self.check();
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.check(),
+            SessionEvent::Ended(error) => self.finish(Err(error.into())),
+            SessionEvent::Reconnected if self.stall.take().is_some() => self.check(),
+            _ => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Stalled { until } = self.phase
-            && now >= until
-        {
+        if self.stall.due(now).is_some() {
             self.check();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Stalled { until } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 
@@ -371,6 +351,7 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::RETRY_PAUSE_MS;
     use crate::{EventKind, Stat};
 
     fn event(kind: EventKind) -> WatchedEvent {

@@ -23,11 +23,10 @@
 
 use std::collections::VecDeque;
 
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{self, Machine, Millis, Reply, Request, SessionEvent, Stall, Token};
 use crate::{CreateOptions, Error, Op, OpResult, SessionState, WatchedEvent};
 
-/// Pause before redoing a step after a connection loss, unless the session reconnects first.
-pub(crate) const RETRY_PAUSE_MS: u64 = 20;
+pub(crate) use crate::machine::{RETRY_PAUSE_MS, idempotent};
 
 /// Requests and the tokens naming them: what every recipe machine accumulates between polls.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -90,31 +89,6 @@ pub(crate) fn spawn_cleanup(
             });
         }
         Err(_) => tracing::warn!("{what} skipped: dropped outside a tokio runtime"),
-    }
-}
-
-/// Runs an idempotent request until it gets a determinate answer: after a connection loss it
-/// waits for the session to change state (or a short pause) and sends it again. Only for
-/// requests whose repetition cannot change the outcome (reads, deletes and writes of nodes
-/// only this caller writes, with the same bytes).
-pub(crate) async fn idempotent<C, T, F, Fut>(zk: &C, mut request: F) -> Result<T, Error>
-where
-    C: crate::Coordination + ?Sized,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, Error>>,
-{
-    let mut states = zk.session_states();
-    loop {
-        match request().await {
-            Err(e) if e.is_indeterminate() => {
-                let pause = tokio::time::sleep(std::time::Duration::from_millis(RETRY_PAUSE_MS));
-                tokio::select! {
-                    _ = states.next() => {}
-                    () = pause => {}
-                }
-            }
-            other => return other,
-        }
     }
 }
 
@@ -191,11 +165,8 @@ enum Phase {
     Proving {
         read: Token,
     },
-    /// Waiting to redo `step` after a connection loss.
-    Stalled {
-        step: Step,
-        until: Millis,
-    },
+    /// Waiting to redo the step in `stall` after a connection loss.
+    Stalled,
     Done,
 }
 
@@ -228,10 +199,9 @@ pub struct OnceMachine {
     ensured: bool,
     cleanup: Option<String>,
     session: i64,
-    started: bool,
     phase: Phase,
-    outbox: Outbox,
-    output: Option<Result<Once, Error>>,
+    stall: Stall<Step>,
+    outbox: machine::Outbox<Result<Once, Error>>,
 }
 
 impl OnceMachine {
@@ -251,10 +221,9 @@ impl OnceMachine {
             ensured: false,
             cleanup: None,
             session,
-            started: false,
             phase: Phase::Done,
-            outbox: Outbox::default(),
-            output: None,
+            stall: Stall::default(),
+            outbox: machine::Outbox::default(),
         }
     }
 
@@ -292,16 +261,11 @@ impl OnceMachine {
     /// assert!(!m.in_doubt());
     /// ```
     pub fn in_doubt(&self) -> bool {
-        matches!(
-            self.phase,
-            Phase::Writing { .. }
-                | Phase::Syncing { .. }
-                | Phase::Proving { .. }
-                | Phase::Stalled {
-                    step: Step::Prove,
-                    ..
-                }
-        )
+        match self.phase {
+            Phase::Writing { .. } | Phase::Syncing { .. } | Phase::Proving { .. } => true,
+            Phase::Stalled => self.stall.step() == Some(&Step::Prove),
+            Phase::Ensuring { .. } | Phase::Done => false,
+        }
     }
 
     fn write(&mut self) {
@@ -332,37 +296,38 @@ impl OnceMachine {
     }
 
     fn finish(&mut self, result: Result<Once, Error>) {
-        self.outbox.clear();
-        if let (Ok(Once::Applied { .. }), Some(cleanup)) = (&result, self.cleanup.clone()) {
+        let cleanup = match (&result, self.cleanup.clone()) {
+            (Ok(Once::Applied { .. }), Some(cleanup)) => Some(cleanup),
+            _ => None,
+        };
+        self.phase = Phase::Done;
+        self.stall.cancel();
+        self.outbox.finish(result);
+        if let Some(cleanup) = cleanup {
             self.outbox.send(Request::Delete {
                 path: cleanup,
                 version: None,
             });
         }
-        self.phase = Phase::Done;
-        self.output = Some(result);
     }
 
     fn stall(&mut self, now: Millis, error: Error) {
         if error.is_indeterminate() {
-            self.phase = Phase::Stalled {
-                step: Step::Prove,
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.pause(Step::Prove, now);
         } else {
             self.finish(Err(error));
         }
     }
 
-    fn resume(&mut self) {
-        match self.phase {
-            Phase::Stalled {
-                step: Step::Prove, ..
-            } => self.prove(),
-            Phase::Stalled {
-                step: Step::Write, ..
-            } => self.write(),
-            _ => {}
+    fn pause(&mut self, step: Step, now: Millis) {
+        self.phase = Phase::Stalled;
+        self.stall.start(step, now);
+    }
+
+    fn resume(&mut self, step: Step) {
+        match step {
+            Step::Prove => self.prove(),
+            Step::Write => self.write(),
         }
     }
 
@@ -400,13 +365,8 @@ impl Machine for OnceMachine {
                 {
                     self.ensured = true;
                     let parents = self.parents.clone().expect("checked");
-                    let mut last = None;
-                    for request in ancestor_creates(&parents) {
-                        last = Some(self.outbox.send(request));
-                    }
-                    self.phase = Phase::Ensuring {
-                        last: last.expect("a path has at least one component"),
-                    };
+                    let last = self.outbox.send_ancestors(&parents);
+                    self.phase = Phase::Ensuring { last };
                 }
                 Err(e) => self.stall(now, e),
                 Ok(other) => unreachable!("multi replied {other:?}"),
@@ -418,10 +378,7 @@ impl Machine for OnceMachine {
                 // write again, creating the parents again if it still finds none.
                 Err(e) if matches!(e, Error::NoNode { .. }) || e.is_indeterminate() => {
                     self.ensured = false;
-                    self.phase = Phase::Stalled {
-                        step: Step::Write,
-                        until: now.plus(RETRY_PAUSE_MS),
-                    };
+                    self.pause(Step::Write, now);
                 }
                 Err(e) => self.finish(Err(e)),
             },
@@ -458,41 +415,30 @@ impl Machine for OnceMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            if let Some(error) = state.terminal_error() {
-                return self.finish(Err(error));
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.write(),
+            SessionEvent::Ended(error) => self.finish(Err(error)),
+            SessionEvent::Reconnected => {
+                if let Some(step) = self.stall.take() {
+                    self.resume(step);
+                }
             }
-            return self.write();
-        }
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error));
-        }
-        if state == SessionState::Connected {
-            self.resume();
+            SessionEvent::Disconnected | SessionEvent::Ignored => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Stalled { until, .. } = self.phase
-            && now >= until
-        {
-            self.resume();
+        if let Some(step) = self.stall.due(now) {
+            self.resume(step);
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Stalled { until, .. } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 
