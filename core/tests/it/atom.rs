@@ -10,20 +10,10 @@ use avout::atom::record::{RecordError, Records, Value};
 use avout::atom::{Atom, AtomError, FileStore, Postcard};
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateOptions, MAX_DATA_LEN};
-use avout_testkit::server::ZkServer;
 use serde_json::json;
 
 use crate::atom_probe::Probe;
 use crate::support;
-
-async fn sessions(server: &ZkServer, n: usize) -> Vec<Arc<ZkClient>> {
-    let config = ZkConfig::new(server.connect_string());
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(&config).await));
-    }
-    out
-}
 
 /// Runs `per` increments from each of `clients` at once; returns the atoms used.
 async fn hammer(
@@ -65,7 +55,7 @@ async fn hammer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_swaps_never_lose_an_update_and_promotion_bounds_retries() {
     let server = support::standalone();
-    let clients = sessions(&server, 4).await;
+    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
 
     let atoms = hammer(&clients, "/atoms/counter", 40, None).await;
     assert_eq!(atoms[0].deref().await.unwrap(), 160);
@@ -152,7 +142,7 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validators_watchers_codecs_limits_and_file_store() {
     let server = support::standalone();
-    let clients = sessions(&server, 3).await;
+    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
 
     // Validators: a rejected value is an error and nothing is written.
     let balance: Atom<i64, _> = Atom::builder(clients[0].clone(), "/atoms/balance")
@@ -356,7 +346,7 @@ async fn validators_watchers_codecs_limits_and_file_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_operations_and_lin_kv() {
     let server = support::standalone();
-    let clients = sessions(&server, 3).await;
+    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
 
     let records = Records::new(clients[0].clone(), "/records");
     records.set("name", Value::from("Ada"), 1).await.unwrap();

@@ -1,28 +1,19 @@
 //! The barrier and the double barrier on a real standalone server, one session per process.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::Coordination;
 use avout::recipes::barrier::{Barrier, BarrierError};
 use avout::recipes::double_barrier::DoubleBarrier;
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
 
 use crate::support;
-
-async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(config).await));
-    }
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_are_held_while_the_barrier_stands_and_released_together() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 4).await;
+    let zk = support::sessions(&config, 4).await;
     let gate = Barrier::new(zk[0].clone(), "/it/gate").expect("barrier");
     gate.wait().await.expect("no barrier: no wait");
     gate.set().await.expect("set");
@@ -62,7 +53,7 @@ async fn waiters_are_held_while_the_barrier_stands_and_released_together() {
 async fn a_double_barrier_enters_when_all_arrive_and_leaves_when_all_leave() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 3).await;
+    let zk = support::sessions(&config, 3).await;
     let handles: Vec<_> = zk
         .iter()
         .map(|zk| DoubleBarrier::new(zk.clone(), "/it/round", 3).expect("double barrier"))
@@ -138,7 +129,7 @@ async fn a_participant_whose_session_expires_does_not_block_leaving() {
     let server = support::standalone();
     let config =
         ZkConfig::new(server.connect_string()).with_session_timeout(Duration::from_secs(4));
-    let zk = sessions(&config, 3).await;
+    let zk = support::sessions(&config, 3).await;
     let entering: Vec<_> = zk
         .iter()
         .map(|zk| {

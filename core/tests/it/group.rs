@@ -1,21 +1,12 @@
 //! Group membership on a real standalone server: join, list, leave, names owned by sessions,
 //! and the change stream seeing joins, leaves, drops and session expiry.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::recipes::group::{Group, GroupError, Member, MembershipChange};
 use avout::zk::{ZkClient, ZkConfig};
 
 use crate::support;
-
-async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(config).await));
-    }
-    out
-}
 
 async fn next(watch: &mut avout::recipes::group::MembershipWatch<ZkClient>) -> MembershipChange {
     tokio::time::timeout(Duration::from_secs(10), watch.next())
@@ -28,7 +19,7 @@ async fn next(watch: &mut avout::recipes::group::MembershipWatch<ZkClient>) -> M
 async fn members_join_leave_and_vanish_with_their_sessions() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 4).await;
+    let zk = support::sessions(&config, 4).await;
     let group = |i: usize| Group::new(zk[i].clone(), "/it/workers").expect("group");
 
     let mut watch = group(0).watch();

@@ -7,17 +7,9 @@ use std::time::Duration;
 
 use avout::Coordination;
 use avout::recipes::queue::{PriorityQueue, Queue};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
 
 use crate::support;
-
-async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(config).await));
-    }
-    out
-}
 
 /// Decodes "p<producer>-<index>".
 fn parse(data: &[u8]) -> (usize, usize) {
@@ -33,8 +25,8 @@ async fn producers_and_consumers_deliver_every_element_exactly_once_in_order_per
     const EACH: usize = 40;
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let producers = sessions(&config, PRODUCERS).await;
-    let consumers = sessions(&config, CONSUMERS).await;
+    let producers = support::sessions(&config, PRODUCERS).await;
+    let consumers = support::sessions(&config, CONSUMERS).await;
 
     let produce = producers.iter().enumerate().map(|(p, zk)| {
         let queue = Queue::new(zk.clone(), "/it/queue/jobs").expect("queue");
@@ -112,7 +104,7 @@ async fn producers_and_consumers_deliver_every_element_exactly_once_in_order_per
 async fn one_consumer_sees_fifo_order() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 2).await;
+    let zk = support::sessions(&config, 2).await;
     let producer = Queue::new(zk[0].clone(), "/fifo").expect("queue");
     let consumer = Queue::new(zk[1].clone(), "/fifo").expect("queue");
     assert_eq!(
@@ -138,7 +130,7 @@ async fn one_consumer_sees_fifo_order() {
 async fn a_waiting_take_wakes_on_put_and_a_cancelled_one_loses_nothing() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 2).await;
+    let zk = support::sessions(&config, 2).await;
     let producer = Queue::new(zk[0].clone(), "/wake").expect("queue");
     let consumer = Queue::new(zk[1].clone(), "/wake").expect("queue");
 
@@ -176,7 +168,7 @@ async fn a_waiting_take_wakes_on_put_and_a_cancelled_one_loses_nothing() {
 async fn a_priority_queue_delivers_by_priority_then_fifo() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 2).await;
+    let zk = support::sessions(&config, 2).await;
     let producer = PriorityQueue::new(zk[0].clone(), "/prio").expect("queue");
     let consumer = PriorityQueue::new(zk[1].clone(), "/prio").expect("queue");
     let puts: [(u8, &str); 7] = [
@@ -212,8 +204,8 @@ async fn exactly_once_on_an_ensemble_that_loses_a_consumers_member() {
     let ensemble = support::ensemble();
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(15));
-    let producers = sessions(&config, PRODUCERS).await;
-    let consumers = sessions(&config, CONSUMERS).await;
+    let producers = support::sessions(&config, PRODUCERS).await;
+    let consumers = support::sessions(&config, CONSUMERS).await;
     let taken_so_far = Arc::new(AtomicUsize::new(0));
 
     let produce = producers.iter().enumerate().map(|(p, zk)| {

@@ -1,28 +1,16 @@
 //! The STM on a real standalone ZooKeeper: the generic cases of `stm_cases`, for every
 //! protocol of `stm_cases::protocols`.
 
-use std::sync::Arc;
-
-use avout::zk::{ZkClient, ZkConfig};
-use avout_testkit::server::ZkServer;
+use avout::zk::ZkConfig;
 
 use crate::stm_cases::{self, protocols};
 use crate::support;
-
-async fn sessions(server: &ZkServer, n: usize) -> Vec<Arc<ZkClient>> {
-    let config = ZkConfig::new(server.connect_string());
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(&config).await));
-    }
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semantics_history_retry_limit_and_session_loss_on_a_real_server() {
     let server = support::standalone();
     for p in protocols() {
-        let zks = sessions(&server, 3).await;
+        let zks = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
         let root = format!("/stm-{}", p.name());
         stm_cases::semantics(&zks[0], &format!("{root}/semantics"), p).await;
         stm_cases::history_and_revert(&zks[1], &format!("{root}/history"), p).await;
@@ -38,7 +26,7 @@ async fn bank_write_skew_and_commutes_on_a_real_server() {
     const INITIAL: i64 = 100;
     let server = support::standalone();
     for p in protocols() {
-        let zks = sessions(&server, 4).await;
+        let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
         let root = format!("/stm-{}", p.name());
 
         let mut bank = Vec::new();

@@ -12,24 +12,9 @@ use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
 
 use crate::stm_cases;
-use crate::stm_sim::{Kind, run_kind};
+use crate::stm_sim::{Kind, clients, run_kind, sim};
 
 const MVCC: Protocol = Protocol::Mvcc;
-
-fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
-    Sim::builder()
-        .seed_from_env(seed)
-        .clients(clients)
-        .session_timeout(Duration::from_secs(2))
-        .rates(rates)
-        .time_limit(Duration::from_secs(3600))
-        .keep_log(false)
-        .build()
-}
-
-fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
-    ctx.clients.iter().map(|c| Arc::new(c.clone())).collect()
-}
 
 fn config(f: impl FnOnce(&mut StmConfig)) -> StmConfig {
     let mut c = StmConfig::with_protocol(MVCC);

@@ -2,31 +2,22 @@
 //! history and revert, bank transfers with barging on a standalone server, and bank transfers
 //! on a three-server ensemble that loses the member a client is connected to.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use avout::Coordination;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
 
 use crate::stm_cases;
 use crate::support;
 
 const MVCC: Protocol = Protocol::Mvcc;
 
-async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(config).await));
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mvcc_cases_history_and_revert_on_a_real_server() {
     let server = support::standalone();
-    let zks = sessions(&ZkConfig::new(server.connect_string()), 3).await;
+    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
     stm_cases::semantics(&zks[0], "/mvcc/semantics", MVCC).await;
     stm_cases::history_and_revert(&zks[1], "/mvcc/history", MVCC).await;
     stm_cases::retry_limit(&zks[0], &zks[1], "/mvcc/limit", MVCC).await;
@@ -45,7 +36,7 @@ async fn mvcc_bank_and_barging_on_a_real_server() {
     const ACCOUNTS: usize = 4;
     const INITIAL: i64 = 100;
     let server = support::standalone();
-    let zks = sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
     let config = StmConfig {
         barge_wait: Duration::ZERO,
         ..StmConfig::with_protocol(MVCC)
@@ -94,7 +85,7 @@ async fn mvcc_bank_and_barging_on_a_real_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mvcc_barging_on_a_real_server() {
     let server = support::standalone();
-    let zks = sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
     let out = crate::stm_mvcc_barge::long_and_short(&zks, Duration::from_millis(1)).await;
     eprintln!(
         "Mvcc barging on ZooKeeper, BARGE-WAIT 1 ms: {} commits, {} retries, {} barges, {} \
@@ -112,7 +103,7 @@ async fn mvcc_bank_survives_losing_a_clients_member_of_an_ensemble() {
     let ensemble = support::ensemble();
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(10));
-    let zks = sessions(&config, 3).await;
+    let zks = support::sessions(&config, 3).await;
     let mut stms = Vec::new();
     for zk in &zks {
         stms.push(stm_cases::open(zk, "/mvcc/failover", MVCC).await);

@@ -10,7 +10,8 @@ use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient};
 
 use crate::stm_cases::{self, protocols};
 
-fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
+/// A simulator for the STM tests: `clients` sessions of 2 s, `rates` of faults, no event log.
+pub(crate) fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
     Sim::builder()
         .seed_from_env(seed)
         .clients(clients)
@@ -21,7 +22,8 @@ fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
         .build()
 }
 
-fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
+/// The simulator's sessions, shareable.
+pub(crate) fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
     ctx.clients.iter().map(|c| Arc::new(c.clone())).collect()
 }
 

@@ -1,6 +1,7 @@
 //! What the tests share: starting servers (failing loudly when that is impossible) and
 //! running groups of conformance cases.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use avout::zk::{ZkClient, ZkConfig};
@@ -17,6 +18,15 @@ pub(crate) fn standalone() -> ZkServer {
 pub(crate) fn ensemble() -> ZkEnsemble {
     tokio::task::block_in_place(|| ZkEnsemble::start(3))
         .unwrap_or_else(|e| panic!("cannot start a ZooKeeper ensemble (tests never skip): {e}"))
+}
+
+/// Opens `n` sessions, or fails the test.
+pub(crate) async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(Arc::new(connect(config).await));
+    }
+    out
 }
 
 /// Opens a session, or fails the test.

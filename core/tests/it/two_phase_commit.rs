@@ -1,21 +1,12 @@
 //! Two-phase commit on a real standalone server: a coordinator and three sites, each in its
 //! own session; all commit, one aborts, and a site whose session expires before voting.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::recipes::two_phase_commit::{Coordinator, Outcome, Site, TwoPhaseError, Vote};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
 
 use crate::support;
-
-async fn sessions(config: &ZkConfig, n: usize) -> Vec<Arc<ZkClient>> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(Arc::new(support::connect(config).await));
-    }
-    out
-}
 
 const SITES: [&str; 3] = ["a", "b", "c"];
 
@@ -24,7 +15,7 @@ const SITES: [&str; 3] = ["a", "b", "c"];
 async fn run(tx: &str, votes: [Option<Vote>; 3]) -> Vec<Outcome> {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 4).await;
+    let zk = support::sessions(&config, 4).await;
     let coordinator = Coordinator::begin(zk[0].clone(), tx, &SITES, b"payload")
         .await
         .expect("begin");
@@ -115,7 +106,7 @@ async fn a_site_whose_session_expires_before_voting_aborts_the_transaction() {
 async fn the_coordinator_aborts_when_a_site_never_joins() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = sessions(&config, 2).await;
+    let zk = support::sessions(&config, 2).await;
     let tx = Coordinator::begin(zk[0].clone(), "/it/tx/absent", &["x", "y"], b"")
         .await
         .expect("begin");
