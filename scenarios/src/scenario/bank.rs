@@ -11,13 +11,14 @@
 
 use std::sync::Arc;
 
-use avout::Coordination;
 use avout::stm::{Abort, Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
-use super::{OP_DEADLINE, Protocol, Verdict, Workload};
+use super::env::{Cluster, Recorder, retry_open};
+use super::session::Session;
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::{Protocol, Verdict, Workload};
 use crate::check::bank::BankChecker;
 use crate::history::{EventType, History};
 
@@ -33,13 +34,11 @@ pub(crate) fn stm_config(p: Protocol) -> StmConfig {
     })
 }
 
-type Accounts<C> = (Stm<C>, Vec<Ref<i64>>);
-
 async fn open<K: Cluster>(
     cluster: &K,
     zk: &mut Arc<K::Client>,
     p: Protocol,
-) -> Result<Accounts<K::Client>, String> {
+) -> Result<Refs<K::Client, i64>, String> {
     retry_open(cluster, zk, 200, |c| async move {
         let stm = Stm::open(c, ROOT, stm_config(p)).await?;
         let mut refs = Vec::new();
@@ -53,31 +52,45 @@ async fn open<K: Cluster>(
     .await
 }
 
-fn end_of<E>(e: &StmError<E>) -> EventType {
-    if e.is_definite() {
-        EventType::Fail
-    } else {
-        EventType::Info
+impl<E> Ends for StmError<E> {
+    fn end(&self) -> EventType {
+        if self.is_definite() {
+            EventType::Fail
+        } else {
+            EventType::Info
+        }
     }
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
+/// An STM and refs of `T` on one session.
+pub(crate) type Refs<C, T> = (Stm<C>, Vec<Ref<T>>);
+
+/// After a failed transaction: if the session is lost (it ended, or the STM says so), counts
+/// the old STM's retries and opens a new session with new refs.
+pub(crate) async fn recover<K, T, B, E>(
     rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let (mut stm, mut refs) = open(cluster, &mut zk, w.protocol).await?;
+    session: &mut Session<'_, K, Refs<K::Client, T>, B>,
+    e: &StmError<E>,
+) -> Result<(), String>
+where
+    K: Cluster,
+    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<Refs<K::Client, T>, String>,
+{
+    if session.has_ended() || matches!(e, StmError::SessionLost(_)) {
+        rec.retries(session.handles().0.stats().retries);
+        session.renew().await?;
+    }
+    Ok(())
+}
+
+async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Result<(), String> {
+    let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
     for _ in 0..w.ops {
-        let p = process.id();
-        let transfer = rng.random_bool(0.7);
+        let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {
-            let from = rng.random_range(0..ACCOUNTS);
-            let to = (from + rng.random_range(1..ACCOUNTS)) % ACCOUNTS;
-            let amount = rng.random_range(1..=5i64);
+            let from = me.rng.random_range(0..ACCOUNTS);
+            let to = (from + me.rng.random_range(1..ACCOUNTS)) % ACCOUNTS;
+            let amount = me.rng.random_range(1..=5i64);
             (
                 "transfer",
                 json!({"from": format!("a{from}"), "to": format!("a{to}"), "amount": amount}),
@@ -85,53 +98,47 @@ async fn client<K: Cluster>(
         } else {
             ("read", Value::Null)
         };
-        rec.invoke(p, f, input.clone(), None);
-        let result = if transfer {
-            let idx =
-                |k: &str| -> usize { input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0) };
-            let (from, to) = (&refs[idx("from")], &refs[idx("to")]);
-            let amount = input["amount"].as_i64().unwrap_or(0);
-            let body = stm.dosync(async |tx| {
-                tx.alter(from, |b| b - amount).await?;
-                tx.alter(to, |b| b + amount).await?;
-                Ok::<_, Abort>(input.clone())
-            });
-            tokio::time::timeout(OP_DEADLINE, body).await
-        } else {
-            let refs = &refs;
-            let body = stm.dosync(async |tx| {
-                let mut balances = Map::new();
-                for (i, r) in refs.iter().enumerate() {
-                    balances.insert(format!("a{i}"), tx.deref(r).await?.into());
-                }
-                Ok::<_, Abort>(Value::Object(balances))
-            });
-            tokio::time::timeout(OP_DEADLINE, body).await
+        let (stm, refs) = session.handles();
+        let call = || async {
+            if transfer {
+                let idx = |k: &str| -> usize {
+                    input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0)
+                };
+                let (from, to) = (&refs[idx("from")], &refs[idx("to")]);
+                let amount = input["amount"].as_i64().unwrap_or(0);
+                stm.dosync(async |tx| {
+                    tx.alter(from, |b| b - amount).await?;
+                    tx.alter(to, |b| b + amount).await?;
+                    Ok::<_, Abort>(input.clone())
+                })
+                .await
+            } else {
+                stm.dosync(async |tx| {
+                    let mut balances = Map::new();
+                    for (i, r) in refs.iter().enumerate() {
+                        balances.insert(format!("a{i}"), tx.deref(r).await?.into());
+                    }
+                    Ok::<_, Abort>(Value::Object(balances))
+                })
+                .await
+            }
         };
-        match result {
-            Err(_) => {
-                rec.complete(EventType::Info, p, f, input, None);
-                rec.stall(format!("process {p}'s {f}"));
-                break;
-            }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v, None),
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, f, input, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal()
-                    || matches!(e, StmError::SessionLost(_))
-                {
-                    rec.retries(stm.stats().retries);
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    (stm, refs) = open(cluster, &mut zk, w.protocol).await?;
-                }
-            }
+        match me
+            .rec
+            .call(
+                &mut me.process,
+                Invoke::new(f, input.clone()),
+                call,
+                Value::clone,
+            )
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(_) => {}
+            Ended::Err(e) => recover(me.rec, &mut session, &e).await?,
         }
     }
-    rec.retries(stm.stats().retries);
+    me.rec.retries(session.handles().0.stats().retries);
     Ok(())
 }
 
@@ -141,8 +148,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w, me)).await
 }
 
 /// Judges a bank history with the bank checker (total 100 over `a0`…`a4`).

@@ -14,21 +14,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::recipes::barrier::{Barrier, BarrierError};
 use rand::Rng;
 use tokio::sync::watch;
 
 use super::env::{Cluster, Process, Recorder, client_rng};
+use super::session::{Session, no_handles};
 use super::{OP_DEADLINE, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const PATH: &str = "/barrier";
 
 /// Runs `op` until it succeeds (reconnecting after a lost session), recording each try.
-async fn until_done<K: Cluster, Fut>(
-    cluster: &K,
-    zk: &mut Arc<K::Client>,
+async fn until_done<K: Cluster, B, Fut>(
+    session: &mut Session<'_, K, (), B>,
     rec: &Recorder,
     process: &mut Process,
     f: &str,
@@ -36,12 +35,13 @@ async fn until_done<K: Cluster, Fut>(
     op: impl Fn(Barrier<K::Client>) -> Fut,
 ) -> Result<(), String>
 where
+    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<(), String>,
     Fut: std::future::Future<Output = Result<(), BarrierError>>,
 {
     for _ in 0..100 {
         let p = process.id();
         rec.invoke(p, f, round.into(), None);
-        let barrier = Barrier::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+        let barrier = Barrier::new(session.zk().clone(), PATH).map_err(|e| e.to_string())?;
         match tokio::time::timeout(OP_DEADLINE, op(barrier)).await {
             Ok(Ok(())) => {
                 rec.complete(EventType::Ok, p, f, round.into(), None);
@@ -57,9 +57,7 @@ where
                 return Err(format!("{f} of round {round} is stuck"));
             }
         }
-        if zk.session_states().current().is_terminal() {
-            *zk = cluster.connect().await.map_err(|e| e.to_string())?;
-        }
+        session.renew_if_ended().await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Err(format!("{f} of round {round} failed 100 times"))
@@ -73,11 +71,10 @@ async fn controller<K: Cluster>(
 ) -> Result<(), String> {
     let mut rng = client_rng(w.seed, 0);
     let mut process = Process::new(0, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut session = Session::open(cluster, no_handles).await?;
     for round in 0..w.ops as u64 {
         let set = until_done(
-            cluster,
-            &mut zk,
+            &mut session,
             rec,
             &mut process,
             "set",
@@ -91,8 +88,7 @@ async fn controller<K: Cluster>(
         rounds.send_replace(Some(round));
         tokio::time::sleep(Duration::from_millis(rng.random_range(5..30))).await;
         let removed = until_done(
-            cluster,
-            &mut zk,
+            &mut session,
             rec,
             &mut process,
             "remove",
@@ -116,7 +112,7 @@ async fn waiter<K: Cluster>(
     mut rounds: watch::Receiver<Option<u64>>,
 ) -> Result<(), String> {
     let process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let mut session = Session::open(cluster, no_handles).await?;
     let mut last = None;
     loop {
         // The next round announced (a slow waiter may skip rounds).
@@ -133,14 +129,12 @@ async fn waiter<K: Cluster>(
         last = Some(round);
         let p = process.id();
         rec.invoke(p, "wait", round.into(), None);
-        let barrier = Barrier::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+        let barrier = Barrier::new(session.zk().clone(), PATH).map_err(|e| e.to_string())?;
         match tokio::time::timeout(OP_DEADLINE, barrier.wait()).await {
             Ok(Ok(())) => rec.complete(EventType::Ok, p, "wait", round.into(), None),
             Ok(Err(_)) => {
                 rec.complete(EventType::Fail, p, "wait", round.into(), None);
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                }
+                session.renew_if_ended().await?;
             }
             Err(_) => {
                 rec.complete(EventType::Info, p, "wait", round.into(), None);

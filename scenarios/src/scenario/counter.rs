@@ -15,7 +15,9 @@ use avout::atom::{Atom, AtomError};
 use rand::Rng;
 use serde_json::Value;
 
-use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::env::{Cluster, Recorder, retry_open};
+use super::session::Session;
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -28,11 +30,13 @@ async fn open<K: Cluster>(
     retry_open(cluster, zk, 200, |c| Atom::open(c, PATH, 0u64)).await
 }
 
-fn end_of(e: &AtomError) -> EventType {
-    if e.is_definite() {
-        EventType::Fail
-    } else {
-        EventType::Info
+impl Ends for AtomError {
+    fn end(&self) -> EventType {
+        if self.is_definite() {
+            EventType::Fail
+        } else {
+            EventType::Info
+        }
     }
 }
 
@@ -40,54 +44,43 @@ fn session_lost(e: &AtomError) -> bool {
     matches!(e, AtomError::Zk(z) if z.is_session_lost())
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let mut atom = open(cluster, &mut zk).await?;
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let mut session = Session::open(cluster, open).await?;
     let mut stats = avout::atom::AtomStats::default();
-    for _ in 0..w.ops {
-        let p = process.id();
-        let add = rng.random_bool(0.75);
+    for _ in 0..ops {
+        let add = me.rng.random_bool(0.75);
         let (f, value) = if add {
             ("add", Value::from(1))
         } else {
             ("read", Value::Null)
         };
-        rec.invoke(p, f, value.clone(), None);
-        let result = if add {
-            tokio::time::timeout(OP_DEADLINE, atom.swap(|n| n + 1)).await
-        } else {
-            tokio::time::timeout(OP_DEADLINE, atom.deref()).await
-        };
-        match result {
-            Err(_) => {
-                rec.complete(EventType::Info, p, f, value, None);
-                rec.stall(format!("process {p}'s {f}"));
-                break;
+        let atom = session.handles();
+        let call = || async {
+            if add {
+                atom.swap(|n| n + 1).await
+            } else {
+                atom.deref().await
             }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v.into(), None),
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, f, value, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
+        };
+        match me
+            .rec
+            .call(&mut me.process, Invoke::new(f, value), call, |v| {
+                Value::from(*v)
+            })
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(_) => {}
+            Ended::Err(e) => {
                 if session_lost(&e) {
-                    accumulate(&mut stats, atom.stats());
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    atom = open(cluster, &mut zk).await?;
+                    accumulate(&mut stats, session.handles().stats());
+                    session.renew().await?;
                 }
             }
         }
     }
-    accumulate(&mut stats, atom.stats());
-    rec.retries(stats.conflicts + stats.recoveries);
+    accumulate(&mut stats, session.handles().stats());
+    me.rec.retries(stats.conflicts + stats.recoveries);
     Ok(())
 }
 
@@ -102,16 +95,15 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await?;
     // The final read, by a fresh session, retried until it answers (on a new session when
     // this one ends: a read changes nothing, so retrying it anywhere is safe).
     let p = (w.clients * (w.ops + 1)) as u64;
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let mut atom = open(cluster, &mut zk).await?;
+    let mut session = Session::open(cluster, open).await?;
     let mut last = String::new();
     for _ in 0..100 {
         rec.invoke(p, "read", Value::Null, None);
-        match tokio::time::timeout(OP_DEADLINE, atom.deref()).await {
+        match tokio::time::timeout(OP_DEADLINE, session.handles().deref()).await {
             Ok(Ok(v)) => {
                 rec.complete(EventType::Ok, p, "read", v.into(), None);
                 return Ok(());
@@ -120,8 +112,7 @@ pub(crate) async fn workload<K: Cluster>(
                 rec.complete(EventType::Fail, p, "read", Value::Null, None);
                 last = e.to_string();
                 if session_lost(&e) {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    atom = open(cluster, &mut zk).await?;
+                    session.renew().await?;
                     continue;
                 }
             }

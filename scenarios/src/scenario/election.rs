@@ -16,99 +16,65 @@ use std::time::Duration;
 use avout::recipes::election::Election;
 use avout::{Coordination, Op};
 use rand::Rng;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::env::{Cluster, Process, Recorder, client_rng};
-use super::mutex::{check_holds, ensure_counter, read_counter};
+use super::env::{Cluster, Recorder};
+use super::mutex::{check_holds, counter_session, fenced_write, read_counter, set_counter};
+use super::session::{Session, plain};
+use super::worker::{Ended, Invoke, Worker, all_workers};
 use super::{OP_DEADLINE, Verdict, Workload};
-use crate::history::{EventType, History};
+use crate::history::History;
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    ensure_counter(cluster, &mut zk, RESOURCE).await?;
-    let mut election = Election::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-    for _ in 0..w.ops {
-        let p = process.id();
-        rec.invoke(p, "acquire", Value::Null, None);
-        let leadership = match tokio::time::timeout(OP_DEADLINE, election.campaign()).await {
-            Err(_) => {
-                rec.complete(EventType::Info, p, "acquire", Value::Null, None);
-                rec.stall(format!("process {p}'s campaign"));
-                break;
-            }
-            Ok(Ok(l)) => l,
-            Ok(Err(e)) => {
-                let indeterminate =
-                    matches!(&e, avout::lock::LockError::Zk(z) if z.is_indeterminate());
-                let end = if indeterminate {
-                    EventType::Info
-                } else {
-                    EventType::Fail
-                };
-                rec.complete(end, p, "acquire", Value::Null, None);
-                if indeterminate {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    election = Election::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-                }
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let zk = counter_session(cluster, RESOURCE).await?;
+    let mut session = Session::on(cluster, zk, plain(|zk| Election::new(zk, PATH))).await?;
+    for _ in 0..ops {
+        let p = me.p();
+        let election = session.handles();
+        let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
+        let leadership = match me
+            .rec
+            .call(
+                &mut me.process,
+                campaign,
+                || election.campaign(),
+                |l| l.term().into(),
+            )
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(l) => l,
+            Ended::Err(_) => {
+                session.renew_if_ended().await?;
                 continue;
             }
         };
         let term = leadership.term();
-        rec.complete(EventType::Ok, p, "acquire", term.into(), None);
         let mut lost = true;
-        if let Ok(n) = read_counter(&*zk, RESOURCE).await {
-            tokio::time::sleep(Duration::from_millis(rng.random_range(0..5))).await;
-            let value = json!({"token": term, "counter": n + 1});
-            rec.invoke(p, "write", value.clone(), None);
+        let zk = session.zk();
+        if let Ok(n) = read_counter(&**zk, RESOURCE).await {
+            tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let ops = [
                 Op::check(leadership.node().to_owned(), None),
-                Op::set_data(RESOURCE, (n + 1).to_string().into_bytes(), None),
+                set_counter(RESOURCE, n + 1),
             ];
-            match tokio::time::timeout(OP_DEADLINE, zk.multi(&ops)).await {
-                Ok(Ok(_)) => {
-                    rec.complete(EventType::Ok, p, "write", value, None);
-                    lost = false;
-                }
-                Ok(Err(e)) if e.is_indeterminate() => {
-                    rec.complete(EventType::Info, p, "write", value, None)
-                }
-                Ok(Err(_)) => rec.complete(EventType::Fail, p, "write", value, None),
-                Err(_) => {
-                    rec.complete(EventType::Info, p, "write", value, None);
-                    rec.stall(format!("process {p}'s fenced write"));
-                    break;
-                }
+            match fenced_write(me.rec, &mut me.process, term, n + 1, || zk.multi(&ops)).await {
+                Ended::Stuck => break,
+                Ended::Ok(_) => lost = false,
+                Ended::Err(_) => {}
             }
         }
-        rec.invoke(p, "release", term.into(), None);
+        me.rec.invoke(p, "release", term.into(), None);
         let resigned = !lost
             && matches!(
                 tokio::time::timeout(OP_DEADLINE, leadership.resign()).await,
                 Ok(Ok(()))
             );
-        if resigned {
-            rec.complete(EventType::Ok, p, "release", term.into(), None);
-        } else {
-            rec.complete(EventType::Info, p, "release", term.into(), None);
-            process.retire();
-        }
-        if zk.session_states().current().is_terminal() {
-            zk = cluster.connect().await.map_err(|e| e.to_string())?;
-            election = Election::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-        }
+        me.released(term.into(), resigned);
+        session.renew_if_ended().await?;
     }
     Ok(())
 }
@@ -119,8 +85,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges an election history: one leader per term, no two live leaders.

@@ -15,8 +15,10 @@ use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
-use super::{OP_DEADLINE, Verdict, Workload};
+use super::env::{Cluster, Recorder, retry_open};
+use super::session::Session;
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::{Verdict, Workload};
 use crate::check::{Checker, Model};
 use crate::history::{EventType, History, Keys};
 
@@ -35,18 +37,20 @@ fn session_lost(e: &KvError) -> bool {
     matches!(e, KvError::Atom(avout::atom::AtomError::Zk(z)) if z.is_session_lost())
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let mut kv = open(cluster, &mut zk).await?;
-    for _ in 0..w.ops {
-        let p = process.id();
+impl Ends for KvError {
+    fn end(&self) -> EventType {
+        if self.is_definite() {
+            EventType::Fail
+        } else {
+            EventType::Info
+        }
+    }
+}
+
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let mut session = Session::open(cluster, open).await?;
+    for _ in 0..ops {
+        let rng = &mut me.rng;
         let key = rng.random_range(0..KEYS).to_string();
         let k = Some(Value::from(key.clone()));
         let (f, input) = match rng.random_range(0..3) {
@@ -57,8 +61,8 @@ async fn client<K: Cluster>(
                 json!([rng.random_range(0..VALUES), rng.random_range(0..VALUES)]),
             ),
         };
-        rec.invoke(p, f, input.clone(), k.clone());
-        let call = async {
+        let kv = session.handles();
+        let call = || async {
             match f {
                 "read" => match kv.read(&key).await {
                     Err(KvError::KeyDoesNotExist { .. }) => Ok(Value::Null),
@@ -71,26 +75,15 @@ async fn client<K: Cluster>(
                     .map(|()| input.clone()),
             }
         };
-        match tokio::time::timeout(OP_DEADLINE, call).await {
-            Err(_) => {
-                rec.complete(EventType::Info, p, f, input, k);
-                rec.stall(format!("process {p}'s {f} of key {key}"));
-                break;
-            }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v, k),
-            Ok(Err(e)) => {
-                let end = if e.is_definite() {
-                    EventType::Fail
-                } else {
-                    EventType::Info
-                };
-                rec.complete(end, p, f, input, k);
-                if end == EventType::Info {
-                    process.retire();
-                }
+        let op = Invoke::new(f, input.clone())
+            .key(k)
+            .stall(format!("process {}'s {f} of key {key}", me.p()));
+        match me.rec.call(&mut me.process, op, call, Value::clone).await {
+            Ended::Stuck => break,
+            Ended::Ok(_) => {}
+            Ended::Err(e) => {
                 if session_lost(&e) {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    kv = open(cluster, &mut zk).await?;
+                    session.renew().await?;
                 }
             }
         }
@@ -104,8 +97,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges a lin-kv history with the linearizability checker (cas-register per key).

@@ -13,27 +13,26 @@
 
 use std::sync::Arc;
 
-use avout::Coordination;
-use avout::stm::{Abort, Ref, Stm, StmError};
+use avout::stm::{Abort, Stm, StmError};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::bank::stm_config;
-use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
-use super::{OP_DEADLINE, Protocol, Verdict, Workload};
+use super::bank::{Refs, recover, stm_config};
+use super::env::{Cluster, Recorder, retry_open};
+use super::session::Session;
+use super::worker::{Ended, Invoke, Worker, all_workers};
+use super::{Protocol, Verdict, Workload};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
-use crate::history::{EventType, History};
+use crate::history::History;
 
 const ROOT: &str = "/list-append";
 const KEYS: u64 = 5;
-
-type Lists<C> = (Stm<C>, Vec<Ref<Vec<u64>>>);
 
 async fn open<K: Cluster>(
     cluster: &K,
     zk: &mut Arc<K::Client>,
     p: Protocol,
-) -> Result<Lists<K::Client>, String> {
+) -> Result<Refs<K::Client, Vec<u64>>, String> {
     retry_open(cluster, zk, 200, |c| async move {
         let stm = Stm::open(c, ROOT, stm_config(p)).await?;
         let mut refs = Vec::new();
@@ -51,28 +50,19 @@ enum Micro {
     Append(u64, u64),
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let (mut stm, mut refs) = open(cluster, &mut zk, w.protocol).await?;
+async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Result<(), String> {
+    let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
     let mut next = 1u64;
     for _ in 0..w.ops {
-        let p = process.id();
-        let len = rng.random_range(1..=4);
+        let len = me.rng.random_range(1..=4);
         let micros: Vec<Micro> = (0..len)
             .map(|_| {
-                let k = rng.random_range(0..KEYS);
-                if rng.random_bool(0.5) {
+                let k = me.rng.random_range(0..KEYS);
+                if me.rng.random_bool(0.5) {
                     Micro::Read(k)
                 } else {
                     // Unique in the run: the client's index and its own counter.
-                    let v = (index as u64) * 1_000_000 + next;
+                    let v = (me.index as u64) * 1_000_000 + next;
                     next += 1;
                     Micro::Append(k, v)
                 }
@@ -85,58 +75,48 @@ async fn client<K: Cluster>(
                 Micro::Append(k, v) => json!(["append", k, v]),
             })
             .collect();
-        rec.invoke(p, "txn", input.clone(), None);
-        let refs_now = &refs;
-        let micros_now = &micros;
-        let body = stm.dosync(async |tx| {
-            let mut done = Vec::with_capacity(micros_now.len());
-            for m in micros_now {
-                match *m {
-                    Micro::Read(k) => {
-                        let list = tx.deref(&refs_now[k as usize]).await?;
-                        done.push(json!(["r", k, list]));
+        let (stm, refs) = session.handles();
+        let micros = &micros;
+        let body = || {
+            stm.dosync(async |tx| {
+                let mut done = Vec::with_capacity(micros.len());
+                for m in micros {
+                    match *m {
+                        Micro::Read(k) => {
+                            let list = tx.deref(&refs[k as usize]).await?;
+                            done.push(json!(["r", k, list]));
+                        }
+                        Micro::Append(k, v) => {
+                            tx.alter(&refs[k as usize], |l| {
+                                let mut l = l.clone();
+                                l.push(v);
+                                l
+                            })
+                            .await?;
+                            done.push(json!(["append", k, v]));
+                        }
                     }
-                    Micro::Append(k, v) => {
-                        tx.alter(&refs_now[k as usize], |l| {
-                            let mut l = l.clone();
-                            l.push(v);
-                            l
-                        })
-                        .await?;
-                        done.push(json!(["append", k, v]));
-                    }
                 }
-            }
-            Ok::<_, Abort>(Value::Array(done))
-        });
-        match tokio::time::timeout(OP_DEADLINE, body).await {
-            Err(_) => {
-                rec.complete(EventType::Info, p, "txn", input, None);
-                rec.stall(format!("process {p}'s transaction"));
-                break;
-            }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, "txn", v, None),
-            Ok(Err(e)) => {
-                let end = if e.is_definite() {
-                    EventType::Fail
-                } else {
-                    EventType::Info
-                };
-                rec.complete(end, p, "txn", input, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal()
-                    || matches!(e, StmError::SessionLost(_))
-                {
-                    rec.retries(stm.stats().retries);
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    (stm, refs) = open(cluster, &mut zk, w.protocol).await?;
-                }
-            }
+                Ok::<_, Abort>(Value::Array(done))
+            })
+        };
+        let stall = format!("process {}'s transaction", me.p());
+        match me
+            .rec
+            .call(
+                &mut me.process,
+                Invoke::new("txn", input).stall(stall),
+                body,
+                Value::clone,
+            )
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(_) => {}
+            Ended::Err(e) => recover(me.rec, &mut session, &e).await?,
         }
     }
-    rec.retries(stm.stats().retries);
+    me.rec.retries(session.handles().0.stats().retries);
     Ok(())
 }
 
@@ -146,8 +126,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w, me)).await
 }
 
 /// Judges a list-append history with the Elle-style checker: strict serializability for

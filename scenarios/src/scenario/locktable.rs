@@ -28,8 +28,10 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder, client_rng};
-use super::mutex::{check_holds, ensure_counter, read_counter};
+use super::env::{Cluster, Recorder};
+use super::mutex::{check_holds, counter_session, read_counter, set_counter};
+use super::session::{Session, plain};
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use super::{OP_DEADLINE, Verdict, Workload};
 use crate::history::{EventType, History};
 
@@ -54,68 +56,66 @@ fn leave(kind: usize, me: &str) -> Transaction {
     )
 }
 
-fn end_of(e: &LockTableError) -> EventType {
-    match e {
-        LockTableError::Indeterminate(_) => EventType::Info,
-        LockTableError::Zk(z) if z.is_indeterminate() => EventType::Info,
-        _ => EventType::Fail,
+impl Ends for LockTableError {
+    fn end(&self) -> EventType {
+        match self {
+            LockTableError::Indeterminate(_) => EventType::Info,
+            LockTableError::Zk(z) if z.is_indeterminate() => EventType::Info,
+            _ => EventType::Fail,
+        }
     }
 }
 
 async fn client<K: Cluster>(
     cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
+    ops: usize,
+    mut me: Worker<'_>,
     grants: &Cell<u64>,
 ) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    ensure_counter(cluster, &mut zk, RESOURCE).await?;
-    let me = format!("clerk-{index}");
-    let mut table = LockTable::new(zk.clone(), NAMESPACE).map_err(|e| e.to_string())?;
+    let zk = counter_session(cluster, RESOURCE).await?;
+    let me_name = format!("clerk-{}", me.index);
+    let table = plain(|zk| LockTable::new(zk, NAMESPACE));
+    let mut session = Session::on(cluster, zk, table).await?;
     let mut done = 0;
     let mut tries = 0;
-    while done < w.ops && tries < w.ops * 50 {
+    while done < ops && tries < ops * 50 {
         tries += 1;
-        let kind = if rng.random_bool(0.1) {
+        let kind = if me.rng.random_bool(0.1) {
             2
         } else {
-            rng.random_range(0..2)
+            me.rng.random_range(0..2)
         };
-        let p = process.id();
-        rec.invoke(p, "acquire", Value::Null, None);
-        match tokio::time::timeout(OP_DEADLINE, table.execute(&enter(kind, &me))).await {
-            Err(_) => {
-                rec.complete(EventType::Info, p, "acquire", Value::Null, None);
-                rec.stall(format!("process {p}'s {}", KINDS[kind]));
-                break;
-            }
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, "acquire", Value::Null, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    table = LockTable::new(zk.clone(), NAMESPACE).map_err(|e| e.to_string())?;
-                }
+        let p = me.p();
+        let table = session.handles();
+        let entering = enter(kind, &me_name);
+        let op =
+            Invoke::new("acquire", Value::Null).stall(format!("process {p}'s {}", KINDS[kind]));
+        // The grant number is drawn when the hold is recorded.
+        let grant = |_: &_| {
+            grants.set(grants.get() + 1);
+            grants.get().into()
+        };
+        match me
+            .rec
+            .call(&mut me.process, op, || table.execute(&entering), grant)
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Err(_) => {
+                session.renew_if_ended().await?;
                 // Someone else is inside: come back later.
-                tokio::time::sleep(Duration::from_millis(rng.random_range(1..10))).await;
+                tokio::time::sleep(Duration::from_millis(me.rng.random_range(1..10))).await;
                 continue;
             }
-            Ok(Ok(_)) => {}
+            Ended::Ok(_) => {}
         }
         done += 1;
-        let token = grants.get() + 1;
-        grants.set(token);
-        rec.complete(EventType::Ok, p, "acquire", token.into(), None);
-        if let Ok(n) = read_counter(&*zk, RESOURCE).await {
-            tokio::time::sleep(Duration::from_millis(rng.random_range(0..5))).await;
+        let token = grants.get();
+        let zk = session.zk();
+        if let Ok(n) = read_counter(&**zk, RESOURCE).await {
+            tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let value = json!({"token": token, "counter": n + 1});
-            rec.invoke(p, "write", value.clone(), None);
+            me.rec.invoke(p, "write", value.clone(), None);
             // Fenced by the clerk's own entry: a clerk whose session ended (its entry
             // vanished with it) cannot write.
             let entry = format!(
@@ -124,27 +124,16 @@ async fn client<K: Cluster>(
                 encode_name(RESIDENT),
                 zk.session().id.0 as u64
             );
-            let ops = [
-                Op::check(entry, None),
-                Op::set_data(RESOURCE, (n + 1).to_string().into_bytes(), None),
-            ];
+            let ops = [Op::check(entry, None), set_counter(RESOURCE, n + 1)];
             match zk.multi(&ops).await {
-                Ok(_) => rec.complete(EventType::Ok, p, "write", value, None),
-                Err(e) => rec.complete(super::env::outcome_of(&e), p, "write", value, None),
+                Ok(_) => me.rec.complete(EventType::Ok, p, "write", value, None),
+                Err(e) => me.rec.complete(e.end(), p, "write", value, None),
             }
         }
-        rec.invoke(p, "release", token.into(), None);
-        match tokio::time::timeout(OP_DEADLINE, table.execute(&leave(kind, &me))).await {
-            Ok(Ok(_)) => rec.complete(EventType::Ok, p, "release", token.into(), None),
-            _ => {
-                rec.complete(EventType::Info, p, "release", token.into(), None);
-                process.retire();
-            }
-        }
-        if zk.session_states().current().is_terminal() {
-            zk = cluster.connect().await.map_err(|e| e.to_string())?;
-            table = LockTable::new(zk.clone(), NAMESPACE).map_err(|e| e.to_string())?;
-        }
+        me.rec.invoke(p, "release", token.into(), None);
+        let left = tokio::time::timeout(OP_DEADLINE, table.execute(&leave(kind, &me_name))).await;
+        me.released(token.into(), matches!(left, Ok(Ok(_))));
+        session.renew_if_ended().await?;
     }
     Ok(())
 }
@@ -156,8 +145,7 @@ pub(crate) async fn workload<K: Cluster>(
     rec: &Recorder,
 ) -> Result<(), String> {
     let grants = Cell::new(0);
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i, &grants)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w.ops, me, &grants)).await
 }
 
 /// Judges a lock-table history: one clerk inside at a time, no lost increment.

@@ -17,6 +17,7 @@
 //! earlier one has the smaller token and ended by losing its lock.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,26 +26,30 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder, client_rng, retry_open};
+use super::env::{Cluster, Process, Recorder, retry_open};
+use super::session::{Session, connect, plain};
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const LOCK: &str = "/mutex";
 const RESOURCE: &str = "/mutex-resource";
 
-/// Creates the counter node if missing (idempotent, retried).
-pub(crate) async fn ensure_counter<K: Cluster>(
+/// Opens a session for a client that works on the counter node at `path`, creating the node
+/// if missing (idempotent, retried).
+pub(crate) async fn counter_session<K: Cluster>(
     cluster: &K,
-    zk: &mut Arc<K::Client>,
     path: &'static str,
-) -> Result<(), String> {
-    retry_open(cluster, zk, 200, |c| async move {
+) -> Result<Arc<K::Client>, String> {
+    let mut zk = connect(cluster).await?;
+    retry_open(cluster, &mut zk, 200, |c| async move {
         match c.create(path, b"0", &Default::default()).await {
             Ok(_) | Err(avout::Error::NodeExists { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     })
-    .await
+    .await?;
+    Ok(zk)
 }
 
 /// Reads the counter linearizably (a `sync` first, on the same session).
@@ -62,10 +67,36 @@ pub(crate) async fn read_counter<C: Coordination + ?Sized>(
         .unwrap_or(0))
 }
 
-fn lock_end(e: &LockError) -> EventType {
-    match e {
-        LockError::Zk(z) if z.is_indeterminate() => EventType::Info,
-        _ => EventType::Fail,
+/// The write of `n` to the counter at `path`.
+pub(crate) fn set_counter(path: &str, n: u64) -> Op {
+    Op::set_data(path, n.to_string().into_bytes(), None)
+}
+
+/// Records `process`'s fenced write of `counter` under the hold given `token`, sent by
+/// `write`; its output is its input.
+pub(crate) async fn fenced_write<T, E: Ends, Fut>(
+    rec: &Recorder,
+    process: &mut Process,
+    token: i64,
+    counter: u64,
+    write: impl FnOnce() -> Fut,
+) -> Ended<T, E>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    let value = json!({"token": token, "counter": counter});
+    let op = Invoke::new("write", value.clone())
+        .stall(format!("process {}'s fenced write", process.id()))
+        .in_hold();
+    rec.call(process, op, write, |_| value).await
+}
+
+impl Ends for LockError {
+    fn end(&self) -> EventType {
+        match self {
+            LockError::Zk(z) if z.is_indeterminate() => EventType::Info,
+            _ => EventType::Fail,
+        }
     }
 }
 
@@ -73,69 +104,50 @@ fn lost_session(e: &LockError) -> bool {
     matches!(e, LockError::SessionLost(_)) || matches!(e, LockError::Zk(z) if z.is_session_lost())
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    ensure_counter(cluster, &mut zk, RESOURCE).await?;
-    let mut mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
-    for _ in 0..w.ops {
-        let p = process.id();
-        rec.invoke(p, "acquire", Value::Null, None);
-        let guard = match tokio::time::timeout(OP_DEADLINE, mutex.lock()).await {
-            Err(_) => {
-                rec.complete(EventType::Info, p, "acquire", Value::Null, None);
-                rec.stall(format!("process {p}'s acquire"));
-                break;
-            }
-            Ok(Ok(guard)) => guard,
-            Ok(Err(e)) => {
-                let end = lock_end(&e);
-                rec.complete(end, p, "acquire", Value::Null, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if lost_session(&e) || zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let zk = counter_session(cluster, RESOURCE).await?;
+    let mut session = Session::on(cluster, zk, plain(|zk| Mutex::new(zk, LOCK))).await?;
+    for _ in 0..ops {
+        let p = me.p();
+        let mutex = session.handles();
+        let acquire = Invoke::new("acquire", Value::Null);
+        let guard = match me
+            .rec
+            .call(
+                &mut me.process,
+                acquire,
+                || mutex.lock(),
+                |g| g.fencing_token().into(),
+            )
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(guard) => guard,
+            Ended::Err(e) => {
+                if lost_session(&e) || session.has_ended() {
+                    session.renew().await?;
                 }
                 continue;
             }
         };
         let token = guard.fencing_token();
-        rec.complete(EventType::Ok, p, "acquire", token.into(), None);
         let mut lost = false;
-        match read_counter(&*zk, RESOURCE).await {
+        match read_counter(&**session.zk(), RESOURCE).await {
             Ok(n) => {
-                tokio::time::sleep(Duration::from_millis(rng.random_range(0..5))).await;
-                let value = json!({"token": token, "counter": n + 1});
-                rec.invoke(p, "write", value.clone(), None);
-                let op = Op::set_data(RESOURCE, (n + 1).to_string().into_bytes(), None);
-                match tokio::time::timeout(OP_DEADLINE, guard.fenced(vec![op])).await {
-                    Err(_) => {
-                        rec.complete(EventType::Info, p, "write", value, None);
-                        rec.stall(format!("process {p}'s fenced write"));
-                        break;
-                    }
-                    Ok(Ok(_)) => rec.complete(EventType::Ok, p, "write", value, None),
-                    Ok(Err(e)) => {
-                        let end = lock_end(&e);
-                        lost = end == EventType::Fail;
-                        rec.complete(end, p, "write", value, None);
-                    }
+                tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
+                let write = || guard.fenced(vec![set_counter(RESOURCE, n + 1)]);
+                match fenced_write(me.rec, &mut me.process, token, n + 1, write).await {
+                    Ended::Stuck => break,
+                    Ended::Ok(_) => {}
+                    Ended::Err(e) => lost = e.end() == EventType::Fail,
                 }
             }
             Err(e) => lost = e.is_session_lost(),
         }
-        rec.invoke(p, "release", token.into(), None);
+        me.rec.invoke(p, "release", token.into(), None);
         let released = if lost {
             drop(guard);
-            Err(())
+            false
         } else {
             // `unlock` returns once the delete is ordered on the session, so its `Ok` says
             // nothing of a session that ended unnoticed (a client paused past its session
@@ -149,20 +161,11 @@ async fn client<K: Cluster>(
                 tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
                 Ok(Ok(()))
             );
-            if intact && unlocked { Ok(()) } else { Err(()) }
+            intact && unlocked
         };
-        match released {
-            Ok(()) => rec.complete(EventType::Ok, p, "release", token.into(), None),
-            Err(()) => {
-                rec.complete(EventType::Info, p, "release", token.into(), None);
-                process.retire();
-            }
-        }
-        if zk.session_states().current().is_terminal() {
-            zk = cluster.connect().await.map_err(|e| e.to_string())?;
-            mutex = Mutex::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
-        }
-        tokio::time::sleep(Duration::from_millis(rng.random_range(0..3))).await;
+        me.released(token.into(), released);
+        session.renew_if_ended().await?;
+        tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;
     }
     Ok(())
 }
@@ -173,8 +176,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// One hold: from an `ok` acquire to the process's next release.

@@ -14,21 +14,24 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::recipes::queue::{Queue, QueueError};
 use rand::Rng;
 use serde_json::Value;
 
-use super::env::{Cluster, Process, Recorder, client_rng};
-use super::{OP_DEADLINE, Verdict, Workload, pairs};
+use super::env::{Cluster, Process, Recorder};
+use super::session::{Session, plain};
+use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::{Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const PATH: &str = "/queue";
 
-fn end_of(e: &QueueError) -> EventType {
-    match e {
-        QueueError::Zk(z) if !z.is_indeterminate() => EventType::Fail,
-        _ => EventType::Info,
+impl Ends for QueueError {
+    fn end(&self) -> EventType {
+        match self {
+            QueueError::Zk(z) if !z.is_indeterminate() => EventType::Fail,
+            _ => EventType::Info,
+        }
     }
 }
 
@@ -46,52 +49,37 @@ async fn take<C: avout::Coordination + ?Sized + 'static>(
     }))
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let mut queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-    for n in 0..w.ops {
-        let p = process.id();
-        let put = rng.random_bool(0.5);
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
+    for n in 0..ops {
+        let put = me.rng.random_bool(0.5);
         let (f, input) = if put {
-            ("put", Value::from(format!("c{index}-{n}")))
+            ("put", Value::from(format!("c{}-{n}", me.index)))
         } else {
             ("take", Value::Null)
         };
-        rec.invoke(p, f, input.clone(), None);
-        let result = if put {
-            let item = input.as_str().unwrap_or_default().as_bytes().to_vec();
-            tokio::time::timeout(OP_DEADLINE, async {
+        let queue = session.handles();
+        let call = || async {
+            if put {
+                let item = input.as_str().unwrap_or_default().as_bytes().to_vec();
                 queue.put(&item).await.map(|()| input.clone())
-            })
-            .await
-        } else {
-            tokio::time::timeout(OP_DEADLINE, take(&queue, Duration::from_millis(50))).await
+            } else {
+                take(queue, Duration::from_millis(50)).await
+            }
         };
-        match result {
-            Err(_) => {
-                rec.complete(EventType::Info, p, f, input, None);
-                rec.stall(format!("process {p}'s {f}"));
-                break;
-            }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, f, v, None),
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, f, input, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-                }
-            }
+        match me
+            .rec
+            .call(
+                &mut me.process,
+                Invoke::new(f, input.clone()),
+                call,
+                Value::clone,
+            )
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(_) => {}
+            Ended::Err(_) => session.renew_if_ended().await?,
         }
     }
     Ok(())
@@ -103,39 +91,25 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    let mut p = (w.clients * (w.ops + 1)) as u64;
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    let mut queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await?;
+    // The drain's process numbers follow one another.
+    let mut drain = Process::new(w.clients * (w.ops + 1), 1);
+    let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
     let mut failures = 0;
     loop {
-        rec.invoke(p, "take", Value::Null, None);
-        match tokio::time::timeout(OP_DEADLINE, take(&queue, Duration::ZERO)).await {
-            Ok(Ok(Value::Null)) => {
-                rec.complete(EventType::Ok, p, "take", Value::Null, None);
-                return Ok(());
-            }
-            Ok(Ok(v)) => rec.complete(EventType::Ok, p, "take", v, None),
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, "take", Value::Null, None);
-                if end == EventType::Info {
-                    p += 1;
-                }
+        let queue = session.handles();
+        let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
+        let call = || take(queue, Duration::ZERO);
+        match rec.call(&mut drain, op, call, Value::clone).await {
+            Ended::Ok(Value::Null) | Ended::Stuck => return Ok(()),
+            Ended::Ok(_) => {}
+            Ended::Err(e) => {
                 failures += 1;
                 if failures > 100 {
                     return Err(format!("the drain of the queue keeps failing: {e}"));
                 }
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    queue = Queue::new(zk.clone(), PATH).map_err(|e| e.to_string())?;
-                }
+                session.renew_if_ended().await?;
                 tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(_) => {
-                rec.complete(EventType::Info, p, "take", Value::Null, None);
-                rec.stall("the drain's take".into());
-                return Ok(());
             }
         }
     }

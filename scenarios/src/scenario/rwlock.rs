@@ -15,25 +15,19 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout::lock::{LockError, LockGuard, RwLock};
-use avout::{Coordination, Op};
+use avout::lock::{LockGuard, RwLock};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder, client_rng};
-use super::mutex::{ensure_counter, read_counter};
+use super::env::{Cluster, Process, Recorder};
+use super::mutex::{counter_session, fenced_write, read_counter, set_counter};
+use super::session::{Session, plain};
+use super::worker::{Ended, Invoke, Worker, all_workers};
 use super::{OP_DEADLINE, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const LOCK: &str = "/rwlock";
 const RESOURCE: &str = "/rwlock-resource";
-
-fn end_of(e: &LockError) -> EventType {
-    match e {
-        LockError::Zk(z) if z.is_indeterminate() => EventType::Info,
-        _ => EventType::Fail,
-    }
-}
 
 /// Works under a held guard; `Err` when the hold was lost (the release is then `info`).
 async fn under<C: avout::Coordination + ?Sized + 'static>(
@@ -41,27 +35,20 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
     guard: &LockGuard<C>,
     write: bool,
     token: i64,
-    p: u64,
+    process: &mut Process,
     rec: &Recorder,
     pause: Duration,
 ) -> Result<(), ()> {
+    let p = process.id();
     let first = read_counter(zk, RESOURCE).await.map_err(|_| ())?;
     tokio::time::sleep(pause).await;
     if write {
-        let value = json!({"token": token, "counter": first + 1});
-        rec.invoke(p, "write", value.clone(), None);
-        let op = Op::set_data(RESOURCE, (first + 1).to_string().into_bytes(), None);
-        match tokio::time::timeout(OP_DEADLINE, guard.fenced(vec![op])).await {
-            Ok(Ok(_)) => rec.complete(EventType::Ok, p, "write", value, None),
-            Ok(Err(e)) => {
-                rec.complete(end_of(&e), p, "write", value, None);
-                return Err(());
-            }
-            Err(_) => {
-                rec.complete(EventType::Info, p, "write", value, None);
-                rec.stall(format!("process {p}'s fenced write"));
-                return Err(());
-            }
+        let write = || guard.fenced(vec![set_counter(RESOURCE, first + 1)]);
+        if !matches!(
+            fenced_write(rec, process, token, first + 1, write).await,
+            Ended::Ok(_)
+        ) {
+            return Err(());
         }
     } else {
         rec.invoke(p, "read", Value::Null, None);
@@ -80,56 +67,52 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
     Ok(())
 }
 
-async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-    index: usize,
-) -> Result<(), String> {
-    let mut rng = client_rng(w.seed, index);
-    let mut process = Process::new(index, w.clients);
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
-    ensure_counter(cluster, &mut zk, RESOURCE).await?;
-    let mut lock = RwLock::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
-    for _ in 0..w.ops {
-        let p = process.id();
-        let write = rng.random_bool(0.4);
+async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+    let zk = counter_session(cluster, RESOURCE).await?;
+    let mut session = Session::on(cluster, zk, plain(|zk| RwLock::new(zk, LOCK))).await?;
+    for _ in 0..ops {
+        let p = me.p();
+        let write = me.rng.random_bool(0.4);
         let f = if write {
             "acquire-write"
         } else {
             "acquire-read"
         };
-        rec.invoke(p, f, Value::Null, None);
-        let acquired = if write {
-            tokio::time::timeout(OP_DEADLINE, lock.write()).await
-        } else {
-            tokio::time::timeout(OP_DEADLINE, lock.read()).await
-        };
-        let guard = match acquired {
-            Err(_) => {
-                rec.complete(EventType::Info, p, f, Value::Null, None);
-                rec.stall(format!("process {p}'s {f}"));
-                break;
+        let lock = session.handles();
+        let acquire = || async {
+            if write {
+                lock.write().await
+            } else {
+                lock.read().await
             }
-            Ok(Ok(g)) => g,
-            Ok(Err(e)) => {
-                let end = end_of(&e);
-                rec.complete(end, p, f, Value::Null, None);
-                if end == EventType::Info {
-                    process.retire();
-                }
-                if zk.session_states().current().is_terminal() {
-                    zk = cluster.connect().await.map_err(|e| e.to_string())?;
-                    lock = RwLock::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
-                }
+        };
+        let guard = match me
+            .rec
+            .call(&mut me.process, Invoke::new(f, Value::Null), acquire, |g| {
+                g.fencing_token().into()
+            })
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(g) => g,
+            Ended::Err(_) => {
+                session.renew_if_ended().await?;
                 continue;
             }
         };
         let token = guard.fencing_token();
-        rec.complete(EventType::Ok, p, f, token.into(), None);
-        let pause = Duration::from_millis(rng.random_range(0..5));
-        let held = under(&*zk, &guard, write, token, p, rec, pause).await;
-        rec.invoke(p, "release", token.into(), None);
+        let pause = Duration::from_millis(me.rng.random_range(0..5));
+        let held = under(
+            &**session.zk(),
+            &guard,
+            write,
+            token,
+            &mut me.process,
+            me.rec,
+            pause,
+        )
+        .await;
+        me.rec.invoke(p, "release", token.into(), None);
         let released = match held {
             Ok(()) => matches!(
                 tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
@@ -140,16 +123,8 @@ async fn client<K: Cluster>(
                 false
             }
         };
-        if released {
-            rec.complete(EventType::Ok, p, "release", token.into(), None);
-        } else {
-            rec.complete(EventType::Info, p, "release", token.into(), None);
-            process.retire();
-        }
-        if zk.session_states().current().is_terminal() {
-            zk = cluster.connect().await.map_err(|e| e.to_string())?;
-            lock = RwLock::new(zk.clone(), LOCK).map_err(|e| e.to_string())?;
-        }
+        me.released(token.into(), released);
+        session.renew_if_ended().await?;
     }
     Ok(())
 }
@@ -160,8 +135,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    super::env::all_clients(w.clients, |i| client(cluster, w, rec, i)).await?;
-    Ok(())
+    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges a read-write lock history.

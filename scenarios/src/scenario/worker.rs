@@ -1,0 +1,185 @@
+//! One workload client and the operations it records.
+//!
+//! Every client of every scenario does the same around each operation: record its
+//! invocation, run it within [`OP_DEADLINE`], record how it ended (`ok` with its output,
+//! `fail` or `info` as its error says, `info` and a stall when it did not finish in time), and
+//! retire its process number when the outcome is in doubt. [`Worker::call`] does that once.
+
+use std::future::Future;
+
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use super::env::{Process, Recorder, client_rng};
+use super::{OP_DEADLINE, Workload};
+use crate::history::EventType;
+
+/// How an error ends the operation it interrupted: `fail` when the operation surely did not
+/// take effect, `info` when it may have.
+pub(crate) trait Ends {
+    /// `fail` or `info`.
+    fn end(&self) -> EventType;
+}
+
+impl Ends for avout::Error {
+    fn end(&self) -> EventType {
+        super::env::outcome_of(self)
+    }
+}
+
+/// An operation as the history names it: `f`, its input, its key, and what to call it should
+/// it stall (by default "process P's F").
+#[derive(Clone, Debug)]
+pub(crate) struct Invoke<'a> {
+    f: &'a str,
+    input: Value,
+    key: Option<Value>,
+    stall: Option<String>,
+    in_hold: bool,
+}
+
+impl<'a> Invoke<'a> {
+    /// Operation `f` with `input`.
+    pub(crate) fn new(f: &'a str, input: Value) -> Self {
+        Invoke {
+            f,
+            input,
+            key: None,
+            stall: None,
+            in_hold: false,
+        }
+    }
+
+    /// The key the operation is on (for per-key checkers).
+    pub(crate) fn key(self, key: Option<Value>) -> Self {
+        Invoke { key, ..self }
+    }
+
+    /// How to describe a stall of this operation.
+    pub(crate) fn stall(self, what: String) -> Self {
+        Invoke {
+            stall: Some(what),
+            ..self
+        }
+    }
+}
+
+impl Invoke<'_> {
+    /// Marks an operation done inside a hold: its process is not retired when it ends in
+    /// doubt, since the hold's release, which follows in the same process, settles that.
+    pub(crate) fn in_hold(self) -> Self {
+        Invoke {
+            in_hold: true,
+            ..self
+        }
+    }
+}
+
+/// How a recorded operation ended.
+#[derive(Debug)]
+pub(crate) enum Ended<T, E> {
+    /// It returned (recorded `ok`).
+    Ok(T),
+    /// It failed (recorded as [`Ends::end`] says).
+    Err(E),
+    /// It did not finish within [`OP_DEADLINE`] (recorded `info`, and a stall).
+    Stuck,
+}
+
+impl Recorder {
+    /// Records `op` by `process` around `call`, run within [`OP_DEADLINE`]: its invocation,
+    /// then `ok` with `output` of what it returned, the [`Ends::end`] of its error, or `info`
+    /// and a stall. A process whose operation ended in doubt is retired (so that every process
+    /// has at most one operation in doubt), unless the operation is [`Invoke::in_hold`].
+    pub(crate) async fn call<T, E: Ends, Fut>(
+        &self,
+        process: &mut Process,
+        op: Invoke<'_>,
+        call: impl FnOnce() -> Fut,
+        output: impl FnOnce(&T) -> Value,
+    ) -> Ended<T, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let p = process.id();
+        self.invoke(p, op.f, op.input.clone(), op.key.clone());
+        match tokio::time::timeout(OP_DEADLINE, call()).await {
+            Err(_) => {
+                self.complete(EventType::Info, p, op.f, op.input, op.key);
+                self.stall(
+                    op.stall
+                        .unwrap_or_else(|| format!("process {p}'s {}", op.f)),
+                );
+                Ended::Stuck
+            }
+            Ok(Ok(t)) => {
+                self.complete(EventType::Ok, p, op.f, output(&t), op.key);
+                Ended::Ok(t)
+            }
+            Ok(Err(e)) => {
+                let end = e.end();
+                self.complete(end, p, op.f, op.input, op.key);
+                if end == EventType::Info && !op.in_hold {
+                    process.retire();
+                }
+                Ended::Err(e)
+            }
+        }
+    }
+}
+
+/// One client of a workload: its index, its own random stream, its process number in the
+/// history, and the run's recorder.
+pub(crate) struct Worker<'a> {
+    /// The client's index, from 0.
+    pub(crate) index: usize,
+    /// Its choices ([`client_rng`]).
+    pub(crate) rng: ChaCha8Rng,
+    /// Its process number now.
+    pub(crate) process: Process,
+    /// Where it records.
+    pub(crate) rec: &'a Recorder,
+}
+
+impl<'a> Worker<'a> {
+    /// Client `index` of workload `w`.
+    pub(crate) fn new(w: &Workload, rec: &'a Recorder, index: usize) -> Self {
+        Worker {
+            index,
+            rng: client_rng(w.seed, index),
+            process: Process::new(index, w.clients),
+            rec,
+        }
+    }
+
+    /// The process number now.
+    pub(crate) fn p(&self) -> u64 {
+        self.process.id()
+    }
+
+    /// Records the end of the hold given `token`: `ok` when it was released cleanly, else
+    /// `info` (the hold may have been lost before the release), retiring the process.
+    pub(crate) fn released(&mut self, token: Value, clean: bool) {
+        let p = self.process.id();
+        if clean {
+            self.rec.complete(EventType::Ok, p, "release", token, None);
+        } else {
+            self.rec
+                .complete(EventType::Info, p, "release", token, None);
+            self.process.retire();
+        }
+    }
+}
+
+/// Runs one [`Worker`] per client of `w` concurrently, to completion, and returns the first
+/// error (every client finishes first, so the history is complete).
+pub(crate) async fn all_workers<'a, Fut>(
+    w: &Workload,
+    rec: &'a Recorder,
+    mut worker: impl FnMut(Worker<'a>) -> Fut,
+) -> Result<(), String>
+where
+    Fut: Future<Output = Result<(), String>>,
+{
+    super::env::all_clients(w.clients, |i| worker(Worker::new(w, rec, i))).await
+}
