@@ -57,16 +57,20 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod cache;
 pub mod codec;
 mod envelope;
+mod error;
 pub mod linkv;
 pub mod machine;
 pub mod record;
 pub mod store;
 pub mod watcher;
 
+pub use builder::AtomBuilder;
 pub use codec::{Codec, CodecError, Json, Postcard};
+pub use error::AtomError;
 pub use machine::{CasMachine, Outcome, Step, StepError, Versioned};
 pub use store::{FileStore, StateContainer, StoreError, ZkNode};
 pub use watcher::{AtomWatcher, Change};
@@ -79,10 +83,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::lock::{LockError, Mutex};
+use crate::lock::Mutex;
 use crate::machine::drive;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, CoordinationExt, Error, MAX_DATA_LEN, Stat, path};
+use crate::{Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
 
 use cache::Cache;
 use envelope::{Body, Envelope};
@@ -111,100 +115,6 @@ pub fn payload_value(data: &[u8]) -> Option<Vec<u8>> {
     match Envelope::parse(data).body {
         Body::Inline(value) => Some(value),
         Body::Blob(_) => None,
-    }
-}
-
-/// Why an atom operation failed.
-///
-/// ```
-/// use avout::atom::AtomError;
-/// let e = AtomError::Invalid { path: "/a".into() };
-/// assert!(e.is_definite());
-/// assert_eq!(e.to_string(), "the validator of /a rejected the value; nothing was written");
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AtomError {
-    /// The node does not exist (use [`Atom::open`] to create it with an initial value).
-    #[error("no atom at {path}")]
-    Missing {
-        /// The atom's path.
-        path: String,
-    },
-    /// The validator rejected the new value; nothing was written.
-    #[error("the validator of {path} rejected the value; nothing was written")]
-    Invalid {
-        /// The atom's path.
-        path: String,
-    },
-    /// The value could not be encoded; nothing was written.
-    #[error("cannot encode the value for {path}: {source}")]
-    Encode {
-        /// The atom's path.
-        path: String,
-        /// The codec's error.
-        source: CodecError,
-    },
-    /// The node holds bytes that are not a value of this atom's type and codec.
-    #[error("{path} holds bytes that do not decode: {source}")]
-    Decode {
-        /// The atom's path.
-        path: String,
-        /// The codec's error.
-        source: CodecError,
-    },
-    /// The encoded value exceeds the container's limit (ZooKeeper's 1 MiB for the default
-    /// [`ZkNode`]); nothing was written.
-    #[error("a value of {len} bytes for {path} exceeds the limit of {limit} bytes")]
-    TooLarge {
-        /// The atom's path.
-        path: String,
-        /// The encoded size.
-        len: usize,
-        /// The largest size accepted.
-        limit: usize,
-    },
-    /// The value store failed.
-    #[error("atom {path}: {source}")]
-    Store {
-        /// The atom's path.
-        path: String,
-        /// The store's error.
-        source: StoreError,
-    },
-    /// After a connection loss, whether the write took effect could not be decided.
-    #[error(transparent)]
-    Indeterminate(StepError),
-    /// Taking the promotion lock failed.
-    #[error("promotion lock: {0}")]
-    Lock(LockError),
-    /// The coordination service refused a request, or the session was lost.
-    #[error(transparent)]
-    Zk(#[from] Error),
-}
-
-impl AtomError {
-    /// Whether the failed operation certainly changed nothing. `false` when a write may have
-    /// taken effect (outcome undecidable, or the session was lost with a write in flight).
-    ///
-    /// ```
-    /// use avout::atom::AtomError;
-    /// assert!(!AtomError::Zk(avout::Error::SessionExpired).is_definite());
-    /// ```
-    pub fn is_definite(&self) -> bool {
-        match self {
-            AtomError::Indeterminate(_) => false,
-            AtomError::Zk(e) => e.is_rejected(),
-            AtomError::Lock(LockError::SessionLost(_)) => false,
-            _ => true,
-        }
-    }
-
-    fn from_step(e: StepError) -> AtomError {
-        match e {
-            StepError::Zk(e) => AtomError::Zk(e),
-            unknown @ StepError::Unknown { .. } => AtomError::Indeterminate(unknown),
-        }
     }
 }
 
@@ -414,186 +324,6 @@ impl<T, C: Coordination + ?Sized + 'static, K> std::fmt::Debug for Atom<T, C, K>
         f.debug_struct("Atom")
             .field("path", &self.inner.core.path)
             .finish()
-    }
-}
-
-/// Configures an [`Atom`]: codec, value store, validator, promotion.
-///
-/// ```no_run
-/// use std::sync::Arc;
-/// use avout::atom::Atom;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-/// let a: Atom<String, _> = Atom::builder(zk, "/greeting").open("hello".to_string()).await?;
-/// # Ok(()) }
-/// ```
-pub struct AtomBuilder<T, C: Coordination + ?Sized + 'static, K = Json> {
-    zk: Arc<C>,
-    path: String,
-    codec: K,
-    store: Arc<dyn StateContainer>,
-    validator: Option<Validator<T>>,
-    promote_after: Option<u32>,
-    lock_path: Option<String>,
-    _value: PhantomData<fn() -> T>,
-}
-
-impl<T, C, K> AtomBuilder<T, C, K>
-where
-    T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
-    C: Coordination + ?Sized + 'static,
-    K: Codec,
-{
-    /// Encodes values with `codec` instead.
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// use avout::atom::{Atom, Postcard};
-    /// let a: Atom<u64, _, Postcard> = Atom::builder(zk, "/n").codec(Postcard).open(0).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn codec<K2: Codec>(self, codec: K2) -> AtomBuilder<T, C, K2> {
-        AtomBuilder {
-            zk: self.zk,
-            path: self.path,
-            codec,
-            store: self.store,
-            validator: self.validator,
-            promote_after: self.promote_after,
-            lock_path: self.lock_path,
-            _value: PhantomData,
-        }
-    }
-
-    /// Keeps value bytes in `store` (default [`ZkNode`]).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// use avout::atom::{Atom, FileStore};
-    /// let store = FileStore::new("/var/lib/app/values").expect("value directory");
-    /// let a: Atom<Vec<u64>, _> = Atom::builder(zk, "/big").store(store).open(vec![]).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn store(mut self, store: impl StateContainer) -> Self {
-        self.store = Arc::new(store);
-        self
-    }
-
-    /// Rejects values for which `valid` returns `false` (Clojure's `:validator`).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// use avout::atom::Atom;
-    /// let a: Atom<i64, _> = Atom::builder(zk, "/balance").validator(|b: &i64| *b >= 0).open(0).await?;
-    /// assert!(a.swap(|b| b - 1).await.is_err());
-    /// # Ok(()) }
-    /// ```
-    pub fn validator(mut self, valid: impl Fn(&T) -> bool + Send + Sync + 'static) -> Self {
-        self.validator = Some(Arc::new(valid));
-        self
-    }
-
-    /// After `failures` lost tries in a row, an update takes the atom's promotion lock before
-    /// trying again; see the [module docs](self).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot").promote_after(3).open(0).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn promote_after(mut self, failures: u32) -> Self {
-        self.promote_after = Some(failures);
-        self
-    }
-
-    /// The promotion lock's path (default `<path>/_lock`).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot")
-    ///     .promote_after(3)
-    ///     .lock_path("/locks/hot")
-    ///     .open(0)
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn lock_path(mut self, path: impl Into<String>) -> Self {
-        self.lock_path = Some(path.into());
-        self
-    }
-
-    /// A handle on an existing atom; nothing is sent. Operations fail with
-    /// [`AtomError::Missing`] while the node does not exist.
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").connect()?;
-    /// let n = a.deref().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn connect(self) -> Result<Atom<T, C, K>, AtomError> {
-        path::validate_path(&self.path, false)?;
-        let mutex = match self.promote_after {
-            Some(_) => {
-                let lock_path = self
-                    .lock_path
-                    .unwrap_or_else(|| path::join(&self.path, "_lock"));
-                Some(Mutex::new(self.zk.clone(), lock_path).map_err(AtomError::Lock)?)
-            }
-            None => None,
-        };
-        let writer = self.zk.new_guid() as u64;
-        Ok(Atom {
-            inner: Arc::new(Inner {
-                writer,
-                writing: tokio::sync::Mutex::new(()),
-                core: Arc::new(Core {
-                    zk: self.zk,
-                    path: self.path,
-                    codec: self.codec,
-                    store: self.store,
-                }),
-                known: Cache::new(),
-                validator: StdMutex::new(self.validator),
-                promote_after: self.promote_after,
-                mutex,
-                counters: Counters::default(),
-                watches: StdMutex::new(BTreeMap::new()),
-            }),
-        })
-    }
-
-    /// A handle on the atom, creating the node (and its parents) with `initial` if it does
-    /// not exist; an existing node keeps its value. `initial` must pass the validator.
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<Vec<String>, _> = avout::atom::Atom::builder(zk, "/app/queue").open(vec![]).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn open(self, initial: T) -> Result<Atom<T, C, K>, AtomError> {
-        let atom = self.connect()?;
-        atom.check(&initial)?;
-        if let Some(parent) = path::parent(&atom.inner.core.path)
-            && parent != "/"
-        {
-            atom.inner.core.zk.ensure_path(parent).await?;
-        }
-        atom.update_opt(
-            |current| match current {
-                None => Update::Write(initial.clone(), ()),
-                Some(_) => Update::Keep(()),
-            },
-            true,
-        )
-        .await?;
-        Ok(atom)
     }
 }
 

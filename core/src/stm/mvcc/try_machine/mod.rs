@@ -24,97 +24,23 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+mod commit;
+mod config;
+
+pub use config::{CommitOrder, Outcome, TryConfig, TryStats};
+
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::planted::{self, Bug};
-use crate::{CreateMode, Error, Op, SessionState, WatchedEvent};
+use crate::{SessionState, WatchedEvent};
 
 use super::super::protocol::Change;
 use super::ensure::{CleanupMachine, EnsureMachine};
 use super::layout::{self, Layout};
 use super::locks::Held;
 use super::{
-    Barging, Base, Halt, LOCK_WAIT_MS, Me, Newest, PrepareMachine, Prepared, ReadMachine,
-    TagMachine, Tagged, WaitMachine, WriteMachine, max_value_len,
+    Barging, Base, Halt, LOCK_WAIT_MS, Me, PrepareMachine, Prepared, ReadMachine, TagMachine,
+    Tagged, WaitMachine, WriteMachine,
 };
-
-/// Who a try is: what [`TryMachine::new`] needs.
-///
-/// ```
-/// let c = avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10 };
-/// assert!(c.age.is_none());
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TryConfig {
-    /// The STM's root.
-    pub root: String,
-    /// The try's GUID: with the age, its transaction id.
-    pub guid: u128,
-    /// This session's id (lock nodes are recognised by their owner).
-    pub session: i64,
-    /// The transaction's age (its first try's read point), if an earlier try fixed it.
-    pub age: Option<i64>,
-    /// History values kept per ref (`StmConfig::max_history`).
-    pub max_history: usize,
-}
-
-/// What a try commits: [`CommitPlan`](crate::stm::protocol::CommitPlan) without the commute
-/// functions, which the caller runs when asked ([`Outcome::Recompute`]).
-///
-/// ```
-/// let o = avout::stm::mvcc::CommitOrder { writes: vec![("a".into(), b"1".to_vec())], commutes: vec![], lock: vec![("a".into(), 9)], may_barge: true };
-/// assert_eq!(o.lock.len(), 1);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CommitOrder {
-    /// Refs written and their new bytes.
-    pub writes: Vec<(String, Vec<u8>)>,
-    /// Refs only commuted.
-    pub commutes: Vec<String>,
-    /// Every written and commuted ref with the GUID of its write-lock node, sorted.
-    pub lock: Vec<(String, u128)>,
-    /// Whether BARGE-WAIT has passed since the transaction started (for refs tagged now).
-    pub may_barge: bool,
-}
-
-/// The answer to one command.
-///
-/// ```
-/// let o = avout::stm::mvcc::Outcome::Read(b"1".to_vec());
-/// assert!(matches!(o, avout::stm::mvcc::Outcome::Read(_)));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The value read (answers [`TryMachine::read`]).
-    Read(Vec<u8>),
-    /// Done: a write announced, a ref ensured, a read-only commit or an abort cleaned up.
-    Done,
-    /// The commuted refs' newest values, under their write locks: answer with
-    /// [`TryMachine::recomputed`] (or [`TryMachine::abort`] if a recomputation failed).
-    Recompute(Vec<Newest>),
-    /// Committed: one change per written and commuted ref, sorted by name.
-    Committed(Vec<Change>),
-    /// The try is over without committing; what it created is removed (unless the session
-    /// is gone). A retryable halt means "run the body again".
-    Failed(Halt),
-}
-
-/// What a try did that the engine counts.
-///
-/// ```
-/// let s = avout::stm::mvcc::TryStats::default();
-/// assert_eq!(s.barges + s.killed + s.read_faults + s.recoveries, 0);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct TryStats {
-    /// Younger transactions barged.
-    pub barges: u64,
-    /// Times this try learnt it was barged (its move to `COMMITTING` failed).
-    pub killed: u64,
-    /// Reads that found their value trimmed.
-    pub read_faults: u64,
-    /// Commits whose lost reply was resolved by a read.
-    pub recoveries: u64,
-}
 
 /// One of the step machines.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -519,138 +445,6 @@ impl TryMachine {
         self.tagged.extend(names);
         let run = self.launch(now, Step::Tag(m));
         self.tags.push_back(run);
-    }
-
-    fn prepare(&mut self, now: Millis, mut order: CommitOrder) {
-        // Writes the body did not announce (a commute of a ref it also read becomes a write
-        // at commit) are tagged now; a commit of commutes only still needs its point.
-        let untagged: Vec<String> = order
-            .writes
-            .iter()
-            .map(|(n, _)| n.clone())
-            .filter(|n| !self.tagged.contains(n))
-            .collect();
-        if !untagged.is_empty() || !self.point_made {
-            self.start_tag(now, untagged, order.may_barge);
-        }
-        let age = self.age.expect("tagging fixed it");
-        let release_first: Vec<String> = order
-            .lock
-            .iter()
-            .filter_map(|(n, _)| self.ensured.remove(n))
-            .collect();
-        let prep = PrepareMachine::new(
-            &self.config.root,
-            &self.txid,
-            age,
-            std::mem::take(&mut order.lock),
-            order.commutes.clone(),
-            release_first,
-            self.config.session,
-            LOCK_WAIT_MS,
-        );
-        self.current = Some(self.launch(now, Step::Prepare(prep)));
-        self.phase = Phase::Preparing(order);
-    }
-
-    /// Builds the commit record and sends it.
-    fn write_record(
-        &mut self,
-        now: Millis,
-        order: CommitOrder,
-        prepared: Prepared,
-        recomputed: Vec<Vec<u8>>,
-    ) {
-        let l = self.layout.clone();
-        let max_history = self.config.max_history;
-        let txid = self.txid.clone();
-        let mut ops = vec![Op::delete(
-            l.point(&txid),
-            Some(prepared.committing_version),
-        )];
-        let mut deletes: Vec<String> = Vec::new();
-        let mut changes = Vec::new();
-        let add = |ops: &mut Vec<Op>,
-                   deletes: &mut Vec<String>,
-                   name: &str,
-                   version: i32,
-                   history: &[String],
-                   new: Vec<u8>| {
-            let node = l.history_node(name, &txid, version + 1);
-            ops.push(Op::create(node, new.clone(), CreateMode::Persistent));
-            ops.push(Op::set_data(l.ref_node(name), new, Some(version)));
-            deletes.extend(
-                layout::trim_after_commit(history, max_history)
-                    .into_iter()
-                    .map(|n| crate::path::join(&l.history(name), &n)),
-            );
-        };
-        for (name, new) in order.writes {
-            let base = self
-                .bases
-                .get(&name)
-                .expect("every write is tagged")
-                .clone();
-            if new.len() > max_value_len() {
-                let len = new.len();
-                return self.start_cleanup(now, AfterCleanup::Report(Halt::TooLarge { name, len }));
-            }
-            add(
-                &mut ops,
-                &mut deletes,
-                &name,
-                base.version,
-                &base.history,
-                new.clone(),
-            );
-            ops.push(Op::delete(l.tag(&name, &txid), None));
-            changes.push(Change {
-                name,
-                old: base.value,
-                new,
-            });
-        }
-        for (newest, new) in prepared.commuted.iter().zip(recomputed) {
-            if new.len() > max_value_len() {
-                let halt = Halt::TooLarge {
-                    name: newest.name.clone(),
-                    len: new.len(),
-                };
-                return self.start_cleanup(now, AfterCleanup::Report(halt));
-            }
-            add(
-                &mut ops,
-                &mut deletes,
-                &newest.name,
-                newest.version,
-                &newest.history,
-                new.clone(),
-            );
-            changes.push(Change {
-                name: newest.name.clone(),
-                old: newest.value.clone(),
-                new,
-            });
-        }
-        if let Err(Error::DataTooLarge { len, .. }) = Op::validate_all(&ops) {
-            let name = changes.first().map_or("", |c| c.name.as_str()).to_owned();
-            return self.start_cleanup(now, AfterCleanup::Report(Halt::TooLarge { name, len }));
-        }
-        // The lock nodes and the trimmed history go in the same `multi`: one write instead of
-        // three. The history was listed with the ref version the `multi` checks, so it is the
-        // history the trim applies to whenever the `multi` applies at all.
-        let lock_nodes = prepared.locks.iter().map(|(_, n)| n.clone());
-        for node in lock_nodes
-            .chain(self.ensured.values().cloned())
-            .chain(deletes)
-        {
-            ops.push(Op::delete(node, None));
-        }
-        let point = l.point(&txid);
-        let write = WriteMachine::new(ops, Vec::new(), &point, &l.points());
-        self.current = Some(self.launch(now, Step::Write(write)));
-        changes.sort_by(|a, b| a.name.cmp(&b.name));
-        self.phase = Phase::Writing(changes);
     }
 
     /// Removes everything the try created and still holds, then `then`. Steps in flight are
