@@ -1,15 +1,26 @@
 //! The coordination trait: ZooKeeper's operations, as one small async interface that every
 //! backend (the real client, the simulator, a model) implements and every recipe is written
 //! against.
+//!
+//! A backend implements one primitive, [`Coordination::submit`], which takes a [`Request`]
+//! value and answers with its [`Reply`] (and the watch it armed); the typed methods
+//! (`create`, `get_data`, `get_and_watch_data`, …) are derived from it here, once.
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use crate::request::{Reply, Request};
 use crate::{Acl, CreateOptions, Op, OpResult, Result, SessionInfo, SessionStates, Stat, Watch};
 
 /// The future every coordination operation returns.
 pub type OpFuture<'a, T> = BoxFuture<'a, Result<T>>;
 
 /// One session with a ZooKeeper-like coordination service.
+///
+/// A backend implements [`submit`](Self::submit), [`session`](Self::session),
+/// [`session_states`](Self::session_states) and [`close`](Self::close) (and
+/// [`new_guid`](Self::new_guid) if it must be deterministic); every typed method is derived
+/// from `submit` and SHOULD NOT be overridden.
 ///
 /// # Contract
 ///
@@ -59,56 +70,27 @@ pub trait Coordination: Send + Sync {
     /// A new subscription to the session's state transitions.
     fn session_states(&self) -> SessionStates;
 
-    /// Creates a node and returns its actual path (with the sequence suffix, for a sequential
-    /// node) and its [`Stat`].
+    /// Submits one request and answers with its reply and, for a request that
+    /// [arms a watch](Request::arms_watch), the watch (`None` otherwise).
     ///
-    /// Errors: `NodeExists`; `NoNode` if the parent is missing; `NoChildrenForEphemerals`;
-    /// `NoAuth`/`InvalidAcl`. A sequential create is not idempotent: after an indeterminate
-    /// error, look for the node (by a GUID in its name) before creating another.
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        options: &CreateOptions,
-    ) -> OpFuture<'_, (String, Stat)>;
-
-    /// Deletes a node whose version matches. Errors: `NoNode`, `BadVersion`, `NotEmpty`.
-    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()>;
-
-    /// Reads a node's data and metadata. Errors: `NoNode`.
-    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)>;
-
-    /// Reads a node's data and arms a watch for its next data change or deletion.
-    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)>;
-
-    /// Replaces a node's data if its version matches; returns the new [`Stat`].
-    /// Errors: `NoNode`, `BadVersion`.
-    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat>;
-
-    /// The node's metadata, or `None` if it does not exist.
-    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>>;
-
-    /// Like [`exists`](Self::exists), arming a watch: for creation if the node is missing,
-    /// else for its next data change or deletion.
-    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)>;
-
-    /// The names of a node's children (unordered) and the node's metadata. Errors: `NoNode`.
-    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)>;
-
-    /// Like [`get_children`](Self::get_children), arming a watch for a child being added or
-    /// removed, or the node being deleted.
-    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)>;
-
-    /// Applies all operations atomically, in order, or none. On failure the error is
-    /// [`crate::Error::Multi`] with the index of the first operation that failed.
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>>;
-
-    /// Waits until the server this session talks to has caught up with the leader, so that
-    /// the next read sees every write committed before the call.
-    fn sync(&self, path: &str) -> OpFuture<'_, ()>;
-
-    /// A node's ACL and metadata. Errors: `NoNode`.
-    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)>;
+    /// The backend MUST submit the request before returning (see the contract above), MUST
+    /// refuse bad input without sending it ([`Request::validate`]), and MUST answer with the
+    /// reply of the request's own operation (a [`Reply::Data`] for a [`Request::GetData`], …):
+    /// the typed methods turn any other reply into [`crate::Error::UnexpectedReply`].
+    ///
+    /// ```
+    /// use avout::Coordination;
+    /// use avout::machine::{Reply, Request};
+    ///
+    /// async fn children<C: Coordination>(zk: &C) -> avout::Result<usize> {
+    ///     let request = Request::GetChildren { path: "/jobs".into(), watch: true };
+    ///     match zk.submit(request).await? {
+    ///         (Reply::Children { children, .. }, Some(_watch)) => Ok(children.len()),
+    ///         (other, _) => Err(other.mismatch("getChildren")),
+    ///     }
+    /// }
+    /// ```
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)>;
 
     /// A fresh 128-bit unique id, as recipes put in node names to recognise their own nodes
     /// after an indeterminate create (Curator's "protected" GUID prefix).
@@ -122,4 +104,193 @@ pub trait Coordination: Send + Sync {
     /// Closes the session: its ephemeral nodes are deleted and its watches fire with
     /// [`crate::SessionState::Closed`]. Later calls fail with [`crate::Error::Closed`].
     fn close(&self) -> OpFuture<'_, ()>;
+
+    /// Creates a node and returns its actual path (with the sequence suffix, for a sequential
+    /// node) and its [`Stat`].
+    ///
+    /// Errors: `NodeExists`; `NoNode` if the parent is missing; `NoChildrenForEphemerals`;
+    /// `NoAuth`/`InvalidAcl`. A sequential create is not idempotent: after an indeterminate
+    /// error, look for the node (by a GUID in its name) before creating another.
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> OpFuture<'_, (String, Stat)> {
+        let request = Request::Create {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            options: options.clone(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Created { path, stat } => Ok((path, stat)),
+            other => Err(other),
+        })
+    }
+
+    /// Deletes a node whose version matches. Errors: `NoNode`, `BadVersion`, `NotEmpty`.
+    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
+        let request = Request::Delete {
+            path: path.to_owned(),
+            version,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Deleted => Ok(()),
+            other => Err(other),
+        })
+    }
+
+    /// Reads a node's data and metadata. Errors: `NoNode`.
+    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
+        let request = Request::GetData {
+            path: path.to_owned(),
+            watch: false,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Data { data, stat } => Ok((data, stat)),
+            other => Err(other),
+        })
+    }
+
+    /// Reads a node's data and arms a watch for its next data change or deletion.
+    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
+        let request = Request::GetData {
+            path: path.to_owned(),
+            watch: true,
+        };
+        typed(self, request, |reply, watch| match (reply, watch) {
+            (Reply::Data { data, stat }, Some(watch)) => Ok((data, stat, watch)),
+            (other, _) => Err(other),
+        })
+    }
+
+    /// Replaces a node's data if its version matches; returns the new [`Stat`].
+    /// Errors: `NoNode`, `BadVersion`.
+    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
+        let request = Request::SetData {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Set(stat) => Ok(stat),
+            other => Err(other),
+        })
+    }
+
+    /// The node's metadata, or `None` if it does not exist.
+    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
+        let request = Request::Exists {
+            path: path.to_owned(),
+            watch: false,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Exists(stat) => Ok(stat),
+            other => Err(other),
+        })
+    }
+
+    /// Like [`exists`](Self::exists), arming a watch: for creation if the node is missing,
+    /// else for its next data change or deletion.
+    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
+        let request = Request::Exists {
+            path: path.to_owned(),
+            watch: true,
+        };
+        typed(self, request, |reply, watch| match (reply, watch) {
+            (Reply::Exists(stat), Some(watch)) => Ok((stat, watch)),
+            (other, _) => Err(other),
+        })
+    }
+
+    /// The names of a node's children (unordered) and the node's metadata. Errors: `NoNode`.
+    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
+        let request = Request::GetChildren {
+            path: path.to_owned(),
+            watch: false,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Children { children, stat } => Ok((children, stat)),
+            other => Err(other),
+        })
+    }
+
+    /// Like [`get_children`](Self::get_children), arming a watch for a child being added or
+    /// removed, or the node being deleted.
+    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
+        let request = Request::GetChildren {
+            path: path.to_owned(),
+            watch: true,
+        };
+        typed(self, request, |reply, watch| match (reply, watch) {
+            (Reply::Children { children, stat }, Some(watch)) => Ok((children, stat, watch)),
+            (other, _) => Err(other),
+        })
+    }
+
+    /// Applies all operations atomically, in order, or none. On failure the error is
+    /// [`crate::Error::Multi`] with the index of the first operation that failed.
+    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
+        typed(self, Request::Multi(ops.to_vec()), |reply, _| match reply {
+            Reply::Multi(results) => Ok(results),
+            other => Err(other),
+        })
+    }
+
+    /// Waits until the server this session talks to has caught up with the leader, so that
+    /// the next read sees every write committed before the call.
+    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
+        let request = Request::Sync {
+            path: path.to_owned(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Synced => Ok(()),
+            other => Err(other),
+        })
+    }
+
+    /// A node's ACL and metadata. Errors: `NoNode`.
+    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
+        let request = Request::GetAcl {
+            path: path.to_owned(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Acl { acl, stat } => Ok((acl, stat)),
+            other => Err(other),
+        })
+    }
+
+    /// Adds an identity to the session (ZooKeeper's `addAuthInfo`); for `digest`, `auth` is
+    /// `user:password`. Errors: `AuthFailed` for an unknown scheme or malformed credentials.
+    fn add_auth(&self, scheme: &str, auth: &[u8]) -> OpFuture<'_, ()> {
+        let request = Request::AddAuth {
+            scheme: scheme.to_owned(),
+            auth: auth.to_vec(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::AuthAdded => Ok(()),
+            other => Err(other),
+        })
+    }
+}
+
+/// Submits `request` and unpacks its reply with `unpack`, which hands back a reply of the
+/// wrong shape (or a watched read's missing watch) to become
+/// [`crate::Error::UnexpectedReply`].
+fn typed<'a, C, T>(
+    zk: &'a C,
+    request: Request,
+    unpack: impl FnOnce(Reply, Option<Watch>) -> Result<T, Reply> + Send + 'a,
+) -> OpFuture<'a, T>
+where
+    C: Coordination + ?Sized,
+    T: Send + 'a,
+{
+    let name = request.name();
+    let reply = zk.submit(request);
+    async move {
+        let (reply, watch) = reply.await?;
+        unpack(reply, watch).map_err(|other| other.mismatch(name))
+    }
+    .boxed()
 }

@@ -155,6 +155,15 @@ pub enum Error {
     /// Anything else the backend reported, with its own words.
     #[error("{0}")]
     Other(String),
+    /// The backend answered a request with a reply of another operation: a broken backend.
+    /// The request may have been applied.
+    #[error("a {request} request was answered with {reply}")]
+    UnexpectedReply {
+        /// The request's name ([`crate::machine::Request::name`]).
+        request: &'static str,
+        /// The reply, as debug text.
+        reply: String,
+    },
 }
 
 impl Error {
@@ -167,9 +176,10 @@ impl Error {
     /// ```
     pub fn class(&self) -> ErrorClass {
         match self {
-            Error::ConnectionLoss | Error::OperationTimeout | Error::Other(_) => {
-                ErrorClass::Indeterminate
-            }
+            Error::ConnectionLoss
+            | Error::OperationTimeout
+            | Error::Other(_)
+            | Error::UnexpectedReply { .. } => ErrorClass::Indeterminate,
             Error::SessionExpired | Error::SessionMoved | Error::Closed | Error::AuthFailed => {
                 ErrorClass::SessionLost
             }
@@ -214,6 +224,38 @@ impl Error {
     /// ```
     pub fn is_session_lost(&self) -> bool {
         self.class() == ErrorClass::SessionLost
+    }
+
+    /// The variant's name, as logs spell it (the simulator's event log hashes it, so names
+    /// MUST NOT change).
+    ///
+    /// ```
+    /// assert_eq!(avout::Error::NoNode { path: "/a".into() }.name(), "NoNode");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Error::NoNode { .. } => "NoNode",
+            Error::NodeExists { .. } => "NodeExists",
+            Error::BadVersion { .. } => "BadVersion",
+            Error::NotEmpty { .. } => "NotEmpty",
+            Error::NoChildrenForEphemerals { .. } => "NoChildrenForEphemerals",
+            Error::NoAuth { .. } => "NoAuth",
+            Error::InvalidAcl { .. } => "InvalidAcl",
+            Error::InvalidPath { .. } => "InvalidPath",
+            Error::DataTooLarge { .. } => "DataTooLarge",
+            Error::BadArguments(_) => "BadArguments",
+            Error::ConnectionLoss => "ConnectionLoss",
+            Error::OperationTimeout => "OperationTimeout",
+            Error::Unreachable { .. } => "Unreachable",
+            Error::SessionExpired => "SessionExpired",
+            Error::SessionMoved => "SessionMoved",
+            Error::Closed => "Closed",
+            Error::AuthFailed => "AuthFailed",
+            Error::Multi { .. } => "Multi",
+            Error::Unimplemented(_) => "Unimplemented",
+            Error::Other(_) => "Other",
+            Error::UnexpectedReply { .. } => "UnexpectedReply",
+        }
     }
 
     /// The error itself, or for a failed `multi` the error of the operation that failed.

@@ -103,7 +103,7 @@ use avout_sim_zk::{FaultKind, FaultRates, LogEvent, Sim, SimClient};
 use crate::atom::{ATOM_PATH, AtomAgent, Ended};
 use crate::lock::{LOCK_PATH, LockAgent};
 use crate::stm::{Body, REF_A, REF_B, ROOT, StmAgent};
-use crate::world::{Action, Agent, Faults, Msg, World, to_kernel};
+use crate::world::{Action, Agent, Faults, Msg, World};
 
 /// What the recorded clients do.
 ///
@@ -709,21 +709,15 @@ impl Txns {
 }
 
 /// A request as the simulator's log shows it: operation and path.
-fn show(request: &avout_sim_zk::kernel::Request) -> String {
-    format!("{} {}", request.name(), request.path().unwrap_or(""))
+fn show(request: &Request) -> String {
+    format!("{} {}", request.name(), request.path())
 }
 
 /// `ok`, or an error's variant name: the simulator log's outcome vocabulary.
 fn outcome<T>(result: &avout::Result<T>) -> String {
     match result {
         Ok(_) => "ok".into(),
-        Err(e) => {
-            let debug = format!("{e:?}");
-            let end = debug
-                .find(|c: char| !c.is_ascii_alphanumeric())
-                .unwrap_or(debug.len());
-            debug[..end].to_owned()
-        }
+        Err(e) => e.name().into(),
     }
 }
 
@@ -818,14 +812,14 @@ impl<'r, A: Agent> Replay<'r, A> {
     }
 
     /// The first request client `c` would send if `action` (its own step) were taken now.
-    fn first_sent(&self, action: Action, c: usize) -> Option<avout_sim_zk::kernel::Request> {
+    fn first_sent(&self, action: Action, c: usize) -> Option<Request> {
         let mut probe = self.world.clone();
         let before = probe.clients[c].outbox.len();
         probe.step(action, None);
         probe.clients[c]
             .outbox
             .get(before)
-            .map(|(_, request)| to_kernel(request))
+            .map(|(_, request)| request.clone())
     }
 
     fn diverge(&self, at: usize, why: String) -> Divergence {
@@ -917,12 +911,11 @@ impl<'r, A: Agent> Replay<'r, A> {
                         self.diverge(at, format!("the model's client {c} sends nothing here"))
                     );
                 };
-                let request = to_kernel(&request);
+                // The log gives no path to a request without one (`addAuth`).
                 let same = request.name() == op
-                    && match (path, request.path()) {
-                        (Some(s), Some(m)) => self.guids.same(s, m),
-                        (None, None) => true,
-                        _ => false,
+                    && match path {
+                        Some(s) => self.guids.same(s, request.path()),
+                        None => request.path().is_empty(),
                     };
                 if !same {
                     return Err(self.diverge(
@@ -957,7 +950,7 @@ impl<'r, A: Agent> Replay<'r, A> {
                     ));
                 };
                 let mut probe = self.world.kernel.clone();
-                let applied = probe.apply(0, self.world.clients[c].session, &to_kernel(request));
+                let applied = probe.apply(0, self.world.clients[c].session, request);
                 let model_outcome = outcome(&applied.result);
                 let action = if lost {
                     Action::LoseReply(c)
@@ -1092,7 +1085,7 @@ impl<'r, A: Agent> Replay<'r, A> {
         let end = self.run.log.len();
         for (c, sent) in self.sent.iter().enumerate() {
             if let Some(request) = sent.front() {
-                let request = show(&to_kernel(request));
+                let request = show(request);
                 return Err(self.diverge(
                     end,
                     format!(
@@ -1222,8 +1215,9 @@ fn tree(kernel: &Kernel, rename: impl Fn(&str) -> String) -> Vec<Shape> {
 mod tests {
     use std::time::Duration;
 
+    use avout::machine::Request;
     use avout::stm::optimistic::{CommitSpec, Node, initial_data};
-    use avout_sim_zk::kernel::{Kernel, Request};
+    use avout_sim_zk::kernel::Kernel;
 
     use super::{REF_A, REF_B, ROOT, RefNode, same_refs};
 
@@ -1267,7 +1261,7 @@ mod tests {
                     vec![],
                     vec![],
                 );
-                apply(&mut kernel, Request::Multi { ops: spec.ops });
+                apply(&mut kernel, Request::Multi(spec.ops));
             }
         }
         kernel

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use avout::machine::{Machine, Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
-use avout_sim_zk::kernel::{self, Fired, Kernel, Response};
+use avout_sim_zk::kernel::{Fired, Kernel};
 
 /// The instant every handler runs at (see the [module docs](self)).
 ///
@@ -338,7 +338,7 @@ impl<A: Agent> World<A> {
         let mut kernel = Kernel::new();
         let admin = kernel.create_session(0, Duration::from_secs(30));
         for request in setup {
-            let applied = kernel.apply(0, admin, &to_kernel(request));
+            let applied = kernel.apply(0, admin, request);
             assert!(applied.result.is_ok(), "setup {request:?}: {applied:?}");
         }
         let agents = agents
@@ -481,8 +481,8 @@ impl<A: Agent> World<A> {
                 }
                 let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
                 let session = self.clients[i].session;
-                let applied = self.kernel.apply(0, session, &to_kernel(&request));
-                let result = applied.result.map(to_reply);
+                let applied = self.kernel.apply(0, session, &request);
+                let result = applied.result;
                 say(format!(
                     "server applies client {i}'s {}: {}{}",
                     show_request(&request),
@@ -703,55 +703,6 @@ pub(crate) fn shorten(line: &str) -> String {
     out
 }
 
-/// The kernel's form of a machine's request.
-pub(crate) fn to_kernel(request: &Request) -> kernel::Request {
-    match request.clone() {
-        Request::Create {
-            path,
-            data,
-            options,
-        } => kernel::Request::Create {
-            path,
-            data,
-            options,
-        },
-        Request::Delete { path, version } => kernel::Request::Delete { path, version },
-        Request::GetData { path, watch } => kernel::Request::GetData { path, watch },
-        Request::SetData {
-            path,
-            data,
-            version,
-        } => kernel::Request::SetData {
-            path,
-            data,
-            version,
-        },
-        Request::Exists { path, watch } => kernel::Request::Exists { path, watch },
-        Request::GetChildren { path, watch } => kernel::Request::GetChildren { path, watch },
-        Request::Multi(ops) => kernel::Request::Multi { ops },
-        Request::Sync { path } => kernel::Request::Sync { path },
-    }
-}
-
-/// A machine's form of the kernel's reply.
-///
-/// # Panics
-///
-/// On a reply no machine request can produce (ACLs, auth, close).
-pub(crate) fn to_reply(response: Response) -> Reply {
-    match response {
-        Response::Create { path, stat } => Reply::Created { path, stat },
-        Response::Delete => Reply::Deleted,
-        Response::GetData { data, stat } => Reply::Data { data, stat },
-        Response::SetData { stat } => Reply::Set(stat),
-        Response::Exists { stat } => Reply::Exists(stat),
-        Response::GetChildren { children, stat } => Reply::Children { children, stat },
-        Response::Multi { results } => Reply::Multi(results),
-        Response::Sync => Reply::Synced,
-        other => unreachable!("no machine asks for {other:?}"),
-    }
-}
-
 /// A request, shortly.
 pub(crate) fn show_request(request: &Request) -> String {
     match request {
@@ -763,6 +714,8 @@ pub(crate) fn show_request(request: &Request) -> String {
         Request::GetChildren { path, watch } => format!("getChildren {path}{}", watched(*watch)),
         Request::Multi(ops) => format!("multi of {} ops", ops.len()),
         Request::Sync { path } => format!("sync {path}"),
+        Request::GetAcl { path } => format!("getACL {path}"),
+        Request::AddAuth { scheme, .. } => format!("addAuth {scheme}"),
     }
 }
 
@@ -784,6 +737,8 @@ pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
         Ok(Reply::Children { children, .. }) => format!("children {children:?}"),
         Ok(Reply::Multi(r)) => format!("multi ok ({} results)", r.len()),
         Ok(Reply::Synced) => "synced".into(),
+        Ok(Reply::Acl { acl, .. }) => format!("ACL of {} entries", acl.len()),
+        Ok(Reply::AuthAdded) => "identity added".into(),
         Err(e) => format!("error {e:?}"),
     }
 }

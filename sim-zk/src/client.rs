@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::{
-    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionId, SessionInfo,
-    SessionStates, Stat, Watch,
+    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionStates, Watch,
 };
 use futures::FutureExt;
 
-use crate::kernel::{Kernel, Request, Response};
-use crate::world::{Reply, Shared, WatchKind};
+use crate::kernel::Kernel;
+use crate::world::Shared;
 use crate::{Fault, FaultKind};
 
 /// The simulated ZooKeeper service of one run.
@@ -148,8 +147,7 @@ impl SimZk {
 /// One simulated session; implements [`Coordination`]. Clones share the session, and
 /// dropping the last clone closes it (without waiting), as dropping a real client does.
 ///
-/// Beyond the trait it offers [`add_auth`](Self::add_auth) (ZooKeeper's `addAuthInfo`) and
-/// its index in the run (the number faults name it by).
+/// Beyond the trait it offers its index in the run (the number faults name it by).
 ///
 /// ```
 /// use avout::{Coordination, CreateMode};
@@ -190,8 +188,6 @@ impl std::fmt::Debug for SimClient {
     }
 }
 
-type Call = futures::channel::oneshot::Receiver<Reply>;
-
 impl SimClient {
     /// The client's index in its run.
     ///
@@ -204,69 +200,6 @@ impl SimClient {
     pub fn index(&self) -> usize {
         self.handle.index
     }
-
-    /// Adds an identity to the session; for `digest`, `auth` is `user:password`.
-    /// Errors: `AuthFailed` for an unknown scheme or malformed credentials.
-    ///
-    /// ```
-    /// use avout::{Acl, Coordination, CreateOptions};
-    /// let (r, _) = avout_sim_zk::Sim::builder().clients(2).build().run(|ctx| async move {
-    ///     let (a, b) = (&ctx.clients[0], &ctx.clients[1]);
-    ///     a.add_auth("digest", b"app:secret").await.unwrap();
-    ///     a.create("/private", b"", &CreateOptions::default().with_acl(Acl::creator_all())).await.unwrap();
-    ///     b.get_data("/private").await.unwrap_err()
-    /// });
-    /// assert!(matches!(r, avout::Error::NoAuth { .. }));
-    /// ```
-    pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> OpFuture<'_, ()> {
-        let call = self.submit(
-            Request::AddAuth {
-                scheme: scheme.to_owned(),
-                auth: auth.to_vec(),
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::AddAuth => Ok(()),
-            other => Err(other),
-        })
-    }
-
-    fn submit(&self, request: Request, watch: Option<WatchKind>) -> Call {
-        let h = &self.handle;
-        let rx = h.shared.world().submit(h.index, request, watch);
-        h.shared.kick();
-        rx
-    }
-}
-
-/// Waits for a call's reply and unpacks the response the request must produce.
-fn expect<T: Send + 'static>(
-    call: Call,
-    unpack: impl FnOnce(Response) -> Result<T, Response> + Send + 'static,
-) -> OpFuture<'static, T> {
-    async move {
-        // A dropped sender means the run ended under the call.
-        let (response, _) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
-        Ok(unpack(response).unwrap_or_else(|r| panic!("kernel answered with {r:?}")))
-    }
-    .boxed()
-}
-
-fn expect_watched<T: Send + 'static>(
-    call: Call,
-    unpack: impl FnOnce(Response, Watch) -> Result<T, Response> + Send + 'static,
-) -> OpFuture<'static, T> {
-    async move {
-        let (response, watch) = call.await.unwrap_or(Err(Error::ConnectionLoss))?;
-        let watch = watch.expect("a watched read returns a watch");
-        Ok(unpack(response, watch).unwrap_or_else(|r| panic!("kernel answered with {r:?}")))
-    }
-    .boxed()
-}
-
-fn refuse<T: Send + 'static>(e: Error) -> OpFuture<'static, T> {
-    futures::future::ready(Err(e)).boxed()
 }
 
 impl Coordination for SimClient {
@@ -284,214 +217,21 @@ impl Coordination for SimClient {
         self.handle.shared.world().new_guid()
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        options: &CreateOptions,
-    ) -> OpFuture<'_, (String, Stat)> {
-        if let Err(e) = avout::path::validate_path(path, options.mode.is_sequential())
-            .and_then(|()| avout::path::validate_data(path, data))
-        {
-            return refuse(e);
+    /// Validates the request (bad input, and an empty `multi`, never reach the service),
+    /// queues it on the simulated network at once, and waits for the reply.
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        if let Err(e) = request.validate() {
+            return futures::future::ready(Err(e)).boxed();
         }
-        let call = self.submit(
-            Request::Create {
-                path: path.to_owned(),
-                data: data.to_vec(),
-                options: options.clone(),
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::Create { path, stat } => Ok((path, stat)),
-            other => Err(other),
-        })
-    }
-
-    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
+        if matches!(&request, Request::Multi(ops) if ops.is_empty()) {
+            return futures::future::ready(Err(Error::BadArguments("empty multi".into()))).boxed();
         }
-        let call = self.submit(
-            Request::Delete {
-                path: path.to_owned(),
-                version,
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::Delete => Ok(()),
-            other => Err(other),
-        })
-    }
-
-    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::GetData {
-                path: path.to_owned(),
-                watch: false,
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::GetData { data, stat } => Ok((data, stat)),
-            other => Err(other),
-        })
-    }
-
-    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::GetData {
-                path: path.to_owned(),
-                watch: true,
-            },
-            Some(WatchKind::Data),
-        );
-        expect_watched(call, |r, w| match r {
-            Response::GetData { data, stat } => Ok((data, stat, w)),
-            other => Err(other),
-        })
-    }
-
-    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
-        if let Err(e) = avout::path::validate_path(path, false)
-            .and_then(|()| avout::path::validate_data(path, data))
-        {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::SetData {
-                path: path.to_owned(),
-                data: data.to_vec(),
-                version,
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::SetData { stat } => Ok(stat),
-            other => Err(other),
-        })
-    }
-
-    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::Exists {
-                path: path.to_owned(),
-                watch: false,
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::Exists { stat } => Ok(stat),
-            other => Err(other),
-        })
-    }
-
-    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::Exists {
-                path: path.to_owned(),
-                watch: true,
-            },
-            Some(WatchKind::Data),
-        );
-        expect_watched(call, |r, w| match r {
-            Response::Exists { stat } => Ok((stat, w)),
-            other => Err(other),
-        })
-    }
-
-    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::GetChildren {
-                path: path.to_owned(),
-                watch: false,
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::GetChildren { children, stat } => Ok((children, stat)),
-            other => Err(other),
-        })
-    }
-
-    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::GetChildren {
-                path: path.to_owned(),
-                watch: true,
-            },
-            Some(WatchKind::Child),
-        );
-        expect_watched(call, |r, w| match r {
-            Response::GetChildren { children, stat } => Ok((children, stat, w)),
-            other => Err(other),
-        })
-    }
-
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        if ops.is_empty() {
-            return refuse(Error::BadArguments("empty multi".into()));
-        }
-        if let Err(e) = Op::validate_all(ops) {
-            return refuse(e);
-        }
-        let call = self.submit(Request::Multi { ops: ops.to_vec() }, None);
-        expect(call, |r| match r {
-            Response::Multi { results } => Ok(results),
-            other => Err(other),
-        })
-    }
-
-    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::Sync {
-                path: path.to_owned(),
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::Sync => Ok(()),
-            other => Err(other),
-        })
-    }
-
-    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        if let Err(e) = avout::path::validate_path(path, false) {
-            return refuse(e);
-        }
-        let call = self.submit(
-            Request::GetAcl {
-                path: path.to_owned(),
-            },
-            None,
-        );
-        expect(call, |r| match r {
-            Response::GetAcl { acl, stat } => Ok((acl, stat)),
-            other => Err(other),
-        })
+        let h = &self.handle;
+        let call = h.shared.world().submit(h.index, request);
+        h.shared.kick();
+        // A dropped sender means the run ended under the call.
+        call.map(|answer| answer.unwrap_or(Err(Error::ConnectionLoss)))
+            .boxed()
     }
 
     /// Closes the session. Calls made before still get their replies (the service applies
@@ -500,10 +240,12 @@ impl Coordination for SimClient {
     /// gave up on it (the session then times out on the service). Closing a session that
     /// already ended is a no-op.
     fn close(&self) -> OpFuture<'_, ()> {
-        let call = self.submit(Request::Close, None);
+        let h = &self.handle;
+        let call = h.shared.world().close(h.index);
+        h.shared.kick();
         async move {
             match call.await.unwrap_or(Err(Error::ConnectionLoss)) {
-                Ok(_)
+                Ok(())
                 | Err(
                     Error::ConnectionLoss
                     | Error::Closed

@@ -10,9 +10,10 @@
 //! folds the high bits back down (a byte-at-a-time FNV-1a was an eighth of the simulator's
 //! time). This is not a cryptographic hash; it tells runs apart.
 
-use avout::{Acl, CreateMode, CreateOptions, Error, EventKind, Op, OpResult, SessionState, Stat};
-
-use crate::kernel::{Request, Response};
+use avout::{
+    Acl, CreateMode, CreateOptions, Error, EventKind, Op, OpResult, Reply, Request, SessionState,
+    Stat,
+};
 
 const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 /// An odd constant with well-spread bits (2^64 / the golden ratio).
@@ -285,6 +286,8 @@ impl Canonical for OpResult {
     }
 }
 
+/// A request: its name, then its fields. A session's close, which is no [`Request`], is
+/// encoded as the name `close` alone ([`canon_close`]).
 impl Canonical for Request {
     fn canon(&self, h: &mut StableHasher) {
         h.str(self.name());
@@ -317,63 +320,76 @@ impl Canonical for Request {
                 h.bytes(data);
                 version.canon(h);
             }
-            Request::Multi { ops } => ops.canon(h),
+            Request::Multi(ops) => ops.canon(h),
             Request::Sync { path } | Request::GetAcl { path } => h.str(path),
             Request::AddAuth { scheme, auth } => {
                 h.str(scheme);
                 h.bytes(auth);
             }
-            Request::Close => {}
         }
     }
 }
 
-impl Canonical for Response {
+/// The name a session's close is logged and hashed under, as a request.
+pub(crate) const CLOSE: &str = "close";
+
+/// The encoding of a session's close as a request (beside [`Request`]'s).
+pub(crate) fn canon_close(h: &mut StableHasher) {
+    h.str(CLOSE);
+}
+
+/// The encoding of the answer to a session's close (beside [`Reply`]'s tags).
+pub(crate) fn canon_closed(h: &mut StableHasher) {
+    h.tag(10);
+}
+
+/// A reply: a tag per operation, then its fields. Tags 0 to 9 are the replies' and 10 the
+/// answer to a close ([`canon_closed`]); they MUST NOT change.
+impl Canonical for Reply {
     fn canon(&self, h: &mut StableHasher) {
         match self {
-            Response::Create { path, stat } => {
+            Reply::Created { path, stat } => {
                 h.tag(0);
                 h.str(path);
                 stat.canon(h);
             }
-            Response::Delete => h.tag(1),
-            Response::GetData { data, stat } => {
+            Reply::Deleted => h.tag(1),
+            Reply::Data { data, stat } => {
                 h.tag(2);
                 h.bytes(data);
                 stat.canon(h);
             }
-            Response::SetData { stat } => {
+            Reply::Set(stat) => {
                 h.tag(3);
                 stat.canon(h);
             }
-            Response::Exists { stat } => {
+            Reply::Exists(stat) => {
                 h.tag(4);
                 stat.canon(h);
             }
-            Response::GetChildren { children, stat } => {
+            Reply::Children { children, stat } => {
                 h.tag(5);
                 children.canon(h);
                 stat.canon(h);
             }
-            Response::Multi { results } => {
+            Reply::Multi(results) => {
                 h.tag(6);
                 results.canon(h);
             }
-            Response::Sync => h.tag(7),
-            Response::GetAcl { acl, stat } => {
+            Reply::Synced => h.tag(7),
+            Reply::Acl { acl, stat } => {
                 h.tag(8);
                 acl.canon(h);
                 stat.canon(h);
             }
-            Response::AddAuth => h.tag(9),
-            Response::Close => h.tag(10),
+            Reply::AuthAdded => h.tag(9),
         }
     }
 }
 
 impl Canonical for Error {
     fn canon(&self, h: &mut StableHasher) {
-        h.str(crate::world::error_name(self));
+        h.str(self.name());
         match self {
             Error::NoNode { path }
             | Error::NodeExists { path }

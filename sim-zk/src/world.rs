@@ -36,21 +36,82 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use avout::{
-    Error, Result, SessionId, SessionInfo, SessionState, SessionStatePublisher, Watch, WatchSender,
-    WatchedEvent,
+    Error, Reply, Request, Result, SessionId, SessionInfo, SessionState, SessionStatePublisher,
+    Watch, WatchSender, WatchedEvent,
 };
 use futures::channel::oneshot;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::hash::Canonical;
-use crate::kernel::{Fired, Kernel, Request, Response, Server};
+use crate::hash::{CLOSE, Canonical, canon_close, canon_closed};
+use crate::kernel::{Fired, Kernel, Server};
 use crate::log::{EventLog, LogEvent, canon_request, canon_watch};
 use crate::rng::{Rng, Stream};
 use crate::{Choices, Fault, FaultKind, SimConfig, When};
 
-/// What a call waits for: the reply and, for a read that armed one, the watch.
-pub(crate) type Reply = Result<(Response, Option<Watch>)>;
+/// What a request's call waits for: the reply and, for a read that armed one, the watch.
+pub(crate) type Answer = Result<(Reply, Option<Watch>)>;
+
+/// What a client sends the service: one of avout's requests, or the end of its session
+/// (which the trait offers as `close`, not as a request).
+enum Message {
+    Request(Request),
+    Close,
+}
+
+impl Message {
+    /// The name the log gives it.
+    fn name(&self) -> &'static str {
+        match self {
+            Message::Request(r) => r.name(),
+            Message::Close => CLOSE,
+        }
+    }
+
+    /// The path the log gives it, if any.
+    fn path(&self) -> Option<&str> {
+        match self {
+            Message::Request(Request::AddAuth { .. }) | Message::Close => None,
+            Message::Request(r) => Some(r.path()),
+        }
+    }
+
+    fn is_write(&self) -> bool {
+        match self {
+            Message::Request(r) => r.is_write(),
+            Message::Close => true,
+        }
+    }
+
+    /// The client-side watch table a read's watch joins, and the watched path.
+    fn watch(&self) -> Option<(WatchKind, String)> {
+        let (kind, path) = match self {
+            Message::Request(Request::GetData { path, watch: true })
+            | Message::Request(Request::Exists { path, watch: true }) => (WatchKind::Data, path),
+            Message::Request(Request::GetChildren { path, watch: true }) => {
+                (WatchKind::Child, path)
+            }
+            _ => return None,
+        };
+        Some((kind, path.clone()))
+    }
+}
+
+/// Who waits for a call's answer.
+enum Waiter {
+    Request(oneshot::Sender<Answer>),
+    Close(oneshot::Sender<Result<()>>),
+}
+
+impl Waiter {
+    fn fail(self, error: Error) {
+        // The caller may have dropped its future; nobody needs to hear of it then.
+        let _ = match self {
+            Waiter::Request(tx) => tx.send(Err(error)).map_err(drop),
+            Waiter::Close(tx) => tx.send(Err(error)).map_err(drop),
+        };
+    }
+}
 
 /// The state shared by the driver, the service handle and every client handle.
 pub(crate) struct Shared {
@@ -190,15 +251,20 @@ enum Link {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WatchKind {
+enum WatchKind {
     Data,
     Child,
 }
 
 struct Call {
-    reply: oneshot::Sender<Reply>,
+    waiter: Waiter,
     watch: Option<(WatchKind, String)>,
-    close: bool,
+}
+
+impl Call {
+    fn is_close(&self) -> bool {
+        matches!(self.waiter, Waiter::Close(_))
+    }
 }
 
 #[derive(Default)]
@@ -208,9 +274,10 @@ struct WatchSet {
 }
 
 enum ClientMsg {
+    /// A reply; `None` answers a close.
     Reply {
         xid: u64,
-        result: Result<Response>,
+        result: Result<Option<Reply>>,
     },
     Event(WatchedEvent),
     /// The service closed the connection of an expired session.
@@ -240,7 +307,7 @@ enum Pending {
         client: usize,
         epoch: u64,
         xid: u64,
-        request: Request,
+        message: Message,
     },
     ToClient {
         client: usize,
@@ -490,25 +557,31 @@ impl World {
     }
 
     /// Submits a request of `client`; the reply (or error) arrives on the returned channel.
-    pub(crate) fn submit(
-        &mut self,
-        client: usize,
-        request: Request,
-        watch: Option<WatchKind>,
-    ) -> oneshot::Receiver<Reply> {
+    pub(crate) fn submit(&mut self, client: usize, request: Request) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
+        self.send(client, Message::Request(request), Waiter::Request(tx));
+        rx
+    }
+
+    /// Submits the close of `client`'s session; the answer arrives on the returned channel.
+    pub(crate) fn close(&mut self, client: usize) -> oneshot::Receiver<Result<()>> {
+        let (tx, rx) = oneshot::channel();
+        self.send(client, Message::Close, Waiter::Close(tx));
+        rx
+    }
+
+    fn send(&mut self, client: usize, message: Message, waiter: Waiter) {
         let now = self.now();
         let c = &self.clients[client];
         if let Some(state) = c.terminal {
-            let err = state.terminal_error().expect("terminal state has an error");
-            let _ = tx.send(Err(err));
-            return rx;
+            waiter.fail(state.terminal_error().expect("terminal state has an error"));
+            return;
         }
         if c.closing {
-            let _ = tx.send(Err(Error::Closed));
-            return rx;
+            waiter.fail(Error::Closed);
+            return;
         }
-        let close = matches!(request, Request::Close);
+        let close = matches!(message, Message::Close);
         let base = match c.link {
             Link::Up => now,
             Link::Down { until, .. } => now.max(until),
@@ -524,19 +597,21 @@ impl World {
         c.calls.insert(
             xid,
             Call {
-                reply: tx,
-                watch: watch.map(|k| (k, request.path().unwrap_or_default().to_owned())),
-                close,
+                watch: message.watch(),
+                waiter,
             },
         );
         if close {
             c.closing = true;
         }
-        let (op, path) = (request.name(), request.path());
+        let (op, path) = (message.name(), message.path());
         self.log.push_with(
             |h| {
                 canon_request(h, now, client, xid, op, path);
-                request.canon(h);
+                match &message {
+                    Message::Request(r) => r.canon(h),
+                    Message::Close => canon_close(h),
+                }
             },
             || LogEvent::Request {
                 t: now,
@@ -552,7 +627,7 @@ impl World {
                 client,
                 epoch,
                 xid,
-                request,
+                message,
             },
         );
         if close {
@@ -566,14 +641,13 @@ impl World {
                 },
             );
         }
-        rx
     }
 
     /// The last handle of a client is gone: close its session unless it already ended.
     pub(crate) fn release(&mut self, client: usize) {
         let c = &self.clients[client];
         if c.terminal.is_none() && !c.closing {
-            drop(self.submit(client, Request::Close, None));
+            drop(self.close(client));
         }
     }
 
@@ -593,8 +667,8 @@ impl World {
                 client,
                 epoch,
                 xid,
-                request,
-            } => self.at_server(client, epoch, xid, request),
+                message,
+            } => self.at_server(client, epoch, xid, message),
             Pending::ToClient { client, epoch, msg } => self.at_client(client, epoch, msg),
             Pending::Fault(f) => self.fire_fault(f),
             Pending::LinkUp { client, since } => {
@@ -671,7 +745,7 @@ impl World {
         );
     }
 
-    fn at_server(&mut self, client: usize, epoch: u64, xid: u64, request: Request) {
+    fn at_server(&mut self, client: usize, epoch: u64, xid: u64, message: Message) {
         let t = self.clock;
         if self.clients[client].epoch != epoch {
             self.log.push(
@@ -703,16 +777,26 @@ impl World {
             (self.faults.chance(rates.stale_reads), FaultKind::StaleReads),
             (self.faults.chance(rates.outage), FaultKind::Outage),
         ];
-        if lose_request && !matches!(request, Request::Close) {
+        let close = matches!(message, Message::Close);
+        if lose_request && !close {
             self.count(FaultKind::RequestLost, Some(client));
             self.break_connection(client);
         } else {
             self.requests += 1;
             let session = self.clients[client].session;
-            let is_write = request.is_write();
-            let applied = self.kernel.apply(self.now_ms(), session, &request);
+            let now_ms = self.now_ms();
+            let (result, events) = match &message {
+                Message::Request(request) => {
+                    let applied = self.kernel.apply(now_ms, session, request);
+                    (applied.result.map(Some), applied.events)
+                }
+                Message::Close => {
+                    let applied = self.kernel.close_session(now_ms, session);
+                    (applied.result.map(|()| None), applied.events)
+                }
+            };
             let zxid = self.kernel.last_zxid();
-            let outcome = outcome(&applied.result);
+            let outcome = outcome(&result);
             self.log.push(
                 LogEvent::Applied {
                     t,
@@ -721,21 +805,21 @@ impl World {
                     zxid,
                     outcome,
                 },
-                |h| match &applied.result {
-                    Ok(r) => r.canon(h),
+                |h| match &result {
+                    Ok(Some(r)) => r.canon(h),
+                    Ok(None) => canon_closed(h),
                     Err(e) => e.canon(h),
                 },
             );
-            self.route(applied.events);
+            self.route(events);
             let lose_reply = take_armed(&mut self.armed_reply_loss, client) | lose_reply;
-            if lose_reply && !matches!(request, Request::Close) {
+            if lose_reply && !close {
                 self.count(FaultKind::ReplyLost, Some(client));
                 self.break_connection(client);
             } else {
-                let result = applied.result;
                 self.send_to_client(client, ClientMsg::Reply { xid, result });
             }
-            if is_write {
+            if message.is_write() {
                 let reaped = self.kernel.reap_containers(self.now_ms());
                 self.route(reaped);
             }
@@ -1049,7 +1133,7 @@ impl World {
                     },
                     |_| {},
                 );
-                let close = call.close;
+                let close = call.is_close();
                 self.complete(client, call, result);
                 if close {
                     self.terminate(client, SessionState::Closed);
@@ -1071,22 +1155,29 @@ impl World {
         }
     }
 
-    fn complete(&mut self, client: usize, call: Call, result: Result<Response>) {
-        let reply = match (result, call.watch) {
-            (Ok(response), Some((kind, path))) => {
-                let (tx, watch) = Watch::channel();
-                let set = self.clients[client].watches.entry(path).or_default();
-                match kind {
-                    WatchKind::Data => set.data.push(tx),
-                    WatchKind::Child => set.child.push(tx),
-                }
-                Ok((response, Some(watch)))
-            }
-            (Ok(response), None) => Ok((response, None)),
-            (Err(e), _) => Err(e),
-        };
+    fn complete(&mut self, client: usize, call: Call, result: Result<Option<Reply>>) {
         // The caller may have dropped its future; the request still happened.
-        let _ = call.reply.send(reply);
+        match (call.waiter, result) {
+            (waiter, Err(e)) => waiter.fail(e),
+            (Waiter::Close(tx), Ok(None)) => {
+                let _ = tx.send(Ok(()));
+            }
+            (Waiter::Request(tx), Ok(Some(reply))) => {
+                let watch = call.watch.map(|(kind, path)| {
+                    let (sender, watch) = Watch::channel();
+                    let set = self.clients[client].watches.entry(path).or_default();
+                    match kind {
+                        WatchKind::Data => set.data.push(sender),
+                        WatchKind::Child => set.child.push(sender),
+                    }
+                    watch
+                });
+                let _ = tx.send(Ok((reply, watch)));
+            }
+            (Waiter::Close(_), Ok(Some(_))) | (Waiter::Request(_), Ok(None)) => {
+                unreachable!("the service answers a close with None and a request with a reply")
+            }
+        }
     }
 
     /// Fans a server event out to the client's watches, as ZooKeeper's client does: data and
@@ -1126,12 +1217,12 @@ impl World {
                     t,
                     client,
                     xid,
-                    outcome: error_name(error).into(),
+                    outcome: error.name().into(),
                 },
                 |_| {},
             );
-            closed |= call.close;
-            let _ = call.reply.send(Err(error.clone()));
+            closed |= call.is_close();
+            call.waiter.fail(error.clone());
         }
         if closed {
             self.terminate(client, SessionState::Closed);
@@ -1186,36 +1277,9 @@ pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn outcome(result: &Result<Response>) -> Cow<'static, str> {
+fn outcome<T>(result: &Result<T>) -> Cow<'static, str> {
     match result {
         Ok(_) => "ok".into(),
-        Err(e) => error_name(e).into(),
-    }
-}
-
-/// The variant name of an error, for logs.
-pub(crate) fn error_name(e: &Error) -> &'static str {
-    match e {
-        Error::NoNode { .. } => "NoNode",
-        Error::NodeExists { .. } => "NodeExists",
-        Error::BadVersion { .. } => "BadVersion",
-        Error::NotEmpty { .. } => "NotEmpty",
-        Error::NoChildrenForEphemerals { .. } => "NoChildrenForEphemerals",
-        Error::NoAuth { .. } => "NoAuth",
-        Error::InvalidAcl { .. } => "InvalidAcl",
-        Error::InvalidPath { .. } => "InvalidPath",
-        Error::DataTooLarge { .. } => "DataTooLarge",
-        Error::BadArguments(_) => "BadArguments",
-        Error::ConnectionLoss => "ConnectionLoss",
-        Error::OperationTimeout => "OperationTimeout",
-        Error::Unreachable { .. } => "Unreachable",
-        Error::SessionExpired => "SessionExpired",
-        Error::SessionMoved => "SessionMoved",
-        Error::Closed => "Closed",
-        Error::AuthFailed => "AuthFailed",
-        Error::Multi { .. } => "Multi",
-        Error::Unimplemented(_) => "Unimplemented",
-        Error::Other(_) => "Other",
-        _ => "Error",
+        Err(e) => e.name().into(),
     }
 }

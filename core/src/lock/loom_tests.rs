@@ -11,8 +11,8 @@ use futures::FutureExt;
 use super::{Held, LockGuard, Side};
 use crate::lock::{Acquired, LockKind};
 use crate::{
-    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionId, SessionInfo,
-    SessionState, SessionStatePublisher, SessionStates, Stat, Watch,
+    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState,
+    SessionStatePublisher, SessionStates, Watch,
 };
 
 /// A session that is connected and refuses every request: the hold bookkeeping under test
@@ -43,40 +43,7 @@ impl Coordination for Offline {
     fn session_states(&self) -> SessionStates {
         self.states.subscribe()
     }
-    fn create(&self, _: &str, _: &[u8], _: &CreateOptions) -> OpFuture<'_, (String, Stat)> {
-        refused()
-    }
-    fn delete(&self, _: &str, _: Option<i32>) -> OpFuture<'_, ()> {
-        refused()
-    }
-    fn get_data(&self, _: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        refused()
-    }
-    fn get_and_watch_data(&self, _: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        refused()
-    }
-    fn set_data(&self, _: &str, _: &[u8], _: Option<i32>) -> OpFuture<'_, Stat> {
-        refused()
-    }
-    fn exists(&self, _: &str) -> OpFuture<'_, Option<Stat>> {
-        refused()
-    }
-    fn exists_and_watch(&self, _: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        refused()
-    }
-    fn get_children(&self, _: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        refused()
-    }
-    fn get_and_watch_children(&self, _: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        refused()
-    }
-    fn multi(&self, _: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        refused()
-    }
-    fn sync(&self, _: &str) -> OpFuture<'_, ()> {
-        refused()
-    }
-    fn get_acl(&self, _: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
+    fn submit(&self, _: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
         refused()
     }
     fn close(&self) -> OpFuture<'_, ()> {

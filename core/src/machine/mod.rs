@@ -34,6 +34,7 @@ mod stall;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use crate::request::{Reply, Request};
 pub use child::Routes;
 pub use driver::{Driving, drive};
 pub use outbox::{Batch, Outbox, SessionEvent};
@@ -43,7 +44,7 @@ pub use stall::{RETRY_PAUSE_MS, Stall, earliest};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CreateOptions, Op, OpResult, Result, SessionState, Stat, WatchedEvent};
+use crate::{Result, SessionState, WatchedEvent};
 
 /// Identifies a request of a machine, so that its reply and its watch come back to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -65,149 +66,6 @@ impl Millis {
     pub fn plus(self, ms: u64) -> Millis {
         Millis(self.0.saturating_add(ms))
     }
-}
-
-/// An operation a machine wants performed, as a value.
-///
-/// ```
-/// use avout::machine::Request;
-/// let r = Request::GetChildren { path: "/lock".into(), watch: false };
-/// assert_eq!(r.path(), "/lock");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Request {
-    /// [`Coordination::create`](crate::Coordination::create).
-    Create {
-        /// The node, or a sequential node's prefix.
-        path: String,
-        /// Its data.
-        data: Vec<u8>,
-        /// Mode and ACL.
-        options: CreateOptions,
-    },
-    /// [`Coordination::delete`](crate::Coordination::delete).
-    Delete {
-        /// The node.
-        path: String,
-        /// Expected version (`None`: any).
-        version: Option<i32>,
-    },
-    /// [`Coordination::get_data`](crate::Coordination::get_data), arming a watch if asked.
-    GetData {
-        /// The node.
-        path: String,
-        /// Whether to arm a data watch.
-        watch: bool,
-    },
-    /// [`Coordination::set_data`](crate::Coordination::set_data).
-    SetData {
-        /// The node.
-        path: String,
-        /// The new data.
-        data: Vec<u8>,
-        /// Expected version (`None`: any).
-        version: Option<i32>,
-    },
-    /// [`Coordination::exists`](crate::Coordination::exists), arming a watch if asked.
-    Exists {
-        /// The node.
-        path: String,
-        /// Whether to arm an exists watch.
-        watch: bool,
-    },
-    /// [`Coordination::get_children`](crate::Coordination::get_children), arming a watch if
-    /// asked.
-    GetChildren {
-        /// The node.
-        path: String,
-        /// Whether to arm a child watch.
-        watch: bool,
-    },
-    /// [`Coordination::multi`](crate::Coordination::multi).
-    Multi(Vec<Op>),
-    /// [`Coordination::sync`](crate::Coordination::sync).
-    Sync {
-        /// The path to sync.
-        path: String,
-    },
-}
-
-impl Request {
-    /// The path the request concerns (the first operation's, for a `multi`).
-    ///
-    /// ```
-    /// use avout::machine::Request;
-    /// assert_eq!(Request::Sync { path: "/a".into() }.path(), "/a");
-    /// ```
-    pub fn path(&self) -> &str {
-        match self {
-            Request::Create { path, .. }
-            | Request::Delete { path, .. }
-            | Request::GetData { path, .. }
-            | Request::SetData { path, .. }
-            | Request::Exists { path, .. }
-            | Request::GetChildren { path, .. }
-            | Request::Sync { path } => path,
-            Request::Multi(ops) => ops.first().map_or("", Op::path),
-        }
-    }
-
-    /// Whether the request arms a watch.
-    ///
-    /// ```
-    /// use avout::machine::Request;
-    /// assert!(Request::Exists { path: "/a".into(), watch: true }.arms_watch());
-    /// ```
-    pub fn arms_watch(&self) -> bool {
-        matches!(
-            self,
-            Request::GetData { watch: true, .. }
-                | Request::Exists { watch: true, .. }
-                | Request::GetChildren { watch: true, .. }
-        )
-    }
-}
-
-/// The successful reply to a [`Request`].
-///
-/// ```
-/// use avout::machine::Reply;
-/// let r = Reply::Exists(None);
-/// assert!(matches!(r, Reply::Exists(None)));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Reply {
-    /// A node was created.
-    Created {
-        /// Its path, with the sequence suffix if sequential.
-        path: String,
-        /// Its metadata.
-        stat: Stat,
-    },
-    /// The node was deleted.
-    Deleted,
-    /// A node's data.
-    Data {
-        /// The data.
-        data: Vec<u8>,
-        /// The metadata.
-        stat: Stat,
-    },
-    /// The data was set.
-    Set(Stat),
-    /// Whether the node exists.
-    Exists(Option<Stat>),
-    /// A node's children.
-    Children {
-        /// Child names, unordered.
-        children: Vec<String>,
-        /// The parent's metadata.
-        stat: Stat,
-    },
-    /// All operations of the `multi` were applied.
-    Multi(Vec<OpResult>),
-    /// The sync completed.
-    Synced,
 }
 
 /// A protocol as a sans-IO state machine; see the [module docs](self).

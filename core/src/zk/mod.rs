@@ -36,8 +36,8 @@ use zookeeper_client as zk;
 
 use crate::sync::lock;
 use crate::{
-    Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Result, SessionId,
-    SessionInfo, SessionState, SessionStatePublisher, SessionStates, Stat, Watch, path,
+    Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Reply, Request,
+    Result, SessionId, SessionInfo, SessionState, SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
@@ -375,6 +375,71 @@ impl ZkClient {
         convert::to_zk_mode(options.mode).with_acls(acls)
     }
 
+    /// Sends a `multi` (validated by `submit`) and maps its results.
+    fn multi(&self, ops: Vec<Op>) -> OpFuture<'_, Vec<OpResult>> {
+        let acls: Vec<Vec<zk::Acl>> = ops
+            .iter()
+            .map(|op| match op {
+                Op::Create { options, .. } => {
+                    options.acl.as_deref().map(to_zk_acls).unwrap_or_default()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        let paths: Vec<String> = ops.iter().map(|op| op.path().to_owned()).collect();
+        let mut refusal = None;
+        let reply = self.call(
+            "",
+            |client, _| {
+                let mut writer = client.new_multi_writer();
+                for (op, acl) in ops.iter().zip(&acls) {
+                    let added = match op {
+                        Op::Check { path, version } => {
+                            writer.add_check_version(path, version.unwrap_or(-1))
+                        }
+                        Op::Create {
+                            path,
+                            data,
+                            options,
+                        } => writer.add_create(path, data, &self.create_options(options, acl)),
+                        Op::SetData {
+                            path,
+                            data,
+                            version,
+                        } => writer.add_set_data(path, data, *version),
+                        Op::Delete { path, version } => writer.add_delete(path, *version),
+                    };
+                    if let Err(e) = added {
+                        refusal = Some(from_zk_error(e, op.path()));
+                        return futures::future::ready(Ok(MultiOutcome::Refused)).boxed();
+                    }
+                }
+                writer.commit().map(|r| Ok(MultiOutcome::Done(r))).boxed()
+            },
+            |reply| reply,
+        );
+        async move {
+            let outcome = match reply.await? {
+                MultiOutcome::Done(outcome) => outcome,
+                MultiOutcome::Refused => {
+                    return Err(refusal.expect("a refused multi records why"));
+                }
+            };
+            let results = outcome.map_err(|e| match e {
+                zk::MultiWriteError::OperationFailed { index, source } => Error::Multi {
+                    index,
+                    source: Box::new(from_zk_error(source, &paths[index])),
+                },
+                zk::MultiWriteError::RequestFailed { source } => from_zk_error(source, ""),
+            })?;
+            Ok(results
+                .into_iter()
+                .map(convert::from_zk_multi_result)
+                .collect())
+        }
+        .boxed()
+    }
+
     /// Sends one request and maps its reply.
     ///
     /// `send` is called at once (submission happens at the call) with a handle and the path,
@@ -450,186 +515,124 @@ impl Coordination for ZkClient {
         self.states.subscribe()
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        options: &CreateOptions,
-    ) -> OpFuture<'_, (String, Stat)> {
-        let sequential = options.mode.is_sequential();
-        check!(
-            path::validate_path(path, sequential),
-            path::validate_data(path, data)
-        );
-        let acl = options.acl.as_deref().map(to_zk_acls).unwrap_or_default();
-        let zk_options = self.create_options(options, &acl);
-        let prefix = path.to_owned();
-        self.call(
-            path,
-            |client, path| client.create(path, data, &zk_options).boxed(),
-            move |(stat, seq)| {
-                let created = if sequential {
-                    format!("{prefix}{seq}")
-                } else {
-                    prefix
-                };
-                (created, from_zk_stat(&stat))
-            },
-        )
-    }
-
-    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.delete(path, version).boxed(),
-            |()| (),
-        )
-    }
-
-    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.get_data(path).boxed(),
-            |(data, stat)| (data, from_zk_stat(&stat)),
-        )
-    }
-
-    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.get_and_watch_data(path).boxed(),
-            |(data, stat, watcher)| (data, from_zk_stat(&stat), self.watch(watcher)),
-        )
-    }
-
-    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
-        check!(
-            path::validate_path(path, false),
-            path::validate_data(path, data)
-        );
-        self.call(
-            path,
-            |client, path| client.set_data(path, data, version).boxed(),
-            |stat| from_zk_stat(&stat),
-        )
-    }
-
-    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.check_stat(path).boxed(),
-            |stat| stat.as_ref().map(from_zk_stat),
-        )
-    }
-
-    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.check_and_watch_stat(path).boxed(),
-            |(stat, watcher)| (stat.as_ref().map(from_zk_stat), self.watch(watcher)),
-        )
-    }
-
-    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.get_children(path).boxed(),
-            |(children, stat)| (children, from_zk_stat(&stat)),
-        )
-    }
-
-    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.get_and_watch_children(path).boxed(),
-            |(children, stat, watcher)| (children, from_zk_stat(&stat), self.watch(watcher)),
-        )
-    }
-
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        check!(Op::validate_all(ops));
-        let acls: Vec<Vec<zk::Acl>> = ops
-            .iter()
-            .map(|op| match op {
-                Op::Create { options, .. } => {
-                    options.acl.as_deref().map(to_zk_acls).unwrap_or_default()
-                }
-                _ => Vec::new(),
-            })
-            .collect();
-        let paths: Vec<String> = ops.iter().map(|op| op.path().to_owned()).collect();
-        let mut refusal = None;
-        let reply = self.call(
-            "",
-            |client, _| {
-                let mut writer = client.new_multi_writer();
-                for (op, acl) in ops.iter().zip(&acls) {
-                    let added = match op {
-                        Op::Check { path, version } => {
-                            writer.add_check_version(path, version.unwrap_or(-1))
-                        }
-                        Op::Create {
-                            path,
-                            data,
-                            options,
-                        } => writer.add_create(path, data, &self.create_options(options, acl)),
-                        Op::SetData {
-                            path,
-                            data,
-                            version,
-                        } => writer.add_set_data(path, data, *version),
-                        Op::Delete { path, version } => writer.add_delete(path, *version),
-                    };
-                    if let Err(e) = added {
-                        refusal = Some(from_zk_error(e, op.path()));
-                        return futures::future::ready(Ok(MultiOutcome::Refused)).boxed();
-                    }
-                }
-                writer.commit().map(|r| Ok(MultiOutcome::Done(r))).boxed()
-            },
-            |reply| reply,
-        );
-        async move {
-            let outcome = match reply.await? {
-                MultiOutcome::Done(outcome) => outcome,
-                MultiOutcome::Refused => {
-                    return Err(refusal.expect("a refused multi records why"));
-                }
-            };
-            let results = outcome.map_err(|e| match e {
-                zk::MultiWriteError::OperationFailed { index, source } => Error::Multi {
-                    index,
-                    source: Box::new(from_zk_error(source, &paths[index])),
+    /// One arm per operation: each validates nothing itself (`submit` did), calls the client
+    /// crate now (submission happens at the call) and maps its reply.
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        check!(request.validate());
+        match request {
+            Request::Create {
+                path,
+                data,
+                options,
+            } => {
+                let acl = options.acl.as_deref().map(to_zk_acls).unwrap_or_default();
+                let zk_options = self.create_options(&options, &acl);
+                let sequential = options.mode.is_sequential();
+                self.call(
+                    &path.clone(),
+                    |client, p| client.create(p, &data, &zk_options).boxed(),
+                    move |(stat, seq)| {
+                        let path = if sequential {
+                            format!("{path}{seq}")
+                        } else {
+                            path
+                        };
+                        let stat = from_zk_stat(&stat);
+                        (Reply::Created { path, stat }, None)
+                    },
+                )
+            }
+            Request::Delete { path, version } => self.call(
+                &path,
+                |client, p| client.delete(p, version).boxed(),
+                |()| (Reply::Deleted, None),
+            ),
+            Request::GetData { path, watch: false } => self.call(
+                &path,
+                |client, p| client.get_data(p).boxed(),
+                |(data, stat)| {
+                    let stat = from_zk_stat(&stat);
+                    (Reply::Data { data, stat }, None)
                 },
-                zk::MultiWriteError::RequestFailed { source } => from_zk_error(source, ""),
-            })?;
-            Ok(results
-                .into_iter()
-                .map(convert::from_zk_multi_result)
-                .collect())
+            ),
+            Request::GetData { path, watch: true } => self.call(
+                &path,
+                |client, p| client.get_and_watch_data(p).boxed(),
+                |(data, stat, watcher)| {
+                    let stat = from_zk_stat(&stat);
+                    (Reply::Data { data, stat }, Some(self.watch(watcher)))
+                },
+            ),
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => self.call(
+                &path,
+                |client, p| client.set_data(p, &data, version).boxed(),
+                |stat| (Reply::Set(from_zk_stat(&stat)), None),
+            ),
+            Request::Exists { path, watch: false } => self.call(
+                &path,
+                |client, p| client.check_stat(p).boxed(),
+                |stat| (Reply::Exists(stat.as_ref().map(from_zk_stat)), None),
+            ),
+            Request::Exists { path, watch: true } => self.call(
+                &path,
+                |client, p| client.check_and_watch_stat(p).boxed(),
+                |(stat, watcher)| {
+                    let stat = stat.as_ref().map(from_zk_stat);
+                    (Reply::Exists(stat), Some(self.watch(watcher)))
+                },
+            ),
+            Request::GetChildren { path, watch: false } => self.call(
+                &path,
+                |client, p| client.get_children(p).boxed(),
+                |(children, stat)| {
+                    let stat = from_zk_stat(&stat);
+                    (Reply::Children { children, stat }, None)
+                },
+            ),
+            Request::GetChildren { path, watch: true } => self.call(
+                &path,
+                |client, p| client.get_and_watch_children(p).boxed(),
+                |(children, stat, watcher)| {
+                    let stat = from_zk_stat(&stat);
+                    (
+                        Reply::Children { children, stat },
+                        Some(self.watch(watcher)),
+                    )
+                },
+            ),
+            Request::Multi(ops) => self
+                .multi(ops)
+                .map(|results| results.map(|r| (Reply::Multi(r), None)))
+                .boxed(),
+            Request::Sync { path } => self.call(
+                &path,
+                |client, p| client.sync(p).boxed(),
+                |()| (Reply::Synced, None),
+            ),
+            Request::GetAcl { path } => self.call(
+                &path,
+                |client, p| client.get_acl(p).boxed(),
+                |(acl, stat)| {
+                    let acl = acl.iter().map(from_zk_acl).collect();
+                    (
+                        Reply::Acl {
+                            acl,
+                            stat: from_zk_stat(&stat),
+                        },
+                        None,
+                    )
+                },
+            ),
+            Request::AddAuth { scheme, auth } => self.call(
+                "",
+                |client, _| client.auth(&scheme, &auth).boxed(),
+                |()| (Reply::AuthAdded, None),
+            ),
         }
-        .boxed()
-    }
-
-    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
-        check!(path::validate_path(path, false));
-        self.call(path, |client, path| client.sync(path).boxed(), |()| ())
-    }
-
-    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        check!(path::validate_path(path, false));
-        self.call(
-            path,
-            |client, path| client.get_acl(path).boxed(),
-            |(acl, stat)| (acl.iter().map(from_zk_acl).collect(), from_zk_stat(&stat)),
-        )
     }
 
     fn close(&self) -> OpFuture<'_, ()> {

@@ -5,10 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use avout::{
-    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionInfo, SessionStates,
-    Stat, Watch,
-};
+use avout::{Coordination, Error, OpFuture, Reply, Request, SessionInfo, SessionStates, Watch};
 use futures::FutureExt;
 
 /// Wraps a real client; see the module docs.
@@ -58,35 +55,11 @@ impl<C: Coordination> Coordination for Probe<C> {
         self.inner.session_states()
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        options: &CreateOptions,
-    ) -> OpFuture<'_, (String, Stat)> {
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
         self.count();
-        self.inner.create(path, data, options)
-    }
-
-    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
-        self.count();
-        self.inner.delete(path, version)
-    }
-
-    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        self.count();
-        self.inner.get_data(path)
-    }
-
-    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        self.count();
-        self.inner.get_and_watch_data(path)
-    }
-
-    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
-        self.count();
-        let reply = self.inner.set_data(path, data, version);
-        let lose = self.lose_next_set_reply.swap(false, Ordering::SeqCst);
+        let lose = matches!(request, Request::SetData { .. })
+            && self.lose_next_set_reply.swap(false, Ordering::SeqCst);
+        let reply = self.inner.submit(request);
         async move {
             let result = reply.await;
             if lose && result.is_ok() {
@@ -96,41 +69,6 @@ impl<C: Coordination> Coordination for Probe<C> {
             result
         }
         .boxed()
-    }
-
-    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
-        self.count();
-        self.inner.exists(path)
-    }
-
-    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        self.count();
-        self.inner.exists_and_watch(path)
-    }
-
-    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        self.count();
-        self.inner.get_children(path)
-    }
-
-    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        self.count();
-        self.inner.get_and_watch_children(path)
-    }
-
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        self.count();
-        self.inner.multi(ops)
-    }
-
-    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
-        self.count();
-        self.inner.sync(path)
-    }
-
-    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        self.count();
-        self.inner.get_acl(path)
     }
 
     fn new_guid(&self) -> u128 {

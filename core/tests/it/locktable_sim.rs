@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use avout::locktable::{LockTable, LockTableError, Transaction, assert, delete_var, set_var};
 use avout::{
-    Acl, Coordination, CreateOptions, Error, Op, OpFuture, OpResult, SessionId, SessionInfo,
-    SessionStates, Stat, Watch,
+    Coordination, Error, Op, OpFuture, Reply, Request, SessionId, SessionInfo, SessionStates, Watch,
 };
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
 use futures::FutureExt;
@@ -43,35 +42,9 @@ impl Coordination for Lossy {
     fn session_states(&self) -> SessionStates {
         self.inner.session_states()
     }
-    fn create(&self, p: &str, d: &[u8], o: &CreateOptions) -> OpFuture<'_, (String, Stat)> {
-        self.inner.create(p, d, o)
-    }
-    fn delete(&self, p: &str, v: Option<i32>) -> OpFuture<'_, ()> {
-        self.inner.delete(p, v)
-    }
-    fn get_data(&self, p: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        self.inner.get_data(p)
-    }
-    fn get_and_watch_data(&self, p: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        self.inner.get_and_watch_data(p)
-    }
-    fn set_data(&self, p: &str, d: &[u8], v: Option<i32>) -> OpFuture<'_, Stat> {
-        self.inner.set_data(p, d, v)
-    }
-    fn exists(&self, p: &str) -> OpFuture<'_, Option<Stat>> {
-        self.inner.exists(p)
-    }
-    fn exists_and_watch(&self, p: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        self.inner.exists_and_watch(p)
-    }
-    fn get_children(&self, p: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        self.inner.get_children(p)
-    }
-    fn get_and_watch_children(&self, p: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        self.inner.get_and_watch_children(p)
-    }
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        let writes = ops.iter().any(|op| !matches!(op, Op::Check { .. }));
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        let writes = matches!(&request, Request::Multi(ops)
+            if ops.iter().any(|op| !matches!(op, Op::Check { .. })));
         let loss = if writes {
             self.armed.lock().unwrap().take()
         } else {
@@ -79,7 +52,7 @@ impl Coordination for Lossy {
         };
         match loss {
             Some(Loss::Reply) => {
-                let applied = self.inner.multi(ops);
+                let applied = self.inner.submit(request);
                 async move {
                     applied.await.expect("the lost multi itself succeeds");
                     Err(Error::ConnectionLoss)
@@ -87,14 +60,8 @@ impl Coordination for Lossy {
                 .boxed()
             }
             Some(Loss::Request) => async { Err(Error::ConnectionLoss) }.boxed(),
-            None => self.inner.multi(ops),
+            None => self.inner.submit(request),
         }
-    }
-    fn sync(&self, p: &str) -> OpFuture<'_, ()> {
-        self.inner.sync(p)
-    }
-    fn get_acl(&self, p: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        self.inner.get_acl(p)
     }
     fn new_guid(&self) -> u128 {
         self.inner.new_guid()

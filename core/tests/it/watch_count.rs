@@ -5,10 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{
-    Acl, Coordination, CreateOptions, EventKind, Op, OpFuture, OpResult, SessionInfo,
-    SessionStates, Stat, Watch,
-};
+use avout::{Coordination, EventKind, OpFuture, Reply, Request, SessionInfo, SessionStates, Watch};
 
 use crate::support;
 
@@ -52,69 +49,12 @@ impl Coordination for Counting {
         self.inner.session_states()
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        options: &CreateOptions,
-    ) -> OpFuture<'_, (String, Stat)> {
-        self.inner.create(path, data, options)
-    }
-
-    fn delete(&self, path: &str, version: Option<i32>) -> OpFuture<'_, ()> {
-        self.inner.delete(path, version)
-    }
-
-    fn get_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat)> {
-        self.inner.get_data(path)
-    }
-
-    fn get_and_watch_data(&self, path: &str) -> OpFuture<'_, (Vec<u8>, Stat, Watch)> {
-        let reply = self.inner.get_and_watch_data(path);
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        let reply = self.inner.submit(request);
         Box::pin(async move {
-            let (data, stat, watch) = reply.await?;
-            Ok((data, stat, self.count(watch)))
+            let (reply, watch) = reply.await?;
+            Ok((reply, watch.map(|w| self.count(w))))
         })
-    }
-
-    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> OpFuture<'_, Stat> {
-        self.inner.set_data(path, data, version)
-    }
-
-    fn exists(&self, path: &str) -> OpFuture<'_, Option<Stat>> {
-        self.inner.exists(path)
-    }
-
-    fn exists_and_watch(&self, path: &str) -> OpFuture<'_, (Option<Stat>, Watch)> {
-        let reply = self.inner.exists_and_watch(path);
-        Box::pin(async move {
-            let (stat, watch) = reply.await?;
-            Ok((stat, self.count(watch)))
-        })
-    }
-
-    fn get_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat)> {
-        self.inner.get_children(path)
-    }
-
-    fn get_and_watch_children(&self, path: &str) -> OpFuture<'_, (Vec<String>, Stat, Watch)> {
-        let reply = self.inner.get_and_watch_children(path);
-        Box::pin(async move {
-            let (children, stat, watch) = reply.await?;
-            Ok((children, stat, self.count(watch)))
-        })
-    }
-
-    fn multi(&self, ops: &[Op]) -> OpFuture<'_, Vec<OpResult>> {
-        self.inner.multi(ops)
-    }
-
-    fn sync(&self, path: &str) -> OpFuture<'_, ()> {
-        self.inner.sync(path)
-    }
-
-    fn get_acl(&self, path: &str) -> OpFuture<'_, (Vec<Acl>, Stat)> {
-        self.inner.get_acl(path)
     }
 
     fn close(&self) -> OpFuture<'_, ()> {

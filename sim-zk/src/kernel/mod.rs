@@ -1,9 +1,10 @@
 //! The kernel: ZooKeeper's state machine, pure and synchronous.
 //!
 //! The kernel knows nothing of networks, clocks or tasks. Time comes in as an argument
-//! (`now_ms`), requests come in as [`Request`] values and leave as a [`Response`] (or an
-//! [`avout::Error`]) plus the watch events they fired ([`Fired`]), so the simulated network,
-//! a unit test and a model checker drive the very same code.
+//! (`now_ms`), requests come in as [`Request`] values (avout's own vocabulary, the one every
+//! backend speaks) and leave as a [`Reply`] (or an [`avout::Error`]) plus the watch events
+//! they fired ([`Fired`]), so the simulated network, a unit test and a model checker drive the
+//! very same code. Closing a session is [`Kernel::close_session`].
 //!
 //! # How a request is processed
 //!
@@ -50,224 +51,23 @@ mod tree;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use avout::{Acl, CreateOptions, Error, Op, OpResult, Perms, Result, SessionId, Stat};
+use avout::{Acl, Error, Op, OpResult, Perms, Reply, Request, Result, SessionId, Stat};
 
 pub use tree::{DataTree, Fired, Node, Txn, TxnKind};
 
-/// A request to the service, as a value.
+/// What one kernel step produced: the reply for the requester (a [`Reply`] for a request,
+/// `()` for a close) and the watch events it fired, in the order they fired. Events come
+/// first on the wire.
 ///
 /// ```
-/// use avout_sim_zk::kernel::Request;
-/// let r = Request::GetData { path: "/a".into(), watch: true };
-/// assert_eq!(r.path(), Some("/a"));
-/// assert!(!r.is_write());
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Request {
-    /// Create a node.
-    Create {
-        /// Path (or prefix, for a sequential node).
-        path: String,
-        /// Data.
-        data: Vec<u8>,
-        /// Mode and ACL.
-        options: CreateOptions,
-    },
-    /// Delete a node.
-    Delete {
-        /// Path.
-        path: String,
-        /// Expected version (`None` or `Some(-1)`: any).
-        version: Option<i32>,
-    },
-    /// Read data, optionally arming a data watch.
-    GetData {
-        /// Path.
-        path: String,
-        /// Arm a watch.
-        watch: bool,
-    },
-    /// Replace data.
-    SetData {
-        /// Path.
-        path: String,
-        /// New data.
-        data: Vec<u8>,
-        /// Expected version.
-        version: Option<i32>,
-    },
-    /// Stat a node, optionally arming a data watch (even if the node is missing).
-    Exists {
-        /// Path.
-        path: String,
-        /// Arm a watch.
-        watch: bool,
-    },
-    /// List children, optionally arming a child watch.
-    GetChildren {
-        /// Path.
-        path: String,
-        /// Arm a watch.
-        watch: bool,
-    },
-    /// Atomic batch.
-    Multi {
-        /// The operations.
-        ops: Vec<Op>,
-    },
-    /// Catch the session's server up with the leader.
-    Sync {
-        /// Path (ZooKeeper ignores it beyond validation).
-        path: String,
-    },
-    /// Read a node's ACL.
-    GetAcl {
-        /// Path.
-        path: String,
-    },
-    /// Add an identity to the session (`digest` with `user:password`).
-    AddAuth {
-        /// The scheme.
-        scheme: String,
-        /// The credentials.
-        auth: Vec<u8>,
-    },
-    /// Close the session.
-    Close,
-}
-
-impl Request {
-    /// The path the request concerns, if any.
-    ///
-    /// ```
-    /// assert_eq!(avout_sim_zk::kernel::Request::Close.path(), None);
-    /// ```
-    pub fn path(&self) -> Option<&str> {
-        match self {
-            Request::Create { path, .. }
-            | Request::Delete { path, .. }
-            | Request::GetData { path, .. }
-            | Request::SetData { path, .. }
-            | Request::Exists { path, .. }
-            | Request::GetChildren { path, .. }
-            | Request::Sync { path }
-            | Request::GetAcl { path } => Some(path),
-            Request::Multi { ops } => ops.first().map(Op::path),
-            Request::AddAuth { .. } | Request::Close => None,
-        }
-    }
-
-    /// Whether the request changes state (and so consumes a zxid).
-    ///
-    /// ```
-    /// use avout_sim_zk::kernel::Request;
-    /// assert!(Request::Delete { path: "/a".into(), version: None }.is_write());
-    /// ```
-    pub fn is_write(&self) -> bool {
-        matches!(
-            self,
-            Request::Create { .. }
-                | Request::Delete { .. }
-                | Request::SetData { .. }
-                | Request::Multi { .. }
-                | Request::Close
-        )
-    }
-
-    /// A short name for logs.
-    ///
-    /// ```
-    /// assert_eq!(avout_sim_zk::kernel::Request::Close.name(), "close");
-    /// ```
-    pub fn name(&self) -> &'static str {
-        match self {
-            Request::Create { .. } => "create",
-            Request::Delete { .. } => "delete",
-            Request::GetData { .. } => "getData",
-            Request::SetData { .. } => "setData",
-            Request::Exists { .. } => "exists",
-            Request::GetChildren { .. } => "getChildren",
-            Request::Multi { .. } => "multi",
-            Request::Sync { .. } => "sync",
-            Request::GetAcl { .. } => "getACL",
-            Request::AddAuth { .. } => "addAuth",
-            Request::Close => "close",
-        }
-    }
-}
-
-/// A successful reply.
-///
-/// ```
-/// use avout_sim_zk::kernel::Response;
-/// assert_eq!(Response::Sync, Response::Sync);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Response {
-    /// The created node's path and metadata.
-    Create {
-        /// Actual path.
-        path: String,
-        /// Metadata.
-        stat: Stat,
-    },
-    /// Deleted.
-    Delete,
-    /// Data and metadata.
-    GetData {
-        /// Data.
-        data: Vec<u8>,
-        /// Metadata.
-        stat: Stat,
-    },
-    /// New metadata.
-    SetData {
-        /// Metadata.
-        stat: Stat,
-    },
-    /// Metadata if the node exists.
-    Exists {
-        /// Metadata.
-        stat: Option<Stat>,
-    },
-    /// Children, sorted, and the node's metadata.
-    GetChildren {
-        /// Names.
-        children: Vec<String>,
-        /// Metadata.
-        stat: Stat,
-    },
-    /// Per-operation results.
-    Multi {
-        /// Results.
-        results: Vec<OpResult>,
-    },
-    /// Synced.
-    Sync,
-    /// ACL and metadata.
-    GetAcl {
-        /// ACL.
-        acl: Vec<Acl>,
-        /// Metadata.
-        stat: Stat,
-    },
-    /// Identity added.
-    AddAuth,
-    /// Session closed.
-    Close,
-}
-
-/// What one kernel step produced: the reply for the requester and the watch events it fired,
-/// in the order they fired. Events come first on the wire.
-///
-/// ```
-/// let a = avout_sim_zk::kernel::Applied { result: Err(avout::Error::SessionExpired), events: vec![] };
+/// let a: avout_sim_zk::kernel::Applied =
+///     avout_sim_zk::kernel::Applied { result: Err(avout::Error::SessionExpired), events: vec![] };
 /// assert!(a.result.is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Applied {
+pub struct Applied<T = Reply> {
     /// The reply.
-    pub result: Result<Response>,
+    pub result: Result<T>,
     /// Watch events, for any session.
     pub events: Vec<Fired>,
 }
@@ -312,7 +112,8 @@ type Overlay = BTreeMap<String, Option<Record>>;
 ///
 /// ```
 /// use avout::{CreateMode, CreateOptions};
-/// use avout_sim_zk::kernel::{Kernel, Request, Response};
+/// use avout::{Reply, Request};
+/// use avout_sim_zk::kernel::Kernel;
 /// use std::time::Duration;
 ///
 /// let mut k = Kernel::new();
@@ -325,7 +126,7 @@ type Overlay = BTreeMap<String, Option<Record>>;
 ///     path: "/jobs/j-".into(), data: vec![], options: CreateMode::PersistentSequential.into(),
 /// };
 /// match k.apply(2, s, &seq).result {
-///     Ok(Response::Create { path, .. }) => assert_eq!(path, "/jobs/j-0000000000"),
+///     Ok(Reply::Created { path, .. }) => assert_eq!(path, "/jobs/j-0000000000"),
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
@@ -624,7 +425,8 @@ impl Kernel {
     /// A request of a session that is not alive fails with `SessionExpired`.
     ///
     /// ```
-    /// use avout_sim_zk::kernel::{Kernel, Request};
+    /// use avout::Request;
+    /// use avout_sim_zk::kernel::Kernel;
     /// let mut k = Kernel::new();
     /// let s = k.create_session(0, std::time::Duration::from_secs(1));
     /// let r = k.apply(1, s, &Request::Delete { path: "/nope".into(), version: None });
@@ -640,23 +442,48 @@ impl Kernel {
         Applied { result, events }
     }
 
+    /// Closes a session, as its client's `closeSession` request does: a transaction that
+    /// deletes its ephemerals (firing others' watches) and drops its watches. A session that
+    /// is not alive fails with `SessionExpired`.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// let s = k.create_session(0, std::time::Duration::from_secs(1));
+    /// assert_eq!(k.close_session(1, s).result, Ok(()));
+    /// assert!(!k.is_alive(s));
+    /// ```
+    pub fn close_session(&mut self, now_ms: i64, session: SessionId) -> Applied<()> {
+        let mut events = Vec::new();
+        let result = if self.sessions.contains_key(&session) {
+            self.end_session(now_ms, session, &mut events);
+            Ok(())
+        } else {
+            Err(Error::SessionExpired)
+        };
+        Applied { result, events }
+    }
+
     fn process(
         &mut self,
         now_ms: i64,
         session: SessionId,
         request: &Request,
         events: &mut Vec<Fired>,
-    ) -> Result<Response> {
+    ) -> Result<Reply> {
+        // Bad input is refused before it becomes a transaction (clients check it first).
+        request.validate()?;
+        if matches!(request, Request::Multi(ops) if ops.is_empty()) {
+            return Err(Error::BadArguments("empty multi".into()));
+        }
         let server = self.sessions[&session].server;
         match request {
             Request::GetData { path, watch } => {
-                avout::path::validate_path(path, false)?;
                 let node = self
                     .read_tree(server)
                     .node(path)
                     .ok_or_else(|| no_node(path))?;
                 check(&self.sessions[&session].ids, &node.acl, Perms::READ, path)?;
-                let reply = Response::GetData {
+                let reply = Reply::Data {
                     data: node.data.clone(),
                     stat: node.stat,
                 };
@@ -666,22 +493,20 @@ impl Kernel {
                 Ok(reply)
             }
             Request::Exists { path, watch } => {
-                avout::path::validate_path(path, false)?;
                 let tree = self.read_tree_mut(server);
                 let stat = tree.node(path).map(|n| n.stat);
                 if *watch {
                     tree.add_data_watch(path, session);
                 }
-                Ok(Response::Exists { stat })
+                Ok(Reply::Exists(stat))
             }
             Request::GetChildren { path, watch } => {
-                avout::path::validate_path(path, false)?;
                 let node = self
                     .read_tree(server)
                     .node(path)
                     .ok_or_else(|| no_node(path))?;
                 check(&self.sessions[&session].ids, &node.acl, Perms::READ, path)?;
-                let reply = Response::GetChildren {
+                let reply = Reply::Children {
                     children: node.children.iter().cloned().collect(),
                     stat: node.stat,
                 };
@@ -691,7 +516,6 @@ impl Kernel {
                 Ok(reply)
             }
             Request::GetAcl { path } => {
-                avout::path::validate_path(path, false)?;
                 let node = self
                     .read_tree(server)
                     .node(path)
@@ -703,17 +527,16 @@ impl Kernel {
                 } else {
                     acl::redact(&node.acl)
                 };
-                Ok(Response::GetAcl {
+                Ok(Reply::Acl {
                     acl,
                     stat: node.stat,
                 })
             }
-            Request::Sync { path } => {
-                avout::path::validate_path(path, false)?;
+            Request::Sync { .. } => {
                 if server == Server::Follower {
                     events.extend(self.sync_follower());
                 }
-                Ok(Response::Sync)
+                Ok(Reply::Synced)
             }
             Request::AddAuth { scheme, auth } => {
                 let id = match scheme.as_str() {
@@ -725,16 +548,12 @@ impl Kernel {
                     .expect("session checked by apply")
                     .ids
                     .insert(id);
-                Ok(Response::AddAuth)
-            }
-            Request::Close => {
-                self.end_session(now_ms, session, events);
-                Ok(Response::Close)
+                Ok(Reply::AuthAdded)
             }
             Request::Create { .. }
             | Request::Delete { .. }
             | Request::SetData { .. }
-            | Request::Multi { .. } => self.write(now_ms, session, server, request, events),
+            | Request::Multi(_) => self.write(now_ms, session, server, request, events),
         }
     }
 
@@ -771,35 +590,11 @@ impl Kernel {
         server: Server,
         request: &Request,
         events: &mut Vec<Fired>,
-    ) -> Result<Response> {
-        // Bad input is refused before it becomes a transaction (clients check it first).
-        match request {
-            Request::Multi { ops } => {
-                if ops.is_empty() {
-                    return Err(Error::BadArguments("empty multi".into()));
-                }
-                Op::validate_all(ops)?;
-            }
-            Request::Create {
-                path,
-                data,
-                options,
-            } => {
-                // What `Op::validate` checks for a create, without building one.
-                avout::path::validate_path(path, options.mode.is_sequential())?;
-                avout::path::validate_data(path, data)?;
-            }
-            Request::Delete { path, .. } => avout::path::validate_path(path, false)?,
-            Request::SetData { path, data, .. } => {
-                avout::path::validate_path(path, false)?;
-                avout::path::validate_data(path, data)?;
-            }
-            _ => unreachable!("write() called with a read"),
-        }
+    ) -> Result<Reply> {
         let zxid = self.zxid + 1;
         let mut overlay = Overlay::new();
         let prepared: Result<(TxnKind, Vec<Option<String>>)> = match request {
-            Request::Multi { ops } => {
+            Request::Multi(ops) => {
                 let mut kinds = Vec::with_capacity(ops.len());
                 let mut paths = Vec::with_capacity(ops.len());
                 let mut failed = None;
@@ -869,13 +664,13 @@ impl Kernel {
         let mut stats = stats.into_iter();
         let mut next_stat = || stats.next().expect("one stat per create and set");
         match request {
-            Request::Create { .. } => Ok(Response::Create {
+            Request::Create { .. } => Ok(Reply::Created {
                 path: paths[0].clone().expect("create has a path"),
                 stat: next_stat(),
             }),
-            Request::Delete { .. } => Ok(Response::Delete),
-            Request::SetData { .. } => Ok(Response::SetData { stat: next_stat() }),
-            Request::Multi { ops } => {
+            Request::Delete { .. } => Ok(Reply::Deleted),
+            Request::SetData { .. } => Ok(Reply::Set(next_stat())),
+            Request::Multi(ops) => {
                 assert!(is_multi, "multi prepared into a single transaction");
                 let results = ops
                     .iter()
@@ -892,7 +687,7 @@ impl Kernel {
                         Op::Delete { .. } => OpResult::Delete,
                     })
                     .collect();
-                Ok(Response::Multi { results })
+                Ok(Reply::Multi(results))
             }
             _ => unreachable!("write() called with a read"),
         }

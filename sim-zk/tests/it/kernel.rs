@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
-use avout::{Acl, CreateMode, CreateOptions, Error, EventKind, Op, OpResult, Perms, SessionId};
-use avout_sim_zk::kernel::{Fired, Kernel, Request, Response, Server};
+use avout::{
+    Acl, CreateMode, CreateOptions, Error, EventKind, Op, OpResult, Perms, Reply, Request,
+    SessionId,
+};
+use avout_sim_zk::kernel::{Fired, Kernel, Server};
 
 fn create(path: &str, mode: CreateMode) -> Request {
     Request::Create {
@@ -13,7 +16,7 @@ fn create(path: &str, mode: CreateMode) -> Request {
     }
 }
 
-fn ok(k: &mut Kernel, s: SessionId, r: Request) -> Response {
+fn ok(k: &mut Kernel, s: SessionId, r: Request) -> Reply {
     let applied = k.apply(100, s, &r);
     applied
         .result
@@ -24,9 +27,9 @@ fn err(k: &mut Kernel, s: SessionId, r: Request) -> Error {
     k.apply(100, s, &r).result.expect_err("request succeeded")
 }
 
-fn created_path(r: Response) -> String {
+fn created_path(r: Reply) -> String {
     match r {
-        Response::Create { path, .. } => path,
+        Reply::Created { path, .. } => path,
         other => panic!("{other:?}"),
     }
 }
@@ -47,7 +50,7 @@ fn stats_follow_zookeeper() {
     let mut k = Kernel::new();
     let s = session(&mut k);
     let zxid_before = k.last_zxid();
-    let Response::Create { stat, .. } = ok(&mut k, s, create("/a", CreateMode::Persistent)) else {
+    let Reply::Created { stat, .. } = ok(&mut k, s, create("/a", CreateMode::Persistent)) else {
         panic!()
     };
     assert_eq!(stat.czxid, zxid_before + 1);
@@ -65,7 +68,7 @@ fn stats_follow_zookeeper() {
             version: Some(0),
         },
     );
-    let Ok(Response::SetData { stat: after }) = set.result else {
+    let Ok(Reply::Set(after)) = set.result else {
         panic!("{set:?}")
     };
     assert_eq!(after.version, 1);
@@ -318,7 +321,7 @@ fn multi_is_all_or_nothing_with_the_failing_index() {
         Op::create("/m/a/b", vec![], CreateMode::Persistent),
         Op::set_data("/m", b"v".to_vec(), Some(5)),
     ];
-    let e = err(&mut k, s, Request::Multi { ops });
+    let e = err(&mut k, s, Request::Multi(ops));
     assert_eq!(
         e,
         Error::Multi {
@@ -336,7 +339,7 @@ fn multi_is_all_or_nothing_with_the_failing_index() {
         Op::set_data("/m/s-0000000000", b"y".to_vec(), Some(1)),
         Op::delete("/m/s-0000000000", Some(2)),
     ];
-    let Response::Multi { results } = ok(&mut k, s, Request::Multi { ops }) else {
+    let Reply::Multi(results) = ok(&mut k, s, Request::Multi(ops)) else {
         panic!()
     };
     assert_eq!(
@@ -411,7 +414,7 @@ fn bad_input_and_limits() {
         Error::BadArguments(_)
     ));
     assert!(matches!(
-        err(&mut k, s, Request::Multi { ops: vec![] }),
+        err(&mut k, s, Request::Multi(vec![])),
         Error::BadArguments(_)
     ));
 }
@@ -466,8 +469,7 @@ fn acls_are_enforced() {
     ] {
         assert!(matches!(err(&mut k, other, r), Error::NoAuth { .. }));
     }
-    let Response::GetAcl { acl, .. } = ok(&mut k, owner, Request::GetAcl { path: "/s".into() })
-    else {
+    let Reply::Acl { acl, .. } = ok(&mut k, owner, Request::GetAcl { path: "/s".into() }) else {
         panic!()
     };
     assert_eq!(acl, vec![Acl::digest("app", "pw", Perms::ALL)]);
@@ -528,7 +530,7 @@ fn follower_reads_are_stale_monotonic_and_sync_catches_up() {
             watch: false,
         },
     ) {
-        Response::Exists { stat } => stat.is_some(),
+        Reply::Exists(stat) => stat.is_some(),
         other => panic!("{other:?}"),
     };
     k.apply(10, writer, &create("/f", CreateMode::Persistent));
@@ -548,7 +550,7 @@ fn follower_reads_are_stale_monotonic_and_sync_catches_up() {
                 watch: false
             }
         ),
-        Response::Exists { stat: Some(_) }
+        Reply::Exists(Some(_))
     ));
     assert_eq!(k.follower_backlog(), 0);
 }
