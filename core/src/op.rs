@@ -160,18 +160,12 @@ impl Op {
             Op::Check { path, .. } | Op::Delete { path, .. } => {
                 crate::path::validate_path(path, false)
             }
-            Op::SetData { path, data, .. } => {
-                crate::path::validate_path(path, false)?;
-                crate::path::validate_data(path, data)
-            }
+            Op::SetData { path, data, .. } => crate::path::validate_write(path, false, data),
             Op::Create {
                 path,
                 data,
                 options,
-            } => {
-                crate::path::validate_path(path, options.mode.is_sequential())?;
-                crate::path::validate_data(path, data)
-            }
+            } => crate::path::validate_write(path, options.mode.is_sequential(), data),
         }
     }
 }

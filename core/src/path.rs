@@ -91,6 +91,12 @@ pub fn validate_data(path: &str, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Checks what a write sends: its path (a prefix, if `sequential`), then its data.
+pub(crate) fn validate_write(path: &str, sequential: bool, data: &[u8]) -> Result<()> {
+    validate_path(path, sequential)?;
+    validate_data(path, data)
+}
+
 /// The parent of a path (`None` for the root).
 ///
 /// ```

@@ -187,14 +187,8 @@ impl Request {
                 path,
                 data,
                 options,
-            } => {
-                crate::path::validate_path(path, options.mode.is_sequential())?;
-                crate::path::validate_data(path, data)
-            }
-            Request::SetData { path, data, .. } => {
-                crate::path::validate_path(path, false)?;
-                crate::path::validate_data(path, data)
-            }
+            } => crate::path::validate_write(path, options.mode.is_sequential(), data),
+            Request::SetData { path, data, .. } => crate::path::validate_write(path, false, data),
             Request::Delete { path, .. }
             | Request::GetData { path, .. }
             | Request::Exists { path, .. }
