@@ -1,0 +1,178 @@
+//! Hand-stepped tests of the double barrier machines.
+
+use super::*;
+use crate::machine::testing::{children, drain};
+use crate::{EventKind, Stat};
+
+fn deleted() -> WatchedEvent {
+    WatchedEvent {
+        kind: EventKind::NodeDeleted,
+        state: SessionState::Connected,
+        path: String::new(),
+    }
+}
+
+fn created(path: &str) -> crate::Result<Reply> {
+    Ok(Reply::Created {
+        path: path.into(),
+        stat: Stat::default(),
+    })
+}
+
+#[test]
+fn the_last_to_enter_creates_ready() {
+    let mut m = EnterMachine::new("/b", 2, 1);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    let ours = path::name(m.node()).to_owned();
+    m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+    m.handle_reply(Millis(1), sent[1].0, created(m.node()));
+    m.handle_reply(Millis(1), sent[2].0, children(&["p-0a", &ours]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[..], [(_, Request::Create { path, .. })] if path == "/b/ready"));
+    m.handle_reply(
+        Millis(2),
+        sent[0].0,
+        Err(Error::NodeExists {
+            path: "/b/ready".into(),
+        }),
+    );
+    assert_eq!(m.poll_output(), Some(Ok(())));
+}
+
+/// The barrier node's ancestors are created, and the connection breaks before the last
+/// create's reply: after the pause, a `NoNode` on our create means they are still missing
+/// (found on the simulator once a lost message took its connection with it).
+#[test]
+fn ancestors_lost_with_the_connection_are_created_again() {
+    let mut m = EnterMachine::new("/a/b", 2, 1);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    let no_node = || {
+        Err(Error::NoNode {
+            path: "/a/b".into(),
+        })
+    };
+    m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+    m.handle_reply(Millis(1), sent[1].0, no_node());
+    m.handle_reply(Millis(1), sent[2].0, no_node());
+    let ensure = drain(&mut m);
+    assert_eq!(ensure.len(), 2, "/a and /a/b: {ensure:?}");
+    m.handle_reply(Millis(2), ensure[0].0, Err(Error::ConnectionLoss));
+    m.handle_reply(Millis(2), ensure[1].0, Err(Error::ConnectionLoss));
+    m.handle_timer(Millis(2 + RETRY_PAUSE_MS));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(30), sent[1].0, no_node());
+    assert_eq!(
+        m.poll_output(),
+        None,
+        "not an error: the ancestors are made again"
+    );
+    let again = drain(&mut m);
+    assert!(
+        matches!(&again[..], [(_, Request::Create { path, .. }), ..] if path == "/a"),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn an_early_entrant_waits_for_ready() {
+    let mut m = EnterMachine::new("/b", 3, 1);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    let ours = path::name(m.node()).to_owned();
+    m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+    // The reply to a create lost earlier: the node with our GUID is ours.
+    m.handle_reply(
+        Millis(1),
+        sent[1].0,
+        Err(Error::NodeExists {
+            path: m.node().into(),
+        }),
+    );
+    m.handle_reply(Millis(1), sent[2].0, children(&[&ours]));
+    assert!(drain(&mut m).is_empty() && m.poll_output().is_none());
+    m.handle_watch(
+        Millis(2),
+        sent[0].0,
+        WatchedEvent {
+            kind: EventKind::NodeCreated,
+            ..deleted()
+        },
+    );
+    let sent = drain(&mut m);
+    m.handle_reply(
+        Millis(3),
+        sent[0].0,
+        Ok(Reply::Exists(Some(Stat::default()))),
+    );
+    assert_eq!(m.poll_output(), Some(Ok(())));
+}
+
+#[test]
+fn leaving_follows_lowest_and_highest() {
+    // Not the lowest: delete ours, watch the lowest.
+    let mut m = LeaveMachine::new("/b", "/b/p-2");
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(
+        Millis(1),
+        sent[0].0,
+        children(&["p-3", "ready", "p-2", "p-1"]),
+    );
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path == "/b/p-2"));
+    assert!(matches!(&sent[1].1, Request::Exists { path, watch: true } if path == "/b/p-1"));
+    m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Deleted));
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        Ok(Reply::Exists(Some(Stat::default()))),
+    );
+    m.handle_watch(Millis(3), sent[1].0, deleted());
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(4), sent[0].0, children(&["ready"]));
+    assert_eq!(m.poll_output(), Some(Ok(())));
+
+    // The lowest: watch the highest, then close alone with `ready`.
+    let mut m = LeaveMachine::new("/b", "/b/p-1");
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&["p-3", "p-1", "ready"]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[..], [(_, Request::Exists { path, watch: true })] if path == "/b/p-3"));
+    m.handle_reply(Millis(2), sent[0].0, Ok(Reply::Exists(None)));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(3), sent[0].0, children(&["p-1", "ready"]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[..], [(_, Request::Multi(ops))] if ops.len() == 2));
+    m.handle_reply(Millis(4), sent[0].0, Err(Error::ConnectionLoss));
+    m.handle_timer(Millis(4 + RETRY_PAUSE_MS));
+    let sent = drain(&mut m);
+    // The close went through before the connection dropped: nobody is left.
+    m.handle_reply(Millis(30), sent[0].0, children(&[]));
+    assert_eq!(m.poll_output(), Some(Ok(())));
+}
+
+#[test]
+fn a_lost_delete_of_our_node_is_redone_not_waited_out() {
+    let mut m = LeaveMachine::new("/b", "/b/p-2");
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&["p-1", "p-2"]));
+    let sent = drain(&mut m);
+    // The delete is lost, the watch on the lowest is armed: waiting now would deadlock
+    // with the lowest, which waits for our node to go.
+    m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        Ok(Reply::Exists(Some(Stat::default()))),
+    );
+    m.handle_timer(Millis(2 + RETRY_PAUSE_MS));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[..], [(_, Request::GetChildren { .. })]));
+    m.handle_reply(Millis(30), sent[0].0, children(&["p-1", "p-2"]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path == "/b/p-2"));
+}

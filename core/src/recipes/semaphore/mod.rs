@@ -1,0 +1,346 @@
+//! A distributed counting semaphore: at most N leases held at once, across processes.
+//!
+//! # Algorithm (Apache Curator's `InterProcessSemaphoreV2`)
+//!
+//! Under the semaphore path sit two directories: `locks`, an exclusive lock (the lock recipe,
+//! [`AcquireMachine`]), and `leases`, one ephemeral-sequential node `_c_<GUID>-lease-<seq>`
+//! per lease. To acquire:
+//!
+//! 1. take the `locks` mutex;
+//! 2. create a lease node and, in the same round trip, list `leases`;
+//! 3. if there are at most N lease nodes (ours included), the lease is ours; otherwise list
+//!    again with a child watch and wait for it, re-counting each time it fires;
+//! 4. release the mutex.
+//!
+//! Only the mutex holder ever creates a lease node or waits on `leases`, so the count cannot
+//! race past N, and a released lease wakes exactly one process — the one waiter holding the
+//! mutex — while the others wait in the mutex queue, each watching only its predecessor. The
+//! simpler "first N sequence numbers hold" scheme was rejected because it has no herd-free
+//! wake-up for N > 1: a waiter becomes eligible when *any* N of the nodes below it go, and no
+//! single node's deletion signals that, so it must either watch the whole directory (a herd)
+//! or miss wake-ups. The layout and names are Curator's, so Java and Rust processes share a
+//! semaphore. The cost is three round trips for a free lease (lock, lease, unlock) instead of
+//! one.
+//!
+//! # Connection loss, session expiry, cancellation
+//!
+//! - A connection loss while acquiring is recovered: the mutex node and the lease node are
+//!   found again by the GUID in their names (and their owner checked) instead of being created
+//!   twice; reads and the deletes of our own nodes are simply redone.
+//! - A session expiry fails an acquisition with [`LockError::SessionLost`] and ends every lease
+//!   of the session (its lease nodes are ephemeral): [`Lease::status`] reports it and
+//!   [`Lease::lost`] resolves. A holder paused past its session timeout may not know yet; fence
+//!   with [`Lease::fencing_token`].
+//! - Dropping an acquisition future removes the mutex and lease nodes it created or may have
+//!   created (in a background task); dropping a [`Lease`] releases it like
+//!   [`Lease::release`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::lock::{
+    Acquired, LockError, LockStatus, Patience, delete_idempotent, find_own_node, node_lost,
+    session_status, spawn_cleanup,
+};
+use crate::machine::drive;
+use crate::{Coordination, Error, path};
+
+/// The marker in lease node names, as Curator spells it.
+const LEASE_MARKER: &str = "lease-";
+
+mod machine;
+pub use machine::SemaphoreMachine;
+
+/// A distributed counting semaphore with `max_leases` leases; see the [module docs](self).
+///
+/// Each acquisition is a separate lease (there is no reentrancy: a task that acquires twice
+/// holds two leases).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use avout::recipes::semaphore::Semaphore;
+/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// let downloads = Semaphore::new(zk, "/limits/downloads", 4)?;
+/// let lease = downloads.acquire().await?;
+/// // ... at most four of these run at once, cluster-wide ...
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct Semaphore<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    path: String,
+    max_leases: u32,
+}
+
+impl<C: Coordination + ?Sized + 'static> Clone for Semaphore<C> {
+    fn clone(&self) -> Self {
+        Semaphore {
+            zk: self.zk.clone(),
+            path: self.path.clone(),
+            max_leases: self.max_leases,
+        }
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Semaphore<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("path", &self.path)
+            .field("max_leases", &self.max_leases)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
+    /// A handle on the semaphore at `path` with `max_leases` leases (the nodes are created
+    /// on first use). Every participant must use the same `max_leases`.
+    ///
+    /// Fails for an invalid path, or zero leases.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// use avout::recipes::semaphore::Semaphore;
+    /// assert!(Semaphore::new(zk.clone(), "/sem", 0).is_err());
+    /// assert!(Semaphore::new(zk, "/sem", 2).is_ok());
+    /// # }
+    /// ```
+    pub fn new(zk: Arc<C>, path: impl Into<String>, max_leases: u32) -> Result<Self, LockError> {
+        let path = path.into();
+        path::validate_path(&path, false)?;
+        if max_leases == 0 {
+            return Err(LockError::Zk(Error::BadArguments(
+                "a semaphore needs at least one lease".into(),
+            )));
+        }
+        Ok(Semaphore {
+            zk,
+            path,
+            max_leases,
+        })
+    }
+
+    /// The semaphore's path.
+    ///
+    /// ```no_run
+    /// # fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) {
+    /// println!("{}", s.path());
+    /// # }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// How many leases the semaphore has.
+    ///
+    /// ```no_run
+    /// # fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) {
+    /// assert!(s.max_leases() >= 1);
+    /// # }
+    /// ```
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    /// Waits for a lease. Fails only when the session is lost or a request is refused.
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// let lease = s.acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self) -> Result<Lease<C>, LockError> {
+        self.run(Patience::Forever).await
+    }
+
+    /// Takes a lease if one is free now (and no other process is acquiring); `Ok(None)`
+    /// otherwise.
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// if let Some(lease) = s.try_acquire().await? { lease.release().await?; }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self) -> Result<Option<Lease<C>>, LockError> {
+        match self.run(Patience::None).await {
+            Err(LockError::WouldBlock) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Waits at most `timeout` for a lease; `Ok(None)` if none was acquired in time (the
+    /// nodes created are removed before returning).
+    ///
+    /// ```no_run
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// let lease = s.try_acquire_for(std::time::Duration::from_secs(2)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<C>>, LockError> {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        match self.run(Patience::Millis(ms)).await {
+            Err(LockError::TimedOut) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    async fn run(&self, patience: Patience) -> Result<Lease<C>, LockError> {
+        let machine = SemaphoreMachine::new(
+            &self.path,
+            self.max_leases,
+            self.zk.new_guid(),
+            self.zk.session().id.0,
+            patience,
+        );
+        let mut acquiring = Acquiring {
+            machine,
+            zk: Some(self.zk.clone()),
+            path: self.path.clone(),
+        };
+        let result = drive(&*self.zk, &mut acquiring.machine).await;
+        // Finished: the machine removed its nodes if it gave up.
+        acquiring.zk = None;
+        Ok(Lease {
+            zk: self.zk.clone(),
+            acquired: result?,
+            released: false,
+        })
+    }
+}
+
+/// A lease acquisition in progress; if dropped before it finishes, removes its nodes.
+struct Acquiring<C: Coordination + ?Sized + 'static> {
+    machine: SemaphoreMachine,
+    /// `Some` until the acquisition finishes.
+    zk: Option<Arc<C>>,
+    path: String,
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
+    fn drop(&mut self) {
+        let Some(zk) = self.zk.take() else { return };
+        if !self.machine.in_progress() {
+            return;
+        }
+        // Either node may exist, or be being created: look for both by GUID. Lease first, so
+        // a waiter holding the mutex never leaves a lease behind it.
+        let dirs = [
+            (
+                path::join(&self.path, "leases"),
+                self.machine.lease_prefix().to_owned(),
+            ),
+            (
+                path::join(&self.path, "locks"),
+                self.machine.lock_prefix().to_owned(),
+            ),
+        ];
+        spawn_cleanup(async move {
+            for (dir, prefix) in dirs {
+                if let Some(node) = find_own_node(&*zk, &dir, &prefix).await? {
+                    delete_idempotent(&*zk, &node).await?;
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// One lease of a [`Semaphore`]. Release with [`release`](Self::release); dropping it
+/// releases in the background.
+///
+/// ```no_run
+/// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// let lease = s.acquire().await?;
+/// println!("lease {} (token {})", lease.node(), lease.fencing_token());
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping the lease releases it"]
+pub struct Lease<C: Coordination + ?Sized + 'static> {
+    zk: Arc<C>,
+    acquired: Acquired,
+    released: bool,
+}
+
+impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Lease<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("node", &self.acquired.node)
+            .finish()
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Lease<C> {
+    /// The lease node's path (`<semaphore>/leases/_c_<GUID>-lease-<seq>`).
+    ///
+    /// ```no_run
+    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// println!("{}", l.node());
+    /// # }
+    /// ```
+    pub fn node(&self) -> &str {
+        &self.acquired.node
+    }
+
+    /// The lease node's creation zxid: grows with every lease granted, so a resource can
+    /// refuse holders older than the leases it has seen expire.
+    ///
+    /// ```no_run
+    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// let token = l.fencing_token();
+    /// # }
+    /// ```
+    pub fn fencing_token(&self) -> i64 {
+        self.acquired.fencing_token
+    }
+
+    /// Whether the lease is still held, as far as this process can tell
+    /// ([`LockStatus::Suspended`] while the connection is down).
+    ///
+    /// ```no_run
+    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// use avout::lock::LockStatus;
+    /// if l.status() != LockStatus::Held { /* stop using the resource */ }
+    /// # }
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        session_status(&*self.zk)
+    }
+
+    /// Resolves when the lease is lost: the session ended or the node was deleted.
+    ///
+    /// ```no_run
+    /// # async fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// eprintln!("lease lost: {}", l.lost().await);
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> LockError {
+        node_lost(&*self.zk, &self.acquired.node).await
+    }
+
+    /// Returns the lease (deletes its node, waking one waiter).
+    ///
+    /// ```no_run
+    /// # async fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// l.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(mut self) -> Result<(), LockError> {
+        self.released = true;
+        delete_idempotent(&*self.zk, &self.acquired.node).await?;
+        Ok(())
+    }
+}
+
+impl<C: Coordination + ?Sized + 'static> Drop for Lease<C> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let zk = self.zk.clone();
+        let node = self.acquired.node.clone();
+        spawn_cleanup(async move { delete_idempotent(&*zk, &node).await });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,262 @@
+//! Hand-stepped tests of the semaphore machines.
+
+use super::*;
+use crate::machine::testing::{children, drain};
+use crate::machine::{Machine, Millis, Reply, Request};
+use crate::{CreateMode, SessionState, WatchedEvent};
+use crate::{EventKind, Stat};
+
+const SESSION: i64 = 0x5e55;
+
+fn start(max: u32, patience: Patience) -> SemaphoreMachine {
+    let mut m = SemaphoreMachine::new("/s", max, 1, SESSION, patience);
+    m.handle_session(Millis(0), SessionState::Connected);
+    m
+}
+
+fn stat(czxid: i64) -> Stat {
+    Stat {
+        czxid,
+        ephemeral_owner: SESSION,
+        ..Stat::default()
+    }
+}
+
+fn created(path: String, czxid: i64) -> crate::Result<Reply> {
+    Ok(Reply::Created {
+        path,
+        stat: stat(czxid),
+    })
+}
+
+/// Steps through taking the free mutex; returns the mutex node's path.
+fn take_mutex(m: &mut SemaphoreMachine) -> String {
+    let sent = drain(m);
+    assert!(
+        matches!(&sent[0].1, Request::Create { path, .. } if path.starts_with("/s/locks/_c_") && path.ends_with("-lock-"))
+    );
+    assert!(
+        sent.iter().all(|(t, _)| t.0 % 2 == 0),
+        "the mutex machine's tokens"
+    );
+    let lock = format!("/s/locks/{}0000000000", m.lock_prefix());
+    m.handle_reply(Millis(1), sent[0].0, created(lock.clone(), 10));
+    m.handle_reply(Millis(1), sent[1].0, children(&[path::name(&lock)]));
+    lock
+}
+
+#[test]
+fn a_free_lease_takes_lock_lease_unlock() {
+    let mut m = start(2, Patience::Forever);
+    let lock = take_mutex(&mut m);
+    let sent = drain(&mut m);
+    assert_eq!(sent.len(), 2, "lease create and listing travel together");
+    assert!(matches!(&sent[0].1, Request::Create { path, options, .. }
+        if path.starts_with("/s/leases/_c_") && path.ends_with("-lease-") && options.mode == CreateMode::EphemeralSequential));
+    assert!(matches!(
+        &sent[1].1,
+        Request::GetChildren { watch: false, .. }
+    ));
+    let ours = format!("{}0000000004", m.lease_prefix());
+    m.handle_reply(
+        Millis(2),
+        sent[0].0,
+        created(format!("/s/leases/{ours}"), 20),
+    );
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        children(&["_c_x-lease-0000000003", &ours]),
+    );
+    let sent = drain(&mut m);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path: lock,
+            version: None
+        },
+        "the mutex is released before the lease is handed out"
+    );
+    assert_eq!(m.poll_output(), None);
+    m.handle_reply(Millis(3), sent[0].0, Ok(Reply::Deleted));
+    let lease = m.poll_output().expect("done").expect("leased");
+    assert_eq!(lease.node, format!("/s/leases/{ours}"));
+    assert_eq!(lease.fencing_token, 20);
+}
+
+#[test]
+fn a_full_semaphore_waits_on_one_child_watch_while_holding_the_mutex() {
+    let mut m = start(1, Patience::Forever);
+    take_mutex(&mut m);
+    let sent = drain(&mut m);
+    let ours = format!("{}0000000002", m.lease_prefix());
+    m.handle_reply(
+        Millis(2),
+        sent[0].0,
+        created(format!("/s/leases/{ours}"), 20),
+    );
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        children(&["_c_x-lease-0000000001", &ours]),
+    );
+    let sent = drain(&mut m);
+    assert_eq!(sent.len(), 1);
+    assert!(
+        matches!(&sent[0].1, Request::GetChildren { path, watch: true } if path == "/s/leases")
+    );
+    m.handle_reply(
+        Millis(3),
+        sent[0].0,
+        children(&["_c_x-lease-0000000001", &ours]),
+    );
+    assert!(drain(&mut m).is_empty(), "waits for the watch");
+    m.handle_watch(
+        Millis(9),
+        sent[0].0,
+        WatchedEvent {
+            kind: EventKind::NodeChildrenChanged,
+            state: SessionState::Connected,
+            path: "/s/leases".into(),
+        },
+    );
+    let sent = drain(&mut m);
+    assert!(matches!(
+        &sent[0].1,
+        Request::GetChildren { watch: true, .. }
+    ));
+    m.handle_reply(Millis(10), sent[0].0, children(&[&ours]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path.starts_with("/s/locks/")));
+    m.handle_reply(Millis(11), sent[0].0, Ok(Reply::Deleted));
+    assert!(m.poll_output().expect("done").is_ok());
+}
+
+#[test]
+fn timing_out_removes_the_lease_then_the_mutex_node() {
+    let mut m = start(1, Patience::Millis(100));
+    let lock = take_mutex(&mut m);
+    let sent = drain(&mut m);
+    let ours = format!("/s/leases/{}0000000002", m.lease_prefix());
+    m.handle_reply(Millis(2), sent[0].0, created(ours.clone(), 20));
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        children(&["_c_x-lease-0000000001", path::name(&ours)]),
+    );
+    let sent = drain(&mut m);
+    m.handle_reply(
+        Millis(3),
+        sent[0].0,
+        children(&["_c_x-lease-0000000001", path::name(&ours)]),
+    );
+    assert_eq!(m.poll_timer(), Some(Millis(100)));
+    m.handle_timer(Millis(100));
+    let sent = drain(&mut m);
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path: ours,
+            version: None
+        }
+    );
+    m.handle_reply(Millis(101), sent[0].0, Ok(Reply::Deleted));
+    let sent = drain(&mut m);
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path: lock,
+            version: None
+        }
+    );
+    m.handle_reply(Millis(102), sent[0].0, Ok(Reply::Deleted));
+    assert_eq!(m.poll_output(), Some(Err(LockError::TimedOut)));
+}
+
+#[test]
+fn an_indeterminate_lease_create_adopts_the_node_it_made() {
+    let mut m = start(3, Patience::Forever);
+    take_mutex(&mut m);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+    m.handle_reply(Millis(2), sent[1].0, Err(Error::ConnectionLoss));
+    assert!(drain(&mut m).is_empty(), "waits before retrying");
+    m.handle_session(Millis(3), SessionState::Disconnected);
+    m.handle_session(Millis(4), SessionState::Connected);
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[0].1, Request::GetChildren { path, watch: false } if path == "/s/leases")
+    );
+    let ours = format!("{}0000000000", m.lease_prefix());
+    m.handle_reply(Millis(5), sent[0].0, children(&[&ours]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[0].1, Request::Exists { watch: false, .. }));
+    m.handle_reply(Millis(6), sent[0].0, Ok(Reply::Exists(Some(stat(30)))));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[0].1, Request::GetChildren { .. }),
+        "no second create"
+    );
+    m.handle_reply(Millis(7), sent[0].0, children(&[&ours]));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(8), sent[0].0, Ok(Reply::Deleted));
+    assert_eq!(
+        m.poll_output()
+            .expect("done")
+            .expect("leased")
+            .fencing_token,
+        30
+    );
+}
+
+#[test]
+fn try_acquire_gives_up_when_full() {
+    let mut m = start(1, Patience::None);
+    let lock = take_mutex(&mut m);
+    let sent = drain(&mut m);
+    let ours = format!("/s/leases/{}0000000002", m.lease_prefix());
+    m.handle_reply(Millis(2), sent[0].0, created(ours.clone(), 20));
+    m.handle_reply(
+        Millis(2),
+        sent[1].0,
+        children(&["_c_x-lease-0000000001", path::name(&ours)]),
+    );
+    let sent = drain(&mut m);
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path: ours,
+            version: None
+        }
+    );
+    m.handle_reply(Millis(3), sent[0].0, Ok(Reply::Deleted));
+    let sent = drain(&mut m);
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path: lock,
+            version: None
+        }
+    );
+    m.handle_reply(
+        Millis(4),
+        sent[0].0,
+        Err(Error::NoNode {
+            path: String::new(),
+        }),
+    );
+    assert_eq!(m.poll_output(), Some(Err(LockError::WouldBlock)));
+}
+
+#[test]
+fn session_expiry_ends_the_acquisition() {
+    let mut m = start(1, Patience::Forever);
+    take_mutex(&mut m);
+    drain(&mut m);
+    m.handle_session(Millis(5), SessionState::Expired);
+    assert_eq!(
+        m.poll_output(),
+        Some(Err(LockError::SessionLost(Error::SessionExpired)))
+    );
+}
