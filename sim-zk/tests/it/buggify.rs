@@ -83,7 +83,7 @@ fn buggify_fires_deterministically_per_seed_and_exposes_the_race() {
         })
         .collect();
     assert_eq!(sites.len(), 1, "{sites:?}");
-    assert!(sites[0].contains("election.rs"), "{sites:?}");
+    assert!(sites[0].contains("recipes/election"), "{sites:?}");
 }
 
 #[test]
