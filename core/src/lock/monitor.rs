@@ -21,15 +21,10 @@
 //! elected (its `lost` and `is_leader` read the outcome), as do the lock guards' and
 //! semaphore leases' `lost`; the election model runs it too.
 
-use std::collections::VecDeque;
-
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token};
 use crate::{EventKind, SessionState, WatchedEvent};
 
 use super::LockError;
-
-/// Pause before asking again after a failed `exists`, unless the session reconnects first.
-const RETRY_PAUSE_MS: u64 = 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
@@ -39,8 +34,8 @@ enum Phase {
     Asking { exists: Token },
     /// The node is there; the watch armed by `exists` stands.
     Watching { exists: Token },
-    /// `exists` failed; asking again at `retry` or on reconnection.
-    Paused { retry: Millis },
+    /// `exists` failed; the stall asks again.
+    Paused,
     /// Finished.
     Done,
 }
@@ -63,9 +58,8 @@ enum Phase {
 pub struct MonitorMachine {
     node: String,
     phase: Phase,
-    next_token: u64,
-    outbox: VecDeque<(Token, Request)>,
-    output: Option<LockError>,
+    out: Outbox<LockError>,
+    stall: Stall<()>,
 }
 
 impl MonitorMachine {
@@ -79,9 +73,8 @@ impl MonitorMachine {
         MonitorMachine {
             node: node.to_owned(),
             phase: Phase::Idle,
-            next_token: 0,
-            outbox: VecDeque::new(),
-            output: None,
+            out: Outbox::default(),
+            stall: Stall::default(),
         }
     }
 
@@ -95,22 +88,18 @@ impl MonitorMachine {
     }
 
     fn ask(&mut self) {
-        self.next_token += 1;
-        let exists = Token(self.next_token);
-        self.outbox.push_back((
-            exists,
-            Request::Exists {
-                path: self.node.clone(),
-                watch: true,
-            },
-        ));
+        self.stall.cancel();
+        let exists = self.out.send(Request::Exists {
+            path: self.node.clone(),
+            watch: true,
+        });
         self.phase = Phase::Asking { exists };
     }
 
     fn finish(&mut self, reason: LockError) {
         self.phase = Phase::Done;
-        self.outbox.clear();
-        self.output = Some(reason);
+        self.stall.cancel();
+        self.out.finish(reason);
     }
 }
 
@@ -118,7 +107,7 @@ impl Machine for MonitorMachine {
     type Output = LockError;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.out.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
@@ -135,9 +124,8 @@ impl Machine for MonitorMachine {
             Ok(Reply::Exists(Some(_))) => self.phase = Phase::Watching { exists },
             Err(e) if e.is_session_lost() => self.finish(LockError::SessionLost(e)),
             Err(_) => {
-                self.phase = Phase::Paused {
-                    retry: now.plus(RETRY_PAUSE_MS),
-                }
+                self.phase = Phase::Paused;
+                self.stall.start((), now);
             }
             Ok(other) => unreachable!("exists replied {other:?}"),
         }
@@ -160,17 +148,14 @@ impl Machine for MonitorMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(LockError::SessionLost(error));
-        }
-        match self.phase {
+        match self.out.session(state) {
             // The driver's first report: start, connected or not (a request made while
             // disconnected fails and is retried).
-            Phase::Idle => self.ask(),
-            Phase::Watching { .. } | Phase::Paused { .. } if state == SessionState::Connected => {
+            SessionEvent::Start => self.ask(),
+            SessionEvent::Ended(error) => self.finish(LockError::SessionLost(error)),
+            SessionEvent::Reconnected
+                if matches!(self.phase, Phase::Watching { .. } | Phase::Paused) =>
+            {
                 self.ask()
             }
             _ => {}
@@ -178,22 +163,17 @@ impl Machine for MonitorMachine {
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Paused { retry } = self.phase
-            && now >= retry
-        {
+        if self.stall.due(now).is_some() {
             self.ask();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Paused { retry } => Some(retry),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.out.take_output()
     }
 }
 

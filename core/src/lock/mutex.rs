@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::machine::{Driving, drive};
+use crate::machine::{Driving, Pace, drive, until_certain};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, Error, Op, OpResult, SessionState, path};
 
@@ -255,13 +255,8 @@ async fn writer_between<C: Coordination + ?Sized>(
     read: &str,
 ) -> Result<bool, Error> {
     let (low, high) = (path::sequence(write), path::sequence(read));
-    let children = loop {
-        match zk.get_children(lock_path).await {
-            Ok((children, _)) => break children,
-            Err(Error::NoNode { .. }) => return Ok(false),
-            Err(e) if e.is_indeterminate() => continue,
-            Err(e) => return Err(e),
-        }
+    let Some(children) = children_of(zk, lock_path).await? else {
+        return Ok(false);
     };
     Ok(children.iter().any(|c| {
         c.contains(LockKind::Write.marker()) && {
@@ -482,18 +477,25 @@ pub(crate) async fn find_own_node<C: Coordination + ?Sized>(
     lock_path: &str,
     prefix: &str,
 ) -> Result<Option<String>, Error> {
-    let children = loop {
-        match zk.get_children(lock_path).await {
-            Ok((children, _)) => break children,
-            Err(Error::NoNode { .. }) => return Ok(None),
-            Err(e) if e.is_indeterminate() => continue,
-            Err(e) => return Err(e),
-        }
-    };
+    let children = children_of(zk, lock_path).await?.unwrap_or_default();
     Ok(children
         .into_iter()
         .find(|c| c.starts_with(prefix))
         .map(|c| path::join(lock_path, &c)))
+}
+
+/// The children of a lock directory (`None` if it does not exist), read until the answer is
+/// certain. Retried at once, not paced: these reads and deletes have always gone out back to
+/// back, and the simulator's pinned runs replay them so.
+async fn children_of<C: Coordination + ?Sized>(
+    zk: &C,
+    lock_path: &str,
+) -> Result<Option<Vec<String>>, Error> {
+    match until_certain(zk, Pace::AT_ONCE, || zk.get_children(lock_path)).await {
+        Ok((children, _)) => Ok(Some(children)),
+        Err(Error::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Deletes our own lock node. Its name holds our GUID, so no other owner can create it, and
@@ -502,12 +504,9 @@ pub(crate) async fn delete_idempotent<C: Coordination + ?Sized>(
     zk: &C,
     node: &str,
 ) -> Result<(), Error> {
-    loop {
-        match zk.delete(node, None).await {
-            Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-            Err(e) if e.is_indeterminate() => continue,
-            Err(e) => return Err(e),
-        }
+    match until_certain(zk, Pace::AT_ONCE, || zk.delete(node, None)).await {
+        Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

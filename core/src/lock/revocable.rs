@@ -32,9 +32,10 @@
 //!   is retried after the session reconnects. A node that is gone means its holder already
 //!   released: [`revoke`] returns `Ok(false)`.
 
-use std::collections::VecDeque;
-
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Pace, RETRY_PAUSE_MS, Reply, Request, SessionEvent, Stall, Token,
+    drive, until_certain,
+};
 use crate::{
     Coordination, Error, ErrorClass, EventKind, SessionState, SessionStates, WatchedEvent, path,
 };
@@ -52,9 +53,6 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// The message the ZooKeeper recipe writes; recognised as a request too.
 const RECIPE_MESSAGE: &[u8] = b"unlock";
 
-/// Pause before redoing a read after a connection loss, unless the session reconnects first.
-const RETRY_PAUSE_MS: u64 = 20;
-
 fn is_revocation(data: &[u8]) -> bool {
     data == REVOKE_MESSAGE || data == RECIPE_MESSAGE
 }
@@ -67,8 +65,8 @@ enum Phase {
     Reading(Token),
     /// The data holds no request; waiting for the watch armed by the read.
     Watching(Token),
-    /// A read failed indeterminately; redo it on reconnection or at the given time.
-    Retrying(Millis),
+    /// A read failed indeterminately; the stall redoes it.
+    Retrying,
     /// Finished.
     Done,
 }
@@ -94,9 +92,8 @@ enum Phase {
 pub struct RevocationMachine {
     node: String,
     phase: Phase,
-    next_token: u64,
-    outbox: VecDeque<(Token, Request)>,
-    output: Option<Result<(), LockError>>,
+    out: Outbox<Result<(), LockError>>,
+    stall: Stall<()>,
 }
 
 impl RevocationMachine {
@@ -110,9 +107,8 @@ impl RevocationMachine {
         RevocationMachine {
             node: node.into(),
             phase: Phase::Idle,
-            next_token: 0,
-            outbox: VecDeque::new(),
-            output: None,
+            out: Outbox::default(),
+            stall: Stall::default(),
         }
     }
 
@@ -126,22 +122,18 @@ impl RevocationMachine {
     }
 
     fn read(&mut self) {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push_back((
-            token,
-            Request::GetData {
-                path: self.node.clone(),
-                watch: true,
-            },
-        ));
+        self.stall.cancel();
+        let token = self.out.send(Request::GetData {
+            path: self.node.clone(),
+            watch: true,
+        });
         self.phase = Phase::Reading(token);
     }
 
     fn finish(&mut self, result: Result<(), LockError>) {
         self.phase = Phase::Done;
-        self.outbox.clear();
-        self.output = Some(result);
+        self.stall.cancel();
+        self.out.finish(result);
     }
 
     fn deleted(&mut self) {
@@ -154,7 +146,7 @@ impl Machine for RevocationMachine {
     type Output = Result<(), LockError>;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.out.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
@@ -167,7 +159,8 @@ impl Machine for RevocationMachine {
             Err(Error::NoNode { .. }) => self.deleted(),
             Err(e) => match e.class() {
                 ErrorClass::Indeterminate => {
-                    self.phase = Phase::Retrying(now.plus(RETRY_PAUSE_MS));
+                    self.phase = Phase::Retrying;
+                    self.stall.start((), now);
                 }
                 ErrorClass::SessionLost => self.finish(Err(LockError::SessionLost(e))),
                 ErrorClass::Rejected => self.finish(Err(LockError::Zk(e))),
@@ -192,36 +185,26 @@ impl Machine for RevocationMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(LockError::SessionLost(error)));
-        }
-        match self.phase {
-            Phase::Idle => self.read(),
-            Phase::Retrying(_) if state == SessionState::Connected => self.read(),
+        match self.out.session(state) {
+            SessionEvent::Start => self.read(),
+            SessionEvent::Ended(error) => self.finish(Err(LockError::SessionLost(error))),
+            SessionEvent::Reconnected if self.stall.take().is_some() => self.read(),
             _ => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Retrying(at) = self.phase
-            && now >= at
-        {
+        if self.stall.due(now).is_some() {
             self.read();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Retrying(at) => Some(at),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.out.take_output()
     }
 }
 
@@ -260,36 +243,22 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
 /// # Ok(()) }
 /// ```
 pub async fn revoke<C: Coordination + ?Sized>(zk: &C, node: &str) -> Result<bool, LockError> {
-    let mut states = zk.session_states();
-    loop {
-        match zk.set_data(node, REVOKE_MESSAGE, None).await {
-            Ok(_) => return Ok(true),
-            Err(Error::NoNode { .. }) => return Ok(false),
-            // The same message again is harmless: retry once the session is back.
-            Err(e) if e.is_indeterminate() => pause_for_retry(&mut states).await?,
-            Err(e) => return Err(e.into()),
-        }
+    // The same message again is harmless: retry once the session is back.
+    match until_certain(zk, REVOKE_PACE, || zk.set_data(node, REVOKE_MESSAGE, None)).await {
+        Ok(_) => Ok(true),
+        Err(Error::NoNode { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
-/// Waits before redoing an idempotent request after an indeterminate error: until the session
-/// changes state or a short pause passes (a timeout need not come with a disconnect). Fails
-/// once the session has ended.
+/// How revoking retries an uncertain call: after a session transition or five recipe pauses,
+/// giving up once the session has ended (there is no holder left to ask).
+const REVOKE_PACE: Pace = Pace::patient(RETRY_PAUSE_MS * 5);
+
+/// Waits before redoing an idempotent request after an indeterminate error, at the revoking
+/// pace (see [`Pace::pause`]). Fails once the session has ended.
 pub(crate) async fn pause_for_retry(states: &mut SessionStates) -> Result<(), LockError> {
-    if let Some(error) = states.current().terminal_error() {
-        return Err(LockError::SessionLost(error));
-    }
-    let pause = std::time::Duration::from_millis(RETRY_PAUSE_MS * 5);
-    match tokio::time::timeout(pause, states.next()).await {
-        Ok(Some(state)) => match state.terminal_error() {
-            Some(error) => Err(LockError::SessionLost(error)),
-            None => Ok(()),
-        },
-        Ok(None) => Err(LockError::SessionLost(
-            states.current().terminal_error().unwrap_or(Error::Closed),
-        )),
-        Err(_) => Ok(()),
-    }
+    Ok(REVOKE_PACE.pause(states).await?)
 }
 
 /// The lock nodes (names) that currently hold the lock, among the `children` of a lock
@@ -357,14 +326,10 @@ pub async fn revoke_holders<C: Coordination + ?Sized>(
     zk: &C,
     lock_path: &str,
 ) -> Result<Vec<String>, LockError> {
-    let mut states = zk.session_states();
-    let children = loop {
-        match zk.get_children(lock_path).await {
-            Ok((children, _)) => break children,
-            Err(Error::NoNode { .. }) => return Ok(Vec::new()),
-            Err(e) if e.is_indeterminate() => pause_for_retry(&mut states).await?,
-            Err(e) => return Err(e.into()),
-        }
+    let children = match until_certain(zk, REVOKE_PACE, || zk.get_children(lock_path)).await {
+        Ok((children, _)) => children,
+        Err(Error::NoNode { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
     };
     let mut asked = Vec::new();
     for name in holders(&children) {

@@ -23,15 +23,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token};
 use crate::recipes::once::ancestor_creates;
 use crate::{CreateMode, Error, ErrorClass, Op, SessionState, WatchedEvent, path};
 
 use super::LockTableError;
 use super::statement::{Change, Condition, Slot, Statement, Transaction, encode_name};
-
-/// Pause before redoing a step after a connection loss, unless the session reconnects first.
-const RETRY_PAUSE_MS: u64 = 20;
 
 /// How many conflicting attempts a transaction makes before giving up with
 /// [`LockTableError::Contended`].
@@ -164,12 +161,10 @@ pub struct TxMachine {
     attempts: u32,
     resolved: bool,
     sync_first: bool,
-    next_token: u64,
-    outbox: Vec<(Token, Request)>,
+    out: Outbox<Result<TxOutcome, LockTableError>>,
     phase: Phase,
-    retry: Option<(Retry, Millis)>,
-    started: bool,
-    output: Option<Result<TxOutcome, LockTableError>>,
+    /// The step to redo after a connection loss.
+    stall: Stall<Retry>,
 }
 
 impl TxMachine {
@@ -207,12 +202,9 @@ impl TxMachine {
             attempts: 0,
             resolved: false,
             sync_first: false,
-            next_token: 0,
-            outbox: Vec::new(),
+            out: Outbox::default(),
             phase: Phase::Done,
-            retry: None,
-            started: false,
-            output: None,
+            stall: Stall::default(),
         }
     }
 
@@ -228,17 +220,29 @@ impl TxMachine {
     }
 
     fn send(&mut self, request: Request) -> Token {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push((token, request));
-        token
+        self.out.send(request)
     }
 
     fn finish(&mut self, result: Result<TxOutcome, LockTableError>) {
         self.phase = Phase::Done;
-        self.retry = None;
-        self.outbox.clear();
-        self.output = Some(result);
+        self.stall.cancel();
+        self.out.finish(result);
+    }
+
+    /// Reads `slot`'s children as part of `pending`.
+    fn list(&mut self, pending: &mut BTreeMap<Token, Pending>, slot: String) {
+        let t = self.send(Request::GetChildren {
+            path: slot.clone(),
+            watch: false,
+        });
+        pending.insert(t, Pending::Children(slot));
+    }
+
+    /// Creates `path` and its ancestors as part of `pending` (`NodeExists` replies expected).
+    fn create_all(&mut self, pending: &mut BTreeMap<Token, Pending>, path: &str) {
+        for create in ancestor_creates(path) {
+            pending.insert(self.send(create), Pending::Create);
+        }
     }
 
     fn txid_hex(&self) -> String {
@@ -259,18 +263,12 @@ impl TxMachine {
             // replies are expected.
             let parent = path::parent(&self.marker).unwrap_or("/").to_owned();
             if parent != "/" {
-                for create in ancestor_creates(&parent) {
-                    pending.insert(self.send(create), Pending::Create);
-                }
+                self.create_all(&mut pending, &parent);
             }
         }
         let paths: BTreeSet<String> = self.slots.values().cloned().collect();
         for slot in paths {
-            let t = self.send(Request::GetChildren {
-                path: slot.clone(),
-                watch: false,
-            });
-            pending.insert(t, Pending::Children(slot));
+            self.list(&mut pending, slot);
         }
         self.phase = Phase::Reading {
             pending,
@@ -297,17 +295,14 @@ impl TxMachine {
                 if step == Retry::Read {
                     self.phase = Phase::Paused;
                 }
-                self.retry = Some((step, now.plus(RETRY_PAUSE_MS)));
+                self.stall.start(step, now);
             }
             ErrorClass::SessionLost => self.finish(Err(LockTableError::SessionLost(error))),
             ErrorClass::Rejected => self.finish(Err(LockTableError::Zk(error))),
         }
     }
 
-    fn run_retry(&mut self) {
-        let Some((step, _)) = self.retry.take() else {
-            return;
-        };
+    fn redo(&mut self, step: Retry) {
         match (step, self.phase.clone()) {
             (Retry::Read, _) => self.read(),
             (
@@ -392,15 +387,8 @@ impl TxMachine {
                 }
             }
             (Pending::Children(slot), Err(Error::NoNode { .. })) => {
-                // Create the slot and its ancestors; NodeExists replies are expected.
-                for create in ancestor_creates(&slot) {
-                    pending.insert(self.send(create), Pending::Create);
-                }
-                let t = self.send(Request::GetChildren {
-                    path: slot.clone(),
-                    watch: false,
-                });
-                pending.insert(t, Pending::Children(slot));
+                self.create_all(&mut pending, &slot);
+                self.list(&mut pending, slot);
             }
             (Pending::Data { slot, session }, Ok(Reply::Data { data, stat })) => {
                 // An entry that is not ours to parse (written by hand) counts with an empty
@@ -614,11 +602,7 @@ impl Machine for TxMachine {
     type Output = Result<TxOutcome, LockTableError>;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        if self.outbox.is_empty() {
-            None
-        } else {
-            Some(self.outbox.remove(0))
-        }
+        self.out.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
@@ -694,38 +678,31 @@ impl Machine for TxMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            if let Some(error) = state.terminal_error() {
-                return self.finish(Err(LockTableError::SessionLost(error)));
-            }
-            return self.read();
-        }
-        if let Some(error) = state.terminal_error()
-            && self.phase != Phase::Done
-        {
+        match self.out.session(state) {
+            SessionEvent::Start => self.read(),
             // The session's entries went with it, whatever the last multi did.
-            return self.finish(Err(LockTableError::SessionLost(error)));
-        }
-        if state == SessionState::Connected && self.phase != Phase::Done {
-            self.run_retry();
+            SessionEvent::Ended(error) => self.finish(Err(LockTableError::SessionLost(error))),
+            SessionEvent::Reconnected => {
+                if let Some(step) = self.stall.take() {
+                    self.redo(step);
+                }
+            }
+            SessionEvent::Disconnected | SessionEvent::Ignored => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Some((_, at)) = self.retry
-            && now >= at
-        {
-            self.run_retry();
+        if let Some(step) = self.stall.due(now) {
+            self.redo(step);
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        self.retry.map(|(_, at)| at)
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.out.take_output()
     }
 }
 
