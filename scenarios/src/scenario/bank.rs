@@ -17,10 +17,10 @@ use serde_json::{Map, Value, json};
 
 use super::env::{Cluster, Recorder, retry_open};
 use super::session::Session;
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict, Workload};
 use crate::check::bank::BankChecker;
-use crate::history::{EventType, History};
+use crate::history::History;
 
 const ROOT: &str = "/bank";
 const ACCOUNTS: usize = 5;
@@ -52,16 +52,6 @@ async fn open<K: Cluster>(
     .await
 }
 
-impl<E> Ends for StmError<E> {
-    fn end(&self) -> EventType {
-        if self.is_definite() {
-            EventType::Fail
-        } else {
-            EventType::Info
-        }
-    }
-}
-
 /// An STM and refs of `T` on one session.
 pub(crate) type Refs<C, T> = (Stm<C>, Vec<Ref<T>>);
 
@@ -83,7 +73,12 @@ where
     Ok(())
 }
 
-async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
     for _ in 0..w.ops {
         let transfer = me.rng.random_bool(0.7);
@@ -124,31 +119,17 @@ async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Re
             }
         };
         match me
-            .rec
-            .call(
-                &mut me.process,
-                Invoke::new(f, input.clone()),
-                call,
-                Value::clone,
-            )
+            .caller
+            .call(Invoke::new(f, input.clone()), call, Value::clone)
             .await
         {
             Ended::Stuck => break,
             Ended::Ok(_) => {}
-            Ended::Err(e) => recover(me.rec, &mut session, &e).await?,
+            Ended::Err(e) => recover(me.caller.rec, &mut session, &e).await?,
         }
     }
-    me.rec.retries(session.handles().0.stats().retries);
+    me.caller.rec.retries(session.handles().0.stats().retries);
     Ok(())
-}
-
-/// The workload: `w.clients` clients, `w.ops` transfers or reads each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w, me)).await
 }
 
 /// Judges a bank history with the bank checker (total 100 over `a0`…`a4`).

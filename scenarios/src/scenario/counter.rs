@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::env::{Cluster, Recorder, retry_open};
 use super::session::Session;
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -30,24 +30,19 @@ async fn open<K: Cluster>(
     retry_open(cluster, zk, 200, |c| Atom::open(c, PATH, 0u64)).await
 }
 
-impl Ends for AtomError {
-    fn end(&self) -> EventType {
-        if self.is_definite() {
-            EventType::Fail
-        } else {
-            EventType::Info
-        }
-    }
-}
-
 fn session_lost(e: &AtomError) -> bool {
     matches!(e, AtomError::Zk(z) if z.is_session_lost())
 }
 
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let mut session = Session::open(cluster, open).await?;
     let mut stats = avout::atom::AtomStats::default();
-    for _ in 0..ops {
+    for _ in 0..w.ops {
         let add = me.rng.random_bool(0.75);
         let (f, value) = if add {
             ("add", Value::from(1))
@@ -63,10 +58,8 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             }
         };
         match me
-            .rec
-            .call(&mut me.process, Invoke::new(f, value), call, |v| {
-                Value::from(*v)
-            })
+            .caller
+            .call(Invoke::new(f, value), call, |v| Value::from(*v))
             .await
         {
             Ended::Stuck => break,
@@ -80,7 +73,7 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
         }
     }
     accumulate(&mut stats, session.handles().stats());
-    me.rec.retries(stats.conflicts + stats.recoveries);
+    me.caller.rec.retries(stats.conflicts + stats.recoveries);
     Ok(())
 }
 
@@ -89,13 +82,12 @@ fn accumulate(total: &mut avout::atom::AtomStats, s: avout::atom::AtomStats) {
     total.recoveries += s.recoveries;
 }
 
-/// The workload: `w.clients` clients, `w.ops` operations each, then a final read.
-pub(crate) async fn workload<K: Cluster>(
+/// The final read, after every client is done.
+pub(crate) async fn final_read<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await?;
     // The final read, by a fresh session, retried until it answers (on a new session when
     // this one ends: a read changes nothing, so retrying it anywhere is safe).
     let p = (w.clients * (w.ops + 1)) as u64;

@@ -18,31 +18,31 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::Value;
 
-use super::env::{Cluster, Recorder};
+use super::env::Cluster;
 use super::mutex::{check_holds, counter_session, fenced_write, read_counter, set_counter};
 use super::session::{Session, plain};
-use super::worker::{Ended, Invoke, Worker, all_workers};
+use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict, Workload};
 use crate::history::History;
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
 
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let zk = counter_session(cluster, RESOURCE).await?;
     let mut session = Session::on(cluster, zk, plain(|zk| Election::new(zk, PATH))).await?;
-    for _ in 0..ops {
-        let p = me.p();
+    for _ in 0..w.ops {
+        let p = me.caller.p();
         let election = session.handles();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
         let leadership = match me
-            .rec
-            .call(
-                &mut me.process,
-                campaign,
-                || election.campaign(),
-                |l| l.term().into(),
-            )
+            .caller
+            .call(campaign, || election.campaign(), |l| l.term().into())
             .await
         {
             Ended::Stuck => break,
@@ -61,31 +61,22 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
                 Op::check(leadership.node().to_owned(), None),
                 set_counter(RESOURCE, n + 1),
             ];
-            match fenced_write(me.rec, &mut me.process, term, n + 1, || zk.multi(&ops)).await {
+            match fenced_write(&mut me.caller, term, n + 1, || zk.multi(&ops)).await {
                 Ended::Stuck => break,
                 Ended::Ok(_) => lost = false,
                 Ended::Err(_) => {}
             }
         }
-        me.rec.invoke(p, "release", term.into(), None);
+        me.caller.rec.invoke(p, "release", term.into(), None);
         let resigned = !lost
             && matches!(
                 tokio::time::timeout(OP_DEADLINE, leadership.resign()).await,
                 Ok(Ok(()))
             );
-        me.released(term.into(), resigned);
+        me.caller.released(term.into(), resigned);
         session.renew_if_ended().await?;
     }
     Ok(())
-}
-
-/// The workload: `w.clients` candidates, `w.ops` terms each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges an election history: one leader per term, no two live leaders.

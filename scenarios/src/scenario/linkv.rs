@@ -15,12 +15,12 @@ use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Recorder, retry_open};
+use super::env::{Cluster, retry_open};
 use super::session::Session;
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Ended, Invoke, Worker};
 use super::{Verdict, Workload};
 use crate::check::{Checker, Model};
-use crate::history::{EventType, History, Keys};
+use crate::history::{History, Keys};
 
 const BASE: &str = "/lin-kv";
 const KEYS: u64 = 3;
@@ -37,19 +37,14 @@ fn session_lost(e: &KvError) -> bool {
     matches!(e, KvError::Atom(avout::atom::AtomError::Zk(z)) if z.is_session_lost())
 }
 
-impl Ends for KvError {
-    fn end(&self) -> EventType {
-        if self.is_definite() {
-            EventType::Fail
-        } else {
-            EventType::Info
-        }
-    }
-}
-
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let mut session = Session::open(cluster, open).await?;
-    for _ in 0..ops {
+    for _ in 0..w.ops {
         let rng = &mut me.rng;
         let key = rng.random_range(0..KEYS).to_string();
         let k = Some(Value::from(key.clone()));
@@ -77,8 +72,8 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
         };
         let op = Invoke::new(f, input.clone())
             .key(k)
-            .stall(format!("process {}'s {f} of key {key}", me.p()));
-        match me.rec.call(&mut me.process, op, call, Value::clone).await {
+            .stall(format!("process {}'s {f} of key {key}", me.caller.p()));
+        match me.caller.call(op, call, Value::clone).await {
             Ended::Stuck => break,
             Ended::Ok(_) => {}
             Ended::Err(e) => {
@@ -89,15 +84,6 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
         }
     }
     Ok(())
-}
-
-/// The workload: `w.clients` clients, `w.ops` operations each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges a lin-kv history with the linearizability checker (cas-register per key).

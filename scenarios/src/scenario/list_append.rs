@@ -18,9 +18,9 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::bank::{Refs, recover, stm_config};
-use super::env::{Cluster, Recorder, retry_open};
+use super::env::{Cluster, retry_open};
 use super::session::Session;
-use super::worker::{Ended, Invoke, Worker, all_workers};
+use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict, Workload};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
 use crate::history::History;
@@ -50,7 +50,12 @@ enum Micro {
     Append(u64, u64),
 }
 
-async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
     let mut next = 1u64;
     for _ in 0..w.ops {
@@ -100,33 +105,19 @@ async fn client<K: Cluster>(cluster: &K, w: &Workload, mut me: Worker<'_>) -> Re
                 Ok::<_, Abort>(Value::Array(done))
             })
         };
-        let stall = format!("process {}'s transaction", me.p());
+        let stall = format!("process {}'s transaction", me.caller.p());
         match me
-            .rec
-            .call(
-                &mut me.process,
-                Invoke::new("txn", input).stall(stall),
-                body,
-                Value::clone,
-            )
+            .caller
+            .call(Invoke::new("txn", input).stall(stall), body, Value::clone)
             .await
         {
             Ended::Stuck => break,
             Ended::Ok(_) => {}
-            Ended::Err(e) => recover(me.rec, &mut session, &e).await?,
+            Ended::Err(e) => recover(me.caller.rec, &mut session, &e).await?,
         }
     }
-    me.rec.retries(session.handles().0.stats().retries);
+    me.caller.rec.retries(session.handles().0.stats().retries);
     Ok(())
-}
-
-/// The workload: `w.clients` clients, `w.ops` transactions each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w, me)).await
 }
 
 /// Judges a list-append history with the Elle-style checker: strict serializability for

@@ -28,10 +28,10 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Recorder};
+use super::env::Cluster;
 use super::mutex::{check_holds, counter_session, read_counter, set_counter};
 use super::session::{Session, plain};
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict, Workload};
 use crate::history::{EventType, History};
 
@@ -66,9 +66,10 @@ impl Ends for LockTableError {
     }
 }
 
-async fn client<K: Cluster>(
+/// One clerk: `w.ops` holds; `grants` numbers the holds of the run.
+pub(crate) async fn client<K: Cluster>(
     cluster: &K,
-    ops: usize,
+    w: &Workload,
     mut me: Worker<'_>,
     grants: &Cell<u64>,
 ) -> Result<(), String> {
@@ -78,14 +79,14 @@ async fn client<K: Cluster>(
     let mut session = Session::on(cluster, zk, table).await?;
     let mut done = 0;
     let mut tries = 0;
-    while done < ops && tries < ops * 50 {
+    while done < w.ops && tries < w.ops * 50 {
         tries += 1;
         let kind = if me.rng.random_bool(0.1) {
             2
         } else {
             me.rng.random_range(0..2)
         };
-        let p = me.p();
+        let p = me.caller.p();
         let table = session.handles();
         let entering = enter(kind, &me_name);
         let op =
@@ -95,11 +96,7 @@ async fn client<K: Cluster>(
             grants.set(grants.get() + 1);
             grants.get().into()
         };
-        match me
-            .rec
-            .call(&mut me.process, op, || table.execute(&entering), grant)
-            .await
-        {
+        match me.caller.call(op, || table.execute(&entering), grant).await {
             Ended::Stuck => break,
             Ended::Err(_) => {
                 session.renew_if_ended().await?;
@@ -115,7 +112,7 @@ async fn client<K: Cluster>(
         if let Ok(n) = read_counter(&**zk, RESOURCE).await {
             tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let value = json!({"token": token, "counter": n + 1});
-            me.rec.invoke(p, "write", value.clone(), None);
+            me.caller.rec.invoke(p, "write", value.clone(), None);
             // Fenced by the clerk's own entry: a clerk whose session ended (its entry
             // vanished with it) cannot write.
             let entry = format!(
@@ -126,26 +123,19 @@ async fn client<K: Cluster>(
             );
             let ops = [Op::check(entry, None), set_counter(RESOURCE, n + 1)];
             match zk.multi(&ops).await {
-                Ok(_) => me.rec.complete(EventType::Ok, p, "write", value, None),
-                Err(e) => me.rec.complete(e.end(), p, "write", value, None),
+                Ok(_) => me
+                    .caller
+                    .rec
+                    .complete(EventType::Ok, p, "write", value, None),
+                Err(e) => me.caller.rec.complete(e.end(), p, "write", value, None),
             }
         }
-        me.rec.invoke(p, "release", token.into(), None);
+        me.caller.rec.invoke(p, "release", token.into(), None);
         let left = tokio::time::timeout(OP_DEADLINE, table.execute(&leave(kind, &me_name))).await;
-        me.released(token.into(), matches!(left, Ok(Ok(_))));
+        me.caller.released(token.into(), matches!(left, Ok(Ok(_))));
         session.renew_if_ended().await?;
     }
     Ok(())
-}
-
-/// The workload: `w.clients` clerks, `w.ops` visits each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    let grants = Cell::new(0);
-    all_workers(w, rec, |me| client(cluster, w.ops, me, &grants)).await
 }
 
 /// Judges a lock-table history: one clerk inside at a time, no lost increment.

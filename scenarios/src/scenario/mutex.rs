@@ -26,9 +26,9 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder, retry_open};
+use super::env::{Cluster, retry_open};
 use super::session::{Session, connect, plain};
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -75,8 +75,7 @@ pub(crate) fn set_counter(path: &str, n: u64) -> Op {
 /// Records `process`'s fenced write of `counter` under the hold given `token`, sent by
 /// `write`; its output is its input.
 pub(crate) async fn fenced_write<T, E: Ends, Fut>(
-    rec: &Recorder,
-    process: &mut Process,
+    caller: &mut Caller<'_>,
     token: i64,
     counter: u64,
     write: impl FnOnce() -> Fut,
@@ -86,9 +85,9 @@ where
 {
     let value = json!({"token": token, "counter": counter});
     let op = Invoke::new("write", value.clone())
-        .stall(format!("process {}'s fenced write", process.id()))
+        .stall(format!("process {}'s fenced write", caller.p()))
         .in_hold();
-    rec.call(process, op, write, |_| value).await
+    caller.call(op, write, |_| value).await
 }
 
 impl Ends for LockError {
@@ -104,21 +103,21 @@ fn lost_session(e: &LockError) -> bool {
     matches!(e, LockError::SessionLost(_)) || matches!(e, LockError::Zk(z) if z.is_session_lost())
 }
 
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let zk = counter_session(cluster, RESOURCE).await?;
     let mut session = Session::on(cluster, zk, plain(|zk| Mutex::new(zk, LOCK))).await?;
-    for _ in 0..ops {
-        let p = me.p();
+    for _ in 0..w.ops {
+        let p = me.caller.p();
         let mutex = session.handles();
         let acquire = Invoke::new("acquire", Value::Null);
         let guard = match me
-            .rec
-            .call(
-                &mut me.process,
-                acquire,
-                || mutex.lock(),
-                |g| g.fencing_token().into(),
-            )
+            .caller
+            .call(acquire, || mutex.lock(), |g| g.fencing_token().into())
             .await
         {
             Ended::Stuck => break,
@@ -136,7 +135,7 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             Ok(n) => {
                 tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
                 let write = || guard.fenced(vec![set_counter(RESOURCE, n + 1)]);
-                match fenced_write(me.rec, &mut me.process, token, n + 1, write).await {
+                match fenced_write(&mut me.caller, token, n + 1, write).await {
                     Ended::Stuck => break,
                     Ended::Ok(_) => {}
                     Ended::Err(e) => lost = e.end() == EventType::Fail,
@@ -144,7 +143,7 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             }
             Err(e) => lost = e.is_session_lost(),
         }
-        me.rec.invoke(p, "release", token.into(), None);
+        me.caller.rec.invoke(p, "release", token.into(), None);
         let released = if lost {
             drop(guard);
             false
@@ -163,20 +162,11 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             );
             intact && unlocked
         };
-        me.released(token.into(), released);
+        me.caller.released(token.into(), released);
         session.renew_if_ended().await?;
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;
     }
     Ok(())
-}
-
-/// The workload: `w.clients` clients, `w.ops` lock–increment–unlock rounds each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// One hold: from an `ok` acquire to the process's next release.

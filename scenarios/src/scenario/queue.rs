@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::env::{Cluster, Process, Recorder};
 use super::session::{Session, plain};
-use super::worker::{Ended, Ends, Invoke, Worker, all_workers};
+use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -49,9 +49,14 @@ async fn take<C: avout::Coordination + ?Sized + 'static>(
     }))
 }
 
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
-    for n in 0..ops {
+    for n in 0..w.ops {
         let put = me.rng.random_bool(0.5);
         let (f, input) = if put {
             ("put", Value::from(format!("c{}-{n}", me.index)))
@@ -68,13 +73,8 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             }
         };
         match me
-            .rec
-            .call(
-                &mut me.process,
-                Invoke::new(f, input.clone()),
-                call,
-                Value::clone,
-            )
+            .caller
+            .call(Invoke::new(f, input.clone()), call, Value::clone)
             .await
         {
             Ended::Stuck => break,
@@ -85,22 +85,21 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
     Ok(())
 }
 
-/// The workload: `w.clients` clients, `w.ops` puts or takes each, then a drain.
-pub(crate) async fn workload<K: Cluster>(
+/// The drain, after every client is done: takes until the queue is empty.
+pub(crate) async fn drain<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await?;
     // The drain's process numbers follow one another.
-    let mut drain = Process::new(w.clients * (w.ops + 1), 1);
+    let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
     let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
     let mut failures = 0;
     loop {
         let queue = session.handles();
         let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
         let call = || take(queue, Duration::ZERO);
-        match rec.call(&mut drain, op, call, Value::clone).await {
+        match drain.call(op, call, Value::clone).await {
             Ended::Ok(Value::Null) | Ended::Stuck => return Ok(()),
             Ended::Ok(_) => {}
             Ended::Err(e) => {

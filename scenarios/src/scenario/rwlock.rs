@@ -19,10 +19,10 @@ use avout::lock::{LockGuard, RwLock};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::env::{Cluster, Process, Recorder};
+use super::env::Cluster;
 use super::mutex::{counter_session, fenced_write, read_counter, set_counter};
 use super::session::{Session, plain};
-use super::worker::{Ended, Invoke, Worker, all_workers};
+use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -35,17 +35,16 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
     guard: &LockGuard<C>,
     write: bool,
     token: i64,
-    process: &mut Process,
-    rec: &Recorder,
+    caller: &mut Caller<'_>,
     pause: Duration,
 ) -> Result<(), ()> {
-    let p = process.id();
+    let (p, rec) = (caller.p(), caller.rec);
     let first = read_counter(zk, RESOURCE).await.map_err(|_| ())?;
     tokio::time::sleep(pause).await;
     if write {
         let write = || guard.fenced(vec![set_counter(RESOURCE, first + 1)]);
         if !matches!(
-            fenced_write(rec, process, token, first + 1, write).await,
+            fenced_write(caller, token, first + 1, write).await,
             Ended::Ok(_)
         ) {
             return Err(());
@@ -67,11 +66,16 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
     Ok(())
 }
 
-async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Result<(), String> {
+/// One client: `w.ops` operations.
+pub(crate) async fn client<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    mut me: Worker<'_>,
+) -> Result<(), String> {
     let zk = counter_session(cluster, RESOURCE).await?;
     let mut session = Session::on(cluster, zk, plain(|zk| RwLock::new(zk, LOCK))).await?;
-    for _ in 0..ops {
-        let p = me.p();
+    for _ in 0..w.ops {
+        let p = me.caller.p();
         let write = me.rng.random_bool(0.4);
         let f = if write {
             "acquire-write"
@@ -87,8 +91,8 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
             }
         };
         let guard = match me
-            .rec
-            .call(&mut me.process, Invoke::new(f, Value::Null), acquire, |g| {
+            .caller
+            .call(Invoke::new(f, Value::Null), acquire, |g| {
                 g.fencing_token().into()
             })
             .await
@@ -102,17 +106,8 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
         };
         let token = guard.fencing_token();
         let pause = Duration::from_millis(me.rng.random_range(0..5));
-        let held = under(
-            &**session.zk(),
-            &guard,
-            write,
-            token,
-            &mut me.process,
-            me.rec,
-            pause,
-        )
-        .await;
-        me.rec.invoke(p, "release", token.into(), None);
+        let held = under(&**session.zk(), &guard, write, token, &mut me.caller, pause).await;
+        me.caller.rec.invoke(p, "release", token.into(), None);
         let released = match held {
             Ok(()) => matches!(
                 tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
@@ -123,19 +118,10 @@ async fn client<K: Cluster>(cluster: &K, ops: usize, mut me: Worker<'_>) -> Resu
                 false
             }
         };
-        me.released(token.into(), released);
+        me.caller.released(token.into(), released);
         session.renew_if_ended().await?;
     }
     Ok(())
-}
-
-/// The workload: `w.clients` clients, `w.ops` read or write holds each.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), String> {
-    all_workers(w, rec, |me| client(cluster, w.ops, me)).await
 }
 
 /// Judges a read-write lock history.

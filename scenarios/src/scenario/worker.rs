@@ -10,7 +10,7 @@ use std::future::Future;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::env::{Process, Recorder, client_rng};
+use super::env::{Cluster, Process, Recorder, client_rng};
 use super::{OP_DEADLINE, Workload};
 use crate::history::EventType;
 
@@ -26,6 +26,26 @@ impl Ends for avout::Error {
         super::env::outcome_of(self)
     }
 }
+
+/// [`Ends`] for errors that say themselves whether they are definite (`fail`) or may have
+/// taken effect (`info`).
+macro_rules! ends_as_definite {
+    ($(<$g:ident>)? for $t:ty) => {
+        impl$(<$g>)? Ends for $t {
+            fn end(&self) -> EventType {
+                if self.is_definite() {
+                    EventType::Fail
+                } else {
+                    EventType::Info
+                }
+            }
+        }
+    };
+}
+
+ends_as_definite!(for avout::atom::AtomError);
+ends_as_definite!(for avout::atom::linkv::KvError);
+ends_as_definite!(<E> for avout::stm::StmError<E>);
 
 /// An operation as the history names it: `f`, its input, its key, and what to call it should
 /// it stall (by default "process P's F").
@@ -86,14 +106,33 @@ pub(crate) enum Ended<T, E> {
     Stuck,
 }
 
-impl Recorder {
-    /// Records `op` by `process` around `call`, run within [`OP_DEADLINE`]: its invocation,
-    /// then `ok` with `output` of what it returned, the [`Ends::end`] of its error, or `info`
-    /// and a stall. A process whose operation ended in doubt is retired (so that every process
-    /// has at most one operation in doubt), unless the operation is [`Invoke::in_hold`].
+/// A process of the history and the recorder it writes to: what recording an operation
+/// takes. A [`Worker`] is one; so is a scenario's last reader (the queue's drain), and each
+/// role of a two-phase-commit client.
+pub(crate) struct Caller<'a> {
+    /// Where it records.
+    pub(crate) rec: &'a Recorder,
+    /// Its process number now.
+    pub(crate) process: Process,
+}
+
+impl<'a> Caller<'a> {
+    /// `process`, recording to `rec`.
+    pub(crate) fn new(rec: &'a Recorder, process: Process) -> Self {
+        Caller { rec, process }
+    }
+
+    /// The process number now.
+    pub(crate) fn p(&self) -> u64 {
+        self.process.id()
+    }
+
+    /// Records `op` around `call`, run within [`OP_DEADLINE`]: its invocation, then `ok`
+    /// with `output` of what it returned, the [`Ends::end`] of its error, or `info` and a
+    /// stall. A process whose operation ended in doubt is retired (so that every process has
+    /// at most one operation in doubt), unless the operation is [`Invoke::in_hold`].
     pub(crate) async fn call<T, E: Ends, Fut>(
-        &self,
-        process: &mut Process,
+        &mut self,
         op: Invoke<'_>,
         call: impl FnOnce() -> Fut,
         output: impl FnOnce(&T) -> Value,
@@ -101,60 +140,31 @@ impl Recorder {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        let p = process.id();
-        self.invoke(p, op.f, op.input.clone(), op.key.clone());
+        let p = self.process.id();
+        let rec = self.rec;
+        rec.invoke(p, op.f, op.input.clone(), op.key.clone());
         match tokio::time::timeout(OP_DEADLINE, call()).await {
             Err(_) => {
-                self.complete(EventType::Info, p, op.f, op.input, op.key);
-                self.stall(
+                rec.complete(EventType::Info, p, op.f, op.input, op.key);
+                rec.stall(
                     op.stall
                         .unwrap_or_else(|| format!("process {p}'s {}", op.f)),
                 );
                 Ended::Stuck
             }
             Ok(Ok(t)) => {
-                self.complete(EventType::Ok, p, op.f, output(&t), op.key);
+                rec.complete(EventType::Ok, p, op.f, output(&t), op.key);
                 Ended::Ok(t)
             }
             Ok(Err(e)) => {
                 let end = e.end();
-                self.complete(end, p, op.f, op.input, op.key);
+                rec.complete(end, p, op.f, op.input, op.key);
                 if end == EventType::Info && !op.in_hold {
-                    process.retire();
+                    self.process.retire();
                 }
                 Ended::Err(e)
             }
         }
-    }
-}
-
-/// One client of a workload: its index, its own random stream, its process number in the
-/// history, and the run's recorder.
-pub(crate) struct Worker<'a> {
-    /// The client's index, from 0.
-    pub(crate) index: usize,
-    /// Its choices ([`client_rng`]).
-    pub(crate) rng: ChaCha8Rng,
-    /// Its process number now.
-    pub(crate) process: Process,
-    /// Where it records.
-    pub(crate) rec: &'a Recorder,
-}
-
-impl<'a> Worker<'a> {
-    /// Client `index` of workload `w`.
-    pub(crate) fn new(w: &Workload, rec: &'a Recorder, index: usize) -> Self {
-        Worker {
-            index,
-            rng: client_rng(w.seed, index),
-            process: Process::new(index, w.clients),
-            rec,
-        }
-    }
-
-    /// The process number now.
-    pub(crate) fn p(&self) -> u64 {
-        self.process.id()
     }
 
     /// Records the end of the hold given `token`: `ok` when it was released cleanly, else
@@ -171,15 +181,40 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Runs one [`Worker`] per client of `w` concurrently, to completion, and returns the first
-/// error (every client finishes first, so the history is complete).
-pub(crate) async fn all_workers<'a, Fut>(
-    w: &Workload,
+/// One client of a workload: its index, its own random stream, and its [`Caller`].
+pub(crate) struct Worker<'a> {
+    /// The client's index, from 0.
+    pub(crate) index: usize,
+    /// Its choices ([`client_rng`]).
+    pub(crate) rng: ChaCha8Rng,
+    /// Its process and recorder.
+    pub(crate) caller: Caller<'a>,
+}
+
+impl<'a> Worker<'a> {
+    /// Client `index` of workload `w`.
+    pub(crate) fn new(w: &Workload, rec: &'a Recorder, index: usize) -> Self {
+        Worker {
+            index,
+            rng: client_rng(w.seed, index),
+            caller: Caller::new(rec, Process::new(index, w.clients)),
+        }
+    }
+}
+
+/// Runs one [`Worker`] per client of `w` concurrently, each doing `worker`, to completion, and
+/// returns the first error (every client finishes first, so the history is complete).
+///
+/// `worker` is a scenario's client, as `bank::client`: every scenario whose clients are alike
+/// is run by this one call, so that none keeps its own copy of the setting up.
+pub(crate) async fn all_workers<'a, K: Cluster, Fut>(
+    cluster: &'a K,
+    w: &'a Workload,
     rec: &'a Recorder,
-    mut worker: impl FnMut(Worker<'a>) -> Fut,
+    mut worker: impl FnMut(&'a K, &'a Workload, Worker<'a>) -> Fut,
 ) -> Result<(), String>
 where
     Fut: Future<Output = Result<(), String>>,
 {
-    super::env::all_clients(w.clients, |i| worker(Worker::new(w, rec, i))).await
+    super::env::all_clients(w.clients, |i| worker(cluster, w, Worker::new(w, rec, i))).await
 }
