@@ -33,6 +33,8 @@ mod retry;
 mod stall;
 #[cfg(test)]
 pub(crate) mod testing;
+#[cfg(test)]
+pub(crate) mod transcript;
 
 pub use crate::request::{Reply, Request};
 pub use child::Routes;
