@@ -5,18 +5,14 @@
 //! 10 values, 2% `info`), then the same history with one read in the middle returning a value
 //! first written later, and prints the times and verdicts.
 
-use std::time::Instant;
+mod speed;
 
 use avout_scenarios::check::synth::Synth;
 use avout_scenarios::check::{Model, check_history};
 use avout_scenarios::history::{EventType, F, History};
+use speed::{arg, generate, timed};
 
 fn main() {
-    let arg = |i: usize, default: u64| {
-        std::env::args()
-            .nth(i)
-            .map_or(default, |a| a.parse().expect("a number"))
-    };
     let synth = Synth {
         operations: arg(1, 10_000) as usize,
         processes: arg(2, 10),
@@ -30,17 +26,10 @@ fn main() {
     } else {
         Model::Register
     };
-    let started = Instant::now();
-    let history = synth.history();
-    println!(
-        "{synth:?}: generated {} events in {:?}",
-        history.len(),
-        started.elapsed()
-    );
+    let history = generate(&synth, || synth.history());
 
-    let started = Instant::now();
-    let verdict = check_history(&history, model).expect("well-formed");
-    println!("valid history: {:?}\n{verdict}", started.elapsed());
+    let (verdict, elapsed) = timed(|| check_history(&history, model).expect("well-formed"));
+    println!("valid history: {elapsed:?}\n{verdict}");
     assert!(verdict.is_linearizable());
 
     let mut events = history.events().to_vec();
@@ -62,12 +51,10 @@ fn main() {
         events[i].value = "fresh".into();
     }
     let corrupted: History = events.into_iter().collect();
-    let started = Instant::now();
-    let verdict = check_history(&corrupted, model).expect("well-formed");
+    let (verdict, elapsed) = timed(|| check_history(&corrupted, model).expect("well-formed"));
     println!(
-        "read from the future at line {}: {:?}\n{verdict}",
-        target + 1,
-        started.elapsed()
+        "read from the future at line {}: {elapsed:?}\n{verdict}",
+        target + 1
     );
     assert!(!verdict.violations.is_empty());
 }

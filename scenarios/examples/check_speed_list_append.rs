@@ -5,47 +5,28 @@
 //! processes, 2% `fail`, 2% `info`, some of those applied after the client gave up), then the
 //! same history with one read made stale (see `synth::stale_read`), and prints the times and verdicts.
 
-use std::time::Instant;
+mod speed;
 
 use avout_scenarios::check::list_append::check_list_append;
 use avout_scenarios::check::list_append::synth::{ListAppendSynth, stale_read};
+use speed::{arg, generate, timed};
 
 fn main() {
-    let arg = |i: usize, default: u64| {
-        std::env::args()
-            .nth(i)
-            .map_or(default, |a| a.parse().expect("a number"))
-    };
     let synth = ListAppendSynth {
         transactions: arg(1, 10_000) as usize,
         processes: arg(2, 10),
         seed: arg(3, 0),
         ..ListAppendSynth::default()
     };
-    let started = Instant::now();
-    let history = synth.history();
-    println!(
-        "{synth:?}: generated {} events in {:?}",
-        history.len(),
-        started.elapsed()
-    );
+    let history = generate(&synth, || synth.history());
 
-    let started = Instant::now();
-    let verdict = check_list_append(&history).expect("well-formed");
-    println!(
-        "valid history: checked in {:?}\n{verdict}",
-        started.elapsed()
-    );
+    let (verdict, elapsed) = timed(|| check_list_append(&history).expect("well-formed"));
+    println!("valid history: checked in {elapsed:?}\n{verdict}");
     assert!(verdict.is_valid());
 
     // A stale read: the last element dropped from a read whose appender had completed before
     // the reader began.
     let (corrupted, target) = stale_read(&history).expect("a read to corrupt");
-    let started = Instant::now();
-    let verdict = check_list_append(&corrupted).expect("well-formed");
-    println!(
-        "stale read at line {}: checked in {:?}\n{verdict}",
-        target,
-        started.elapsed()
-    );
+    let (verdict, elapsed) = timed(|| check_list_append(&corrupted).expect("well-formed"));
+    println!("stale read at line {target}: checked in {elapsed:?}\n{verdict}");
 }

@@ -29,6 +29,7 @@ use avout::{Coordination, CoordinationExt, CreateOptions};
 use clap::{Args, Subcommand};
 use zookeeper_client as zk;
 
+mod clock;
 pub(crate) mod recipes;
 pub(crate) mod sim;
 pub(crate) mod stm;
@@ -141,6 +142,17 @@ pub(crate) enum BenchError {
     },
 }
 
+impl BenchError {
+    /// `peer`'s operation in `workload` failed with `e`.
+    fn op(peer: &'static str, workload: &'static str, e: impl Display) -> BenchError {
+        BenchError::Op {
+            peer,
+            workload,
+            detail: e.to_string(),
+        }
+    }
+}
+
 const ROOT: &str = "/bench/avout/ops";
 /// Small values: the figures are about round trips, not bandwidth.
 const DATA: &[u8] = b"avout-bench-value-0123456789abcd";
@@ -235,12 +247,16 @@ impl Figure {
 /// A session on the server under test, with the benches' timeouts (one per client, like the
 /// peers).
 pub(crate) async fn connect(connect: &str) -> Result<std::sync::Arc<ZkClient>, BenchError> {
+    session(connect).await.map(std::sync::Arc::new)
+}
+
+/// [`connect`]'s session, unshared.
+async fn session(connect: &str) -> Result<ZkClient, BenchError> {
     let config = ZkConfig::new(connect)
         .with_session_timeout(SESSION_TIMEOUT)
         .with_connect_timeout(CONNECT_TIMEOUT);
     ZkClient::connect(&config)
         .await
-        .map(std::sync::Arc::new)
         .map_err(|source| BenchError::Connect {
             connect: connect.to_owned(),
             source,
@@ -260,24 +276,12 @@ pub(crate) async fn run(command: BenchCommand) -> Result<(), BenchError> {
 
 /// Runs `avout bench ops`.
 pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
-    let config = ZkConfig::new(args.zk.clone())
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_connect_timeout(CONNECT_TIMEOUT);
-    let client = ZkClient::connect(&config)
-        .await
-        .map_err(|source| BenchError::Connect {
-            connect: args.zk.clone(),
-            source,
-        })?;
+    let client = session(&args.zk).await?;
     // The raw loop gets its own session, like any other peer, so neither shares a queue.
     let raw = connect_raw(&args.zk).await?;
     let n = args.n as usize;
     let depth = args.depth as usize;
-    let setup = |e: avout::Error| BenchError::Op {
-        peer: "avout",
-        workload: "setup",
-        detail: e.to_string(),
-    };
+    let setup = |e: avout::Error| BenchError::op("avout", "setup", e);
     client.delete_recursive(ROOT).await.map_err(setup)?;
     for dir in ["warmup", "raw", "seq", "pipe"] {
         client
@@ -491,11 +495,7 @@ where
     let start = Instant::now();
     for i in range {
         let issued = Instant::now();
-        op(i).await.map_err(|e| BenchError::Op {
-            peer,
-            workload,
-            detail: e.to_string(),
-        })?;
+        op(i).await.map_err(|e| BenchError::op(peer, workload, e))?;
         latencies.push(issued.elapsed());
     }
     Ok(Figure::new(peer, workload, start.elapsed(), latencies))
@@ -527,11 +527,7 @@ where
         let (issued, reply) = in_flight
             .pop_front()
             .expect("the loop keeps a request in flight");
-        reply.await.map_err(|e| BenchError::Op {
-            peer,
-            workload,
-            detail: e.to_string(),
-        })?;
+        reply.await.map_err(|e| BenchError::op(peer, workload, e))?;
         latencies.push(issued.elapsed());
     }
     Ok(Figure::new(peer, workload, start.elapsed(), latencies))

@@ -25,6 +25,7 @@ mod max_history;
 mod protocols;
 mod render;
 pub mod stats;
+pub mod stm_stats;
 pub mod sweep;
 mod workload;
 

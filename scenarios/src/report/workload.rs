@@ -27,6 +27,8 @@ use avout::Coordination;
 use avout::stm::{Abort, Ref, Stm, StmConfig, StmError, StmStats};
 use tokio::time::Instant;
 
+use super::stm_stats;
+
 /// What to run (besides the seed and the backend).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Mix {
@@ -104,35 +106,7 @@ impl Outcome {
 
     /// The counts of both classes summed.
     pub(crate) fn stats(&self) -> StmStats {
-        add(self.writers.stats, self.readers.stats)
-    }
-}
-
-fn add(a: StmStats, b: StmStats) -> StmStats {
-    StmStats {
-        commits: a.commits + b.commits,
-        retries: a.retries + b.retries,
-        read_faults: a.read_faults + b.read_faults,
-        commit_redos: a.commit_redos + b.commit_redos,
-        requests: a.requests + b.requests,
-        round_trips: a.round_trips + b.round_trips,
-        recoveries: a.recoveries + b.recoveries,
-        barges: a.barges + b.barges,
-        killed: a.killed + b.killed,
-    }
-}
-
-fn sub(a: StmStats, b: StmStats) -> StmStats {
-    StmStats {
-        commits: a.commits - b.commits,
-        retries: a.retries - b.retries,
-        read_faults: a.read_faults - b.read_faults,
-        commit_redos: a.commit_redos - b.commit_redos,
-        requests: a.requests - b.requests,
-        round_trips: a.round_trips - b.round_trips,
-        recoveries: a.recoveries - b.recoveries,
-        barges: a.barges - b.barges,
-        killed: a.killed - b.killed,
+        stm_stats::sum(self.writers.stats, self.readers.stats)
     }
 }
 
@@ -265,7 +239,7 @@ fn merge(into: &mut Class, from: Class) {
     into.retries += from.retries;
     into.max_retries = into.max_retries.max(from.max_retries);
     into.gave_up += from.gave_up;
-    into.stats = add(into.stats, from.stats);
+    into.stats = stm_stats::sum(into.stats, from.stats);
 }
 
 /// Windows of [`STALL_WINDOW`] within `window` in which nothing committed.
@@ -377,7 +351,7 @@ where
             }
         }
     }
-    run.class.stats = sub(stm.stats(), before);
+    run.class.stats = stm_stats::difference(stm.stats(), before);
     (run, failures)
 }
 

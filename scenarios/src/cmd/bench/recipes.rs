@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use avout::atom::Atom;
 use avout::lock::{Mutex, RwLock};
@@ -23,6 +23,7 @@ use avout::zk::ZkClient;
 use avout::{Coordination, CoordinationExt};
 use clap::{Args, ValueEnum};
 
+use super::clock::{self, warm_then_time};
 use super::{BenchError, connect};
 
 /// Untimed cycles per client before a contended run, as the peers do.
@@ -90,9 +91,14 @@ pub(crate) struct Line {
 impl Line {
     /// The peers' JSON line: fixed key order, no spaces, no quantiles.
     pub(crate) fn json(&self) -> String {
+        self.json_with("")
+    }
+
+    /// The peers' JSON line with `extra` (`,"key":value` pairs) before its closing brace.
+    pub(crate) fn json_with(&self, extra: &str) -> String {
         let secs = self.elapsed.as_secs_f64();
         format!(
-            "{{\"peer\":\"avout\",\"workload\":\"{}\",\"clients\":{},\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1}}}",
+            "{{\"peer\":\"avout\",\"workload\":\"{}\",\"clients\":{},\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1}{extra}}}",
             self.workload,
             self.clients,
             self.ops,
@@ -102,12 +108,8 @@ impl Line {
     }
 }
 
-fn op_error(workload: Workload, e: impl std::fmt::Display) -> BenchError {
-    BenchError::Op {
-        peer: "avout",
-        workload: workload.name(),
-        detail: e.to_string(),
-    }
+pub(super) fn op_error(workload: &'static str, e: impl std::fmt::Display) -> BenchError {
+    BenchError::op("avout", workload, e)
 }
 
 /// Runs one workload and prints its JSON line.
@@ -124,7 +126,7 @@ pub(crate) async fn measure(workload: Workload, args: &RecipeArgs) -> Result<Lin
     admin
         .delete_recursive(&path)
         .await
-        .map_err(|e| op_error(workload, e))?;
+        .map_err(|e| op_error(workload.name(), e))?;
     let line = if workload.contended() {
         contended(workload, args, &path, &admin).await?
     } else {
@@ -143,63 +145,32 @@ async fn single(
     path: &str,
     zk: &Arc<ZkClient>,
 ) -> Result<Line, BenchError> {
-    let err = |e: &dyn std::fmt::Display| op_error(workload, e);
+    let err = |e: &dyn std::fmt::Display| op_error(workload.name(), e);
+    let (warmup, n) = (args.warmup, args.n);
     let elapsed = match workload {
         Workload::LockCycle => {
-            let mutex = Mutex::new(zk.clone(), path).map_err(|e| err(&e))?;
-            for _ in 0..args.warmup {
-                mutex
-                    .lock()
-                    .await
-                    .map_err(|e| err(&e))?
-                    .unlock()
-                    .await
-                    .map_err(|e| err(&e))?;
-            }
-            let start = Instant::now();
-            for _ in 0..args.n {
-                mutex
-                    .lock()
-                    .await
-                    .map_err(|e| err(&e))?
-                    .unlock()
-                    .await
-                    .map_err(|e| err(&e))?;
-            }
-            start.elapsed()
+            let mutex = &Mutex::new(zk.clone(), path).map_err(|e| err(&e))?;
+            warm_then_time(warmup, n, || async move {
+                let guard = mutex.lock().await.map_err(|e| err(&e))?;
+                guard.unlock().await.map_err(|e| err(&e))
+            })
+            .await?
         }
         Workload::RwlockRead => {
-            let rw = RwLock::new(zk.clone(), path).map_err(|e| err(&e))?;
-            for _ in 0..args.warmup {
-                rw.read()
-                    .await
-                    .map_err(|e| err(&e))?
-                    .unlock()
-                    .await
-                    .map_err(|e| err(&e))?;
-            }
-            let start = Instant::now();
-            for _ in 0..args.n {
-                rw.read()
-                    .await
-                    .map_err(|e| err(&e))?
-                    .unlock()
-                    .await
-                    .map_err(|e| err(&e))?;
-            }
-            start.elapsed()
+            let rw = &RwLock::new(zk.clone(), path).map_err(|e| err(&e))?;
+            warm_then_time(warmup, n, || async move {
+                let guard = rw.read().await.map_err(|e| err(&e))?;
+                guard.unlock().await.map_err(|e| err(&e))
+            })
+            .await?
         }
         Workload::Counter => {
-            let atom: Atom<u64, ZkClient> =
-                Atom::open(zk.clone(), path, 0).await.map_err(|e| err(&e))?;
-            for _ in 0..args.warmup {
-                atom.swap(|n| n + 1).await.map_err(|e| err(&e))?;
-            }
-            let start = Instant::now();
-            for _ in 0..args.n {
-                atom.swap(|n| n + 1).await.map_err(|e| err(&e))?;
-            }
-            start.elapsed()
+            let atom: &Atom<u64, ZkClient> =
+                &Atom::open(zk.clone(), path, 0).await.map_err(|e| err(&e))?;
+            warm_then_time(warmup, n, || async move {
+                atom.swap(|n| n + 1).await.map(drop).map_err(|e| err(&e))
+            })
+            .await?
         }
         Workload::LockContended | Workload::CounterContended => {
             unreachable!("contended workloads run in `contended`")
@@ -231,7 +202,10 @@ impl Worker {
                 holders,
                 path,
             } => {
-                let guard = mutex.lock().await.map_err(|e| op_error(workload, e))?;
+                let guard = mutex
+                    .lock()
+                    .await
+                    .map_err(|e| op_error(workload.name(), e))?;
                 if holders.fetch_add(1, Ordering::SeqCst) != 0 {
                     return Err(BenchError::Violation(format!(
                         "mutual exclusion violated on {path}"
@@ -244,13 +218,16 @@ impl Worker {
                         "mutual exclusion violated on {path}"
                     )));
                 }
-                guard.unlock().await.map_err(|e| op_error(workload, e))
+                guard
+                    .unlock()
+                    .await
+                    .map_err(|e| op_error(workload.name(), e))
             }
             Worker::Counter(atom) => atom
                 .swap(|n| n + 1)
                 .await
                 .map(drop)
-                .map_err(|e| op_error(workload, e)),
+                .map_err(|e| op_error(workload.name(), e)),
         }
     }
 }
@@ -268,66 +245,41 @@ async fn contended(
         // Created once here, so no client's open races another's create.
         Atom::<u64, ZkClient>::open(admin.clone(), path, 0)
             .await
-            .map_err(|e| op_error(workload, e))?;
+            .map_err(|e| op_error(workload.name(), e))?;
     }
-    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut tasks = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        let (connect_to, path, holders, barrier, n) = (
-            args.zk.clone(),
-            path.to_owned(),
-            holders.clone(),
-            barrier.clone(),
-            args.n,
-        );
-        tasks.push(tokio::spawn(async move {
-            // Whatever happens, this client reaches the barrier once, so the others and the
-            // clock are not left waiting for it; its error is reported after the join.
-            let prepared = async {
-                let zk = connect(&connect_to).await?;
-                let worker = match workload {
-                    Workload::LockContended => Worker::Lock {
-                        mutex: Mutex::new(zk.clone(), path.clone())
-                            .map_err(|e| op_error(workload, e))?,
-                        holders,
-                        path,
-                    },
-                    _ => Worker::Counter(
-                        Atom::open(zk.clone(), path, 0)
-                            .await
-                            .map_err(|e| op_error(workload, e))?,
-                    ),
-                };
-                for _ in 0..CONTENDED_WARMUP {
-                    worker.op(workload).await?;
-                }
-                Ok::<_, BenchError>((zk, worker))
+    let prepare = |_| {
+        let (connect_to, path, holders) = (args.zk.clone(), path.to_owned(), holders.clone());
+        async move {
+            let zk = connect(&connect_to).await?;
+            let worker = match workload {
+                Workload::LockContended => Worker::Lock {
+                    mutex: Mutex::new(zk.clone(), path.clone())
+                        .map_err(|e| op_error(workload.name(), e))?,
+                    holders,
+                    path,
+                },
+                _ => Worker::Counter(
+                    Atom::open(zk.clone(), path, 0)
+                        .await
+                        .map_err(|e| op_error(workload.name(), e))?,
+                ),
+            };
+            for _ in 0..CONTENDED_WARMUP {
+                worker.op(workload).await?;
             }
-            .await;
-            barrier.wait().await;
-            let (zk, worker) = prepared?;
-            let mut result = Ok(());
-            for _ in 0..n {
-                result = worker.op(workload).await;
-                if result.is_err() {
-                    break;
-                }
-            }
-            drop(worker);
-            // The session is closed after the clock stops, as the peers close theirs.
-            result.map(|()| zk)
-        }));
-    }
-    barrier.wait().await;
-    let start = Instant::now();
-    let mut outcomes = Vec::with_capacity(clients);
-    for task in tasks {
-        match task.await {
-            Ok(outcome) => outcomes.push(outcome),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Ok((zk, worker))
         }
-    }
-    let elapsed = start.elapsed();
+    };
+    let n = args.n;
+    let (elapsed, outcomes) = clock::contended(clients, prepare, move |(zk, worker)| async move {
+        for _ in 0..n {
+            worker.op(workload).await?;
+        }
+        drop(worker);
+        // The session is closed after the clock stops, as the peers close theirs.
+        Ok::<_, BenchError>(zk)
+    })
+    .await;
     let mut first_error = None;
     for outcome in outcomes {
         match outcome {
@@ -345,8 +297,11 @@ async fn contended(
     if workload == Workload::CounterContended {
         let atom: Atom<u64, ZkClient> = Atom::open(admin.clone(), path, 0)
             .await
-            .map_err(|e| op_error(workload, e))?;
-        let got = atom.deref().await.map_err(|e| op_error(workload, e))?;
+            .map_err(|e| op_error(workload.name(), e))?;
+        let got = atom
+            .deref()
+            .await
+            .map_err(|e| op_error(workload.name(), e))?;
         let want = args.clients as u64 * (args.n + CONTENDED_WARMUP);
         if got != want {
             return Err(BenchError::Violation(format!(

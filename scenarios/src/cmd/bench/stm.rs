@@ -14,14 +14,15 @@
 //! the STM's counts per operation appended: retries, requests and round trips.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError, StmStats};
 use avout::zk::ZkClient;
 use avout::{Coordination, CoordinationExt};
+use avout_scenarios::report::stm_stats;
 use clap::Args;
 
-use super::{BenchError, connect};
+use super::recipes::{self, Line};
+use super::{BenchError, clock, connect};
 
 /// The STM workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,14 +66,11 @@ pub(crate) struct StmArgs {
     pub(crate) accounts: u32,
 }
 
-/// One figure.
+/// One figure: the recipe workloads' line, with the protocol and the STM's counts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct StmLine {
-    pub(crate) workload: &'static str,
+    pub(crate) line: Line,
     pub(crate) protocol: Protocol,
-    pub(crate) clients: u32,
-    pub(crate) ops: u64,
-    pub(crate) elapsed: Duration,
     /// The timed transactions' counts, summed over clients.
     pub(crate) stats: StmStats,
 }
@@ -80,29 +78,19 @@ pub(crate) struct StmLine {
 impl StmLine {
     /// The peers' JSON line, then the protocol and per-operation counts.
     pub(crate) fn json(&self) -> String {
-        let secs = self.elapsed.as_secs_f64();
-        let per = |n: u64| n as f64 / self.ops as f64;
-        format!(
-            "{{\"peer\":\"avout\",\"workload\":\"{}\",\"clients\":{},\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1},\"protocol\":\"{}\",\"retries_per_op\":{:.3},\"requests_per_op\":{:.3},\"round_trips_per_op\":{:.3}}}",
-            self.workload,
-            self.clients,
-            self.ops,
-            secs,
-            self.ops as f64 / secs,
+        let per = |n: u64| n as f64 / self.line.ops as f64;
+        self.line.json_with(&format!(
+            ",\"protocol\":\"{}\",\"retries_per_op\":{:.3},\"requests_per_op\":{:.3},\"round_trips_per_op\":{:.3}",
             self.protocol.name(),
             per(self.stats.retries),
             per(self.stats.requests),
             per(self.stats.round_trips),
-        )
+        ))
     }
 }
 
 fn op_error(workload: StmWorkload, e: impl std::fmt::Display) -> BenchError {
-    BenchError::Op {
-        peer: "avout",
-        workload: workload.name(),
-        detail: e.to_string(),
-    }
+    recipes::op_error(workload.name(), e)
 }
 
 /// Runs one workload and prints its JSON line.
@@ -165,34 +153,6 @@ impl Client {
     }
 }
 
-fn diff(after: StmStats, before: StmStats) -> StmStats {
-    StmStats {
-        commits: after.commits - before.commits,
-        retries: after.retries - before.retries,
-        read_faults: after.read_faults - before.read_faults,
-        commit_redos: after.commit_redos - before.commit_redos,
-        requests: after.requests - before.requests,
-        round_trips: after.round_trips - before.round_trips,
-        recoveries: after.recoveries - before.recoveries,
-        barges: after.barges - before.barges,
-        killed: after.killed - before.killed,
-    }
-}
-
-fn sum(a: StmStats, b: StmStats) -> StmStats {
-    StmStats {
-        commits: a.commits + b.commits,
-        retries: a.retries + b.retries,
-        read_faults: a.read_faults + b.read_faults,
-        commit_redos: a.commit_redos + b.commit_redos,
-        requests: a.requests + b.requests,
-        round_trips: a.round_trips + b.round_trips,
-        recoveries: a.recoveries + b.recoveries,
-        barges: a.barges + b.barges,
-        killed: a.killed + b.killed,
-    }
-}
-
 async fn open_client(
     workload: StmWorkload,
     args: &StmArgs,
@@ -238,49 +198,37 @@ pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<Stm
         .delete_recursive(&root)
         .await
         .map_err(|e| op_error(workload, e))?;
-    let clients = args.clients as usize;
-    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut tasks = Vec::with_capacity(clients);
-    for index in 0..clients {
-        let (args, root, barrier) = (args.clone(), root.clone(), barrier.clone());
-        tasks.push(tokio::spawn(async move {
-            // Every client reaches the barrier once, whatever happens, so the clock and the
-            // others are not left waiting; its error is reported after the join.
-            let prepared = async {
-                let mut client = open_client(workload, &args, &root, index as u64).await?;
-                for _ in 0..args.warmup {
-                    client.op(workload).await?;
-                }
-                Ok::<_, BenchError>(client)
-            }
-            .await;
-            barrier.wait().await;
-            let mut client = prepared?;
-            let before = client.stm.stats();
-            for _ in 0..args.n {
+    let prepare = |index: usize| {
+        let (args, root) = (args.clone(), root.clone());
+        async move {
+            let mut client = open_client(workload, &args, &root, index as u64).await?;
+            for _ in 0..args.warmup {
                 client.op(workload).await?;
             }
-            let stats = diff(client.stm.stats(), before);
-            Ok::<_, BenchError>((client, stats))
-        }));
-    }
-    barrier.wait().await;
-    let start = Instant::now();
-    let mut outcomes = Vec::with_capacity(clients);
-    for task in tasks {
-        match task.await {
-            Ok(outcome) => outcomes.push(outcome),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Ok(client)
         }
-    }
-    let elapsed = start.elapsed();
+    };
+    let n = args.n;
+    let (elapsed, outcomes) = clock::contended(
+        args.clients as usize,
+        prepare,
+        move |mut client| async move {
+            let before = client.stm.stats();
+            for _ in 0..n {
+                client.op(workload).await?;
+            }
+            let stats = stm_stats::difference(client.stm.stats(), before);
+            Ok::<_, BenchError>((client, stats))
+        },
+    )
+    .await;
     let mut stats = StmStats::default();
     let mut first_error = None;
     let mut checker = None;
     for outcome in outcomes {
         match outcome {
             Ok((client, s)) => {
-                stats = sum(stats, s);
+                stats = stm_stats::sum(stats, s);
                 checker.get_or_insert(client);
             }
             Err(e) => {
@@ -296,11 +244,13 @@ pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<Stm
     let _ = checker.zk.close().await;
     let _ = admin.close().await;
     Ok(StmLine {
-        workload: workload.name(),
+        line: Line {
+            workload: workload.name(),
+            clients: args.clients,
+            ops: args.clients as u64 * args.n,
+            elapsed,
+        },
         protocol: args.protocol,
-        clients: args.clients,
-        ops: args.clients as u64 * args.n,
-        elapsed,
         stats,
     })
 }
@@ -349,16 +299,20 @@ async fn check(workload: StmWorkload, args: &StmArgs, client: &Client) -> Result
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
     fn lines_are_the_peers_lines_with_the_stm_counts() {
         let line = StmLine {
-            workload: StmWorkload::Alter.name(),
+            line: Line {
+                workload: StmWorkload::Alter.name(),
+                clients: 1,
+                ops: 1000,
+                elapsed: Duration::from_millis(2000),
+            },
             protocol: Protocol::Optimistic,
-            clients: 1,
-            ops: 1000,
-            elapsed: Duration::from_millis(2000),
             stats: StmStats {
                 retries: 5,
                 requests: 1000,
