@@ -320,14 +320,7 @@ impl TxMachine {
                     self.resolve(ops, verdict);
                 } else {
                     // Only checks: repeating them is harmless.
-                    let multi = self.send(Request::Multi(ops.clone()));
-                    self.phase = Phase::Committing {
-                        multi,
-                        ops,
-                        verdict,
-                        writes,
-                        marker_index,
-                    };
+                    self.commit(ops, verdict, writes, marker_index);
                 }
             }
             (Retry::Resolve, Phase::Resolving { ops, applied, .. }) => {
@@ -508,6 +501,17 @@ impl TxMachine {
                 reason: format!("the transaction does not fit one request: {e}"),
             }));
         }
+        self.commit(ops, verdict, writes, marker_index);
+    }
+
+    /// Sends the deciding `multi`.
+    fn commit(
+        &mut self,
+        ops: Vec<Op>,
+        verdict: Verdict,
+        writes: bool,
+        marker_index: Option<usize>,
+    ) {
         let multi = self.send(Request::Multi(ops.clone()));
         self.phase = Phase::Committing {
             multi,

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::one_kind;
 use avout::atom::linkv::{KvError, LinKv};
 use avout::atom::{Atom, AtomError};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
@@ -20,17 +21,10 @@ use serde_json::{Value, json};
 /// Rates that make `kind` happen several times in a run of a thousand requests (`scale`
 /// times as often).
 fn rates(kind: FaultKind, scale: f64) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.03 * scale,
-        FaultKind::ReplyLost => r.reply_lost = 0.03 * scale,
-        FaultKind::Disconnect => r.disconnect = 0.01 * scale,
-        FaultKind::SessionExpiry => r.expire = 0.003 * scale,
-        FaultKind::Pause => r.pause = 0.003 * scale,
-        FaultKind::StaleReads => r.stale_reads = 0.01 * scale,
-        FaultKind::Outage => r.outage = 0.002 * scale,
-    }
-    r
+    one_kind(
+        kind,
+        [0.03, 0.03, 0.01, 0.003, 0.003, 0.01, 0.002].map(|r| r * scale),
+    )
 }
 
 fn sim(seed: u64, kind: FaultKind, scale: f64) -> Sim {

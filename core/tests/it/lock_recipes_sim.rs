@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{one_kind, sweep_sim};
 use avout::lock::{LockError, RwLock};
 use avout::recipes::election::Election;
 use avout::recipes::semaphore::Semaphore;
@@ -33,28 +34,11 @@ const SEEDS_PER_KIND: u64 = 4;
 
 /// Rates that make `kind` happen several times in a run of a few hundred requests.
 fn rates(kind: FaultKind) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.03,
-        FaultKind::ReplyLost => r.reply_lost = 0.03,
-        FaultKind::Disconnect => r.disconnect = 0.03,
-        FaultKind::SessionExpiry => r.expire = 0.03,
-        FaultKind::Pause => r.pause = 0.03,
-        FaultKind::StaleReads => r.stale_reads = 0.03,
-        FaultKind::Outage => r.outage = 0.03,
-    }
-    r
+    one_kind(kind, [0.03; 7])
 }
 
 fn sim(seed: u64, kind: FaultKind, clients: usize) -> Sim {
-    Sim::builder()
-        .seed_from_env(seed)
-        .clients(clients)
-        .session_timeout(SESSION)
-        .rates(rates(kind))
-        .time_limit(Duration::from_secs(3600))
-        .keep_log(false)
-        .build()
+    sweep_sim(seed, clients, SESSION, rates(kind))
 }
 
 /// Whether `node` exists in the service's tree: the truth, not a client's view.

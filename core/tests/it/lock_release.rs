@@ -15,6 +15,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{one_kind, sweep_sim};
 use avout::Coordination;
 use avout::lock::{LockError, Mutex};
 use avout::zk::{ZkClient, ZkConfig};
@@ -133,17 +134,7 @@ fn a_lost_delete_request_is_sent_again_and_does_not_block_its_owner() {
 }
 
 fn rates(kind: FaultKind) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.05,
-        FaultKind::ReplyLost => r.reply_lost = 0.05,
-        FaultKind::Disconnect => r.disconnect = 0.02,
-        FaultKind::SessionExpiry => r.expire = 0.01,
-        FaultKind::Pause => r.pause = 0.01,
-        FaultKind::StaleReads => r.stale_reads = 0.03,
-        FaultKind::Outage => r.outage = 0.01,
-    }
-    r
+    one_kind(kind, [0.05, 0.05, 0.02, 0.01, 0.01, 0.03, 0.01])
 }
 
 #[derive(Default)]
@@ -160,14 +151,7 @@ fn back_to_back_cycles_exclude_and_leak_nothing_under_every_fault_kind() {
     const PATH: &str = "/locks/cycles";
     for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
         let seed = 0xc7c0 + i as u64;
-        let sim = Sim::builder()
-            .seed_from_env(seed)
-            .clients(4)
-            .session_timeout(SESSION)
-            .rates(rates(kind))
-            .time_limit(Duration::from_secs(3600))
-            .keep_log(false)
-            .build();
+        let sim = sweep_sim(seed, 4, SESSION, rates(kind));
         let (record, summary) = sim.run(|ctx| async move {
             let record = Rc::new(RefCell::new(Record::default()));
             let zk = ctx.zk.clone();

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use crate::support::{one_kind, sweep_sim};
 use avout::locktable::{LockTable, LockTableError, Transaction, assert, delete_var, set_var};
 use avout::{
     Coordination, Error, Op, OpFuture, Reply, Request, SessionId, SessionInfo, SessionStates, Watch,
@@ -185,17 +186,7 @@ fn an_expired_session_takes_its_entries_with_it() {
 }
 
 fn rates(kind: FaultKind) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.04,
-        FaultKind::ReplyLost => r.reply_lost = 0.04,
-        FaultKind::Disconnect => r.disconnect = 0.02,
-        FaultKind::SessionExpiry => r.expire = 0.01,
-        FaultKind::Pause => r.pause = 0.01,
-        FaultKind::StaleReads => r.stale_reads = 0.03,
-        FaultKind::Outage => r.outage = 0.01,
-    }
-    r
+    one_kind(kind, [0.04, 0.04, 0.02, 0.01, 0.01, 0.03, 0.01])
 }
 
 /// The tables a worker may hold an entry in.
@@ -246,14 +237,7 @@ fn the_medical_records_example_holds_under_every_fault_kind() {
             continue;
         }
         let seed = 0x70b1e + i;
-        let sim = Sim::builder()
-            .seed_from_env(seed)
-            .clients(4)
-            .session_timeout(SESSION)
-            .rates(rates(kind))
-            .time_limit(Duration::from_secs(3600))
-            .keep_log(false)
-            .build();
+        let sim = sweep_sim(seed, 4, SESSION, rates(kind));
         let (counts, summary) = sim.run(|ctx| async move {
             let zk = ctx.zk.clone();
             let workers = ctx.clients.iter().enumerate().map(|(who, c)| {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::one_kind;
 use avout::Coordination;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
@@ -93,17 +94,7 @@ fn mvcc_planted_session_loss_retried_is_caught() {
 
 /// Rates that make `kind` happen several times in a bank run.
 fn rates(kind: FaultKind) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.02,
-        FaultKind::ReplyLost => r.reply_lost = 0.02,
-        FaultKind::Disconnect => r.disconnect = 0.005,
-        FaultKind::SessionExpiry => r.expire = 0.002,
-        FaultKind::Pause => r.pause = 0.002,
-        FaultKind::StaleReads => r.stale_reads = 0.03,
-        FaultKind::Outage => r.outage = 0.001,
-    }
-    r
+    one_kind(kind, [0.02, 0.02, 0.005, 0.002, 0.002, 0.03, 0.001])
 }
 
 /// Opens an Mvcc Stm on `client`, reconnecting after a lost session.

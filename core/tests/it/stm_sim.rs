@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{one_kind, sweep_sim};
 use avout::stm::{Abort, Protocol, Ref, Stm};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient};
 
@@ -12,14 +13,7 @@ use crate::stm_cases::{self, protocols};
 
 /// A simulator for the STM tests: `clients` sessions of 2 s, `rates` of faults, no event log.
 pub(crate) fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
-    Sim::builder()
-        .seed_from_env(seed)
-        .clients(clients)
-        .session_timeout(Duration::from_secs(2))
-        .rates(rates)
-        .time_limit(Duration::from_secs(3600))
-        .keep_log(false)
-        .build()
+    sweep_sim(seed, clients, Duration::from_secs(2), rates)
 }
 
 /// The simulator's sessions, shareable.
@@ -112,17 +106,7 @@ fn session_loss_aborts_cleanly() {
 
 /// Rates that make `kind` happen several times in a bank run.
 fn rates(kind: FaultKind) -> FaultRates {
-    let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = 0.03,
-        FaultKind::ReplyLost => r.reply_lost = 0.03,
-        FaultKind::Disconnect => r.disconnect = 0.01,
-        FaultKind::SessionExpiry => r.expire = 0.003,
-        FaultKind::Pause => r.pause = 0.003,
-        FaultKind::StaleReads => r.stale_reads = 0.05,
-        FaultKind::Outage => r.outage = 0.002,
-    }
-    r
+    one_kind(kind, [0.03, 0.03, 0.01, 0.003, 0.003, 0.05, 0.002])
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::zk::{ZkClient, ZkConfig};
+use avout_sim_zk::{FaultKind, FaultRates, Sim};
 use avout_testkit::conformance::{self, Backend};
 use avout_testkit::server::{ZkEnsemble, ZkServer};
 
@@ -94,4 +95,38 @@ pub(crate) fn session_listed(server: &avout_testkit::server::ZkServer, sid: i64)
     let cons = tokio::task::block_in_place(|| server.four_letter_word("cons"))
         .unwrap_or_else(|e| panic!("cons: {e}"));
     cons.contains(&format!("sid=0x{:x}", sid as u64))
+}
+
+/// The fault rates of a sweep over the fault kinds: only `kind` happens, at its entry of
+/// `per_kind` (given in [`FaultKind::ALL`]'s order).
+pub(crate) fn one_kind(kind: FaultKind, per_kind: [f64; 7]) -> FaultRates {
+    let i = FaultKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .expect("every kind is in ALL");
+    let rate = per_kind[i];
+    let mut r = FaultRates::default();
+    match kind {
+        FaultKind::RequestLost => r.request_lost = rate,
+        FaultKind::ReplyLost => r.reply_lost = rate,
+        FaultKind::Disconnect => r.disconnect = rate,
+        FaultKind::SessionExpiry => r.expire = rate,
+        FaultKind::Pause => r.pause = rate,
+        FaultKind::StaleReads => r.stale_reads = rate,
+        FaultKind::Outage => r.outage = rate,
+    }
+    r
+}
+
+/// A simulation for a fault sweep: seeded from the environment or `seed`, `clients`
+/// sessions of timeout `session` under `rates`, an hour of virtual time, no event log kept.
+pub(crate) fn sweep_sim(seed: u64, clients: usize, session: Duration, rates: FaultRates) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(clients)
+        .session_timeout(session)
+        .rates(rates)
+        .time_limit(Duration::from_secs(3600))
+        .keep_log(false)
+        .build()
 }
