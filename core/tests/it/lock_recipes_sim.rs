@@ -194,212 +194,215 @@ fn report(what: &str, kind: FaultKind, seed: u64, faults: u64, record: &Record) 
     );
 }
 
-#[test]
-fn read_write_lock_excludes_under_every_fault_kind() {
-    const ROUNDS: usize = 12;
+/// One worker of a sweep's run: its index, the simulation, the run's record, and its
+/// session (replaced after a session loss).
+struct Worker {
+    who: usize,
+    zk: SimZk,
+    record: Rc<RefCell<Record>>,
+    client: Arc<SimClient>,
+}
+
+impl Worker {
+    fn reconnect_if_lost(&mut self, error: &LockError) {
+        reconnect_if_lost(&self.zk, &mut self.client, error);
+    }
+
+    /// The worker believes it holds `node`: checked against the tree and the others.
+    fn enter(&self, node: &str, exclusive: bool, token: i64, max: usize) {
+        let (zk, who) = (&self.zk, self.who);
+        self.record
+            .borrow_mut()
+            .enter(zk, who, node, exclusive, token, max);
+    }
+
+    /// After the critical section: a holder whose node is gone must learn it.
+    async fn check_detected(&self, node: &str, lost: impl Future<Output = LockError>) {
+        check_detected(&self.zk, node, lost, &self.record).await;
+    }
+
+    /// The first round of worker 0 pauses past its session while it holds.
+    async fn maybe_pause(&self, done: usize) {
+        if self.who == 0 && done == 0 {
+            pause_past_session(&self.zk, self.client.index()).await;
+        }
+    }
+
+    fn exit(&self) {
+        self.record.borrow_mut().exit(self.who);
+    }
+}
+
+/// Runs [`SEEDS_PER_KIND`] simulations of every fault kind (seeds `base + 16 × kind + run`)
+/// with `clients` workers running `work`; each kind's runs together must have injected the
+/// fault, seen true holds and pass `check`.
+fn sweep<W, Fut>(what: &str, base: u64, clients: usize, work: W, check: impl Fn(FaultKind, &Seen))
+where
+    W: Fn(Worker) -> Fut,
+    Fut: Future<Output = ()>,
+{
     for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
         let mut seen = Seen::default();
         for run in 0..SEEDS_PER_KIND {
-            let seed = 0x7e00 + 16 * i as u64 + run;
-            let (record, summary) = sim(seed, kind, 4).run(|ctx| async move {
+            let seed = base + 16 * i as u64 + run;
+            let work = &work;
+            let (record, summary) = sim(seed, kind, clients).run(|ctx| async move {
                 let record = Rc::new(RefCell::new(Record::default()));
-                let zk = ctx.zk.clone();
                 let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
-                    let (zk, record) = (zk.clone(), record.clone());
-                    let mut client = Arc::new(c.clone());
-                    let writer = who < 2;
-                    async move {
-                        let mut done = 0;
-                        while done < ROUNDS {
-                            let rw = RwLock::new(client.clone(), "/rw").expect("handle");
-                            let acquired = if writer {
-                                rw.write().await
-                            } else {
-                                rw.read().await
-                            };
-                            let guard = match acquired {
-                                Ok(guard) => guard,
-                                Err(e) => {
-                                    reconnect_if_lost(&zk, &mut client, &e);
-                                    continue;
-                                }
-                            };
-                            let (node, token) = (guard.node().to_owned(), guard.fencing_token());
-                            record
-                                .borrow_mut()
-                                .enter(&zk, who, &node, writer, token, usize::MAX);
-                            tokio::time::sleep(Duration::from_millis(5 + 3 * who as u64)).await;
-                            if who == 0 && done == 0 {
-                                pause_past_session(&zk, client.index()).await;
-                            }
-                            if writer {
-                                record.borrow_mut().write(&zk, &node, token);
-                            }
-                            check_detected(&zk, &node, guard.lost(), &record).await;
-                            if writer && done % 2 == 1 {
-                                // Every other round a writer downgrades: it takes the read
-                                // lock under its write lock, then releases the write lock.
-                                match rw.read().await {
-                                    Ok(read) => {
-                                        record.borrow_mut().exit(who);
-                                        let _ = guard.unlock().await;
-                                        let node = read.node().to_owned();
-                                        let token = read.fencing_token();
-                                        record.borrow_mut().enter(
-                                            &zk,
-                                            who,
-                                            &node,
-                                            false,
-                                            token,
-                                            usize::MAX,
-                                        );
-                                        tokio::time::sleep(Duration::from_millis(7)).await;
-                                        check_detected(&zk, &node, read.lost(), &record).await;
-                                        record.borrow_mut().downgrades += 1;
-                                        record.borrow_mut().exit(who);
-                                        if let Err(e) = read.unlock().await {
-                                            reconnect_if_lost(&zk, &mut client, &e);
-                                        }
-                                        done += 1;
-                                        continue;
-                                    }
-                                    Err(e) => reconnect_if_lost(&zk, &mut client, &e),
-                                }
-                            }
-                            record.borrow_mut().exit(who);
-                            if let Err(e) = guard.unlock().await {
-                                reconnect_if_lost(&zk, &mut client, &e);
-                            }
-                            done += 1;
-                        }
-                    }
+                    work(Worker {
+                        who,
+                        zk: ctx.zk.clone(),
+                        record: record.clone(),
+                        client: Arc::new(c.clone()),
+                    })
                 });
                 futures::future::join_all(workers).await;
                 Rc::try_unwrap(record).expect("workers done").into_inner()
             });
-            report("rwlock", kind, seed, summary.fault_count(kind), &record);
+            report(what, kind, seed, summary.fault_count(kind), &record);
             seen.add(summary.fault_count(kind), &record);
         }
         assert!(seen.faults > 0, "{kind:?} was injected");
         assert!(seen.true_holds > 0);
+        check(kind, &seen);
+    }
+}
+
+#[test]
+fn read_write_lock_excludes_under_every_fault_kind() {
+    const ROUNDS: usize = 12;
+    let work = |mut w: Worker| async move {
+        let writer = w.who < 2;
+        let mut done = 0;
+        while done < ROUNDS {
+            let rw = RwLock::new(w.client.clone(), "/rw").expect("handle");
+            let acquired = if writer {
+                rw.write().await
+            } else {
+                rw.read().await
+            };
+            let guard = match acquired {
+                Ok(guard) => guard,
+                Err(e) => {
+                    w.reconnect_if_lost(&e);
+                    continue;
+                }
+            };
+            let (node, token) = (guard.node().to_owned(), guard.fencing_token());
+            w.enter(&node, writer, token, usize::MAX);
+            tokio::time::sleep(Duration::from_millis(5 + 3 * w.who as u64)).await;
+            w.maybe_pause(done).await;
+            if writer {
+                w.record.borrow_mut().write(&w.zk, &node, token);
+            }
+            w.check_detected(&node, guard.lost()).await;
+            if writer && done % 2 == 1 {
+                // Every other round a writer downgrades: it takes the read lock under its
+                // write lock, then releases the write lock.
+                match rw.read().await {
+                    Ok(read) => {
+                        w.exit();
+                        let _ = guard.unlock().await;
+                        let node = read.node().to_owned();
+                        w.enter(&node, false, read.fencing_token(), usize::MAX);
+                        tokio::time::sleep(Duration::from_millis(7)).await;
+                        w.check_detected(&node, read.lost()).await;
+                        w.record.borrow_mut().downgrades += 1;
+                        w.exit();
+                        if let Err(e) = read.unlock().await {
+                            w.reconnect_if_lost(&e);
+                        }
+                        done += 1;
+                        continue;
+                    }
+                    Err(e) => w.reconnect_if_lost(&e),
+                }
+            }
+            w.exit();
+            if let Err(e) = guard.unlock().await {
+                w.reconnect_if_lost(&e);
+            }
+            done += 1;
+        }
+    };
+    sweep("rwlock", 0x7e00, 4, work, |_, seen| {
         assert!(seen.stale_detected > 0, "the paused writer was detected");
         assert!(seen.fenced > 0, "the paused writer was fenced");
         assert!(seen.downgrades > 0, "writers downgraded");
-    }
+    });
 }
 
 #[test]
 fn semaphore_never_exceeds_its_leases_under_every_fault_kind() {
     const ROUNDS: usize = 10;
     const N: usize = 2;
-    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
-        let mut seen = Seen::default();
-        for run in 0..SEEDS_PER_KIND {
-            let seed = 0x5e00 + 16 * i as u64 + run;
-            let (record, summary) = sim(seed, kind, 4).run(|ctx| async move {
-                let record = Rc::new(RefCell::new(Record::default()));
-                let zk = ctx.zk.clone();
-                let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
-                    let (zk, record) = (zk.clone(), record.clone());
-                    let mut client = Arc::new(c.clone());
-                    async move {
-                        let mut done = 0;
-                        while done < ROUNDS {
-                            let sem =
-                                Semaphore::new(client.clone(), "/sem", N as u32).expect("sem");
-                            let lease = match sem.acquire().await {
-                                Ok(lease) => lease,
-                                Err(e) => {
-                                    reconnect_if_lost(&zk, &mut client, &e);
-                                    continue;
-                                }
-                            };
-                            let (node, token) = (lease.node().to_owned(), lease.fencing_token());
-                            record.borrow_mut().enter(&zk, who, &node, false, token, N);
-                            tokio::time::sleep(Duration::from_millis(5 + 3 * who as u64)).await;
-                            if who == 0 && done == 0 {
-                                pause_past_session(&zk, client.index()).await;
-                            }
-                            check_detected(&zk, &node, lease.lost(), &record).await;
-                            record.borrow_mut().exit(who);
-                            if let Err(e) = lease.release().await {
-                                reconnect_if_lost(&zk, &mut client, &e);
-                            }
-                            done += 1;
-                        }
-                    }
-                });
-                futures::future::join_all(workers).await;
-                Rc::try_unwrap(record).expect("workers done").into_inner()
-            });
-            report("semaphore", kind, seed, summary.fault_count(kind), &record);
-            seen.add(summary.fault_count(kind), &record);
+    let work = |mut w: Worker| async move {
+        let mut done = 0;
+        while done < ROUNDS {
+            let sem = Semaphore::new(w.client.clone(), "/sem", N as u32).expect("sem");
+            let lease = match sem.acquire().await {
+                Ok(lease) => lease,
+                Err(e) => {
+                    w.reconnect_if_lost(&e);
+                    continue;
+                }
+            };
+            let (node, token) = (lease.node().to_owned(), lease.fencing_token());
+            w.enter(&node, false, token, N);
+            tokio::time::sleep(Duration::from_millis(5 + 3 * w.who as u64)).await;
+            w.maybe_pause(done).await;
+            w.check_detected(&node, lease.lost()).await;
+            w.exit();
+            if let Err(e) = lease.release().await {
+                w.reconnect_if_lost(&e);
+            }
+            done += 1;
         }
-        assert!(seen.faults > 0, "{kind:?} was injected");
-        assert!(seen.true_holds > 0);
+    };
+    sweep("semaphore", 0x5e00, 4, work, |_, seen| {
         assert!(seen.stale_detected > 0, "the paused holder was detected");
-    }
+    });
 }
 
 #[test]
 fn one_leader_per_term_under_every_fault_kind() {
     const TERMS: usize = 8;
-    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
-        let mut seen = Seen::default();
-        for run in 0..SEEDS_PER_KIND {
-            let seed = 0xe1e0 + 16 * i as u64 + run;
-            let (record, summary) = sim(seed, kind, 3).run(|ctx| async move {
-                let record = Rc::new(RefCell::new(Record::default()));
-                let zk = ctx.zk.clone();
-                let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
-                    let (zk, record) = (zk.clone(), record.clone());
-                    let mut client = Arc::new(c.clone());
-                    async move {
-                        let mut done = 0;
-                        while done < TERMS {
-                            let election = Election::new(client.clone(), "/leader")
-                                .expect("election")
-                                .with_id(format!("w{who}"));
-                            let leadership = match election.campaign().await {
-                                Ok(leadership) => leadership,
-                                Err(e) => {
-                                    reconnect_if_lost(&zk, &mut client, &e);
-                                    continue;
-                                }
-                            };
-                            let (node, term) = (leadership.node().to_owned(), leadership.term());
-                            record.borrow_mut().enter(&zk, who, &node, true, term, 1);
-                            tokio::time::sleep(Duration::from_millis(20 + 7 * who as u64)).await;
-                            if who == 0 && done == 0 {
-                                pause_past_session(&zk, client.index()).await;
-                            }
-                            record.borrow_mut().write(&zk, &node, term);
-                            check_detected(&zk, &node, leadership.lost(), &record).await;
-                            if !alive(&zk, &node) {
-                                assert!(
-                                    !leadership.is_leader(),
-                                    "a former leader still thinks it leads"
-                                );
-                            }
-                            record.borrow_mut().exit(who);
-                            if let Err(e) = leadership.resign().await {
-                                reconnect_if_lost(&zk, &mut client, &e);
-                            }
-                            done += 1;
-                        }
-                    }
-                });
-                futures::future::join_all(workers).await;
-                Rc::try_unwrap(record).expect("workers done").into_inner()
-            });
-            report("election", kind, seed, summary.fault_count(kind), &record);
-            seen.add(summary.fault_count(kind), &record);
+    let work = |mut w: Worker| async move {
+        let mut done = 0;
+        while done < TERMS {
+            let election = Election::new(w.client.clone(), "/leader")
+                .expect("election")
+                .with_id(format!("w{}", w.who));
+            let leadership = match election.campaign().await {
+                Ok(leadership) => leadership,
+                Err(e) => {
+                    w.reconnect_if_lost(&e);
+                    continue;
+                }
+            };
+            let (node, term) = (leadership.node().to_owned(), leadership.term());
+            w.enter(&node, true, term, 1);
+            tokio::time::sleep(Duration::from_millis(20 + 7 * w.who as u64)).await;
+            w.maybe_pause(done).await;
+            w.record.borrow_mut().write(&w.zk, &node, term);
+            w.check_detected(&node, leadership.lost()).await;
+            if !alive(&w.zk, &node) {
+                assert!(
+                    !leadership.is_leader(),
+                    "a former leader still thinks it leads"
+                );
+            }
+            w.exit();
+            if let Err(e) = leadership.resign().await {
+                w.reconnect_if_lost(&e);
+            }
+            done += 1;
         }
-        assert!(seen.faults > 0, "{kind:?} was injected");
-        assert!(seen.true_holds > 0);
+    };
+    sweep("election", 0xe1e0, 3, work, |_, seen| {
         assert!(seen.stale_detected > 0, "the paused leader was detected");
         assert!(seen.fenced > 0, "the paused leader was fenced");
-    }
+    });
 }
 
 #[test]
