@@ -518,7 +518,7 @@ fn token(value: &Value, line: usize) -> Result<i64, MutexError> {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{MutexError, MutexViolation, check_mutex};
+    use super::{MutexError, MutexVerdict, MutexViolation, check_mutex};
     use crate::history::{Event, F, History};
 
     fn f(name: &str) -> F {
@@ -550,10 +550,24 @@ mod tests {
         Event::invoke(p, f("write"), token.into())
     }
 
-    fn names(events: Vec<Event>) -> Vec<&'static str> {
+    /// Process 0 acquires with token `t0`, then process 1 with `t1`, the first not yet
+    /// releasing.
+    fn both_acquire(t0: i64, t1: i64) -> Vec<Event> {
+        vec![acquire(0), acquired(0, t0), acquire(1), acquired(1, t1)]
+    }
+
+    /// Both ask, and process 0 hears of its grant (token 1) after process 1 of its (token 2).
+    fn granted_late() -> Vec<Event> {
+        vec![acquire(0), acquire(1), acquired(1, 2), acquired(0, 1)]
+    }
+
+    fn verdict(events: Vec<Event>) -> MutexVerdict {
         let h: History = events.into_iter().collect();
-        let verdict = check_mutex(&h).unwrap();
-        verdict
+        check_mutex(&h).unwrap()
+    }
+
+    fn names(events: Vec<Event>) -> Vec<&'static str> {
+        verdict(events)
             .violations
             .iter()
             .map(MutexViolation::name)
@@ -593,19 +607,13 @@ mod tests {
 
     #[test]
     fn two_live_holders_overlap() {
-        let events = vec![
-            acquire(0),
-            acquired(0, 1),
-            acquire(1),
-            acquired(1, 2),
-            release(0),
-            released(0),
-            release(1),
-            released(1),
-        ];
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), released(0), release(1), released(1)],
+        ]
+        .concat();
         assert_eq!(names(events.clone()), vec!["overlap"]);
-        let h: History = events.into_iter().collect();
-        let verdict = check_mutex(&h).unwrap();
+        let verdict = verdict(events);
         let MutexViolation::Overlap { first, second } = &verdict.violations[0] else {
             unreachable!()
         };
@@ -621,44 +629,29 @@ mod tests {
 
     #[test]
     fn a_lost_hold_overlapping_a_larger_token_is_fenced() {
-        let events = vec![
-            acquire(0),
-            acquired(0, 1),
-            acquire(1),
-            acquired(1, 2),
-            release(0),
-            lost(0),
-            release(1),
-            released(1),
-        ];
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), lost(0), release(1), released(1)],
+        ]
+        .concat();
         assert!(names(events).is_empty());
         // An info release counts as lost too.
-        let events = vec![
-            acquire(0),
-            acquired(0, 1),
-            acquire(1),
-            acquired(1, 2),
-            release(0),
-            Event::info(0, f("release"), Value::Null),
-        ];
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), Event::info(0, f("release"), Value::Null)],
+        ]
+        .concat();
         assert!(names(events).is_empty());
     }
 
     #[test]
     fn fencing_needs_the_smaller_token_and_the_loss() {
         // The earlier holder lost, but its token is larger: no resource can fence it off.
-        let events = vec![
-            acquire(0),
-            acquired(0, 5),
-            acquire(1),
-            acquired(1, 2),
-            release(0),
-            lost(0),
-        ];
+        let events = [both_acquire(5, 2), vec![release(0), lost(0)]].concat();
         let found = names(events);
         assert!(found.contains(&"overlap"), "{found:?}");
         // Never released: it holds to the end, and was never lost.
-        let events = vec![acquire(0), acquired(0, 1), acquire(1), acquired(1, 2)];
+        let events = both_acquire(1, 2);
         assert_eq!(names(events), vec!["overlap"]);
         // Released only after the other acquired, but concurrent acquires do not overlap
         // surely: 1 acquired after 0 asked to release.
@@ -679,30 +672,24 @@ mod tests {
     /// smaller token's holder released cleanly (mutex seed 20927, election seed 20264).
     #[test]
     fn the_smaller_token_must_be_the_lost_one_whichever_heard_first() {
-        let events = vec![
-            acquire(0),
-            acquire(1),
-            acquired(1, 2),
-            acquired(0, 1),
-            release(0),
-            Event::info(0, f("release"), Value::Null),
-            release(1),
-            released(1),
-        ];
+        let events = [
+            granted_late(),
+            vec![
+                release(0),
+                Event::info(0, f("release"), Value::Null),
+                release(1),
+                released(1),
+            ],
+        ]
+        .concat();
         assert!(names(events).is_empty());
-        let events = vec![
-            acquire(0),
-            acquire(1),
-            acquired(1, 2),
-            acquired(0, 1),
-            release(0),
-            released(0),
-            release(1),
-            lost(1),
-        ];
+        let events = [
+            granted_late(),
+            vec![release(0), released(0), release(1), lost(1)],
+        ]
+        .concat();
         assert_eq!(names(events.clone()), vec!["overlap"]);
-        let h: History = events.into_iter().collect();
-        let text = check_mutex(&h).unwrap().to_string();
+        let text = verdict(events).to_string();
         assert!(
             text.contains("the holder of the smaller token 1 did not lose its hold"),
             "{text}"
@@ -733,17 +720,17 @@ mod tests {
 
     #[test]
     fn a_stale_write_accepted_after_a_newer_one_is_caught() {
-        let base = vec![
-            acquire(0),
-            acquired(0, 1),
-            acquire(1),
-            acquired(1, 2),
-            release(0),
-            lost(0),
-            write(1, 2),
-            Event::ok(1, f("write"), 2.into()),
-            write(0, 1),
-        ];
+        let base = [
+            both_acquire(1, 2),
+            vec![
+                release(0),
+                lost(0),
+                write(1, 2),
+                Event::ok(1, f("write"), 2.into()),
+                write(0, 1),
+            ],
+        ]
+        .concat();
         let mut accepted = base.clone();
         accepted.push(Event::ok(0, f("write"), 1.into()));
         assert_eq!(names(accepted), vec!["stale-write"]);

@@ -7,7 +7,7 @@ use crate::check::list_append::{
     Anomaly, Consistency, CycleKind, EdgeKind, Expected, ListAppendChecker, Order,
     check_list_append,
 };
-use crate::history::{Event, History};
+use crate::history::History;
 
 // ---- one history per anomaly ----
 
@@ -42,10 +42,7 @@ fn g0_write_cycle() {
 fn g1a_aborted_read() {
     let verdict = check(
         [
-            vec![
-                invoke(0, json!([["append", "x", 1]])),
-                Event::fail(0, txn(), json!([["append", "x", 1]])),
-            ],
+            failed(0, json!([["append", "x", 1]])).to_vec(),
             solo(1, json!([["r", "x", [1]]])).to_vec(),
         ]
         .concat(),

@@ -37,6 +37,16 @@ pub(super) fn solo(p: u64, mops: Value) -> [Event; 2] {
     [invoke(p, mops.clone()), ok(p, mops)]
 }
 
+/// A transaction that failed: invoke then fail.
+pub(super) fn failed(p: u64, mops: Value) -> [Event; 2] {
+    [invoke(p, mops.clone()), Event::fail(p, txn(), mops)]
+}
+
+/// A transaction whose outcome is unknown: invoke then info.
+pub(super) fn unknown(p: u64, mops: Value) -> [Event; 2] {
+    [invoke(p, mops.clone()), Event::info(p, txn(), mops)]
+}
+
 pub(super) fn check(events: Vec<Event>) -> ListAppendVerdict {
     let h: History = events.into_iter().collect();
     check_list_append(&h).expect("well-formed history")

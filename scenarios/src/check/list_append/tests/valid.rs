@@ -36,10 +36,7 @@ fn concurrent_transactions_in_either_order_are_valid() {
 fn info_appends_may_be_seen_or_not() {
     let seen = check(
         [
-            vec![
-                invoke(0, json!([["append", "x", 1]])),
-                Event::info(0, txn(), json!([["append", "x", 1]])),
-            ],
+            unknown(0, json!([["append", "x", 1]])).to_vec(),
             solo(1, json!([["r", "x", [1]]])).to_vec(),
         ]
         .concat(),
@@ -47,10 +44,7 @@ fn info_appends_may_be_seen_or_not() {
     assert!(seen.is_valid(), "{seen}");
     let unseen = check(
         [
-            vec![
-                invoke(0, json!([["append", "x", 1]])),
-                Event::info(0, txn(), json!([["append", "x", 1]])),
-            ],
+            unknown(0, json!([["append", "x", 1]])).to_vec(),
             solo(1, json!([["r", "x", []]])).to_vec(),
         ]
         .concat(),
@@ -86,10 +80,7 @@ fn an_info_append_seen_before_its_invocation_is_caught() {
 fn failed_transactions_that_nobody_saw_are_fine() {
     let verdict = check(
         [
-            vec![
-                invoke(0, json!([["append", "x", 1], ["r", "y", null]])),
-                Event::fail(0, txn(), json!([["append", "x", 1], ["r", "y", null]])),
-            ],
+            failed(0, json!([["append", "x", 1], ["r", "y", null]])).to_vec(),
             solo(1, json!([["r", "x", []]])).to_vec(),
         ]
         .concat(),
