@@ -3,34 +3,27 @@
 //! find them.
 //!
 //! Each [`Bug`] names one weakening of a protocol — a lock that forgets its GUID recovery, an
-//! atom write without its version check, and so on. The protocol code asks
-//! [`active`]`(Bug::…)` at the one place the bug lives. Without the cargo feature
-//! `planted-bugs`, [`active`] is a constant `false` that the compiler removes, and
-//! [`enable`] refuses with [`PlantedError::NotCompiledIn`]: production builds cannot be
-//! broken by accident.
+//! atom write without its version check, and so on. Which bugs are on is a plain value,
+//! [`Bugs`], carried in the configuration of every machine that has one (and of the handles
+//! that build those machines: [`AtomBuilder::planted`](crate::atom::AtomBuilder::planted),
+//! [`Mutex::planted`](crate::lock::Mutex::planted), [`StmConfig::planted`](crate::stm::StmConfig::planted)).
+//! Machines stay pure: what they do depends on their configuration and inputs only, so a
+//! model, a simulated run and a test beside it on another thread never see each other's bugs.
 //!
-//! # Scope: per thread, so parallel tests do not see each other's bugs
-//!
-//! [`enable`] switches a bug on *for the calling thread* until the returned [`Planted`] guard
-//! is dropped. A simulated run executes on one current-thread runtime, so every protocol
-//! machine of that run sees the bug, and a test running beside it on another thread does
-//! not. Switching is deterministic: nothing random or time-dependent decides whether a bug
-//! is on. A program that runs one workload per process on a multi-threaded runtime (the
-//! `avout` command line against real ZooKeeper) uses [`enable_process_wide`] instead; tests
-//! must not, since it is seen by every thread of the test binary.
+//! Without the cargo feature `planted-bugs`, [`Bugs::contains`] is a constant `false` that
+//! the compiler removes, and [`Bugs::plant`] refuses with [`PlantedError::NotCompiledIn`]:
+//! production builds cannot be broken by accident.
 //!
 //! ```
-//! use avout::planted::{self, Bug};
+//! use avout::planted::{Bug, Bugs};
 //!
-//! assert!(!planted::active(Bug::AtomUncheckedWrite));
-//! if planted::COMPILED_IN {
-//!     let guard = planted::enable(Bug::AtomUncheckedWrite).unwrap();
-//!     assert!(planted::active(Bug::AtomUncheckedWrite));
-//!     assert!(!planted::active(Bug::LockNoGuidRecovery));
-//!     drop(guard);
-//!     assert!(!planted::active(Bug::AtomUncheckedWrite));
+//! assert!(!Bugs::NONE.contains(Bug::AtomUncheckedWrite));
+//! if avout::planted::COMPILED_IN {
+//!     let bugs = Bugs::plant([Bug::AtomUncheckedWrite]).unwrap();
+//!     assert!(bugs.contains(Bug::AtomUncheckedWrite));
+//!     assert!(!bugs.contains(Bug::LockNoGuidRecovery));
 //! } else {
-//!     assert!(planted::enable(Bug::AtomUncheckedWrite).is_err());
+//!     assert!(Bugs::plant([Bug::AtomUncheckedWrite]).is_err());
 //! }
 //! ```
 
@@ -106,9 +99,8 @@ impl Bug {
         }
     }
 
-    #[cfg(feature = "planted-bugs")]
-    fn bit(self) -> u32 {
-        1 << (self as u32)
+    fn bit(self) -> u8 {
+        1 << (self as u8)
     }
 }
 
@@ -149,106 +141,58 @@ pub enum PlantedError {
     NotCompiledIn,
 }
 
-#[cfg(feature = "planted-bugs")]
-mod state {
-    use std::cell::Cell;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    thread_local! {
-        pub(super) static THREAD: Cell<u32> = const { Cell::new(0) };
-    }
-    pub(super) static PROCESS: AtomicU32 = AtomicU32::new(0);
-
-    pub(super) fn bits() -> u32 {
-        THREAD.with(Cell::get) | PROCESS.load(Ordering::Relaxed)
-    }
-}
-
-/// Whether `bug` is switched on for this thread (or the whole process). Always `false`
-/// without the `planted-bugs` feature.
+/// A set of planted bugs: the setting a machine's configuration carries. The default is
+/// none; only [`Bugs::plant`] makes another, and only in a build with the feature.
 ///
 /// ```
-/// assert!(!avout::planted::active(avout::planted::Bug::StmBargeCommitting));
+/// use avout::planted::{Bug, Bugs};
+/// assert_eq!(Bugs::default(), Bugs::NONE);
+/// assert!(Bugs::NONE.is_empty());
+/// assert_eq!(Bugs::plant(None).unwrap(), Bugs::NONE);
 /// ```
-#[inline(always)]
-pub fn active(bug: Bug) -> bool {
-    #[cfg(feature = "planted-bugs")]
-    {
-        state::bits() & bug.bit() != 0
-    }
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = bug;
-        false
-    }
-}
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Bugs(u8);
 
-/// Keeps a bug switched on for this thread; dropping it restores what was on before.
-///
-/// ```
-/// # if avout::planted::COMPILED_IN {
-/// let guard = avout::planted::enable(avout::planted::Bug::LockNoGuidRecovery).unwrap();
-/// drop(guard);
-/// # }
-/// ```
-#[derive(Debug)]
-#[must_use = "the bug is switched off again when the guard is dropped"]
-pub struct Planted {
-    previous: u32,
-    // The guard restores a thread-local: it must be dropped on the thread that made it.
-    _not_send: std::marker::PhantomData<*const ()>,
-}
+impl Bugs {
+    /// No bug: every protocol as it should be.
+    pub const NONE: Bugs = Bugs(0);
 
-impl Drop for Planted {
-    fn drop(&mut self) {
-        #[cfg(feature = "planted-bugs")]
-        state::THREAD.with(|t| t.set(self.previous));
-        #[cfg(not(feature = "planted-bugs"))]
-        let _ = self.previous;
+    /// The set of `bugs` (none for an empty iterator, so `Option<Bug>` serves as well).
+    /// Fails with [`PlantedError::NotCompiledIn`] if any is named in a build without the
+    /// `planted-bugs` feature.
+    ///
+    /// ```
+    /// use avout::planted::{Bug, Bugs, PlantedError};
+    /// match Bugs::plant(Some(Bug::StmBargeCommitting)) {
+    ///     Ok(bugs) => assert!(bugs.contains(Bug::StmBargeCommitting)),
+    ///     Err(e) => assert_eq!(e, PlantedError::NotCompiledIn),
+    /// }
+    /// ```
+    pub fn plant(bugs: impl IntoIterator<Item = Bug>) -> Result<Bugs, PlantedError> {
+        let bits = bugs.into_iter().fold(0, |bits, bug| bits | bug.bit());
+        if bits != 0 && !COMPILED_IN {
+            return Err(PlantedError::NotCompiledIn);
+        }
+        Ok(Bugs(bits))
     }
-}
 
-/// Switches `bug` on for the calling thread until the guard is dropped.
-///
-/// ```
-/// use avout::planted::{self, Bug};
-/// match planted::enable(Bug::AtomUncheckedWrite) {
-///     Ok(_guard) => assert!(planted::active(Bug::AtomUncheckedWrite)),
-///     Err(e) => assert_eq!(e, planted::PlantedError::NotCompiledIn),
-/// }
-/// ```
-pub fn enable(bug: Bug) -> Result<Planted, PlantedError> {
-    #[cfg(feature = "planted-bugs")]
-    {
-        let previous = state::THREAD.with(|t| t.replace(t.get() | bug.bit()));
-        Ok(Planted {
-            previous,
-            _not_send: std::marker::PhantomData,
-        })
+    /// Whether `bug` is in the set. Always `false` without the `planted-bugs` feature.
+    ///
+    /// ```
+    /// assert!(!avout::planted::Bugs::NONE.contains(avout::planted::Bug::StmBargeCommitting));
+    /// ```
+    #[inline(always)]
+    pub fn contains(self, bug: Bug) -> bool {
+        COMPILED_IN && self.0 & bug.bit() != 0
     }
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = bug;
-        Err(PlantedError::NotCompiledIn)
-    }
-}
 
-/// Switches `bug` on for every thread of the process, for good. For a program that runs one
-/// workload per process on a multi-threaded runtime; tests use [`enable`].
-///
-/// ```no_run
-/// avout::planted::enable_process_wide(avout::planted::Bug::AtomUncheckedWrite).unwrap();
-/// ```
-pub fn enable_process_wide(bug: Bug) -> Result<(), PlantedError> {
-    #[cfg(feature = "planted-bugs")]
-    {
-        state::PROCESS.fetch_or(bug.bit(), std::sync::atomic::Ordering::Relaxed);
-        Ok(())
-    }
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = bug;
-        Err(PlantedError::NotCompiledIn)
+    /// Whether no bug is in the set.
+    ///
+    /// ```
+    /// assert!(avout::planted::Bugs::NONE.is_empty());
+    /// ```
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
     }
 }
 
@@ -257,24 +201,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guards_nest_and_restore() {
-        let a = enable(Bug::LockNoGuidRecovery).unwrap();
-        let b = enable(Bug::AtomUncheckedWrite).unwrap();
-        assert!(active(Bug::LockNoGuidRecovery) && active(Bug::AtomUncheckedWrite));
-        drop(b);
-        assert!(active(Bug::LockNoGuidRecovery) && !active(Bug::AtomUncheckedWrite));
-        drop(a);
-        assert!(!active(Bug::LockNoGuidRecovery));
-    }
-
-    #[test]
-    fn another_thread_does_not_see_this_threads_bug() {
-        let _g = enable(Bug::StmBargeCommitting).unwrap();
-        let seen = std::thread::spawn(|| active(Bug::StmBargeCommitting))
-            .join()
-            .unwrap();
-        assert!(!seen);
-        assert!(active(Bug::StmBargeCommitting));
+    fn a_set_holds_what_was_planted() {
+        let bugs = Bugs::plant([Bug::LockNoGuidRecovery, Bug::AtomUncheckedWrite]).unwrap();
+        assert!(bugs.contains(Bug::LockNoGuidRecovery) && bugs.contains(Bug::AtomUncheckedWrite));
+        assert!(!bugs.contains(Bug::StmBargeCommitting));
+        assert!(!bugs.is_empty());
+        for bug in Bug::ALL {
+            assert!(Bugs::plant([bug]).unwrap().contains(bug));
+        }
     }
 
     #[test]

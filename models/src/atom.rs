@@ -20,7 +20,7 @@
 
 use avout::atom::{CasMachine, Outcome, Step, StepError, Versioned, payload, payload_value};
 use avout::machine::{Machine, Millis, Reply, Request, Token};
-use avout::planted::Bug;
+use avout::planted::{Bug, Bugs};
 use avout::{SessionState, WatchedEvent};
 use stateright::{Model, Property};
 
@@ -68,6 +68,8 @@ pub struct AtomAgent {
     pub applied: u8,
     /// Ghost: whether a write's outcome was decided by a recovery read.
     pub recovered: bool,
+    /// The bugs planted in its machines.
+    planted: Bugs,
 }
 
 impl AtomAgent {
@@ -82,7 +84,19 @@ impl AtomAgent {
             ended: None,
             applied: 0,
             recovered: false,
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same client with `planted` bugs in its machines.
+    ///
+    /// ```
+    /// let a = avout_models::atom::AtomAgent::new(0).planted(avout::planted::Bugs::NONE);
+    /// assert_eq!(a.applied, 0);
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     fn writer(&self) -> u64 {
@@ -93,7 +107,7 @@ impl AtomAgent {
         self.generation += 1;
         self.run = Some(Run::start(
             self.generation,
-            CasMachine::new(ATOM_PATH, step),
+            CasMachine::new(ATOM_PATH, step).planted(self.planted),
         ));
         self.settle();
     }
@@ -229,7 +243,7 @@ pub struct AtomModel {
     pub clients: u8,
     /// The faults the environment may inject.
     pub faults: Faults,
-    /// A planted bug to switch on while stepping (feature `planted-bugs`).
+    /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
 }
 
@@ -291,8 +305,10 @@ impl Model for AtomModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<Self::State> {
-        let _bug = crate::plant(self.bug);
-        let agents = (0..self.clients).map(AtomAgent::new).collect();
+        let planted = crate::plant(self.bug);
+        let agents = (0..self.clients)
+            .map(|i| AtomAgent::new(i).planted(planted))
+            .collect();
         let setup = [Request::Create {
             path: ATOM_PATH.into(),
             data: payload(1, 1, None, b"0".to_vec()),
@@ -306,7 +322,7 @@ impl Model for AtomModel {
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action, self.bug))
+        Some(last.after(action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

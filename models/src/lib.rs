@@ -37,16 +37,15 @@ pub mod world;
 
 use std::str::FromStr;
 
-use avout::planted::{self, Bug, Planted};
+use avout::planted::{self, Bug, Bugs};
 
 pub use check::{Report, Search, Verdict, check, trace};
 
 use crate::world::Faults;
 
-/// Switches `bug` on for this thread while the guard lives (the checker's threads each
-/// switch it on around every step: the planted switch is per thread).
-pub(crate) fn plant(bug: Option<Bug>) -> Option<Planted> {
-    bug.map(|b| planted::enable(b).expect("checked when the model was made"))
+/// The set a model's `bug` plants in its clients' machines (their configuration).
+pub(crate) fn plant(bug: Option<Bug>) -> Bugs {
+    Bugs::plant(bug).expect("checked when the model was made")
 }
 
 /// The models [`check_named`] knows.
@@ -197,9 +196,7 @@ impl Config {
                 self.cycles
             )));
         }
-        if let Some(bug) = self.bug {
-            drop(planted::enable(bug)?);
-        }
+        Bugs::plant(self.bug)?;
         Ok(())
     }
 

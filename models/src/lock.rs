@@ -32,7 +32,7 @@ use avout::lock::{
     AcquireMachine, Acquired, LockError, LockKind, MonitorMachine, Patience, ReleaseMachine,
 };
 use avout::machine::{Machine, Millis, Reply, Request, Token};
-use avout::planted::Bug;
+use avout::planted::{Bug, Bugs};
 use avout::{CreateMode, SessionState, WatchedEvent, path};
 use stateright::{Model, Property};
 
@@ -98,6 +98,8 @@ pub struct LockAgent {
     monitor: Option<Box<Run<MonitorMachine>>>,
     /// What a leader's monitor reported (why the leadership was lost), once it fired.
     pub learnt: Option<LockError>,
+    /// The bugs planted in its machines.
+    planted: Bugs,
 }
 
 impl LockAgent {
@@ -114,7 +116,20 @@ impl LockAgent {
             create_reply_lost: false,
             monitor: None,
             learnt: None,
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same client with `planted` bugs in its machines.
+    ///
+    /// ```
+    /// use avout::lock::LockKind;
+    /// let a = avout_models::lock::LockAgent::new(0, LockKind::Exclusive, 1).planted(avout::planted::Bugs::NONE);
+    /// assert_eq!(a.holding(), None);
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// The GUID of this client's `generation`-th acquisition: readable in traces
@@ -138,7 +153,8 @@ impl LockAgent {
             Patience::Forever,
             Vec::new(),
         )
-        .with_data(vec![b'0' + self.index]);
+        .with_data(vec![b'0' + self.index])
+        .planted(self.planted);
         self.phase = Phase::Acquiring(Box::new(Run::start(self.generation, machine)));
         self.settle();
     }
@@ -397,7 +413,7 @@ pub struct LockModel {
     pub cycles: u8,
     /// The faults the environment may inject.
     pub faults: Faults,
-    /// A planted bug to switch on while stepping (feature `planted-bugs`).
+    /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
 }
 
@@ -514,9 +530,9 @@ impl Model for LockModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<Self::State> {
-        let _bug = crate::plant(self.bug);
+        let planted = crate::plant(self.bug);
         let agents = (0..self.clients)
-            .map(|i| LockAgent::new(i, self.kind(i), self.cycles))
+            .map(|i| LockAgent::new(i, self.kind(i), self.cycles).planted(planted))
             .collect();
         let setup = [Request::Create {
             path: LOCK_PATH.into(),
@@ -531,7 +547,7 @@ impl Model for LockModel {
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action, self.bug))
+        Some(last.after(action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

@@ -643,10 +643,8 @@ impl<A: Agent> World<A> {
         c.connected = false;
     }
 
-    /// The state after `action`, with `bug` switched on while stepping (what every model's
-    /// `next_state` is).
-    pub(crate) fn after(&self, action: Action, bug: Option<avout::planted::Bug>) -> Self {
-        let _bug = crate::plant(bug);
+    /// The state after `action` (what every model's `next_state` is).
+    pub(crate) fn after(&self, action: Action) -> Self {
         let mut next = self.clone();
         next.step(action, None);
         next

@@ -20,6 +20,7 @@ pub struct AtomBuilder<T, C: Coordination + ?Sized + 'static, K = Json> {
     pub(super) validator: Option<Validator<T>>,
     pub(super) promote_after: Option<u32>,
     pub(super) lock_path: Option<String>,
+    pub(super) planted: Bugs,
     pub(super) _value: PhantomData<fn() -> T>,
 }
 
@@ -47,6 +48,7 @@ where
             validator: self.validator,
             promote_after: self.promote_after,
             lock_path: self.lock_path,
+            planted: self.planted,
             _value: PhantomData,
         }
     }
@@ -112,6 +114,21 @@ where
         self
     }
 
+    /// Plants `bugs` in the atom's machines and its promotion lock (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// use avout::planted::Bugs;
+    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").planted(Bugs::NONE).open(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        self.planted = bugs;
+        self
+    }
+
     /// A handle on an existing atom; nothing is sent. Operations fail with
     /// [`AtomError::Missing`] while the node does not exist.
     ///
@@ -129,7 +146,11 @@ where
                 let lock_path = self
                     .lock_path
                     .unwrap_or_else(|| path::join(&self.path, "_lock"));
-                Some(Mutex::new(self.zk.clone(), lock_path).map_err(AtomError::Lock)?)
+                Some(
+                    Mutex::new(self.zk.clone(), lock_path)
+                        .map_err(AtomError::Lock)?
+                        .planted(self.planted),
+                )
             }
             None => None,
         };
@@ -143,6 +164,7 @@ where
                     path: self.path,
                     codec: self.codec,
                     store: self.store,
+                    planted: self.planted,
                 }),
                 known: Cache::new(),
                 validator: StdMutex::new(self.validator),

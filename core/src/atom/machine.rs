@@ -27,6 +27,7 @@
 use std::collections::VecDeque;
 
 use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::planted::{Bug, Bugs};
 use crate::{CreateOptions, Error, ErrorClass, SessionState, Stat, WatchedEvent};
 
 use super::envelope;
@@ -194,6 +195,7 @@ pub struct CasMachine {
     outbox: VecDeque<(Token, Request)>,
     output: Option<Result<Outcome, StepError>>,
     recovered: bool,
+    planted: Bugs,
 }
 
 impl CasMachine {
@@ -212,7 +214,20 @@ impl CasMachine {
             outbox: VecDeque::new(),
             output: None,
             recovered: false,
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on (none by default; see [`crate::planted`]).
+    ///
+    /// ```
+    /// use avout::atom::{CasMachine, Step};
+    /// let m = CasMachine::new("/a", Step::Read { sync: true }).planted(avout::planted::Bugs::NONE);
+    /// assert_eq!(m.path(), "/a");
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// The node's path.
@@ -264,8 +279,7 @@ impl CasMachine {
                 let token = self.send(Request::SetData {
                     path: self.path.clone(),
                     data,
-                    version: (!crate::planted::active(crate::planted::Bug::AtomUncheckedWrite))
-                        .then_some(version),
+                    version: (!self.planted.contains(Bug::AtomUncheckedWrite)).then_some(version),
                 });
                 self.phase = Phase::Writing(token);
             }

@@ -85,6 +85,7 @@ use serde::de::DeserializeOwned;
 
 use crate::lock::Mutex;
 use crate::machine::drive;
+use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
 
@@ -195,6 +196,8 @@ struct Core<C: Coordination + ?Sized, K> {
     path: String,
     codec: K,
     store: Arc<dyn StateContainer>,
+    /// The bugs planted in this atom's machines.
+    planted: Bugs,
 }
 
 impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
@@ -237,7 +240,7 @@ impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
         loop {
             let outcome = drive(
                 &*self.zk,
-                &mut CasMachine::new(&self.path, Step::Read { sync }),
+                &mut CasMachine::new(&self.path, Step::Read { sync }).planted(self.planted),
             )
             .await
             .map_err(AtomError::from_step)?;
@@ -350,6 +353,7 @@ where
             validator: None,
             promote_after: None,
             lock_path: None,
+            planted: Bugs::NONE,
             _value: PhantomData,
         }
     }
@@ -662,7 +666,7 @@ where
                 &self.inner.counters.optimistic_tries
             });
             let (step, body, replaced) = self.prepare(&known, &value).await?;
-            let mut machine = CasMachine::new(&core.path, step);
+            let mut machine = CasMachine::new(&core.path, step).planted(core.planted);
             let outcome = {
                 let _one_in_flight = self.inner.writing.lock().await;
                 drive(&*core.zk, &mut machine).await

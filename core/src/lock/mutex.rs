@@ -8,6 +8,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::machine::{Driving, Pace, drive, until_certain};
+use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, Error, Op, OpResult, SessionState, path};
 
@@ -37,6 +38,8 @@ pub(super) struct Side<C: ?Sized> {
     parked: StdMutex<Option<String>>,
     /// Released nodes whose delete has not been confirmed.
     releases: StdMutex<Releases>,
+    /// The bugs planted in this side's acquisitions.
+    planted: Bugs,
 }
 
 impl<C: Coordination + ?Sized + 'static> Side<C> {
@@ -50,6 +53,7 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             partner: OnceLock::new(),
             parked: StdMutex::new(None),
             releases: StdMutex::new(Releases::default()),
+            planted: Bugs::NONE,
         })
     }
 
@@ -233,7 +237,8 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             patience,
             own,
         )
-        .with_releasing(releasing);
+        .with_releasing(releasing)
+        .planted(self.planted);
         let acquired = acquire_node(zk, machine, &self.path).await?;
         *lock(&self.held) = Some(Held {
             acquired: acquired.clone(),
@@ -340,6 +345,25 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
         Ok(Mutex {
             side: Side::new(zk, path, LockKind::Exclusive),
         })
+    }
+
+    /// The same handle with `bugs` planted in its acquisitions (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// # Panics
+    ///
+    /// If the handle has been cloned: bugs are planted in a new handle, before it is shared.
+    ///
+    /// ```no_run
+    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// let m = avout::lock::Mutex::new(zk, "/l").unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        Arc::get_mut(&mut self.side)
+            .expect("bugs are planted in a new handle, before it is shared")
+            .planted = bugs;
+        self
     }
 
     /// The lock's path.

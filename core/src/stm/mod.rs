@@ -190,6 +190,9 @@ pub struct StmConfig {
     pub retry_limit: u32,
     /// Past values kept per ref (Mvcc; history).
     pub max_history: usize,
+    /// The bugs planted in the transactions' machines and glue (none by default; see
+    /// [`crate::planted`]).
+    pub planted: crate::planted::Bugs,
 }
 
 impl Default for StmConfig {
@@ -199,6 +202,7 @@ impl Default for StmConfig {
             barge_wait: Duration::from_millis(10),
             retry_limit: 10_000,
             max_history: 10,
+            planted: crate::planted::Bugs::NONE,
         }
     }
 }

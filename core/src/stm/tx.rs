@@ -370,7 +370,10 @@ where
     loop {
         let ending = match one_try(shared, &mut slot, &mut body).await {
             Ending::Done(Err(StmError::SessionLost(_)))
-                if crate::planted::active(crate::planted::Bug::StmSessionLossRetried) =>
+                if shared
+                    .config
+                    .planted
+                    .contains(crate::planted::Bug::StmSessionLossRetried) =>
             {
                 Ending::Retry
             }

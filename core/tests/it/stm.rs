@@ -1,6 +1,7 @@
 //! The STM on a real standalone ZooKeeper: the generic cases of `stm_cases`, for every
 //! protocol of `stm_cases::protocols`.
 
+use avout::stm::StmConfig;
 use avout::zk::ZkConfig;
 
 use crate::stm_cases::{self, protocols};
@@ -16,7 +17,13 @@ async fn semantics_history_retry_limit_and_session_loss_on_a_real_server() {
         stm_cases::history_and_revert(&zks[1], &format!("{root}/history"), p).await;
         stm_cases::retry_limit(&zks[0], &zks[1], &format!("{root}/limit"), p).await;
         // Closes zks[2]'s session.
-        stm_cases::session_loss(&zks[2], &zks[0], &format!("{root}/loss"), p).await;
+        stm_cases::session_loss(
+            &zks[2],
+            &zks[0],
+            &format!("{root}/loss"),
+            StmConfig::with_protocol(p),
+        )
+        .await;
     }
 }
 

@@ -28,7 +28,17 @@ pub(crate) async fn open<C: Coordination + ?Sized + 'static>(
     root: &str,
     protocol: Protocol,
 ) -> Stm<C> {
-    Stm::open(zk.clone(), root, StmConfig::with_protocol(protocol))
+    open_with(zk, root, StmConfig::with_protocol(protocol)).await
+}
+
+/// [`open`] with `config`.
+pub(crate) async fn open_with<C: Coordination + ?Sized + 'static>(
+    zk: &Arc<C>,
+    root: &str,
+    config: StmConfig,
+) -> Stm<C> {
+    let protocol = config.protocol;
+    Stm::open(zk.clone(), root, config)
         .await
         .unwrap_or_else(|e| panic!("open {root} ({protocol:?}): {e}"))
 }
@@ -487,9 +497,10 @@ pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
     zk: &Arc<C>,
     observer: &Arc<C>,
     root: &str,
-    protocol: Protocol,
+    config: StmConfig,
 ) {
-    let stm = open(zk, root, protocol).await;
+    let protocol = config.protocol;
+    let stm = open_with(zk, root, config).await;
     let watcher = open(observer, root, protocol).await;
     let a = stm.make_ref("a", 1i64).await.unwrap();
     let b = stm.make_ref("b", 1i64).await.unwrap();

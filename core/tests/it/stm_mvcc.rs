@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use crate::support::one_kind;
 use avout::Coordination;
+#[cfg(feature = "planted-bugs")]
+use avout::planted::Bug;
+use avout::planted::Bugs;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
 
@@ -16,6 +19,12 @@ use crate::stm_cases;
 use crate::stm_sim::{Kind, clients, run_kind, sim};
 
 const MVCC: Protocol = Protocol::Mvcc;
+
+/// The set of one planted bug (the tests that plant one need the feature).
+#[cfg(feature = "planted-bugs")]
+fn planted(bug: Bug) -> Bugs {
+    Bugs::plant([bug]).unwrap()
+}
 
 fn config(f: impl FnOnce(&mut StmConfig)) -> StmConfig {
     let mut c = StmConfig::with_protocol(MVCC);
@@ -70,7 +79,7 @@ fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
 fn mvcc_session_loss_aborts_cleanly() {
     sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
         let zks = clients(&ctx);
-        stm_cases::session_loss(&zks[0], &zks[1], "/stm", MVCC).await;
+        stm_cases::session_loss(&zks[0], &zks[1], "/stm", config(|_| ())).await;
     });
 }
 
@@ -80,11 +89,11 @@ fn mvcc_session_loss_aborts_cleanly() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn mvcc_planted_session_loss_retried_is_caught() {
-    let _bug = avout::planted::enable(avout::planted::Bug::StmSessionLossRetried).unwrap();
+    let bug = planted(Bug::StmSessionLossRetried);
     let caught = std::panic::catch_unwind(|| {
         sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
             let zks = clients(&ctx);
-            stm_cases::session_loss(&zks[0], &zks[1], "/stm", MVCC).await;
+            stm_cases::session_loss(&zks[0], &zks[1], "/stm", config(|c| c.planted = bug)).await;
         })
     });
     let panic = caught.expect_err("the weakened variant passed the session-loss case");
@@ -222,10 +231,13 @@ async fn count_nodes<C: Coordination + ?Sized>(zk: &C, path: &str) -> usize {
 /// Contended alters of one counter by four clients that barge at once: barging happens,
 /// never kills a `COMMITTING` transaction (that would panic as a protocol violation), and no
 /// increment is lost.
-async fn contended_counter(zks: &[Arc<SimClient>], per_client: u64) -> (u64, i64) {
+async fn contended_counter(zks: &[Arc<SimClient>], per_client: u64, planted: Bugs) -> (u64, i64) {
     let mut stms = Vec::new();
     for zk in zks {
-        let c = config(|c| c.barge_wait = Duration::ZERO);
+        let c = config(|c| {
+            c.barge_wait = Duration::ZERO;
+            c.planted = planted;
+        });
         stms.push(Stm::open(zk.clone(), "/barge", c).await.unwrap());
     }
     let counter: Ref<i64> = stms[0].make_ref("n", 0).await.unwrap();
@@ -257,9 +269,9 @@ pub(crate) fn barging_sim(seed: u64, clients: usize, max_latency: Duration) -> S
 }
 
 /// [`contended_counter`] with 6 clients, 30 alters each, latencies up to 20 ms.
-fn contended_run() -> ((u64, i64), avout_sim_zk::RunSummary) {
+fn contended_run(planted: Bugs) -> ((u64, i64), avout_sim_zk::RunSummary) {
     barging_sim(0x3c7, 6, Duration::from_millis(20))
-        .run(|ctx| async move { contended_counter(&clients(&ctx), 30).await })
+        .run(|ctx| async move { contended_counter(&clients(&ctx), 30, planted).await })
 }
 
 /// Barging is counted and reported, not asserted: these bodies alter and commit at once, so
@@ -268,7 +280,7 @@ fn contended_run() -> ((u64, i64), avout_sim_zk::RunSummary) {
 /// contention loses nothing and that no `COMMITTING` transaction is killed (that would panic).
 #[test]
 fn mvcc_barging_happens_and_loses_nothing() {
-    let ((barges, total), _) = contended_run();
+    let ((barges, total), _) = contended_run(Bugs::NONE);
     eprintln!("Mvcc barging: {barges} barges in 180 contended alters");
     assert_eq!(total, 180, "no increment lost");
 }
@@ -279,8 +291,7 @@ fn mvcc_barging_happens_and_loses_nothing() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn mvcc_planted_barging_of_committing_transactions_is_caught() {
-    let _bug = avout::planted::enable(avout::planted::Bug::StmBargeCommitting).unwrap();
-    let caught = std::panic::catch_unwind(contended_run);
+    let caught = std::panic::catch_unwind(|| contended_run(planted(Bug::StmBargeCommitting)));
     let message = match caught {
         Err(panic) => stm_cases::panic_message(&*panic),
         Ok(((barges, total), _)) => {
@@ -366,10 +377,13 @@ fn read_fault_verdict(read_faults: u64, seen: (i64, i64)) -> Result<(), String> 
 
 /// A try reads `x` (fixing its read point), another client then commits `y` three times
 /// with MAX-HISTORY 2, and the try reads `y`: the values of `y` at its read point are gone.
-fn read_fault_scenario() -> (u64, (i64, i64)) {
+fn read_fault_scenario(planted: Bugs) -> (u64, (i64, i64)) {
     let (out, _) = sim(0x3c9, 2, FaultRates::default()).run(|ctx| async move {
         let zks = clients(&ctx);
-        let c = config(|c| c.max_history = 2);
+        let c = config(|c| {
+            c.max_history = 2;
+            c.planted = planted;
+        });
         let stm = Stm::open(zks[0].clone(), "/rf", c.clone()).await.unwrap();
         let other = Stm::open(zks[1].clone(), "/rf", c).await.unwrap();
         let x: Ref<i64> = stm.make_ref("x", 0).await.unwrap();
@@ -400,7 +414,7 @@ fn read_fault_scenario() -> (u64, (i64, i64)) {
 
 #[test]
 fn mvcc_a_read_of_a_trimmed_value_is_a_counted_read_fault() {
-    let (faults, seen) = read_fault_scenario();
+    let (faults, seen) = read_fault_scenario(Bugs::NONE);
     read_fault_verdict(faults, seen).unwrap();
 }
 
@@ -409,8 +423,7 @@ fn mvcc_a_read_of_a_trimmed_value_is_a_counted_read_fault() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn mvcc_planted_no_read_point_check_is_caught() {
-    let _bug = avout::planted::enable(avout::planted::Bug::StmNoReadPointCheck).unwrap();
-    let (faults, seen) = read_fault_scenario();
+    let (faults, seen) = read_fault_scenario(planted(Bug::StmNoReadPointCheck));
     assert!(
         read_fault_verdict(faults, seen).is_err(),
         "the weakened read went unnoticed: {faults} faults, read {seen:?}"

@@ -28,7 +28,13 @@ async fn mvcc_cases_history_and_revert_on_a_real_server() {
     assert_eq!(stm_cases::on_call([&a, &b], "ensured", true).await, 1);
     assert_eq!(stm_cases::on_call([&a, &b], "plain", false).await, 0);
     // Closes zks[2]'s session.
-    stm_cases::session_loss(&zks[2], &zks[0], "/mvcc/loss", MVCC).await;
+    stm_cases::session_loss(
+        &zks[2],
+        &zks[0],
+        "/mvcc/loss",
+        StmConfig::with_protocol(MVCC),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

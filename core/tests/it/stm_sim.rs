@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{one_kind, sweep_sim};
-use avout::stm::{Abort, Protocol, Ref, Stm};
+use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient};
 
 use crate::stm_cases::{self, protocols};
@@ -99,7 +99,7 @@ fn session_loss_aborts_cleanly() {
     for p in protocols() {
         sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
             let zks = clients(&ctx);
-            stm_cases::session_loss(&zks[0], &zks[1], "/stm", p).await;
+            stm_cases::session_loss(&zks[0], &zks[1], "/stm", StmConfig::with_protocol(p)).await;
         });
     }
 }

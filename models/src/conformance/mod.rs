@@ -91,7 +91,7 @@ mod compare;
 mod record;
 mod replay;
 
-pub use record::{Recording, faulty, record};
+pub use record::{Recording, faulty, record, record_planted};
 
 use avout::lock::LockKind;
 use avout::stm::{StmConfig, StmError};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use avout::atom::Atom;
 use avout::lock::{LockGuard, Mutex, RwLock};
+use avout::planted::Bugs;
 use avout::recipes::election::Election;
 use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
 use avout::{Coordination, Error, SessionId};
@@ -87,6 +88,24 @@ pub struct Recording {
 /// assert!(a.results.iter().all(|r| matches!(r, avout_models::conformance::Returned::Value(_))), "no faults, both held");
 /// ```
 pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) -> Recording {
+    record_planted(workload, seed, clients, rates, Bugs::NONE)
+}
+
+/// [`record`] with `planted` bugs in the production handles' machines (the atom's, the
+/// mutex's, the STM's), to show that conformance catches an implementation that drifted.
+///
+/// ```
+/// use avout_models::conformance::{Workload, record, record_planted};
+/// let none = avout::planted::Bugs::NONE;
+/// assert_eq!(record_planted(Workload::Atom, 3, 2, Default::default(), none).log, record(Workload::Atom, 3, 2, Default::default()).log);
+/// ```
+pub fn record_planted(
+    workload: Workload,
+    seed: u64,
+    clients: usize,
+    rates: FaultRates,
+    planted: Bugs,
+) -> Recording {
     let sim = Sim::builder()
         .seed(seed)
         .clients(0)
@@ -103,7 +122,7 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
         loop {
             let admin = Arc::new(ctx.zk.connect());
             admins.push(admin.clone());
-            if set_up(workload, admin, clients).await {
+            if set_up(workload, admin, clients, planted).await {
                 break;
             }
         }
@@ -114,7 +133,7 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
         let (users, handles) = loop {
             let users: Vec<Arc<SimClient>> =
                 (0..clients).map(|_| Arc::new(ctx.zk.connect())).collect();
-            let handles = open(workload, &users).await;
+            let handles = open(workload, &users, planted).await;
             if matches!(workload, Workload::Stm { .. }) {
                 // Every reply of the opening is in; nothing of the clients' is in flight.
                 // The pause keeps the opening's log entries clear of the workload's, and
@@ -134,9 +153,12 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
         let started = u64::try_from(origin.elapsed().as_nanos()).expect("a short run");
         let results = futures::future::join_all(users.iter().zip(handles).enumerate().map(
             |(i, (user, handle))| async move {
-                tokio::time::timeout(PATIENCE, run_client(workload, user.clone(), handle, i))
-                    .await
-                    .unwrap_or(Returned::Failed(None))
+                tokio::time::timeout(
+                    PATIENCE,
+                    run_client(workload, user.clone(), handle, i, planted),
+                )
+                .await
+                .unwrap_or(Returned::Failed(None))
             },
         ))
         .await;
@@ -165,9 +187,10 @@ pub fn record(workload: Workload, seed: u64, clients: usize, rates: FaultRates) 
 
 /// The STM configuration of the workload: protocol Optimistic, the defaults otherwise
 /// (`max_history` 10, as the model's nodes keep 9 previous values).
-fn stm_config(retry_limit: u32) -> StmConfig {
+fn stm_config(retry_limit: u32, planted: Bugs) -> StmConfig {
     StmConfig {
         retry_limit,
+        planted,
         ..StmConfig::with_protocol(Protocol::Optimistic)
     }
 }
@@ -180,15 +203,19 @@ fn transfers(clients: usize) -> u64 {
 }
 
 /// Creates the workload's node; `false` if this session could not (try another).
-async fn set_up(workload: Workload, admin: Arc<SimClient>, clients: usize) -> bool {
+async fn set_up(workload: Workload, admin: Arc<SimClient>, clients: usize, planted: Bugs) -> bool {
     match workload {
         Workload::Mutex | Workload::RwLock | Workload::Election => matches!(
             admin.create(LOCK_PATH, b"", &Default::default()).await,
             Ok(_) | Err(Error::NodeExists { .. })
         ),
-        Workload::Atom => Atom::<u64, _>::open(admin, ATOM_PATH, 0).await.is_ok(),
+        Workload::Atom => Atom::<u64, _>::builder(admin, ATOM_PATH)
+            .planted(planted)
+            .open(0)
+            .await
+            .is_ok(),
         Workload::Stm { retry_limit } => {
-            let Ok(stm) = Stm::open(admin, ROOT, stm_config(retry_limit)).await else {
+            let Ok(stm) = Stm::open(admin, ROOT, stm_config(retry_limit, planted)).await else {
                 return false;
             };
             // JSON numbers: the bytes the model writes (`to_string`).
@@ -201,14 +228,18 @@ async fn set_up(workload: Workload, admin: Arc<SimClient>, clients: usize) -> bo
 /// The clients' STM handles, opened on their sessions (one per client, as the model's
 /// agents each have their own cache); `None` if one could not be opened (its session was
 /// lost). Nothing for the other workloads, whose handles send nothing when made.
-async fn open(workload: Workload, users: &[Arc<SimClient>]) -> Option<Vec<Option<Stm<SimClient>>>> {
+async fn open(
+    workload: Workload,
+    users: &[Arc<SimClient>],
+    planted: Bugs,
+) -> Option<Vec<Option<Stm<SimClient>>>> {
     let Workload::Stm { retry_limit } = workload else {
         return Some(users.iter().map(|_| None).collect());
     };
     let opened = futures::future::join_all(
         users
             .iter()
-            .map(|user| Stm::open(user.clone(), ROOT, stm_config(retry_limit))),
+            .map(|user| Stm::open(user.clone(), ROOT, stm_config(retry_limit, planted))),
     )
     .await;
     opened.into_iter().map(|o| o.ok().map(Some)).collect()
@@ -220,11 +251,14 @@ async fn run_client(
     zk: Arc<SimClient>,
     stm: Option<Stm<SimClient>>,
     index: usize,
+    planted: Bugs,
 ) -> Returned {
     let value = |v: Option<i64>| v.map_or(Returned::Failed(None), Returned::Value);
     match workload {
         Workload::Mutex => {
-            let mutex = Mutex::new(zk, LOCK_PATH).expect("a valid path");
+            let mutex = Mutex::new(zk, LOCK_PATH)
+                .expect("a valid path")
+                .planted(planted);
             value(match mutex.lock().await {
                 Ok(guard) => hold(guard).await,
                 Err(_) => None,
@@ -255,6 +289,7 @@ async fn run_client(
         }
         Workload::Atom => {
             let atom = Atom::<u64, _>::builder(zk, ATOM_PATH)
+                .planted(planted)
                 .connect()
                 .expect("a valid path");
             match atom.swap(|n| n + 1).await {

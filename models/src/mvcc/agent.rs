@@ -2,6 +2,7 @@
 //! the glue the frontend has around it.
 
 use avout::machine::{Machine, Millis, Reply, Request, Token};
+use avout::planted::Bugs;
 use avout::stm::mvcc::{CommitOrder, Outcome, TryConfig, TryMachine};
 use avout::{Op, SessionState, WatchedEvent};
 
@@ -53,6 +54,8 @@ pub struct MvccAgent {
     pub read_fault: bool,
     /// Ghost: a compare-and-set to `KILLED` this client sent that broke the barging rule.
     pub bad_barge: Option<String>,
+    /// The bugs planted in its tries.
+    planted: Bugs,
 }
 
 impl MvccAgent {
@@ -89,7 +92,20 @@ impl MvccAgent {
             barges: 0,
             read_fault: false,
             bad_barge: None,
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same client with `planted` bugs in its tries.
+    ///
+    /// ```
+    /// use avout_models::mvcc::{Body, MvccAgent};
+    /// let a = MvccAgent::new(0, Body::Increment, 100, 1, true, 2).planted(avout::planted::Bugs::NONE);
+    /// assert_eq!(a.tries, 0);
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// A GUID of this client's: the client in the high bits, so trace lines stay readable.
@@ -114,6 +130,7 @@ impl MvccAgent {
             session: self.session,
             age: self.age,
             max_history: self.max_history,
+            planted: self.planted,
         };
         self.run = Some(Run::start(self.generation, TryMachine::new(config)));
         self.next = 0;

@@ -34,7 +34,7 @@ pub struct MvccModel {
     pub barge_wait: bool,
     /// Timer firings per client (plus one per fault).
     pub timers: u8,
-    /// A planted bug to switch on while stepping (feature `planted-bugs`).
+    /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
 }
 
@@ -131,7 +131,7 @@ impl Model for MvccModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<Self::State> {
-        let _bug = crate::plant(self.bug);
+        let planted = crate::plant(self.bug);
         let agents = (0..self.clients)
             .map(|i| {
                 MvccAgent::new(
@@ -142,6 +142,7 @@ impl Model for MvccModel {
                     !self.barge_wait,
                     self.timers.saturating_add(self.faults.budget),
                 )
+                .planted(planted)
             })
             .collect();
         let create = |path: &str| Request::Create {
@@ -167,7 +168,7 @@ impl Model for MvccModel {
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action, self.bug))
+        Some(last.after(action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

@@ -196,12 +196,12 @@ fn an_stm_hand_edited_trace_is_refused() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn an_stm_retrying_a_lost_session_does_not_conform_to_the_model() {
-    use avout::planted::{Bug, enable};
+    use avout::planted::{Bug, Bugs};
+    use avout_models::conformance::record_planted;
     let workload = Workload::Stm { retry_limit: 3 };
+    let planted = Bugs::plant([Bug::StmSessionLossRetried]).unwrap();
     for seed in SEEDS {
-        let planted = enable(Bug::StmSessionLossRetried).unwrap();
-        let run = record(workload, seed, 2, faulty());
-        drop(planted);
+        let run = record_planted(workload, seed, 2, faulty(), planted);
         let lost = run
             .results
             .iter()

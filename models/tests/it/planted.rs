@@ -44,7 +44,7 @@ fn an_atom_write_without_version_check_loses_updates() {
 /// Runs in which no create reply is lost conform; one in which it is does not.
 #[test]
 fn a_lock_without_guid_recovery_does_not_conform_to_the_model() {
-    use avout_models::conformance::{Recording, Workload, conform, faulty, record};
+    use avout_models::conformance::{Recording, Workload, conform, faulty, record_planted};
     use avout_sim_zk::LogEvent;
     // A create applied whose reply the client never got: lost itself, or failed with the
     // connection a later request's loss broke.
@@ -63,10 +63,9 @@ fn a_lock_without_guid_recovery_does_not_conform_to_the_model() {
             _ => false,
         })
     };
+    let planted = avout::planted::Bugs::plant([Bug::LockNoGuidRecovery]).unwrap();
     for seed in 0..40 {
-        let planted = avout::planted::enable(Bug::LockNoGuidRecovery).unwrap();
-        let run = record(Workload::Mutex, seed, 3, faulty());
-        drop(planted);
+        let run = record_planted(Workload::Mutex, seed, 3, faulty(), planted);
         match (lost_create(&run), conform(&run)) {
             (false, Ok(_)) => {}
             (false, Err(d)) => panic!("seed {seed}: no create reply lost, yet {d}"),

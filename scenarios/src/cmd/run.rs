@@ -352,9 +352,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
         .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
     let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
         let kill_every = args.kill_every.as_deref().map(parse_duration).transpose()?;
-        if let Some(bug) = planted {
-            avout::planted::enable_process_wide(bug).map_err(RunError::from)?;
-        }
+        // Refused before an ensemble is started; the run plants it in its handles.
+        avout::planted::Bugs::plant(planted).map_err(RunError::from)?;
         let target = match (&args.zk, args.zk_ensemble) {
             (Some(connect), _) => chaos::Target::Server(connect.clone()),
             (None, Some(n)) => chaos::Target::Ensemble {

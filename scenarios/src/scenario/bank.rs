@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use avout::planted::Bugs;
 use avout::stm::{Abort, Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
@@ -27,11 +28,14 @@ const ACCOUNTS: usize = 5;
 const INITIAL: i64 = 20;
 
 /// The STM configuration of a workload's protocol.
-pub(crate) fn stm_config(p: Protocol) -> StmConfig {
-    StmConfig::with_protocol(match p {
-        Protocol::Mvcc => avout::stm::Protocol::Mvcc,
-        Protocol::Optimistic => avout::stm::Protocol::Optimistic,
-    })
+pub(crate) fn stm_config(p: Protocol, planted: Bugs) -> StmConfig {
+    StmConfig {
+        planted,
+        ..StmConfig::with_protocol(match p {
+            Protocol::Mvcc => avout::stm::Protocol::Mvcc,
+            Protocol::Optimistic => avout::stm::Protocol::Optimistic,
+        })
+    }
 }
 
 async fn open<K: Cluster>(
@@ -40,7 +44,7 @@ async fn open<K: Cluster>(
     p: Protocol,
 ) -> Result<Refs<K::Client, i64>, String> {
     retry_open(cluster, zk, 200, |c| async move {
-        let stm = Stm::open(c, ROOT, stm_config(p)).await?;
+        let stm = Stm::open(c, ROOT, stm_config(p, cluster.planted())).await?;
         let mut refs = Vec::new();
         for i in 0..ACCOUNTS {
             let r = stm.make_ref(&format!("a{i}"), INITIAL).await?;

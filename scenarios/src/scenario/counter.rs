@@ -27,7 +27,11 @@ async fn open<K: Cluster>(
     cluster: &K,
     zk: &mut Arc<K::Client>,
 ) -> Result<Atom<u64, K::Client>, String> {
-    retry_open(cluster, zk, 200, |c| Atom::open(c, PATH, 0u64)).await
+    let planted = cluster.planted();
+    retry_open(cluster, zk, 200, |c| {
+        Atom::builder(c, PATH).planted(planted).open(0u64)
+    })
+    .await
 }
 
 fn session_lost(e: &AtomError) -> bool {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::Coordination;
+use avout::planted::Bugs;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -35,6 +36,50 @@ pub trait Cluster {
     fn connect(&self) -> impl Future<Output = Result<Arc<Self::Client>, avout::Error>>;
     /// Whether this is the simulator (virtual time).
     fn is_simulated(&self) -> bool;
+    /// The bugs to plant in the handles the workload builds on these sessions (none unless
+    /// the cluster is [`Planted`]).
+    fn planted(&self) -> Bugs {
+        Bugs::NONE
+    }
+}
+
+/// A [`Cluster`] whose workload plants `bugs` in its handles' configuration.
+///
+/// ```
+/// use avout::planted::Bugs;
+/// use avout_scenarios::scenario::env::{Cluster, Planted, SimCluster};
+/// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+///     let cluster = SimCluster::new(ctx.zk.clone());
+///     assert_eq!(Planted::new(&cluster, Bugs::NONE).planted(), Bugs::NONE);
+/// });
+/// ```
+#[derive(Clone, Debug)]
+pub struct Planted<'a, K> {
+    inner: &'a K,
+    bugs: Bugs,
+}
+
+impl<'a, K: Cluster> Planted<'a, K> {
+    /// `inner`, with `bugs` planted.
+    pub fn new(inner: &'a K, bugs: Bugs) -> Self {
+        Planted { inner, bugs }
+    }
+}
+
+impl<K: Cluster> Cluster for Planted<'_, K> {
+    type Client = K::Client;
+
+    fn connect(&self) -> impl Future<Output = Result<Arc<Self::Client>, avout::Error>> {
+        self.inner.connect()
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.is_simulated()
+    }
+
+    fn planted(&self) -> Bugs {
+        self.bugs
+    }
 }
 
 /// The simulator's service as a [`Cluster`].

@@ -34,7 +34,7 @@ async fn open<K: Cluster>(
     p: Protocol,
 ) -> Result<Refs<K::Client, Vec<u64>>, String> {
     retry_open(cluster, zk, 200, |c| async move {
-        let stm = Stm::open(c, ROOT, stm_config(p)).await?;
+        let stm = Stm::open(c, ROOT, stm_config(p, cluster.planted())).await?;
         let mut refs = Vec::new();
         for k in 0..KEYS {
             refs.push(stm.make_ref(&format!("k{k}"), Vec::<u64>::new()).await?);

@@ -48,12 +48,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use avout::planted::Bug;
+use avout::planted::{Bug, Bugs};
 use avout_sim_zk::{Fault, FaultKind, FaultRates, ReplayFile, Sim, SimConfig, When};
 use serde::{Deserialize, Serialize};
 
 use crate::history::{EventType, History};
-use env::{Cluster, Recorder, SimCluster};
+use env::{Cluster, Planted, Recorder, SimCluster};
 pub use name::{Protocol, ScenarioName, UnknownScenario};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the
@@ -438,7 +438,7 @@ pub(crate) fn run_sim_inner(
     tapes: Option<&ReplayFile>,
     keep_log: bool,
 ) -> Result<(Report, Vec<avout_sim_zk::LogEvent>), RunError> {
-    let _guard = planted.map(avout::planted::enable).transpose()?;
+    let bugs = Bugs::plant(planted)?;
     let sim = match tapes {
         Some(file) => Sim::from_replay(file),
         None => Sim::builder()
@@ -454,7 +454,7 @@ pub(crate) fn run_sim_inner(
         sim.run(|ctx| async move {
             let cluster = SimCluster::new(ctx.zk.clone());
             let rec = Recorder::new();
-            let out = drive(&cluster, w, &rec).await;
+            let out = drive(&Planted::new(&cluster, bugs), w, &rec).await;
             (out, rec.finish())
         })
     }));
@@ -533,7 +533,8 @@ pub async fn run_zk<K: Cluster>(
 ) -> Result<Report, RunError> {
     let wall = std::time::Instant::now();
     let rec = Recorder::new();
-    drive(cluster, w, &rec).await.map_err(RunError::Setup)?;
+    let cluster = Planted::new(cluster, Bugs::plant(planted)?);
+    drive(&cluster, w, &rec).await.map_err(RunError::Setup)?;
     let (history, retries, stalls) = rec.finish();
     let verdict = judge(w, &history, &stalls);
     Ok(Report {

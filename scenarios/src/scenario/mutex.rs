@@ -110,7 +110,8 @@ pub(crate) async fn client<K: Cluster>(
     mut me: Worker<'_>,
 ) -> Result<(), String> {
     let zk = counter_session(cluster, RESOURCE).await?;
-    let mut session = Session::on(cluster, zk, plain(|zk| Mutex::new(zk, LOCK))).await?;
+    let mutex = plain(|zk| Mutex::new(zk, LOCK).map(|m| m.planted(cluster.planted())));
+    let mut session = Session::on(cluster, zk, mutex).await?;
     for _ in 0..w.ops {
         let p = me.caller.p();
         let mutex = session.handles();

@@ -33,6 +33,7 @@ use crate::machine::{
     Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, SessionEvent, Stall,
     Token, earliest,
 };
+use crate::planted::{Bug, Bugs};
 use crate::{Error, ErrorClass, EventKind, SessionState, WatchedEvent, path};
 
 use super::LockError;
@@ -135,6 +136,7 @@ pub struct AcquireMachine {
     give_up: Option<LockError>,
     /// A step to redo after a connection loss.
     retry: Stall<Retry>,
+    planted: Bugs,
 }
 
 impl AcquireMachine {
@@ -167,7 +169,21 @@ impl AcquireMachine {
             outbox: Outbox::default(),
             give_up: None,
             retry: Stall::default(),
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on (none by default; see [`crate::planted`]).
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![])
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.prefix().ends_with("-lock-"));
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// The same machine, creating its node with `data` (as an election candidate carries its
@@ -423,7 +439,7 @@ impl Machine for AcquireMachine {
                     // The planted bug: recovery does not see our own node.
                     Ok(Reply::Children { mut children, stat })
                         if self.phase == Phase::Recovering
-                            && crate::planted::active(crate::planted::Bug::LockNoGuidRecovery) =>
+                            && self.planted.contains(Bug::LockNoGuidRecovery) =>
                     {
                         children.retain(|c| !c.starts_with(self.node.prefix()));
                         Ok(Reply::Children { children, stat })

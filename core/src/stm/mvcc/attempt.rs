@@ -75,6 +75,7 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
             session: e.session(),
             age,
             max_history: e.config.max_history,
+            planted: e.config.planted,
         });
         Try {
             e,

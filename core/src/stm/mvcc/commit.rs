@@ -152,6 +152,19 @@ impl PrepareMachine {
         }
     }
 
+    /// The same machine with `planted` bugs on in its lock acquisitions (none by default;
+    /// see [`crate::planted`]).
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::PrepareMachine::new("/s", "t-1", 5, vec![], vec![], vec![], 3, 100)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.held().is_empty());
+    /// ```
+    pub fn planted(mut self, planted: crate::planted::Bugs) -> Self {
+        self.locks.planted = planted;
+        self
+    }
+
     /// The lock nodes this machine holds or may hold: what a cleanup must remove if the
     /// commit does not go on.
     ///

@@ -80,6 +80,19 @@ impl EnsureMachine {
         }
     }
 
+    /// The same machine with `planted` bugs on in its lock acquisitions (none by default;
+    /// see [`crate::planted`]).
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::EnsureMachine::new("/s", "a", 9, 1, 3, 100)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.held().is_empty());
+    /// ```
+    pub fn planted(mut self, planted: crate::planted::Bugs) -> Self {
+        self.locks.planted = planted;
+        self
+    }
+
     /// The lock node this machine holds or may hold.
     ///
     /// ```

@@ -3,6 +3,7 @@
 
 use crate::lock::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::planted::Bugs;
 use crate::{SessionState, WatchedEvent};
 
 /// Host tokens stay below this; a lock's token is `(index + 1) << SHIFT | inner`.
@@ -33,6 +34,8 @@ struct Slot {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Locks {
     slots: Vec<Slot>,
+    /// The bugs planted in the acquisitions.
+    pub(crate) planted: Bugs,
 }
 
 /// A lock node a transaction holds, or may hold (its create's outcome unknown).
@@ -66,7 +69,8 @@ impl Locks {
     ) {
         for r in requests {
             let mut machine =
-                AcquireMachine::new(&r.lock_path, r.kind, r.guid, session, patience, vec![]);
+                AcquireMachine::new(&r.lock_path, r.kind, r.guid, session, patience, vec![])
+                    .planted(self.planted);
             machine.handle_session(now, state);
             let result = machine.poll_output();
             self.slots.push(Slot {

@@ -37,7 +37,8 @@ impl TryMachine {
             release_first,
             self.config.session,
             LOCK_WAIT_MS,
-        );
+        )
+        .planted(self.config.planted);
         self.current = Some(self.launch(now, Step::Prepare(prep)));
         self.phase = Phase::Preparing(order);
     }

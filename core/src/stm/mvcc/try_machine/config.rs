@@ -7,7 +7,7 @@ use super::super::{Halt, Newest};
 /// Who a try is: what [`TryMachine::new`] needs.
 ///
 /// ```
-/// let c = avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10 };
+/// let c = avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10, planted: avout::planted::Bugs::NONE };
 /// assert!(c.age.is_none());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -22,6 +22,8 @@ pub struct TryConfig {
     pub age: Option<i64>,
     /// History values kept per ref (`StmConfig::max_history`).
     pub max_history: usize,
+    /// The bugs planted in the try and its steps (`StmConfig::planted`).
+    pub planted: crate::planted::Bugs,
 }
 
 /// What a try commits: [`CommitPlan`](crate::stm::protocol::CommitPlan) without the commute

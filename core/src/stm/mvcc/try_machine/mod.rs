@@ -30,7 +30,7 @@ mod config;
 pub use config::{CommitOrder, Outcome, TryConfig, TryStats};
 
 use crate::machine::{Machine, Millis, Reply, Request, Token};
-use crate::planted::{self, Bug};
+use crate::planted::Bug;
 use crate::{SessionState, WatchedEvent};
 
 use super::super::protocol::Change;
@@ -149,7 +149,7 @@ enum AfterCleanup {
 /// ```
 /// use avout::machine::{Machine, Millis, Request};
 /// use avout::stm::mvcc::{TryConfig, TryMachine};
-/// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10 });
+/// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
 /// m.handle_session(Millis(0), avout::SessionState::Connected);
 /// m.read(Millis(0), "a");
 /// // `sync`, the clock and the ref, back to back.
@@ -216,7 +216,7 @@ impl TryMachine {
     /// The transaction's age once a read fixed it (keep it for the next try).
     ///
     /// ```
-    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(4), max_history: 10 });
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(4), max_history: 10, planted: avout::planted::Bugs::NONE });
     /// assert_eq!(m.age(), Some(4));
     /// ```
     pub fn age(&self) -> Option<i64> {
@@ -226,7 +226,7 @@ impl TryMachine {
     /// The try's transaction id (empty until its first write).
     ///
     /// ```
-    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// assert_eq!(m.txid(), "");
     /// ```
     pub fn txid(&self) -> &str {
@@ -236,7 +236,7 @@ impl TryMachine {
     /// The counts since the last call, reset.
     ///
     /// ```
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// assert_eq!(m.take_stats(), Default::default());
     /// ```
     pub fn take_stats(&mut self) -> TryStats {
@@ -247,7 +247,7 @@ impl TryMachine {
     /// when the try is abandoned mid-command.
     ///
     /// ```
-    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// assert_eq!(m.owned_nodes(), (vec![], vec![]));
     /// ```
     pub fn owned_nodes(&self) -> (Vec<String>, Vec<Held>) {
@@ -268,7 +268,7 @@ impl TryMachine {
     /// [`Outcome::Read`].
     ///
     /// ```
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// m.read(avout::machine::Millis(0), "a");
     /// ```
     pub fn read(&mut self, now: Millis, name: &str) {
@@ -283,7 +283,7 @@ impl TryMachine {
     /// Before the try's first read (every ref is read before it is written).
     ///
     /// ```
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(1), max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: Some(1), max_history: 10, planted: avout::planted::Bugs::NONE });
     /// # use avout::machine::Machine;
     /// m.handle_session(avout::machine::Millis(0), avout::SessionState::Connected);
     /// m.read(avout::machine::Millis(0), "a");
@@ -301,7 +301,7 @@ impl TryMachine {
     /// `guid`; answered by [`Outcome::Done`].
     ///
     /// ```
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// m.ensure(avout::machine::Millis(0), "a", 5);
     /// ```
     pub fn ensure(&mut self, now: Millis, name: &str, guid: u128) {
@@ -323,7 +323,7 @@ impl TryMachine {
     ///
     /// ```
     /// use avout::stm::mvcc::{CommitOrder, TryConfig, TryMachine};
-    /// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// m.commit(avout::machine::Millis(0), CommitOrder { writes: vec![], commutes: vec![], lock: vec![], may_barge: false });
     /// ```
     pub fn commit(&mut self, now: Millis, order: CommitOrder) {
@@ -353,7 +353,7 @@ impl TryMachine {
     /// If no recomputation was asked for.
     ///
     /// ```should_panic
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// m.recomputed(avout::machine::Millis(0), vec![]);
     /// ```
     pub fn recomputed(&mut self, now: Millis, values: Vec<Vec<u8>>) {
@@ -369,7 +369,7 @@ impl TryMachine {
     /// [`Outcome::Failed`] if the cleanup could not finish).
     ///
     /// ```
-    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10 });
+    /// let mut m = avout::stm::mvcc::TryMachine::new(avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
     /// # use avout::machine::Machine;
     /// m.handle_session(avout::machine::Millis(0), avout::SessionState::Connected);
     /// m.abort(avout::machine::Millis(0));
@@ -412,7 +412,7 @@ impl TryMachine {
             &l.history(name),
             &l.points(),
             self.point,
-            !planted::active(Bug::StmNoReadPointCheck),
+            !self.config.planted.contains(Bug::StmNoReadPointCheck),
         );
         self.current = Some(self.launch(now, Step::Read(m)));
         self.phase = Phase::Reading {
@@ -435,7 +435,7 @@ impl TryMachine {
         };
         let barging = Barging {
             may_barge,
-            barge_committing: planted::active(Bug::StmBargeCommitting),
+            barge_committing: self.config.planted.contains(Bug::StmBargeCommitting),
         };
         let mut m = TagMachine::new(&self.config.root, me, names.clone(), barging);
         if self.point_made {
@@ -522,7 +522,8 @@ impl TryMachine {
                     *guid,
                     self.config.session,
                     LOCK_WAIT_MS,
-                );
+                )
+                .planted(self.config.planted);
                 self.current = Some(self.launch(now, Step::Ensure(m)));
                 continue;
             }
