@@ -216,32 +216,38 @@ impl Figure {
         self.latencies[rank - 1].as_micros()
     }
 
-    /// The peers' JSON line: fixed key order, no spaces.
-    fn json(&self) -> String {
-        format!(
-            "{{\"peer\":\"{}\",\"workload\":\"{}\",\"clients\":1,\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.1},\"p50_us\":{},\"p99_us\":{}}}",
-            self.peer,
-            self.workload,
-            self.ops(),
-            self.secs,
-            self.ops_per_sec(),
-            self.quantile_us(0.5),
-            self.quantile_us(0.99),
-        )
+    /// The figure as both outputs give it: peer, workload, ops, secs, ops/s, p50 and p99 in
+    /// microseconds.
+    fn values(&self) -> [String; 7] {
+        [
+            self.peer.to_owned(),
+            self.workload.to_owned(),
+            self.ops().to_string(),
+            format!("{:.3}", self.secs),
+            format!("{:.1}", self.ops_per_sec()),
+            self.quantile_us(0.5).to_string(),
+            self.quantile_us(0.99).to_string(),
+        ]
     }
 
-    fn row(&self) -> String {
+    /// The peers' JSON line: fixed key order, no spaces.
+    fn json(&self) -> String {
+        let [peer, workload, ops, secs, ops_per_sec, p50, p99] = self.values();
         format!(
-            "{:<17} {:<17} {:>7} {:>8.3} {:>11.1} {:>8} {:>8}",
-            self.peer,
-            self.workload,
-            self.ops(),
-            self.secs,
-            self.ops_per_sec(),
-            self.quantile_us(0.5),
-            self.quantile_us(0.99),
+            "{{\"peer\":\"{peer}\",\"workload\":\"{workload}\",\"clients\":1,\"ops\":{ops},\"secs\":{secs},\"ops_per_sec\":{ops_per_sec},\"p50_us\":{p50},\"p99_us\":{p99}}}"
         )
     }
+}
+
+/// The table's header.
+const HEADER: [&str; 7] = [
+    "peer", "workload", "ops", "secs", "ops/s", "p50 us", "p99 us",
+];
+
+/// A line of the table: the header's names or a figure's [`Figure::values`], in columns.
+fn table_row(cells: [&str; 7]) -> String {
+    let [peer, workload, ops, secs, ops_per_sec, p50, p99] = cells;
+    format!("{peer:<17} {workload:<17} {ops:>7} {secs:>8} {ops_per_sec:>11} {p50:>8} {p99:>8}")
 }
 
 /// A session on the server under test, with the benches' timeouts (one per client, like the
@@ -466,14 +472,14 @@ impl Output {
             let _ = writeln!(stdout, "{}", figure.json());
         } else {
             if !self.header_done {
-                let _ = writeln!(
-                    stdout,
-                    "{:<17} {:<17} {:>7} {:>8} {:>11} {:>8} {:>8}",
-                    "peer", "workload", "ops", "secs", "ops/s", "p50 us", "p99 us"
-                );
+                let _ = writeln!(stdout, "{}", table_row(HEADER));
                 self.header_done = true;
             }
-            let _ = writeln!(stdout, "{}", figure.row());
+            let _ = writeln!(
+                stdout,
+                "{}",
+                table_row(figure.values().each_ref().map(String::as_str))
+            );
         }
         // Figures appear as they are measured, also through a pipe.
         let _ = stdout.flush();
@@ -538,7 +544,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_lines_have_the_peers_format() {
+    fn json_lines_have_the_peers_format_and_rows_the_tables() {
         let latencies = (1..=100).map(Duration::from_micros).collect();
         let f = Figure::new(
             "avout",
@@ -549,6 +555,15 @@ mod tests {
         assert_eq!(
             f.json(),
             "{\"peer\":\"avout\",\"workload\":\"set-pipelined\",\"clients\":1,\"ops\":100,\"secs\":12.345,\"ops_per_sec\":8.1,\"p50_us\":50,\"p99_us\":99}"
+        );
+        // The table's columns line up with its header's.
+        assert_eq!(
+            table_row(HEADER),
+            "peer              workload              ops     secs       ops/s   p50 us   p99 us"
+        );
+        assert_eq!(
+            table_row(f.values().each_ref().map(String::as_str)),
+            "avout             set-pipelined         100   12.345         8.1       50       99"
         );
     }
 

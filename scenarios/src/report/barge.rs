@@ -34,21 +34,12 @@ const LEVELS: [Level; 2] = [
 ];
 
 fn mix(wait_ms: u64, level: &Level, window: Duration) -> Mix {
-    Mix {
-        config: StmConfig {
-            barge_wait: Duration::from_millis(wait_ms),
-            retry_limit: 1000,
-            ..StmConfig::with_protocol(Protocol::Mvcc)
-        },
-        refs: level.refs,
-        writers: level.clients,
-        write_refs: 2,
-        write_gap: Duration::from_millis(5),
-        readers: 0,
-        read_refs: 0,
-        read_gap: Duration::ZERO,
-        window,
-    }
+    let config = StmConfig {
+        barge_wait: Duration::from_millis(wait_ms),
+        retry_limit: 1000,
+        ..StmConfig::with_protocol(Protocol::Mvcc)
+    };
+    Mix::new(config, level.refs, window).writers(level.clients, 2, Duration::from_millis(5))
 }
 
 pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
@@ -103,56 +94,28 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::STALLS,
         ],
     ));
-    let x = "BARGE-WAIT";
-    super::plot(
+    super::plots(
         &mut doc,
         &measured,
-        m::COMMITS_PER_SEC,
-        "commits",
-        "Commits per virtual second",
-        x,
+        "BARGE-WAIT",
+        &[
+            (m::COMMITS_PER_SEC, "commits", "Commits per virtual second"),
+            (m::BARGES_PER_SEC, "barges", "Barges per virtual second"),
+            (m::RETRIES_PER_COMMIT, "retries", "Retries per commit"),
+            (
+                m::MAX_RETRIES,
+                "max-retries",
+                "Most retries of one transaction",
+            ),
+            (m::WRITER_P99, "p99", "p99 latency (ms)"),
+        ],
     )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::BARGES_PER_SEC,
-        "barges",
-        "Barges per virtual second",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::RETRIES_PER_COMMIT,
-        "retries",
-        "Retries per commit",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::MAX_RETRIES,
-        "max-retries",
-        "Most retries of one transaction",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::WRITER_P99,
-        "p99",
-        "p99 latency (ms)",
-        x,
-    )?;
-    doc.heading("Findings");
-    doc.bullets(&findings(&measured));
-    if let Some(note) = super::failures_note(&measured) {
-        doc.para(&note);
-    }
-    super::zk_section(
-        &mut doc,
+    super::conclude(
+        doc,
         args,
+        "barge",
         &measured,
+        &findings(&measured),
         &[
             m::COMMITS_PER_SEC,
             m::BARGES_PER_SEC,
@@ -160,13 +123,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::MAX_RETRIES,
             m::WRITER_P99,
         ],
-    );
-    doc.heading("Full size");
-    doc.para(
-        "The committed report is a small sweep. The full-size run: `avout report barge --seeds \
-         30 --window-ms 10000`.",
-    );
-    doc.write(&args.out)
+        "",
+    )
 }
 
 fn findings(measured: &[Measured]) -> Vec<String> {

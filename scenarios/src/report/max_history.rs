@@ -14,21 +14,14 @@ const VALUES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 const GAPS_MS: [u64; 2] = [10, 40];
 
 fn mix(max_history: usize, gap_ms: u64, window: Duration) -> Mix {
-    Mix {
-        config: StmConfig {
-            max_history,
-            retry_limit: 1000,
-            ..StmConfig::with_protocol(Protocol::Mvcc)
-        },
-        refs: 4,
-        writers: 4,
-        write_refs: 1,
-        write_gap: Duration::ZERO,
-        readers: 2,
-        read_refs: 4,
-        read_gap: Duration::from_millis(gap_ms),
-        window,
-    }
+    let config = StmConfig {
+        max_history,
+        retry_limit: 1000,
+        ..StmConfig::with_protocol(Protocol::Mvcc)
+    };
+    Mix::new(config, 4, window)
+        .writers(4, 1, Duration::ZERO)
+        .readers(2, 4, Duration::from_millis(gap_ms))
 }
 
 fn series_name(gap_ms: u64) -> String {
@@ -84,56 +77,40 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::NODES,
         ],
     ));
-    let x = "MAX-HISTORY";
-    super::plot(
+    super::plots(
         &mut doc,
         &measured,
-        m::READ_FAULTS_PER_SEC,
-        "read-faults",
-        "Read faults per virtual second",
-        x,
+        "MAX-HISTORY",
+        &[
+            (
+                m::READ_FAULTS_PER_SEC,
+                "read-faults",
+                "Read faults per virtual second",
+            ),
+            (
+                m::READER_COMMITS_PER_SEC,
+                "reader-commits",
+                "Read-only commits per virtual second",
+            ),
+            (
+                m::COMMITS_PER_SEC,
+                "commits",
+                "All commits per virtual second",
+            ),
+            (
+                m::READER_P99,
+                "reader-p99",
+                "Read-only transaction p99 latency (ms)",
+            ),
+            (m::NODES, "nodes", "ZooKeeper nodes held under the root"),
+        ],
     )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::READER_COMMITS_PER_SEC,
-        "reader-commits",
-        "Read-only commits per virtual second",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::COMMITS_PER_SEC,
-        "commits",
-        "All commits per virtual second",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::READER_P99,
-        "reader-p99",
-        "Read-only transaction p99 latency (ms)",
-        x,
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::NODES,
-        "nodes",
-        "ZooKeeper nodes held under the root",
-        x,
-    )?;
-    doc.heading("Findings");
-    doc.bullets(&findings(&measured));
-    if let Some(note) = super::failures_note(&measured) {
-        doc.para(&note);
-    }
-    super::zk_section(
-        &mut doc,
+    super::conclude(
+        doc,
         args,
+        "max-history",
         &measured,
+        &findings(&measured),
         &[
             m::COMMITS_PER_SEC,
             m::READER_COMMITS_PER_SEC,
@@ -141,13 +118,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::ROUND_TRIPS_PER_COMMIT,
             m::NODES,
         ],
-    );
-    doc.heading("Full size");
-    doc.para(
-        "The committed report is a small sweep. The full-size run: `avout report max-history \
-         --seeds 30 --window-ms 10000`.",
-    );
-    doc.write(&args.out)
+        "",
+    )
 }
 
 fn findings(measured: &[Measured]) -> Vec<String> {

@@ -293,6 +293,10 @@ struct Metric {
 }
 
 impl Metric {
+    const fn new(name: &'static str, decimals: usize, of: fn(&Outcome) -> f64) -> Metric {
+        Metric { name, decimals, of }
+    }
+
     /// The estimate over runs; a run where the quantity is undefined (NaN: a latency with no
     /// committed transaction) is left out, and with none left the mean is NaN.
     fn estimate(&self, runs: &[Outcome]) -> Estimate {
@@ -331,103 +335,59 @@ mod metrics {
         o.window.as_secs_f64()
     }
 
-    pub(super) const COMMITS_PER_SEC: Metric = Metric {
-        name: "commits/s",
-        decimals: 1,
-        of: |o| o.commits_per_sec(),
-    };
-    pub(super) const WRITER_COMMITS_PER_SEC: Metric = Metric {
-        name: "writer commits/s",
-        decimals: 1,
-        of: |o| o.writers.commits as f64 / secs(o),
-    };
-    pub(super) const READER_COMMITS_PER_SEC: Metric = Metric {
-        name: "reader commits/s",
-        decimals: 2,
-        of: |o| o.readers.commits as f64 / secs(o),
-    };
-    pub(super) const RETRIES_PER_COMMIT: Metric = Metric {
-        name: "retries/commit",
-        decimals: 2,
-        of: |o| per_commit(o.writers.retries + o.readers.retries, o),
-    };
-    pub(super) const READER_RETRIES_PER_COMMIT: Metric = Metric {
-        name: "reader retries/commit",
-        decimals: 2,
-        of: |o| {
+    pub(super) const COMMITS_PER_SEC: Metric = Metric::new("commits/s", 1, |o| o.commits_per_sec());
+    pub(super) const WRITER_COMMITS_PER_SEC: Metric = Metric::new("writer commits/s", 1, |o| {
+        o.writers.commits as f64 / secs(o)
+    });
+    pub(super) const READER_COMMITS_PER_SEC: Metric = Metric::new("reader commits/s", 2, |o| {
+        o.readers.commits as f64 / secs(o)
+    });
+    pub(super) const RETRIES_PER_COMMIT: Metric = Metric::new("retries/commit", 2, |o| {
+        per_commit(o.writers.retries + o.readers.retries, o)
+    });
+    pub(super) const READER_RETRIES_PER_COMMIT: Metric =
+        Metric::new("reader retries/commit", 2, |o| {
             let c = o.readers.latencies_us.len() as f64;
             if c == 0.0 {
                 o.readers.retries as f64
             } else {
                 o.readers.retries as f64 / c
             }
-        },
-    };
-    pub(super) const READ_FAULTS_PER_SEC: Metric = Metric {
-        name: "read faults/s",
-        decimals: 1,
-        of: |o| o.stats().read_faults as f64 / secs(o),
-    };
-    pub(super) const REQUESTS_PER_COMMIT: Metric = Metric {
-        name: "requests/commit",
-        decimals: 1,
-        of: |o| per_commit(o.stats().requests, o),
-    };
-    pub(super) const ROUND_TRIPS_PER_COMMIT: Metric = Metric {
-        name: "round trips/commit",
-        decimals: 1,
-        of: |o| per_commit(o.stats().round_trips, o),
-    };
-    pub(super) const WRITER_P50: Metric = Metric {
-        name: "writer p50 ms",
-        decimals: 1,
-        of: |o| pct_ms(&o.writers.latencies_us, 50.0),
-    };
-    pub(super) const WRITER_P99: Metric = Metric {
-        name: "writer p99 ms",
-        decimals: 1,
-        of: |o| pct_ms(&o.writers.latencies_us, 99.0),
-    };
-    pub(super) const READER_P50: Metric = Metric {
-        name: "reader p50 ms",
-        decimals: 1,
-        of: |o| pct_ms(&o.readers.latencies_us, 50.0),
-    };
-    pub(super) const READER_P99: Metric = Metric {
-        name: "reader p99 ms",
-        decimals: 1,
-        of: |o| pct_ms(&o.readers.latencies_us, 99.0),
-    };
-    pub(super) const MAX_RETRIES: Metric = Metric {
-        name: "max retries",
-        decimals: 1,
-        of: |o| o.writers.max_retries.max(o.readers.max_retries) as f64,
-    };
-    pub(super) const GAVE_UP: Metric = Metric {
-        name: "retry-limit failures",
-        decimals: 1,
-        of: |o| (o.writers.gave_up + o.readers.gave_up) as f64,
-    };
-    pub(super) const STALLS: Metric = Metric {
-        name: "stalled 100 ms windows",
-        decimals: 1,
-        of: |o| o.stalled_windows as f64,
-    };
-    pub(super) const BARGES_PER_SEC: Metric = Metric {
-        name: "barges/s",
-        decimals: 1,
-        of: |o| o.stats().barges as f64 / secs(o),
-    };
-    pub(super) const KILLED_PER_COMMIT: Metric = Metric {
-        name: "tries killed/commit",
-        decimals: 2,
-        of: |o| per_commit(o.stats().killed, o),
-    };
-    pub(super) const NODES: Metric = Metric {
-        name: "nodes held",
-        decimals: 0,
-        of: |o| o.nodes as f64,
-    };
+        });
+    pub(super) const READ_FAULTS_PER_SEC: Metric = Metric::new("read faults/s", 1, |o| {
+        o.stats().read_faults as f64 / secs(o)
+    });
+    pub(super) const REQUESTS_PER_COMMIT: Metric =
+        Metric::new("requests/commit", 1, |o| per_commit(o.stats().requests, o));
+    pub(super) const ROUND_TRIPS_PER_COMMIT: Metric = Metric::new("round trips/commit", 1, |o| {
+        per_commit(o.stats().round_trips, o)
+    });
+    pub(super) const WRITER_P50: Metric = Metric::new("writer p50 ms", 1, |o| {
+        pct_ms(&o.writers.latencies_us, 50.0)
+    });
+    pub(super) const WRITER_P99: Metric = Metric::new("writer p99 ms", 1, |o| {
+        pct_ms(&o.writers.latencies_us, 99.0)
+    });
+    pub(super) const READER_P50: Metric = Metric::new("reader p50 ms", 1, |o| {
+        pct_ms(&o.readers.latencies_us, 50.0)
+    });
+    pub(super) const READER_P99: Metric = Metric::new("reader p99 ms", 1, |o| {
+        pct_ms(&o.readers.latencies_us, 99.0)
+    });
+    pub(super) const MAX_RETRIES: Metric = Metric::new("max retries", 1, |o| {
+        o.writers.max_retries.max(o.readers.max_retries) as f64
+    });
+    pub(super) const GAVE_UP: Metric = Metric::new("retry-limit failures", 1, |o| {
+        (o.writers.gave_up + o.readers.gave_up) as f64
+    });
+    pub(super) const STALLS: Metric =
+        Metric::new("stalled 100 ms windows", 1, |o| o.stalled_windows as f64);
+    pub(super) const BARGES_PER_SEC: Metric =
+        Metric::new("barges/s", 1, |o| o.stats().barges as f64 / secs(o));
+    pub(super) const KILLED_PER_COMMIT: Metric = Metric::new("tries killed/commit", 2, |o| {
+        per_commit(o.stats().killed, o)
+    });
+    pub(super) const NODES: Metric = Metric::new("nodes held", 0, |o| o.nodes as f64);
 }
 
 /// The table of `metrics` over the points (one row per point).
@@ -487,6 +447,45 @@ fn plot(
             series: &lines,
         },
     )
+}
+
+/// Adds a plot per `(metric, slug, title)`, all over the swept axis `x_desc`.
+fn plots(
+    doc: &mut render::Doc,
+    measured: &[Measured],
+    x_desc: &str,
+    plots: &[(Metric, &str, &str)],
+) -> Result<(), ReportError> {
+    for (metric, slug, title) in plots {
+        plot(doc, measured, *metric, slug, title, x_desc)?;
+    }
+    Ok(())
+}
+
+/// What every sweep report ends with, and writes: its findings, the note on unexpected
+/// failures, the `--zk` comparison of `zk_metrics`, and the command of the full-size run (the
+/// committed report being a small sweep, `small_because` says why if it needs saying).
+fn conclude(
+    mut doc: render::Doc,
+    args: &SweepArgs,
+    name: &str,
+    measured: &[Measured],
+    findings: &[String],
+    zk_metrics: &[Metric],
+    small_because: &str,
+) -> Result<PathBuf, ReportError> {
+    doc.heading("Findings");
+    doc.bullets(findings);
+    if let Some(note) = failures_note(measured) {
+        doc.para(&note);
+    }
+    zk_section(&mut doc, args, measured, zk_metrics);
+    doc.heading("Full size");
+    doc.para(&format!(
+        "The committed report is a small sweep{small_because}. The full-size run: `avout report \
+         {name} --seeds 30 --window-ms 10000`."
+    ));
+    doc.write(&args.out)
 }
 
 /// The `--zk` section: each `on_zk` point's metrics on the simulator and on ZooKeeper, and

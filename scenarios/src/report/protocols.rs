@@ -13,75 +13,30 @@ struct Shape {
     label: &'static str,
     what: &'static str,
     on_zk: bool,
-    mix: fn(StmConfig, Duration) -> Mix,
+    refs: usize,
+    /// Writer clients and the refs each transaction alters.
+    writers: (usize, usize),
+    /// Reader clients, the refs each transaction reads and the pause after each read (ms).
+    readers: (usize, usize, u64),
 }
 
-fn base(config: StmConfig, window: Duration) -> Mix {
-    Mix {
-        config,
-        refs: 4,
-        writers: 0,
-        write_refs: 1,
-        write_gap: Duration::ZERO,
-        readers: 0,
-        read_refs: 0,
-        read_gap: Duration::ZERO,
-        window,
+impl Shape {
+    fn mix(&self, config: StmConfig, window: Duration) -> Mix {
+        let ((writers, write_refs), (readers, read_refs, gap_ms)) = (self.writers, self.readers);
+        Mix::new(config, self.refs, window)
+            .writers(writers, write_refs, Duration::ZERO)
+            .readers(readers, read_refs, Duration::from_millis(gap_ms))
     }
 }
 
+/// The workloads, one a line.
+#[rustfmt::skip]
 const SHAPES: [Shape; 5] = [
-    Shape {
-        label: "alter",
-        what: "4 writers, each transaction alters 1 of 4 refs",
-        on_zk: true,
-        mix: |c, w| Mix {
-            writers: 4,
-            ..base(c, w)
-        },
-    },
-    Shape {
-        label: "transfer",
-        what: "4 writers, each transaction alters 2 of 4 refs",
-        on_zk: false,
-        mix: |c, w| Mix {
-            writers: 4,
-            write_refs: 2,
-            ..base(c, w)
-        },
-    },
-    Shape {
-        label: "hot-ref",
-        what: "8 writers altering the same single ref",
-        on_zk: false,
-        mix: |c, w| Mix {
-            refs: 1,
-            writers: 8,
-            ..base(c, w)
-        },
-    },
-    Shape {
-        label: "mixed",
-        what: "4 writers altering 1 of 4 refs, and 2 readers reading all 4 refs with 10 ms between reads",
-        on_zk: true,
-        mix: |c, w| Mix {
-            writers: 4,
-            readers: 2,
-            read_refs: 4,
-            read_gap: Duration::from_millis(10),
-            ..base(c, w)
-        },
-    },
-    Shape {
-        label: "read-only",
-        what: "4 readers reading 2 of 4 refs, no writers",
-        on_zk: false,
-        mix: |c, w| Mix {
-            readers: 4,
-            read_refs: 2,
-            ..base(c, w)
-        },
-    },
+    Shape { label: "alter", what: "4 writers, each transaction alters 1 of 4 refs", on_zk: true, refs: 4, writers: (4, 1), readers: (0, 0, 0) },
+    Shape { label: "transfer", what: "4 writers, each transaction alters 2 of 4 refs", on_zk: false, refs: 4, writers: (4, 2), readers: (0, 0, 0) },
+    Shape { label: "hot-ref", what: "8 writers altering the same single ref", on_zk: false, refs: 1, writers: (8, 1), readers: (0, 0, 0) },
+    Shape { label: "mixed", what: "4 writers altering 1 of 4 refs, and 2 readers reading all 4 refs with 10 ms between reads", on_zk: true, refs: 4, writers: (4, 1), readers: (2, 4, 10) },
+    Shape { label: "read-only", what: "4 readers reading 2 of 4 refs, no writers", on_zk: false, refs: 4, writers: (0, 1), readers: (4, 2, 0) },
 ];
 
 const PROTOCOLS: [Protocol; 2] = [Protocol::Optimistic, Protocol::Mvcc];
@@ -97,7 +52,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             points.push(Point {
                 x: s.label.to_owned(),
                 series: p.name().to_owned(),
-                mix: (s.mix)(config, args.window()),
+                mix: s.mix(config, args.window()),
                 on_zk: s.on_zk,
             });
         }
@@ -137,21 +92,22 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::WRITER_P99,
         ],
     ));
-    super::plot(
+    super::plots(
         &mut doc,
         &measured,
-        m::COMMITS_PER_SEC,
-        "throughput",
-        "Commits per virtual second",
         "workload",
-    )?;
-    super::plot(
-        &mut doc,
-        &measured,
-        m::ROUND_TRIPS_PER_COMMIT,
-        "round-trips",
-        "Round trips per committed transaction",
-        "workload",
+        &[
+            (
+                m::COMMITS_PER_SEC,
+                "throughput",
+                "Commits per virtual second",
+            ),
+            (
+                m::ROUND_TRIPS_PER_COMMIT,
+                "round-trips",
+                "Round trips per committed transaction",
+            ),
+        ],
     )?;
     doc.heading("Read-only transactions");
     doc.para(
@@ -188,15 +144,12 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         "Retries per committed read-only transaction",
         "workload",
     )?;
-    doc.heading("Findings");
-    doc.bullets(&findings(&measured));
-    if let Some(note) = super::failures_note(&measured) {
-        doc.para(&note);
-    }
-    super::zk_section(
-        &mut doc,
+    super::conclude(
+        doc,
         args,
+        "protocols",
         &measured,
+        &findings(&measured),
         &[
             m::COMMITS_PER_SEC,
             m::RETRIES_PER_COMMIT,
@@ -204,13 +157,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             m::ROUND_TRIPS_PER_COMMIT,
             m::WRITER_P50,
         ],
-    );
-    doc.heading("Full size");
-    doc.para(
-        "The committed report is a small sweep (it must run in minutes on a shared 2-core \
-         machine). The full-size run: `avout report protocols --seeds 30 --window-ms 10000`.",
-    );
-    doc.write(&args.out)
+        " (it must run in minutes on a shared 2-core machine)",
+    )
 }
 
 fn find<'a>(measured: &'a [Measured], protocol: Protocol, label: &str) -> &'a Measured {

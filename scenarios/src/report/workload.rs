@@ -53,6 +53,43 @@ pub(crate) struct Mix {
 }
 
 impl Mix {
+    /// `refs` refs and no clients yet: add them with [`Mix::writers`] and [`Mix::readers`].
+    pub(crate) fn new(config: StmConfig, refs: usize, window: Duration) -> Mix {
+        Mix {
+            config,
+            refs,
+            writers: 0,
+            write_refs: 0,
+            write_gap: Duration::ZERO,
+            readers: 0,
+            read_refs: 0,
+            read_gap: Duration::ZERO,
+            window,
+        }
+    }
+
+    /// With `clients` writers, each transaction altering `refs` refs and pausing `gap` after
+    /// each.
+    pub(crate) fn writers(self, clients: usize, refs: usize, gap: Duration) -> Mix {
+        Mix {
+            writers: clients,
+            write_refs: refs,
+            write_gap: gap,
+            ..self
+        }
+    }
+
+    /// With `clients` readers, each transaction reading `refs` refs and pausing `gap` after
+    /// each.
+    pub(crate) fn readers(self, clients: usize, refs: usize, gap: Duration) -> Mix {
+        Mix {
+            readers: clients,
+            read_refs: refs,
+            read_gap: gap,
+            ..self
+        }
+    }
+
     /// Clients in all.
     pub(crate) fn clients(&self) -> usize {
         self.writers + self.readers
