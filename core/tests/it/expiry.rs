@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
-use avout::zk::ZkConfig;
-use avout::{Coordination, CreateMode, Error, EventKind, SessionState};
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Coordination, CreateMode, Error, EventKind, SessionState, Watch};
 use tokio::time::Instant;
 
 use crate::support;
@@ -42,14 +42,7 @@ async fn pausing_the_server_past_the_session_timeout_expires_the_session() {
         SESSION,
         "the server grants the timeout"
     );
-    client
-        .create("/paused", b"", &CreateMode::Ephemeral.into())
-        .await
-        .expect("create an ephemeral");
-    let (_, watch) = client
-        .exists_and_watch("/elsewhere")
-        .await
-        .expect("arm a watch");
+    let watch = ephemeral_and_watch(&client, "/paused").await;
 
     // Record every transition with when it happened, from before the pause.
     let t0 = Instant::now();
@@ -131,14 +124,7 @@ async fn expire_session_ends_several_sessions_at_once() {
     let mut watches = Vec::new();
     for i in 0..N {
         let client = support::connect(&config).await;
-        client
-            .create(&format!("/e{i}"), b"", &CreateMode::Ephemeral.into())
-            .await
-            .expect("create an ephemeral");
-        let (_, watch) = client
-            .exists_and_watch("/elsewhere")
-            .await
-            .expect("arm a watch");
+        let watch = ephemeral_and_watch(&client, &format!("/e{i}")).await;
         watches.push(watch);
         clients.push(client);
     }
@@ -171,4 +157,18 @@ async fn expire_session_ends_several_sessions_at_once() {
             "a second expiry is a no-op"
         );
     }
+}
+
+/// Gives `client` an ephemeral node at `path` and a watch on a node nobody touches, so that
+/// the session's end shows in both.
+async fn ephemeral_and_watch(client: &ZkClient, path: &str) -> Watch {
+    client
+        .create(path, b"", &CreateMode::Ephemeral.into())
+        .await
+        .expect("create an ephemeral");
+    let (_, watch) = client
+        .exists_and_watch("/elsewhere")
+        .await
+        .expect("arm a watch");
+    watch
 }
