@@ -36,11 +36,13 @@
 
 use std::sync::Arc;
 
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+};
 use crate::{Coordination, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
 
 use super::barrier::BarrierError;
-use super::once::{Outbox, RETRY_PAUSE_MS, ancestor_creates, guid_hex, idempotent, spawn_cleanup};
+use super::once::{guid_hex, spawn_cleanup};
 
 const PARTICIPANT: &str = "p-";
 const READY: &str = "ready";
@@ -82,10 +84,8 @@ enum EnterPhase {
     Checking {
         exists: Token,
     },
-    /// Waiting to redo the entry after a connection loss.
-    Stalled {
-        until: Millis,
-    },
+    /// Waiting to redo the entry after a connection loss (see `stall`).
+    Stalled,
     Done,
 }
 
@@ -107,10 +107,9 @@ pub struct EnterMachine {
     node: String,
     count: usize,
     ensured: bool,
-    started: bool,
     phase: EnterPhase,
-    outbox: Outbox,
-    output: Option<Result<(), BarrierError>>,
+    stall: Stall<()>,
+    outbox: Outbox<Result<(), BarrierError>>,
 }
 
 impl EnterMachine {
@@ -127,10 +126,9 @@ impl EnterMachine {
             node: path::join(barrier, &format!("{PARTICIPANT}{}", guid_hex(guid))),
             count,
             ensured: false,
-            started: false,
             phase: EnterPhase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
@@ -173,19 +171,23 @@ impl EnterMachine {
     }
 
     fn finish(&mut self, result: Result<(), BarrierError>) {
-        self.outbox.clear();
         self.phase = EnterPhase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 
     fn failed(&mut self, now: Millis, error: Error) {
         if error.is_indeterminate() {
-            self.phase = EnterPhase::Stalled {
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.stalled(now);
         } else {
             self.finish(Err(error.into()));
         }
+    }
+
+    /// Redoes the entry on a reconnection or after the pause.
+    fn stalled(&mut self, now: Millis) {
+        self.phase = EnterPhase::Stalled;
+        self.stall.start((), now);
     }
 
     fn create_ready(&mut self) {
@@ -248,13 +250,8 @@ impl Machine for EnterMachine {
                 }
                 Err(Error::NoNode { .. }) if !self.ensured => {
                     self.ensured = true;
-                    let mut last = None;
-                    for request in ancestor_creates(&self.barrier) {
-                        last = Some(self.outbox.send(request));
-                    }
-                    self.phase = EnterPhase::Ensuring {
-                        last: last.expect("a path has components"),
-                    };
+                    let last = self.outbox.send_ancestors(&self.barrier);
+                    self.phase = EnterPhase::Ensuring { last };
                 }
                 Err(e) => self.failed(now, e),
             },
@@ -287,12 +284,8 @@ impl Machine for EnterMachine {
             },
             EnterPhase::Readying { create } if token == create => match reply {
                 Ok(_) | Err(Error::NodeExists { .. }) => self.finish(Ok(())),
-                Err(e) if e.is_indeterminate() => {
-                    // Creating a fixed path is idempotent: NodeExists next time is success.
-                    self.phase = EnterPhase::Stalled {
-                        until: now.plus(RETRY_PAUSE_MS),
-                    }
-                }
+                // Creating a fixed path is idempotent: NodeExists next time is success.
+                Err(e) if e.is_indeterminate() => self.stalled(now),
                 Err(e) => self.finish(Err(e.into())),
             },
             EnterPhase::Checking { exists } if token == exists => match reply {
@@ -316,41 +309,26 @@ impl Machine for EnterMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            return match state.terminal_error() {
-                Some(error) => self.finish(Err(error.into())),
-                None => self.enter(),
-            };
-        }
-        if self.phase == EnterPhase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if state == SessionState::Connected && matches!(self.phase, EnterPhase::Stalled { .. }) {
-            self.enter();
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.enter(),
+            SessionEvent::Ended(error) => self.finish(Err(error.into())),
+            SessionEvent::Reconnected if self.stall.take().is_some() => self.enter(),
+            _ => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let EnterPhase::Stalled { until } = self.phase
-            && now >= until
-        {
+        if self.stall.due(now).is_some() {
             self.enter();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            EnterPhase::Stalled { until } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 
@@ -374,10 +352,8 @@ enum LeavePhase {
         delete: Option<Token>,
         exists: Token,
     },
-    /// Waiting to list again after a connection loss.
-    Stalled {
-        until: Millis,
-    },
+    /// Waiting to list again after a connection loss (see `stall`).
+    Stalled,
     Done,
 }
 
@@ -396,10 +372,9 @@ enum LeavePhase {
 pub struct LeaveMachine {
     barrier: String,
     node: String,
-    started: bool,
     phase: LeavePhase,
-    outbox: Outbox,
-    output: Option<Result<(), BarrierError>>,
+    stall: Stall<()>,
+    outbox: Outbox<Result<(), BarrierError>>,
 }
 
 impl LeaveMachine {
@@ -413,10 +388,9 @@ impl LeaveMachine {
         LeaveMachine {
             barrier: barrier.to_owned(),
             node: node.to_owned(),
-            started: false,
             phase: LeavePhase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
@@ -429,16 +403,15 @@ impl LeaveMachine {
     }
 
     fn finish(&mut self, result: Result<(), BarrierError>) {
-        self.outbox.clear();
         self.phase = LeavePhase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 
     fn failed(&mut self, now: Millis, error: Error) {
         if error.is_indeterminate() {
-            self.phase = LeavePhase::Stalled {
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.phase = LeavePhase::Stalled;
+            self.stall.start((), now);
         } else {
             self.finish(Err(error.into()));
         }
@@ -546,41 +519,26 @@ impl Machine for LeaveMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            return match state.terminal_error() {
-                Some(error) => self.finish(Err(error.into())),
-                None => self.list(),
-            };
-        }
-        if self.phase == LeavePhase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if state == SessionState::Connected && matches!(self.phase, LeavePhase::Stalled { .. }) {
-            self.list();
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.list(),
+            SessionEvent::Ended(error) => self.finish(Err(error.into())),
+            SessionEvent::Reconnected if self.stall.take().is_some() => self.list(),
+            _ => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let LeavePhase::Stalled { until } = self.phase
-            && now >= until
-        {
+        if self.stall.due(now).is_some() {
             self.list();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            LeavePhase::Stalled { until } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 

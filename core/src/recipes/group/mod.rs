@@ -26,10 +26,12 @@
 
 use std::sync::Arc;
 
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+};
 use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
-use super::once::{Once, OnceMachine, Outbox, Proof, RETRY_PAUSE_MS, idempotent, spawn_cleanup};
+use super::once::{Once, OnceMachine, Proof, spawn_cleanup};
 
 /// Why a group operation failed.
 ///
@@ -127,10 +129,8 @@ enum Phase {
     Waiting {
         token: Token,
     },
-    /// Waiting to list again after a connection loss.
-    Stalled {
-        until: Millis,
-    },
+    /// Waiting to list again after a connection loss (see `stall`).
+    Stalled,
     Done,
 }
 
@@ -153,10 +153,9 @@ enum Phase {
 pub struct WatchMembersMachine {
     group: String,
     known: Option<Vec<String>>,
-    started: bool,
     phase: Phase,
-    outbox: Outbox,
-    output: Option<Result<Vec<String>, GroupError>>,
+    stall: Stall<()>,
+    outbox: Outbox<Result<Vec<String>, GroupError>>,
 }
 
 impl WatchMembersMachine {
@@ -171,10 +170,9 @@ impl WatchMembersMachine {
         WatchMembersMachine {
             group: group.to_owned(),
             known,
-            started: false,
             phase: Phase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
@@ -187,16 +185,15 @@ impl WatchMembersMachine {
     }
 
     fn finish(&mut self, result: Result<Vec<String>, GroupError>) {
-        self.outbox.clear();
         self.phase = Phase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 
     fn failed(&mut self, now: Millis, error: Error) {
         if error.is_indeterminate() {
-            self.phase = Phase::Stalled {
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.phase = Phase::Stalled;
+            self.stall.start((), now);
         } else {
             self.finish(Err(error.into()));
         }
@@ -254,41 +251,26 @@ impl Machine for WatchMembersMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            return match state.terminal_error() {
-                Some(error) => self.finish(Err(error.into())),
-                None => self.list(),
-            };
-        }
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if state == SessionState::Connected && matches!(self.phase, Phase::Stalled { .. }) {
-            self.list();
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.list(),
+            SessionEvent::Ended(error) => self.finish(Err(error.into())),
+            SessionEvent::Reconnected if self.stall.take().is_some() => self.list(),
+            _ => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Stalled { until } = self.phase
-            && now >= until
-        {
+        if self.stall.due(now).is_some() {
             self.list();
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Stalled { until } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 
