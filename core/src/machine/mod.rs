@@ -39,6 +39,7 @@ pub(crate) mod transcript;
 pub use crate::request::{Reply, Request};
 pub use child::Routes;
 pub use driver::{Driving, drive};
+pub(crate) use outbox::ancestor_creates;
 pub use outbox::{Batch, Outbox, SessionEvent};
 pub use protected::{Protected, ProtectedCreate};
 pub use retry::{Pace, idempotent, until_certain};

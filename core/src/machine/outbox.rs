@@ -106,16 +106,8 @@ impl<O> Outbox<O> {
     /// ```
     pub fn send_ancestors(&mut self, path: &str) -> Token {
         let mut last = None;
-        let mut end = 0;
-        while end < path.len() {
-            end = path[end + 1..]
-                .find('/')
-                .map_or(path.len(), |i| end + 1 + i);
-            last = Some(self.send(Request::Create {
-                path: path[..end].to_owned(),
-                data: Vec::new(),
-                options: CreateOptions::default(),
-            }));
+        for create in ancestor_creates(path) {
+            last = Some(self.send(create));
         }
         last.expect("a path has at least one component")
     }
@@ -213,6 +205,24 @@ impl<O> Outbox<O> {
     pub fn take_output(&mut self) -> Option<O> {
         self.output.take()
     }
+}
+
+/// Creates of `path` and each of its ancestors, root first (for a machine that sends them
+/// among others of its own; [`Outbox::send_ancestors`] sends them all).
+pub(crate) fn ancestor_creates(path: &str) -> Vec<Request> {
+    let mut creates = Vec::new();
+    let mut end = 0;
+    while end < path.len() {
+        end = path[end + 1..]
+            .find('/')
+            .map_or(path.len(), |i| end + 1 + i);
+        creates.push(Request::Create {
+            path: path[..end].to_owned(),
+            data: Vec::new(),
+            options: CreateOptions::default(),
+        });
+    }
+    creates
 }
 
 /// Requests sent together whose replies are handled together.

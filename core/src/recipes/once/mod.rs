@@ -21,54 +21,10 @@
 //!   the session, so a write whose outcome was unknown at that moment stays unknown.
 //! - Dropping the driving future abandons the machine; a write already sent still applies.
 
-use std::collections::VecDeque;
-
 use crate::machine::{self, Machine, Millis, Reply, Request, SessionEvent, Stall, Token};
-use crate::{CreateOptions, Error, Op, OpResult, SessionState, WatchedEvent};
+use crate::{Error, Op, OpResult, SessionState, WatchedEvent};
 
-pub(crate) use crate::machine::{RETRY_PAUSE_MS, idempotent};
-
-/// Requests and the tokens naming them: what every recipe machine accumulates between polls.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Outbox {
-    next: u64,
-    queue: VecDeque<(Token, Request)>,
-}
-
-impl Outbox {
-    pub(crate) fn send(&mut self, request: Request) -> Token {
-        self.next += 1;
-        let token = Token(self.next);
-        self.queue.push_back((token, request));
-        token
-    }
-
-    pub(crate) fn pop(&mut self) -> Option<(Token, Request)> {
-        self.queue.pop_front()
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.queue.clear();
-    }
-}
-
-/// Creates for `path` and each of its ancestors, root first; `NodeExists` replies to them are
-/// expected and ignored by the machines that send them.
-pub(crate) fn ancestor_creates(path: &str) -> Vec<Request> {
-    let mut requests = Vec::new();
-    let mut end = 0;
-    while end < path.len() {
-        end = path[end + 1..]
-            .find('/')
-            .map_or(path.len(), |i| end + 1 + i);
-        requests.push(Request::Create {
-            path: path[..end].to_owned(),
-            data: Vec::new(),
-            options: CreateOptions::default(),
-        });
-    }
-    requests
-}
+pub(crate) use crate::machine::ancestor_creates;
 
 /// A GUID as it appears in node names: 32 lowercase hex digits.
 pub(crate) fn guid_hex(guid: u128) -> String {

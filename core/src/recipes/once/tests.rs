@@ -1,6 +1,7 @@
 //! Hand-stepped tests of the once machines.
 
 use super::*;
+use crate::machine::RETRY_PAUSE_MS;
 use crate::machine::testing::drain;
 use crate::{CreateMode, Stat};
 

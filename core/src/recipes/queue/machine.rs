@@ -39,11 +39,8 @@ enum Phase {
     Waiting {
         list: Token,
     },
-    /// Waiting to redo `step` after a connection loss.
-    Stalled {
-        step: Step,
-        until: Millis,
-    },
+    /// Waiting to redo the step in `stall` after a connection loss.
+    Stalled,
     Done,
 }
 
@@ -74,10 +71,9 @@ pub struct TakeMachine {
     candidates: VecDeque<String>,
     /// The first candidate's data and version, once read.
     read: Option<(Vec<u8>, i32)>,
-    started: bool,
     phase: Phase,
-    outbox: Outbox,
-    output: Option<Result<Option<Element>, QueueError>>,
+    stall: Stall<Step>,
+    outbox: Outbox<Result<Option<Element>, QueueError>>,
 }
 
 impl TakeMachine {
@@ -99,10 +95,9 @@ impl TakeMachine {
             watching: false,
             candidates: VecDeque::new(),
             read: None,
-            started: false,
             phase: Phase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
@@ -115,16 +110,11 @@ impl TakeMachine {
     /// assert_eq!(m.in_doubt(), None);
     /// ```
     pub fn in_doubt(&self) -> Option<(String, Element)> {
-        let claimed = matches!(
-            self.phase,
-            Phase::Claiming { .. }
-                | Phase::Syncing { .. }
-                | Phase::Verifying { .. }
-                | Phase::Stalled {
-                    step: Step::Verify,
-                    ..
-                }
-        );
+        let claimed = match self.phase {
+            Phase::Claiming { .. } | Phase::Syncing { .. } | Phase::Verifying { .. } => true,
+            Phase::Stalled => self.stall.step() == Some(&Step::Verify),
+            _ => false,
+        };
         if !claimed {
             return None;
         }
@@ -138,9 +128,9 @@ impl TakeMachine {
     }
 
     fn finish(&mut self, result: Result<Option<Element>, QueueError>) {
-        self.outbox.clear();
         self.phase = Phase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 
     fn list(&mut self) {
@@ -153,13 +143,8 @@ impl TakeMachine {
     }
 
     fn ensure(&mut self) {
-        let mut last = None;
-        for request in ancestor_creates(&self.receipts) {
-            last = Some(self.outbox.send(request));
-        }
-        self.phase = Phase::Ensuring {
-            last: last.expect("a path has components"),
-        };
+        let last = self.outbox.send_ancestors(&self.receipts);
+        self.phase = Phase::Ensuring { last };
     }
 
     /// Reads the first candidate, or lists again when none is left.
@@ -222,13 +207,15 @@ impl TakeMachine {
 
     fn failed(&mut self, now: Millis, step: Step, error: Error) {
         if error.is_indeterminate() {
-            self.phase = Phase::Stalled {
-                step,
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.stalled(now, step);
         } else {
             self.fail(error);
         }
+    }
+
+    fn stalled(&mut self, now: Millis, step: Step) {
+        self.phase = Phase::Stalled;
+        self.stall.start(step, now);
     }
 
     fn fail(&mut self, error: Error) {
@@ -242,13 +229,11 @@ impl TakeMachine {
         self.finish(Err(error));
     }
 
-    fn resume(&mut self) {
-        if let Phase::Stalled { step, .. } = self.phase.clone() {
-            match step {
-                Step::List => self.list(),
-                Step::Read => self.read_first(),
-                Step::Verify => self.verify(),
-            }
+    fn resume(&mut self, step: Step) {
+        match step {
+            Step::List => self.list(),
+            Step::Read => self.read_first(),
+            Step::Verify => self.verify(),
         }
     }
 
@@ -344,12 +329,7 @@ impl Machine for TakeMachine {
                         self.receipt
                     )
                 }
-                Err(e) if e.is_indeterminate() => {
-                    self.phase = Phase::Stalled {
-                        step: Step::Verify,
-                        until: now.plus(RETRY_PAUSE_MS),
-                    }
-                }
+                Err(e) if e.is_indeterminate() => self.stalled(now, Step::Verify),
                 Err(e) => self.fail(e),
                 Ok(other) => unreachable!("multi replied {other:?}"),
             },
@@ -377,33 +357,27 @@ impl Machine for TakeMachine {
     }
 
     fn handle_session(&mut self, now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
+        if !self.outbox.started() {
             self.deadline = match self.patience {
                 Patience::Millis(ms) => Some(now.plus(ms)),
                 Patience::Forever | Patience::None => None,
             };
-            if let Some(error) = state.terminal_error() {
-                return self.fail(error);
+        }
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.list(),
+            SessionEvent::Ended(error) => self.fail(error),
+            SessionEvent::Reconnected => {
+                if let Some(step) = self.stall.take() {
+                    self.resume(step);
+                }
             }
-            return self.list();
-        }
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.fail(error);
-        }
-        if state == SessionState::Connected {
-            self.resume();
+            SessionEvent::Disconnected | SessionEvent::Ignored => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Stalled { until, .. } = self.phase
-            && now >= until
-        {
-            self.resume();
+        if let Some(step) = self.stall.due(now) {
+            self.resume(step);
         }
         if let Some(deadline) = self.deadline
             && now >= deadline
@@ -414,20 +388,13 @@ impl Machine for TakeMachine {
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        let stalled = match self.phase {
-            Phase::Stalled { until, .. } => Some(until),
-            _ => None,
-        };
         // While a claim is in doubt the deadline is not armed: the take must settle it first
         // (and a past deadline would otherwise fire again and again).
         let deadline = self.deadline.filter(|_| self.may_give_up());
-        match (stalled, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.stall.deadline(), deadline)
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }

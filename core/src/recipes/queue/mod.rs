@@ -57,14 +57,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::lock::Patience;
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, earliest,
+    idempotent,
+};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
-use super::once::{
-    Once, OnceMachine, Outbox, Proof, RETRY_PAUSE_MS, ancestor_creates, guid_hex, idempotent,
-    spawn_cleanup,
-};
+use super::once::{Once, OnceMachine, Proof, guid_hex, spawn_cleanup};
 
 /// The prefix of every element's name.
 const ELEMENT: &str = "queue-";

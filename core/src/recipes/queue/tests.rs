@@ -1,6 +1,7 @@
 //! Hand-stepped tests of the queue machines.
 
 use super::*;
+use crate::machine::RETRY_PAUSE_MS;
 use crate::machine::testing::{children, drain};
 use crate::{EventKind, OpResult, Stat};
 

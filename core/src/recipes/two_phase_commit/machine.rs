@@ -37,11 +37,8 @@ enum Phase {
     Waiting {
         watches: Vec<Token>,
     },
-    /// Waiting to redo `step` after a connection loss.
-    Stalled {
-        step: Step,
-        until: Millis,
-    },
+    /// Waiting to redo the step in `stall` after a connection loss.
+    Stalled,
     Done,
 }
 
@@ -63,10 +60,9 @@ enum Phase {
 pub struct OutcomeMachine {
     tx: String,
     sites: Option<Vec<String>>,
-    started: bool,
     phase: Phase,
-    outbox: Outbox,
-    output: Option<Result<Outcome, TwoPhaseError>>,
+    stall: Stall<Step>,
+    outbox: Outbox<Result<Outcome, TwoPhaseError>>,
 }
 
 impl OutcomeMachine {
@@ -81,25 +77,22 @@ impl OutcomeMachine {
         OutcomeMachine {
             tx: tx.to_owned(),
             sites,
-            started: false,
             phase: Phase::Done,
+            stall: Stall::default(),
             outbox: Outbox::default(),
-            output: None,
         }
     }
 
     fn finish(&mut self, result: Result<Outcome, TwoPhaseError>) {
-        self.outbox.clear();
         self.phase = Phase::Done;
-        self.output = Some(result);
+        self.stall.cancel();
+        self.outbox.finish(result);
     }
 
     fn failed(&mut self, now: Millis, step: Step, error: Error) {
         if error.is_indeterminate() {
-            self.phase = Phase::Stalled {
-                step,
-                until: now.plus(RETRY_PAUSE_MS),
-            };
+            self.phase = Phase::Stalled;
+            self.stall.start(step, now);
         } else {
             self.finish(Err(error.into()));
         }
@@ -198,13 +191,11 @@ impl OutcomeMachine {
         }
     }
 
-    fn resume(&mut self) {
-        if let Phase::Stalled { step, .. } = self.phase.clone() {
-            match step {
-                Step::Discover => self.start(),
-                Step::Snapshot => self.snapshot(),
-                Step::Read => self.read_outcome(),
-            }
+    fn resume(&mut self, step: Step) {
+        match step {
+            Step::Discover => self.start(),
+            Step::Snapshot => self.snapshot(),
+            Step::Read => self.read_outcome(),
         }
     }
 }
@@ -291,40 +282,29 @@ impl Machine for OutcomeMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if !self.started {
-            self.started = true;
-            return match state.terminal_error() {
-                Some(error) => self.finish(Err(error.into())),
-                None => self.start(),
-            };
-        }
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if state == SessionState::Connected {
-            self.resume();
+        match self.outbox.session(state) {
+            SessionEvent::Start => self.start(),
+            SessionEvent::Ended(error) => self.finish(Err(error.into())),
+            SessionEvent::Reconnected => {
+                if let Some(step) = self.stall.take() {
+                    self.resume(step);
+                }
+            }
+            SessionEvent::Disconnected | SessionEvent::Ignored => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if let Phase::Stalled { until, .. } = self.phase
-            && now >= until
-        {
-            self.resume();
+        if let Some(step) = self.stall.due(now) {
+            self.resume(step);
         }
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match self.phase {
-            Phase::Stalled { until, .. } => Some(until),
-            _ => None,
-        }
+        self.stall.deadline()
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }

@@ -51,15 +51,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::machine::{Machine, Millis, Reply, Request, Token, drive};
+use crate::machine::{
+    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+};
 use crate::{
     Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState,
     WatchedEvent, path,
 };
 
-use super::once::{
-    Once, OnceMachine, Outbox, Proof, RETRY_PAUSE_MS, guid_hex, idempotent, spawn_cleanup,
-};
+use super::once::{Once, OnceMachine, Proof, guid_hex, spawn_cleanup};
 
 const OWNER: &str = "owner";
 const OUTCOME: &str = "outcome";
