@@ -40,6 +40,7 @@ pub(crate) use mutex::{
     acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,
 };
 pub use release::ReleaseMachine;
+pub(crate) use revocable::pause_for_retry;
 pub use revocable::{REVOKE_MESSAGE, RevocationMachine, holders, revoke, revoke_holders};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};
 

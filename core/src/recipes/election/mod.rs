@@ -43,14 +43,9 @@ use tokio::sync::watch;
 
 use crate::lock::{
     AcquireMachine, Acquired, LockError, LockKind, LockStatus, Patience, acquire_node,
-    delete_idempotent, node_lost, session_status, spawn_cleanup,
+    delete_idempotent, node_lost, pause_for_retry, session_status, spawn_cleanup,
 };
-use crate::machine::{Pace, RETRY_PAUSE_MS};
 use crate::{Coordination, Error, path};
-
-/// How [`Election::leader`] waits before reading again after an uncertain read: the lock's
-/// observers' pace, which gives up when the session ends.
-const READ_PACE: Pace = Pace::patient(RETRY_PAUSE_MS * 5);
 
 /// A participant in the election at one path; see the [module docs](self).
 ///
@@ -230,7 +225,7 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
                 Ok((children, _)) => children,
                 Err(Error::NoNode { .. }) => return Ok(None),
                 Err(e) if e.is_indeterminate() => {
-                    READ_PACE.pause(&mut states).await?;
+                    pause_for_retry(&mut states).await?;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -259,7 +254,7 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
                 }
                 // Resigned meanwhile: look again.
                 Err(Error::NoNode { .. }) => {}
-                Err(e) if e.is_indeterminate() => READ_PACE.pause(&mut states).await?,
+                Err(e) if e.is_indeterminate() => pause_for_retry(&mut states).await?,
                 Err(e) => return Err(e.into()),
             }
         }
