@@ -33,6 +33,7 @@ pub mod conformance;
 pub mod lock;
 pub mod mvcc;
 pub mod stm;
+mod tx;
 pub mod world;
 
 use std::str::FromStr;

@@ -59,6 +59,7 @@ use avout::stm::optimistic::{
 use avout::{Error, Op, SessionState, WatchedEvent};
 use stateright::{Model, Property};
 
+use crate::tx;
 use crate::world::{Action, Agent, Faults, NOW, Run, World};
 
 /// The STM's root; refs live under `<root>/refs`.
@@ -359,6 +360,8 @@ pub fn decode(data: &[u8]) -> u64 {
         .expect("a number")
 }
 
+crate::tx::tx_client!(StmAgent);
+
 impl Agent for StmAgent {
     fn start(&mut self, _session: i64) {
         self.begin();
@@ -574,15 +577,9 @@ impl Model for StmModel {
             Property::always("no lost update", |_, s: &World<StmAgent>| {
                 on_server(s, REF_B) == applied(s)
             }),
-            Property::always("applied at most once", |_, s: &World<StmAgent>| {
-                s.clients.iter().all(|c| c.agent.applied <= 1)
-            }),
-            Property::always("acknowledged means applied", |_, s: &World<StmAgent>| {
-                s.clients.iter().all(|c| {
-                    c.agent.body != Body::Transfer
-                        || !matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                        || c.agent.applied == 1
-                })
+            Property::always("applied at most once", |_, s| tx::at_most_once(s)),
+            Property::always("acknowledged means applied", |_, s| {
+                tx::acknowledged_applied(s)
             }),
             Property::always(
                 "validated reads are a snapshot",
@@ -594,35 +591,23 @@ impl Model for StmModel {
                 },
             ),
             Property::always("retries are caused", retries_caused),
-            Property::eventually("every transaction finishes", |_, s: &World<StmAgent>| {
-                s.clients.iter().all(|c| c.agent.finished())
-            }),
+            Property::eventually("every transaction finishes", |_, s| tx::all_finished(s)),
         ];
         if self.transfers() > 0 && self.clients > 1 {
-            properties.push(Property::sometimes(
-                "a conflict retried",
-                |_, s: &World<StmAgent>| s.clients.iter().any(|c| c.agent.conflicted),
-            ));
+            properties.push(Property::sometimes("a conflict retried", |_, s| {
+                tx::conflict_retried(s)
+            }));
         }
         if self.faults.budget > 0 && self.faults.reply_lost && self.transfers() > 0 {
             properties.push(Property::sometimes(
                 "a lost commit reply recovered",
-                |_, s: &World<StmAgent>| {
-                    s.clients.iter().any(|c| {
-                        c.agent.recovered && matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                    })
-                },
+                |_, s| tx::lost_reply_recovered(s),
             ));
         }
         if self.clients > 1 {
             properties.push(Property::sometimes(
                 "a read-only transaction validates",
-                |_, s: &World<StmAgent>| {
-                    s.clients.iter().any(|c| {
-                        c.agent.body == Body::Reader
-                            && matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                    })
-                },
+                |_, s| tx::reader_validated(s),
             ));
         }
         properties

@@ -278,6 +278,8 @@ pub(super) fn is_kill(data: &[u8]) -> bool {
     data.starts_with(b"KILLED ")
 }
 
+crate::tx::tx_client!(MvccAgent);
+
 impl Agent for MvccAgent {
     fn start(&mut self, session: i64) {
         self.session = session;

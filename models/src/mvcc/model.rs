@@ -7,7 +7,8 @@ use stateright::{Model, Property};
 
 use super::agent::is_kill;
 use super::{Body, Ended, MvccAgent, POINTS, REF_A, REF_B, ROOT, Workload, decode};
-use crate::world::{Action, Agent, Faults, World};
+use crate::tx;
+use crate::world::{Action, Faults, World};
 
 /// The Mvcc model; see the [module docs](super).
 ///
@@ -178,15 +179,9 @@ impl Model for MvccModel {
                 on_server(s, REF_A) + transfers == m.initial_a() + applied(s, Body::Increment)
                     && on_server(s, REF_B) == transfers
             }),
-            Property::always("applied at most once", |_, s: &World<MvccAgent>| {
-                s.clients.iter().all(|c| c.agent.applied <= 1)
-            }),
-            Property::always("acknowledged means applied", |_, s: &World<MvccAgent>| {
-                s.clients.iter().all(|c| {
-                    c.agent.body == Body::Reader
-                        || !matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                        || c.agent.applied == 1
-                })
+            Property::always("applied at most once", |_, s| tx::at_most_once(s)),
+            Property::always("acknowledged means applied", |_, s| {
+                tx::acknowledged_applied(s)
             }),
             Property::always(
                 "a COMMITTING transaction is never killed",
@@ -208,9 +203,7 @@ impl Model for MvccModel {
                         .all(|c| c.agent.ended != Some(Ended::RetryLimit))
                 },
             ),
-            Property::eventually("every transaction finishes", |_, s: &World<MvccAgent>| {
-                s.clients.iter().all(|c| c.agent.finished())
-            }),
+            Property::eventually("every transaction finishes", |_, s| tx::all_finished(s)),
         ];
         if self.workload == Workload::Transfers {
             properties.push(Property::always(
@@ -246,10 +239,9 @@ impl Model for MvccModel {
                 "a barge happens",
                 |_, s: &World<MvccAgent>| s.clients.iter().any(|c| c.agent.barges > 0),
             ));
-            properties.push(Property::sometimes(
-                "a conflict retried",
-                |_, s: &World<MvccAgent>| s.clients.iter().any(|c| c.agent.conflicted),
-            ));
+            properties.push(Property::sometimes("a conflict retried", |_, s| {
+                tx::conflict_retried(s)
+            }));
         }
         let readers = self.count(Body::Reader);
         if self.writers() >= 2 && readers > 0 && self.max_history == 1 {
@@ -261,22 +253,13 @@ impl Model for MvccModel {
         if self.faults.budget > 0 && self.faults.reply_lost && self.writers() > 0 {
             properties.push(Property::sometimes(
                 "a lost commit reply recovered",
-                |_, s: &World<MvccAgent>| {
-                    s.clients.iter().any(|c| {
-                        c.agent.recovered && matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                    })
-                },
+                |_, s| tx::lost_reply_recovered(s),
             ));
         }
         if readers > 0 {
             properties.push(Property::sometimes(
                 "a read-only transaction validates",
-                |_, s: &World<MvccAgent>| {
-                    s.clients.iter().any(|c| {
-                        c.agent.body == Body::Reader
-                            && matches!(c.agent.ended, Some(Ended::Committed { .. }))
-                    })
-                },
+                |_, s| tx::reader_validated(s),
             ));
         }
         properties
