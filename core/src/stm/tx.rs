@@ -169,19 +169,7 @@ impl<'a> Tx<'a> {
         T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
         K: Codec,
     {
-        self.touch(r).await?;
-        let entry = self.entries.get_mut(r.name()).expect("touched");
-        if !entry.commutes.is_empty() {
-            let name = r.name().to_owned();
-            return Err(self.fail(StmError::SetAfterCommute { name }));
-        }
-        let first = !entry.written;
-        entry.value = Box::new(value);
-        entry.written = true;
-        if first {
-            self.owned(r.name()).await?;
-        }
-        Ok(())
+        self.write(r, |entry| entry.value = Box::new(value)).await
     }
 
     /// Sets the ref to `f(value)` and returns the new value (Clojure's `alter`). The value
@@ -197,6 +185,26 @@ impl<'a> Tx<'a> {
         T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
         K: Codec,
     {
+        self.write(r, |entry| {
+            let new = f(value_of::<T>(entry));
+            entry.value = Box::new(new.clone());
+            entry.observed = true;
+            new
+        })
+        .await
+    }
+
+    /// Writes the ref's entry with `set`, as `ref_set` and `alter` do: refused after a
+    /// [`commute`](Self::commute) of the ref; the ref's first write in this try takes it.
+    async fn write<T, K, R>(
+        &mut self,
+        r: &Ref<T, K>,
+        set: impl FnOnce(&mut Entry) -> R,
+    ) -> Result<R, Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
         self.touch(r).await?;
         let entry = self.entries.get_mut(r.name()).expect("touched");
         if !entry.commutes.is_empty() {
@@ -204,14 +212,12 @@ impl<'a> Tx<'a> {
             return Err(self.fail(StmError::SetAfterCommute { name }));
         }
         let first = !entry.written;
-        let new = f(value_of::<T>(entry));
-        entry.value = Box::new(new.clone());
-        entry.observed = true;
+        let out = set(entry);
         entry.written = true;
         if first {
             self.owned(r.name()).await?;
         }
-        Ok(new)
+        Ok(out)
     }
 
     /// Applies `f` to the ref in this transaction and returns the result, and again at
