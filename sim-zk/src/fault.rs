@@ -95,6 +95,24 @@ impl Fault {
             Fault::Outage { .. } => FaultKind::Outage,
         }
     }
+
+    /// The client the fault hits (`None`: any client's next request, or everyone).
+    ///
+    /// ```
+    /// use avout_sim_zk::Fault;
+    /// assert_eq!(Fault::ExpireSession { client: 2 }.client(), Some(2));
+    /// assert_eq!(Fault::ReplyLost { client: None }.client(), None);
+    /// ```
+    pub fn client(&self) -> Option<usize> {
+        match self {
+            Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
+            Fault::Disconnect { client, .. }
+            | Fault::ExpireSession { client }
+            | Fault::Pause { client, .. }
+            | Fault::StaleReads { client, .. } => Some(*client),
+            Fault::Outage { .. } => None,
+        }
+    }
 }
 
 /// The kinds of fault, for counts and reports.

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::env::{Cluster, Recorder, retry_open};
 use super::session::Session;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Verdict, Workload};
+use super::{Protocol, Verdict};
 use crate::check::bank::BankChecker;
 use crate::history::History;
 
@@ -77,14 +77,11 @@ where
     Ok(())
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
-    for _ in 0..w.ops {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let mut session =
+        Session::open(me.cluster, async |c, zk| open(c, zk, me.w.protocol).await).await?;
+    for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {
             let from = me.rng.random_range(0..ACCOUNTS);

@@ -38,15 +38,11 @@ fn session_lost(e: &AtomError) -> bool {
     matches!(e, AtomError::Zk(z) if z.is_session_lost())
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let mut session = Session::open(cluster, open).await?;
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let mut session = Session::open(me.cluster, open).await?;
     let mut stats = avout::atom::AtomStats::default();
-    for _ in 0..w.ops {
+    for _ in 0..me.w.ops {
         let add = me.rng.random_bool(0.75);
         let (f, value) = if add {
             ("add", Value::from(1))

@@ -22,21 +22,17 @@ use super::env::Cluster;
 use super::mutex::{check_holds, counter_session, fenced_write, read_counter, set_counter};
 use super::session::{Session, plain};
 use super::worker::{Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict, Workload};
+use super::{OP_DEADLINE, Verdict};
 use crate::history::History;
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let zk = counter_session(cluster, RESOURCE).await?;
-    let mut session = Session::on(cluster, zk, plain(|zk| Election::new(zk, PATH))).await?;
-    for _ in 0..w.ops {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let zk = counter_session(me.cluster, RESOURCE).await?;
+    let mut session = Session::on(me.cluster, zk, plain(|zk| Election::new(zk, PATH))).await?;
+    for _ in 0..me.w.ops {
         let p = me.caller.p();
         let election = session.handles();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));

@@ -15,10 +15,10 @@ use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use super::Verdict;
 use super::env::{Cluster, retry_open};
 use super::session::Session;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Verdict, Workload};
 use crate::check::{Checker, Model};
 use crate::history::{History, Keys};
 
@@ -37,14 +37,10 @@ fn session_lost(e: &KvError) -> bool {
     matches!(e, KvError::Atom(avout::atom::AtomError::Zk(z)) if z.is_session_lost())
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let mut session = Session::open(cluster, open).await?;
-    for _ in 0..w.ops {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let mut session = Session::open(me.cluster, open).await?;
+    for _ in 0..me.w.ops {
         let rng = &mut me.rng;
         let key = rng.random_range(0..KEYS).to_string();
         let k = Some(Value::from(key.clone()));

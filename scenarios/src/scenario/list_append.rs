@@ -21,7 +21,7 @@ use super::bank::{Refs, recover, stm_config};
 use super::env::{Cluster, retry_open};
 use super::session::Session;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Verdict, Workload};
+use super::{Protocol, Verdict};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
 use crate::history::History;
 
@@ -50,15 +50,12 @@ enum Micro {
     Append(u64, u64),
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let mut session = Session::open(cluster, async |c, zk| open(c, zk, w.protocol).await).await?;
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let mut session =
+        Session::open(me.cluster, async |c, zk| open(c, zk, me.w.protocol).await).await?;
     let mut next = 1u64;
-    for _ in 0..w.ops {
+    for _ in 0..me.w.ops {
         let len = me.rng.random_range(1..=4);
         let micros: Vec<Micro> = (0..len)
             .map(|_| {

@@ -32,7 +32,7 @@ use super::env::Cluster;
 use super::mutex::{check_holds, counter_session, read_counter, set_counter};
 use super::session::{Session, plain};
 use super::worker::{Ended, Ends, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict, Workload};
+use super::{OP_DEADLINE, Verdict};
 use crate::history::{EventType, History};
 
 const NAMESPACE: &str = "/locking/Clinical";
@@ -66,20 +66,18 @@ impl Ends for LockTableError {
     }
 }
 
-/// One clerk: `w.ops` holds; `grants` numbers the holds of the run.
+/// One clerk: `me.w.ops` holds; `grants` numbers the holds of the run.
 pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
+    mut me: Worker<'_, K>,
     grants: &Cell<u64>,
 ) -> Result<(), String> {
-    let zk = counter_session(cluster, RESOURCE).await?;
+    let zk = counter_session(me.cluster, RESOURCE).await?;
     let me_name = format!("clerk-{}", me.index);
     let table = plain(|zk| LockTable::new(zk, NAMESPACE));
-    let mut session = Session::on(cluster, zk, table).await?;
+    let mut session = Session::on(me.cluster, zk, table).await?;
     let mut done = 0;
     let mut tries = 0;
-    while done < w.ops && tries < w.ops * 50 {
+    while done < me.w.ops && tries < me.w.ops * 50 {
         tries += 1;
         let kind = if me.rng.random_bool(0.1) {
             2

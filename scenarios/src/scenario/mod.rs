@@ -324,7 +324,7 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         ScenarioName::ListAppend => all_workers(cluster, w, rec, list_append::client).await,
         ScenarioName::LockTable => {
             let grants = std::cell::Cell::new(0);
-            let clerk = |cluster, w, me| locktable::client(cluster, w, me, &grants);
+            let clerk = |me| locktable::client(me, &grants);
             all_workers(cluster, w, rec, clerk).await
         }
         ScenarioName::TwoPhaseCommit => two_phase_commit::workload(cluster, w, rec).await,

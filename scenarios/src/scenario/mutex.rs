@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use super::env::{Cluster, retry_open};
 use super::session::{Session, connect, plain};
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
-use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
+use super::{OP_DEADLINE, Pair, Verdict, pairs};
 use crate::history::{EventType, History};
 
 const LOCK: &str = "/mutex";
@@ -103,16 +103,13 @@ fn lost_session(e: &LockError) -> bool {
     matches!(e, LockError::SessionLost(_)) || matches!(e, LockError::Zk(z) if z.is_session_lost())
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let cluster = me.cluster;
     let zk = counter_session(cluster, RESOURCE).await?;
     let mutex = plain(|zk| Mutex::new(zk, LOCK).map(|m| m.planted(cluster.planted())));
     let mut session = Session::on(cluster, zk, mutex).await?;
-    for _ in 0..w.ops {
+    for _ in 0..me.w.ops {
         let p = me.caller.p();
         let mutex = session.handles();
         let acquire = Invoke::new("acquire", Value::Null);

@@ -49,14 +49,10 @@ async fn take<C: avout::Coordination + ?Sized + 'static>(
     }))
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
-    for n in 0..w.ops {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let mut session = Session::open(me.cluster, plain(|zk| Queue::new(zk, PATH))).await?;
+    for n in 0..me.w.ops {
         let put = me.rng.random_bool(0.5);
         let (f, input) = if put {
             ("put", Value::from(format!("c{}-{n}", me.index)))

@@ -23,7 +23,7 @@ use super::env::Cluster;
 use super::mutex::{counter_session, fenced_write, read_counter, set_counter};
 use super::session::{Session, plain};
 use super::worker::{Caller, Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict, Workload, pairs};
+use super::{OP_DEADLINE, Verdict, pairs};
 use crate::history::{EventType, History};
 
 const LOCK: &str = "/rwlock";
@@ -66,15 +66,11 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
     Ok(())
 }
 
-/// One client: `w.ops` operations.
-pub(crate) async fn client<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    mut me: Worker<'_>,
-) -> Result<(), String> {
-    let zk = counter_session(cluster, RESOURCE).await?;
-    let mut session = Session::on(cluster, zk, plain(|zk| RwLock::new(zk, LOCK))).await?;
-    for _ in 0..w.ops {
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+    let zk = counter_session(me.cluster, RESOURCE).await?;
+    let mut session = Session::on(me.cluster, zk, plain(|zk| RwLock::new(zk, LOCK))).await?;
+    for _ in 0..me.w.ops {
         let p = me.caller.p();
         let write = me.rng.random_bool(0.4);
         let f = if write {

@@ -17,7 +17,7 @@
 //! recipe's remedy for a site that never joins). A participant whose session is lost while
 //! waiting reads the outcome again on a new session; a coordinator, whose transaction handle
 //! (and so its means to abort) went with the session, gives up after [`DECIDE_WAIT`] more,
-//! since the sites may be rounds behind. A site waits up to [`OP_DEADLINE`], past which the
+//! since the sites may be rounds behind. A site waits up to [`OP_DEADLINE`](super::OP_DEADLINE), past which the
 //! run fails as stuck.
 //!
 //! History ([`crate::check::two_phase_commit`]'s format): `begin` (`{"tx", "sites"}`), `join`
@@ -35,13 +35,15 @@ use avout::machine::drive;
 use avout::recipes::two_phase_commit::{
     Coordinator, Outcome as Decision, OutcomeMachine, Site, TwoPhaseError, Vote,
 };
-use avout::{Coordination, CoordinationExt, CreateMode, CreateOptions};
+use avout::{CoordinationExt, CreateMode, CreateOptions};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::env::{Cluster, Process, Recorder, all_clients, client_rng, retry_open};
-use super::{OP_DEADLINE, Verdict, Workload};
+use super::session::{Session, no_handles};
+use super::worker::{Caller, Ended, Ends, Invoke};
+use super::{Verdict, Workload};
 use crate::check::two_phase_commit::{check_two_phase_commit, decision_name};
 use crate::history::{EventType, History};
 
@@ -68,12 +70,30 @@ fn finish(stop: Result<(), Stop>) -> Result<(), String> {
     }
 }
 
-/// Whether a failed operation may have taken effect.
-fn end_of(e: &TwoPhaseError) -> EventType {
-    match e {
-        TwoPhaseError::SessionLost(_) => EventType::Info,
-        TwoPhaseError::Zk(z) if z.is_indeterminate() => EventType::Info,
-        _ => EventType::Fail,
+impl Ends for TwoPhaseError {
+    fn end(&self) -> EventType {
+        match self {
+            TwoPhaseError::SessionLost(_) => EventType::Info,
+            TwoPhaseError::Zk(z) if z.is_indeterminate() => EventType::Info,
+            _ => EventType::Fail,
+        }
+    }
+}
+
+/// Why reading the outcome ended without one.
+enum Unlearned {
+    /// The reader's patience ran out (the outcome may come later: `info`).
+    GaveUp,
+    /// The read failed.
+    Failed(TwoPhaseError),
+}
+
+impl Ends for Unlearned {
+    fn end(&self) -> EventType {
+        match self {
+            Unlearned::GaveUp => EventType::Info,
+            Unlearned::Failed(e) => e.end(),
+        }
     }
 }
 
@@ -81,78 +101,74 @@ fn tx_path(base: &str, round: u64) -> String {
     format!("{base}/t-{round}")
 }
 
-/// One role of a client (its coordinator or its site): a session, a process number in the
-/// history, and where to record.
-struct Role<'a, K: Cluster> {
-    cluster: &'a K,
-    rec: &'a Recorder,
-    zk: Arc<K::Client>,
-    process: Process,
+/// One role of a client (its coordinator or its site): a session (it keeps no handles: the
+/// recipe's are per transaction), and a process number in the history with where to record.
+struct Role<'a, K: Cluster, B> {
+    session: Session<'a, K, (), B>,
+    caller: Caller<'a>,
 }
 
-impl<'a, K: Cluster> Role<'a, K> {
-    async fn new(cluster: &'a K, rec: &'a Recorder, process: Process) -> Result<Self, Stop> {
-        let zk = cluster
-            .connect()
-            .await
-            .map_err(|e| Stop::Infra(e.to_string()))?;
+impl<'a, K, B> Role<'a, K, B>
+where
+    K: Cluster,
+    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<(), String>,
+{
+    async fn new(
+        cluster: &'a K,
+        rec: &'a Recorder,
+        process: Process,
+        build: B,
+    ) -> Result<Self, Stop> {
+        let session = Session::open(cluster, build).await.map_err(Stop::Infra)?;
         Ok(Role {
-            cluster,
-            rec,
-            zk,
-            process,
+            session,
+            caller: Caller::new(rec, process),
         })
     }
 
-    /// Starts an operation; returns its process number.
-    fn invoke(&self, f: &str, value: &Value) -> u64 {
-        let p = self.process.id();
-        self.rec.invoke(p, f, value.clone(), None);
-        p
+    /// The session now.
+    fn zk(&self) -> Arc<K::Client> {
+        self.session.zk().clone()
     }
 
-    fn ok(&self, f: &str, value: Value) {
-        self.rec
-            .complete(EventType::Ok, self.process.id(), f, value, None);
-    }
-
-    /// Records an operation that missed the deadline.
-    fn stuck(&self, f: &str, value: &Value, round: u64) -> Stop {
-        let p = self.process.id();
-        self.rec
-            .complete(EventType::Info, p, f, value.clone(), None);
-        self.rec
-            .stall(format!("process {p}'s {f} in transaction {round}"));
-        Stop::Stuck
-    }
-
-    /// Records how `e` ended an operation, retires the process if in doubt, and opens a new
-    /// session if the session ended. Returns whether the session had been lost (so trying
-    /// again on the new one makes sense).
-    async fn failed(&mut self, f: &str, value: &Value, e: &TwoPhaseError) -> Result<bool, Stop> {
-        let end = end_of(e);
-        self.rec
-            .complete(end, self.process.id(), f, value.clone(), None);
-        if end == EventType::Info {
-            self.process.retire();
+    /// Records `f` of transaction `round` (invoked with `value`, `ok` with `output` of what
+    /// it returned) around `call`. A failure is recorded and then [`recover`](Self::recover)ed
+    /// from: `Ok(Err(lost))`.
+    async fn call<T, Fut>(
+        &mut self,
+        f: &str,
+        value: &Value,
+        round: u64,
+        call: impl FnOnce() -> Fut,
+        output: impl FnOnce(&T) -> Value,
+    ) -> Result<Result<T, bool>, Stop>
+    where
+        Fut: std::future::Future<Output = Result<T, TwoPhaseError>>,
+    {
+        let stall = format!("process {}'s {f} in transaction {round}", self.caller.p());
+        let op = Invoke::new(f, value.clone()).stall(stall);
+        match self.caller.call(op, call, output).await {
+            Ended::Stuck => Err(Stop::Stuck),
+            Ended::Ok(t) => Ok(Ok(t)),
+            Ended::Err(e) => Ok(Err(self.recover(&e).await?)),
         }
-        if self.zk.session_states().current().is_terminal() {
-            self.zk = self
-                .cluster
-                .connect()
-                .await
-                .map_err(|e| Stop::Infra(e.to_string()))?;
-        }
+    }
+
+    /// After a failure (already recorded): opens a new session if the session ended.
+    /// Returns whether the session had been lost (so trying again on the new one makes
+    /// sense).
+    async fn recover(&mut self, e: &TwoPhaseError) -> Result<bool, Stop> {
+        self.session.renew_if_ended().await.map_err(Stop::Infra)?;
         let lost = matches!(e, TwoPhaseError::SessionLost(_));
         if lost {
-            self.rec.retries(1);
+            self.caller.rec.retries(1);
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(lost)
     }
 
     /// Reads the outcome until it is known, on a new session after each lost one. Past
-    /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`] it is stuck.
+    /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`](super::OP_DEADLINE) it is stuck.
     async fn learn(
         &mut self,
         round: u64,
@@ -162,24 +178,28 @@ impl<'a, K: Cluster> Role<'a, K> {
         patience: Option<Duration>,
     ) -> Result<(), Stop> {
         for _ in 0..ATTEMPTS {
-            let p = self.invoke("outcome", ask);
+            let stall = format!(
+                "process {}'s outcome in transaction {round}",
+                self.caller.p()
+            );
+            let op = Invoke::new("outcome", ask.clone()).stall(stall);
             let mut machine = OutcomeMachine::new(path, sites.map(<[String]>::to_vec));
-            let wait = patience.unwrap_or(OP_DEADLINE);
-            let result = tokio::time::timeout(wait, drive(&*self.zk, &mut machine)).await;
-            match result {
-                Err(_) if patience.is_some() => {
-                    self.rec
-                        .complete(EventType::Info, p, "outcome", ask.clone(), None);
-                    self.process.retire();
-                    return Ok(());
+            let zk = self.zk();
+            let read = || async move {
+                let read = drive(&*zk, &mut machine);
+                match patience {
+                    Some(wait) => match tokio::time::timeout(wait, read).await {
+                        Ok(done) => done.map_err(Unlearned::Failed),
+                        Err(_) => Err(Unlearned::GaveUp),
+                    },
+                    None => read.await.map_err(Unlearned::Failed),
                 }
-                Err(_) => return Err(self.stuck("outcome", ask, round)),
-                Ok(Ok(d)) => {
-                    self.ok("outcome", learned(ask, d));
-                    return Ok(());
-                }
-                Ok(Err(e)) => {
-                    if !self.failed("outcome", ask, &e).await? {
+            };
+            match self.caller.call(op, read, |d| learned(ask, *d)).await {
+                Ended::Stuck => return Err(Stop::Stuck),
+                Ended::Ok(_) | Ended::Err(Unlearned::GaveUp) => return Ok(()),
+                Ended::Err(Unlearned::Failed(e)) => {
+                    if !self.recover(&e).await? {
                         return Ok(());
                     }
                 }
@@ -198,20 +218,15 @@ impl<'a, K: Cluster> Role<'a, K> {
     ) -> Result<Option<Site<K::Client>>, Stop> {
         let value = json!({"tx": round, "site": name});
         for _ in 0..ATTEMPTS {
-            self.invoke("join", &value);
-            let result =
-                tokio::time::timeout(OP_DEADLINE, Site::join(self.zk.clone(), path, name)).await;
-            match result {
-                Err(_) => return Err(self.stuck("join", &value, round)),
-                Ok(Ok(site)) => {
-                    self.ok("join", value);
-                    return Ok(Some(site));
-                }
-                Ok(Err(e)) => {
-                    if !self.failed("join", &value, &e).await? {
-                        return Ok(None);
-                    }
-                }
+            let zk = self.zk();
+            let join = || Site::join(zk, path, name);
+            match self
+                .call("join", &value, round, join, |_| value.clone())
+                .await?
+            {
+                Ok(site) => return Ok(Some(site)),
+                Err(false) => return Ok(None),
+                Err(true) => {}
             }
         }
         Ok(None)
@@ -234,52 +249,37 @@ async fn coordinator<K: Cluster>(
     rounds: Vec<(u64, watch::Sender<Option<bool>>)>,
 ) -> Result<(), Stop> {
     let sites: Vec<String> = (0..w.clients).map(|c| format!("c{c}")).collect();
-    let mut role = Role::new(cluster, rec, Process::new(index, 2 * w.clients)).await?;
+    let process = Process::new(index, 2 * w.clients);
+    let mut role = Role::new(cluster, rec, process, no_handles).await?;
     // Dropping a round's sender unannounced tells its sites it was not begun.
     for (round, announce) in rounds {
         let path = tx_path(base, round);
         let begin = json!({"tx": round, "sites": sites});
-        role.invoke("begin", &begin);
         let payload = format!("transaction {round}");
-        let result = tokio::time::timeout(
-            OP_DEADLINE,
-            Coordinator::begin(role.zk.clone(), &path, &sites, payload.as_bytes()),
-        )
-        .await;
-        let tx = match result {
-            Err(_) => return Err(role.stuck("begin", &begin, round)),
-            Ok(Ok(tx)) => {
-                role.ok("begin", begin);
-                tx
-            }
-            Ok(Err(e)) => {
-                role.failed("begin", &begin, &e).await?;
-                continue;
-            }
+        let zk = role.zk();
+        let call = || Coordinator::begin(zk, &path, &sites, payload.as_bytes());
+        let Ok(tx) = role
+            .call("begin", &begin, round, call, |_| begin.clone())
+            .await?
+        else {
+            continue;
         };
         announce.send_replace(Some(true));
         let ask = json!({"tx": round});
-        role.invoke("outcome", &ask);
-        let decided = tokio::time::timeout(OP_DEADLINE, async {
+        let decide = || async {
             match tokio::time::timeout(DECIDE_WAIT, tx.outcome()).await {
                 Ok(decided) => decided,
                 // A site never joined: the recipe's way out.
                 Err(_) => tx.abort().await,
             }
-        })
-        .await;
-        match decided {
-            Err(_) => return Err(role.stuck("outcome", &ask, round)),
-            Ok(Ok(d)) => role.ok("outcome", learned(&ask, d)),
-            Ok(Err(e)) => {
-                if role.failed("outcome", &ask, &e).await? {
-                    // The transaction's handle went with the session, and with it the
-                    // means to abort: wait a while for the sites to decide, then move on.
-                    let patience = Some(DECIDE_WAIT);
-                    role.learn(round, &path, &ask, Some(&sites), patience)
-                        .await?;
-                }
-            }
+        };
+        let decided = role.call("outcome", &ask, round, decide, |d| learned(&ask, *d));
+        if decided.await? == Err(true) {
+            // The transaction's handle went with the session, and with it the means to
+            // abort: wait a while for the sites to decide, then move on.
+            let patience = Some(DECIDE_WAIT);
+            role.learn(round, &path, &ask, Some(&sites), patience)
+                .await?;
         }
     }
     Ok(())
@@ -295,7 +295,8 @@ async fn site<K: Cluster>(
 ) -> Result<(), Stop> {
     let mut rng = client_rng(w.seed, index);
     let name = format!("c{index}");
-    let mut role = Role::new(cluster, rec, Process::new(w.clients + index, 2 * w.clients)).await?;
+    let process = Process::new(w.clients + index, 2 * w.clients);
+    let mut role = Role::new(cluster, rec, process, no_handles).await?;
     for (round, announced) in rounds.iter_mut().enumerate() {
         let round = round as u64;
         // Drawn first, whatever happens in the round, so faults never change the choices.
@@ -325,26 +326,19 @@ async fn site<K: Cluster>(
             (Some(site), Some(vote)) => {
                 let cast = String::from_utf8_lossy(vote.as_bytes());
                 let value = json!({"tx": round, "site": name, "vote": cast});
-                role.invoke("vote", &value);
-                match tokio::time::timeout(OP_DEADLINE, site.vote(vote)).await {
-                    Err(_) => return Err(role.stuck("vote", &value, round)),
-                    Ok(Ok(())) => role.ok("vote", value),
-                    Ok(Err(e)) => {
-                        role.failed("vote", &value, &e).await?;
-                    }
-                }
+                let cast = || site.vote(vote);
+                // Failed or not, the site learns the outcome next.
+                let _ = role
+                    .call("vote", &value, round, cast, |_| value.clone())
+                    .await?;
                 kept = Some(site);
             }
             (Some(site), None) => {
                 let value = json!({"tx": round, "site": name});
-                role.invoke("leave", &value);
-                match tokio::time::timeout(OP_DEADLINE, site.leave()).await {
-                    Err(_) => return Err(role.stuck("leave", &value, round)),
-                    Ok(Ok(())) => role.ok("leave", value),
-                    Ok(Err(e)) => {
-                        role.failed("leave", &value, &e).await?;
-                    }
-                }
+                let leave = || site.leave();
+                let _ = role
+                    .call("leave", &value, round, leave, |_| value.clone())
+                    .await?;
             }
             (None, _) => {}
         }

@@ -181,8 +181,13 @@ impl<'a> Caller<'a> {
     }
 }
 
-/// One client of a workload: its index, its own random stream, and its [`Caller`].
-pub(crate) struct Worker<'a> {
+/// One client of a workload: where it runs, its index, its own random stream, and its
+/// [`Caller`].
+pub(crate) struct Worker<'a, K> {
+    /// Where it opens sessions.
+    pub(crate) cluster: &'a K,
+    /// The workload it is a client of.
+    pub(crate) w: &'a Workload,
     /// The client's index, from 0.
     pub(crate) index: usize,
     /// Its choices ([`client_rng`]).
@@ -191,10 +196,12 @@ pub(crate) struct Worker<'a> {
     pub(crate) caller: Caller<'a>,
 }
 
-impl<'a> Worker<'a> {
-    /// Client `index` of workload `w`.
-    pub(crate) fn new(w: &Workload, rec: &'a Recorder, index: usize) -> Self {
+impl<'a, K> Worker<'a, K> {
+    /// Client `index` of workload `w` on `cluster`.
+    pub(crate) fn new(cluster: &'a K, w: &'a Workload, rec: &'a Recorder, index: usize) -> Self {
         Worker {
+            cluster,
+            w,
             index,
             rng: client_rng(w.seed, index),
             caller: Caller::new(rec, Process::new(index, w.clients)),
@@ -211,10 +218,10 @@ pub(crate) async fn all_workers<'a, K: Cluster, Fut>(
     cluster: &'a K,
     w: &'a Workload,
     rec: &'a Recorder,
-    mut worker: impl FnMut(&'a K, &'a Workload, Worker<'a>) -> Fut,
+    mut worker: impl FnMut(Worker<'a, K>) -> Fut,
 ) -> Result<(), String>
 where
     Fut: Future<Output = Result<(), String>>,
 {
-    super::env::all_clients(w.clients, |i| worker(cluster, w, Worker::new(w, rec, i))).await
+    super::env::all_clients(w.clients, |i| worker(Worker::new(cluster, w, rec, i))).await
 }

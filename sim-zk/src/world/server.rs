@@ -152,15 +152,7 @@ impl World {
 
     pub(super) fn fire_fault(&mut self, fault: Fault) {
         let now = self.clock;
-        let target = match &fault {
-            Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
-            Fault::Disconnect { client, .. }
-            | Fault::ExpireSession { client }
-            | Fault::Pause { client, .. }
-            | Fault::StaleReads { client, .. } => Some(*client),
-            Fault::Outage { .. } => None,
-        };
-        if let Some(client) = target {
+        if let Some(client) = fault.client() {
             assert!(
                 client < self.clients.len(),
                 "{fault:?} names client {client}, but the run has {} clients",

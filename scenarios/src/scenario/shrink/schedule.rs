@@ -135,21 +135,14 @@ pub fn schedule_from_log(log: &[LogEvent], timeout: Duration) -> Vec<(When, Faul
     out
 }
 
-/// The client a fault hits (`None`: any client's next request, or everyone).
+/// The client a fault hits ([`Fault::client`]; `None`: any client's next request, or everyone).
 ///
 /// ```
 /// use avout_sim_zk::Fault;
 /// assert_eq!(avout_scenarios::scenario::shrink::fault_client(&Fault::ExpireSession { client: 2 }), Some(2));
 /// ```
 pub fn fault_client(f: &Fault) -> Option<usize> {
-    match f {
-        Fault::RequestLost { client } | Fault::ReplyLost { client } => *client,
-        Fault::Disconnect { client, .. }
-        | Fault::ExpireSession { client }
-        | Fault::Pause { client, .. }
-        | Fault::StaleReads { client, .. } => Some(*client),
-        Fault::Outage { .. } => None,
-    }
+    f.client()
 }
 
 /// `f` aimed at `client` instead (an outage hits everyone; a lost message is the one at its
