@@ -32,8 +32,8 @@ use crate::{CreateOptions, Error, ErrorClass, SessionState, Stat, WatchedEvent};
 
 use super::envelope;
 
-/// Pause before re-reading after a connection loss, unless the session reconnects first.
-const RETRY_PAUSE_MS: u64 = 20;
+// The toolkit's pause before re-reading after a connection loss (unless the session reconnects first).
+use crate::machine::RETRY_PAUSE_MS;
 
 /// A node's data and metadata.
 ///

@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use crate::machine::{Millis, Reply, Request, Token};
 use crate::{Error, SessionState};
 
-/// Pause before redoing a read after a connection loss, unless the session reconnects first.
-pub(crate) const RETRY_PAUSE_MS: u64 = 20;
+// The toolkit's pause before redoing a read after a connection loss (unless the session reconnects first).
+pub(crate) use crate::machine::RETRY_PAUSE_MS;
 
 /// Outbox, tokens and session state of one machine.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -7,8 +7,8 @@ use std::collections::VecDeque;
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, ErrorClass, SessionState, Stat, WatchedEvent};
 
-/// Pause before reading again after a connection loss, unless the session reconnects first.
-pub(crate) const RETRY_PAUSE_MS: u64 = 20;
+// The toolkit's pause before reading again after a connection loss (unless the session reconnects first).
+pub(crate) use crate::machine::RETRY_PAUSE_MS;
 
 /// A node as read: its data and metadata.
 ///
