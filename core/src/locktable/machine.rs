@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::{Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token};
 use crate::recipes::once::ancestor_creates;
 use crate::{CreateMode, Error, ErrorClass, Op, SessionState, WatchedEvent, path};
 
@@ -682,16 +682,12 @@ impl Machine for TxMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.out.session(state) {
-            SessionEvent::Start => self.read(),
+        match self.out.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.read(),
             // The session's entries went with it, whatever the last multi did.
-            SessionEvent::Ended(error) => self.finish(Err(LockTableError::SessionLost(error))),
-            SessionEvent::Reconnected => {
-                if let Some(step) = self.stall.take() {
-                    self.redo(step);
-                }
-            }
-            SessionEvent::Disconnected | SessionEvent::Ignored => {}
+            Resumed::Ended(error) => self.finish(Err(LockTableError::SessionLost(error))),
+            Resumed::Redo(step) => self.redo(step),
+            Resumed::Quiet => {}
         }
     }
 

@@ -40,7 +40,7 @@ pub use crate::request::{Reply, Request};
 pub use child::Routes;
 pub use driver::{Driving, drive};
 pub(crate) use outbox::ancestor_creates;
-pub use outbox::{Batch, Outbox, SessionEvent};
+pub use outbox::{Batch, Outbox, Resumed, SessionEvent};
 pub use protected::{Protected, ProtectedCreate};
 pub use retry::{Pace, idempotent, until_certain};
 pub use stall::{RETRY_PAUSE_MS, Stall, earliest};

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Reply, Request, Token};
+use super::{Reply, Request, Stall, Token};
 use crate::{CreateOptions, Error, SessionState};
 
 /// A machine's requests, tokens, start and result; see the [module docs](self).
@@ -67,6 +67,32 @@ pub enum SessionEvent {
     Disconnected,
     /// The machine is done: reports change nothing.
     Ignored,
+}
+
+/// A session report as a machine with a [`Stall`] acts on it: what
+/// [`Outbox::session_stalled`] makes of [`SessionEvent`] once a reconnection has taken the
+/// stalled step, so each machine's `handle_session` is one arm per thing to do.
+///
+/// ```
+/// use avout::machine::{Millis, Outbox, Resumed, Stall};
+/// use avout::SessionState;
+/// let mut out: Outbox<()> = Outbox::default();
+/// let mut stall = Stall::default();
+/// assert_eq!(out.session_stalled(SessionState::Connected, &mut stall), Resumed::Start);
+/// stall.start("read", Millis(0));
+/// assert_eq!(out.session_stalled(SessionState::Connected, &mut stall), Resumed::Redo("read"));
+/// assert_eq!(out.session_stalled(SessionState::Connected, &mut stall), Resumed::Quiet);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resumed<S> {
+    /// The driver's first report, of a live session: begin.
+    Start,
+    /// The session is gone: finish with this error.
+    Ended(Error),
+    /// Connected again while a step was stalled: redo it now (the stall is cleared).
+    Redo(S),
+    /// Nothing to do: disconnected, connected with nothing stalled, or done.
+    Quiet,
 }
 
 impl<O> Outbox<O> {
@@ -156,6 +182,17 @@ impl<O> Outbox<O> {
             None if first => SessionEvent::Start,
             None if state == SessionState::Connected => SessionEvent::Reconnected,
             None => SessionEvent::Disconnected,
+        }
+    }
+
+    /// [`Outbox::session`] for a machine that redoes a [`Stall`]ed step on reconnection: a
+    /// reconnection takes the stalled step (if any) out of `stall`; see [`Resumed`].
+    pub fn session_stalled<S>(&mut self, state: SessionState, stall: &mut Stall<S>) -> Resumed<S> {
+        match self.session(state) {
+            SessionEvent::Start => Resumed::Start,
+            SessionEvent::Ended(error) => Resumed::Ended(error),
+            SessionEvent::Reconnected => stall.take().map_or(Resumed::Quiet, Resumed::Redo),
+            SessionEvent::Disconnected | SessionEvent::Ignored => Resumed::Quiet,
         }
     }
 

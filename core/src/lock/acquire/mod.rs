@@ -30,8 +30,8 @@
 //!   only other owners, which is safe.
 
 use crate::machine::{
-    Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, SessionEvent, Stall,
-    Token, earliest,
+    Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, Resumed, Stall, Token,
+    earliest,
 };
 use crate::planted::{Bug, Bugs};
 use crate::{Error, ErrorClass, EventKind, SessionState, WatchedEvent, path};
@@ -525,19 +525,15 @@ impl Machine for AcquireMachine {
                 Patience::Forever | Patience::None => None,
             };
         }
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.start_create(false),
-            SessionEvent::Ended(error) => {
+        match self.outbox.session_stalled(state, &mut self.retry) {
+            Resumed::Start => self.start_create(false),
+            Resumed::Ended(error) => {
                 // The session's ephemerals, ours included, are gone with it.
                 self.node.forget();
                 self.finish(Err(LockError::SessionLost(error)));
             }
-            SessionEvent::Reconnected => {
-                if let Some(step) = self.retry.take() {
-                    self.run_retry(step);
-                }
-            }
-            SessionEvent::Disconnected | SessionEvent::Ignored => {}
+            Resumed::Redo(step) => self.run_retry(step),
+            Resumed::Quiet => {}
         }
     }
 

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::machine::{
-    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+    Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
 use crate::{Coordination, CoordinationExt, Error, SessionState, WatchedEvent, path};
 
@@ -189,11 +189,11 @@ impl Machine for WaitGoneMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.check(),
-            SessionEvent::Ended(error) => self.finish(Err(error.into())),
-            SessionEvent::Reconnected if self.stall.take().is_some() => self.check(),
-            _ => {}
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.check(),
+            Resumed::Ended(error) => self.finish(Err(error.into())),
+            Resumed::Redo(()) => self.check(),
+            Resumed::Quiet => {}
         }
     }
 

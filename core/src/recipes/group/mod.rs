@@ -27,7 +27,7 @@
 use std::sync::Arc;
 
 use crate::machine::{
-    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+    Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
 use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
@@ -251,11 +251,11 @@ impl Machine for WatchMembersMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.list(),
-            SessionEvent::Ended(error) => self.finish(Err(error.into())),
-            SessionEvent::Reconnected if self.stall.take().is_some() => self.list(),
-            _ => {}
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.list(),
+            Resumed::Ended(error) => self.finish(Err(error.into())),
+            Resumed::Redo(()) => self.list(),
+            Resumed::Quiet => {}
         }
     }
 

@@ -21,7 +21,7 @@
 //!   the session, so a write whose outcome was unknown at that moment stays unknown.
 //! - Dropping the driving future abandons the machine; a write already sent still applies.
 
-use crate::machine::{self, Machine, Millis, Reply, Request, SessionEvent, Stall, Token};
+use crate::machine::{self, Machine, Millis, Reply, Request, Resumed, Stall, Token};
 use crate::{Error, Op, OpResult, SessionState, WatchedEvent};
 
 pub(crate) use crate::machine::ancestor_creates;
@@ -371,15 +371,11 @@ impl Machine for OnceMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.write(),
-            SessionEvent::Ended(error) => self.finish(Err(error)),
-            SessionEvent::Reconnected => {
-                if let Some(step) = self.stall.take() {
-                    self.resume(step);
-                }
-            }
-            SessionEvent::Disconnected | SessionEvent::Ignored => {}
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.write(),
+            Resumed::Ended(error) => self.finish(Err(error)),
+            Resumed::Redo(step) => self.resume(step),
+            Resumed::Quiet => {}
         }
     }
 

@@ -363,15 +363,11 @@ impl Machine for TakeMachine {
                 Patience::Forever | Patience::None => None,
             };
         }
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.list(),
-            SessionEvent::Ended(error) => self.fail(error),
-            SessionEvent::Reconnected => {
-                if let Some(step) = self.stall.take() {
-                    self.resume(step);
-                }
-            }
-            SessionEvent::Disconnected | SessionEvent::Ignored => {}
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.list(),
+            Resumed::Ended(error) => self.fail(error),
+            Resumed::Redo(step) => self.resume(step),
+            Resumed::Quiet => {}
         }
     }
 

@@ -58,8 +58,7 @@ use std::time::Duration;
 
 use crate::lock::Patience;
 use crate::machine::{
-    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, earliest,
-    idempotent,
+    Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, earliest, idempotent,
 };
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};

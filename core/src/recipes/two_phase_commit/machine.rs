@@ -282,15 +282,11 @@ impl Machine for OutcomeMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.outbox.session(state) {
-            SessionEvent::Start => self.start(),
-            SessionEvent::Ended(error) => self.finish(Err(error.into())),
-            SessionEvent::Reconnected => {
-                if let Some(step) = self.stall.take() {
-                    self.resume(step);
-                }
-            }
-            SessionEvent::Disconnected | SessionEvent::Ignored => {}
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.start(),
+            Resumed::Ended(error) => self.finish(Err(error.into())),
+            Resumed::Redo(step) => self.resume(step),
+            Resumed::Quiet => {}
         }
     }
 

@@ -52,7 +52,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::machine::{
-    Machine, Millis, Outbox, Reply, Request, SessionEvent, Stall, Token, drive, idempotent,
+    Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
 use crate::{
     Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState,
