@@ -10,7 +10,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::request::{Reply, Request};
-use crate::{Acl, CreateOptions, Op, OpResult, Result, SessionInfo, SessionStates, Stat, Watch};
+use crate::{
+    Acl, CreateOptions, Op, OpResult, Result, SessionInfo, SessionState, SessionStates, Stat, Watch,
+};
 
 /// The future every coordination operation returns.
 pub type OpFuture<'a, T> = BoxFuture<'a, Result<T>>;
@@ -69,6 +71,15 @@ pub trait Coordination: Send + Sync {
 
     /// A new subscription to the session's state transitions.
     fn session_states(&self) -> SessionStates;
+
+    /// The session's state now, without subscribing to its transitions.
+    ///
+    /// The default subscribes and drops the subscription; backends that keep the state at
+    /// hand override it, since recipes ask before every operation whether their session
+    /// still lives.
+    fn session_state(&self) -> SessionState {
+        self.session_states().current()
+    }
 
     /// Submits one request and answers with its reply and, for a request that
     /// [arms a watch](Request::arms_watch), the watch (`None` otherwise).

@@ -32,9 +32,11 @@
 
 pub mod atom;
 pub mod buggify;
+pub mod client;
 mod coord;
 mod error;
 mod ext;
+mod fanout;
 pub mod lock;
 pub mod locktable;
 pub mod machine;
@@ -51,6 +53,7 @@ mod watch;
 #[cfg(feature = "zookeeper")]
 pub mod zk;
 
+pub use client::Client;
 pub use coord::{Coordination, OpFuture};
 pub use error::{Error, ErrorClass, Result};
 pub use ext::CoordinationExt;

@@ -7,15 +7,14 @@
 //! transition, in order: a brief disconnect is never coalesced away, because a lock holder must
 //! learn that it may have been cut off.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sync::{Arc, Mutex, lock};
+use crate::fanout::{Fanout, Subscription};
 
 /// A session's id, as the server assigned it.
 ///
@@ -101,16 +100,6 @@ impl SessionState {
     }
 }
 
-struct Subscriber {
-    queue: VecDeque<SessionState>,
-    waker: Option<Waker>,
-}
-
-struct Shared {
-    current: SessionState,
-    subscribers: Vec<Arc<Mutex<Subscriber>>>,
-}
-
 /// The sending side of session states, for backends: every [`SessionStates`] subscribed from
 /// it receives every transition published after it subscribed.
 ///
@@ -128,7 +117,7 @@ struct Shared {
 /// ```
 #[derive(Clone)]
 pub struct SessionStatePublisher {
-    shared: Arc<Mutex<Shared>>,
+    fanout: Fanout<SessionState>,
 }
 
 impl fmt::Debug for SessionStatePublisher {
@@ -147,12 +136,11 @@ impl SessionStatePublisher {
     /// assert_eq!(p.current(), avout::SessionState::Connected);
     /// ```
     pub fn new(initial: SessionState) -> Self {
-        SessionStatePublisher {
-            shared: Arc::new(Mutex::new(Shared {
-                current: initial,
-                subscribers: Vec::new(),
-            })),
+        let fanout = Fanout::new(initial);
+        if initial.is_terminal() {
+            fanout.publish_if(initial, true, |_| true);
         }
+        SessionStatePublisher { fanout }
     }
 
     /// The latest published state.
@@ -163,7 +151,7 @@ impl SessionStatePublisher {
     /// assert_eq!(p.current(), avout::SessionState::Closed);
     /// ```
     pub fn current(&self) -> SessionState {
-        lock(&self.shared).current
+        self.fanout.current()
     }
 
     /// Publishes a transition. Repeats of the current state and anything after a terminal
@@ -177,21 +165,8 @@ impl SessionStatePublisher {
     /// assert_eq!(p.current(), SessionState::Expired);
     /// ```
     pub fn publish(&self, state: SessionState) {
-        let mut shared = lock(&self.shared);
-        if shared.current == state || shared.current.is_terminal() {
-            return;
-        }
-        shared.current = state;
-        for sub in &shared.subscribers {
-            let mut sub = lock(sub);
-            sub.queue.push_back(state);
-            if let Some(waker) = sub.waker.take() {
-                waker.wake();
-            }
-        }
-        if state.is_terminal() {
-            shared.subscribers.clear();
-        }
+        self.fanout
+            .publish_if(state, state.is_terminal(), |current| *current != state);
     }
 
     /// A new subscription, starting from the current state.
@@ -201,17 +176,8 @@ impl SessionStatePublisher {
     /// assert_eq!(p.subscribe().current(), avout::SessionState::Connected);
     /// ```
     pub fn subscribe(&self) -> SessionStates {
-        let mut shared = lock(&self.shared);
-        let sub = Arc::new(Mutex::new(Subscriber {
-            queue: VecDeque::new(),
-            waker: None,
-        }));
-        if !shared.current.is_terminal() {
-            shared.subscribers.push(sub.clone());
-        }
         SessionStates {
-            current: shared.current,
-            sub,
+            sub: self.fanout.subscribe(),
         }
     }
 }
@@ -222,14 +188,13 @@ impl SessionStatePublisher {
 /// also a [`futures::Stream`].
 #[must_use = "a subscription does nothing unless polled"]
 pub struct SessionStates {
-    current: SessionState,
-    sub: Arc<Mutex<Subscriber>>,
+    sub: Subscription<SessionState>,
 }
 
 impl fmt::Debug for SessionStates {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SessionStates")
-            .field("current", &self.current)
+            .field("current", self.sub.current())
             .finish()
     }
 }
@@ -242,7 +207,7 @@ impl SessionStates {
     /// assert_eq!(p.subscribe().current(), avout::SessionState::Disconnected);
     /// ```
     pub fn current(&self) -> SessionState {
-        self.current
+        *self.sub.current()
     }
 
     /// The next transition, or `None` once a terminal state has been delivered.
@@ -258,7 +223,7 @@ impl SessionStates {
     /// });
     /// ```
     pub async fn next(&mut self) -> Option<SessionState> {
-        std::future::poll_fn(|cx| self.poll_state(cx)).await
+        std::future::poll_fn(|cx| self.sub.poll_next(cx)).await
     }
 
     /// Waits until the session reaches a terminal state and returns it.
@@ -273,20 +238,7 @@ impl SessionStates {
     /// ```
     pub async fn terminated(&mut self) -> SessionState {
         while self.next().await.is_some() {}
-        self.current
-    }
-
-    fn poll_state(&mut self, cx: &mut Context<'_>) -> Poll<Option<SessionState>> {
-        let mut sub = lock(&self.sub);
-        if let Some(state) = sub.queue.pop_front() {
-            self.current = state;
-            return Poll::Ready(Some(state));
-        }
-        if self.current.is_terminal() {
-            return Poll::Ready(None);
-        }
-        sub.waker = Some(cx.waker().clone());
-        Poll::Pending
+        self.current()
     }
 }
 
@@ -294,7 +246,7 @@ impl futures::Stream for SessionStates {
     type Item = SessionState;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<SessionState>> {
-        self.get_mut().poll_state(cx)
+        self.get_mut().sub.poll_next(cx)
     }
 }
 

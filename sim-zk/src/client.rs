@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::{
-    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionStates, Watch,
+    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState, SessionStates,
+    Watch,
 };
 use futures::FutureExt;
 
@@ -144,6 +145,31 @@ impl SimZk {
     }
 }
 
+/// The service opens a managed client's sessions: each new session is a new simulated
+/// client (the next index), and the reconnection backoff's jitter comes from the run's
+/// seeded GUID stream, so runs with reconnections replay.
+///
+/// ```
+/// use avout::{Client, Coordination};
+/// let (generation, _) = avout_sim_zk::Sim::builder().clients(0).build().run(|ctx| async move {
+///     let client = Client::connect(ctx.zk.clone()).await.unwrap();
+///     ctx.zk.expire_session(client.session().id);
+///     client.exists("/").await.ok(); // fails or waits for the new session
+///     client.current_session().await.unwrap().generation()
+/// });
+/// assert_eq!(generation, 2);
+/// ```
+impl avout::client::Connect for SimZk {
+    fn connect(&self) -> futures::future::BoxFuture<'_, avout::Result<Arc<dyn Coordination>>> {
+        let session: Arc<dyn Coordination> = Arc::new(SimZk::connect(self));
+        futures::future::ready(Ok(session)).boxed()
+    }
+
+    fn jitter(&self) -> u64 {
+        self.shared.world().new_guid() as u64
+    }
+}
+
 /// One simulated session; implements [`Coordination`]. Clones share the session, and
 /// dropping the last clone closes it (without waiting), as dropping a real client does.
 ///
@@ -210,6 +236,11 @@ impl Coordination for SimClient {
     fn session_states(&self) -> SessionStates {
         let h = &self.handle;
         h.shared.world().publisher(h.index).subscribe()
+    }
+
+    fn session_state(&self) -> SessionState {
+        let h = &self.handle;
+        h.shared.world().publisher(h.index).current()
     }
 
     /// Drawn from the run's seeded GUID stream, so runs whose recipes name nodes replay.

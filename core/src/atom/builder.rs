@@ -6,14 +6,13 @@ use super::*;
 /// Configures an [`Atom`]: codec, value store, validator, promotion.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::atom::Atom;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-/// let a: Atom<String, _> = Atom::builder(zk, "/greeting").open("hello".to_string()).await?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+/// let a: Atom<String> = Atom::builder(client, "/greeting").open("hello".to_string()).await?;
 /// # Ok(()) }
 /// ```
-pub struct AtomBuilder<T, C: Coordination + ?Sized + 'static, K = Json> {
-    pub(super) zk: Arc<C>,
+pub struct AtomBuilder<T, K = Json> {
+    pub(super) client: Client,
     pub(super) path: String,
     pub(super) codec: K,
     pub(super) store: Arc<dyn StateContainer>,
@@ -24,24 +23,22 @@ pub struct AtomBuilder<T, C: Coordination + ?Sized + 'static, K = Json> {
     pub(super) _value: PhantomData<fn() -> T>,
 }
 
-impl<T, C, K> AtomBuilder<T, C, K>
+impl<T, K> AtomBuilder<T, K>
 where
     T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
-    C: Coordination + ?Sized + 'static,
     K: Codec,
 {
     /// Encodes values with `codec` instead.
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
     /// use avout::atom::{Atom, Postcard};
-    /// let a: Atom<u64, _, Postcard> = Atom::builder(zk, "/n").codec(Postcard).open(0).await?;
+    /// let a: Atom<u64, Postcard> = Atom::builder(client, "/n").codec(Postcard).open(0).await?;
     /// # Ok(()) }
     /// ```
-    pub fn codec<K2: Codec>(self, codec: K2) -> AtomBuilder<T, C, K2> {
+    pub fn codec<K2: Codec>(self, codec: K2) -> AtomBuilder<T, K2> {
         AtomBuilder {
-            zk: self.zk,
+            client: self.client,
             path: self.path,
             codec,
             store: self.store,
@@ -56,11 +53,10 @@ where
     /// Keeps value bytes in `store` (default [`ZkNode`]).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
     /// use avout::atom::{Atom, FileStore};
     /// let store = FileStore::new("/var/lib/app/values").expect("value directory");
-    /// let a: Atom<Vec<u64>, _> = Atom::builder(zk, "/big").store(store).open(vec![]).await?;
+    /// let a: Atom<Vec<u64>> = Atom::builder(client, "/big").store(store).open(vec![]).await?;
     /// # Ok(()) }
     /// ```
     pub fn store(mut self, store: impl StateContainer) -> Self {
@@ -71,10 +67,9 @@ where
     /// Rejects values for which `valid` returns `false` (Clojure's `:validator`).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
     /// use avout::atom::Atom;
-    /// let a: Atom<i64, _> = Atom::builder(zk, "/balance").validator(|b: &i64| *b >= 0).open(0).await?;
+    /// let a: Atom<i64> = Atom::builder(client, "/balance").validator(|b: &i64| *b >= 0).open(0).await?;
     /// assert!(a.swap(|b| b - 1).await.is_err());
     /// # Ok(()) }
     /// ```
@@ -87,9 +82,8 @@ where
     /// trying again; see the [module docs](self).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot").promote_after(3).open(0).await?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::builder(client, "/hot").promote_after(3).open(0).await?;
     /// # Ok(()) }
     /// ```
     pub fn promote_after(mut self, failures: u32) -> Self {
@@ -100,9 +94,8 @@ where
     /// The promotion lock's path (default `<path>/_lock`).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/hot")
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::builder(client, "/hot")
     ///     .promote_after(3)
     ///     .lock_path("/locks/hot")
     ///     .open(0)
@@ -118,10 +111,9 @@ where
     /// [`crate::planted`]).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
     /// use avout::planted::Bugs;
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").planted(Bugs::NONE).open(0).await?;
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::builder(client, "/n").planted(Bugs::NONE).open(0).await?;
     /// # Ok(()) }
     /// ```
     pub fn planted(mut self, bugs: Bugs) -> Self {
@@ -133,13 +125,12 @@ where
     /// [`AtomError::Missing`] while the node does not exist.
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").connect()?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::builder(client, "/n").connect()?;
     /// let n = a.deref().await?;
     /// # Ok(()) }
     /// ```
-    pub fn connect(self) -> Result<Atom<T, C, K>, AtomError> {
+    pub fn connect(self) -> Result<Atom<T, K>, AtomError> {
         path::validate_path(&self.path, false)?;
         let mutex = match self.promote_after {
             Some(_) => {
@@ -147,20 +138,20 @@ where
                     .lock_path
                     .unwrap_or_else(|| path::join(&self.path, "_lock"));
                 Some(
-                    Mutex::new(self.zk.clone(), lock_path)
+                    Mutex::new(&self.client, lock_path)
                         .map_err(AtomError::Lock)?
                         .planted(self.planted),
                 )
             }
             None => None,
         };
-        let writer = self.zk.new_guid() as u64;
+        let writer = self.client.new_guid() as u64;
         Ok(Atom {
             inner: Arc::new(Inner {
                 writer,
                 writing: tokio::sync::Mutex::new(()),
                 core: Arc::new(Core {
-                    zk: self.zk,
+                    client: self.client,
                     path: self.path,
                     codec: self.codec,
                     store: self.store,
@@ -180,18 +171,17 @@ where
     /// not exist; an existing node keeps its value. `initial` must pass the validator.
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<Vec<String>, _> = avout::atom::Atom::builder(zk, "/app/queue").open(vec![]).await?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<Vec<String>> = avout::atom::Atom::builder(client, "/app/queue").open(vec![]).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn open(self, initial: T) -> Result<Atom<T, C, K>, AtomError> {
+    pub async fn open(self, initial: T) -> Result<Atom<T, K>, AtomError> {
         let atom = self.connect()?;
         atom.check(&initial)?;
         if let Some(parent) = path::parent(&atom.inner.core.path)
             && parent != "/"
         {
-            atom.inner.core.zk.ensure_path(parent).await?;
+            atom.inner.core.session().await?.ensure_path(parent).await?;
         }
         atom.update_opt(
             |current| match current {

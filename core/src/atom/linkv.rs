@@ -28,11 +28,10 @@
 //!
 //! ```no_run
 //! use std::collections::BTreeMap;
-//! use std::sync::Arc;
 //! use avout::atom::Atom;
 //! use avout::atom::linkv::{transact, MicroOp};
-//! # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-//! let db: Atom<BTreeMap<u64, Vec<u64>>, _> = Atom::open(zk, "/db/root", BTreeMap::new()).await?;
+//! # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+//! let db: Atom<BTreeMap<u64, Vec<u64>>, _> = Atom::open(client, "/db/root", BTreeMap::new()).await?;
 //! let done = transact(&db, &[MicroOp::Append(9, 11), MicroOp::Read(9, None)]).await?;
 //! assert_eq!(done[1], MicroOp::Read(9, Some(vec![11])));
 //! # Ok(()) }
@@ -49,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, CoordinationExt, path};
+use crate::{Client, Coordination, CoordinationExt, path};
 
 use super::{Atom, AtomError, Codec, Update};
 
@@ -121,41 +120,46 @@ impl KvError {
 /// A lin-kv store under a base path; see the [module docs](self).
 ///
 /// ```no_run
-/// # use std::sync::Arc;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::linkv::KvError> {
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::linkv::KvError> {
 /// use avout::atom::linkv::LinKv;
 /// use serde_json::json;
-/// let kv = LinKv::open(zk, "/lin-kv").await?;
+/// let kv = LinKv::open(client, "/lin-kv").await?;
 /// kv.write("x", json!(1)).await?;
 /// kv.cas("x", &json!(1), json!(2), false).await?;
 /// assert_eq!(kv.read("x").await?, json!(2));
 /// # Ok(()) }
 /// ```
-pub struct LinKv<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct LinKv {
+    client: Client,
     base: String,
-    keys: StdMutex<BTreeMap<String, Atom<Value, C>>>,
+    keys: StdMutex<BTreeMap<String, Atom<Value>>>,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for LinKv<C> {
+impl std::fmt::Debug for LinKv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LinKv").field("base", &self.base).finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> LinKv<C> {
+impl LinKv {
     /// The store under `base`, creating the base node if missing.
     ///
     /// ```no_run
-    /// # async fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::linkv::KvError> {
-    /// let kv = avout::atom::linkv::LinKv::open(zk, "/kv").await?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::linkv::KvError> {
+    /// let kv = avout::atom::linkv::LinKv::open(client, "/kv").await?;
     /// # Ok(()) }
     /// ```
-    pub async fn open(zk: Arc<C>, base: impl Into<String>) -> Result<Self, KvError> {
+    pub async fn open(client: &Client, base: impl Into<String>) -> Result<Self, KvError> {
         let base = base.into();
-        zk.ensure_path(&base).await.map_err(AtomError::from)?;
+        client
+            .current_session()
+            .await
+            .map_err(AtomError::from)?
+            .ensure_path(&base)
+            .await
+            .map_err(AtomError::from)?;
         Ok(LinKv {
-            zk,
+            client: client.clone(),
             base,
             keys: StdMutex::new(BTreeMap::new()),
         })
@@ -165,7 +169,7 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
     /// `[A-Za-z0-9_.-]` percent-encoded.
     ///
     /// ```no_run
-    /// # fn demo(kv: avout::atom::linkv::LinKv<avout::zk::ZkClient>) {
+    /// # fn demo(kv: avout::atom::linkv::LinKv) {
     /// assert_eq!(kv.key_path("a/b"), format!("{}/k-a%2Fb", "/lin-kv"));
     /// # }
     /// ```
@@ -181,12 +185,12 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
         path::join(&self.base, &name)
     }
 
-    fn atom(&self, key: &str) -> Result<Atom<Value, C>, KvError> {
+    fn atom(&self, key: &str) -> Result<Atom<Value>, KvError> {
         let mut keys = lock(&self.keys);
         if let Some(atom) = keys.get(key) {
             return Ok(atom.clone());
         }
-        let atom = Atom::builder(self.zk.clone(), self.key_path(key)).connect()?;
+        let atom = Atom::builder(&self.client, self.key_path(key)).connect()?;
         keys.insert(key.to_owned(), atom.clone());
         Ok(atom)
     }
@@ -194,7 +198,7 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
     /// The value of `key` (linearizable); [`KvError::KeyDoesNotExist`] if it has none.
     ///
     /// ```no_run
-    /// # async fn demo(kv: avout::atom::linkv::LinKv<avout::zk::ZkClient>) -> Result<(), avout::atom::linkv::KvError> {
+    /// # async fn demo(kv: avout::atom::linkv::LinKv) -> Result<(), avout::atom::linkv::KvError> {
     /// let v = kv.read("x").await?;
     /// # Ok(()) }
     /// ```
@@ -211,7 +215,7 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
     /// Sets `key` to `value`, creating it if needed.
     ///
     /// ```no_run
-    /// # async fn demo(kv: avout::atom::linkv::LinKv<avout::zk::ZkClient>) -> Result<(), avout::atom::linkv::KvError> {
+    /// # async fn demo(kv: avout::atom::linkv::LinKv) -> Result<(), avout::atom::linkv::KvError> {
     /// kv.write("x", serde_json::json!([1, 2])).await?;
     /// # Ok(()) }
     /// ```
@@ -227,7 +231,7 @@ impl<C: Coordination + ?Sized + 'static> LinKv<C> {
     /// [`KvError::PreconditionFailed`].
     ///
     /// ```no_run
-    /// # async fn demo(kv: avout::atom::linkv::LinKv<avout::zk::ZkClient>) -> Result<(), avout::atom::linkv::KvError> {
+    /// # async fn demo(kv: avout::atom::linkv::LinKv) -> Result<(), avout::atom::linkv::KvError> {
     /// use serde_json::json;
     /// match kv.cas("x", &json!(1), json!(2), true).await {
     ///     Ok(()) => {}
@@ -289,17 +293,16 @@ pub enum MicroOp {
 ///
 /// ```no_run
 /// # use std::collections::BTreeMap;
-/// # async fn demo(db: avout::atom::Atom<BTreeMap<u64, Vec<u64>>, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+/// # async fn demo(db: avout::atom::Atom<BTreeMap<u64, Vec<u64>>>) -> Result<(), avout::atom::AtomError> {
 /// use avout::atom::linkv::{transact, MicroOp};
 /// let done = transact(&db, &[MicroOp::Read(3, None)]).await?;
 /// # Ok(()) }
 /// ```
-pub async fn transact<C, K>(
-    db: &Atom<BTreeMap<u64, Vec<u64>>, C, K>,
+pub async fn transact<K>(
+    db: &Atom<BTreeMap<u64, Vec<u64>>, K>,
     txn: &[MicroOp],
 ) -> Result<Vec<MicroOp>, AtomError>
 where
-    C: Coordination + ?Sized + 'static,
     K: Codec,
 {
     db.update(|map| {

@@ -48,10 +48,9 @@
 //! # Example
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use avout::atom::Atom;
-//! # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-//! let hits: Atom<u64, _> = Atom::open(zk, "/stats/hits", 0).await?;
+//! # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+//! let hits: Atom<u64> = Atom::open(client, "/stats/hits", 0).await?;
 //! let now = hits.swap(|n| n + 1).await?;
 //! assert!(hits.deref().await? >= now);
 //! # Ok(()) }
@@ -87,7 +86,8 @@ use crate::lock::Mutex;
 use crate::machine::drive;
 use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
+use crate::client::Session;
+use crate::{Client, Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
 
 use cache::Cache;
 use envelope::{Body, Envelope};
@@ -191,8 +191,8 @@ enum Known<T> {
 type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 
 /// What an atom and its watchers share: where the node is and how to read it.
-struct Core<C: Coordination + ?Sized, K> {
-    zk: Arc<C>,
+struct Core<K> {
+    client: Client,
     path: String,
     codec: K,
     store: Arc<dyn StateContainer>,
@@ -200,7 +200,12 @@ struct Core<C: Coordination + ?Sized, K> {
     planted: Bugs,
 }
 
-impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
+impl<K: Codec> Core<K> {
+    /// The session this operation runs on (see [`Client::current_session`]).
+    async fn session(&self) -> Result<Session, AtomError> {
+        Ok(self.client.current_session().await?)
+    }
+
     /// Decodes a node read; `Ok(None)` if its value is in a store file that has been replaced
     /// since (the node changed: read it again).
     async fn load<T: DeserializeOwned>(
@@ -236,10 +241,14 @@ impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
     }
 
     /// Reads and decodes the node, linearizably with `sync`.
-    async fn read<T: DeserializeOwned>(&self, sync: bool) -> Result<Known<T>, AtomError> {
+    async fn read<T: DeserializeOwned>(
+        &self,
+        zk: &dyn Coordination,
+        sync: bool,
+    ) -> Result<Known<T>, AtomError> {
         loop {
             let outcome = drive(
-                &*self.zk,
+                zk,
                 &mut CasMachine::new(&self.path, Step::Read { sync }).planted(self.planted),
             )
             .await
@@ -268,12 +277,12 @@ impl<C: Coordination + ?Sized, K: Codec> Core<C, K> {
     }
 }
 
-struct Inner<T, C: Coordination + ?Sized + 'static, K> {
-    core: Arc<Core<C, K>>,
+struct Inner<T, K> {
+    core: Arc<Core<K>>,
     known: Cache<T>,
     validator: StdMutex<Option<Validator<T>>>,
     promote_after: Option<u32>,
-    mutex: Option<Mutex<C>>,
+    mutex: Option<Mutex>,
     /// This handle's writer id, and the lock that keeps one write of it in flight at a time
     /// (what makes its entry in the node's header decide a lost write).
     writer: u64,
@@ -282,7 +291,7 @@ struct Inner<T, C: Coordination + ?Sized + 'static, K> {
     watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
 }
 
-impl<T, C: Coordination + ?Sized + 'static, K> Drop for Inner<T, C, K> {
+impl<T, K> Drop for Inner<T, K> {
     fn drop(&mut self) {
         for (_, task) in std::mem::take(&mut *lock(&self.watches)) {
             task.abort();
@@ -298,10 +307,9 @@ impl<T, C: Coordination + ?Sized + 'static, K> Drop for Inner<T, C, K> {
 /// process (or task that wants its own promotion lock hold) opens its own.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::atom::{Atom, Postcard};
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-/// let seats: Atom<u32, _, Postcard> = Atom::builder(zk, "/show/seats")
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+/// let seats: Atom<u32, Postcard> = Atom::builder(client, "/show/seats")
 ///     .codec(Postcard)
 ///     .validator(|n: &u32| *n <= 500)
 ///     .promote_after(4)
@@ -310,11 +318,11 @@ impl<T, C: Coordination + ?Sized + 'static, K> Drop for Inner<T, C, K> {
 /// seats.swap(|n| n + 2).await?;
 /// # Ok(()) }
 /// ```
-pub struct Atom<T, C: Coordination + ?Sized + 'static, K = Json> {
-    inner: Arc<Inner<T, C, K>>,
+pub struct Atom<T, K = Json> {
+    inner: Arc<Inner<T, K>>,
 }
 
-impl<T, C: Coordination + ?Sized + 'static, K> Clone for Atom<T, C, K> {
+impl<T, K> Clone for Atom<T, K> {
     fn clone(&self) -> Self {
         Atom {
             inner: self.inner.clone(),
@@ -322,7 +330,7 @@ impl<T, C: Coordination + ?Sized + 'static, K> Clone for Atom<T, C, K> {
     }
 }
 
-impl<T, C: Coordination + ?Sized + 'static, K> std::fmt::Debug for Atom<T, C, K> {
+impl<T, K> std::fmt::Debug for Atom<T, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Atom")
             .field("path", &self.inner.core.path)
@@ -330,23 +338,21 @@ impl<T, C: Coordination + ?Sized + 'static, K> std::fmt::Debug for Atom<T, C, K>
     }
 }
 
-impl<T, C> Atom<T, C, Json>
+impl<T> Atom<T, Json>
 where
     T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
-    C: Coordination + ?Sized + 'static,
 {
     /// A builder for the atom at `path` (JSON, values in the node, no validator, no
     /// promotion).
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::builder(zk, "/n").open(0).await?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::builder(client, "/n").open(0).await?;
     /// # Ok(()) }
     /// ```
-    pub fn builder(zk: Arc<C>, path: impl Into<String>) -> AtomBuilder<T, C, Json> {
+    pub fn builder(client: &Client, path: impl Into<String>) -> AtomBuilder<T, Json> {
         AtomBuilder {
-            zk,
+            client: client.clone(),
             path: path.into(),
             codec: Json,
             store: Arc::new(ZkNode),
@@ -361,26 +367,28 @@ where
     /// Opens the JSON atom at `path`, creating it with `initial` if missing.
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
-    /// let a: avout::atom::Atom<u64, _> = avout::atom::Atom::open(zk, "/n", 0).await?;
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
+    /// let a: avout::atom::Atom<u64> = avout::atom::Atom::open(client, "/n", 0).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn open(zk: Arc<C>, path: impl Into<String>, initial: T) -> Result<Self, AtomError> {
-        Self::builder(zk, path).open(initial).await
+    pub async fn open(
+        client: &Client,
+        path: impl Into<String>,
+        initial: T,
+    ) -> Result<Self, AtomError> {
+        Self::builder(client, path).open(initial).await
     }
 }
 
-impl<T, C, K> Atom<T, C, K>
+impl<T, K> Atom<T, K>
 where
     T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
-    C: Coordination + ?Sized + 'static,
     K: Codec,
 {
     /// The atom's path.
     ///
     /// ```no_run
-    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// # fn demo(a: avout::atom::Atom<u64>) {
     /// println!("{}", a.path());
     /// # }
     /// ```
@@ -391,12 +399,14 @@ where
     /// The current value, by a linearizable read (`sync` and read, one round trip).
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// let n = a.deref().await?;
     /// # Ok(()) }
     /// ```
     pub async fn deref(&self) -> Result<T, AtomError> {
-        let known = self.inner.core.read(true).await?;
+        let core = &*self.inner.core;
+        let session = core.session().await?;
+        let known = core.read(&*session, true).await?;
         self.remember(known.clone());
         match known {
             Known::Present(loaded) => Ok(loaded.value),
@@ -408,7 +418,7 @@ where
     /// read or write).
     ///
     /// ```no_run
-    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// # fn demo(a: avout::atom::Atom<u64>) {
     /// if let Some(n) = a.cached() { println!("about {n}"); }
     /// # }
     /// ```
@@ -420,7 +430,7 @@ where
     /// a current cache.
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// a.reset(0).await?;
     /// # Ok(()) }
     /// ```
@@ -433,7 +443,7 @@ where
     /// effects.
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<Vec<u32>, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<Vec<u32>>) -> Result<(), avout::atom::AtomError> {
     /// let after = a.swap(|v| { let mut v = v.clone(); v.push(7); v }).await?;
     /// # Ok(()) }
     /// ```
@@ -448,7 +458,7 @@ where
     /// Sets the value to `new` if it equals `expected`; `false` (nothing written) if not.
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// if a.compare_and_set(&0, 1).await? { println!("claimed"); }
     /// # Ok(()) }
     /// ```
@@ -472,7 +482,7 @@ where
     /// `Keep` decision is confirmed against a linearizable read.
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// use avout::atom::Update;
     /// // Take one ticket if any are left; report what was there.
     /// let before = a.update(|n| if *n > 0 { Update::Write(n - 1, *n) } else { Update::Keep(0) }).await?;
@@ -493,7 +503,7 @@ where
     /// value is not checked.
     ///
     /// ```no_run
-    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// # fn demo(a: avout::atom::Atom<u64>) {
     /// a.set_validator(Some(|n: &u64| *n < 100));
     /// # }
     /// ```
@@ -504,7 +514,7 @@ where
     /// Counts of this handle's tries since it was opened.
     ///
     /// ```no_run
-    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// # fn demo(a: avout::atom::Atom<u64>) {
     /// let s = a.stats();
     /// println!("{} optimistic, {} promoted", s.optimistic_tries, s.promoted_tries);
     /// # }
@@ -526,13 +536,13 @@ where
     /// [`AtomWatcher`].
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// let mut w = a.watch().await?;
     /// let change = w.changed().await?;
     /// println!("{} -> {}", change.old, change.new);
     /// # Ok(()) }
     /// ```
-    pub async fn watch(&self) -> Result<AtomWatcher<T, C, K>, AtomError> {
+    pub async fn watch(&self) -> Result<AtomWatcher<T, K>, AtomError> {
         AtomWatcher::start(self.inner.core.clone()).await
     }
 
@@ -545,7 +555,7 @@ where
     /// MUST be called within a tokio runtime.
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// a.add_watch("log", |old, new| println!("{old} -> {new}")).await?;
     /// # Ok(()) }
     /// ```
@@ -577,7 +587,7 @@ where
     /// Stops the watch added under `key`; `false` if there was none.
     ///
     /// ```no_run
-    /// # fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) {
+    /// # fn demo(a: avout::atom::Atom<u64>) {
     /// a.remove_watch("log");
     /// # }
     /// ```
@@ -620,6 +630,9 @@ where
         create: bool,
     ) -> Result<R, AtomError> {
         let core = &*self.inner.core;
+        // One session for the whole update: if it ends, the update fails with its error.
+        let session = core.session().await?;
+        let zk = &*session;
         let mut known = self.inner.known.get();
         // Whether `known` comes from a linearizable read made during this call.
         let mut linearized = false;
@@ -627,14 +640,14 @@ where
         let mut guard = None;
         let result = loop {
             if let Known::Unknown = known {
-                known = core.read(false).await?;
+                known = core.read(zk, false).await?;
                 self.remember(known.clone());
             }
             let current = match &known {
                 Known::Present(loaded) => Some(&loaded.value),
                 Known::Absent if !create && linearized => break Err(self.missing()),
                 Known::Absent if !create => {
-                    known = core.read(true).await?;
+                    known = core.read(zk, true).await?;
                     linearized = true;
                     self.remember(known.clone());
                     continue;
@@ -645,7 +658,7 @@ where
             let (value, ret) = match f(current) {
                 Update::Keep(ret) if linearized => break Ok(ret),
                 Update::Keep(_) => {
-                    known = core.read(true).await?;
+                    known = core.read(zk, true).await?;
                     linearized = true;
                     self.remember(known.clone());
                     continue;
@@ -665,11 +678,11 @@ where
             } else {
                 &self.inner.counters.optimistic_tries
             });
-            let (step, body, replaced) = self.prepare(&known, &value).await?;
+            let (step, body, replaced) = self.prepare(zk, &known, &value).await?;
             let mut machine = CasMachine::new(&core.path, step).planted(core.planted);
             let outcome = {
                 let _one_in_flight = self.inner.writing.lock().await;
-                drive(&*core.zk, &mut machine).await
+                drive(zk, &mut machine).await
             };
             if machine.recovered() {
                 bump(&self.inner.counters.recoveries);
@@ -728,6 +741,7 @@ where
     /// write loses) and the body replaced (to discard if it wins).
     async fn prepare(
         &self,
+        zk: &dyn Coordination,
         known: &Known<T>,
         value: &T,
     ) -> Result<(Step, Body, Option<Body>), AtomError> {
@@ -747,7 +761,7 @@ where
                 limit,
             });
         }
-        let write_id = core.zk.new_guid() as u64;
+        let write_id = zk.new_guid() as u64;
         let body = if core.store.inline(bytes.len()) {
             Body::Inline(bytes)
         } else {

@@ -19,10 +19,9 @@
 //! Revert to a past point needs the history that the STM keeps, and lives with it.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use avout::atom::record::{Records, Value};
-//! # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
-//! let records = Records::new(zk, "/concourse");
+//! # async fn demo(client: &avout::Client) -> Result<(), avout::atom::record::RecordError> {
+//! let records = Records::new(client, "/concourse");
 //! records.set("name", Value::from("Ada"), 1).await?;
 //! records.set("visits", Value::Int(0), 1).await?;
 //! let before = records.get_and_increment("visits", 1).await?;
@@ -36,7 +35,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Coordination;
+use crate::{Client, Coordination};
 use crate::sync::{Mutex as StdMutex, lock};
 
 use super::{Atom, AtomError, Update};
@@ -168,35 +167,34 @@ pub enum RecordError {
 /// Records as atoms under a base path (`<base>/r<record>`); see the [module docs](self).
 ///
 /// ```no_run
-/// # use std::sync::Arc;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
-/// let records = avout::atom::record::Records::new(zk, "/db");
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::record::RecordError> {
+/// let records = avout::atom::record::Records::new(client, "/db");
 /// records.clear("tags", 7).await?;
 /// # Ok(()) }
 /// ```
-pub struct Records<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Records {
+    client: Client,
     base: String,
-    atoms: StdMutex<BTreeMap<u64, Atom<Record, C>>>,
+    atoms: StdMutex<BTreeMap<u64, Atom<Record>>>,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Records<C> {
+impl std::fmt::Debug for Records {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Records").field("base", &self.base).finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Records<C> {
+impl Records {
     /// Records under `base` (created on first use).
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// let records = avout::atom::record::Records::new(zk, "/db");
+    /// # fn demo(client: &avout::Client) {
+    /// let records = avout::atom::record::Records::new(client, "/db");
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, base: impl Into<String>) -> Self {
+    pub fn new(client: &Client, base: impl Into<String>) -> Self {
         Records {
-            zk,
+            client: client.clone(),
             base: base.into(),
             atoms: StdMutex::new(BTreeMap::new()),
         }
@@ -205,24 +203,24 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// The atom holding `record` (created empty if missing).
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// let atom = r.atom(1).await?;
     /// println!("{}", atom.path());
     /// # Ok(()) }
     /// ```
-    pub async fn atom(&self, record: u64) -> Result<Atom<Record, C>, RecordError> {
+    pub async fn atom(&self, record: u64) -> Result<Atom<Record>, RecordError> {
         if let Some(atom) = lock(&self.atoms).get(&record) {
             return Ok(atom.clone());
         }
         let path = crate::path::join(&self.base, &format!("r{record}"));
-        let atom = Atom::open(self.zk.clone(), path, Record::new()).await?;
+        let atom = Atom::open(&self.client, path, Record::new()).await?;
         Ok(lock(&self.atoms).entry(record).or_insert(atom).clone())
     }
 
     /// The values of `key` in `record` (linearizable).
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// for v in r.fetch("tags", 1).await? { println!("{v:?}"); }
     /// # Ok(()) }
     /// ```
@@ -234,7 +232,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// Whether `value` is among the values of `key` in `record` (linearizable).
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// use avout::atom::record::Value;
     /// let admin = r.verify("role", &Value::from("admin"), 1).await?;
     /// # Ok(()) }
@@ -246,7 +244,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// Adds `value` to `key` in `record`; `false` if it was already there (nothing written).
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// r.add("tags", "rust".into(), 1).await?;
     /// # Ok(()) }
     /// ```
@@ -269,7 +267,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// Removes `value` from `key` in `record`; `false` if it was not there.
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// r.remove("tags", &"rust".into(), 1).await?;
     /// # Ok(()) }
     /// ```
@@ -291,7 +289,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// removed in the same write).
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// r.set("status", "active".into(), 1).await?;
     /// # Ok(()) }
     /// ```
@@ -309,7 +307,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// `CLEAR key IN record`: removes every value of `key`; `false` if it had none.
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// r.clear("status", 1).await?;
     /// # Ok(()) }
     /// ```
@@ -336,7 +334,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// `false` always means the expected value was absent.
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// use avout::atom::record::Value;
     /// let moved = r.verify_and_swap("state", &Value::from("draft"), 1, Value::from("published")).await?;
     /// # Ok(()) }
@@ -370,7 +368,7 @@ impl<C: Coordination + ?Sized + 'static> Records<C> {
     /// non-numeric first value is [`RecordError::NotANumber`], and nothing is written.
     ///
     /// ```no_run
-    /// # async fn demo(r: avout::atom::record::Records<avout::zk::ZkClient>) -> Result<(), avout::atom::record::RecordError> {
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// let ticket = r.get_and_increment("next_ticket", 1).await?;
     /// # Ok(()) }
     /// ```

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use crate::{Coordination, EventKind, Stat, Watch};
+use crate::{Coordination, Stat, Watch};
 
 use super::{AtomError, Codec, Core, Versioned};
 
@@ -36,11 +36,13 @@ pub struct Change<T> {
 /// [module docs](self).
 ///
 /// Connection loss: the watcher waits for the session to come back and reads again, so
-/// changes made meanwhile are reported (coalesced). Session expiry ends it with an error.
+/// changes made meanwhile are reported (coalesced). Session expiry: the watcher reads again on
+/// the client's next session, the same way, so the changes made while no watch was armed are
+/// reported too (coalesced); it fails only once the client has ended.
 /// Cancellation: dropping `changed()`'s future loses nothing; the next call picks up.
 ///
 /// ```no_run
-/// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+/// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
 /// let mut w = a.watch().await?;
 /// loop {
 ///     let c = w.changed().await?;
@@ -48,17 +50,14 @@ pub struct Change<T> {
 /// }
 /// # }
 /// ```
-pub struct AtomWatcher<T, C: Coordination + ?Sized + 'static, K> {
-    core: Arc<Core<C, K>>,
+pub struct AtomWatcher<T, K = super::Json> {
+    core: Arc<Core<K>>,
     last: T,
     last_stat: Stat,
     armed: Option<Watch>,
 }
 
-impl<T, C, K> std::fmt::Debug for AtomWatcher<T, C, K>
-where
-    C: Coordination + ?Sized + 'static,
-{
+impl<T, K> std::fmt::Debug for AtomWatcher<T, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AtomWatcher")
             .field("path", &self.core.path)
@@ -72,13 +71,12 @@ enum Read<T> {
     Absent(Watch),
 }
 
-impl<T, C, K> AtomWatcher<T, C, K>
+impl<T, K> AtomWatcher<T, K>
 where
     T: DeserializeOwned + Clone + Send + Sync + 'static,
-    C: Coordination + ?Sized + 'static,
     K: Codec,
 {
-    pub(super) async fn start(core: Arc<Core<C, K>>) -> Result<Self, AtomError> {
+    pub(super) async fn start(core: Arc<Core<K>>) -> Result<Self, AtomError> {
         match Self::read(&core).await? {
             Read::Present(value, stat, watch) => Ok(AtomWatcher {
                 core,
@@ -95,7 +93,7 @@ where
     /// The last value reported (or the starting value).
     ///
     /// ```no_run
-    /// # async fn demo(a: avout::atom::Atom<u64, avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(a: avout::atom::Atom<u64>) -> Result<(), avout::atom::AtomError> {
     /// let w = a.watch().await?;
     /// println!("starting at {}", w.last());
     /// # Ok(()) }
@@ -105,23 +103,20 @@ where
     }
 
     /// Waits for the value to change and returns the change (from the last value reported to
-    /// the newest). Fails when the session is lost, or with a decode error if another program
-    /// writes bytes that are not a value (the watcher stays usable).
+    /// the newest). Fails once the client has ended, or with a decode error if another
+    /// program writes bytes that are not a value (the watcher stays usable).
     ///
     /// ```no_run
-    /// # async fn demo(mut w: avout::atom::AtomWatcher<u64, avout::zk::ZkClient, avout::atom::Json>) -> Result<(), avout::atom::AtomError> {
+    /// # async fn demo(mut w: avout::atom::AtomWatcher<u64>) -> Result<(), avout::atom::AtomError> {
     /// let change = w.changed().await?;
     /// # Ok(()) }
     /// ```
     pub async fn changed(&mut self) -> Result<Change<T>, AtomError> {
         loop {
             if let Some(watch) = self.armed.take() {
-                let event = watch.await;
-                if event.kind == EventKind::Session
-                    && let Some(error) = event.state.terminal_error()
-                {
-                    return Err(error.into());
-                }
+                // A session's end fires the watch too: the read below waits for the client's
+                // next session, and fails if the client has ended.
+                let _event = watch.await;
             }
             let (value, stat, watch) = match Self::read(&self.core).await? {
                 Read::Present(value, stat, watch) => (value, stat, watch),
@@ -148,10 +143,11 @@ where
     }
 
     /// Reads the node and arms a watch on it; waits out connection losses.
-    async fn read(core: &Core<C, K>) -> Result<Read<T>, AtomError> {
-        let mut states = core.zk.session_states();
+    async fn read(core: &Core<K>) -> Result<Read<T>, AtomError> {
         loop {
-            let result = match core.zk.get_and_watch_data(&core.path).await {
+            let zk = core.session().await?;
+            let mut states = zk.session_states();
+            let result = match zk.get_and_watch_data(&core.path).await {
                 Ok((data, stat, watch)) => {
                     match core.load::<T>(Versioned { data, stat }).await? {
                         Some(loaded) => return Ok(Read::Present(loaded.value, stat, watch)),
@@ -162,7 +158,7 @@ where
                         }
                     }
                 }
-                Err(crate::Error::NoNode { .. }) => core.zk.exists_and_watch(&core.path).await,
+                Err(crate::Error::NoNode { .. }) => zk.exists_and_watch(&core.path).await,
                 Err(e) => Err(e),
             };
             match result {
@@ -177,6 +173,8 @@ where
                         () = pause => {}
                     }
                 }
+                // The session ended: read on the next one.
+                Err(e) if e.is_session_lost() && !core.client.has_ended() => {}
                 Err(e) => return Err(e.into()),
             }
         }

@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 use crate::machine::{Driving, Pace, drive, until_certain};
 use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, Error, Op, OpResult, SessionState, path};
+use crate::client::Session;
+use crate::{Client, Coordination, Error, Op, OpResult, SessionState, path};
 
 use super::release::{ReleaseMachine, Releases};
 use super::{AcquireMachine, Acquired, LockError, LockKind, Patience};
@@ -18,21 +19,23 @@ use super::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 struct Held {
     acquired: Acquired,
     count: usize,
+    /// The session the node belongs to: the hold ends with it.
+    session: Session,
 }
 
 /// One kind of lock on one path, as one handle holds it: the node, a hold count for
 /// reentrancy, and the serialisation of acquisitions. A [`Mutex`] has one side, a
 /// [`RwLock`](super::RwLock) two.
-pub(super) struct Side<C: ?Sized> {
+pub(super) struct Side {
     path: String,
     kind: LockKind,
     held: StdMutex<Option<Held>>,
     /// Serialises acquisitions through one handle, so that a second `lock` while the first is
     /// still queueing joins the first hold instead of queueing behind it (a deadlock).
     acquiring: tokio::sync::Mutex<()>,
-    zk: Arc<C>,
+    client: Client,
     /// The other side of the same read-write lock handle.
-    partner: OnceLock<Weak<Side<C>>>,
+    partner: OnceLock<Weak<Side>>,
     /// A released write node kept until the read holds taken under it are released too
     /// (see [`Side::release_node`]).
     parked: StdMutex<Option<String>>,
@@ -42,14 +45,14 @@ pub(super) struct Side<C: ?Sized> {
     planted: Bugs,
 }
 
-impl<C: Coordination + ?Sized + 'static> Side<C> {
-    pub(super) fn new(zk: Arc<C>, path: String, kind: LockKind) -> Arc<Self> {
+impl Side {
+    pub(super) fn new(client: &Client, path: String, kind: LockKind) -> Arc<Self> {
         Arc::new(Side {
             path,
             kind,
             held: StdMutex::new(None),
             acquiring: tokio::sync::Mutex::new(()),
-            zk,
+            client: client.clone(),
             partner: OnceLock::new(),
             parked: StdMutex::new(None),
             releases: StdMutex::new(Releases::default()),
@@ -74,7 +77,11 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
     /// write node is parked, and deleted with the last read hold; deciding it needs a children
     /// read, which the future performs. Without a writer in between, releasing the write lock
     /// is a true downgrade: later readers share, later writers queue behind our read.
-    fn release_node(self: Arc<Self>, node: String) -> BoxFuture<'static, Result<(), Error>> {
+    fn release_node(
+        self: Arc<Self>,
+        session: Session,
+        node: String,
+    ) -> BoxFuture<'static, Result<(), Error>> {
         let partner = self.partner.get().and_then(Weak::upgrade);
         match (self.kind, partner) {
             (LockKind::Write, Some(read))
@@ -82,12 +89,12 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
                     .held_name()
                     .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
             {
-                self.release_under_read(node, read).boxed()
+                self.release_under_read(session, node, read).boxed()
             }
             (LockKind::Read, Some(write)) => {
-                let read = self.send_delete(node);
+                let read = self.send_delete(&session, node);
                 let parked = lock(&write.parked).take();
-                let parked = parked.map(|parked| write.send_delete(parked));
+                let parked = parked.map(|parked| write.send_delete(&session, parked));
                 async move {
                     read.await?;
                     match parked {
@@ -97,19 +104,20 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
                 }
                 .boxed()
             }
-            _ => self.send_delete(node),
+            _ => self.send_delete(&session, node),
         }
     }
 
     /// The write node's release when a read hold of this handle sits above it.
     async fn release_under_read(
         self: Arc<Self>,
+        session: Session,
         node: String,
         read: Arc<Self>,
     ) -> Result<(), Error> {
-        let zk = &*self.zk;
+        let zk = &*session;
         let Some(read_name) = read.held_name() else {
-            return self.send_delete(node).await;
+            return self.send_delete(&session, node).await;
         };
         if writer_between(zk, &self.path, path::name(&node), &read_name).await? {
             *lock(&self.parked) = Some(node);
@@ -119,11 +127,11 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
                 Some(_) => None,
             };
             if let Some(node) = missed {
-                self.send_delete(node).await?;
+                self.send_delete(&session, node).await?;
             }
             return Ok(());
         }
-        self.send_delete(node).await
+        self.send_delete(&session, node).await
     }
 
     /// Sends the delete of our `node` now: ZooKeeper applies it after every request this
@@ -131,23 +139,28 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
     /// resolves once the delete is handed to the session; a task drives its
     /// [`ReleaseMachine`] to the end (see [`super::release`]) and books the outcome for the
     /// handle's next acquisition.
-    fn send_delete(self: &Arc<Self>, node: String) -> BoxFuture<'static, Result<(), Error>> {
-        if let Some(error) = self.zk.session_states().current().terminal_error() {
+    fn send_delete(
+        self: &Arc<Self>,
+        session: &Session,
+        node: String,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        if let Some(error) = session.session_state().terminal_error() {
             // The node went with the session.
             return futures::future::ready(Err(error)).boxed();
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No task to check the reply: wait for it here.
-            let zk = self.zk.clone();
+            let zk = session.clone();
             return async move { drive(&*zk, &mut ReleaseMachine::new(node)).await }.boxed();
         };
         lock(&self.releases).begin(&node);
         let (sent, was_sent) = tokio::sync::oneshot::channel();
         let side = self.clone();
+        let session = session.clone();
         // The task starts the machine at once (its delete is submitted at the start), and the
         // caller waits for that, so the delete is ordered before anything the caller sends next.
         runtime.spawn(async move {
-            let mut driving = Driving::start(&*side.zk, ReleaseMachine::new(node.clone()));
+            let mut driving = Driving::start(&*session, ReleaseMachine::new(node.clone()));
             let _ = sent.send(());
             let outcome = driving.finish().await;
             lock(&side.releases).settle(node, outcome);
@@ -166,10 +179,10 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
     }
 
     /// Retries the deletes of released nodes that failed for good; fails if one still does.
-    async fn retry_failed_releases(&self) -> Result<(), Error> {
+    async fn retry_failed_releases(&self, zk: &dyn Coordination) -> Result<(), Error> {
         let failed = lock(&self.releases).failed();
         for node in failed {
-            let outcome = drive(&*self.zk, &mut ReleaseMachine::new(node.clone())).await;
+            let outcome = drive(zk, &mut ReleaseMachine::new(node.clone())).await;
             lock(&self.releases).settle(node, outcome.clone());
             outcome?;
         }
@@ -188,17 +201,19 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
     }
 
     /// Joins the handle's hold, if it has one. A hold whose session has ended is not joined:
-    /// its node is gone, so the acquisition goes on and fails with the session's error.
-    fn reenter(self: &Arc<Self>) -> Option<LockGuard<C>> {
-        if self.zk.session_states().current().is_terminal() {
-            return None;
-        }
+    /// its node is gone, so the acquisition goes on, on the client's current session (the
+    /// dead hold's guards stay [`LockStatus::Lost`]).
+    fn reenter(self: &Arc<Self>) -> Option<LockGuard> {
         let mut held = lock(&self.held);
         let held = held.as_mut()?;
+        if held.session.has_ended() {
+            return None;
+        }
         held.count += 1;
         Some(LockGuard {
             side: self.clone(),
             acquired: held.acquired.clone(),
+            session: held.session.clone(),
             released: false,
         })
     }
@@ -210,7 +225,7 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
         self: &Arc<Self>,
         patience: Patience,
         own: impl FnOnce() -> Result<Vec<String>, LockError>,
-    ) -> Result<LockGuard<C>, LockError> {
+    ) -> Result<LockGuard, LockError> {
         if let Some(guard) = self.reenter() {
             return Ok(guard);
         }
@@ -219,16 +234,17 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
             return Ok(guard);
         }
         let own = own()?;
+        let session = self.client.current_session().await?;
         // Earlier releases through this handle: failed ones are retried first (their nodes
         // would block everyone); those still in flight must not make us wait for ourselves.
         let partner = self.partner.get().and_then(Weak::upgrade);
-        self.retry_failed_releases().await?;
+        self.retry_failed_releases(&*session).await?;
         let mut releasing = self.releasing_names();
         if let Some(partner) = &partner {
-            partner.retry_failed_releases().await?;
+            partner.retry_failed_releases(&*session).await?;
             releasing.extend(partner.releasing_names());
         }
-        let zk = &self.zk;
+        let zk = &session;
         let machine = AcquireMachine::new(
             &self.path,
             self.kind,
@@ -240,13 +256,16 @@ impl<C: Coordination + ?Sized + 'static> Side<C> {
         .with_releasing(releasing)
         .planted(self.planted);
         let acquired = acquire_node(zk, machine, &self.path).await?;
+        // Replaces a hold whose session ended, if any: its guards only report it lost.
         *lock(&self.held) = Some(Held {
             acquired: acquired.clone(),
             count: 1,
+            session: session.clone(),
         });
         Ok(LockGuard {
             side: self.clone(),
             acquired,
+            session,
             released: false,
         })
     }
@@ -300,20 +319,19 @@ pub(super) fn patience_for(timeout: Duration) -> Patience {
 /// See the [module docs](super) for connection loss, expiry and cancellation.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::lock::Mutex;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
-/// let mutex = Mutex::new(zk, "/locks/invoices")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
+/// let mutex = Mutex::new(client, "/locks/invoices")?;
 /// let guard = mutex.lock().await?;
 /// // ... critical section; `guard.fencing_token()` orders holders ...
 /// guard.unlock().await?;
 /// # Ok(()) }
 /// ```
-pub struct Mutex<C: Coordination + ?Sized + 'static> {
-    side: Arc<Side<C>>,
+pub struct Mutex {
+    side: Arc<Side>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Mutex<C> {
+impl Clone for Mutex {
     fn clone(&self) -> Self {
         Mutex {
             side: self.side.clone(),
@@ -321,7 +339,7 @@ impl<C: Coordination + ?Sized + 'static> Clone for Mutex<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Mutex<C> {
+impl std::fmt::Debug for Mutex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mutex")
             .field("path", &self.side.path)
@@ -329,21 +347,21 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Mutex<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Mutex<C> {
+impl Mutex {
     /// A handle on the lock at `path` (created with its parents on first use).
     ///
     /// Fails with [`Error::InvalidPath`] for an invalid path.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::lock::Mutex::new(zk, "no-slash").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::lock::Mutex::new(client, "no-slash").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, LockError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         Ok(Mutex {
-            side: Side::new(zk, path, LockKind::Exclusive),
+            side: Side::new(client, path, LockKind::Exclusive),
         })
     }
 
@@ -355,8 +373,8 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// If the handle has been cloned: bugs are planted in a new handle, before it is shared.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// let m = avout::lock::Mutex::new(zk, "/l").unwrap().planted(avout::planted::Bugs::NONE);
+    /// # fn demo(client: &avout::Client) {
+    /// let m = avout::lock::Mutex::new(client, "/l").unwrap().planted(avout::planted::Bugs::NONE);
     /// # }
     /// ```
     pub fn planted(mut self, bugs: Bugs) -> Self {
@@ -369,7 +387,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// The lock's path.
     ///
     /// ```no_run
-    /// # fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) {
+    /// # fn demo(m: avout::lock::Mutex) {
     /// println!("{}", m.path());
     /// # }
     /// ```
@@ -381,11 +399,11 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// is refused (for example by an ACL).
     ///
     /// ```no_run
-    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(m: avout::lock::Mutex) -> Result<(), avout::lock::LockError> {
     /// let guard = m.lock().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn lock(&self) -> Result<MutexGuard<C>, LockError> {
+    pub async fn lock(&self) -> Result<MutexGuard, LockError> {
         self.side
             .acquire(Patience::Forever, || Ok(Vec::new()))
             .await
@@ -394,13 +412,13 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// Acquires the lock if it is free now; `Ok(None)` if it is held.
     ///
     /// ```no_run
-    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(m: avout::lock::Mutex) -> Result<(), avout::lock::LockError> {
     /// if let Some(guard) = m.try_lock().await? {
     ///     guard.unlock().await?;
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_lock(&self) -> Result<Option<MutexGuard<C>>, LockError> {
+    pub async fn try_lock(&self) -> Result<Option<MutexGuard>, LockError> {
         immediate(self.side.acquire(Patience::None, || Ok(Vec::new())).await)
     }
 
@@ -408,7 +426,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     /// queued node is removed before returning).
     ///
     /// ```no_run
-    /// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(m: avout::lock::Mutex) -> Result<(), avout::lock::LockError> {
     /// use std::time::Duration;
     /// match m.try_lock_for(Duration::from_millis(500)).await? {
     ///     Some(guard) => guard.unlock().await?,
@@ -419,7 +437,7 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
     pub async fn try_lock_for(
         &self,
         timeout: Duration,
-    ) -> Result<Option<MutexGuard<C>>, LockError> {
+    ) -> Result<Option<MutexGuard>, LockError> {
         timed(
             self.side
                 .acquire(patience_for(timeout), || Ok(Vec::new()))
@@ -431,8 +449,8 @@ impl<C: Coordination + ?Sized + 'static> Mutex<C> {
 /// Runs `machine` (acquiring a node under `lock_path`) to its end. Cancellation-safe: if the
 /// returned future is dropped first, the node it created, or may have created, is removed in
 /// the background.
-pub(crate) async fn acquire_node<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
+pub(crate) async fn acquire_node(
+    zk: &Session,
     machine: AcquireMachine,
     lock_path: &str,
 ) -> Result<Acquired, LockError> {
@@ -448,14 +466,14 @@ pub(crate) async fn acquire_node<C: Coordination + ?Sized + 'static>(
 }
 
 /// An acquisition in progress; if dropped before it finishes, removes its node.
-struct Acquiring<C: Coordination + ?Sized + 'static> {
+struct Acquiring {
     machine: AcquireMachine,
     /// `Some` until the acquisition finishes.
-    zk: Option<Arc<C>>,
+    zk: Option<Session>,
     lock_path: String,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
+impl Drop for Acquiring {
     fn drop(&mut self) {
         let Some(zk) = self.zk.take() else { return };
         let node = self.machine.node_path();
@@ -548,7 +566,7 @@ pub enum LockStatus {
 
 /// What the session's state says about anything its ephemeral nodes stand for.
 pub(crate) fn session_status<C: Coordination + ?Sized>(zk: &C) -> LockStatus {
-    match zk.session_states().current() {
+    match zk.session_state() {
         SessionState::Connected => LockStatus::Held,
         SessionState::Disconnected => LockStatus::Suspended,
         _ => LockStatus::Lost,
@@ -566,23 +584,25 @@ pub(crate) async fn node_lost<C: Coordination + ?Sized>(zk: &C, node: &str) -> L
 /// Release with [`unlock`](Self::unlock); dropping the guard releases in the background.
 ///
 /// ```no_run
-/// # async fn demo(m: avout::lock::Mutex<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// # async fn demo(m: avout::lock::Mutex) -> Result<(), avout::lock::LockError> {
 /// let guard: avout::lock::LockGuard<_> = m.lock().await?;
 /// println!("{} holds token {}", guard.node(), guard.fencing_token());
 /// guard.unlock().await?;
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the guard releases the lock"]
-pub struct LockGuard<C: Coordination + ?Sized + 'static> {
-    side: Arc<Side<C>>,
+pub struct LockGuard {
+    side: Arc<Side>,
     acquired: Acquired,
+    /// The session the lock is held with (not necessarily the client's current one).
+    session: Session,
     released: bool,
 }
 
 /// The guard of a [`Mutex`].
-pub type MutexGuard<C> = LockGuard<C>;
+pub type MutexGuard = LockGuard;
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for LockGuard<C> {
+impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
             .field("kind", &self.side.kind)
@@ -592,12 +612,12 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for LockGuard<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
+impl LockGuard {
     /// The lock node's path (Curator's naming: `<lock>/_c_<GUID>-lock-<seq>`, or `__READ__` /
     /// `__WRIT__` for a read-write lock).
     ///
     /// ```no_run
-    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::lock::MutexGuard) {
     /// println!("holding {}", g.node());
     /// # }
     /// ```
@@ -608,7 +628,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     /// Which lock this guard holds.
     ///
     /// ```no_run
-    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::lock::MutexGuard) {
     /// assert_eq!(g.kind(), avout::lock::LockKind::Exclusive);
     /// # }
     /// ```
@@ -617,15 +637,15 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     }
 
     /// The session the lock is held with.
-    pub(super) fn zk(&self) -> &Arc<C> {
-        &self.side.zk
+    pub(super) fn zk(&self) -> &Session {
+        &self.session
     }
 
     /// A number that grows with every acquisition of this lock (the node's creation zxid).
     /// A resource that remembers the largest token it has seen can refuse a stale holder.
     ///
     /// ```no_run
-    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::lock::MutexGuard) {
     /// let token = g.fencing_token();
     /// # }
     /// ```
@@ -636,26 +656,26 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     /// Whether the lock is still held, as far as this process can tell.
     ///
     /// ```no_run
-    /// # fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::lock::MutexGuard) {
     /// use avout::lock::LockStatus;
     /// if g.status() != LockStatus::Held { /* stop writing */ }
     /// # }
     /// ```
     pub fn status(&self) -> LockStatus {
-        session_status(&*self.side.zk)
+        session_status(&*self.session)
     }
 
     /// Resolves when the lock is lost: the session ended or the node was deleted. Awaiting it
     /// costs one watch on the lock node.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) {
+    /// # async fn demo(g: avout::lock::MutexGuard) {
     /// let reason = g.lost().await;
     /// eprintln!("lock lost: {reason}");
     /// # }
     /// ```
     pub async fn lost(&self) -> LockError {
-        node_lost(&*self.side.zk, &self.acquired.node).await
+        node_lost(&*self.session, &self.acquired.node).await
     }
 
     /// Applies `ops` atomically only if this guard's lock node still exists, so a holder that
@@ -664,7 +684,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     /// Fails with [`LockError::NodeDeleted`] if the lock was lost.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(g: avout::lock::MutexGuard) -> Result<(), avout::lock::LockError> {
     /// use avout::Op;
     /// g.fenced(vec![Op::set_data("/accounts/42", b"100".to_vec(), None)]).await?;
     /// # Ok(()) }
@@ -673,7 +693,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(Op::check(self.acquired.node.clone(), None));
         all.extend(ops);
-        match self.side.zk.multi(&all).await {
+        match self.session.multi(&all).await {
             Ok(mut results) => {
                 results.remove(0);
                 Ok(results)
@@ -722,22 +742,28 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     /// `unlock` waits for the delete to be applied.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::lock::MutexGuard<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(g: avout::lock::MutexGuard) -> Result<(), avout::lock::LockError> {
     /// g.unlock().await?;
     /// # Ok(()) }
     /// ```
     pub async fn unlock(mut self) -> Result<(), LockError> {
         self.released = true;
         if let Some(node) = self.release_hold() {
-            self.side.clone().release_node(node).await?;
+            self.side
+                .clone()
+                .release_node(self.session.clone(), node)
+                .await?;
         }
         Ok(())
     }
 
-    /// Drops one hold; returns the node to delete if it was the last.
+    /// Drops one hold; returns the node to delete if it was the last. A hold that a later
+    /// acquisition replaced (its session had ended) has nothing left to release.
     fn release_hold(&self) -> Option<String> {
         let mut held = lock(&self.side.held);
-        let hold = held.as_mut().expect("a guard exists only while held");
+        let hold = held
+            .as_mut()
+            .filter(|hold| hold.acquired.node == self.acquired.node)?;
         hold.count -= 1;
         if hold.count > 0 {
             return None;
@@ -746,13 +772,13 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for LockGuard<C> {
+impl Drop for LockGuard {
     fn drop(&mut self) {
         if self.released {
             return;
         }
         if let Some(node) = self.release_hold() {
-            spawn_cleanup(self.side.clone().release_node(node));
+            spawn_cleanup(self.side.clone().release_node(self.session.clone(), node));
         }
     }
 }

@@ -208,7 +208,7 @@ impl Machine for RevocationMachine {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
+impl LockGuard {
     /// Resolves when another process asks this holder to release the lock (see the
     /// [revocation module docs](self)). The holder consents by releasing; until it does, it
     /// keeps the lock. Fails when there is nothing left to revoke: the node was deleted or
@@ -217,7 +217,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
     /// Listening costs one data watch on the lock node; dropping the future stops it.
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// let guard = rw.read().await?;
     /// tokio::select! {
     ///     asked = guard.revocation_requested() => {
@@ -238,7 +238,7 @@ impl<C: Coordination + ?Sized + 'static> LockGuard<C> {
 /// node. `Ok(false)` if the node is gone (its holder already released or lost it).
 ///
 /// ```no_run
-/// # async fn demo(zk: &avout::zk::ZkClient) -> Result<(), avout::lock::LockError> {
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
 /// let asked = avout::lock::revoke(zk, "/locks/a/_c_0b7e…-__READ__0000000003").await?;
 /// # Ok(()) }
 /// ```
@@ -310,9 +310,9 @@ pub fn holders(children: &[String]) -> Vec<String> {
 /// the lock busy, then queues as usual.
 ///
 /// ```no_run
-/// # async fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
 /// use avout::lock::{RwLock, revoke_holders};
-/// let rw = RwLock::new(zk.clone(), "/locks/catalogue")?;
+/// let rw = RwLock::new(&client, "/locks/catalogue")?;
 /// let guard = match rw.try_write().await? {
 ///     Some(guard) => guard,
 ///     None => {

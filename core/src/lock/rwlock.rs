@@ -3,16 +3,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Coordination, path};
+use crate::{Client, Coordination, path};
 
 use super::mutex::{Side, immediate, patience_for, timed};
 use super::{LockError, LockGuard, LockKind, Patience};
 
 /// The guard of a [`RwLock`]'s read side.
-pub type ReadGuard<C> = LockGuard<C>;
+pub type ReadGuard = LockGuard;
 
 /// The guard of a [`RwLock`]'s write side.
-pub type WriteGuard<C> = LockGuard<C>;
+pub type WriteGuard = LockGuard;
 
 /// A distributed read-write lock: ZooKeeper's shared-lock recipe, with Curator's node names.
 ///
@@ -62,10 +62,9 @@ pub type WriteGuard<C> = LockGuard<C>;
 /// own handle.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::lock::RwLock;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
-/// let rw = RwLock::new(zk, "/locks/catalogue")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
+/// let rw = RwLock::new(client, "/locks/catalogue")?;
 /// let read = rw.read().await?;
 /// // ... many readers may be here at once, no writer ...
 /// read.unlock().await?;
@@ -75,12 +74,12 @@ pub type WriteGuard<C> = LockGuard<C>;
 /// read_too.unlock().await?;
 /// # Ok(()) }
 /// ```
-pub struct RwLock<C: Coordination + ?Sized + 'static> {
-    read: Arc<Side<C>>,
-    write: Arc<Side<C>>,
+pub struct RwLock {
+    read: Arc<Side>,
+    write: Arc<Side>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for RwLock<C> {
+impl Clone for RwLock {
     fn clone(&self) -> Self {
         RwLock {
             read: self.read.clone(),
@@ -89,7 +88,7 @@ impl<C: Coordination + ?Sized + 'static> Clone for RwLock<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for RwLock<C> {
+impl std::fmt::Debug for RwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RwLock")
             .field("path", &self.read.path())
@@ -99,21 +98,21 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for RwLock<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> RwLock<C> {
+impl RwLock {
     /// A handle on the read-write lock at `path` (created with its parents on first use).
     ///
     /// Fails with [`crate::Error::InvalidPath`] for an invalid path.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::lock::RwLock::new(zk, "relative").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::lock::RwLock::new(client, "relative").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, LockError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
-        let read = Side::new(zk.clone(), path.clone(), LockKind::Read);
-        let write = Side::new(zk, path, LockKind::Write);
+        let read = Side::new(&client, path.clone(), LockKind::Read);
+        let write = Side::new(client, path, LockKind::Write);
         Side::link(&read, &write);
         Ok(RwLock { read, write })
     }
@@ -121,7 +120,7 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     /// The lock's path (the directory of both sides' nodes).
     ///
     /// ```no_run
-    /// # fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) {
+    /// # fn demo(rw: avout::lock::RwLock) {
     /// println!("{}", rw.path());
     /// # }
     /// ```
@@ -133,22 +132,22 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     /// Succeeds at once if this handle holds the read or the write lock.
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// let guard = rw.read().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn read(&self) -> Result<ReadGuard<C>, LockError> {
+    pub async fn read(&self) -> Result<ReadGuard, LockError> {
         self.acquire_read(Patience::Forever).await
     }
 
     /// Takes the read lock if no writer is ahead now; `Ok(None)` otherwise.
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// if let Some(guard) = rw.try_read().await? { guard.unlock().await?; }
     /// # Ok(()) }
     /// ```
-    pub async fn try_read(&self) -> Result<Option<ReadGuard<C>>, LockError> {
+    pub async fn try_read(&self) -> Result<Option<ReadGuard>, LockError> {
         immediate(self.acquire_read(Patience::None).await)
     }
 
@@ -156,11 +155,11 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     /// (the queued node is removed before returning).
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// let guard = rw.try_read_for(std::time::Duration::from_secs(1)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn try_read_for(&self, timeout: Duration) -> Result<Option<ReadGuard<C>>, LockError> {
+    pub async fn try_read_for(&self, timeout: Duration) -> Result<Option<ReadGuard>, LockError> {
         timed(self.acquire_read(patience_for(timeout)).await)
     }
 
@@ -169,22 +168,22 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     /// [`LockError::WouldDeadlock`] if it holds only the read lock.
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// let guard = rw.write().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn write(&self) -> Result<WriteGuard<C>, LockError> {
+    pub async fn write(&self) -> Result<WriteGuard, LockError> {
         self.acquire_write(Patience::Forever).await
     }
 
     /// Takes the write lock if nobody is ahead now; `Ok(None)` otherwise.
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// if let Some(guard) = rw.try_write().await? { guard.unlock().await?; }
     /// # Ok(()) }
     /// ```
-    pub async fn try_write(&self) -> Result<Option<WriteGuard<C>>, LockError> {
+    pub async fn try_write(&self) -> Result<Option<WriteGuard>, LockError> {
         immediate(self.acquire_write(Patience::None).await)
     }
 
@@ -192,18 +191,18 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
     /// (the queued node is removed before returning).
     ///
     /// ```no_run
-    /// # async fn demo(rw: avout::lock::RwLock<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(rw: avout::lock::RwLock) -> Result<(), avout::lock::LockError> {
     /// let guard = rw.try_write_for(std::time::Duration::from_secs(1)).await?;
     /// # Ok(()) }
     /// ```
     pub async fn try_write_for(
         &self,
         timeout: Duration,
-    ) -> Result<Option<WriteGuard<C>>, LockError> {
+    ) -> Result<Option<WriteGuard>, LockError> {
         timed(self.acquire_write(patience_for(timeout)).await)
     }
 
-    async fn acquire_read(&self, patience: Patience) -> Result<ReadGuard<C>, LockError> {
+    async fn acquire_read(&self, patience: Patience) -> Result<ReadGuard, LockError> {
         let write = &self.write;
         // Under our own write lock nobody else can hold or be ahead: the read node must not
         // wait for the write node it sits behind.
@@ -212,7 +211,7 @@ impl<C: Coordination + ?Sized + 'static> RwLock<C> {
             .await
     }
 
-    async fn acquire_write(&self, patience: Patience) -> Result<WriteGuard<C>, LockError> {
+    async fn acquire_write(&self, patience: Patience) -> Result<WriteGuard, LockError> {
         let read = &self.read;
         self.write
             .acquire(patience, || match read.held_name() {

@@ -515,6 +515,10 @@ impl Coordination for ZkClient {
         self.states.subscribe()
     }
 
+    fn session_state(&self) -> SessionState {
+        self.states.current()
+    }
+
     /// One arm per operation: each validates nothing itself (`submit` did), calls the client
     /// crate now (submission happens at the call) and maps its reply.
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {

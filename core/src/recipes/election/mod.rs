@@ -45,15 +45,15 @@ use crate::lock::{
     AcquireMachine, Acquired, LockError, LockKind, LockStatus, Patience, acquire_node,
     delete_idempotent, node_lost, pause_for_retry, session_status, spawn_cleanup,
 };
-use crate::{Coordination, Error, path};
+use crate::client::Session;
+use crate::{Client, Error, path};
 
 /// A participant in the election at one path; see the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::election::Election;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
-/// let election = Election::new(zk, "/services/billing/leader")?.with_id("billing-7");
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
+/// let election = Election::new(client, "/services/billing/leader")?.with_id("billing-7");
 /// let leadership = election.campaign().await?;
 /// let term = leadership.term();
 /// tokio::select! {
@@ -62,23 +62,23 @@ use crate::{Coordination, Error, path};
 /// }
 /// # Ok(()) }
 /// ```
-pub struct Election<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Election {
+    client: Client,
     path: String,
     id: Vec<u8>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Election<C> {
+impl Clone for Election {
     fn clone(&self) -> Self {
         Election {
-            zk: self.zk.clone(),
+            client: self.client.clone(),
             path: self.path.clone(),
             id: self.id.clone(),
         }
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Election<C> {
+impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Election")
             .field("path", &self.path)
@@ -98,22 +98,22 @@ pub struct Leader {
     pub term: i64,
 }
 
-impl<C: Coordination + ?Sized + 'static> Election<C> {
+impl Election {
     /// A participant in the election at `path` (created with its parents on first use), with
     /// an empty participant id.
     ///
     /// Fails with [`Error::InvalidPath`] for an invalid path.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::recipes::election::Election::new(zk, "bad").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::recipes::election::Election::new(client, "bad").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, LockError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         Ok(Election {
-            zk,
+            client: client.clone(),
             path,
             id: Vec::new(),
         })
@@ -123,7 +123,7 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
     /// [`leader`](Self::leader) and Curator's `LeaderLatch::getLeader` read it).
     ///
     /// ```no_run
-    /// # fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) {
+    /// # fn demo(e: avout::recipes::election::Election) {
     /// let e = e.with_id("host-a:8080");
     /// # }
     /// ```
@@ -135,7 +135,7 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
     /// The election's path.
     ///
     /// ```no_run
-    /// # fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) {
+    /// # fn demo(e: avout::recipes::election::Election) {
     /// println!("{}", e.path());
     /// # }
     /// ```
@@ -150,12 +150,12 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
     /// again only after its leadership ended.
     ///
     /// ```no_run
-    /// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
     /// let leadership = e.campaign().await?;
     /// assert!(leadership.is_leader());
     /// # Ok(()) }
     /// ```
-    pub async fn campaign(&self) -> Result<Leadership<C>, LockError> {
+    pub async fn campaign(&self) -> Result<Leadership, LockError> {
         self.run(Patience::Forever).await
     }
 
@@ -163,11 +163,11 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
     /// withdrawn).
     ///
     /// ```no_run
-    /// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
     /// if let Some(leadership) = e.try_campaign().await? { leadership.resign().await?; }
     /// # Ok(()) }
     /// ```
-    pub async fn try_campaign(&self) -> Result<Option<Leadership<C>>, LockError> {
+    pub async fn try_campaign(&self) -> Result<Option<Leadership>, LockError> {
         match self.run(Patience::None).await {
             Err(LockError::WouldBlock) => Ok(None),
             other => other.map(Some),
@@ -178,14 +178,14 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
     /// withdrawn before returning).
     ///
     /// ```no_run
-    /// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
     /// let maybe = e.campaign_for(std::time::Duration::from_secs(5)).await?;
     /// # Ok(()) }
     /// ```
     pub async fn campaign_for(
         &self,
         timeout: Duration,
-    ) -> Result<Option<Leadership<C>>, LockError> {
+    ) -> Result<Option<Leadership>, LockError> {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         match self.run(Patience::Millis(ms)).await {
             Err(LockError::TimedOut) => Ok(None),
@@ -193,32 +193,33 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
         }
     }
 
-    async fn run(&self, patience: Patience) -> Result<Leadership<C>, LockError> {
+    async fn run(&self, patience: Patience) -> Result<Leadership, LockError> {
+        let zk = self.client.current_session().await?;
         let machine = AcquireMachine::new(
             &self.path,
             LockKind::Latch,
-            self.zk.new_guid(),
-            self.zk.session().id.0,
+            zk.new_guid(),
+            zk.session().id.0,
             patience,
             Vec::new(),
         )
         .with_data(self.id.clone());
-        let acquired = acquire_node(&self.zk, machine, &self.path).await?;
-        Ok(Leadership::start(self.zk.clone(), acquired))
+        let acquired = acquire_node(&zk, machine, &self.path).await?;
+        Ok(Leadership::start(zk, acquired))
     }
 
     /// The current leader, read from the service (`None` if there are no candidates). Reads
     /// may lag the leader by a moment on a follower; the answer is a snapshot either way.
     ///
     /// ```no_run
-    /// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
     /// if let Some(leader) = e.leader().await? {
     ///     println!("{} leads in term {}", String::from_utf8_lossy(&leader.id), leader.term);
     /// }
     /// # Ok(()) }
     /// ```
     pub async fn leader(&self) -> Result<Option<Leader>, LockError> {
-        let zk = &*self.zk;
+        let zk = &*self.client.current_session().await?;
         let mut states = zk.session_states();
         loop {
             let children = match zk.get_children(&self.path).await {
@@ -269,15 +270,15 @@ impl<C: Coordination + ?Sized + 'static> Election<C> {
 /// without anyone awaiting [`lost`](Self::lost).
 ///
 /// ```no_run
-/// # async fn demo(e: avout::recipes::election::Election<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
 /// let leadership = e.campaign().await?;
 /// println!("leading from {} in term {}", leadership.node(), leadership.term());
 /// leadership.resign().await?;
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the leadership resigns it"]
-pub struct Leadership<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Leadership {
+    zk: Session,
     acquired: Acquired,
     /// Why the leadership ended, once the monitor has seen it end.
     ended: watch::Receiver<Option<LockError>>,
@@ -285,7 +286,7 @@ pub struct Leadership<C: Coordination + ?Sized + 'static> {
     resigned: bool,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Leadership<C> {
+impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Leadership")
             .field("node", &self.acquired.node)
@@ -294,8 +295,8 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Leadership<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Leadership<C> {
-    fn start(zk: Arc<C>, acquired: Acquired) -> Self {
+impl Leadership {
+    fn start(zk: Session, acquired: Acquired) -> Self {
         let (tx, ended) = watch::channel(None);
         let monitor = {
             let zk = zk.clone();
@@ -318,7 +319,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// earlier leader's (see the [module docs](self)). Use it as a fencing token.
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::election::Leadership) {
     /// let term: i64 = l.term();
     /// # }
     /// ```
@@ -329,7 +330,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// The candidate node's path (`<election>/_c_<GUID>-latch-<seq>`).
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::election::Leadership) {
     /// println!("{}", l.node());
     /// # }
     /// ```
@@ -341,7 +342,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// not been seen to go. False while the connection is down (the leadership is in doubt).
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::election::Leadership) {
     /// if !l.is_leader() { /* stop leading */ }
     /// # }
     /// ```
@@ -353,7 +354,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// down, [`LockStatus::Lost`] once the session ended or the node went.
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::election::Leadership) {
     /// use avout::lock::LockStatus;
     /// assert_ne!(l.status(), LockStatus::Lost);
     /// # }
@@ -368,7 +369,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// Resolves when the leadership is lost: the session ended or the node was deleted.
     ///
     /// ```no_run
-    /// # async fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) {
+    /// # async fn demo(l: avout::recipes::election::Leadership) {
     /// let why = l.lost().await;
     /// eprintln!("leadership lost: {why}");
     /// # }
@@ -386,7 +387,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     /// Gives up the leadership: deletes the candidate node, so the next candidate leads.
     ///
     /// ```no_run
-    /// # async fn demo(l: avout::recipes::election::Leadership<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(l: avout::recipes::election::Leadership) -> Result<(), avout::lock::LockError> {
     /// l.resign().await?;
     /// # Ok(()) }
     /// ```
@@ -400,7 +401,7 @@ impl<C: Coordination + ?Sized + 'static> Leadership<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Leadership<C> {
+impl Drop for Leadership {
     fn drop(&mut self) {
         if let Some(monitor) = self.monitor.take() {
             monitor.abort();
