@@ -42,13 +42,12 @@
 //! goes on to persistent trees for that.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Client, Coordination, CoordinationExt, path};
+use crate::{Client, CoordinationExt, path};
 
 use super::{Atom, AtomError, Codec, Update};
 

@@ -82,11 +82,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::client::Session;
 use crate::lock::Mutex;
 use crate::machine::drive;
 use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::client::Session;
 use crate::{Client, Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
 
 use cache::Cache;

@@ -31,11 +31,10 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Client, Coordination};
+use crate::Client;
 use crate::sync::{Mutex as StdMutex, lock};
 
 use super::{Atom, AtomError, Update};

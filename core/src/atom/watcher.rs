@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use crate::{Coordination, Stat, Watch};
+use crate::{Stat, Watch};
 
 use super::{AtomError, Codec, Core, Versioned};
 

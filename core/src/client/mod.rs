@@ -356,6 +356,26 @@ impl Client {
         }
     }
 
+    /// Runs `op` on the current session and, if that session ends under it while the client
+    /// lives, again on the next: for operations that only read and wait (a barrier's wait, a
+    /// watcher's next change), which lose nothing by starting over.
+    pub(crate) async fn across_sessions<T, E>(
+        &self,
+        mut op: impl AsyncFnMut(&Session) -> Result<T, E>,
+        session_lost: impl Fn(&E) -> bool,
+    ) -> Result<T, E>
+    where
+        E: From<Error>,
+    {
+        loop {
+            let session = self.current_session().await?;
+            match op(&session).await {
+                Err(e) if session_lost(&e) && !self.has_ended() => continue,
+                other => return other,
+            }
+        }
+    }
+
     /// The generation of the current (or last) session: 1 for the first, one more per
     /// replacement.
     pub fn generation(&self) -> u64 {

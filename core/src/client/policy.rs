@@ -133,8 +133,8 @@ mod tests {
 
     #[test]
     fn delays_grow_then_stay_at_the_cap() {
-        let p = RetryPolicy::exponential(Duration::from_millis(10), Duration::from_millis(80))
-            .unwrap();
+        let p =
+            RetryPolicy::exponential(Duration::from_millis(10), Duration::from_millis(80)).unwrap();
         let top: Vec<_> = (1..=6).map(|n| p.delay(n, u64::MAX).as_millis()).collect();
         assert_eq!(top, [10, 20, 40, 80, 80, 80]);
         let bottom: Vec<_> = (1..=6).map(|n| p.delay(n, 0).as_millis()).collect();

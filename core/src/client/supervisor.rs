@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::{Coordination, Error, SessionState};
 
-use super::{ConnectionState, Connect, Phase, Session, Shared, Slot};
+use super::{Connect, ConnectionState, Phase, Session, Shared, Slot};
 
 /// Follows sessions until the client ends; see the [module docs](super).
 pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
@@ -16,7 +16,9 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
             return;
         }
         shared.publish(ConnectionState::Lost, &session, false);
-        shared.slot.send_modify(|slot| slot.phase = Phase::Replacing);
+        shared
+            .slot
+            .send_modify(|slot| slot.phase = Phase::Replacing);
         let Some(connector) = shared.connector.clone() else {
             shared.end(end.terminal_error().unwrap_or(Error::Closed));
             return;

@@ -7,10 +7,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use crate::client::Session;
 use crate::machine::{Driving, Pace, drive, until_certain};
 use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::client::Session;
 use crate::{Client, Coordination, Error, Op, OpResult, SessionState, path};
 
 use super::release::{ReleaseMachine, Releases};
@@ -434,10 +434,7 @@ impl Mutex {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_lock_for(
-        &self,
-        timeout: Duration,
-    ) -> Result<Option<MutexGuard>, LockError> {
+    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, LockError> {
         timed(
             self.side
                 .acquire(patience_for(timeout), || Ok(Vec::new()))

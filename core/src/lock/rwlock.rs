@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Client, Coordination, path};
+use crate::{Client, path};
 
 use super::mutex::{Side, immediate, patience_for, timed};
 use super::{LockError, LockGuard, LockKind, Patience};
@@ -195,10 +195,7 @@ impl RwLock {
     /// let guard = rw.try_write_for(std::time::Duration::from_secs(1)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn try_write_for(
-        &self,
-        timeout: Duration,
-    ) -> Result<Option<WriteGuard>, LockError> {
+    pub async fn try_write_for(&self, timeout: Duration) -> Result<Option<WriteGuard>, LockError> {
         timed(self.acquire_write(patience_for(timeout)).await)
     }
 

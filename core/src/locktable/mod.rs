@@ -17,9 +17,8 @@
 //! ([`LockTableError::Failed`]: its index and the statement itself).
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use avout::locktable::{assert, exists, not, set_var, LockTable, LockTableError, Transaction};
-//! # async fn demo(user1: Arc<avout::zk::ZkClient>, user3: Arc<avout::zk::ZkClient>) -> Result<(), LockTableError> {
+//! # async fn demo(user1: Arc, user3: Arc) -> Result<(), LockTableError> {
 //! let mds_entry = Transaction::new("MDS entry for Zak Pak at Cherry Grove", vec![
 //!     assert(not(exists("Month-End", "CGROVE-35"))),
 //!     assert(not(exists("MDS-Review", "CGROVE-35").with_value("R-45899"))),
@@ -98,7 +97,11 @@
 //!   not is the transaction evaluated again — blindly re-sending it could, for example,
 //!   report `assert(delete_var(..))` as failed after it had in fact deleted the entry.
 //! - A session expiry ends the transaction with [`LockTableError::SessionLost`]: every entry
-//!   of the session is gone, whatever the last `multi` did.
+//!   of the session is gone, whatever the last `multi` did. The handle's entries are never
+//!   re-asserted on the client's next session: the handle's next `execute` after the expiry
+//!   fails with [`LockTableError::SessionLost`] too, applying nothing, if the handle had
+//!   committed on the ended session (its entries are gone and the application must learn it),
+//!   and the call after that runs on the new session with no entries.
 //! - Dropping [`LockTable::execute`]'s future abandons the transaction: a `multi` already
 //!   sent may still be applied (its entries are ephemeral, so at worst they live until the
 //!   session ends).
@@ -112,10 +115,9 @@ pub use statement::{
     delete_var_value, encode_name, exists, not, set_var,
 };
 
-use std::sync::Arc;
-
+use crate::client::Session;
 use crate::machine::drive;
-use crate::{Coordination, Error, path};
+use crate::{Client, Error, path};
 
 use machine::{EntryData, entry_session, slot_path};
 
@@ -207,31 +209,56 @@ pub struct Entry {
 ///
 /// Transactions through one handle run one at a time (that is what lets a lost commit reply
 /// be resolved); use several handles for concurrency.
-pub struct LockTable<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct LockTable {
+    client: Client,
     ns: String,
-    marker: String,
-    /// Whether the marker node exists; the lock serialises the handle's transactions.
-    marker_exists: tokio::sync::Mutex<bool>,
+    /// The session the handle's entries live on (from its first transaction); the lock
+    /// serialises its transactions.
+    on: tokio::sync::Mutex<Option<On>>,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for LockTable<C> {
+/// The session a lock-table handle's entries and marker live on.
+struct On {
+    session: Session,
+    /// `<ns>/tx/<session>-<GUID>`: the handle's marker on that session.
+    marker: String,
+    /// Whether the marker node exists (the handle committed on the session).
+    marker_exists: bool,
+}
+
+impl On {
+    fn new(ns: &str, session: Session) -> Self {
+        let marker = format!(
+            "{}/{:016x}-{:032x}",
+            path::join(ns, "tx"),
+            session.session().id.0 as u64,
+            session.new_guid()
+        );
+        On {
+            session,
+            marker,
+            marker_exists: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for LockTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockTable").field("ns", &self.ns).finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> LockTable<C> {
+impl LockTable {
     /// A handle on the namespace at path `namespace` (created on first use).
     ///
     /// Fails with [`LockTableError::Invalid`] for an invalid path.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::locktable::LockTable::new(zk, "Clinical").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::locktable::LockTable::new(client, "Clinical").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, namespace: impl Into<String>) -> Result<Self, LockTableError> {
+    pub fn new(client: &Client, namespace: impl Into<String>) -> Result<Self, LockTableError> {
         let ns = namespace.into();
         path::validate_path(&ns, false).map_err(|e| LockTableError::Invalid {
             reason: e.to_string(),
@@ -241,24 +268,17 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
                 reason: "the namespace cannot be the root".into(),
             });
         }
-        let marker = format!(
-            "{}/{:016x}-{:032x}",
-            path::join(&ns, "tx"),
-            zk.session().id.0 as u64,
-            zk.new_guid()
-        );
         Ok(LockTable {
-            zk,
+            client: client.clone(),
             ns,
-            marker,
-            marker_exists: tokio::sync::Mutex::new(false),
+            on: tokio::sync::Mutex::new(None),
         })
     }
 
     /// The namespace's path.
     ///
     /// ```no_run
-    /// # fn demo(t: avout::locktable::LockTable<avout::zk::ZkClient>) {
+    /// # fn demo(t: avout::locktable::LockTable) {
     /// println!("{}", t.namespace());
     /// # }
     /// ```
@@ -275,7 +295,7 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
     /// [`Indeterminate`](LockTableError::Indeterminate), [`Zk`](LockTableError::Zk).
     ///
     /// ```no_run
-    /// # async fn demo(t: avout::locktable::LockTable<avout::zk::ZkClient>) -> Result<(), avout::locktable::LockTableError> {
+    /// # async fn demo(t: avout::locktable::LockTable) -> Result<(), avout::locktable::LockTableError> {
     /// use avout::locktable::{anyway_continue_after, delete_var, Transaction};
     /// let done = Transaction::new("review done", vec![
     ///     anyway_continue_after(delete_var("MDS-Review", "CGROVE-35")),
@@ -286,21 +306,31 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
     /// ```
     pub async fn execute(&self, tx: &Transaction) -> Result<Committed, LockTableError> {
         validate(tx)?;
-        let mut marker_exists = self.marker_exists.lock().await;
-        if self.marker_session() != self.zk.session().id.0 {
-            // The marker is named for the session the handle was made on.
-            return Err(LockTableError::SessionLost(Error::SessionExpired));
-        }
+        let mut on = self.on.lock().await;
+        let zk = self.client.current_session().await?;
+        let on = match &mut *on {
+            Some(on) if on.session.generation() == zk.generation() => on,
+            Some(on) => {
+                // The entries went with the old session: say so once, re-assert nothing.
+                let had_entries = on.marker_exists;
+                *on = On::new(&self.ns, zk.clone());
+                if had_entries {
+                    return Err(LockTableError::SessionLost(Error::SessionExpired));
+                }
+                on
+            }
+            None => on.insert(On::new(&self.ns, zk.clone())),
+        };
         let mut machine = TxMachine::new(
             &self.ns,
             tx.clone(),
-            self.zk.session().id.0,
-            self.zk.new_guid(),
-            self.marker.clone(),
-            *marker_exists,
+            zk.session().id.0,
+            zk.new_guid(),
+            on.marker.clone(),
+            on.marker_exists,
         );
-        let outcome = drive(&*self.zk, &mut machine).await;
-        *marker_exists = machine.marker_exists();
+        let outcome = drive(&*zk, &mut machine).await;
+        on.marker_exists = machine.marker_exists();
         match outcome? {
             TxOutcome::Committed { applied, resolved } => Ok(Committed { applied, resolved }),
             TxOutcome::Failed { index } => Err(LockTableError::Failed {
@@ -310,15 +340,10 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
         }
     }
 
-    fn marker_session(&self) -> i64 {
-        let name = path::name(&self.marker);
-        u64::from_str_radix(&name[..16], 16).expect("the marker is named by us") as i64
-    }
-
     /// The entries of slot `table`/`var`, every session's, in session order.
     ///
     /// ```no_run
-    /// # async fn demo(t: avout::locktable::LockTable<avout::zk::ZkClient>) -> Result<(), avout::locktable::LockTableError> {
+    /// # async fn demo(t: avout::locktable::LockTable) -> Result<(), avout::locktable::LockTableError> {
     /// for e in t.entries("MDS-Entry", "CGROVE-35").await? {
     ///     println!("{:x}: {} ({})", e.session, e.value, e.description);
     /// }
@@ -326,7 +351,8 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
     /// ```
     pub async fn entries(&self, table: &str, var: &str) -> Result<Vec<Entry>, LockTableError> {
         let slot = slot_path(&self.ns, &Slot::new(table, var));
-        let children = match self.zk.get_children(&slot).await {
+        let zk = self.client.current_session().await?;
+        let children = match zk.get_children(&slot).await {
             Ok((children, _)) => children,
             Err(Error::NoNode { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
@@ -336,7 +362,7 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
             let Some(session) = entry_session(&child) else {
                 continue;
             };
-            match self.zk.get_data(&path::join(&slot, &child)).await {
+            match zk.get_data(&path::join(&slot, &child)).await {
                 Ok((data, _)) => {
                     let data: Option<EntryData> = serde_json::from_slice(&data).ok();
                     entries.push(Entry {
@@ -354,10 +380,12 @@ impl<C: Coordination + ?Sized + 'static> LockTable<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for LockTable<C> {
+impl Drop for LockTable {
     fn drop(&mut self) {
-        if *self.marker_exists.get_mut() {
-            let (zk, marker) = (self.zk.clone(), self.marker.clone());
+        if let Some(on) = self.on.get_mut()
+            && on.marker_exists
+        {
+            let (zk, marker) = (on.session.clone(), on.marker.clone());
             crate::lock::spawn_cleanup(async move {
                 crate::lock::delete_idempotent(&*zk, &marker).await
             });

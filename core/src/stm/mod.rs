@@ -28,10 +28,9 @@
 //! that committed (as Clojure's, they are local to the handle).
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use avout::stm::{Abort, Stm, StmConfig};
-//! # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), Box<dyn std::error::Error>> {
-//! let stm = Stm::open(zk, "/bank", StmConfig::default()).await?;
+//! # async fn demo(client: &avout::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! let stm = Stm::open(client, "/bank", StmConfig::default()).await?;
 //! let alice = stm.make_ref("alice", 100i64).await?;
 //! let bob = stm.make_ref("bob", 0i64).await?;
 //! alice.set_validator(|balance| *balance >= 0);
@@ -115,8 +114,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Coordination;
+use crate::Client;
 use crate::atom::{Codec, Json};
+use crate::client::Session;
 
 use protocol::{Counters, Engine, EngineContext, Failure};
 
@@ -267,10 +267,21 @@ pub struct StmStats {
 
 /// What [`Stm`] and its [`Ref`]s share.
 pub(crate) struct Shared {
+    pub(crate) client: Client,
     pub(crate) engine: Box<dyn Engine>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) config: StmConfig,
     pub(crate) root: String,
+}
+
+impl Shared {
+    /// The session the next operation runs on (see [`Client::current_session`]).
+    pub(crate) async fn session(&self) -> Result<Session, Failure> {
+        self.client
+            .current_session()
+            .await
+            .map_err(StmError::from_zk)
+    }
 }
 
 /// A handle on an STM root: makes refs and runs transactions. Cheap to clone.
@@ -278,27 +289,17 @@ pub(crate) struct Shared {
 /// See the [module docs](self).
 ///
 /// ```no_run
-/// # use std::sync::Arc;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::stm::StmError> {
-/// let stm = avout::stm::Stm::open(zk, "/app/stm", Default::default()).await?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::stm::StmError> {
+/// let stm = avout::stm::Stm::open(client, "/app/stm", Default::default()).await?;
 /// assert_eq!(stm.root(), "/app/stm");
 /// # Ok(()) }
 /// ```
-pub struct Stm<C: Coordination + ?Sized + 'static> {
+#[derive(Clone)]
+pub struct Stm {
     shared: Arc<Shared>,
-    zk: Arc<C>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Stm<C> {
-    fn clone(&self) -> Self {
-        Stm {
-            shared: self.shared.clone(),
-            zk: self.zk.clone(),
-        }
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Stm<C> {
+impl std::fmt::Debug for Stm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stm")
             .field("root", &self.shared.root)
@@ -307,7 +308,7 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Stm<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Stm<C> {
+impl Stm {
     /// Opens the STM at `root` (created if missing), binding the root to
     /// `config.protocol` if it is new.
     ///
@@ -315,25 +316,25 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// [`StmError::Zk`] for an invalid root path; [`StmError::SessionLost`].
     ///
     /// ```no_run
-    /// # use std::sync::Arc;
     /// use avout::stm::{Protocol, Stm, StmConfig, StmError};
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) {
-    /// Stm::open(zk.clone(), "/s", StmConfig::with_protocol(Protocol::Optimistic)).await.unwrap();
-    /// let other = Stm::open(zk, "/s", StmConfig::with_protocol(Protocol::Mvcc)).await;
+    /// # async fn demo(client: &avout::Client) {
+    /// Stm::open(&client, "/s", StmConfig::with_protocol(Protocol::Optimistic)).await.unwrap();
+    /// let other = Stm::open(client, "/s", StmConfig::with_protocol(Protocol::Mvcc)).await;
     /// assert!(matches!(other, Err(StmError::ProtocolMismatch { .. })));
     /// # }
     /// ```
-    pub async fn open(zk: Arc<C>, root: &str, config: StmConfig) -> Result<Stm<C>, StmError> {
+    pub async fn open(client: &Client, root: &str, config: StmConfig) -> Result<Stm, StmError> {
         crate::path::validate_path(root, false).map_err(Failure::Zk)?;
         if root == "/" {
             return Err(StmError::Zk(crate::Error::BadArguments(
                 "the STM root cannot be / (its node records the protocol)".into(),
             )));
         }
+        let zk = client.current_session().await.map_err(Failure::from_zk)?;
         root::bind(&*zk, root, config.protocol).await?;
         let counters = Arc::new(Counters::default());
         let cx = EngineContext {
-            zk: zk.clone(),
+            zk,
             root: root.to_owned(),
             config: config.clone(),
             counters: counters.clone(),
@@ -344,19 +345,19 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
         };
         Ok(Stm {
             shared: Arc::new(Shared {
+                client: client.clone(),
                 engine,
                 counters,
                 config,
                 root: root.to_owned(),
             }),
-            zk,
         })
     }
 
     /// The root path.
     ///
     /// ```no_run
-    /// # fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) {
+    /// # fn demo(stm: avout::stm::Stm) {
     /// println!("{}", stm.root());
     /// # }
     /// ```
@@ -367,7 +368,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// The configuration.
     ///
     /// ```no_run
-    /// # fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) {
+    /// # fn demo(stm: avout::stm::Stm) {
     /// assert_eq!(stm.config().retry_limit, 10_000);
     /// # }
     /// ```
@@ -375,21 +376,21 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
         &self.shared.config
     }
 
-    /// The session.
+    /// The client the handle runs on.
     ///
     /// ```no_run
-    /// # fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) {
-    /// let _zk = stm.zk();
+    /// # fn demo(stm: avout::stm::Stm) {
+    /// let _client = stm.client();
     /// # }
     /// ```
-    pub fn zk(&self) -> &Arc<C> {
-        &self.zk
+    pub fn client(&self) -> &Client {
+        &self.shared.client
     }
 
     /// Counts of this handle's work (all its clones and refs).
     ///
     /// ```no_run
-    /// # fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) {
+    /// # fn demo(stm: avout::stm::Stm) {
     /// let s = stm.stats();
     /// assert!(s.round_trips <= s.requests);
     /// # }
@@ -402,7 +403,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// existing ref keeps its value), with the JSON codec.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
     /// let hits = stm.make_ref("hits", 0u64).await?;
     /// assert!(hits.deref().await? >= 0);
     /// # Ok(()) }
@@ -418,7 +419,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// the same codec.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
     /// let r = stm.make_ref_with("compact", vec![1u32, 2], avout::atom::Postcard).await?;
     /// assert_eq!(r.deref().await?, vec![1, 2]);
     /// # Ok(()) }
@@ -438,7 +439,8 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
             name: name.to_owned(),
             source,
         })?;
-        self.shared.engine.create_ref(name, &bytes).await?;
+        let zk = self.shared.session().await?;
+        self.shared.engine.create_ref(&zk, name, &bytes).await?;
         Ok(Ref::new(self.shared.clone(), name.to_owned(), codec))
     }
 
@@ -446,7 +448,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     /// shows as [`StmError::NoRef`] when used).
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
     /// let r = stm.get_ref::<u64>("hits")?;
     /// println!("{}", r.deref().await?);
     /// # Ok(()) }
@@ -476,7 +478,7 @@ impl<C: Coordination + ?Sized + 'static> Stm<C> {
     ///
     /// ```no_run
     /// use avout::stm::{Abort, StmError};
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, a: avout::stm::Ref<i64>) {
+    /// # async fn demo(stm: avout::stm::Stm, a: avout::stm::Ref<i64>) {
     /// #[derive(Debug)]
     /// enum Refused { Stm(Abort), TooPoor }
     /// impl From<Abort> for Refused { fn from(a: Abort) -> Self { Refused::Stm(a) } }

@@ -67,6 +67,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 
 use crate::Coordination;
+use crate::client::Session;
 use crate::machine::{Driving, Machine, Millis, Reply, Request, Token, drive};
 use crate::{SessionState, WatchedEvent};
 
@@ -200,13 +201,14 @@ impl Counters {
 /// What a protocol's engine is built from.
 ///
 /// ```no_run
-/// # fn f(cx: avout::stm::protocol::EngineContext<avout::zk::ZkClient>) {
+/// # fn f(cx: avout::stm::protocol::EngineContext) {
 /// assert!(cx.root.starts_with('/'));
 /// # }
 /// ```
-pub struct EngineContext<C: Coordination + ?Sized> {
-    /// The session.
-    pub zk: Arc<C>,
+pub struct EngineContext {
+    /// The session to prepare the root on (the engine keeps no session: every call gets the
+    /// one it runs on).
+    pub zk: Session,
     /// The root path (validated, no trailing `/`); the frontend has bound it to the protocol
     /// (its node exists and names the protocol). The protocol's nodes go under it.
     pub root: String,
@@ -239,25 +241,37 @@ pub trait Engine: Send + Sync + 'static {
     /// its value. MUST be safe to call concurrently from many clients and to repeat.
     fn create_ref<'a>(
         &'a self,
+        zk: &'a Session,
         name: &'a str,
         initial: &'a [u8],
     ) -> BoxFuture<'a, Result<(), Failure>>;
 
     /// The newest committed value of `name`, outside any transaction (Clojure's `deref` of
     /// a ref outside `dosync`). It should be linearizable (see each protocol's docs).
-    fn read_latest<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, Failure>>;
+    fn read_latest<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, Failure>>;
 
-    /// Starts a try of a transaction. `slot` lives across the transaction's tries.
+    /// Starts a try of a transaction on `zk`. `slot` lives across the transaction's tries,
+    /// and every try of one transaction runs on the same session: if it ends, the
+    /// transaction fails with [`StmError::SessionLost`](super::StmError::SessionLost).
     fn begin<'a>(
         &'a self,
+        zk: &'a Session,
         slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>>;
 
     /// The values of `name` at past commit points, newest first (the newest committed value
     /// first). Protocols that keep no history return
     /// [`StmError::Unsupported`](super::StmError) (the default).
-    fn history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
-        let _ = name;
+    fn history<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
+        let _ = (zk, name);
         let protocol = self.protocol();
         Box::pin(async move {
             Err(StmError::Unsupported {

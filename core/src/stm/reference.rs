@@ -56,7 +56,7 @@ struct Inner<T, K> {
 /// are local to the handle, like Clojure's.
 ///
 /// ```no_run
-/// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>) -> Result<(), avout::stm::StmError> {
+/// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
 /// let r = stm.make_ref("counter", 0u64).await?;
 /// r.set_validator(|n| *n < 1_000);
 /// r.add_watch("log", |old, new| println!("{old} -> {new}"));
@@ -125,12 +125,9 @@ where
     /// # Ok(()) }
     /// ```
     pub async fn deref(&self) -> Result<T, StmError> {
-        let bytes = self
-            .inner
-            .shared
-            .engine
-            .read_latest(&self.inner.name)
-            .await?;
+        let shared = &self.inner.shared;
+        let zk = shared.session().await?;
+        let bytes = shared.engine.read_latest(&zk, &self.inner.name).await?;
         self.decode(&bytes)
     }
 
@@ -194,7 +191,9 @@ where
     /// # Ok(()) }
     /// ```
     pub async fn history(&self) -> Result<Vec<(u64, T)>, StmError> {
-        let entries = self.inner.shared.engine.history(&self.inner.name).await?;
+        let shared = &self.inner.shared;
+        let zk = shared.session().await?;
+        let entries = shared.engine.history(&zk, &self.inner.name).await?;
         entries
             .into_iter()
             .map(|e| Ok((e.point, self.decode(&e.value)?)))
@@ -210,7 +209,9 @@ where
     /// # Ok(()) }
     /// ```
     pub async fn value_at(&self, point: u64) -> Result<Option<T>, StmError> {
-        let entries = self.inner.shared.engine.history(&self.inner.name).await?;
+        let shared = &self.inner.shared;
+        let zk = shared.session().await?;
+        let entries = shared.engine.history(&zk, &self.inner.name).await?;
         match entries.into_iter().find(|e| e.point <= point) {
             Some(e) => Ok(Some(self.decode(&e.value)?)),
             None => Ok(None),

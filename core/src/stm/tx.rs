@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::atom::Codec;
+use crate::client::Session;
 
 use super::protocol::{Attempt, CommitPlan, Commute, Failure, RetryReason, TryError, TxnSlot};
 use super::reference::ErasedRef;
@@ -41,7 +42,7 @@ struct Entry {
 ///
 /// ```no_run
 /// use avout::stm::Abort;
-/// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
+/// # async fn demo(stm: avout::stm::Stm, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
 /// let total = stm.dosync(async |tx| {
 ///     let x = tx.deref(&a).await?;
 ///     let y = tx.ensure(&b).await?;
@@ -138,7 +139,7 @@ impl<'a> Tx<'a> {
     /// `dosync`), or the transaction's own since it set it. The read is validated at commit.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
     /// let v = stm.dosync(async |tx| tx.deref(&r).await).await?;
     /// # Ok(()) }
     /// ```
@@ -160,7 +161,7 @@ impl<'a> Tx<'a> {
     /// [`StmError::SetAfterCommute`].
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
     /// stm.dosync(async |tx| tx.ref_set(&r, 0).await).await?;
     /// # Ok(()) }
     /// ```
@@ -176,7 +177,7 @@ impl<'a> Tx<'a> {
     /// read is validated at commit.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm, r: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
     /// let n = stm.dosync(async |tx| tx.alter(&r, |n| n + 1).await).await?;
     /// # Ok(()) }
     /// ```
@@ -226,7 +227,7 @@ impl<'a> Tx<'a> {
     /// change of the ref never makes this transaction run again; only the commit is redone.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, hits: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm, hits: avout::stm::Ref<u64>) -> Result<(), avout::stm::StmError> {
     /// stm.dosync(async |tx| tx.commute(&hits, |n| n + 1).await).await?;
     /// # Ok(()) }
     /// ```
@@ -257,7 +258,7 @@ impl<'a> Tx<'a> {
     /// writes another.
     ///
     /// ```no_run
-    /// # async fn demo(stm: avout::stm::Stm<avout::zk::ZkClient>, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
+    /// # async fn demo(stm: avout::stm::Stm, a: avout::stm::Ref<i64>, b: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
     /// stm.dosync(async |tx| {
     ///     let other = tx.ensure(&b).await?;
     ///     tx.alter(&a, |x| x - other).await
@@ -373,8 +374,11 @@ where
     F: AsyncFnMut(&mut Tx<'_>) -> Result<R, E>,
 {
     let mut slot = TxnSlot::default();
+    // Every try on one session: if it ends, the transaction fails rather than start over
+    // on the next one (a commit in flight may have been applied).
+    let zk = shared.session().await.map_err(Failure::widen)?;
     loop {
-        let ending = match one_try(shared, &mut slot, &mut body).await {
+        let ending = match one_try(shared, &zk, &mut slot, &mut body).await {
             Ending::Done(Err(StmError::SessionLost(_)))
                 if shared
                     .config
@@ -400,11 +404,16 @@ where
     }
 }
 
-async fn one_try<R, E, F>(shared: &Shared, slot: &mut TxnSlot, body: &mut F) -> Ending<R, E>
+async fn one_try<R, E, F>(
+    shared: &Shared,
+    zk: &Session,
+    slot: &mut TxnSlot,
+    body: &mut F,
+) -> Ending<R, E>
 where
     F: AsyncFnMut(&mut Tx<'_>) -> Result<R, E>,
 {
-    let attempt = match shared.engine.begin(slot).await {
+    let attempt = match shared.engine.begin(zk, slot).await {
         Ok(attempt) => attempt,
         Err(TryError::Retry(reason)) => return retry(reason),
         Err(TryError::Fail(f)) => return Ending::Done(Err(f.widen())),

@@ -21,16 +21,17 @@
 //! - Connection loss: every request of the recipe is idempotent, so it is sent again once the
 //!   session reconnects (or after a short pause). The barrier node is persistent: a holder
 //!   losing its connection or session does not lower it.
-//! - Session expiry ends a wait with [`BarrierError::SessionLost`].
+//! - Session expiry: the barrier node is persistent, so nothing is lost; a wait goes on on
+//!   the client's next session, and a `set` or `remove` in flight fails with
+//!   [`BarrierError::SessionLost`] (both are idempotent: call again).
 //! - Cancelling a wait (dropping its future) is harmless: a wait changes nothing.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
-use crate::{Coordination, CoordinationExt, Error, SessionState, WatchedEvent, path};
+use crate::{Client, CoordinationExt, Error, SessionState, WatchedEvent, path};
 
 /// Why a barrier operation failed.
 ///
@@ -215,56 +216,58 @@ impl Machine for WaitGoneMachine {
 /// A barrier: a node whose existence holds processes back. See the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::barrier::Barrier;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
-/// let gate = Barrier::new(zk, "/deploy/gate")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::barrier::BarrierError> {
+/// let gate = Barrier::new(client, "/deploy/gate")?;
 /// gate.set().await?;
 /// // ... elsewhere, workers call `gate.wait().await?` ...
 /// gate.remove().await?; // releases every waiter
 /// # Ok(()) }
 /// ```
-pub struct Barrier<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Barrier {
+    client: Client,
     path: String,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Barrier<C> {
+impl Clone for Barrier {
     fn clone(&self) -> Self {
         Barrier {
-            zk: self.zk.clone(),
+            client: self.client.clone(),
             path: self.path.clone(),
         }
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Barrier<C> {
+impl std::fmt::Debug for Barrier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Barrier").field("path", &self.path).finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Barrier<C> {
+impl Barrier {
     /// A handle on the barrier node at `path`.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::recipes::barrier::Barrier::new(zk, "bad").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::recipes::barrier::Barrier::new(client, "bad").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, BarrierError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, BarrierError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         if path == "/" {
             return Err(Error::BadArguments("the root cannot be a barrier".into()).into());
         }
-        Ok(Barrier { zk, path })
+        Ok(Barrier {
+            client: client.clone(),
+            path,
+        })
     }
 
     /// The barrier node's path.
     ///
     /// ```no_run
-    /// # fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) {
+    /// # fn demo(b: avout::recipes::barrier::Barrier) {
     /// println!("{}", b.path());
     /// # }
     /// ```
@@ -276,12 +279,13 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
     /// barrier is a no-op.
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::barrier::Barrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// b.set().await?;
     /// # Ok(()) }
     /// ```
     pub async fn set(&self) -> Result<(), BarrierError> {
-        let zk = &*self.zk;
+        let session = self.client.current_session().await?;
+        let zk = &*session;
         idempotent(zk, || zk.ensure_path(&self.path)).await?;
         Ok(())
     }
@@ -289,12 +293,13 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
     /// Lowers the barrier, releasing every waiter; lowering a lowered barrier is a no-op.
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::barrier::Barrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// b.remove().await?;
     /// # Ok(()) }
     /// ```
     pub async fn remove(&self) -> Result<(), BarrierError> {
-        let zk = &*self.zk;
+        let session = self.client.current_session().await?;
+        let zk = &*session;
         match idempotent(zk, || zk.delete(&self.path, None)).await {
             Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
             Err(e) => Err(e.into()),
@@ -304,12 +309,13 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
     /// Whether the barrier is raised now.
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::barrier::Barrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// if b.is_set().await? { println!("held back"); }
     /// # Ok(()) }
     /// ```
     pub async fn is_set(&self) -> Result<bool, BarrierError> {
-        let zk = &*self.zk;
+        let session = self.client.current_session().await?;
+        let zk = &*session;
         // Behind a sync (sent together): another client's set or remove is seen.
         let found = idempotent(zk, || {
             let sync = zk.sync(&self.path);
@@ -326,18 +332,23 @@ impl<C: Coordination + ?Sized + 'static> Barrier<C> {
     /// Waits until the barrier is lowered (returns at once if it is not raised).
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::barrier::Barrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// b.wait().await?;
     /// # Ok(()) }
     /// ```
     pub async fn wait(&self) -> Result<(), BarrierError> {
-        drive(&*self.zk, &mut WaitGoneMachine::new(&self.path)).await
+        self.client
+            .across_sessions(
+                async |zk| drive(&**zk, &mut WaitGoneMachine::new(&self.path)).await,
+                |e| matches!(e, BarrierError::SessionLost(_)),
+            )
+            .await
     }
 
     /// Like [`wait`](Self::wait), for at most `timeout`; [`BarrierError::TimedOut`] after.
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::barrier::Barrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::barrier::Barrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// b.wait_for(std::time::Duration::from_secs(5)).await?;
     /// # Ok(()) }
     /// ```

@@ -30,16 +30,17 @@
 //! - Connection loss: every step is idempotent (our node's name holds our GUID, so `NodeExists`
 //!   on it means a create of ours went through); the step is redone after reconnecting.
 //! - Session expiry ends enter or leave with [`BarrierError::SessionLost`]; our node is gone
-//!   with the session, so the others count us out (or as left).
+//!   with the session, so the others count us out (or as left). A participant is its node,
+//!   so it is not re-created on the client's next session: call
+//!   [`enter`](DoubleBarrier::enter) again on the same handle to take part in a later round.
 //! - Dropping an enter future, or a [`DoubleBarrierGuard`] without [`leave`](DoubleBarrierGuard::leave),
 //!   deletes our node in the background.
 
-use std::sync::Arc;
-
+use crate::client::Session;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
-use crate::{Coordination, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
+use crate::{Client, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
 
 use super::barrier::BarrierError;
 use super::once::{guid_hex, spawn_cleanup};
@@ -545,32 +546,31 @@ impl Machine for LeaveMachine {
 /// A double barrier for a fixed number of participants; see the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::double_barrier::DoubleBarrier;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
-/// let round = DoubleBarrier::new(zk, "/rounds/7", 3)?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::barrier::BarrierError> {
+/// let round = DoubleBarrier::new(client, "/rounds/7", 3)?;
 /// let inside = round.enter().await?; // returns when all 3 have entered
 /// // ... compute ...
 /// inside.leave().await?;             // returns when all 3 have left
 /// # Ok(()) }
 /// ```
-pub struct DoubleBarrier<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct DoubleBarrier {
+    client: Client,
     path: String,
     count: usize,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for DoubleBarrier<C> {
+impl Clone for DoubleBarrier {
     fn clone(&self) -> Self {
         DoubleBarrier {
-            zk: self.zk.clone(),
+            client: self.client.clone(),
             path: self.path.clone(),
             count: self.count,
         }
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrier<C> {
+impl std::fmt::Debug for DoubleBarrier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DoubleBarrier")
             .field("path", &self.path)
@@ -579,15 +579,19 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrier<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> DoubleBarrier<C> {
+impl DoubleBarrier {
     /// A handle on the double barrier at `path` for `count` participants.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::recipes::double_barrier::DoubleBarrier::new(zk, "/r", 0).is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::recipes::double_barrier::DoubleBarrier::new(client, "/r", 0).is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>, count: usize) -> Result<Self, BarrierError> {
+    pub fn new(
+        client: &Client,
+        path: impl Into<String>,
+        count: usize,
+    ) -> Result<Self, BarrierError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         if count == 0 {
@@ -596,27 +600,32 @@ impl<C: Coordination + ?Sized + 'static> DoubleBarrier<C> {
             )
             .into());
         }
-        Ok(DoubleBarrier { zk, path, count })
+        Ok(DoubleBarrier {
+            client: client.clone(),
+            path,
+            count,
+        })
     }
 
     /// Enters the barrier: returns once `count` participants have entered.
     ///
     /// ```no_run
-    /// # async fn demo(b: avout::recipes::double_barrier::DoubleBarrier<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(b: avout::recipes::double_barrier::DoubleBarrier) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// let guard = b.enter().await?;
     /// guard.leave().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn enter(&self) -> Result<DoubleBarrierGuard<C>, BarrierError> {
+    pub async fn enter(&self) -> Result<DoubleBarrierGuard, BarrierError> {
+        let zk = self.client.current_session().await?;
         let mut entering = Entering {
-            machine: EnterMachine::new(&self.path, self.count, self.zk.new_guid()),
-            zk: Some(self.zk.clone()),
+            machine: EnterMachine::new(&self.path, self.count, zk.new_guid()),
+            zk: Some(zk.clone()),
         };
-        let result = drive(&*self.zk, &mut entering.machine).await;
+        let result = drive(&*zk, &mut entering.machine).await;
         entering.zk = None;
         result?;
         Ok(DoubleBarrierGuard {
-            zk: self.zk.clone(),
+            zk,
             path: self.path.clone(),
             node: entering.machine.node().to_owned(),
             left: false,
@@ -625,12 +634,12 @@ impl<C: Coordination + ?Sized + 'static> DoubleBarrier<C> {
 }
 
 /// An entry in progress; if dropped unfinished, removes our node.
-struct Entering<C: Coordination + ?Sized + 'static> {
+struct Entering {
     machine: EnterMachine,
-    zk: Option<Arc<C>>,
+    zk: Option<Session>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Entering<C> {
+impl Drop for Entering {
     fn drop(&mut self) {
         if let Some(zk) = self.zk.take() {
             delete_in_background(zk, self.machine.node().to_owned());
@@ -638,7 +647,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for Entering<C> {
     }
 }
 
-fn delete_in_background<C: Coordination + ?Sized + 'static>(zk: Arc<C>, node: String) {
+fn delete_in_background(zk: Session, node: String) {
     spawn_cleanup("removing a double-barrier node", async move {
         let zk = &*zk;
         match idempotent(zk, || zk.delete(&node, None)).await {
@@ -651,14 +660,14 @@ fn delete_in_background<C: Coordination + ?Sized + 'static>(zk: Arc<C>, node: St
 /// Proof of being inside a [`DoubleBarrier`]. [`leave`](Self::leave) waits for everyone;
 /// dropping it deletes our node without waiting.
 #[must_use = "dropping the guard leaves without waiting for the others"]
-pub struct DoubleBarrierGuard<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct DoubleBarrierGuard {
+    zk: Session,
     path: String,
     node: String,
     left: bool,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrierGuard<C> {
+impl std::fmt::Debug for DoubleBarrierGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DoubleBarrierGuard")
             .field("node", &self.node)
@@ -666,11 +675,11 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for DoubleBarrierGuard<
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> DoubleBarrierGuard<C> {
+impl DoubleBarrierGuard {
     /// Our participant node.
     ///
     /// ```no_run
-    /// # fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard) {
     /// println!("{}", g.node());
     /// # }
     /// ```
@@ -681,7 +690,7 @@ impl<C: Coordination + ?Sized + 'static> DoubleBarrierGuard<C> {
     /// Leaves the barrier: returns once every participant has left (or died).
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard<avout::zk::ZkClient>) -> Result<(), avout::recipes::barrier::BarrierError> {
+    /// # async fn demo(g: avout::recipes::double_barrier::DoubleBarrierGuard) -> Result<(), avout::recipes::barrier::BarrierError> {
     /// g.leave().await?;
     /// # Ok(()) }
     /// ```
@@ -694,7 +703,7 @@ impl<C: Coordination + ?Sized + 'static> DoubleBarrierGuard<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for DoubleBarrierGuard<C> {
+impl Drop for DoubleBarrierGuard {
     fn drop(&mut self) {
         if !self.left {
             delete_in_background(self.zk.clone(), std::mem::take(&mut self.node));

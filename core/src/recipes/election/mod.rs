@@ -36,16 +36,15 @@
 //! - Dropping a campaign future withdraws the candidate (its node is removed in the
 //!   background); dropping a [`Leadership`] resigns like [`Leadership::resign`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::client::Session;
 use crate::lock::{
     AcquireMachine, Acquired, LockError, LockKind, LockStatus, Patience, acquire_node,
     delete_idempotent, node_lost, pause_for_retry, session_status, spawn_cleanup,
 };
-use crate::client::Session;
 use crate::{Client, Error, path};
 
 /// A participant in the election at one path; see the [module docs](self).
@@ -182,10 +181,7 @@ impl Election {
     /// let maybe = e.campaign_for(std::time::Duration::from_secs(5)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn campaign_for(
-        &self,
-        timeout: Duration,
-    ) -> Result<Option<Leadership>, LockError> {
+    pub async fn campaign_for(&self, timeout: Duration) -> Result<Option<Leadership>, LockError> {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         match self.run(Patience::Millis(ms)).await {
             Err(LockError::TimedOut) => Ok(None),

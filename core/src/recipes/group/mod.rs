@@ -17,19 +17,24 @@
 //! # Connection loss, session expiry, cancellation
 //!
 //! - Connection loss: joins recover as above; reads are simply redone after reconnecting.
-//! - Session expiry removes this session's members; a join or watch in progress ends with
-//!   [`GroupError::SessionLost`], and a [`Membership`] reports it through
-//!   [`Membership::is_member`].
+//! - Session expiry removes this session's members. A join in progress ends with
+//!   [`GroupError::SessionLost`]. A [`Membership`] joins again on the client's next session,
+//!   with the same name and data (what the application asked to keep), and says so through
+//!   [`Membership::status`]; a [`MembershipWatch`] reads the group again on the next session
+//!   and reports what changed meanwhile.
 //! - Dropping a join future whose create may have happened removes the node in the background
 //!   (if this session owns it); dropping a watch future loses nothing (the next call reads the
 //!   children again).
 
-use std::sync::Arc;
+mod membership;
 
+pub use membership::{MemberStatus, Membership};
+
+use crate::client::Session;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
-use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};
+use crate::{Client, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
 use super::once::{Once, OnceMachine, Proof, spawn_cleanup};
 
@@ -277,10 +282,9 @@ impl Machine for WatchMembersMachine {
 /// A group of processes; see the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::group::Group;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
-/// let workers = Group::new(zk, "/workers")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::group::GroupError> {
+/// let workers = Group::new(client, "/workers")?;
 /// let me = workers.join("w-17", b"10.0.0.17:8080").await?;
 /// for member in workers.members().await? {
 ///     println!("{} at {}", member.name, String::from_utf8_lossy(&member.data));
@@ -288,44 +292,39 @@ impl Machine for WatchMembersMachine {
 /// me.leave().await?;
 /// # Ok(()) }
 /// ```
-pub struct Group<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+#[derive(Clone)]
+pub struct Group {
+    client: Client,
     path: String,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Group<C> {
-    fn clone(&self) -> Self {
-        Group {
-            zk: self.zk.clone(),
-            path: self.path.clone(),
-        }
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Group<C> {
+impl std::fmt::Debug for Group {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Group").field("path", &self.path).finish()
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Group<C> {
+impl Group {
     /// A handle on the group at `path` (created with its parents on the first join).
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::recipes::group::Group::new(zk, "nope").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::recipes::group::Group::new(client, "nope").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, GroupError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, GroupError> {
         let path = path.into();
         path::validate_path(&path, false)?;
-        Ok(Group { zk, path })
+        Ok(Group {
+            client: client.clone(),
+            path,
+        })
     }
 
     /// The group's path.
     ///
     /// ```no_run
-    /// # fn demo(g: avout::recipes::group::Group<avout::zk::ZkClient>) {
+    /// # fn demo(g: avout::recipes::group::Group) {
     /// println!("{}", g.path());
     /// # }
     /// ```
@@ -333,34 +332,39 @@ impl<C: Coordination + ?Sized + 'static> Group<C> {
         &self.path
     }
 
-    /// Joins as `name` with `data`; fails with [`GroupError::NameTaken`] if another session
-    /// is a member under that name. Joining twice under one name from one session returns a
-    /// second handle on the same membership.
+    /// Joins as `name` with `data`, and stays a member across session expiries (see
+    /// [`Membership`]). Fails with [`GroupError::NameTaken`] if another session is a member
+    /// under that name. Joining twice under one name from one session returns a second
+    /// handle on the same membership.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::recipes::group::Group<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
+    /// # async fn demo(g: avout::recipes::group::Group) -> Result<(), avout::recipes::group::GroupError> {
     /// let me = g.join("w-1", b"").await?;
     /// # Ok(()) }
     /// ```
-    pub async fn join(&self, name: &str, data: &[u8]) -> Result<Membership<C>, GroupError> {
+    pub async fn join(&self, name: &str, data: &[u8]) -> Result<Membership, GroupError> {
         let node = path::join(&self.path, name);
         path::validate_path(&node, false)?;
         if path::parent(&node) != Some(self.path.as_str()) {
             return Err(Error::BadArguments(format!("member name {name:?} contains '/'")).into());
         }
+        let session = self.join_once(name, data).await?;
+        Ok(Membership::start(self.clone(), name, data, session))
+    }
+
+    /// Creates the member's node on the client's current session; returns that session.
+    pub(super) async fn join_once(&self, name: &str, data: &[u8]) -> Result<Session, GroupError> {
+        let zk = self.client.current_session().await?;
+        let node = path::join(&self.path, name);
         let mut joining = Joining {
-            machine: join_machine(&self.path, name, data.to_vec(), self.zk.session().id.0),
-            zk: Some(self.zk.clone()),
+            machine: join_machine(&self.path, name, data.to_vec(), zk.session().id.0),
+            zk: Some(zk.clone()),
             node: node.clone(),
         };
-        let result = drive(&*self.zk, &mut joining.machine).await;
+        let result = drive(&*zk, &mut joining.machine).await;
         joining.zk = None;
         match result? {
-            Once::Applied { .. } => Ok(Membership {
-                zk: self.zk.clone(),
-                node,
-                left: false,
-            }),
+            Once::Applied { .. } => Ok(zk),
             Once::Conflict => Err(GroupError::NameTaken { node }),
         }
     }
@@ -368,12 +372,13 @@ impl<C: Coordination + ?Sized + 'static> Group<C> {
     /// The members now, sorted by name, with their data.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::recipes::group::Group<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
+    /// # async fn demo(g: avout::recipes::group::Group) -> Result<(), avout::recipes::group::GroupError> {
     /// let n = g.members().await?.len();
     /// # Ok(()) }
     /// ```
     pub async fn members(&self) -> Result<Vec<Member>, GroupError> {
-        let zk = &*self.zk;
+        let session = self.client.current_session().await?;
+        let zk = &*session;
         let mut names = match idempotent(zk, || zk.get_children(&self.path)).await {
             Ok((names, _)) => names,
             Err(Error::NoNode { .. }) => return Ok(Vec::new()),
@@ -409,14 +414,14 @@ impl<C: Coordination + ?Sized + 'static> Group<C> {
     /// A watch on the membership: each [`MembershipWatch::next`] returns the next change.
     ///
     /// ```no_run
-    /// # async fn demo(g: avout::recipes::group::Group<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
+    /// # async fn demo(g: avout::recipes::group::Group) -> Result<(), avout::recipes::group::GroupError> {
     /// let mut watch = g.watch();
     /// let now = watch.next().await?;         // the current members
     /// let change = watch.next().await?;      // waits for someone to join or leave
     /// println!("joined {:?}, left {:?}", change.joined, change.left);
     /// # Ok(()) }
     /// ```
-    pub fn watch(&self) -> MembershipWatch<C> {
+    pub fn watch(&self) -> MembershipWatch {
         MembershipWatch {
             group: self.clone(),
             known: None,
@@ -425,13 +430,13 @@ impl<C: Coordination + ?Sized + 'static> Group<C> {
 }
 
 /// A join in progress; if dropped unfinished, removes the node it may have created.
-struct Joining<C: Coordination + ?Sized + 'static> {
+struct Joining {
     machine: OnceMachine,
-    zk: Option<Arc<C>>,
+    zk: Option<Session>,
     node: String,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Joining<C> {
+impl Drop for Joining {
     fn drop(&mut self) {
         let Some(zk) = self.zk.take() else { return };
         if !self.machine.in_doubt() {
@@ -454,95 +459,17 @@ impl<C: Coordination + ?Sized + 'static> Drop for Joining<C> {
     }
 }
 
-/// This session's membership of a [`Group`]. [`leave`](Self::leave) removes it; dropping it
-/// removes it in the background; the session ending removes it too.
-#[must_use = "dropping the membership leaves the group"]
-pub struct Membership<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
-    node: String,
-    left: bool,
-}
-
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Membership<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Membership")
-            .field("node", &self.node)
-            .finish()
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> Membership<C> {
-    /// The member's node.
-    ///
-    /// ```no_run
-    /// # fn demo(m: avout::recipes::group::Membership<avout::zk::ZkClient>) {
-    /// println!("{}", m.node());
-    /// # }
-    /// ```
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
-    /// Whether this session is still a member (its node exists and is owned by the session).
-    ///
-    /// ```no_run
-    /// # async fn demo(m: avout::recipes::group::Membership<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
-    /// if !m.is_member().await? { println!("dropped out"); }
-    /// # Ok(()) }
-    /// ```
-    pub async fn is_member(&self) -> Result<bool, GroupError> {
-        let zk = &*self.zk;
-        match idempotent(zk, || zk.exists(&self.node)).await {
-            Ok(stat) => Ok(stat.is_some_and(|s| s.ephemeral_owner == zk.session().id.0)),
-            Err(e) if e.is_session_lost() => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Leaves the group.
-    ///
-    /// ```no_run
-    /// # async fn demo(m: avout::recipes::group::Membership<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
-    /// m.leave().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn leave(mut self) -> Result<(), GroupError> {
-        self.left = true;
-        let zk = &*self.zk;
-        match idempotent(zk, || zk.delete(&self.node, None)).await {
-            // A lost session took the node with it.
-            Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
-            Err(e) if e.is_session_lost() => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-impl<C: Coordination + ?Sized + 'static> Drop for Membership<C> {
-    fn drop(&mut self) {
-        if self.left {
-            return;
-        }
-        let zk = self.zk.clone();
-        let node = std::mem::take(&mut self.node);
-        spawn_cleanup("leaving a group", async move {
-            let zk = &*zk;
-            match idempotent(zk, || zk.delete(&node, None)).await {
-                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
-                Err(e) if e.is_session_lost() => Ok(()),
-                Err(e) => Err(e),
-            }
-        });
-    }
-}
-
 /// Successive membership changes of a [`Group`], from [`Group::watch`].
-pub struct MembershipWatch<C: Coordination + ?Sized + 'static> {
-    group: Group<C>,
+///
+/// It follows the group across the client's sessions: after an expiry it reads the children
+/// on the next session and reports the difference from the last report, so no change is
+/// missed, only coalesced. It fails only once the client has ended.
+pub struct MembershipWatch {
+    group: Group,
     known: Option<Vec<String>>,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for MembershipWatch<C> {
+impl std::fmt::Debug for MembershipWatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MembershipWatch")
             .field("group", &self.group.path)
@@ -551,12 +478,12 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for MembershipWatch<C> 
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> MembershipWatch<C> {
+impl MembershipWatch {
     /// The first call returns the current members (all as `joined`); each later call waits
     /// until the membership differs from the last one returned. Cancellation-safe.
     ///
     /// ```no_run
-    /// # async fn demo(mut w: avout::recipes::group::MembershipWatch<avout::zk::ZkClient>) -> Result<(), avout::recipes::group::GroupError> {
+    /// # async fn demo(mut w: avout::recipes::group::MembershipWatch) -> Result<(), avout::recipes::group::GroupError> {
     /// loop {
     ///     let change = w.next().await?;
     ///     println!("{} members", change.members.len());
@@ -564,8 +491,15 @@ impl<C: Coordination + ?Sized + 'static> MembershipWatch<C> {
     /// # }
     /// ```
     pub async fn next(&mut self) -> Result<MembershipChange, GroupError> {
-        let mut machine = WatchMembersMachine::new(&self.group.path, self.known.clone());
-        let members = drive(&*self.group.zk, &mut machine).await?;
+        let client = &self.group.client;
+        let members = loop {
+            let zk = client.current_session().await?;
+            let mut machine = WatchMembersMachine::new(&self.group.path, self.known.clone());
+            match drive(&*zk, &mut machine).await {
+                Err(GroupError::SessionLost(_)) if !client.has_ended() => continue,
+                other => break other?,
+            }
+        };
         let before = self.known.take().unwrap_or_default();
         let change = MembershipChange {
             joined: members

@@ -46,7 +46,9 @@
 //! - Session expiry while a put or take is in doubt (sent, outcome unknown) ends it with
 //!   [`QueueError::SessionLost`] or [`QueueError::TakeInDoubt`]: the receipt died with the
 //!   session, so a put may or may not have enqueued its element and a claimed element may have
-//!   been removed without being delivered. With no request in doubt, nothing is lost.
+//!   been removed without being delivered. With no request in doubt, nothing is lost. The
+//!   queue's elements are persistent: the handle's next put or take runs on the client's next
+//!   session.
 //! - Cancelling a put (dropping its future) leaves the element enqueued at most once.
 //!   Cancelling a take whose claim is in flight does not lose the element: a background task
 //!   settles the claim and, if it succeeded, keeps the element in the handle, where the next
@@ -56,12 +58,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::Session;
 use crate::lock::Patience;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, earliest, idempotent,
 };
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Coordination, CreateMode, Error, Op, SessionState, WatchedEvent, path};
+use crate::{Client, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
 use super::once::{Once, OnceMachine, Proof, guid_hex, spawn_cleanup};
 
@@ -192,30 +195,29 @@ pub fn put_machine(
 mod machine;
 pub use machine::TakeMachine;
 
-struct Inner<C: ?Sized> {
+struct Inner {
     path: String,
     /// Elements whose take was cancelled after its claim succeeded, returned first.
     stash: StdMutex<VecDeque<Element>>,
-    zk: Arc<C>,
+    client: Client,
 }
 
 /// A distributed FIFO queue; see the [module docs](self) for the algorithm and guarantees.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::queue::Queue;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
-/// let jobs = Queue::new(zk, "/jobs")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::queue::QueueError> {
+/// let jobs = Queue::new(client, "/jobs")?;
 /// jobs.put(b"resize 42.png").await?;
 /// let job = jobs.take().await?;
 /// assert_eq!(job.data, b"resize 42.png");
 /// # Ok(()) }
 /// ```
-pub struct Queue<C: Coordination + ?Sized + 'static> {
-    inner: Arc<Inner<C>>,
+pub struct Queue {
+    inner: Arc<Inner>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Queue<C> {
+impl Clone for Queue {
     fn clone(&self) -> Self {
         Queue {
             inner: self.inner.clone(),
@@ -223,7 +225,7 @@ impl<C: Coordination + ?Sized + 'static> Clone for Queue<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Queue<C> {
+impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
             .field("path", &self.inner.path)
@@ -231,22 +233,22 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Queue<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Queue<C> {
+impl Queue {
     /// A handle on the queue at `path` (created with its parents on first use).
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// assert!(avout::recipes::queue::Queue::new(zk, "relative").is_err());
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(avout::recipes::queue::Queue::new(client, "relative").is_err());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, QueueError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, QueueError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         Ok(Queue {
             inner: Arc::new(Inner {
                 path,
                 stash: StdMutex::new(VecDeque::new()),
-                zk,
+                client: client.clone(),
             }),
         })
     }
@@ -254,7 +256,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// The queue's path.
     ///
     /// ```no_run
-    /// # fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) {
+    /// # fn demo(q: avout::recipes::queue::Queue) {
     /// println!("{}", q.path());
     /// # }
     /// ```
@@ -265,7 +267,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// Appends an element. Returns once it is enqueued, exactly once.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::Queue) -> Result<(), avout::recipes::queue::QueueError> {
     /// q.put(b"payload").await?;
     /// # Ok(()) }
     /// ```
@@ -274,7 +276,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     }
 
     async fn put_priority(&self, priority: u8, data: &[u8]) -> Result<(), QueueError> {
-        let zk = &self.inner.zk;
+        let zk = &self.inner.client.current_session().await?;
         let mut machine = put_machine(
             &self.inner.path,
             priority,
@@ -293,7 +295,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// Removes and returns the first element, waiting while the queue is empty.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::Queue) -> Result<(), avout::recipes::queue::QueueError> {
     /// let element = q.take().await?;
     /// println!("{} bytes", element.data.len());
     /// # Ok(()) }
@@ -308,7 +310,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// Removes and returns the first element, or `None` if the queue is empty.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::Queue) -> Result<(), avout::recipes::queue::QueueError> {
     /// while let Some(element) = q.try_take().await? {
     ///     println!("{:?}", element.data);
     /// }
@@ -321,7 +323,7 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// Like [`take`](Self::take), waiting at most `timeout` for an element to arrive.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::Queue) -> Result<(), avout::recipes::queue::QueueError> {
     /// use std::time::Duration;
     /// if q.take_for(Duration::from_secs(1)).await?.is_none() {
     ///     println!("idle");
@@ -336,12 +338,13 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
     /// The number of elements now in the queue.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::Queue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::Queue) -> Result<(), avout::recipes::queue::QueueError> {
     /// println!("{} waiting", q.count().await?);
     /// # Ok(()) }
     /// ```
     pub async fn count(&self) -> Result<usize, QueueError> {
-        let zk = &*self.inner.zk;
+        let session = self.inner.client.current_session().await?;
+        let zk = &*session;
         match idempotent(zk, || zk.get_children(&self.inner.path)).await {
             Ok((children, _)) => Ok(children.iter().filter(|c| element_key(c).is_some()).count()
                 + lock(&self.inner.stash).len()),
@@ -354,10 +357,10 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
         if let Some(element) = lock(&self.inner.stash).pop_front() {
             return Ok(Some(element));
         }
-        let zk = &self.inner.zk;
+        let zk = &self.inner.client.current_session().await?;
         let mut taking = Taking {
             machine: TakeMachine::new(&self.inner.path, zk.new_guid(), patience),
-            inner: Some(self.inner.clone()),
+            inner: Some((self.inner.clone(), zk.clone())),
         };
         let result = drive(&**zk, &mut taking.machine).await;
         taking.inner = None;
@@ -366,22 +369,22 @@ impl<C: Coordination + ?Sized + 'static> Queue<C> {
 }
 
 /// A take in progress; if dropped with a claim in doubt, settles it in the background.
-struct Taking<C: Coordination + ?Sized + 'static> {
+struct Taking {
     machine: TakeMachine,
-    /// `Some` until the take finishes.
-    inner: Option<Arc<Inner<C>>>,
+    /// `Some` until the take finishes: the queue, and the session the take runs on.
+    inner: Option<(Arc<Inner>, Session)>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Taking<C> {
+impl Drop for Taking {
     fn drop(&mut self) {
-        let Some(inner) = self.inner.take() else {
+        let Some((inner, session)) = self.inner.take() else {
             return;
         };
         let Some((receipt, element)) = self.machine.in_doubt() else {
             return;
         };
         spawn_cleanup("settling a cancelled take", async move {
-            let zk = &*inner.zk;
+            let zk = &*session;
             // Sent after the claim on the same session, so it sees the claim's outcome.
             if idempotent(zk, || zk.exists(&receipt)).await?.is_some() {
                 lock(&inner.stash).push_back(element);
@@ -402,20 +405,19 @@ impl<C: Coordination + ?Sized + 'static> Drop for Taking<C> {
 /// priorities are taken first, FIFO within a priority. See the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::queue::PriorityQueue;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
-/// let tasks = PriorityQueue::new(zk, "/tasks")?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::queue::QueueError> {
+/// let tasks = PriorityQueue::new(client, "/tasks")?;
 /// tasks.put(9, b"batch").await?;
 /// tasks.put(0, b"urgent").await?;
 /// assert_eq!(tasks.take().await?.data, b"urgent");
 /// # Ok(()) }
 /// ```
-pub struct PriorityQueue<C: Coordination + ?Sized + 'static> {
-    queue: Queue<C>,
+pub struct PriorityQueue {
+    queue: Queue,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for PriorityQueue<C> {
+impl Clone for PriorityQueue {
     fn clone(&self) -> Self {
         PriorityQueue {
             queue: self.queue.clone(),
@@ -423,7 +425,7 @@ impl<C: Coordination + ?Sized + 'static> Clone for PriorityQueue<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for PriorityQueue<C> {
+impl std::fmt::Debug for PriorityQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PriorityQueue")
             .field("path", &self.queue.inner.path)
@@ -431,24 +433,24 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for PriorityQueue<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
+impl PriorityQueue {
     /// A handle on the priority queue at `path` (created with its parents on first use).
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
-    /// let q = avout::recipes::queue::PriorityQueue::new(zk, "/tasks").unwrap();
+    /// # fn demo(client: &avout::Client) {
+    /// let q = avout::recipes::queue::PriorityQueue::new(client, "/tasks").unwrap();
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>) -> Result<Self, QueueError> {
+    pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, QueueError> {
         Ok(PriorityQueue {
-            queue: Queue::new(zk, path)?,
+            queue: Queue::new(client, path)?,
         })
     }
 
     /// Appends an element with `priority` (0 is taken first), exactly once.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::PriorityQueue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::PriorityQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// q.put(5, b"normal").await?;
     /// # Ok(()) }
     /// ```
@@ -459,7 +461,7 @@ impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
     /// Removes and returns the most urgent element, waiting while the queue is empty.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::PriorityQueue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::PriorityQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// let e = q.take().await?;
     /// println!("priority {:?}", e.priority());
     /// # Ok(()) }
@@ -471,7 +473,7 @@ impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
     /// Removes and returns the most urgent element, or `None` if the queue is empty.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::PriorityQueue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::PriorityQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// let maybe = q.try_take().await?;
     /// # Ok(()) }
     /// ```
@@ -482,7 +484,7 @@ impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
     /// Like [`take`](Self::take), waiting at most `timeout`.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::PriorityQueue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::PriorityQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// let maybe = q.take_for(std::time::Duration::from_millis(200)).await?;
     /// # Ok(()) }
     /// ```
@@ -493,7 +495,7 @@ impl<C: Coordination + ?Sized + 'static> PriorityQueue<C> {
     /// The number of elements now in the queue.
     ///
     /// ```no_run
-    /// # async fn demo(q: avout::recipes::queue::PriorityQueue<avout::zk::ZkClient>) -> Result<(), avout::recipes::queue::QueueError> {
+    /// # async fn demo(q: avout::recipes::queue::PriorityQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// println!("{}", q.count().await?);
     /// # Ok(()) }
     /// ```

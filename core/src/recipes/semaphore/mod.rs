@@ -35,15 +35,15 @@
 //!   created (in a background task); dropping a [`Lease`] releases it like
 //!   [`Lease::release`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::Session;
 use crate::lock::{
     Acquired, LockError, LockStatus, Patience, delete_idempotent, find_own_node, node_lost,
     session_status, spawn_cleanup,
 };
 use crate::machine::drive;
-use crate::{Coordination, Error, path};
+use crate::{Client, Error, path};
 
 /// The marker in lease node names, as Curator spells it.
 const LEASE_MARKER: &str = "lease-";
@@ -57,32 +57,31 @@ pub use machine::SemaphoreMachine;
 /// holds two leases).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::semaphore::Semaphore;
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
-/// let downloads = Semaphore::new(zk, "/limits/downloads", 4)?;
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
+/// let downloads = Semaphore::new(client, "/limits/downloads", 4)?;
 /// let lease = downloads.acquire().await?;
 /// // ... at most four of these run at once, cluster-wide ...
 /// lease.release().await?;
 /// # Ok(()) }
 /// ```
-pub struct Semaphore<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Semaphore {
+    client: Client,
     path: String,
     max_leases: u32,
 }
 
-impl<C: Coordination + ?Sized + 'static> Clone for Semaphore<C> {
+impl Clone for Semaphore {
     fn clone(&self) -> Self {
         Semaphore {
-            zk: self.zk.clone(),
+            client: self.client.clone(),
             path: self.path.clone(),
             max_leases: self.max_leases,
         }
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Semaphore<C> {
+impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
             .field("path", &self.path)
@@ -91,20 +90,24 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Semaphore<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
+impl Semaphore {
     /// A handle on the semaphore at `path` with `max_leases` leases (the nodes are created
     /// on first use). Every participant must use the same `max_leases`.
     ///
     /// Fails for an invalid path, or zero leases.
     ///
     /// ```no_run
-    /// # fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) {
+    /// # fn demo(client: &avout::Client) {
     /// use avout::recipes::semaphore::Semaphore;
-    /// assert!(Semaphore::new(zk.clone(), "/sem", 0).is_err());
-    /// assert!(Semaphore::new(zk, "/sem", 2).is_ok());
+    /// assert!(Semaphore::new(&client, "/sem", 0).is_err());
+    /// assert!(Semaphore::new(client, "/sem", 2).is_ok());
     /// # }
     /// ```
-    pub fn new(zk: Arc<C>, path: impl Into<String>, max_leases: u32) -> Result<Self, LockError> {
+    pub fn new(
+        client: &Client,
+        path: impl Into<String>,
+        max_leases: u32,
+    ) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
         if max_leases == 0 {
@@ -113,7 +116,7 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
             )));
         }
         Ok(Semaphore {
-            zk,
+            client: client.clone(),
             path,
             max_leases,
         })
@@ -122,7 +125,7 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
     /// The semaphore's path.
     ///
     /// ```no_run
-    /// # fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) {
+    /// # fn demo(s: avout::recipes::semaphore::Semaphore) {
     /// println!("{}", s.path());
     /// # }
     /// ```
@@ -133,7 +136,7 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
     /// How many leases the semaphore has.
     ///
     /// ```no_run
-    /// # fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) {
+    /// # fn demo(s: avout::recipes::semaphore::Semaphore) {
     /// assert!(s.max_leases() >= 1);
     /// # }
     /// ```
@@ -144,11 +147,11 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
     /// Waits for a lease. Fails only when the session is lost or a request is refused.
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore) -> Result<(), avout::lock::LockError> {
     /// let lease = s.acquire().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self) -> Result<Lease<C>, LockError> {
+    pub async fn acquire(&self) -> Result<Lease, LockError> {
         self.run(Patience::Forever).await
     }
 
@@ -156,11 +159,11 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
     /// otherwise.
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore) -> Result<(), avout::lock::LockError> {
     /// if let Some(lease) = s.try_acquire().await? { lease.release().await?; }
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire(&self) -> Result<Option<Lease<C>>, LockError> {
+    pub async fn try_acquire(&self) -> Result<Option<Lease>, LockError> {
         match self.run(Patience::None).await {
             Err(LockError::WouldBlock) => Ok(None),
             other => other.map(Some),
@@ -171,11 +174,11 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
     /// nodes created are removed before returning).
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(s: avout::recipes::semaphore::Semaphore) -> Result<(), avout::lock::LockError> {
     /// let lease = s.try_acquire_for(std::time::Duration::from_secs(2)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<C>>, LockError> {
+    pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         match self.run(Patience::Millis(ms)).await {
             Err(LockError::TimedOut) => Ok(None),
@@ -183,24 +186,25 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
         }
     }
 
-    async fn run(&self, patience: Patience) -> Result<Lease<C>, LockError> {
+    async fn run(&self, patience: Patience) -> Result<Lease, LockError> {
+        let zk = self.client.current_session().await?;
         let machine = SemaphoreMachine::new(
             &self.path,
             self.max_leases,
-            self.zk.new_guid(),
-            self.zk.session().id.0,
+            zk.new_guid(),
+            zk.session().id.0,
             patience,
         );
         let mut acquiring = Acquiring {
             machine,
-            zk: Some(self.zk.clone()),
+            zk: Some(zk.clone()),
             path: self.path.clone(),
         };
-        let result = drive(&*self.zk, &mut acquiring.machine).await;
+        let result = drive(&*zk, &mut acquiring.machine).await;
         // Finished: the machine removed its nodes if it gave up.
         acquiring.zk = None;
         Ok(Lease {
-            zk: self.zk.clone(),
+            zk,
             acquired: result?,
             released: false,
         })
@@ -208,14 +212,14 @@ impl<C: Coordination + ?Sized + 'static> Semaphore<C> {
 }
 
 /// A lease acquisition in progress; if dropped before it finishes, removes its nodes.
-struct Acquiring<C: Coordination + ?Sized + 'static> {
+struct Acquiring {
     machine: SemaphoreMachine,
     /// `Some` until the acquisition finishes.
-    zk: Option<Arc<C>>,
+    zk: Option<Session>,
     path: String,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
+impl Drop for Acquiring {
     fn drop(&mut self) {
         let Some(zk) = self.zk.take() else { return };
         if !self.machine.in_progress() {
@@ -248,20 +252,20 @@ impl<C: Coordination + ?Sized + 'static> Drop for Acquiring<C> {
 /// releases in the background.
 ///
 /// ```no_run
-/// # async fn demo(s: avout::recipes::semaphore::Semaphore<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+/// # async fn demo(s: avout::recipes::semaphore::Semaphore) -> Result<(), avout::lock::LockError> {
 /// let lease = s.acquire().await?;
 /// println!("lease {} (token {})", lease.node(), lease.fencing_token());
 /// lease.release().await?;
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the lease releases it"]
-pub struct Lease<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Lease {
+    zk: Session,
     acquired: Acquired,
     released: bool,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Lease<C> {
+impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("node", &self.acquired.node)
@@ -269,11 +273,11 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Lease<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Lease<C> {
+impl Lease {
     /// The lease node's path (`<semaphore>/leases/_c_<GUID>-lease-<seq>`).
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::semaphore::Lease) {
     /// println!("{}", l.node());
     /// # }
     /// ```
@@ -285,7 +289,7 @@ impl<C: Coordination + ?Sized + 'static> Lease<C> {
     /// refuse holders older than the leases it has seen expire.
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::semaphore::Lease) {
     /// let token = l.fencing_token();
     /// # }
     /// ```
@@ -297,7 +301,7 @@ impl<C: Coordination + ?Sized + 'static> Lease<C> {
     /// ([`LockStatus::Suspended`] while the connection is down).
     ///
     /// ```no_run
-    /// # fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// # fn demo(l: avout::recipes::semaphore::Lease) {
     /// use avout::lock::LockStatus;
     /// if l.status() != LockStatus::Held { /* stop using the resource */ }
     /// # }
@@ -309,7 +313,7 @@ impl<C: Coordination + ?Sized + 'static> Lease<C> {
     /// Resolves when the lease is lost: the session ended or the node was deleted.
     ///
     /// ```no_run
-    /// # async fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) {
+    /// # async fn demo(l: avout::recipes::semaphore::Lease) {
     /// eprintln!("lease lost: {}", l.lost().await);
     /// # }
     /// ```
@@ -320,7 +324,7 @@ impl<C: Coordination + ?Sized + 'static> Lease<C> {
     /// Returns the lease (deletes its node, waking one waiter).
     ///
     /// ```no_run
-    /// # async fn demo(l: avout::recipes::semaphore::Lease<avout::zk::ZkClient>) -> Result<(), avout::lock::LockError> {
+    /// # async fn demo(l: avout::recipes::semaphore::Lease) -> Result<(), avout::lock::LockError> {
     /// l.release().await?;
     /// # Ok(()) }
     /// ```
@@ -331,7 +335,7 @@ impl<C: Coordination + ?Sized + 'static> Lease<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Lease<C> {
+impl Drop for Lease {
     fn drop(&mut self) {
         if self.released {
             return;

@@ -43,19 +43,21 @@
 //!   the owner GUID, the presence node, or the vote's bytes); reads are redone; creating
 //!   `outcome` is idempotent (its content, whoever wrote it, is the answer).
 //! - A site's session expiring deletes its presence node: if it had not voted, the transaction
-//!   aborts. Any wait of that session ends with [`TwoPhaseError::SessionLost`]; the outcome
-//!   stays readable from any other session.
+//!   aborts. A [`Site`] is its presence, so it is not re-created: its vote and payload reads
+//!   then fail with [`TwoPhaseError::SessionLost`]. Waiting for the outcome, from a
+//!   [`Site`] or a [`Transaction`], goes on on the client's next session (the outcome is a
+//!   persistent node), as do a transaction's abort and removal.
 //! - Dropping a [`Site`] deletes its presence node (an unvoted site thereby aborts the
 //!   transaction); dropping a wait for the outcome changes nothing.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use crate::client::Session;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
 use crate::{
-    Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState,
+    Client, Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op, SessionState,
     WatchedEvent, path,
 };
 
@@ -231,7 +233,7 @@ impl Coordinator {
     /// ```no_run
     /// use std::sync::Arc;
     /// use avout::recipes::two_phase_commit::{Coordinator, Outcome};
-    /// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// let tx = Coordinator::begin(zk, "/txns/t-42", &["db", "cache"], b"UPDATE ...").await?;
     /// match tx.outcome().await? {
     ///     Outcome::Commit => println!("committed"),
@@ -239,13 +241,14 @@ impl Coordinator {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn begin<C: Coordination + ?Sized + 'static, S: AsRef<str>>(
-        zk: Arc<C>,
+    pub async fn begin<S: AsRef<str>>(
+        client: &Client,
         tx: &str,
         sites: &[S],
         payload: &[u8],
-    ) -> Result<Transaction<C>, TwoPhaseError> {
+    ) -> Result<Transaction, TwoPhaseError> {
         path::validate_path(tx, false)?;
+        let zk = client.current_session().await?;
         let mut names: Vec<String> = sites.iter().map(|s| s.as_ref().to_owned()).collect();
         for site in &names {
             check_site(site)?;
@@ -272,7 +275,7 @@ impl Coordinator {
         let mut machine = OnceMachine::new(ops, Proof::Data(owner, guid), zk.session().id.0);
         match drive(&*zk, &mut machine).await {
             Ok(Once::Applied { .. }) => Ok(Transaction {
-                zk,
+                client: client.clone(),
                 path: tx.to_owned(),
                 sites: names,
             }),
@@ -292,13 +295,13 @@ impl Coordinator {
 }
 
 /// A transaction as its coordinator holds it.
-pub struct Transaction<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Transaction {
+    client: Client,
     path: String,
     sites: Vec<String>,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Transaction<C> {
+impl std::fmt::Debug for Transaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transaction")
             .field("path", &self.path)
@@ -334,11 +337,11 @@ async fn force_abort<C: Coordination + ?Sized>(zk: &C, tx: &str) -> Result<Outco
     })
 }
 
-impl<C: Coordination + ?Sized + 'static> Transaction<C> {
+impl Transaction {
     /// The transaction's path.
     ///
     /// ```no_run
-    /// # fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) {
+    /// # fn demo(t: avout::recipes::two_phase_commit::Transaction) {
     /// println!("{}", t.path());
     /// # }
     /// ```
@@ -349,23 +352,30 @@ impl<C: Coordination + ?Sized + 'static> Transaction<C> {
     /// Waits for the outcome (deciding it if the votes allow).
     ///
     /// ```no_run
-    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// let outcome = t.outcome().await?;
     /// # Ok(()) }
     /// ```
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
-        drive(
-            &*self.zk,
-            &mut OutcomeMachine::new(&self.path, Some(self.sites.clone())),
-        )
-        .await
+        self.client
+            .across_sessions(
+                async |zk| {
+                    drive(
+                        &**zk,
+                        &mut OutcomeMachine::new(&self.path, Some(self.sites.clone())),
+                    )
+                    .await
+                },
+                |e| matches!(e, TwoPhaseError::SessionLost(_)),
+            )
+            .await
     }
 
     /// Aborts the transaction unless it is already decided; returns the decision (which is
     /// `Commit` if every site had voted commit and someone decided first).
     ///
     /// ```no_run
-    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// use std::time::Duration;
     /// let outcome = match tokio::time::timeout(Duration::from_secs(30), t.outcome()).await {
     ///     Ok(outcome) => outcome?,
@@ -374,19 +384,21 @@ impl<C: Coordination + ?Sized + 'static> Transaction<C> {
     /// # Ok(()) }
     /// ```
     pub async fn abort(&self) -> Result<Outcome, TwoPhaseError> {
-        force_abort(&*self.zk, &self.path).await
+        let zk = self.client.current_session().await?;
+        force_abort(&*zk, &self.path).await
     }
 
     /// Deletes the transaction's nodes (once every participant has read the outcome: later
     /// readers get [`TwoPhaseError::NoTransaction`]).
     ///
     /// ```no_run
-    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(t: avout::recipes::two_phase_commit::Transaction) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// t.remove().await?;
     /// # Ok(()) }
     /// ```
     pub async fn remove(self) -> Result<(), TwoPhaseError> {
-        let zk = &*self.zk;
+        let session = self.client.current_session().await?;
+        let zk = &*session;
         idempotent(zk, || zk.delete_recursive(&self.path)).await?;
         Ok(())
     }
@@ -395,23 +407,24 @@ impl<C: Coordination + ?Sized + 'static> Transaction<C> {
 /// A site taking part in a transaction; see the [module docs](self).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::recipes::two_phase_commit::{Outcome, Site, Vote};
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
 /// let site = Site::join(zk, "/txns/t-42", "db").await?;
 /// let query = site.payload().await?;
 /// site.vote(Vote::Commit).await?;
 /// if site.outcome().await? == Outcome::Commit { /* apply */ }
 /// # Ok(()) }
 /// ```
-pub struct Site<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Site {
+    /// The session of the site's presence node: the site lives and dies with it.
+    zk: Session,
+    client: Client,
     tx: String,
     name: String,
     dropped: bool,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Site<C> {
+impl std::fmt::Debug for Site {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Site")
             .field("tx", &self.tx)
@@ -420,17 +433,18 @@ impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Site<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Site<C> {
+impl Site {
     /// Joins the transaction at `tx` as site `name`: marks its vote node "joined" and creates
     /// its presence node, atomically.
     ///
     /// ```no_run
-    /// # async fn demo(zk: std::sync::Arc<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// let site = avout::recipes::two_phase_commit::Site::join(zk, "/txns/t-1", "cache").await?;
     /// # Ok(()) }
     /// ```
-    pub async fn join(zk: Arc<C>, tx: &str, name: &str) -> Result<Self, TwoPhaseError> {
+    pub async fn join(client: &Client, tx: &str, name: &str) -> Result<Self, TwoPhaseError> {
         path::validate_path(tx, false)?;
+        let zk = client.current_session().await?;
         check_site(name)?;
         let presence = path::join(tx, &format!("{PRESENCE}{name}"));
         let ops = vec![
@@ -452,6 +466,7 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
         match drive(&*zk, &mut machine).await {
             Ok(Once::Applied { .. }) => Ok(Site {
                 zk,
+                client: client.clone(),
                 tx: tx.to_owned(),
                 name: name.to_owned(),
                 dropped: false,
@@ -469,7 +484,7 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
     /// The site's name.
     ///
     /// ```no_run
-    /// # fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) {
+    /// # fn demo(s: avout::recipes::two_phase_commit::Site) {
     /// println!("{}", s.name());
     /// # }
     /// ```
@@ -480,7 +495,7 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
     /// The payload the coordinator attached to the transaction.
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// let payload = s.payload().await?;
     /// # Ok(()) }
     /// ```
@@ -499,7 +514,7 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
     /// gone (then its vote no longer counts: the transaction aborts).
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// s.vote(avout::recipes::two_phase_commit::Vote::Abort).await?;
     /// # Ok(()) }
     /// ```
@@ -533,18 +548,23 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
     /// Waits for the outcome (deciding it if the votes allow).
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// let outcome = s.outcome().await?;
     /// # Ok(()) }
     /// ```
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
-        drive(&*self.zk, &mut OutcomeMachine::new(&self.tx, None)).await
+        self.client
+            .across_sessions(
+                async |zk| drive(&**zk, &mut OutcomeMachine::new(&self.tx, None)).await,
+                |e| matches!(e, TwoPhaseError::SessionLost(_)),
+            )
+            .await
     }
 
     /// Leaves: deletes the presence node (before voting, this aborts the transaction).
     ///
     /// ```no_run
-    /// # async fn demo(s: avout::recipes::two_phase_commit::Site<avout::zk::ZkClient>) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
+    /// # async fn demo(s: avout::recipes::two_phase_commit::Site) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
     /// s.leave().await?;
     /// # Ok(()) }
     /// ```
@@ -560,7 +580,7 @@ impl<C: Coordination + ?Sized + 'static> Site<C> {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Site<C> {
+impl Drop for Site {
     fn drop(&mut self) {
         if self.dropped {
             return;

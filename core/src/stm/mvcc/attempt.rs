@@ -12,6 +12,7 @@
 
 use futures::future::BoxFuture;
 
+use crate::client::Session;
 use crate::{Coordination, Error};
 
 use super::super::StmError;
@@ -22,13 +23,14 @@ use super::ensure::CleanupMachine;
 use super::{BARGES, CommitOrder, Halt, Mvcc, Outcome, Slot, TryConfig, TryMachine, too_large};
 
 /// One try; see the [module docs](self).
-pub(super) struct Try<'a, C: Coordination + ?Sized + 'static> {
-    e: &'a Mvcc<C>,
+pub(super) struct Try<'a> {
+    e: &'a Mvcc,
+    zk: &'a Session,
     slot: &'a mut TxnSlot,
-    run: Started<'a, C, TryMachine>,
+    run: Started<'a, dyn Coordination, TryMachine>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Drop for Try<'_, C> {
+impl Drop for Try<'_> {
     /// A try dropped mid-way (the `dosync` future was cancelled) may hold ephemerals — a lock
     /// node would block every writer of its ref until the session ends: remove them in the
     /// background (`Drop` cannot wait).
@@ -37,7 +39,7 @@ impl<C: Coordination + ?Sized + 'static> Drop for Try<'_, C> {
         if paths.is_empty() && held.is_empty() {
             return;
         }
-        let zk = self.e.zk.clone();
+        let zk = self.zk.clone();
         let mut m = CleanupMachine::of(paths, held);
         crate::lock::spawn_cleanup(async move {
             match crate::machine::drive(&*zk, &mut m).await {
@@ -66,21 +68,22 @@ pub(super) fn halt_to_try(h: Halt, name: &str) -> TryError {
     }
 }
 
-impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
-    pub(super) fn new(e: &'a Mvcc<C>, slot: &'a mut TxnSlot, guid: u128) -> Self {
+impl<'a> Try<'a> {
+    pub(super) fn new(e: &'a Mvcc, zk: &'a Session, slot: &'a mut TxnSlot, guid: u128) -> Self {
         let age = Self::slot_of(slot).age;
         let machine = TryMachine::new(TryConfig {
             root: e.root.clone(),
             guid,
-            session: e.session(),
+            session: zk.session().id.0,
             age,
             max_history: e.config.max_history,
             planted: e.config.planted,
         });
         Try {
             e,
+            zk,
             slot,
-            run: Started::start(&*e.zk, machine, false),
+            run: Started::start(&**zk, machine, false),
         }
     }
 
@@ -119,13 +122,13 @@ impl<'a, C: Coordination + ?Sized + 'static> Try<'a, C> {
     }
 
     async fn commit_writes(&mut self, plan: CommitPlan<'_>) -> Result<Committed, TryError> {
-        let e = self.e;
+        let _e = self.e;
         let mut lock: Vec<(String, u128)> = plan
             .writes
             .iter()
             .map(|(n, _)| n)
             .chain(plan.commutes.iter().map(|c| &c.name))
-            .map(|n| (n.clone(), e.zk.new_guid()))
+            .map(|n| (n.clone(), self.zk.new_guid()))
             .collect();
         lock.sort();
         let order = CommitOrder {
@@ -173,7 +176,7 @@ fn failure(h: Halt) -> Failure {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
+impl Attempt for Try<'_> {
     fn read<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
         Box::pin(async move {
             match self.step(|m, now| m.read(now, name)).await {
@@ -196,7 +199,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
 
     fn ensure<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<(), TryError>> {
         Box::pin(async move {
-            let guid = self.e.zk.new_guid();
+            let guid = self.zk.new_guid();
             match self.step(|m, now| m.ensure(now, name, guid)).await {
                 Outcome::Done => Ok(()),
                 Outcome::Failed(h) => Err(halt_to_try(h, name)),

@@ -144,7 +144,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
 
-use crate::{Coordination, CoordinationExt, CreateMode, Error, ErrorClass, MAX_DATA_LEN, Op};
+use crate::client::Session;
+use crate::{CoordinationExt, CreateMode, Error, ErrorClass, MAX_DATA_LEN, Op};
 
 use super::protocol::{
     Attempt, Counters, Engine, EngineContext, Failure, HistoryEntry, TryError, TxnSlot, run_machine,
@@ -264,23 +265,21 @@ struct Slot {
 }
 
 /// The Mvcc engine of one [`Stm`](super::Stm) handle; see the [module docs](self).
-pub(crate) struct Mvcc<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub(crate) struct Mvcc {
     root: String,
     layout: Layout,
     config: StmConfig,
     counters: Arc<Counters>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Mvcc<C> {
+impl Mvcc {
     /// Prepares the root (`<root>/stm/history`, `<root>/refs`).
-    pub(crate) async fn open(cx: EngineContext<C>) -> Result<Self, Failure> {
+    pub(crate) async fn open(cx: EngineContext) -> Result<Self, Failure> {
         let layout = Layout::new(&cx.root);
         let [points, refs] = root_paths(&cx.root);
         retry_lost(|| cx.zk.ensure_path(&points)).await?;
         retry_lost(|| cx.zk.ensure_path(&refs)).await?;
         Ok(Mvcc {
-            zk: cx.zk,
             root: cx.root,
             layout,
             config: cx.config,
@@ -288,12 +287,8 @@ impl<C: Coordination + ?Sized + 'static> Mvcc<C> {
         })
     }
 
-    async fn run<M: crate::machine::Machine>(&self, m: &mut M) -> M::Output {
-        run_machine(&*self.zk, &self.counters, m).await
-    }
-
-    fn session(&self) -> i64 {
-        self.zk.session().id.0
+    async fn run<M: crate::machine::Machine>(&self, zk: &Session, m: &mut M) -> M::Output {
+        run_machine(&**zk, &self.counters, m).await
     }
 }
 
@@ -330,13 +325,14 @@ fn too_large(name: &str, len: usize) -> Failure {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
+impl Engine for Mvcc {
     fn protocol(&self) -> Protocol {
         Protocol::Mvcc
     }
 
     fn create_ref<'a>(
         &'a self,
+        zk: &'a Session,
         name: &'a str,
         initial: &'a [u8],
     ) -> BoxFuture<'a, Result<(), Failure>> {
@@ -346,7 +342,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
             }
             let ops = create_ref_ops(&self.root, name, initial);
             retry_lost(|| async {
-                match self.zk.multi(&ops).await {
+                match zk.multi(&ops).await {
                     Ok(_) => Ok(()),
                     // Made by another client (or by our own attempt whose reply was lost).
                     Err(Error::Multi { index: 0, source })
@@ -361,7 +357,11 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
         })
     }
 
-    fn read_latest<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, Failure>> {
+    fn read_latest<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, Failure>> {
         Box::pin(async move {
             let l = &self.layout;
             let mut m = ReadMachine::new(
@@ -371,7 +371,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
                 Some(i64::MAX),
                 true,
             );
-            match self.run(&mut m).await {
+            match self.run(zk, &mut m).await {
                 Ok(out) => Ok(out.value),
                 Err(h) => Err(match halt_to_try(h, name) {
                     TryError::Fail(f) => f,
@@ -383,6 +383,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
 
     fn begin<'a>(
         &'a self,
+        zk: &'a Session,
         slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>> {
         Box::pin(async move {
@@ -392,17 +393,21 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
                     started: tokio::time::Instant::now(),
                 }));
             }
-            let guid = self.zk.new_guid();
-            let attempt: Box<dyn Attempt + 'a> = Box::new(Try::new(self, slot, guid));
+            let guid = zk.new_guid();
+            let attempt: Box<dyn Attempt + 'a> = Box::new(Try::new(self, zk, slot, guid));
             Ok(attempt)
         })
     }
 
-    fn history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
+    fn history<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
         Box::pin(async move {
             let dir = self.layout.history(name);
             let (children, _) =
-                retry_lost(|| self.zk.get_children(&dir))
+                retry_lost(|| zk.get_children(&dir))
                     .await
                     .map_err(|e| match e {
                         StmError::Zk(Error::NoNode { .. }) => StmError::NoRef {
@@ -417,7 +422,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Mvcc<C> {
             // Sent back to back: one round trip.
             let reads: Vec<_> = names
                 .iter()
-                .map(|n| self.zk.get_data(&crate::path::join(&dir, n)))
+                .map(|n| zk.get_data(&crate::path::join(&dir, n)))
                 .collect();
             let mut entries = Vec::new();
             for r in futures::future::join_all(reads).await {

@@ -74,7 +74,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::{Coordination, CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op};
+use crate::client::Session;
+use crate::{CoordinationExt, Error, ErrorClass, MAX_DATA_LEN, Op};
 
 use super::protocol::{
     Attempt, Change, CommitPlan, Committed, Counters, Engine, EngineContext, Failure, HistoryEntry,
@@ -86,8 +87,7 @@ use envelope::Envelope;
 
 /// The Optimistic protocol's engine for one [`Stm`](super::Stm) handle; see the
 /// [module docs](self).
-pub struct Optimistic<C: Coordination + ?Sized + 'static> {
-    zk: Arc<C>,
+pub struct Optimistic {
     refs: String,
     counters: Arc<Counters>,
     /// Previous values kept in each node (`max_history - 1`).
@@ -97,7 +97,7 @@ pub struct Optimistic<C: Coordination + ?Sized + 'static> {
     cache: RefCache,
 }
 
-impl<C: Coordination + ?Sized + 'static> std::fmt::Debug for Optimistic<C> {
+impl std::fmt::Debug for Optimistic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Optimistic")
             .field("refs", &self.refs)
@@ -130,13 +130,12 @@ pub fn value_of(data: &[u8]) -> Vec<u8> {
     Envelope::parse(data).body
 }
 
-impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
+impl Optimistic {
     /// Prepares the root (`<root>/refs`).
-    pub(crate) async fn open(cx: EngineContext<C>) -> Result<Self, Failure> {
+    pub(crate) async fn open(cx: EngineContext) -> Result<Self, Failure> {
         let refs = format!("{}/refs", cx.root);
         retry_lost(|| cx.zk.ensure_path(&refs)).await?;
         Ok(Optimistic {
-            zk: cx.zk,
             refs,
             counters: cx.counters,
             keep: cx.config.max_history.saturating_sub(1),
@@ -163,10 +162,15 @@ impl<C: Coordination + ?Sized + 'static> Optimistic<C> {
         self.cache.remember(nodes);
     }
 
-    async fn read_nodes(&self, names: &[&str], sync: bool) -> Result<Vec<Option<Node>>, Failure> {
+    async fn read_nodes(
+        &self,
+        zk: &Session,
+        names: &[&str],
+        sync: bool,
+    ) -> Result<Vec<Option<Node>>, Failure> {
         let paths = names.iter().map(|n| self.path(n)).collect();
         let mut m = ReadMachine::new(paths, sync);
-        let nodes = run_machine(&*self.zk, &self.counters, &mut m)
+        let nodes = run_machine(&**zk, &self.counters, &mut m)
             .await
             .map_err(StmError::from_zk)?;
         self.remember(
@@ -206,13 +210,14 @@ fn too_large(name: &str, len: usize) -> Failure {
     }
 }
 
-impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
+impl Engine for Optimistic {
     fn protocol(&self) -> Protocol {
         Protocol::Optimistic
     }
 
     fn create_ref<'a>(
         &'a self,
+        zk: &'a Session,
         name: &'a str,
         initial: &'a [u8],
     ) -> BoxFuture<'a, Result<(), Failure>> {
@@ -223,7 +228,7 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
             let path = self.path(name);
             let data = initial_data(initial);
             retry_lost(|| async {
-                match self.zk.create(&path, &data, &Default::default()).await {
+                match zk.create(&path, &data, &Default::default()).await {
                     Ok(_) | Err(Error::NodeExists { .. }) => Ok(()),
                     Err(e) => Err(e),
                 }
@@ -232,9 +237,13 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
         })
     }
 
-    fn read_latest<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, Failure>> {
+    fn read_latest<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, Failure>> {
         Box::pin(async move {
-            match self.read_nodes(&[name], true).await?.pop().flatten() {
+            match self.read_nodes(zk, &[name], true).await?.pop().flatten() {
                 Some(node) => Ok(Envelope::parse(&node.data).body),
                 None => Err(StmError::NoRef {
                     name: name.to_owned(),
@@ -243,9 +252,13 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
         })
     }
 
-    fn history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
+    fn history<'a>(
+        &'a self,
+        zk: &'a Session,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEntry>, Failure>> {
         Box::pin(async move {
-            let Some(node) = self.read_nodes(&[name], true).await?.pop().flatten() else {
+            let Some(node) = self.read_nodes(zk, &[name], true).await?.pop().flatten() else {
                 return Err(StmError::NoRef {
                     name: name.to_owned(),
                 });
@@ -268,11 +281,13 @@ impl<C: Coordination + ?Sized + 'static> Engine for Optimistic<C> {
 
     fn begin<'a>(
         &'a self,
+        zk: &'a Session,
         _slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>> {
         Box::pin(async move {
             let attempt: Box<dyn Attempt + 'a> = Box::new(Try {
                 engine: self,
+                zk,
                 seen: BTreeMap::new(),
             });
             Ok(attempt)
@@ -289,12 +304,14 @@ struct Seen {
 }
 
 /// One try under Optimistic.
-struct Try<'a, C: Coordination + ?Sized + 'static> {
-    engine: &'a Optimistic<C>,
+struct Try<'a> {
+    engine: &'a Optimistic,
+    /// The session of the transaction's tries.
+    zk: &'a Session,
     seen: BTreeMap<String, Seen>,
 }
 
-impl<C: Coordination + ?Sized + 'static> Try<'_, C> {
+impl Try<'_> {
     /// The ops of a commit and the commit's id; the written refs' old and new values.
     #[allow(clippy::type_complexity)]
     fn build(
@@ -354,7 +371,7 @@ fn merge_sorted<'n>(a: &'n [String], b: &'n [String]) -> Vec<&'n String> {
     all
 }
 
-impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
+impl Attempt for Try<'_> {
     fn read<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
         Box::pin(async move {
             if let Some(seen) = self.seen.get(name) {
@@ -365,14 +382,19 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                 None => {
                     let mut node = self
                         .engine
-                        .read_nodes(&[name], false)
+                        .read_nodes(self.zk, &[name], false)
                         .await?
                         .pop()
                         .flatten();
                     if node.is_none() {
                         // A lagging server may not have the ref yet: only a read after a
                         // sync says it does not exist.
-                        node = self.engine.read_nodes(&[name], true).await?.pop().flatten();
+                        node = self
+                            .engine
+                            .read_nodes(self.zk, &[name], true)
+                            .await?
+                            .pop()
+                            .flatten();
                     }
                     match node {
                         Some(node) => (node, true),
@@ -409,7 +431,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                 }
             }
             loop {
-                let txn = e.zk.new_guid();
+                let txn = self.zk.new_guid();
                 let (spec, writes) = self.build(&mut plan, txn)?;
                 Op::validate_all(&spec.ops).map_err(|err| match err {
                     Error::DataTooLarge { path, len, .. } => too_large(e.name_of(&path), len),
@@ -417,7 +439,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                 })?;
                 let ops = spec.ops.clone();
                 let mut m = CommitMachine::new(spec);
-                let outcome = run_machine(&*e.zk, &e.counters, &mut m).await;
+                let outcome = run_machine(&**self.zk, &e.counters, &mut m).await;
                 let touched: Vec<String> = self.seen.keys().cloned().collect();
                 let settled = e
                     .cache
@@ -451,7 +473,7 @@ impl<C: Coordination + ?Sized + 'static> Attempt for Try<'_, C> {
                             // The refresh failed: read the commuted refs before recomputing.
                             let names: Vec<&str> =
                                 plan.commutes.iter().map(|c| c.name.as_str()).collect();
-                            e.read_nodes(&names, false).await?;
+                            e.read_nodes(self.zk, &names, false).await?;
                         }
                     }
                     (Settled::Deleted, CommitOutcome::Conflict { index, .. }) => {
