@@ -35,10 +35,19 @@
 //!   leader only on `Held`, and fence writes with the term.
 //! - Dropping a campaign future withdraws the candidate (its node is removed in the
 //!   background); dropping a [`Leadership`] resigns like [`Leadership::resign`].
+//! - Across sessions: a [`Leadership`] belongs to the session it was won on and ends with
+//!   it; the [`Election`] handle's next campaign runs on the client's next session. A
+//!   [`LeaderLatch`] ([`Election::latch`]) does that by itself: it stands again after every
+//!   loss, on the next session if the last one ended, and reports each loss and each new
+//!   term to its observers.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
+
+mod latch;
+
+pub use latch::{LatchEvents, LatchState, LeaderLatch};
 
 use crate::client::Session;
 use crate::lock::{
@@ -202,6 +211,20 @@ impl Election {
         .with_data(self.id.clone());
         let acquired = acquire_node(&zk, machine, &self.path).await?;
         Ok(Leadership::start(zk, acquired))
+    }
+
+    /// Stands for leadership until the returned latch is closed or dropped, across the
+    /// client's sessions (Curator's `LeaderLatch`); see [`LeaderLatch`]. MUST be called
+    /// within a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn demo(e: avout::recipes::election::Election) -> Result<(), avout::lock::LockError> {
+    /// let latch = e.latch();
+    /// let term = latch.leading().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn latch(&self) -> LeaderLatch {
+        LeaderLatch::start(self.clone())
     }
 
     /// The current leader, read from the service (`None` if there are no candidates). Reads
@@ -372,8 +395,12 @@ impl Leadership {
     /// ```
     pub async fn lost(&self) -> LockError {
         let mut ended = self.ended.clone();
-        match ended.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().expect("waited for Some"),
+        let reason = ended
+            .wait_for(Option::is_some)
+            .await
+            .map(|reason| reason.clone().expect("waited for Some"));
+        match reason {
+            Ok(reason) => reason,
             // The monitor is gone only after sending, or when the runtime shuts down; watch
             // directly then.
             Err(_) => node_lost(&*self.zk, &self.acquired.node).await,
