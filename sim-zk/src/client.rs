@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::{
-    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState, SessionStates,
-    Watch,
+    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState,
+    SessionStates, Watch,
 };
 use futures::FutureExt;
 

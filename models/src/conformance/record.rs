@@ -8,7 +8,7 @@ use avout::lock::{LockGuard, Mutex, RwLock};
 use avout::planted::Bugs;
 use avout::recipes::election::Election;
 use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
-use avout::{Coordination, Error, SessionId};
+use avout::{Client, Coordination, Error, SessionId};
 use avout_sim_zk::kernel::Kernel;
 use avout_sim_zk::{FaultRates, LogEvent, Sim, SimClient};
 
@@ -209,13 +209,14 @@ async fn set_up(workload: Workload, admin: Arc<SimClient>, clients: usize, plant
             admin.create(LOCK_PATH, b"", &Default::default()).await,
             Ok(_) | Err(Error::NodeExists { .. })
         ),
-        Workload::Atom => Atom::<u64, _>::builder(admin, ATOM_PATH)
+        Workload::Atom => Atom::<u64>::builder(&single(&admin), ATOM_PATH)
             .planted(planted)
             .open(0)
             .await
             .is_ok(),
         Workload::Stm { retry_limit } => {
-            let Ok(stm) = Stm::open(admin, ROOT, stm_config(retry_limit, planted)).await else {
+            let Ok(stm) = Stm::open(&single(&admin), ROOT, stm_config(retry_limit, planted)).await
+            else {
                 return false;
             };
             // JSON numbers: the bytes the model writes (`to_string`).
@@ -232,15 +233,13 @@ async fn open(
     workload: Workload,
     users: &[Arc<SimClient>],
     planted: Bugs,
-) -> Option<Vec<Option<Stm<SimClient>>>> {
+) -> Option<Vec<Option<Stm>>> {
     let Workload::Stm { retry_limit } = workload else {
         return Some(users.iter().map(|_| None).collect());
     };
-    let opened = futures::future::join_all(
-        users
-            .iter()
-            .map(|user| Stm::open(user.clone(), ROOT, stm_config(retry_limit, planted))),
-    )
+    let opened = futures::future::join_all(users.iter().map(|user| async move {
+        Stm::open(&single(user), ROOT, stm_config(retry_limit, planted)).await
+    }))
     .await;
     opened.into_iter().map(|o| o.ok().map(Some)).collect()
 }
@@ -249,11 +248,12 @@ async fn open(
 async fn run_client(
     workload: Workload,
     zk: Arc<SimClient>,
-    stm: Option<Stm<SimClient>>,
+    stm: Option<Stm>,
     index: usize,
     planted: Bugs,
 ) -> Returned {
     let value = |v: Option<i64>| v.map_or(Returned::Failed(None), Returned::Value);
+    let zk = &single(&zk);
     match workload {
         Workload::Mutex => {
             let mutex = Mutex::new(zk, LOCK_PATH)
@@ -288,7 +288,7 @@ async fn run_client(
             Returned::Value(term)
         }
         Workload::Atom => {
-            let atom = Atom::<u64, _>::builder(zk, ATOM_PATH)
+            let atom = Atom::<u64>::builder(zk, ATOM_PATH)
                 .planted(planted)
                 .connect()
                 .expect("a valid path");
@@ -326,10 +326,15 @@ async fn run_client(
 }
 
 /// Holds a lock a moment and releases it; returns the fencing token.
-async fn hold(guard: LockGuard<SimClient>) -> Option<i64> {
+async fn hold(guard: LockGuard) -> Option<i64> {
     let token = guard.fencing_token();
     tokio::time::sleep(HOLD).await;
     // A holder whose session ended cannot release; the node went with the session.
     let _ = guard.unlock().await;
     Some(token)
+}
+
+/// A client of exactly this session (never another): the model pairs requests by session.
+fn single(zk: &Arc<SimClient>) -> Client {
+    Client::single(zk.clone())
 }
