@@ -24,7 +24,8 @@ use std::ops::Range;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use avout::zk::{ZkClient, ZkConfig};
+use avout::Client;
+use avout::zk::ZkConfig;
 use avout::{Coordination, CoordinationExt, CreateOptions};
 use clap::{Args, Subcommand};
 use zookeeper_client as zk;
@@ -250,18 +251,13 @@ fn table_row(cells: [&str; 7]) -> String {
     format!("{peer:<17} {workload:<17} {ops:>7} {secs:>8} {ops_per_sec:>11} {p50:>8} {p99:>8}")
 }
 
-/// A session on the server under test, with the benches' timeouts (one per client, like the
-/// peers).
-pub(crate) async fn connect(connect: &str) -> Result<std::sync::Arc<ZkClient>, BenchError> {
-    session(connect).await.map(std::sync::Arc::new)
-}
-
-/// [`connect`]'s session, unshared.
-async fn session(connect: &str) -> Result<ZkClient, BenchError> {
+/// A managed client of the server under test, with the benches' timeouts (one per client,
+/// like the peers: each holds one session at a time).
+pub(crate) async fn connect(connect: &str) -> Result<Client, BenchError> {
     let config = ZkConfig::new(connect)
         .with_session_timeout(SESSION_TIMEOUT)
         .with_connect_timeout(CONNECT_TIMEOUT);
-    ZkClient::connect(&config)
+    Client::connect(config)
         .await
         .map_err(|source| BenchError::Connect {
             connect: connect.to_owned(),
@@ -282,7 +278,7 @@ pub(crate) async fn run(command: BenchCommand) -> Result<(), BenchError> {
 
 /// Runs `avout bench ops`.
 pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
-    let client = session(&args.zk).await?;
+    let client = connect(&args.zk).await?;
     // The raw loop gets its own session, like any other peer, so neither shares a queue.
     let raw = connect_raw(&args.zk).await?;
     let n = args.n as usize;

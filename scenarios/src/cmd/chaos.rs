@@ -4,17 +4,18 @@
 //! one server never see each other's nodes. With `--zk-ensemble N --kill-every D` the run
 //! starts N members through the test kit and, every D, does the next of three things in
 //! turn: kill a member and restart it, freeze a member with SIGSTOP for a second and resume
-//! it, expire a client's session (`ZkClient::expire_session`). The members are stopped when the
+//! it, expire a client's current session (`ZkClient::expire_session`; its managed client opens
+//! the next one by itself). The members are stopped when the
 //! run ends. The checker then judges the history as on the simulator.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::planted::Bug;
-use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, CoordinationExt};
-use avout_scenarios::scenario::env::{Cluster, ZkCluster};
+use avout::zk::ZkConfig;
+use avout::{Client, CoordinationExt};
+use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
 use avout_testkit::server::ZkEnsemble;
 
@@ -51,37 +52,13 @@ pub(crate) enum ChaosError {
     Run(#[from] RunError),
 }
 
-/// A [`ZkCluster`] that remembers its sessions, so the nemesis can expire them.
-#[derive(Clone)]
-struct Tracked {
-    inner: ZkCluster,
-    sessions: Arc<Mutex<Vec<Weak<ZkClient>>>>,
-}
-
-impl Cluster for Tracked {
-    type Client = ZkClient;
-
-    async fn connect(&self) -> Result<Arc<ZkClient>, avout::Error> {
-        let c = self.inner.connect().await?;
-        self.sessions
-            .lock()
-            .expect("not poisoned")
-            .push(Arc::downgrade(&c));
-        Ok(c)
-    }
-
-    fn is_simulated(&self) -> bool {
-        false
-    }
-}
-
 async fn chroot(connect: &str, scenario: &str) -> Result<String, ChaosError> {
     let unreachable = |reason: String| ChaosError::Unreachable {
         connect: connect.to_owned(),
         reason,
     };
     let config = ZkConfig::new(connect).with_session_timeout(SESSION_TIMEOUT);
-    let zk = tokio::time::timeout(Duration::from_secs(15), ZkClient::connect(&config))
+    let zk = tokio::time::timeout(Duration::from_secs(15), Client::connect(config))
         .await
         .map_err(|_| unreachable("no session within 15 s".into()))?
         .map_err(|e| match e {
@@ -111,7 +88,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ChaosError> {
 
 async fn nemesis(
     ensemble: Arc<ZkEnsemble>,
-    sessions: Arc<Mutex<Vec<Weak<ZkClient>>>>,
+    cluster: ZkCluster,
     every: Duration,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
 ) {
@@ -156,13 +133,7 @@ async fn nemesis(
                 }
             }
             _ => {
-                let live: Vec<Arc<ZkClient>> = sessions
-                    .lock()
-                    .expect("not poisoned")
-                    .iter()
-                    .filter_map(Weak::upgrade)
-                    .filter(|c| !c.session_states().current().is_terminal())
-                    .collect();
+                let live = cluster.sessions();
                 if let Some(c) = live.get(round % live.len().max(1)) {
                     count("session-expiry");
                     if c.expire_session().await.is_err() {
@@ -200,17 +171,14 @@ pub(crate) fn run_real(
     let rt = runtime()?;
     let result = rt.block_on(async {
         let base = chroot(&connect, w.scenario.name()).await?;
-        let cluster = Tracked {
-            inner: ZkCluster::new(
-                ZkConfig::new(format!("{}{}", connect, base)).with_session_timeout(SESSION_TIMEOUT),
-            ),
-            sessions: Arc::default(),
-        };
+        let cluster = ZkCluster::new(
+            ZkConfig::new(format!("{}{}", connect, base)).with_session_timeout(SESSION_TIMEOUT),
+        );
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
         let nemesis = match (&ensemble, every) {
             (Some(e), Some(every)) => Some(tokio::spawn(nemesis(
                 e.clone(),
-                cluster.sessions.clone(),
+                cluster.clone(),
                 every,
                 counts.clone(),
             ))),

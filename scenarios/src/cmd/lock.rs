@@ -6,12 +6,11 @@
 //! once the lock is ours, `RELEASED` once its node is deleted.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
+use avout::Client;
 use avout::lock::{LockError, Mutex};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
 use clap::{Args, Subcommand};
 
 /// The `avout lock` subcommands.
@@ -68,26 +67,24 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 /// Runs `avout lock hold`, writing its two lines to `out`.
 pub(crate) async fn hold(args: &HoldArgs, out: &mut impl Write) -> Result<(), LockCmdError> {
     let config = ZkConfig::new(args.zk.clone()).with_session_timeout(Duration::from_secs(10));
-    let zk =
-        Arc::new(
-            ZkClient::connect(&config)
-                .await
-                .map_err(|source| LockCmdError::Connect {
-                    connect: args.zk.clone(),
-                    source,
-                })?,
-        );
+    let zk = Client::connect(config)
+        .await
+        .map_err(|source| LockCmdError::Connect {
+            connect: args.zk.clone(),
+            source,
+        })?;
     let lock_error = |source| LockCmdError::Lock {
         path: args.path.clone(),
         source,
     };
-    let mutex = Mutex::new(zk.clone(), args.path.clone()).map_err(lock_error)?;
+    let mutex = Mutex::new(&zk, args.path.clone()).map_err(lock_error)?;
     let guard = mutex.lock().await.map_err(lock_error)?;
     // A reader of the output (a script, the interop test) acts on this line at once.
     let _ = writeln!(out, "HELD {}", guard.node());
     let _ = out.flush();
     // A hold that ends early because the session or the node went away is an error: the
-    // caller was told HELD and must learn the lock did not last.
+    // caller was told HELD and must learn the lock did not last (the client would open a new
+    // session, but the hold was the old one's).
     tokio::select! {
         () = tokio::time::sleep(args.seconds) => {}
         lost = guard.lost() => return Err(lock_error(lost)),

@@ -33,8 +33,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, CoordinationExt};
+use avout::zk::ZkConfig;
+use avout::{Client, CoordinationExt};
 use avout_sim_zk::Sim;
 
 use stats::Estimate;
@@ -224,9 +224,14 @@ fn on_sim(mix: &Mix, seed: u64) -> Result<Outcome, workload::SetupError> {
         .keep_log(false)
         .build();
     let (out, _summary) = sim.run(|mut ctx| async move {
-        let sessions = ctx.clients.iter().map(|c| Arc::new(c.clone())).collect();
+        // Managed clients on the run's sessions, opening later ones from the service.
+        let clients: Vec<Client> = ctx
+            .clients
+            .iter()
+            .map(|c| Client::builder(ctx.zk.clone()).adopt(Arc::new(c.clone())))
+            .collect();
         let seed = ctx.rng.next_u64();
-        workload::run(sessions, "/report", mix, seed).await
+        workload::run(&clients, "/report", mix, seed).await
     });
     out
 }
@@ -252,33 +257,33 @@ fn on_zk(connect: &str, mix: &Mix, root: &str, seed: u64) -> Result<Outcome, Rep
         let config = ZkConfig::new(connect)
             .with_session_timeout(Duration::from_secs(10))
             .with_connect_timeout(Duration::from_secs(10));
-        let mut sessions = Vec::new();
+        let mut clients = Vec::new();
         for _ in 0..mix.clients() {
-            let zk = ZkClient::connect(&config)
-                .await
-                .map_err(|source| ReportError::Connect {
+            let client = Client::connect(config.clone()).await.map_err(|source| {
+                ReportError::Connect {
                     connect: connect.to_owned(),
                     source,
-                })?;
-            sessions.push(Arc::new(zk));
+                }
+            })?;
+            clients.push(client);
         }
         let parent = &root[..root.rfind('/').expect("an absolute root")];
-        sessions[0]
+        clients[0]
             .ensure_path(parent)
             .await
             .map_err(|e| ReportError::Setup {
                 what: format!("{root} on {connect}"),
                 detail: e.to_string(),
             })?;
-        let out = workload::run(sessions.clone(), root, mix, seed)
+        let out = workload::run(&clients, root, mix, seed)
             .await
             .map_err(|e| ReportError::Setup {
                 what: format!("{root} on {connect}"),
                 detail: e.to_string(),
             })?;
-        for s in sessions {
+        for c in clients {
             // Closing is best effort: the run is over and its numbers are taken.
-            let _ = s.close().await;
+            let _ = c.close().await;
         }
         Ok(out)
     })

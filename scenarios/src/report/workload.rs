@@ -2,9 +2,9 @@
 //! transactions beside `readers` clients running long read-only ones, on a few refs, for a
 //! window of time.
 //!
-//! It is written once against [`Coordination`], so the same code runs on the simulator
+//! It is written once against the managed [`Client`], so the same code runs on the simulator
 //! (virtual time: a paused tokio clock, every figure a function of the seed) and on a real
-//! ZooKeeper (`--zk`, wall-clock time). Each client has its own session and [`Stm`] handle
+//! ZooKeeper (`--zk`, wall-clock time). Each client has its own [`Client`] and [`Stm`] handle
 //! (its own cache). Time comes only from `tokio::time`, so on the simulator nothing in the
 //! outcome depends on the machine running it.
 //!
@@ -20,11 +20,10 @@
 //! after the window still counts in latencies and retries but not in the throughput.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::stm::{Abort, Ref, Stm, StmConfig, StmError, StmStats};
+use avout::{Client, Coordination};
 use tokio::time::Instant;
 
 use super::stm_stats;
@@ -198,21 +197,18 @@ pub(crate) enum SetupError {
     },
 }
 
-/// Runs `mix` with one client per session of `sessions` (`mix.clients()` of them), under
-/// `root`, with `seed` for the clients' choices.
-pub(crate) async fn run<C>(
-    sessions: Vec<Arc<C>>,
+/// Runs `mix` with one workload client per client of `clients` (`mix.clients()` of them),
+/// under `root`, with `seed` for the clients' choices.
+pub(crate) async fn run(
+    clients: &[Client],
     root: &str,
     mix: &Mix,
     seed: u64,
-) -> Result<Outcome, SetupError>
-where
-    C: Coordination + ?Sized + 'static,
-{
-    assert_eq!(sessions.len(), mix.clients(), "one session per client");
+) -> Result<Outcome, SetupError> {
+    assert_eq!(clients.len(), mix.clients(), "one client per workload client");
     let mut stms = Vec::new();
-    for zk in &sessions {
-        let stm = Stm::open(zk.clone(), root, mix.config.clone())
+    for zk in clients {
+        let stm = Stm::open(zk, root, mix.config.clone())
             .await
             .map_err(|source| SetupError::Open {
                 root: root.to_owned(),
@@ -230,7 +226,7 @@ where
                 source,
             })?;
     }
-    let mut clients = Vec::new();
+    let mut runs = Vec::new();
     let start = Instant::now();
     let deadline = start + mix.window;
     for (i, stm) in stms.iter().enumerate() {
@@ -240,11 +236,11 @@ where
             .collect();
         let rand = Rand(seed ^ (i as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f));
         let reader = i >= mix.writers;
-        clients.push(client(stm, refs, rand, reader, mix, start, deadline));
+        runs.push(client(stm, refs, rand, reader, mix, start, deadline));
     }
     // One task polls every client: no `Send` bound on the transactions, and on the
     // simulator a fixed polling order.
-    let runs = futures::future::join_all(clients).await;
+    let runs = futures::future::join_all(runs).await;
     let mut out = Outcome {
         window: mix.window,
         ..Outcome::default()
@@ -265,7 +261,7 @@ where
     out.writers.latencies_us.sort_unstable();
     out.readers.latencies_us.sort_unstable();
     out.stalled_windows = stalls(&commit_times, mix.window);
-    out.nodes = count_nodes(&*sessions[0], root).await;
+    out.nodes = count_nodes(&clients[0], root).await;
     Ok(out)
 }
 
@@ -308,18 +304,15 @@ async fn count_nodes<C: Coordination + ?Sized>(zk: &C, root: &str) -> u64 {
     count
 }
 
-async fn client<C>(
-    stm: &Stm<C>,
+async fn client(
+    stm: &Stm,
     refs: Vec<Ref<i64>>,
     mut rand: Rand,
     reader: bool,
     mix: &Mix,
     start: Instant,
     deadline: Instant,
-) -> (ClientRun, BTreeMap<String, u64>)
-where
-    C: Coordination + ?Sized + 'static,
-{
+) -> (ClientRun, BTreeMap<String, u64>) {
     let before = stm.stats();
     let mut run = ClientRun {
         class: Class::default(),
@@ -379,13 +372,9 @@ where
                 }
             }
             Err(StmError::RetryLimit { .. }) => run.class.gave_up += 1,
-            Err(e) => {
-                let lost = matches!(e, StmError::SessionLost(_));
-                *failures.entry(kind(&e)).or_default() += 1;
-                if lost {
-                    break;
-                }
-            }
+            // Counted, and the client goes on: a transaction cut off by a lost session is
+            // not retried, and the next one runs on the client's next session.
+            Err(e) => *failures.entry(kind(&e)).or_default() += 1,
         }
     }
     run.class.stats = stm_stats::difference(stm.stats(), before);

@@ -9,15 +9,13 @@
 //! The checker is the bank checker ([`crate::check::bank`]): every `ok` read shows all five
 //! accounts, sums to 100, and has no negative balance.
 
-use std::sync::Arc;
-
+use avout::Client;
 use avout::planted::Bugs;
 use avout::stm::{Abort, Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::env::{Cluster, Recorder, retry_open};
-use super::session::Session;
+use super::env::{Cluster, retry_open};
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
 use crate::check::bank::BankChecker;
@@ -38,98 +36,127 @@ pub(crate) fn stm_config(p: Protocol, planted: Bugs) -> StmConfig {
     }
 }
 
-async fn open<K: Cluster>(
+/// Opens an STM at `root` on `client` (the workload's protocol, the cluster's planted bugs)
+/// and makes a ref per name with `initial` (retried: both write when the nodes are missing).
+pub(crate) async fn open_refs<K: Cluster, T>(
     cluster: &K,
-    zk: &mut Arc<K::Client>,
+    client: &Client,
     p: Protocol,
-) -> Result<Refs<K::Client, i64>, String> {
-    retry_open(cluster, zk, 200, |c| async move {
-        let stm = Stm::open(c, ROOT, stm_config(p, cluster.planted())).await?;
+    root: &str,
+    names: &[String],
+    initial: T,
+) -> Result<Refs<T>, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+{
+    retry_open(200, || async {
+        let stm = Stm::open(client, root, stm_config(p, cluster.planted())).await?;
         let mut refs = Vec::new();
-        for i in 0..ACCOUNTS {
-            let r = stm.make_ref(&format!("a{i}"), INITIAL).await?;
-            r.set_validator(|b| *b >= 0);
-            refs.push(r);
+        for name in names {
+            refs.push(stm.make_ref(name, initial.clone()).await?);
         }
         Ok::<_, StmError>((stm, refs))
     })
     .await
 }
 
-/// An STM and refs of `T` on one session.
-pub(crate) type Refs<C, T> = (Stm<C>, Vec<Ref<T>>);
+/// The accounts `a0`…: their names.
+pub(crate) fn account_names(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("a{i}")).collect()
+}
 
-/// After a failed transaction: if the session is lost (it ended, or the STM says so), counts
-/// the old STM's retries and opens a new session with new refs.
-pub(crate) async fn recover<K, T, B, E>(
-    rec: &Recorder,
-    session: &mut Session<'_, K, Refs<K::Client, T>, B>,
-    e: &StmError<E>,
-) -> Result<(), String>
-where
-    K: Cluster,
-    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<Refs<K::Client, T>, String>,
-{
-    if session.has_ended() || matches!(e, StmError::SessionLost(_)) {
-        rec.retries(session.handles().0.stats().retries);
-        session.renew().await?;
+/// An STM and refs of `T` on it.
+pub(crate) type Refs<T> = (Stm, Vec<Ref<T>>);
+
+/// Moves `amount` from `from` to `to` in one transaction; the input goes back as the
+/// output.
+pub(crate) async fn transfer(
+    stm: &Stm,
+    from: &Ref<i64>,
+    to: &Ref<i64>,
+    amount: i64,
+    input: &Value,
+) -> Result<Value, StmError<Abort>> {
+    stm.dosync(async |tx| {
+        tx.alter(from, |b| b - amount).await?;
+        tx.alter(to, |b| b + amount).await?;
+        Ok::<_, Abort>(input.clone())
+    })
+    .await
+}
+
+/// Reads every account in one transaction, as `{"a0": balance, …}`.
+pub(crate) async fn balances(stm: &Stm, refs: &[Ref<i64>]) -> Result<Value, StmError<Abort>> {
+    stm.dosync(async |tx| {
+        let mut balances = Map::new();
+        for (i, r) in refs.iter().enumerate() {
+            balances.insert(format!("a{i}"), tx.deref(r).await?.into());
+        }
+        Ok::<_, Abort>(Value::Object(balances))
+    })
+    .await
+}
+
+/// A transfer between two distinct accounts of `n`, of 1–5, as the history's input.
+pub(crate) fn draw_transfer(rng: &mut impl Rng, n: usize) -> Value {
+    let from = rng.random_range(0..n);
+    let to = (from + rng.random_range(1..n)) % n;
+    let amount = rng.random_range(1..=5i64);
+    json!({"from": format!("a{from}"), "to": format!("a{to}"), "amount": amount})
+}
+
+/// The transfer `input` ([`draw_transfer`]) on `refs`.
+pub(crate) async fn transfer_of(
+    stm: &Stm,
+    refs: &[Ref<i64>],
+    input: &Value,
+) -> Result<Value, StmError<Abort>> {
+    let idx = |k: &str| -> usize { input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0) };
+    let (from, to) = (&refs[idx("from")], &refs[idx("to")]);
+    transfer(stm, from, to, input["amount"].as_i64().unwrap_or(0), input).await
+}
+
+/// The bank's accounts on `client`, each under a validator forbidding a negative balance.
+pub(crate) async fn open_accounts<K: Cluster>(
+    cluster: &K,
+    client: &Client,
+    p: Protocol,
+    root: &str,
+) -> Result<Refs<i64>, String> {
+    let (stm, refs) = open_refs(cluster, client, p, root, &account_names(ACCOUNTS), INITIAL).await?;
+    for r in &refs {
+        r.set_validator(|b| *b >= 0);
     }
-    Ok(())
+    Ok((stm, refs))
 }
 
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let mut session =
-        Session::open(me.cluster, async |c, zk| open(c, zk, me.w.protocol).await).await?;
+    let client = me.client().await?;
+    let (stm, refs) = open_accounts(me.cluster, &client, me.w.protocol, ROOT).await?;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {
-            let from = me.rng.random_range(0..ACCOUNTS);
-            let to = (from + me.rng.random_range(1..ACCOUNTS)) % ACCOUNTS;
-            let amount = me.rng.random_range(1..=5i64);
-            (
-                "transfer",
-                json!({"from": format!("a{from}"), "to": format!("a{to}"), "amount": amount}),
-            )
+            ("transfer", draw_transfer(&mut me.rng, ACCOUNTS))
         } else {
             ("read", Value::Null)
         };
-        let (stm, refs) = session.handles();
         let call = || async {
             if transfer {
-                let idx = |k: &str| -> usize {
-                    input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0)
-                };
-                let (from, to) = (&refs[idx("from")], &refs[idx("to")]);
-                let amount = input["amount"].as_i64().unwrap_or(0);
-                stm.dosync(async |tx| {
-                    tx.alter(from, |b| b - amount).await?;
-                    tx.alter(to, |b| b + amount).await?;
-                    Ok::<_, Abort>(input.clone())
-                })
-                .await
+                transfer_of(&stm, &refs, &input).await
             } else {
-                stm.dosync(async |tx| {
-                    let mut balances = Map::new();
-                    for (i, r) in refs.iter().enumerate() {
-                        balances.insert(format!("a{i}"), tx.deref(r).await?.into());
-                    }
-                    Ok::<_, Abort>(Value::Object(balances))
-                })
-                .await
+                balances(&stm, &refs).await
             }
         };
-        match me
+        if let Ended::Stuck = me
             .caller
             .call(Invoke::new(f, input.clone()), call, Value::clone)
             .await
         {
-            Ended::Stuck => break,
-            Ended::Ok(_) => {}
-            Ended::Err(e) => recover(me.caller.rec, &mut session, &e).await?,
+            break;
         }
     }
-    me.caller.rec.retries(session.handles().0.stats().retries);
+    me.caller.rec.retries(stm.stats().retries);
     Ok(())
 }
 
@@ -146,7 +173,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
 pub fn check(history: &History) -> Verdict {
     let checker = BankChecker::new()
         .total(INITIAL * ACCOUNTS as i64)
-        .accounts((0..ACCOUNTS).map(|i| format!("a{i}")));
+        .accounts(account_names(ACCOUNTS));
     match checker.check(history) {
         Ok(v) if v.is_valid() => Verdict::new("bank (total 100, no negative balance)", vec![]),
         Ok(v) => Verdict::new(

@@ -11,38 +11,34 @@
 //! waiter that started after the barrier was set must not pass it while it stands).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::recipes::barrier::{Barrier, BarrierError};
 use rand::Rng;
 use tokio::sync::watch;
 
-use super::env::{Cluster, Process, Recorder, client_rng};
-use super::session::{Session, no_handles};
+use super::env::{Cluster, Process, Recorder, client_rng, open_client};
 use super::{OP_DEADLINE, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const PATH: &str = "/barrier";
 
-/// Runs `op` until it succeeds (reconnecting after a lost session), recording each try.
-async fn until_done<K: Cluster, B, Fut>(
-    session: &mut Session<'_, K, (), B>,
+/// Runs `op` until it succeeds, recording each try (a try lost with its session is tried
+/// again, on the client's next session).
+async fn until_done<Fut>(
     rec: &Recorder,
     process: &mut Process,
     f: &str,
     round: u64,
-    op: impl Fn(Barrier<K::Client>) -> Fut,
+    op: impl Fn() -> Fut,
 ) -> Result<(), String>
 where
-    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<(), String>,
     Fut: std::future::Future<Output = Result<(), BarrierError>>,
 {
     for _ in 0..100 {
         let p = process.id();
         rec.invoke(p, f, round.into(), None);
-        let barrier = Barrier::new(session.zk().clone(), PATH).map_err(|e| e.to_string())?;
-        match tokio::time::timeout(OP_DEADLINE, op(barrier)).await {
+        match tokio::time::timeout(OP_DEADLINE, op()).await {
             Ok(Ok(())) => {
                 rec.complete(EventType::Ok, p, f, round.into(), None);
                 return Ok(());
@@ -57,7 +53,6 @@ where
                 return Err(format!("{f} of round {round} is stuck"));
             }
         }
-        session.renew_if_ended().await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Err(format!("{f} of round {round} failed 100 times"))
@@ -71,31 +66,16 @@ async fn controller<K: Cluster>(
 ) -> Result<(), String> {
     let mut rng = client_rng(w.seed, 0);
     let mut process = Process::new(0, w.clients);
-    let mut session = Session::open(cluster, no_handles).await?;
+    let client = open_client(cluster).await?;
+    let barrier = Barrier::new(&client, PATH).map_err(|e| e.to_string())?;
     for round in 0..w.ops as u64 {
-        let set = until_done(
-            &mut session,
-            rec,
-            &mut process,
-            "set",
-            round,
-            |b| async move { b.set().await },
-        )
-        .await;
+        let set = until_done(rec, &mut process, "set", round, || barrier.set()).await;
         if set.is_err() {
             break;
         }
         rounds.send_replace(Some(round));
         tokio::time::sleep(Duration::from_millis(rng.random_range(5..30))).await;
-        let removed = until_done(
-            &mut session,
-            rec,
-            &mut process,
-            "remove",
-            round,
-            |b| async move { b.remove().await },
-        )
-        .await;
+        let removed = until_done(rec, &mut process, "remove", round, || barrier.remove()).await;
         if removed.is_err() {
             break;
         }
@@ -112,7 +92,8 @@ async fn waiter<K: Cluster>(
     mut rounds: watch::Receiver<Option<u64>>,
 ) -> Result<(), String> {
     let process = Process::new(index, w.clients);
-    let mut session = Session::open(cluster, no_handles).await?;
+    let client = open_client(cluster).await?;
+    let barrier = Barrier::new(&client, PATH).map_err(|e| e.to_string())?;
     let mut last = None;
     loop {
         // The next round announced (a slow waiter may skip rounds).
@@ -129,13 +110,9 @@ async fn waiter<K: Cluster>(
         last = Some(round);
         let p = process.id();
         rec.invoke(p, "wait", round.into(), None);
-        let barrier = Barrier::new(session.zk().clone(), PATH).map_err(|e| e.to_string())?;
         match tokio::time::timeout(OP_DEADLINE, barrier.wait()).await {
             Ok(Ok(())) => rec.complete(EventType::Ok, p, "wait", round.into(), None),
-            Ok(Err(_)) => {
-                rec.complete(EventType::Fail, p, "wait", round.into(), None);
-                session.renew_if_ended().await?;
-            }
+            Ok(Err(_)) => rec.complete(EventType::Fail, p, "wait", round.into(), None),
             Err(_) => {
                 rec.complete(EventType::Info, p, "wait", round.into(), None);
                 rec.stall(format!("process {p}'s wait in round {round}"));

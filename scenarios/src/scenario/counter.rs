@@ -9,39 +9,36 @@
 //! before the observation began (acknowledged before its invocation) and the number that
 //! could have happened before it ended (invoked before its completion and not failed).
 
-use std::sync::Arc;
-
-use avout::atom::{Atom, AtomError};
+use avout::Client;
+use avout::atom::Atom;
 use rand::Rng;
 use serde_json::Value;
 
-use super::env::{Cluster, Recorder, retry_open};
-use super::session::Session;
+use super::env::{Cluster, Recorder, open_client, retry_open};
 use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
 const PATH: &str = "/counter";
 
-async fn open<K: Cluster>(
+/// Opens the counter's atom at `path` on `client` with `cluster`'s planted bugs (retried: the
+/// open writes the initial value if the node is missing).
+pub(crate) async fn open<K: Cluster>(
     cluster: &K,
-    zk: &mut Arc<K::Client>,
-) -> Result<Atom<u64, K::Client>, String> {
+    client: &Client,
+    path: &str,
+) -> Result<Atom<u64>, String> {
     let planted = cluster.planted();
-    retry_open(cluster, zk, 200, |c| {
-        Atom::builder(c, PATH).planted(planted).open(0u64)
+    retry_open(200, || {
+        Atom::builder(client, path).planted(planted).open(0u64)
     })
     .await
 }
 
-fn session_lost(e: &AtomError) -> bool {
-    matches!(e, AtomError::Zk(z) if z.is_session_lost())
-}
-
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let mut session = Session::open(me.cluster, open).await?;
-    let mut stats = avout::atom::AtomStats::default();
+    let client = me.client().await?;
+    let atom = open(me.cluster, &client, PATH).await?;
     for _ in 0..me.w.ops {
         let add = me.rng.random_bool(0.75);
         let (f, value) = if add {
@@ -49,7 +46,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         } else {
             ("read", Value::Null)
         };
-        let atom = session.handles();
         let call = || async {
             if add {
                 atom.swap(|n| n + 1).await
@@ -57,29 +53,19 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 atom.deref().await
             }
         };
-        match me
+        // A failed operation, session lost or not, is recorded as its error says; the atom
+        // works on the client's next session.
+        if let Ended::Stuck = me
             .caller
             .call(Invoke::new(f, value), call, |v| Value::from(*v))
             .await
         {
-            Ended::Stuck => break,
-            Ended::Ok(_) => {}
-            Ended::Err(e) => {
-                if session_lost(&e) {
-                    accumulate(&mut stats, session.handles().stats());
-                    session.renew().await?;
-                }
-            }
+            break;
         }
     }
-    accumulate(&mut stats, session.handles().stats());
+    let stats = atom.stats();
     me.caller.rec.retries(stats.conflicts + stats.recoveries);
     Ok(())
-}
-
-fn accumulate(total: &mut avout::atom::AtomStats, s: avout::atom::AtomStats) {
-    total.conflicts += s.conflicts;
-    total.recoveries += s.recoveries;
 }
 
 /// The final read, after every client is done.
@@ -88,36 +74,48 @@ pub(crate) async fn final_read<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), String> {
-    // The final read, by a fresh session, retried until it answers (on a new session when
-    // this one ends: a read changes nothing, so retrying it anywhere is safe).
     let p = (w.clients * (w.ops + 1)) as u64;
-    let mut session = Session::open(cluster, open).await?;
+    let client = open_client(cluster).await?;
+    let atom = open(cluster, &client, PATH).await?;
+    read_until_answered(rec, p, "read", || atom.deref())
+        .await
+        .map_err(|last| format!("the final read of the counter never succeeded (last: {last})"))
+}
+
+/// Records process `p`'s read `f` by `read` until one answers (a read changes nothing, so
+/// trying it again, on whichever session is current, is safe); `Err` with the last error if
+/// none did in 100 tries.
+pub(crate) async fn read_until_answered<T, E, Fut>(
+    rec: &Recorder,
+    p: u64,
+    f: &str,
+    mut read: impl FnMut() -> Fut,
+) -> Result<(), String>
+where
+    T: Into<Value>,
+    E: std::fmt::Display,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
     let mut last = String::new();
     for _ in 0..100 {
-        rec.invoke(p, "read", Value::Null, None);
-        match tokio::time::timeout(OP_DEADLINE, session.handles().deref()).await {
+        rec.invoke(p, f, Value::Null, None);
+        match tokio::time::timeout(OP_DEADLINE, read()).await {
             Ok(Ok(v)) => {
-                rec.complete(EventType::Ok, p, "read", v.into(), None);
+                rec.complete(EventType::Ok, p, f, v.into(), None);
                 return Ok(());
             }
             Ok(Err(e)) => {
-                rec.complete(EventType::Fail, p, "read", Value::Null, None);
+                rec.complete(EventType::Fail, p, f, Value::Null, None);
                 last = e.to_string();
-                if session_lost(&e) {
-                    session.renew().await?;
-                    continue;
-                }
             }
             Err(_) => {
-                rec.complete(EventType::Fail, p, "read", Value::Null, None);
+                rec.complete(EventType::Fail, p, f, Value::Null, None);
                 last = format!("no answer within {}s", OP_DEADLINE.as_secs());
             }
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    Err(format!(
-        "the final read of the counter never succeeded (last: {last})"
-    ))
+    Err(last)
 }
 
 /// Judges a counter history.

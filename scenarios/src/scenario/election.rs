@@ -19,8 +19,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::env::Cluster;
-use super::mutex::{check_holds, counter_session, fenced_write, read_counter, set_counter};
-use super::session::{Session, plain};
+use super::mutex::{check_holds, counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict};
 use crate::history::History;
@@ -30,11 +29,11 @@ const RESOURCE: &str = "/election-resource";
 
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let zk = counter_session(me.cluster, RESOURCE).await?;
-    let mut session = Session::on(me.cluster, zk, plain(|zk| Election::new(zk, PATH))).await?;
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
+    let election = Election::new(&client, PATH).map_err(|e| e.to_string())?;
     for _ in 0..me.w.ops {
         let p = me.caller.p();
-        let election = session.handles();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
         let leadership = match me
             .caller
@@ -43,21 +42,20 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         {
             Ended::Stuck => break,
             Ended::Ok(l) => l,
-            Ended::Err(_) => {
-                session.renew_if_ended().await?;
-                continue;
-            }
+            // Lost with its session or not, the next campaign runs on the client's session.
+            Ended::Err(_) => continue,
         };
         let term = leadership.term();
         let mut lost = true;
-        let zk = session.zk();
-        if let Ok(n) = read_counter(&**zk, RESOURCE).await {
+        if let Ok(n) = read_counter(&client, RESOURCE).await {
             tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let ops = [
                 Op::check(leadership.node().to_owned(), None),
                 set_counter(RESOURCE, n + 1),
             ];
-            match fenced_write(&mut me.caller, term, n + 1, || zk.multi(&ops)).await {
+            // Fenced by the leadership's node; sent on the client's current session, which
+            // is the leadership's while the node stands.
+            match fenced_write(&mut me.caller, term, n + 1, || client.multi(&ops)).await {
                 Ended::Stuck => break,
                 Ended::Ok(_) => lost = false,
                 Ended::Err(_) => {}
@@ -70,7 +68,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 Ok(Ok(()))
             );
         me.caller.released(term.into(), resigned);
-        session.renew_if_ended().await?;
     }
     Ok(())
 }

@@ -1,46 +1,53 @@
-//! What a workload runs against: a [`Cluster`] to open sessions on (the simulator or a real
-//! ensemble), a [`Recorder`] that writes the history, and per-client random streams.
+//! What a workload runs against: a [`Cluster`] to open managed clients on (the simulator or a
+//! real ensemble), a [`Recorder`] that writes the history, and per-client random streams.
 //!
 //! Workloads are written once, generic over [`Cluster`], so the same code and the same
-//! checker run on the embedded simulator and on real ZooKeeper. Time in the history is
+//! checker run on the embedded simulator and on real ZooKeeper. Each workload client holds one
+//! [`Client`], which opens a new session by itself after each expiry, and builds its handles on
+//! it once: nothing in a workload reconnects or rebuilds. Time in the history is
 //! `tokio::time::Instant` since the start of the run: virtual nanoseconds on the simulator's
 //! paused clock, wall-clock ones on a real server.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::planted::Bugs;
+use avout::zk::{ZkClient, ZkConfig};
+use avout::{Client, Coordination, SessionId};
+use futures::future::BoxFuture;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::history::{Event, EventType, F, History};
 
-/// Somewhere to open ZooKeeper sessions: the simulator's service or a real ensemble.
+/// Somewhere to run managed clients: the simulator's service or a real ensemble.
 ///
 /// ```
 /// use avout_scenarios::scenario::env::{Cluster, SimCluster};
 /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
 ///     let cluster = SimCluster::new(ctx.zk.clone());
-///     let client = cluster.connect().await.unwrap();
+///     let client = cluster.client().await.unwrap();
 ///     assert!(cluster.is_simulated());
-///     drop(client);
+///     client.close().await.unwrap();
 /// });
 /// ```
 pub trait Cluster {
-    /// The session type.
-    type Client: Coordination + 'static;
-    /// Opens a new session.
-    fn connect(&self) -> impl Future<Output = Result<Arc<Self::Client>, avout::Error>>;
+    /// Opens a managed client: its first session now, a new one by itself after each
+    /// expiry. Must be called within the run's tokio runtime.
+    fn client(&self) -> impl Future<Output = Result<Client, avout::Error>>;
     /// Whether this is the simulator (virtual time).
     fn is_simulated(&self) -> bool;
-    /// The bugs to plant in the handles the workload builds on these sessions (none unless
+    /// The bugs to plant in the handles the workload builds on these clients (none unless
     /// the cluster is [`Planted`]).
     fn planted(&self) -> Bugs {
         Bugs::NONE
     }
+    /// Expires `session` now, as the service does when its timeout passes: its ephemerals
+    /// go, its calls fail with [`avout::Error::SessionExpired`], and its client opens a new
+    /// one. A session this cluster did not open, or that has already ended, is left alone.
+    fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>>;
 }
 
 /// A [`Cluster`] whose workload plants `bugs` in its handles' configuration.
@@ -67,10 +74,8 @@ impl<'a, K: Cluster> Planted<'a, K> {
 }
 
 impl<K: Cluster> Cluster for Planted<'_, K> {
-    type Client = K::Client;
-
-    fn connect(&self) -> impl Future<Output = Result<Arc<Self::Client>, avout::Error>> {
-        self.inner.connect()
+    fn client(&self) -> impl Future<Output = Result<Client, avout::Error>> {
+        self.inner.client()
     }
 
     fn is_simulated(&self) -> bool {
@@ -80,9 +85,14 @@ impl<K: Cluster> Cluster for Planted<'_, K> {
     fn planted(&self) -> Bugs {
         self.bugs
     }
+
+    fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>> {
+        self.inner.expire(session)
+    }
 }
 
-/// The simulator's service as a [`Cluster`].
+/// The simulator's service as a [`Cluster`]: every session of every client is a new
+/// simulated client (the next index, the number faults name it by).
 #[derive(Clone, Debug)]
 pub struct SimCluster {
     zk: avout_sim_zk::SimZk,
@@ -102,46 +112,94 @@ impl SimCluster {
 }
 
 impl Cluster for SimCluster {
-    type Client = avout_sim_zk::SimClient;
-
-    async fn connect(&self) -> Result<Arc<Self::Client>, avout::Error> {
-        Ok(Arc::new(self.zk.connect()))
+    async fn client(&self) -> Result<Client, avout::Error> {
+        Client::connect(self.zk.clone()).await
     }
 
     fn is_simulated(&self) -> bool {
         true
     }
+
+    async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
+        if self.zk.with_kernel(|k| k.is_alive(session)) {
+            self.zk.expire_session(session);
+        }
+        Ok(())
+    }
 }
 
-/// A real ZooKeeper ensemble as a [`Cluster`].
+/// A real ZooKeeper ensemble as a [`Cluster`]. It keeps track of the sessions its clients
+/// open, so that a workload or a nemesis can expire them ([`ZkCluster::sessions`]).
 #[derive(Clone, Debug)]
 pub struct ZkCluster {
-    config: avout::zk::ZkConfig,
+    sessions: Sessions,
+}
+
+/// A [`ZkConfig`] that remembers the sessions it opens: the connector of a [`ZkCluster`]'s
+/// clients.
+#[derive(Clone, Debug)]
+struct Sessions {
+    config: ZkConfig,
+    opened: Arc<Mutex<Vec<Weak<ZkClient>>>>,
+}
+
+impl avout::client::Connect for Sessions {
+    fn connect(&self) -> BoxFuture<'_, avout::Result<Arc<dyn Coordination>>> {
+        Box::pin(async move {
+            let zk = Arc::new(ZkClient::connect(&self.config).await?);
+            let mut opened = self.opened.lock().expect("never poisoned");
+            // Forget the sessions that are gone, so a long run does not grow the list.
+            opened.retain(|s| s.strong_count() > 0);
+            opened.push(Arc::downgrade(&zk));
+            Ok(zk as Arc<dyn Coordination>)
+        })
+    }
 }
 
 impl ZkCluster {
-    /// Sessions from `config`.
+    /// Clients of `config`.
     ///
     /// ```
     /// let c = avout_scenarios::scenario::env::ZkCluster::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
-    /// # let _ = c;
+    /// assert!(c.sessions().is_empty());
     /// ```
-    pub fn new(config: avout::zk::ZkConfig) -> Self {
-        ZkCluster { config }
+    pub fn new(config: ZkConfig) -> Self {
+        ZkCluster {
+            sessions: Sessions {
+                config,
+                opened: Arc::default(),
+            },
+        }
+    }
+
+    /// The sessions its clients hold open now, oldest first.
+    pub fn sessions(&self) -> Vec<Arc<ZkClient>> {
+        self.sessions
+            .opened
+            .lock()
+            .expect("never poisoned")
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|zk| !zk.session_state().is_terminal())
+            .collect()
     }
 }
 
 impl Cluster for ZkCluster {
-    type Client = avout::zk::ZkClient;
-
-    async fn connect(&self) -> Result<Arc<Self::Client>, avout::Error> {
-        avout::zk::ZkClient::connect(&self.config)
-            .await
-            .map(Arc::new)
+    async fn client(&self) -> Result<Client, avout::Error> {
+        Client::connect(self.sessions.clone()).await
     }
 
     fn is_simulated(&self) -> bool {
         false
+    }
+
+    async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
+        let open = self.sessions().into_iter().find(|zk| zk.session().id == session);
+        match open {
+            Some(zk) => zk.expire_session().await,
+            None => Ok(()),
+        }
     }
 }
 
@@ -308,25 +366,24 @@ pub fn outcome_of(e: &avout::Error) -> EventType {
     }
 }
 
-/// Runs `f` until it opens something, reconnecting after a lost session and pausing after
-/// other failures; gives up (with the last error) after `attempts`.
-pub(crate) async fn retry_open<K: Cluster, T, E: std::fmt::Display, Fut>(
-    cluster: &K,
-    client: &mut Arc<K::Client>,
+/// Opens a managed client on `cluster`, its error as text (the workloads' error type).
+pub(crate) async fn open_client<K: Cluster>(cluster: &K) -> Result<Client, String> {
+    cluster.client().await.map_err(|e| e.to_string())
+}
+
+/// Runs `f` until it opens something, pausing after each failure (a session lost under it
+/// included: the next try runs on the client's next session); gives up with the last error
+/// after `attempts`.
+pub(crate) async fn retry_open<T, E: std::fmt::Display, Fut>(
     attempts: u32,
-    mut f: impl FnMut(Arc<K::Client>) -> Fut,
+    mut f: impl FnMut() -> Fut,
 ) -> Result<T, String>
 where
     Fut: Future<Output = Result<T, E>>,
 {
     let mut last = String::new();
     for _ in 0..attempts {
-        if client.session_states().current().is_terminal()
-            && let Ok(c) = cluster.connect().await
-        {
-            *client = c;
-        }
-        match f(client.clone()).await {
+        match f().await {
             Ok(t) => return Ok(t),
             Err(e) => last = e.to_string(),
         }

@@ -9,15 +9,12 @@
 //! The checker is the linearizability checker ([`crate::check`]) for a cas-register, per
 //! key (the `key` field).
 
-use std::sync::Arc;
-
 use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
 use super::Verdict;
 use super::env::{Cluster, retry_open};
-use super::session::Session;
 use super::worker::{Ended, Invoke, Worker};
 use crate::check::{Checker, Model};
 use crate::history::{History, Keys};
@@ -26,20 +23,10 @@ const BASE: &str = "/lin-kv";
 const KEYS: u64 = 3;
 const VALUES: u64 = 5;
 
-async fn open<K: Cluster>(
-    cluster: &K,
-    zk: &mut Arc<K::Client>,
-) -> Result<LinKv<K::Client>, String> {
-    retry_open(cluster, zk, 200, |c| LinKv::open(c, BASE)).await
-}
-
-fn session_lost(e: &KvError) -> bool {
-    matches!(e, KvError::Atom(avout::atom::AtomError::Zk(z)) if z.is_session_lost())
-}
-
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let mut session = Session::open(me.cluster, open).await?;
+    let client = me.client().await?;
+    let kv = retry_open(200, || LinKv::open(&client, BASE)).await?;
     for _ in 0..me.w.ops {
         let rng = &mut me.rng;
         let key = rng.random_range(0..KEYS).to_string();
@@ -52,7 +39,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 json!([rng.random_range(0..VALUES), rng.random_range(0..VALUES)]),
             ),
         };
-        let kv = session.handles();
+        let kv = &kv;
         let call = || async {
             match f {
                 "read" => match kv.read(&key).await {
@@ -69,14 +56,8 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         let op = Invoke::new(f, input.clone())
             .key(k)
             .stall(format!("process {}'s {f} of key {key}", me.caller.p()));
-        match me.caller.call(op, call, Value::clone).await {
-            Ended::Stuck => break,
-            Ended::Ok(_) => {}
-            Ended::Err(e) => {
-                if session_lost(&e) {
-                    session.renew().await?;
-                }
-            }
+        if let Ended::Stuck = me.caller.call(op, call, Value::clone).await {
+            break;
         }
     }
     Ok(())

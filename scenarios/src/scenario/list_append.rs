@@ -11,38 +11,19 @@
 //! strict serializability: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item, lost-update,
 //! internal and future-read anomalies (with their process and realtime variants).
 
-use std::sync::Arc;
-
-use avout::stm::{Abort, Stm, StmError};
+use avout::stm::Abort;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::bank::{Refs, recover, stm_config};
-use super::env::{Cluster, retry_open};
-use super::session::Session;
+use super::bank::open_refs;
 use super::worker::{Ended, Invoke, Worker};
+use super::env::Cluster;
 use super::{Protocol, Verdict};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
 use crate::history::History;
 
 const ROOT: &str = "/list-append";
 const KEYS: u64 = 5;
-
-async fn open<K: Cluster>(
-    cluster: &K,
-    zk: &mut Arc<K::Client>,
-    p: Protocol,
-) -> Result<Refs<K::Client, Vec<u64>>, String> {
-    retry_open(cluster, zk, 200, |c| async move {
-        let stm = Stm::open(c, ROOT, stm_config(p, cluster.planted())).await?;
-        let mut refs = Vec::new();
-        for k in 0..KEYS {
-            refs.push(stm.make_ref(&format!("k{k}"), Vec::<u64>::new()).await?);
-        }
-        Ok::<_, StmError>((stm, refs))
-    })
-    .await
-}
 
 #[derive(Clone, Copy)]
 enum Micro {
@@ -52,8 +33,10 @@ enum Micro {
 
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let mut session =
-        Session::open(me.cluster, async |c, zk| open(c, zk, me.w.protocol).await).await?;
+    let client = me.client().await?;
+    let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
+    let (stm, refs) =
+        open_refs(me.cluster, &client, me.w.protocol, ROOT, &names, Vec::<u64>::new()).await?;
     let mut next = 1u64;
     for _ in 0..me.w.ops {
         let len = me.rng.random_range(1..=4);
@@ -77,7 +60,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 Micro::Append(k, v) => json!(["append", k, v]),
             })
             .collect();
-        let (stm, refs) = session.handles();
+        let (stm, refs) = (&stm, &refs);
         let micros = &micros;
         let body = || {
             stm.dosync(async |tx| {
@@ -103,17 +86,15 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
             })
         };
         let stall = format!("process {}'s transaction", me.caller.p());
-        match me
+        if let Ended::Stuck = me
             .caller
             .call(Invoke::new("txn", input).stall(stall), body, Value::clone)
             .await
         {
-            Ended::Stuck => break,
-            Ended::Ok(_) => {}
-            Ended::Err(e) => recover(me.caller.rec, &mut session, &e).await?,
+            break;
         }
     }
-    me.caller.rec.retries(session.handles().0.stats().retries);
+    me.caller.rec.retries(stm.stats().retries);
     Ok(())
 }
 

@@ -24,13 +24,12 @@ use std::time::Duration;
 use avout::locktable::{
     LockTable, LockTableError, Transaction, assert, delete_var, encode_name, exists, not, set_var,
 };
-use avout::{Coordination, Op};
+use avout::Op;
 use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::Cluster;
-use super::mutex::{check_holds, counter_session, read_counter, set_counter};
-use super::session::{Session, plain};
+use super::mutex::{check_holds, counter_node, read_counter, set_counter};
 use super::worker::{Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict};
 use crate::history::{EventType, History};
@@ -71,10 +70,10 @@ pub(crate) async fn client<K: Cluster>(
     mut me: Worker<'_, K>,
     grants: &Cell<u64>,
 ) -> Result<(), String> {
-    let zk = counter_session(me.cluster, RESOURCE).await?;
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
     let me_name = format!("clerk-{}", me.index);
-    let table = plain(|zk| LockTable::new(zk, NAMESPACE));
-    let mut session = Session::on(me.cluster, zk, table).await?;
+    let table = LockTable::new(&client, NAMESPACE).map_err(|e| e.to_string())?;
     let mut done = 0;
     let mut tries = 0;
     while done < me.w.ops && tries < me.w.ops * 50 {
@@ -85,7 +84,6 @@ pub(crate) async fn client<K: Cluster>(
             me.rng.random_range(0..2)
         };
         let p = me.caller.p();
-        let table = session.handles();
         let entering = enter(kind, &me_name);
         let op =
             Invoke::new("acquire", Value::Null).stall(format!("process {p}'s {}", KINDS[kind]));
@@ -97,8 +95,7 @@ pub(crate) async fn client<K: Cluster>(
         match me.caller.call(op, || table.execute(&entering), grant).await {
             Ended::Stuck => break,
             Ended::Err(_) => {
-                session.renew_if_ended().await?;
-                // Someone else is inside: come back later.
+                // Someone else is inside, or the session ended: come back later.
                 tokio::time::sleep(Duration::from_millis(me.rng.random_range(1..10))).await;
                 continue;
             }
@@ -106,21 +103,24 @@ pub(crate) async fn client<K: Cluster>(
         }
         done += 1;
         let token = grants.get();
-        let zk = session.zk();
-        if let Ok(n) = read_counter(&**zk, RESOURCE).await {
+        if let Ok(n) = read_counter(&client, RESOURCE).await {
             tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let value = json!({"token": token, "counter": n + 1});
             me.caller.rec.invoke(p, "write", value.clone(), None);
-            // Fenced by the clerk's own entry: a clerk whose session ended (its entry
-            // vanished with it) cannot write.
-            let entry = format!(
-                "{NAMESPACE}/vars/{}/{}/{:016x}",
-                encode_name(KINDS[kind]),
-                encode_name(RESIDENT),
-                zk.session().id.0 as u64
-            );
-            let ops = [Op::check(entry, None), set_counter(RESOURCE, n + 1)];
-            match zk.multi(&ops).await {
+            // Fenced by the clerk's own entry, on one session: a clerk whose session ended
+            // (its entry vanished with it) cannot write, nor can it on its next session.
+            let write = async {
+                let zk = client.current_session().await?;
+                let entry = format!(
+                    "{NAMESPACE}/vars/{}/{}/{:016x}",
+                    encode_name(KINDS[kind]),
+                    encode_name(RESIDENT),
+                    zk.session().id.0 as u64
+                );
+                let ops = [Op::check(entry, None), set_counter(RESOURCE, n + 1)];
+                zk.multi(&ops).await
+            };
+            match write.await {
                 Ok(_) => me
                     .caller
                     .rec
@@ -131,7 +131,6 @@ pub(crate) async fn client<K: Cluster>(
         me.caller.rec.invoke(p, "release", token.into(), None);
         let left = tokio::time::timeout(OP_DEADLINE, table.execute(&leave(kind, &me_name))).await;
         me.caller.released(token.into(), matches!(left, Ok(Ok(_))));
-        session.renew_if_ended().await?;
     }
     Ok(())
 }

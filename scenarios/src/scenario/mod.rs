@@ -38,7 +38,6 @@ pub mod mutex;
 mod name;
 pub mod queue;
 pub mod rwlock;
-mod session;
 pub mod shrink;
 pub mod soak;
 pub mod two_phase_commit;

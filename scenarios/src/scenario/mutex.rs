@@ -18,16 +18,14 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::lock::{LockError, Mutex};
-use avout::{Coordination, Op};
+use avout::{Client, Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::{Cluster, retry_open};
-use super::session::{Session, connect, plain};
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, pairs};
 use crate::history::{EventType, History};
@@ -35,30 +33,23 @@ use crate::history::{EventType, History};
 const LOCK: &str = "/mutex";
 const RESOURCE: &str = "/mutex-resource";
 
-/// Opens a session for a client that works on the counter node at `path`, creating the node
-/// if missing (idempotent, retried).
-pub(crate) async fn counter_session<K: Cluster>(
-    cluster: &K,
-    path: &'static str,
-) -> Result<Arc<K::Client>, String> {
-    let mut zk = connect(cluster).await?;
-    retry_open(cluster, &mut zk, 200, |c| async move {
-        match c.create(path, b"0", &Default::default()).await {
+/// Creates the counter node at `path` if it is missing (idempotent, retried).
+pub(crate) async fn counter_node(client: &Client, path: &str) -> Result<(), String> {
+    retry_open(200, || async move {
+        match client.create(path, b"0", &Default::default()).await {
             Ok(_) | Err(avout::Error::NodeExists { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     })
-    .await?;
-    Ok(zk)
+    .await
 }
 
-/// Reads the counter linearizably (a `sync` first, on the same session).
-pub(crate) async fn read_counter<C: Coordination + ?Sized>(
-    zk: &C,
-    path: &str,
-) -> Result<u64, avout::Error> {
-    let sync = zk.sync(path);
-    let read = zk.get_data(path);
+/// Reads the counter at `path` linearizably: a `sync` and the read, pipelined on one
+/// session (the client's current one).
+pub(crate) async fn read_counter(client: &Client, path: &str) -> Result<u64, avout::Error> {
+    let session = client.current_session().await?;
+    let sync = session.sync(path);
+    let read = session.get_data(path);
     sync.await?;
     let (data, _) = read.await?;
     Ok(std::str::from_utf8(&data)
@@ -99,72 +90,78 @@ impl Ends for LockError {
     }
 }
 
-fn lost_session(e: &LockError) -> bool {
-    matches!(e, LockError::SessionLost(_)) || matches!(e, LockError::Zk(z) if z.is_session_lost())
-}
-
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let cluster = me.cluster;
-    let zk = counter_session(cluster, RESOURCE).await?;
-    let mutex = plain(|zk| Mutex::new(zk, LOCK).map(|m| m.planted(cluster.planted())));
-    let mut session = Session::on(cluster, zk, mutex).await?;
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
+    let mutex = Mutex::new(&client, LOCK)
+        .map_err(|e| e.to_string())?
+        .planted(me.cluster.planted());
     for _ in 0..me.w.ops {
-        let p = me.caller.p();
-        let mutex = session.handles();
-        let acquire = Invoke::new("acquire", Value::Null);
-        let guard = match me
-            .caller
-            .call(acquire, || mutex.lock(), |g| g.fencing_token().into())
-            .await
-        {
-            Ended::Stuck => break,
-            Ended::Ok(guard) => guard,
-            Ended::Err(e) => {
-                if lost_session(&e) || session.has_ended() {
-                    session.renew().await?;
-                }
-                continue;
-            }
-        };
-        let token = guard.fencing_token();
-        let mut lost = false;
-        match read_counter(&**session.zk(), RESOURCE).await {
-            Ok(n) => {
-                tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
-                let write = || guard.fenced(vec![set_counter(RESOURCE, n + 1)]);
-                match fenced_write(&mut me.caller, token, n + 1, write).await {
-                    Ended::Stuck => break,
-                    Ended::Ok(_) => {}
-                    Ended::Err(e) => lost = e.end() == EventType::Fail,
-                }
-            }
-            Err(e) => lost = e.is_session_lost(),
+        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE).await {
+            break;
         }
-        me.caller.rec.invoke(p, "release", token.into(), None);
-        let released = if lost {
-            drop(guard);
-            false
-        } else {
-            // `unlock` returns once the delete is ordered on the session, so its `Ok` says
-            // nothing of a session that ended unnoticed (a client paused past its session
-            // that wakes into an outage sees only connection loss). The hold is known to have
-            // lasted to the release only if the lock node still stands now.
-            let intact = matches!(
-                tokio::time::timeout(OP_DEADLINE, guard.fenced(Vec::new())).await,
-                Ok(Ok(_))
-            );
-            let unlocked = matches!(
-                tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
-                Ok(Ok(()))
-            );
-            intact && unlocked
-        };
-        me.caller.released(token.into(), released);
-        session.renew_if_ended().await?;
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;
     }
     Ok(())
+}
+
+/// One hold of `mutex`: acquire, a fenced increment of the counter at `resource` inside, and
+/// the release, each recorded. A failed acquire (its session lost or not) ends the turn; the
+/// mutex acquires on the client's next session next time. `Stuck` if an operation missed its
+/// deadline.
+pub(crate) async fn fenced_increment<K>(
+    me: &mut Worker<'_, K>,
+    client: &Client,
+    mutex: &Mutex,
+    resource: &str,
+) -> Ended<(), ()> {
+    let p = me.caller.p();
+    let acquire = Invoke::new("acquire", Value::Null);
+    let guard = match me
+        .caller
+        .call(acquire, || mutex.lock(), |g| g.fencing_token().into())
+        .await
+    {
+        Ended::Stuck => return Ended::Stuck,
+        Ended::Ok(guard) => guard,
+        Ended::Err(_) => return Ended::Err(()),
+    };
+    let token = guard.fencing_token();
+    let mut lost = false;
+    match read_counter(client, resource).await {
+        Ok(n) => {
+            tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
+            let write = || guard.fenced(vec![set_counter(resource, n + 1)]);
+            match fenced_write(&mut me.caller, token, n + 1, write).await {
+                Ended::Stuck => return Ended::Stuck,
+                Ended::Ok(_) => {}
+                Ended::Err(e) => lost = e.end() == EventType::Fail,
+            }
+        }
+        Err(e) => lost = e.is_session_lost(),
+    }
+    me.caller.rec.invoke(p, "release", token.into(), None);
+    let released = if lost {
+        drop(guard);
+        false
+    } else {
+        // `unlock` returns once the delete is ordered on the session, so its `Ok` says
+        // nothing of a session that ended unnoticed (a client paused past its session
+        // that wakes into an outage sees only connection loss). The hold is known to have
+        // lasted to the release only if the lock node still stands now.
+        let intact = matches!(
+            tokio::time::timeout(OP_DEADLINE, guard.fenced(Vec::new())).await,
+            Ok(Ok(_))
+        );
+        let unlocked = matches!(
+            tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
+            Ok(Ok(()))
+        );
+        intact && unlocked
+    };
+    me.caller.released(token.into(), released);
+    Ended::Ok(())
 }
 
 /// One hold: from an `ok` acquire to the process's next release.

@@ -1,7 +1,7 @@
 //! `queue`: producers and consumers on one FIFO [`Queue`], drained at the end.
 //!
 //! Each client puts unique items (`c<client>-<n>`) and takes (waiting up to 50 ms); when all
-//! are done a fresh session takes until the queue is empty.
+//! are done a fresh client takes until the queue is empty.
 //!
 //! History: `put` (value the item; `ok`, `fail`, or `info` when the session was lost with
 //! the put in doubt), `take` (`ok` value the item, or `null` for an empty queue; `info` when
@@ -18,8 +18,7 @@ use avout::recipes::queue::{Queue, QueueError};
 use rand::Rng;
 use serde_json::Value;
 
-use super::env::{Cluster, Process, Recorder};
-use super::session::{Session, plain};
+use super::env::{Cluster, Process, Recorder, open_client};
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{Verdict, Workload, pairs};
 use crate::history::{EventType, History};
@@ -35,10 +34,7 @@ impl Ends for QueueError {
     }
 }
 
-async fn take<C: avout::Coordination + ?Sized + 'static>(
-    q: &Queue<C>,
-    wait: Duration,
-) -> Result<Value, QueueError> {
+async fn take(q: &Queue, wait: Duration) -> Result<Value, QueueError> {
     let element = if wait.is_zero() {
         q.try_take().await?
     } else {
@@ -51,7 +47,8 @@ async fn take<C: avout::Coordination + ?Sized + 'static>(
 
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let mut session = Session::open(me.cluster, plain(|zk| Queue::new(zk, PATH))).await?;
+    let client = me.client().await?;
+    let queue = Queue::new(&client, PATH).map_err(|e| e.to_string())?;
     for n in 0..me.w.ops {
         let put = me.rng.random_bool(0.5);
         let (f, input) = if put {
@@ -59,7 +56,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         } else {
             ("take", Value::Null)
         };
-        let queue = session.handles();
+        let queue = &queue;
         let call = || async {
             if put {
                 let item = input.as_str().unwrap_or_default().as_bytes().to_vec();
@@ -68,14 +65,12 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 take(queue, Duration::from_millis(50)).await
             }
         };
-        match me
+        if let Ended::Stuck = me
             .caller
             .call(Invoke::new(f, input.clone()), call, Value::clone)
             .await
         {
-            Ended::Stuck => break,
-            Ended::Ok(_) => {}
-            Ended::Err(_) => session.renew_if_ended().await?,
+            break;
         }
     }
     Ok(())
@@ -89,12 +84,12 @@ pub(crate) async fn drain<K: Cluster>(
 ) -> Result<(), String> {
     // The drain's process numbers follow one another.
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
-    let mut session = Session::open(cluster, plain(|zk| Queue::new(zk, PATH))).await?;
+    let client = open_client(cluster).await?;
+    let queue = Queue::new(&client, PATH).map_err(|e| e.to_string())?;
     let mut failures = 0;
     loop {
-        let queue = session.handles();
         let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
-        let call = || take(queue, Duration::ZERO);
+        let call = || take(&queue, Duration::ZERO);
         match drain.call(op, call, Value::clone).await {
             Ended::Ok(Value::Null) | Ended::Stuck => return Ok(()),
             Ended::Ok(_) => {}
@@ -103,7 +98,6 @@ pub(crate) async fn drain<K: Cluster>(
                 if failures > 100 {
                     return Err(format!("the drain of the queue keeps failing: {e}"));
                 }
-                session.renew_if_ended().await?;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }

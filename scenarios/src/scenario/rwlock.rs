@@ -15,13 +15,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use avout::Client;
 use avout::lock::{LockGuard, RwLock};
 use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::Cluster;
-use super::mutex::{counter_session, fenced_write, read_counter, set_counter};
-use super::session::{Session, plain};
+use super::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict, pairs};
 use crate::history::{EventType, History};
@@ -30,16 +30,16 @@ const LOCK: &str = "/rwlock";
 const RESOURCE: &str = "/rwlock-resource";
 
 /// Works under a held guard; `Err` when the hold was lost (the release is then `info`).
-async fn under<C: avout::Coordination + ?Sized + 'static>(
-    zk: &C,
-    guard: &LockGuard<C>,
+async fn under(
+    client: &Client,
+    guard: &LockGuard,
     write: bool,
     token: i64,
     caller: &mut Caller<'_>,
     pause: Duration,
 ) -> Result<(), ()> {
     let (p, rec) = (caller.p(), caller.rec);
-    let first = read_counter(zk, RESOURCE).await.map_err(|_| ())?;
+    let first = read_counter(client, RESOURCE).await.map_err(|_| ())?;
     tokio::time::sleep(pause).await;
     if write {
         let write = || guard.fenced(vec![set_counter(RESOURCE, first + 1)]);
@@ -51,7 +51,7 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
         }
     } else {
         rec.invoke(p, "read", Value::Null, None);
-        let second = read_counter(zk, RESOURCE).await;
+        let second = read_counter(client, RESOURCE).await;
         let confirmed = tokio::time::timeout(OP_DEADLINE, guard.fenced(Vec::new())).await;
         match (second, confirmed) {
             (Ok(second), Ok(Ok(_))) => {
@@ -68,8 +68,9 @@ async fn under<C: avout::Coordination + ?Sized + 'static>(
 
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
-    let zk = counter_session(me.cluster, RESOURCE).await?;
-    let mut session = Session::on(me.cluster, zk, plain(|zk| RwLock::new(zk, LOCK))).await?;
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
+    let lock = RwLock::new(&client, LOCK).map_err(|e| e.to_string())?;
     for _ in 0..me.w.ops {
         let p = me.caller.p();
         let write = me.rng.random_bool(0.4);
@@ -78,7 +79,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         } else {
             "acquire-read"
         };
-        let lock = session.handles();
         let acquire = || async {
             if write {
                 lock.write().await
@@ -95,14 +95,11 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         {
             Ended::Stuck => break,
             Ended::Ok(g) => g,
-            Ended::Err(_) => {
-                session.renew_if_ended().await?;
-                continue;
-            }
+            Ended::Err(_) => continue,
         };
         let token = guard.fencing_token();
         let pause = Duration::from_millis(me.rng.random_range(0..5));
-        let held = under(&**session.zk(), &guard, write, token, &mut me.caller, pause).await;
+        let held = under(&client, &guard, write, token, &mut me.caller, pause).await;
         me.caller.rec.invoke(p, "release", token.into(), None);
         let released = match held {
             Ok(()) => matches!(
@@ -115,7 +112,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
             }
         };
         me.caller.released(token.into(), released);
-        session.renew_if_ended().await?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `two-phase-commit`: rounds of transactions over avout's two-phase-commit recipe
 //! ([`avout::recipes::two_phase_commit`]), judged for atomic commitment.
 //!
-//! Every client plays two roles, each on its own session. As a *site* (`c<i>`) it takes part
+//! Every client plays two roles, each on its own managed client. As a *site* (`c<i>`) it takes part
 //! in every transaction; as a *coordinator* it begins the rounds `r` with `r % clients == i`,
 //! so coordination rotates and each transaction has `clients` sites. There are `w.ops`
 //! transactions in all, at `/two-phase-commit/run-N/t-<round>` (a fresh `run-N` per run, so
@@ -11,14 +11,14 @@
 //! does not learn of a round whose begin did not succeed). Each site draws its part from its
 //! own seeded stream before the round starts — vote commit (75 %), vote abort (15 %) or join
 //! and leave without voting (10 %), and whether to read the outcome a second time — then
-//! joins (again on a fresh session if its session was lost: the recipe recognises a join that
-//! did happen), votes or leaves, and learns the outcome. The coordinator waits for the
-//! outcome and aborts the transaction if it is not decided within [`DECIDE_WAIT`] (the
-//! recipe's remedy for a site that never joins). A participant whose session is lost while
-//! waiting reads the outcome again on a new session; a coordinator, whose transaction handle
-//! (and so its means to abort) went with the session, gives up after [`DECIDE_WAIT`] more,
-//! since the sites may be rounds behind. A site waits up to [`OP_DEADLINE`](super::OP_DEADLINE), past which the
-//! run fails as stuck.
+//! joins (again, on the client's next session, if its session was lost: the recipe
+//! recognises a join that did happen), votes or leaves, and learns the outcome. The
+//! coordinator waits for the outcome and aborts the transaction if it is not decided within
+//! [`DECIDE_WAIT`] (the recipe's remedy for a site that never joins); its transaction handle
+//! outlives its sessions, so a wait or an abort cut off by a lost session is made again. A
+//! participant whose session is lost while waiting reads the outcome again, on the client's
+//! next session. A site waits up to [`OP_DEADLINE`](super::OP_DEADLINE), past which the run
+//! fails as stuck.
 //!
 //! History ([`crate::check::two_phase_commit`]'s format): `begin` (`{"tx", "sites"}`), `join`
 //! and `leave` (`{"tx", "site"}`), `vote` (`{"tx", "site", "vote"}`), `outcome` (`{"tx"}` for
@@ -28,20 +28,18 @@
 //! only if every site voted commit; an abort vote or a site that left before voting never
 //! yields commit; nobody is told two different outcomes.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::machine::drive;
 use avout::recipes::two_phase_commit::{
     Coordinator, Outcome as Decision, OutcomeMachine, Site, TwoPhaseError, Vote,
 };
-use avout::{CoordinationExt, CreateMode, CreateOptions};
+use avout::{Client, CoordinationExt, CreateMode, CreateOptions};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::env::{Cluster, Process, Recorder, all_clients, client_rng, retry_open};
-use super::session::{Session, no_handles};
+use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client, retry_open};
 use super::worker::{Caller, Ended, Ends, Invoke};
 use super::{Verdict, Workload};
 use crate::check::two_phase_commit::{check_two_phase_commit, decision_name};
@@ -59,7 +57,7 @@ const ATTEMPTS: usize = 20;
 enum Stop {
     /// An operation missed the deadline (already recorded as a stall).
     Stuck,
-    /// No new session could be opened.
+    /// A client could not be opened.
     Infra(String),
 }
 
@@ -101,39 +99,26 @@ fn tx_path(base: &str, round: u64) -> String {
     format!("{base}/t-{round}")
 }
 
-/// One role of a client (its coordinator or its site): a session (it keeps no handles: the
-/// recipe's are per transaction), and a process number in the history with where to record.
-struct Role<'a, K: Cluster, B> {
-    session: Session<'a, K, (), B>,
+/// One role of a client (its coordinator or its site): a managed client (it keeps no
+/// handles: the recipe's are per transaction), and a process number in the history with where
+/// to record.
+struct Role<'a> {
+    client: Client,
     caller: Caller<'a>,
 }
 
-impl<'a, K, B> Role<'a, K, B>
-where
-    K: Cluster,
-    B: AsyncFn(&K, &mut Arc<K::Client>) -> Result<(), String>,
-{
-    async fn new(
-        cluster: &'a K,
-        rec: &'a Recorder,
-        process: Process,
-        build: B,
-    ) -> Result<Self, Stop> {
-        let session = Session::open(cluster, build).await.map_err(Stop::Infra)?;
+impl<'a> Role<'a> {
+    async fn new<K: Cluster>(cluster: &K, rec: &'a Recorder, process: Process) -> Result<Self, Stop> {
+        let client = open_client(cluster).await.map_err(Stop::Infra)?;
         Ok(Role {
-            session,
+            client,
             caller: Caller::new(rec, process),
         })
     }
 
-    /// The session now.
-    fn zk(&self) -> Arc<K::Client> {
-        self.session.zk().clone()
-    }
-
     /// Records `f` of transaction `round` (invoked with `value`, `ok` with `output` of what
     /// it returned) around `call`. A failure is recorded and then [`recover`](Self::recover)ed
-    /// from: `Ok(Err(lost))`.
+    /// from: `Ok(Err(lost))`, `lost` when the session was.
     async fn call<T, Fut>(
         &mut self,
         f: &str,
@@ -150,24 +135,22 @@ where
         match self.caller.call(op, call, output).await {
             Ended::Stuck => Err(Stop::Stuck),
             Ended::Ok(t) => Ok(Ok(t)),
-            Ended::Err(e) => Ok(Err(self.recover(&e).await?)),
+            Ended::Err(e) => Ok(Err(self.recover(&e).await)),
         }
     }
 
-    /// After a failure (already recorded): opens a new session if the session ended.
-    /// Returns whether the session had been lost (so trying again on the new one makes
-    /// sense).
-    async fn recover(&mut self, e: &TwoPhaseError) -> Result<bool, Stop> {
-        self.session.renew_if_ended().await.map_err(Stop::Infra)?;
+    /// After a failure (already recorded): whether the session had been lost, so that
+    /// trying again (on the client's next session) makes sense.
+    async fn recover(&mut self, e: &TwoPhaseError) -> bool {
         let lost = matches!(e, TwoPhaseError::SessionLost(_));
         if lost {
             self.caller.rec.retries(1);
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Ok(lost)
+        lost
     }
 
-    /// Reads the outcome until it is known, on a new session after each lost one. Past
+    /// Reads the outcome until it is known, again after each lost session. Past
     /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`](super::OP_DEADLINE) it is stuck.
     async fn learn(
         &mut self,
@@ -184,9 +167,13 @@ where
             );
             let op = Invoke::new("outcome", ask.clone()).stall(stall);
             let mut machine = OutcomeMachine::new(path, sites.map(<[String]>::to_vec));
-            let zk = self.zk();
+            let client = &self.client;
             let read = || async move {
-                let read = drive(&*zk, &mut machine);
+                // The machine reads and watches: one session for the whole read.
+                let read = async {
+                    let zk = client.current_session().await?;
+                    drive(&*zk, &mut machine).await
+                };
                 match patience {
                     Some(wait) => match tokio::time::timeout(wait, read).await {
                         Ok(done) => done.map_err(Unlearned::Failed),
@@ -199,7 +186,7 @@ where
                 Ended::Stuck => return Err(Stop::Stuck),
                 Ended::Ok(_) | Ended::Err(Unlearned::GaveUp) => return Ok(()),
                 Ended::Err(Unlearned::Failed(e)) => {
-                    if !self.recover(&e).await? {
+                    if !self.recover(&e).await {
                         return Ok(());
                     }
                 }
@@ -208,18 +195,13 @@ where
         Ok(())
     }
 
-    /// Joins, again on a new session after a lost one (a join that did happen then answers
-    /// `AlreadyJoined`, and its presence went with the old session).
-    async fn join(
-        &mut self,
-        round: u64,
-        path: &str,
-        name: &str,
-    ) -> Result<Option<Site<K::Client>>, Stop> {
+    /// Joins, again (on the client's next session) after a lost session (a join that did
+    /// happen then answers `AlreadyJoined`, and its presence went with the old session).
+    async fn join(&mut self, round: u64, path: &str, name: &str) -> Result<Option<Site>, Stop> {
         let value = json!({"tx": round, "site": name});
         for _ in 0..ATTEMPTS {
-            let zk = self.zk();
-            let join = || Site::join(zk, path, name);
+            let client = self.client.clone();
+            let join = || async move { Site::join(&client, path, name).await };
             match self
                 .call("join", &value, round, join, |_| value.clone())
                 .await?
@@ -250,14 +232,15 @@ async fn coordinator<K: Cluster>(
 ) -> Result<(), Stop> {
     let sites: Vec<String> = (0..w.clients).map(|c| format!("c{c}")).collect();
     let process = Process::new(index, 2 * w.clients);
-    let mut role = Role::new(cluster, rec, process, no_handles).await?;
+    let mut role = Role::new(cluster, rec, process).await?;
     // Dropping a round's sender unannounced tells its sites it was not begun.
     for (round, announce) in rounds {
         let path = tx_path(base, round);
         let begin = json!({"tx": round, "sites": sites});
         let payload = format!("transaction {round}");
-        let zk = role.zk();
-        let call = || Coordinator::begin(zk, &path, &sites, payload.as_bytes());
+        let client = &role.client.clone();
+        let (at, sites) = (&path, &sites);
+        let call = || async move { Coordinator::begin(client, at, sites, payload.as_bytes()).await };
         let Ok(tx) = role
             .call("begin", &begin, round, call, |_| begin.clone())
             .await?
@@ -273,13 +256,13 @@ async fn coordinator<K: Cluster>(
                 Err(_) => tx.abort().await,
             }
         };
-        let decided = role.call("outcome", &ask, round, decide, |d| learned(&ask, *d));
-        if decided.await? == Err(true) {
-            // The transaction's handle went with the session, and with it the means to
-            // abort: wait a while for the sites to decide, then move on.
-            let patience = Some(DECIDE_WAIT);
-            role.learn(round, &path, &ask, Some(&sites), patience)
-                .await?;
+        // The transaction's handle outlives the session: a wait or an abort cut off by a
+        // lost session is made again.
+        for _ in 0..ATTEMPTS {
+            let decided = role.call("outcome", &ask, round, decide, |d| learned(&ask, *d));
+            if decided.await? != Err(true) {
+                break;
+            }
         }
     }
     Ok(())
@@ -296,7 +279,7 @@ async fn site<K: Cluster>(
     let mut rng = client_rng(w.seed, index);
     let name = format!("c{index}");
     let process = Process::new(w.clients + index, 2 * w.clients);
-    let mut role = Role::new(cluster, rec, process, no_handles).await?;
+    let mut role = Role::new(cluster, rec, process).await?;
     for (round, announced) in rounds.iter_mut().enumerate() {
         let round = round as u64;
         // Drawn first, whatever happens in the round, so faults never change the choices.
@@ -353,16 +336,14 @@ async fn site<K: Cluster>(
 
 /// A fresh directory for this run's transactions.
 async fn run_base<K: Cluster>(cluster: &K) -> Result<String, String> {
-    let mut zk = cluster.connect().await.map_err(|e| e.to_string())?;
+    let client = open_client(cluster).await?;
     let sequential = CreateOptions::new(CreateMode::PersistentSequential);
     // A create lost with its reply leaves an empty run directory behind: harmless.
-    retry_open(cluster, &mut zk, ATTEMPTS as u32, |zk| {
-        let sequential = sequential.clone();
-        async move {
-            zk.create_with_parents(&format!("{ROOT}/run-"), &[], &sequential)
-                .await
-                .map(|(path, _)| path)
-        }
+    retry_open(ATTEMPTS as u32, || async {
+        client
+            .create_with_parents(&format!("{ROOT}/run-"), &[], &sequential)
+            .await
+            .map(|(path, _)| path)
     })
     .await
     .map_err(|e| format!("cannot create the run's directory under {ROOT}: {e}"))

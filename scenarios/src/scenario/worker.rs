@@ -7,6 +7,7 @@
 
 use std::future::Future;
 
+use avout::Client;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
@@ -182,7 +183,8 @@ impl<'a> Caller<'a> {
 }
 
 /// One client of a workload: where it runs, its index, its own random stream, and its
-/// [`Caller`].
+/// [`Caller`]. It opens one managed [`Client`] ([`Worker::client`]) and keeps it for the
+/// whole run.
 pub(crate) struct Worker<'a, K> {
     /// Where it opens sessions.
     pub(crate) cluster: &'a K,
@@ -194,6 +196,14 @@ pub(crate) struct Worker<'a, K> {
     pub(crate) rng: ChaCha8Rng,
     /// Its process and recorder.
     pub(crate) caller: Caller<'a>,
+}
+
+impl<'a, K: Cluster> Worker<'a, K> {
+    /// Opens the worker's managed client, on which it builds its handles once: they outlive
+    /// every expiry of its sessions.
+    pub(crate) async fn client(&self) -> Result<Client, String> {
+        super::env::open_client(self.cluster).await
+    }
 }
 
 impl<'a, K> Worker<'a, K> {

@@ -19,8 +19,7 @@ use std::time::Duration;
 
 use avout::atom::Atom;
 use avout::lock::{Mutex, RwLock};
-use avout::zk::ZkClient;
-use avout::{Coordination, CoordinationExt};
+use avout::{Client, CoordinationExt};
 use clap::{Args, ValueEnum};
 
 use super::clock::{self, warm_then_time};
@@ -143,13 +142,13 @@ async fn single(
     workload: Workload,
     args: &RecipeArgs,
     path: &str,
-    zk: &Arc<ZkClient>,
+    zk: &Client,
 ) -> Result<Line, BenchError> {
     let err = |e: &dyn std::fmt::Display| op_error(workload.name(), e);
     let (warmup, n) = (args.warmup, args.n);
     let elapsed = match workload {
         Workload::LockCycle => {
-            let mutex = &Mutex::new(zk.clone(), path).map_err(|e| err(&e))?;
+            let mutex = &Mutex::new(zk, path).map_err(|e| err(&e))?;
             warm_then_time(warmup, n, || async move {
                 let guard = mutex.lock().await.map_err(|e| err(&e))?;
                 guard.unlock().await.map_err(|e| err(&e))
@@ -157,7 +156,7 @@ async fn single(
             .await?
         }
         Workload::RwlockRead => {
-            let rw = &RwLock::new(zk.clone(), path).map_err(|e| err(&e))?;
+            let rw = &RwLock::new(zk, path).map_err(|e| err(&e))?;
             warm_then_time(warmup, n, || async move {
                 let guard = rw.read().await.map_err(|e| err(&e))?;
                 guard.unlock().await.map_err(|e| err(&e))
@@ -165,8 +164,7 @@ async fn single(
             .await?
         }
         Workload::Counter => {
-            let atom: &Atom<u64, ZkClient> =
-                &Atom::open(zk.clone(), path, 0).await.map_err(|e| err(&e))?;
+            let atom: &Atom<u64> = &Atom::open(zk, path, 0).await.map_err(|e| err(&e))?;
             warm_then_time(warmup, n, || async move {
                 atom.swap(|n| n + 1).await.map(drop).map_err(|e| err(&e))
             })
@@ -187,11 +185,11 @@ async fn single(
 /// What one contended client does per operation.
 enum Worker {
     Lock {
-        mutex: Mutex<ZkClient>,
+        mutex: Mutex,
         holders: Arc<AtomicUsize>,
         path: String,
     },
-    Counter(Atom<u64, ZkClient>),
+    Counter(Atom<u64>),
 }
 
 impl Worker {
@@ -232,18 +230,18 @@ impl Worker {
     }
 }
 
-/// `--clients` tasks, each with its own session, `n` operations each after 200 untimed ones.
+/// `--clients` tasks, each with its own client, `n` operations each after 200 untimed ones.
 async fn contended(
     workload: Workload,
     args: &RecipeArgs,
     path: &str,
-    admin: &Arc<ZkClient>,
+    admin: &Client,
 ) -> Result<Line, BenchError> {
     let clients = args.clients as usize;
     let holders = Arc::new(AtomicUsize::new(0));
     if workload == Workload::CounterContended {
         // Created once here, so no client's open races another's create.
-        Atom::<u64, ZkClient>::open(admin.clone(), path, 0)
+        Atom::<u64>::open(admin, path, 0)
             .await
             .map_err(|e| op_error(workload.name(), e))?;
     }
@@ -253,13 +251,13 @@ async fn contended(
             let zk = connect(&connect_to).await?;
             let worker = match workload {
                 Workload::LockContended => Worker::Lock {
-                    mutex: Mutex::new(zk.clone(), path.clone())
+                    mutex: Mutex::new(&zk, path.clone())
                         .map_err(|e| op_error(workload.name(), e))?,
                     holders,
                     path,
                 },
                 _ => Worker::Counter(
-                    Atom::open(zk.clone(), path, 0)
+                    Atom::open(&zk, path, 0)
                         .await
                         .map_err(|e| op_error(workload.name(), e))?,
                 ),
@@ -295,7 +293,7 @@ async fn contended(
         return Err(e);
     }
     if workload == Workload::CounterContended {
-        let atom: Atom<u64, ZkClient> = Atom::open(admin.clone(), path, 0)
+        let atom: Atom<u64> = Atom::open(admin, path, 0)
             .await
             .map_err(|e| op_error(workload.name(), e))?;
         let got = atom

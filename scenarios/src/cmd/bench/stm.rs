@@ -8,16 +8,13 @@
 //!   balances; a transfer the validator refuses counts as an operation too, as it is a
 //!   finished transaction). Money is checked to be conserved.
 //!
-//! Each client has its own session and [`Stm`] handle (so its own cache); warm-up
+//! Each client has its own managed client and [`Stm`] handle (so its own cache); warm-up
 //! transactions are untimed; the clock runs from a barrier every client has reached to the
 //! last client's finish. The line is the peers' JSON (`../shared/peers`) with the protocol and
 //! the STM's counts per operation appended: retries, requests and round trips.
 
-use std::sync::Arc;
-
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError, StmStats};
-use avout::zk::ZkClient;
-use avout::{Coordination, CoordinationExt};
+use avout::{Client, CoordinationExt};
 use avout_scenarios::report::stm_stats;
 use clap::Args;
 
@@ -102,16 +99,16 @@ pub(crate) async fn run(workload: StmWorkload, args: StmArgs) -> Result<(), Benc
 
 const INITIAL_BALANCE: i64 = 1_000;
 
-/// What one client works on.
-struct Client {
-    zk: Arc<ZkClient>,
-    stm: Stm<ZkClient>,
+/// What one bench client works on.
+struct Worker {
+    zk: Client,
+    stm: Stm,
     refs: Vec<Ref<i64>>,
     /// Its own random stream (no shared state between clients).
     rng: u64,
 }
 
-impl Client {
+impl Worker {
     fn below(&mut self, n: u64) -> u64 {
         self.rng = self
             .rng
@@ -153,15 +150,15 @@ impl Client {
     }
 }
 
-async fn open_client(
+async fn open_worker(
     workload: StmWorkload,
     args: &StmArgs,
     root: &str,
     index: u64,
-) -> Result<Client, BenchError> {
+) -> Result<Worker, BenchError> {
     let zk = connect(&args.zk).await?;
     let config = StmConfig::with_protocol(args.protocol);
-    let stm = Stm::open(zk.clone(), root, config)
+    let stm = Stm::open(&zk, root, config)
         .await
         .map_err(|e| op_error(workload, e))?;
     let mut refs = Vec::new();
@@ -182,7 +179,7 @@ async fn open_client(
             }
         }
     }
-    Ok(Client {
+    Ok(Worker {
         zk,
         stm,
         refs,
@@ -201,7 +198,7 @@ pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<Stm
     let prepare = |index: usize| {
         let (args, root) = (args.clone(), root.clone());
         async move {
-            let mut client = open_client(workload, &args, &root, index as u64).await?;
+            let mut client = open_worker(workload, &args, &root, index as u64).await?;
             for _ in 0..args.warmup {
                 client.op(workload).await?;
             }
@@ -256,7 +253,7 @@ pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<Stm
 }
 
 /// The workload's invariant, read in one transaction.
-async fn check(workload: StmWorkload, args: &StmArgs, client: &Client) -> Result<(), BenchError> {
+async fn check(workload: StmWorkload, args: &StmArgs, client: &Worker) -> Result<(), BenchError> {
     // Owned captures (`async move`): a body capturing references makes a future the compiler
     // cannot prove `Send`, and this one runs in a spawned task.
     let refs = client.refs.clone();
