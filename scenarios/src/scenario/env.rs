@@ -307,10 +307,23 @@ impl Default for Recorder {
 /// assert_eq!(a.random::<u64>(), b.random::<u64>());
 /// ```
 pub fn client_rng(seed: u64, client: usize) -> ChaCha8Rng {
+    client_stream(seed, client, b"workload")
+}
+
+/// Another of a client's own random streams, named `name` (independent of [`client_rng`] and
+/// of every other name), for a part of the client that runs beside its main loop.
+///
+/// ```
+/// use rand::Rng;
+/// let mut a = avout_scenarios::scenario::env::client_stream(7, 1, b"leader..");
+/// let mut b = avout_scenarios::scenario::env::client_rng(7, 1);
+/// assert_ne!(a.random::<u64>(), b.random::<u64>());
+/// ```
+pub fn client_stream(seed: u64, client: usize, name: &[u8; 8]) -> ChaCha8Rng {
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&seed.to_le_bytes());
     key[8..16].copy_from_slice(&(client as u64).to_le_bytes());
-    key[16..24].copy_from_slice(b"workload");
+    key[16..24].copy_from_slice(name);
     ChaCha8Rng::from_seed(key)
 }
 
@@ -336,6 +349,20 @@ impl Process {
         Process {
             id: index as u64,
             stride: clients.max(1) as u64,
+        }
+    }
+
+    /// The same numbering moved up by `base`: for a second process set of the same clients
+    /// (a part of each client that runs beside its main loop), apart from the first.
+    ///
+    /// ```
+    /// let p = avout_scenarios::scenario::env::Process::new(1, 4).shifted(1000);
+    /// assert_eq!(p.id(), 1001);
+    /// ```
+    pub fn shifted(self, base: u64) -> Self {
+        Process {
+            id: self.id + base,
+            ..self
         }
     }
 

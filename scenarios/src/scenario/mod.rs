@@ -20,6 +20,7 @@
 //! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G-nonadjacent, G2-item (allowed under Mvcc: snapshot isolation, adjacent rw edges only), lost update, internal and future reads ([`crate::check::list_append`]) |
 //! | `lock-table` | the medical-records example: entry, review, month-end lock transactions, fenced work inside | one clerk inside at a time; no lost increment |
 //! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`crate::check::two_phase_commit`]) |
+//! | `sessions` | one managed client per worker, its handles built once, across 2–4 expiries of its own session (and every drawn fault): atom increments and reads, STM transfers and reads, fenced increments under a mutex (expiries inside holds too), leadership through a `LeaderLatch` | each part by its scenario's checker (counter, bank, mutex, election), and every client makes progress after each of its expiries ([`sessions`]) |
 //!
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
@@ -38,6 +39,7 @@ pub mod mutex;
 mod name;
 pub mod queue;
 pub mod rwlock;
+pub mod sessions;
 pub mod shrink;
 pub mod soak;
 pub mod two_phase_commit;
@@ -327,6 +329,7 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
             all_workers(cluster, w, rec, clerk).await
         }
         ScenarioName::TwoPhaseCommit => two_phase_commit::workload(cluster, w, rec).await,
+        ScenarioName::Sessions => sessions::workload(cluster, w, rec).await,
     }
 }
 
@@ -344,6 +347,7 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::ListAppend => list_append::check(history, w.protocol),
         ScenarioName::LockTable => locktable::check(history),
         ScenarioName::TwoPhaseCommit => two_phase_commit::check(history),
+        ScenarioName::Sessions => sessions::check(history, w.clients),
     };
     if !stalls.is_empty() {
         verdict.valid = false;

@@ -98,7 +98,9 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         .map_err(|e| e.to_string())?
         .planted(me.cluster.planted());
     for _ in 0..me.w.ops {
-        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE).await {
+        let nothing = async |_: &mut Worker<'_, K>| Ended::Ok(());
+        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;
@@ -106,15 +108,16 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
     Ok(())
 }
 
-/// One hold of `mutex`: acquire, a fenced increment of the counter at `resource` inside, and
-/// the release, each recorded. A failed acquire (its session lost or not) ends the turn; the
-/// mutex acquires on the client's next session next time. `Stuck` if an operation missed its
-/// deadline.
-pub(crate) async fn fenced_increment<K>(
-    me: &mut Worker<'_, K>,
+/// One hold of `mutex`: acquire, `inside` (what else the holder does, before its write), a
+/// fenced increment of the counter at `resource`, and the release, each recorded. A failed
+/// acquire (its session lost or not) ends the turn; the mutex acquires on the client's next
+/// session next time. `Stuck` if an operation missed its deadline.
+pub(crate) async fn fenced_increment<'a, K>(
+    me: &mut Worker<'a, K>,
     client: &Client,
     mutex: &Mutex,
     resource: &str,
+    inside: impl AsyncFnOnce(&mut Worker<'a, K>) -> Ended<(), ()>,
 ) -> Ended<(), ()> {
     let p = me.caller.p();
     let acquire = Invoke::new("acquire", Value::Null);
@@ -128,6 +131,9 @@ pub(crate) async fn fenced_increment<K>(
         Ended::Err(_) => return Ended::Err(()),
     };
     let token = guard.fencing_token();
+    if let Ended::Stuck = inside(me).await {
+        return Ended::Stuck;
+    }
     let mut lost = false;
     match read_counter(client, resource).await {
         Ok(n) => {

@@ -38,6 +38,9 @@ pub enum ScenarioName {
     LockTable,
     /// Two-phase commit: atomic commitment of transactions over several sites.
     TwoPhaseCommit,
+    /// A long mixed workload (atom, STM, lock, leadership) across expiries of each client's
+    /// own session.
+    Sessions,
 }
 
 impl ScenarioName {
@@ -54,6 +57,7 @@ impl ScenarioName {
         ScenarioName::ListAppend,
         ScenarioName::LockTable,
         ScenarioName::TwoPhaseCommit,
+        ScenarioName::Sessions,
     ];
 
     /// The name on the command line.
@@ -74,6 +78,7 @@ impl ScenarioName {
             ScenarioName::ListAppend => "list-append",
             ScenarioName::LockTable => "lock-table",
             ScenarioName::TwoPhaseCommit => "two-phase-commit",
+            ScenarioName::Sessions => "sessions",
         }
     }
 
@@ -117,6 +122,10 @@ impl ScenarioName {
             ScenarioName::TwoPhaseCommit => {
                 "transactions over every client as a site; checker: atomic commitment"
             }
+            ScenarioName::Sessions => {
+                "atom, transfers, fenced lock, leader latch across own expiries; checker: \
+                 each part's, and progress after every expiry"
+            }
         }
     }
 
@@ -139,6 +148,7 @@ impl ScenarioName {
             ScenarioName::ListAppend => (4, 25),
             ScenarioName::LockTable => (4, 10),
             ScenarioName::TwoPhaseCommit => (4, 15),
+            ScenarioName::Sessions => (4, 40),
         }
     }
 }
