@@ -259,12 +259,13 @@ fn on_zk(connect: &str, mix: &Mix, root: &str, seed: u64) -> Result<Outcome, Rep
             .with_connect_timeout(Duration::from_secs(10));
         let mut clients = Vec::new();
         for _ in 0..mix.clients() {
-            let client = Client::connect(config.clone()).await.map_err(|source| {
-                ReportError::Connect {
-                    connect: connect.to_owned(),
-                    source,
-                }
-            })?;
+            let client =
+                Client::connect(config.clone())
+                    .await
+                    .map_err(|source| ReportError::Connect {
+                        connect: connect.to_owned(),
+                        source,
+                    })?;
             clients.push(client);
         }
         let parent = &root[..root.rfind('/').expect("an absolute root")];

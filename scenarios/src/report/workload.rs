@@ -205,7 +205,11 @@ pub(crate) async fn run(
     mix: &Mix,
     seed: u64,
 ) -> Result<Outcome, SetupError> {
-    assert_eq!(clients.len(), mix.clients(), "one client per workload client");
+    assert_eq!(
+        clients.len(),
+        mix.clients(),
+        "one client per workload client"
+    );
     let mut stms = Vec::new();
     for zk in clients {
         let stm = Stm::open(zk, root, mix.config.clone())

@@ -123,7 +123,8 @@ pub(crate) async fn open_accounts<K: Cluster>(
     p: Protocol,
     root: &str,
 ) -> Result<Refs<i64>, String> {
-    let (stm, refs) = open_refs(cluster, client, p, root, &account_names(ACCOUNTS), INITIAL).await?;
+    let (stm, refs) =
+        open_refs(cluster, client, p, root, &account_names(ACCOUNTS), INITIAL).await?;
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }

@@ -195,7 +195,10 @@ impl Cluster for ZkCluster {
     }
 
     async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
-        let open = self.sessions().into_iter().find(|zk| zk.session().id == session);
+        let open = self
+            .sessions()
+            .into_iter()
+            .find(|zk| zk.session().id == session);
         match open {
             Some(zk) => zk.expire_session().await,
             None => Ok(()),

@@ -16,8 +16,8 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::bank::open_refs;
-use super::worker::{Ended, Invoke, Worker};
 use super::env::Cluster;
+use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
 use crate::history::History;
@@ -35,8 +35,15 @@ enum Micro {
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
     let client = me.client().await?;
     let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
-    let (stm, refs) =
-        open_refs(me.cluster, &client, me.w.protocol, ROOT, &names, Vec::<u64>::new()).await?;
+    let (stm, refs) = open_refs(
+        me.cluster,
+        &client,
+        me.w.protocol,
+        ROOT,
+        &names,
+        Vec::<u64>::new(),
+    )
+    .await?;
     let mut next = 1u64;
     for _ in 0..me.w.ops {
         let len = me.rng.random_range(1..=4);

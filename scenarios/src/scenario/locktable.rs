@@ -21,10 +21,10 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use avout::Op;
 use avout::locktable::{
     LockTable, LockTableError, Transaction, assert, delete_var, encode_name, exists, not, set_var,
 };
-use avout::Op;
 use rand::Rng;
 use serde_json::{Value, json};
 

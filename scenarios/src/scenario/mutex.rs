@@ -99,8 +99,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         .planted(me.cluster.planted());
     for _ in 0..me.w.ops {
         let nothing = async |_: &mut Worker<'_, K>| Ended::Ok(());
-        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await
-        {
+        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await {
             break;
         }
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;

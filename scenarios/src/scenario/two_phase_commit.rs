@@ -108,7 +108,11 @@ struct Role<'a> {
 }
 
 impl<'a> Role<'a> {
-    async fn new<K: Cluster>(cluster: &K, rec: &'a Recorder, process: Process) -> Result<Self, Stop> {
+    async fn new<K: Cluster>(
+        cluster: &K,
+        rec: &'a Recorder,
+        process: Process,
+    ) -> Result<Self, Stop> {
         let client = open_client(cluster).await.map_err(Stop::Infra)?;
         Ok(Role {
             client,
@@ -240,7 +244,8 @@ async fn coordinator<K: Cluster>(
         let payload = format!("transaction {round}");
         let client = &role.client.clone();
         let (at, sites) = (&path, &sites);
-        let call = || async move { Coordinator::begin(client, at, sites, payload.as_bytes()).await };
+        let call =
+            || async move { Coordinator::begin(client, at, sites, payload.as_bytes()).await };
         let Ok(tx) = role
             .call("begin", &begin, round, call, |_| begin.clone())
             .await?

@@ -139,7 +139,7 @@ fn the_same_workloads_pass_on_a_real_server() {
         let base = format!("/{}", scenario.name());
         let connect = server.connect_string();
         let report = rt.block_on(async {
-            let setup = avout::zk::ZkClient::connect(&avout::zk::ZkConfig::new(connect.clone()))
+            let setup = avout::Client::connect(avout::zk::ZkConfig::new(connect.clone()))
                 .await
                 .unwrap();
             avout::CoordinationExt::ensure_path(&setup, &base)

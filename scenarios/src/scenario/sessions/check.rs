@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{FINAL_BASE, LEADER_BASE};
-use crate::history::{Event, F, History, Process};
+use crate::history::{Event, EventType, F, History, Process};
 use crate::scenario::{Verdict, bank, counter, election, mutex, pairs};
 
 /// What a part keeps of an event: its name in the part, or `None` to leave it out.
@@ -51,8 +51,11 @@ fn hold_op(f: &str) -> Option<F> {
     matches!(f, "acquire" | "write" | "release").then(|| F::from(f.to_owned()))
 }
 
-/// The parts, each with the checker that judges it.
-const PARTS: [(&str, Keep, fn(&History) -> Verdict); 4] = [
+/// A part: its name, what it keeps, and the checker that judges it.
+type Part = (&'static str, Keep, fn(&History) -> Verdict);
+
+/// The parts.
+const PARTS: [Part; 4] = [
     (
         "atom",
         |_, f| matches!(f, "add" | "read").then(|| F::from(f.to_owned())),
@@ -118,13 +121,13 @@ fn stalled_after_expiry(history: &History, clients: usize) -> Vec<String> {
     let mut out = Vec::new();
     for expiry in ops
         .iter()
-        .filter(|o| o.f == "expire" && o.end == crate::history::EventType::Ok)
+        .filter(|o| o.f == "expire" && o.end == EventType::Ok)
     {
         let Some(c) = client(expiry.process) else {
             continue;
         };
         let progressed = ops.iter().any(|o| {
-            o.end == crate::history::EventType::Ok
+            o.end == EventType::Ok
                 && o.f != "expire"
                 && o.start > expiry.stop
                 && client(o.process) == Some(c)

@@ -62,6 +62,7 @@ use super::env::{Cluster, Process, Recorder, client_stream, open_client};
 use super::mutex::{counter_node, fenced_increment, fenced_write, read_counter, set_counter};
 use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Workload};
+use crate::history::EventType;
 
 pub use check::check;
 
@@ -176,7 +177,10 @@ async fn operations<K: Cluster>(me: &mut Worker<'_, K>, client: &Client, h: &Han
         let ended = if roll >= 75 {
             // A hold of the mutex; half the expiries due now happen inside it.
             let inside = expire && me.rng.random_bool(0.5);
-            if expire && !inside && let Ended::Stuck = expire_own(me, client, false).await {
+            if expire
+                && !inside
+                && let Ended::Stuck = expire_own(me, client, false).await
+            {
                 return;
             }
             let then = async |me: &mut Worker<'_, K>| {
@@ -208,7 +212,7 @@ async fn one<K>(me: &mut Worker<'_, K>, h: &Handles, roll: u32) -> Ended<(), ()>
         _ => ("balances", Value::Null),
     };
     let (atom, stm, accounts) = (&h.atom, &h.stm, &h.accounts);
-    let ended = match f {
+    match f {
         "add" | "read" => {
             let call = || async {
                 if f == "add" {
@@ -231,8 +235,7 @@ async fn one<K>(me: &mut Worker<'_, K>, h: &Handles, roll: u32) -> Ended<(), ()>
             let op = Invoke::new(f, input.clone());
             drop_value(me.caller.call(op, call, Value::clone).await)
         }
-    };
-    ended
+    }
 }
 
 /// How an operation ended, without what it returned.
@@ -298,18 +301,16 @@ impl Leader<'_> {
     async fn stand(mut self, mut stop: oneshot::Receiver<()>) {
         let latch = self.election.latch();
         let mut events = latch.events();
-        let mut state = Some(events.current());
+        let mut state = events.current();
         loop {
-            match state {
-                Some(s) => {
-                    if !self.follow(s, &latch).await {
-                        return;
-                    }
-                }
-                None => return,
+            if !self.follow(state, &latch).await {
+                return;
             }
             state = tokio::select! {
-                next = events.next() => next,
+                next = events.next() => match next {
+                    Some(next) => next,
+                    None => return,
+                },
                 _ = &mut stop => break,
             };
         }
@@ -319,53 +320,47 @@ impl Leader<'_> {
     /// Records a transition of the latch (and leads, on `Leading`); false once it closed, or
     /// an operation missed its deadline.
     async fn follow(&mut self, state: LatchState, latch: &LeaderLatch) -> bool {
-        let rec = self.caller.rec;
         match state {
             LatchState::Candidate { .. } => self.ask(),
             LatchState::Leading { term, .. } => {
-                match self.holding.take() {
-                    Some((held, node)) if held == term => {
-                        self.holding = Some((held, node));
-                        return true;
-                    }
-                    // The latch tells each loss before the next term; not hearing of one is
-                    // a hold that ended unseen.
-                    Some((held, _)) => {
-                        rec.invoke(self.caller.p(), "release", held.into(), None);
-                        self.caller.released(held.into(), false);
-                    }
-                    None => {}
+                if self.held() == Some(term) {
+                    return true;
                 }
+                // The latch tells each loss before the next term; not hearing of one is a
+                // hold that ended unseen.
+                self.lost();
                 self.ask();
-                rec.complete(
-                    crate::history::EventType::Ok,
-                    self.caller.p(),
-                    "acquire",
-                    term.into(),
-                    None,
-                );
+                let p = self.caller.p();
+                self.caller
+                    .rec
+                    .complete(EventType::Ok, p, "acquire", term.into(), None);
                 self.asked = false;
                 self.holding = Some((term, None));
                 return self.lead(term, latch).await;
             }
-            LatchState::Lost { term, .. } => {
-                if self.holding.as_ref().is_some_and(|(t, _)| *t == term) {
-                    self.holding = None;
-                    rec.invoke(self.caller.p(), "release", term.into(), None);
-                    self.caller.released(term.into(), false);
-                }
-            }
+            LatchState::Lost { term, .. } if self.held() == Some(term) => self.lost(),
             LatchState::Closed(_) => {
                 self.unasked();
-                if let Some((term, _)) = self.holding.take() {
-                    rec.invoke(self.caller.p(), "release", term.into(), None);
-                    self.caller.released(term.into(), false);
-                }
+                self.lost();
                 return false;
             }
             _ => {}
         }
         true
+    }
+
+    /// The term held, if any.
+    fn held(&self) -> Option<i64> {
+        self.holding.as_ref().map(|(term, _)| *term)
+    }
+
+    /// Records the end of the term held, if any, as lost.
+    fn lost(&mut self) {
+        if let Some((term, _)) = self.holding.take() {
+            let p = self.caller.p();
+            self.caller.rec.invoke(p, "release", term.into(), None);
+            self.caller.released(term.into(), false);
+        }
     }
 
     /// Records the invocation of an acquire, unless one is pending or a term is held.
@@ -382,13 +377,9 @@ impl Leader<'_> {
     fn unasked(&mut self) {
         if self.asked {
             let p = self.caller.p();
-            self.caller.rec.complete(
-                crate::history::EventType::Info,
-                p,
-                "acquire",
-                Value::Null,
-                None,
-            );
+            self.caller
+                .rec
+                .complete(EventType::Info, p, "acquire", Value::Null, None);
             self.caller.process.retire();
             self.asked = false;
         }

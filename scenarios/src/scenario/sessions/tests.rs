@@ -38,7 +38,12 @@ fn anomalies(rows: &[(u64, EventType, &str, Value)]) -> Vec<String> {
 fn expiry(p: u64) -> [(u64, EventType, &'static str, Value); 2] {
     [
         (p, Invoke, "expire", Value::Null),
-        (p, Done, "expire", json!({"session": "0x7", "generation": 2})),
+        (
+            p,
+            Done,
+            "expire",
+            json!({"session": "0x7", "generation": 2}),
+        ),
     ]
 }
 
@@ -66,8 +71,18 @@ fn a_history_of_every_part_with_progress_after_the_expiry_is_valid() {
     rows.extend(hold(1, 10, 1));
     rows.extend(hold(leader(0), 11, 1));
     rows.extend([
-        (1, Invoke, "transfer", json!({"from": "a0", "to": "a1", "amount": 3})),
-        (1, Done, "transfer", json!({"from": "a0", "to": "a1", "amount": 3})),
+        (
+            1,
+            Invoke,
+            "transfer",
+            json!({"from": "a0", "to": "a1", "amount": 3}),
+        ),
+        (
+            1,
+            Done,
+            "transfer",
+            json!({"from": "a0", "to": "a1", "amount": 3}),
+        ),
         (FINAL_BASE, Invoke, "read", Value::Null),
         (FINAL_BASE, Done, "read", 2.into()),
         (FINAL_BASE + 1, Invoke, "balances", Value::Null),
@@ -138,7 +153,10 @@ fn overlapping_clean_holds_of_the_mutex_are_a_lock_anomaly() {
         found.iter().any(|a| a.starts_with("lock: holds overlap")),
         "{found:?}"
     );
-    assert!(!found.iter().any(|a| a.starts_with("leader: ")), "{found:?}");
+    assert!(
+        !found.iter().any(|a| a.starts_with("leader: ")),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -239,7 +257,10 @@ fn only_the_expired_clients_own_later_successes_count_as_its_progress() {
     assert!(found[0].starts_with("liveness: client 0"), "{found:?}");
     // A later success of another of client 0's processes (4) is its progress.
     let mut rows = rows.to_vec();
-    rows.extend([(4, Invoke, "read", Value::Null), (4, Done, "read", 2.into())]);
+    rows.extend([
+        (4, Invoke, "read", Value::Null),
+        (4, Done, "read", 2.into()),
+    ]);
     assert_eq!(anomalies(&rows), Vec::<String>::new());
 }
 
@@ -265,7 +286,9 @@ fn clients_go_on_across_their_own_expiries_on_the_simulator() {
         .count();
     assert!(expiries >= 2 * w.clients, "{expiries} expiries");
     // Something of every kind succeeded, leadership and fenced writes included.
-    for f in ["add", "read", "transfer", "balances", "acquire", "write", "release"] {
+    for f in [
+        "add", "read", "transfer", "balances", "acquire", "write", "release",
+    ] {
         assert!(
             ops.iter().any(|o| o.f == f && o.end == EventType::Ok),
             "no ok {f}"
