@@ -79,7 +79,7 @@ pub const SIM_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 pub struct Workload {
     /// The scenario.
     pub scenario: ScenarioName,
-    /// Concurrent clients (each its own session).
+    /// Concurrent clients (each its own managed client, one session at a time).
     pub clients: usize,
     /// Operations per client.
     pub ops: usize,
