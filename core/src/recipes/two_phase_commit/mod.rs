@@ -359,12 +359,9 @@ impl Transaction {
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
         self.client
             .across_sessions(
-                async |zk| {
-                    drive(
-                        &**zk,
-                        &mut OutcomeMachine::new(&self.path, Some(self.sites.clone())),
-                    )
-                    .await
+                |zk| async move {
+                    let mut machine = OutcomeMachine::new(&self.path, Some(self.sites.clone()));
+                    drive(&*zk, &mut machine).await
                 },
                 |e| matches!(e, TwoPhaseError::SessionLost(_)),
             )
@@ -555,7 +552,7 @@ impl Site {
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
         self.client
             .across_sessions(
-                async |zk| drive(&**zk, &mut OutcomeMachine::new(&self.tx, None)).await,
+                |zk| async move { drive(&*zk, &mut OutcomeMachine::new(&self.tx, None)).await },
                 |e| matches!(e, TwoPhaseError::SessionLost(_)),
             )
             .await
