@@ -18,7 +18,7 @@
 //!
 //! ```no_run
 //! use avout::locktable::{assert, exists, not, set_var, LockTable, LockTableError, Transaction};
-//! # async fn demo(user1: Arc, user3: Arc) -> Result<(), LockTableError> {
+//! # async fn demo(user1: &avout::Client, user3: &avout::Client) -> Result<(), LockTableError> {
 //! let mds_entry = Transaction::new("MDS entry for Zak Pak at Cherry Grove", vec![
 //!     assert(not(exists("Month-End", "CGROVE-35"))),
 //!     assert(not(exists("MDS-Review", "CGROVE-35").with_value("R-45899"))),
