@@ -185,7 +185,8 @@ fn back_to_back_cycles_exclude_and_leak_nothing_under_every_fault_kind() {
                         }
                         tokio::task::yield_now().await;
                         record.borrow_mut().inside.remove(&who);
-                        // A failed release: the session ended, taking the node with it.
+                        // Whatever the release did, the cycle is over: what a failed one left
+                        // behind is judged at the end.
                         let _ = guard.unlock().await;
                         done += 1;
                     }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::{one_kind, sim_clients, sweep_sim};
+use crate::support::{one_kind, sim_client, sim_clients, single, sweep_sim};
 use avout::Client;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
 use avout_sim_zk::{FaultKind, FaultRates, Sim};
@@ -97,10 +97,19 @@ fn the_retry_limit_is_an_error_that_writes_nothing() {
 #[test]
 fn session_loss_aborts_cleanly() {
     for p in protocols() {
-        sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
-            let zks = clients(&ctx);
-            stm_cases::session_loss(&zks[0], &zks[1], "/stm", StmConfig::with_protocol(p)).await;
-        });
+        // On a managed client (the handle carries on) and on a client of one session (the
+        // handle is dead).
+        for managed in [true, false] {
+            sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
+                let zk = if managed {
+                    sim_client(&ctx.zk, &ctx.clients[0])
+                } else {
+                    single(&ctx.clients[0])
+                };
+                let observer = sim_client(&ctx.zk, &ctx.clients[1]);
+                stm_cases::session_loss(&zk, &observer, "/stm", StmConfig::with_protocol(p)).await;
+            });
+        }
     }
 }
 
