@@ -25,6 +25,7 @@ mod queue_sim;
 mod recipes_sim;
 mod rwlock;
 mod semaphore;
+mod spawnable;
 mod standalone;
 mod stm;
 mod stm_cases;
