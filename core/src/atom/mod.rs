@@ -39,7 +39,9 @@
 //!   fails with [`AtomError::Indeterminate`] rather than guess. See [`CasMachine`].
 //! - **Session expiry** fails the operation with [`AtomError::Zk`] (session lost); an update
 //!   in flight at that moment may or may not have been applied ([`AtomError::is_definite`]
-//!   says `false`). The handle is dead: open the atom again on a new session.
+//!   says `false`). The node is persistent, so nothing else is lost: the handle's next
+//!   operation runs on the client's next session (see [`Client`]), with the same cache and
+//!   writer id, and a watcher goes on reporting changes from there.
 //! - **Cancellation**: dropping an operation's future stops it; a write already sent may
 //!   still take effect (the next read will show it). A promoted update's lock is released
 //!   in the background. A [`FileStore`] value put by a cancelled write may stay behind as an

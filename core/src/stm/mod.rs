@@ -90,9 +90,12 @@
 //!
 //! Conflicts and connection losses before the commit are retried inside `dosync`. A commit
 //! whose reply is lost is resolved by the protocol (it never sends it again blindly); if it
-//! cannot tell, `dosync` fails with [`StmError::Indeterminate`]. A lost session fails the
-//! transaction with [`StmError::SessionLost`] and the handle is dead. Dropping a `dosync`
-//! future abandons the transaction; a commit already sent may still take effect.
+//! cannot tell, `dosync` fails with [`StmError::Indeterminate`]. All the tries of one
+//! transaction run on one session: if it ends, the transaction fails with
+//! [`StmError::SessionLost`] (a commit in flight may or may not have taken effect) and is not
+//! started over. Refs are persistent nodes, so the handle's next transaction runs on the
+//! client's next session. Dropping a `dosync` future abandons the transaction; a commit
+//! already sent may still take effect.
 
 pub mod mvcc;
 pub mod optimistic;
