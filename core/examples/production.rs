@@ -19,7 +19,7 @@ use avout::atom::Atom;
 use avout::client::RetryPolicy;
 use avout::lock::Mutex;
 use avout::recipes::election::{Election, LatchState};
-use avout::stm::{Abort, Stm, StmConfig};
+use avout::stm::{Stm, StmConfig};
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt, Op};
 
@@ -77,7 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .dosync(async |tx| {
                 tx.alter(&from, |a| a - 1).await?;
                 tx.alter(&to, |b| b + 1).await?;
-                Ok::<_, Abort>(())
+                Ok(())
             })
             .await;
         let fenced = async {

@@ -14,7 +14,7 @@ use avout::recipes::barrier::Barrier;
 use avout::recipes::election::{Election, LatchState};
 use avout::recipes::group::{Group, MemberStatus};
 use avout::recipes::queue::Queue;
-use avout::stm::{Abort, Stm, StmConfig};
+use avout::stm::{Stm, StmConfig};
 use avout::{Client, Coordination, CoordinationExt, Error};
 use avout_sim_zk::{Sim, SimZk};
 use futures::future::BoxFuture;
@@ -108,7 +108,7 @@ fn every_handle_carries_on_across_an_expiry() {
             .dosync(async |tx| {
                 tx.alter(&a, |x| x - 3).await?;
                 tx.alter(&b, |x| x + 3).await?;
-                Ok::<_, Abort>(())
+                Ok(())
             })
             .await;
         moved.unwrap();
