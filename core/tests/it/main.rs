@@ -11,6 +11,8 @@ mod atom_failover;
 mod atom_probe;
 mod atom_sim;
 mod barrier;
+mod client_sim;
+mod client_zk;
 mod election;
 mod expiry;
 mod failover;
