@@ -162,7 +162,7 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         Err(AtomError::Invalid { .. })
     ));
     assert_eq!(balance.deref().await.unwrap(), 10);
-    balance.set_validator(None::<fn(&i64) -> bool>);
+    balance.clear_validator();
     balance.reset(-1).await.unwrap();
     assert!(matches!(
         Atom::<i64>::builder(&clients[0], "/atoms/invalid-initial")

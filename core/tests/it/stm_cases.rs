@@ -124,7 +124,7 @@ pub(crate) async fn semantics(zk: &Client, root: &str, protocol: Protocol) {
 
     // The body's own error is returned and nothing is written.
     let err = stm
-        .dosync(async |tx| {
+        .dosync_with(async |tx| {
             tx.ref_set(&a, 0).await?;
             Err::<(), _>(Refused::Overdrawn { from: "a".into() })
         })
