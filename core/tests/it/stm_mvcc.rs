@@ -77,19 +77,7 @@ fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
 
 #[test]
 fn mvcc_session_loss_aborts_cleanly() {
-    // On a managed client (the handle carries on) and on a client of one session (the handle
-    // is dead).
-    for managed in [true, false] {
-        sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
-            let zk = if managed {
-                sim_client(&ctx.zk, &ctx.clients[0])
-            } else {
-                single(&ctx.clients[0])
-            };
-            let observer = sim_client(&ctx.zk, &ctx.clients[1]);
-            stm_cases::session_loss(&zk, &observer, "/stm", config(|_| ())).await;
-        });
-    }
+    crate::stm_sim::session_loss_both_ways(0x3c5, config(|_| ()));
 }
 
 /// The planted bug that retries a transaction whose session was lost (as a conflict) is

@@ -21,6 +21,24 @@ pub(crate) fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Client> {
     sim_clients(ctx)
 }
 
+/// Runs [`stm_cases::session_loss`] with `config` on client 0 (observed from client 1) twice:
+/// on a managed client (the handle carries on) and on a client of that one session (the
+/// handle is dead).
+pub(crate) fn session_loss_both_ways(seed: u64, config: StmConfig) {
+    for managed in [true, false] {
+        let config = config.clone();
+        sim(seed, 2, FaultRates::default()).run(|ctx| async move {
+            let zk = if managed {
+                sim_client(&ctx.zk, &ctx.clients[0])
+            } else {
+                single(&ctx.clients[0])
+            };
+            let observer = sim_client(&ctx.zk, &ctx.clients[1]);
+            stm_cases::session_loss(&zk, &observer, "/stm", config).await;
+        });
+    }
+}
+
 #[test]
 fn semantics_on_the_simulator() {
     for p in protocols() {
@@ -97,19 +115,7 @@ fn the_retry_limit_is_an_error_that_writes_nothing() {
 #[test]
 fn session_loss_aborts_cleanly() {
     for p in protocols() {
-        // On a managed client (the handle carries on) and on a client of one session (the
-        // handle is dead).
-        for managed in [true, false] {
-            sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
-                let zk = if managed {
-                    sim_client(&ctx.zk, &ctx.clients[0])
-                } else {
-                    single(&ctx.clients[0])
-                };
-                let observer = sim_client(&ctx.zk, &ctx.clients[1]);
-                stm_cases::session_loss(&zk, &observer, "/stm", StmConfig::with_protocol(p)).await;
-            });
-        }
+        session_loss_both_ways(0x5e5, StmConfig::with_protocol(p));
     }
 }
 
