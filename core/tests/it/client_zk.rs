@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use avout::atom::Atom;
-use avout::client::{ConnectionState, Connect};
+use avout::client::{Connect, ConnectionState};
 use avout::lock::{LockStatus, Mutex};
 use avout::recipes::election::Election;
 use avout::recipes::group::{Group, MemberStatus};
@@ -87,7 +87,10 @@ async fn the_same_handles_work_again_after_a_paused_server_expired_the_session()
         "from the resume to the first successful call: {:?}",
         first_ok - resumed
     );
-    assert!(n == 2 || n == 3, "incremented once more (plus at most the lost one): {n}");
+    assert!(
+        n == 2 || n == 3,
+        "incremented once more (plus at most the lost one): {n}"
+    );
     assert_eq!(guard.status(), LockStatus::Lost);
     let (again, locked) = until_ok("the mutex", async || mutex.lock().await).await;
     eprintln!("from the resume to the lock: {:?}", locked - resumed);
@@ -100,7 +103,10 @@ async fn the_same_handles_work_again_after_a_paused_server_expired_the_session()
         seen.push((e.state, e.generation));
     }
     assert!(seen.contains(&(ConnectionState::Lost, 1)), "{seen:?}");
-    assert!(seen.contains(&(ConnectionState::Reconnected, 2)), "{seen:?}");
+    assert!(
+        seen.contains(&(ConnectionState::Reconnected, 2)),
+        "{seen:?}"
+    );
     client.close().await.unwrap();
 }
 
@@ -159,7 +165,10 @@ async fn on_an_ensemble_member_kills_fail_over_and_a_lost_quorum_renews_the_sess
         .member_of_session(client.session().id.0)
         .expect("the session's member");
     tokio::task::block_in_place(|| ensemble.kill(on));
-    until_ok("the atom after a member kill", async || atom.swap(|n| n + 1).await).await;
+    until_ok("the atom after a member kill", async || {
+        atom.swap(|n| n + 1).await
+    })
+    .await;
     assert_eq!(client.generation(), 1, "a member kill keeps the session");
     tokio::task::block_in_place(|| ensemble.restart(on)).expect("restart the member");
 
@@ -179,12 +188,18 @@ async fn on_an_ensemble_member_kills_fail_over_and_a_lost_quorum_renews_the_sess
     })
     .await;
     assert!(n >= 3, "{n}");
-    assert!(client.generation() >= 2, "the frozen ensemble expired the session");
+    assert!(
+        client.generation() >= 2,
+        "the frozen ensemble expired the session"
+    );
     let term = tokio::time::timeout(BACK_WITHIN * 2, latch.leading())
         .await
         .expect("leads again")
         .unwrap();
-    assert!(term > first_term, "a later term: {term:#x} after {first_term:#x}");
+    assert!(
+        term > first_term,
+        "a later term: {term:#x} after {first_term:#x}"
+    );
     latch.close().await;
     client.close().await.unwrap();
 }
