@@ -11,8 +11,9 @@
 //!   create, an unversioned write) must first find out what happened, for example by looking for
 //!   its GUID-prefixed node.
 //! - [`ErrorClass::SessionLost`]: the session is gone and, with it, every ephemeral node and
-//!   watch it held. This is terminal for the handle: locks are lost, transactions abort; a new
-//!   session is needed.
+//!   watch it held. This is terminal for that session: its locks are lost, its transactions
+//!   abort. A [`Client`](crate::Client) opens a new session, and the recipe handles built on it
+//!   carry on there (each recipe's docs say how).
 
 use std::time::Duration;
 

@@ -13,8 +13,9 @@
 //!
 //! A write whose reply was lost is recognised by its write id and never applied twice (see
 //! the [atom module docs](super)); when that cannot be decided the error is indefinite
-//! ([`KvError::is_definite`]), as Maelstrom's `info` outcome. Session expiry fails every later
-//! call. Cancelling a call may leave its write applied.
+//! ([`KvError::is_definite`]), as Maelstrom's `info` outcome. Session expiry fails the calls
+//! in flight (indefinite if a write was); the next call runs on the client's next session.
+//! Cancelling a call may leave its write applied.
 //!
 //! # The whole database as one value
 //!

@@ -39,7 +39,9 @@
 //!   fails with [`AtomError::Indeterminate`] rather than guess. See [`CasMachine`].
 //! - **Session expiry** fails the operation with [`AtomError::Zk`] (session lost); an update
 //!   in flight at that moment may or may not have been applied ([`AtomError::is_definite`]
-//!   says `false`). The handle is dead: open the atom again on a new session.
+//!   says `false`). The node is persistent, so nothing else is lost: the handle's next
+//!   operation runs on the client's next session (see [`Client`]), with the same cache and
+//!   writer id, and a watcher goes on reporting changes from there.
 //! - **Cancellation**: dropping an operation's future stops it; a write already sent may
 //!   still take effect (the next read will show it). A promoted update's lock is released
 //!   in the background. A [`FileStore`] value put by a cancelled write may stay behind as an
@@ -499,16 +501,30 @@ where
         .await
     }
 
-    /// Changes the validator (Clojure's `set-validator!`); `None` removes it. The current
-    /// value is not checked.
+    /// Sets the validator (Clojure's `set-validator!`): every value a later update would
+    /// write must pass it, or the update fails with [`AtomError::Invalid`] and writes
+    /// nothing. Replaces the previous one; the current value is not checked. The same call
+    /// as [`Ref::set_validator`](crate::stm::Ref::set_validator).
     ///
     /// ```no_run
     /// # fn demo(a: avout::atom::Atom<u64>) {
-    /// a.set_validator(Some(|n: &u64| *n < 100));
+    /// a.set_validator(|n| *n < 100);
     /// # }
     /// ```
-    pub fn set_validator(&self, valid: Option<impl Fn(&T) -> bool + Send + Sync + 'static>) {
-        *lock(&self.inner.validator) = valid.map(|v| Arc::new(v) as Validator<T>);
+    pub fn set_validator(&self, valid: impl Fn(&T) -> bool + Send + Sync + 'static) {
+        *lock(&self.inner.validator) = Some(Arc::new(valid) as Validator<T>);
+    }
+
+    /// Removes the validator (Clojure's `(set-validator! a nil)`), as
+    /// [`Ref::clear_validator`](crate::stm::Ref::clear_validator) does for a ref.
+    ///
+    /// ```no_run
+    /// # fn demo(a: avout::atom::Atom<u64>) {
+    /// a.clear_validator();
+    /// # }
+    /// ```
+    pub fn clear_validator(&self) {
+        *lock(&self.inner.validator) = None;
     }
 
     /// Counts of this handle's tries since it was opened.

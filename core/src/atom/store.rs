@@ -176,11 +176,10 @@ impl StateContainer for ZkNode {
 /// determined. Both are garbage a sweep may remove by age.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use avout::atom::{Atom, FileStore};
-/// # async fn demo(zk: Arc<avout::zk::ZkClient>) -> Result<(), avout::atom::AtomError> {
+/// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {
 /// let store = FileStore::new("/mnt/shared/avout-values").expect("value directory");
-/// let big: Atom<Vec<u8>, _> = Atom::builder(zk, "/atoms/model")
+/// let big: Atom<Vec<u8>> = Atom::builder(client, "/atoms/model")
 ///     .store(store)
 ///     .open(vec![0; 8 << 20])
 ///     .await?;

@@ -359,17 +359,23 @@ impl Client {
     /// Runs `op` on the current session and, if that session ends under it while the client
     /// lives, again on the next: for operations that only read and wait (a barrier's wait, a
     /// watcher's next change), which lose nothing by starting over.
-    pub(crate) async fn across_sessions<T, E>(
+    ///
+    /// `op` takes the session by value and returns a plain future: an `AsyncFnMut(&Session)`
+    /// would make the caller's future generic over the borrow's lifetime, which rustc cannot
+    /// prove `Send` ("implementation of `Send` is not general enough"), so the public futures
+    /// built on it could not be spawned.
+    pub(crate) async fn across_sessions<T, E, Fut>(
         &self,
-        mut op: impl AsyncFnMut(&Session) -> Result<T, E>,
+        mut op: impl FnMut(Session) -> Fut,
         session_lost: impl Fn(&E) -> bool,
     ) -> Result<T, E>
     where
         E: From<Error>,
+        Fut: Future<Output = Result<T, E>>,
     {
         loop {
             let session = self.current_session().await?;
-            match op(&session).await {
+            match op(session).await {
                 Err(e) if session_lost(&e) && !self.has_ended() => continue,
                 other => return other,
             }

@@ -17,7 +17,9 @@
 //!   [`LockGuard::status`] reports it and [`LockGuard::lost`] resolves. A holder that was
 //!   paused (GC, SIGSTOP) past its session timeout may not know yet; use the
 //!   [fencing token](LockGuard::fencing_token) or [`LockGuard::fenced`] writes so a resource
-//!   refuses it.
+//!   refuses it. A guard keeps the session it was acquired on and stays lost; the same
+//!   handle's next acquisition runs on the client's next session (it does not join the lost
+//!   hold), queueing behind the old session's node until the service has removed it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
 //!   `Drop` cannot wait); dropping a guard releases like [`LockGuard::unlock`].
 //! - [`LockGuard::unlock`] returns once the release is *ordered on the session* (its delete

@@ -582,7 +582,7 @@ pub(crate) async fn node_lost<C: Coordination + ?Sized>(zk: &C, node: &str) -> L
 ///
 /// ```no_run
 /// # async fn demo(m: avout::lock::Mutex) -> Result<(), avout::lock::LockError> {
-/// let guard: avout::lock::LockGuard<_> = m.lock().await?;
+/// let guard: avout::lock::LockGuard = m.lock().await?;
 /// println!("{} holds token {}", guard.node(), guard.fencing_token());
 /// guard.unlock().await?;
 /// # Ok(()) }

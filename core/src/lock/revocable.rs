@@ -239,7 +239,7 @@ impl LockGuard {
 ///
 /// ```no_run
 /// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
-/// let asked = avout::lock::revoke(zk, "/locks/a/_c_0b7e…-__READ__0000000003").await?;
+/// let asked = avout::lock::revoke(client, "/locks/a/_c_0b7e…-__READ__0000000003").await?;
 /// # Ok(()) }
 /// ```
 pub async fn revoke<C: Coordination + ?Sized>(zk: &C, node: &str) -> Result<bool, LockError> {
@@ -312,11 +312,11 @@ pub fn holders(children: &[String]) -> Vec<String> {
 /// ```no_run
 /// # async fn demo(client: &avout::Client) -> Result<(), avout::lock::LockError> {
 /// use avout::lock::{RwLock, revoke_holders};
-/// let rw = RwLock::new(&client, "/locks/catalogue")?;
+/// let rw = RwLock::new(client, "/locks/catalogue")?;
 /// let guard = match rw.try_write().await? {
 ///     Some(guard) => guard,
 ///     None => {
-///         revoke_holders(&*zk, rw.path()).await?;
+///         revoke_holders(client, rw.path()).await?;
 ///         rw.write().await?
 ///     }
 /// };

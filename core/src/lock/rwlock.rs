@@ -111,7 +111,7 @@ impl RwLock {
     pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
-        let read = Side::new(&client, path.clone(), LockKind::Read);
+        let read = Side::new(client, path.clone(), LockKind::Read);
         let write = Side::new(client, path, LockKind::Write);
         Side::link(&read, &write);
         Ok(RwLock { read, write })

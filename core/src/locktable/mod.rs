@@ -18,7 +18,7 @@
 //!
 //! ```no_run
 //! use avout::locktable::{assert, exists, not, set_var, LockTable, LockTableError, Transaction};
-//! # async fn demo(user1: Arc, user3: Arc) -> Result<(), LockTableError> {
+//! # async fn demo(user1: &avout::Client, user3: &avout::Client) -> Result<(), LockTableError> {
 //! let mds_entry = Transaction::new("MDS entry for Zak Pak at Cherry Grove", vec![
 //!     assert(not(exists("Month-End", "CGROVE-35"))),
 //!     assert(not(exists("MDS-Review", "CGROVE-35").with_value("R-45899"))),
@@ -98,10 +98,11 @@
 //!   report `assert(delete_var(..))` as failed after it had in fact deleted the entry.
 //! - A session expiry ends the transaction with [`LockTableError::SessionLost`]: every entry
 //!   of the session is gone, whatever the last `multi` did. The handle's entries are never
-//!   re-asserted on the client's next session: the handle's next `execute` after the expiry
-//!   fails with [`LockTableError::SessionLost`] too, applying nothing, if the handle had
-//!   committed on the ended session (its entries are gone and the application must learn it),
-//!   and the call after that runs on the new session with no entries.
+//!   re-asserted on the client's next session. The loss is reported once: by the transaction
+//!   in flight when the session ended, or else by the handle's next `execute`, which then
+//!   fails with [`LockTableError::SessionLost`] applying nothing, if the handle had committed
+//!   on the ended session (its entries are gone and the application must learn it). The call
+//!   after that runs on the new session with no entries.
 //! - Dropping [`LockTable::execute`]'s future abandons the transaction: a `multi` already
 //!   sent may still be applied (its entries are ephemeral, so at worst they live until the
 //!   session ends).
@@ -330,7 +331,10 @@ impl LockTable {
             on.marker_exists,
         );
         let outcome = drive(&*zk, &mut machine).await;
-        on.marker_exists = machine.marker_exists();
+        // A transaction that failed with the session's loss has reported it: the next call
+        // must not report the same loss again.
+        on.marker_exists =
+            machine.marker_exists() && !matches!(outcome, Err(LockTableError::SessionLost(_)));
         match outcome? {
             TxOutcome::Committed { applied, resolved } => Ok(Committed { applied, resolved }),
             TxOutcome::Failed { index } => Err(LockTableError::Failed {

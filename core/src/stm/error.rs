@@ -151,8 +151,8 @@ pub enum StmError<E = Infallible> {
         detail: String,
     },
     /// The session was lost; the transaction is aborted (if a commit was in flight it may or
-    /// may not have taken effect). The [`Stm`](super::Stm) handle is dead: open a new one on
-    /// a new session.
+    /// may not have taken effect). The [`Stm`](super::Stm) handle's next transaction runs on
+    /// the client's next session.
     #[error("session lost: {0}")]
     SessionLost(Error),
     /// The coordination service refused a request the STM did not expect to be refused.

@@ -90,9 +90,12 @@
 //!
 //! Conflicts and connection losses before the commit are retried inside `dosync`. A commit
 //! whose reply is lost is resolved by the protocol (it never sends it again blindly); if it
-//! cannot tell, `dosync` fails with [`StmError::Indeterminate`]. A lost session fails the
-//! transaction with [`StmError::SessionLost`] and the handle is dead. Dropping a `dosync`
-//! future abandons the transaction; a commit already sent may still take effect.
+//! cannot tell, `dosync` fails with [`StmError::Indeterminate`]. All the tries of one
+//! transaction run on one session: if it ends, the transaction fails with
+//! [`StmError::SessionLost`] (a commit in flight may or may not have taken effect) and is not
+//! started over. Refs are persistent nodes, so the handle's next transaction runs on the
+//! client's next session. Dropping a `dosync` future abandons the transaction; a commit
+//! already sent may still take effect.
 
 pub mod mvcc;
 pub mod optimistic;
@@ -476,6 +479,30 @@ impl Stm {
     /// [`StmError::RetryLimit`], [`StmError::SessionLost`], [`StmError::Indeterminate`],
     /// codec errors.
     ///
+    /// A body fails only through the transaction's own operations (their [`Abort`], with
+    /// `?`); [`dosync_with`](Self::dosync_with) takes a body with an error of its own.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm, from: avout::stm::Ref<i64>, to: avout::stm::Ref<i64>) -> Result<(), avout::stm::StmError> {
+    /// stm.dosync(async |tx| {
+    ///     tx.alter(&from, |a| a - 10).await?;
+    ///     tx.alter(&to, |b| b + 10).await?;
+    ///     Ok(())
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn dosync<R, F>(&self, body: F) -> Result<R, StmError>
+    where
+        F: AsyncFnMut(&mut Tx<'_>) -> Result<R, Abort>,
+    {
+        tx::run(&self.shared, body).await.map_err(StmError::from)
+    }
+
+    /// Like [`dosync`](Self::dosync), for a body that can also fail with its own error `E`
+    /// (which the transaction's [`Abort`] converts into): `E` comes back as
+    /// [`StmError::Body`], and nothing is written.
+    ///
     /// ```no_run
     /// use avout::stm::{Abort, StmError};
     /// # async fn demo(stm: avout::stm::Stm, a: avout::stm::Ref<i64>) {
@@ -483,7 +510,7 @@ impl Stm {
     /// enum Refused { Stm(Abort), TooPoor }
     /// impl From<Abort> for Refused { fn from(a: Abort) -> Self { Refused::Stm(a) } }
     ///
-    /// let out = stm.dosync(async |tx| {
+    /// let out = stm.dosync_with(async |tx| {
     ///     let balance = tx.deref(&a).await?;
     ///     if balance < 10 { return Err(Refused::TooPoor); }
     ///     tx.ref_set(&a, balance - 10).await?;
@@ -492,7 +519,7 @@ impl Stm {
     /// if let Err(StmError::Body(Refused::TooPoor)) = out { println!("nothing was written"); }
     /// # }
     /// ```
-    pub async fn dosync<R, E, F>(&self, body: F) -> Result<R, StmError<E>>
+    pub async fn dosync_with<R, E, F>(&self, body: F) -> Result<R, StmError<E>>
     where
         F: AsyncFnMut(&mut Tx<'_>) -> Result<R, E>,
         E: From<Abort>,

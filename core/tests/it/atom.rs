@@ -8,8 +8,8 @@ use std::time::Duration;
 use avout::atom::linkv::{KvError, LinKv, MicroOp, transact};
 use avout::atom::record::{RecordError, Records, Value};
 use avout::atom::{Atom, AtomError, FileStore, Postcard};
-use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, CreateOptions, MAX_DATA_LEN};
+use avout::zk::ZkConfig;
+use avout::{Client, Coordination, CreateOptions, MAX_DATA_LEN};
 use serde_json::json;
 
 use crate::atom_probe::Probe;
@@ -17,14 +17,14 @@ use crate::support;
 
 /// Runs `per` increments from each of `clients` at once; returns the atoms used.
 async fn hammer(
-    clients: &[Arc<ZkClient>],
+    clients: &[Client],
     path: &str,
     per: u64,
     promote_after: Option<u32>,
-) -> Vec<Atom<u64, ZkClient>> {
+) -> Vec<Atom<u64>> {
     let mut atoms = Vec::new();
-    for zk in clients {
-        let mut builder = Atom::builder(zk.clone(), path);
+    for client in clients {
+        let mut builder = Atom::builder(client, path);
         if let Some(n) = promote_after {
             builder = builder.promote_after(n);
         }
@@ -55,7 +55,7 @@ async fn hammer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_swaps_never_lose_an_update_and_promotion_bounds_retries() {
     let server = support::standalone();
-    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let clients = support::clients(&ZkConfig::new(server.connect_string()), 4).await;
 
     let atoms = hammer(&clients, "/atoms/counter", 40, None).await;
     assert_eq!(atoms[0].deref().await.unwrap(), 160);
@@ -88,7 +88,10 @@ async fn concurrent_swaps_never_lose_an_update_and_promotion_bounds_retries() {
 async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_twice() {
     let server = support::standalone();
     let probe = Probe::new(support::connect(&ZkConfig::new(server.connect_string())).await);
-    let atom: Atom<u64, _> = Atom::open(probe.clone(), "/atoms/probe", 0).await.unwrap();
+    // Exactly the probed session: the counts are of its requests.
+    let atom: Atom<u64> = Atom::open(&Client::single(probe.clone()), "/atoms/probe", 0)
+        .await
+        .unwrap();
     atom.swap(|n| n + 1).await.unwrap();
 
     let before = probe.requests();
@@ -116,8 +119,8 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
     assert_eq!(atom.deref().await.unwrap(), 12);
 
     // The same with another writer in between: the id is found one version back.
-    let other_zk = Arc::new(support::connect(&ZkConfig::new(server.connect_string())).await);
-    let other: Atom<u64, _> = Atom::open(other_zk, "/atoms/probe", 0).await.unwrap();
+    let other_client = support::client(&ZkConfig::new(server.connect_string())).await;
+    let other: Atom<u64> = Atom::open(&other_client, "/atoms/probe", 0).await.unwrap();
     probe.lose_next_set_reply();
     let mut calls = 0;
     let result = atom
@@ -142,10 +145,10 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validators_watchers_codecs_limits_and_file_store() {
     let server = support::standalone();
-    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
+    let clients = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
 
     // Validators: a rejected value is an error and nothing is written.
-    let balance: Atom<i64, _> = Atom::builder(clients[0].clone(), "/atoms/balance")
+    let balance: Atom<i64> = Atom::builder(&clients[0], "/atoms/balance")
         .validator(|b: &i64| *b >= 0)
         .open(10)
         .await
@@ -159,10 +162,10 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         Err(AtomError::Invalid { .. })
     ));
     assert_eq!(balance.deref().await.unwrap(), 10);
-    balance.set_validator(None::<fn(&i64) -> bool>);
+    balance.clear_validator();
     balance.reset(-1).await.unwrap();
     assert!(matches!(
-        Atom::<i64, _>::builder(clients[0].clone(), "/atoms/invalid-initial")
+        Atom::<i64>::builder(&clients[0], "/atoms/invalid-initial")
             .validator(|b: &i64| *b >= 0)
             .open(-5)
             .await,
@@ -177,18 +180,16 @@ async fn validators_watchers_codecs_limits_and_file_store() {
     );
 
     // Watchers: after the last write settles, every watcher has seen the final value.
-    let writer_atoms: Vec<Atom<u64, _>> = futures::future::join_all(
+    let writer_atoms: Vec<Atom<u64>> = futures::future::join_all(
         clients[1..]
             .iter()
-            .map(|zk| Atom::open(zk.clone(), "/atoms/watched", 0)),
+            .map(|client| Atom::open(client, "/atoms/watched", 0)),
     )
     .await
     .into_iter()
     .map(Result::unwrap)
     .collect();
-    let watched: Atom<u64, _> = Atom::open(clients[0].clone(), "/atoms/watched", 0)
-        .await
-        .unwrap();
+    let watched: Atom<u64> = Atom::open(&clients[0], "/atoms/watched", 0).await.unwrap();
     let mut watcher = watched.watch().await.unwrap();
     let last_seen = Arc::new(AtomicU64::new(0));
     let calls = Arc::new(AtomicU64::new(0));
@@ -243,7 +244,7 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         )
         .await
         .unwrap();
-    let foreign: Atom<u64, _> = Atom::builder(clients[0].clone(), "/atoms/foreign")
+    let foreign: Atom<u64> = Atom::builder(&clients[0], "/atoms/foreign")
         .connect()
         .unwrap();
     assert!(matches!(
@@ -259,11 +260,11 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         .create("/atoms/plain", b"41", &CreateOptions::default())
         .await
         .unwrap();
-    let plain: Atom<u64, _> = Atom::builder(clients[0].clone(), "/atoms/plain")
+    let plain: Atom<u64> = Atom::builder(&clients[0], "/atoms/plain")
         .connect()
         .unwrap();
     assert_eq!(plain.swap(|n| n + 1).await.unwrap(), 42);
-    let as_postcard: Atom<String, _, Postcard> = Atom::builder(clients[1].clone(), "/atoms/plain")
+    let as_postcard: Atom<String, Postcard> = Atom::builder(&clients[1], "/atoms/plain")
         .codec(Postcard)
         .connect()
         .unwrap();
@@ -271,16 +272,14 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         as_postcard.deref().await,
         Err(AtomError::Decode { .. })
     ));
-    let missing: Atom<u64, _> = Atom::builder(clients[0].clone(), "/atoms/none")
-        .connect()
-        .unwrap();
+    let missing: Atom<u64> = Atom::builder(&clients[0], "/atoms/none").connect().unwrap();
     assert!(matches!(
         missing.swap(|n| n + 1).await,
         Err(AtomError::Missing { .. })
     ));
 
     // Postcard round trip.
-    let compact: Atom<Vec<u32>, _, Postcard> = Atom::builder(clients[0].clone(), "/atoms/compact")
+    let compact: Atom<Vec<u32>, Postcard> = Atom::builder(&clients[0], "/atoms/compact")
         .codec(Postcard)
         .open(vec![1, 2])
         .await
@@ -292,7 +291,7 @@ async fn validators_watchers_codecs_limits_and_file_store() {
     assert_eq!(compact.deref().await.unwrap(), vec![10, 20]);
 
     // The size limit is checked before writing.
-    let blob: Atom<Vec<u8>, _, Postcard> = Atom::builder(clients[0].clone(), "/atoms/blob")
+    let blob: Atom<Vec<u8>, Postcard> = Atom::builder(&clients[0], "/atoms/blob")
         .codec(Postcard)
         .open(vec![])
         .await
@@ -307,13 +306,13 @@ async fn validators_watchers_codecs_limits_and_file_store() {
     // The file store holds values past the node limit; ZooKeeper holds the key and notifies.
     let dir = std::env::temp_dir().join(format!("avout-it-filestore-{}", std::process::id()));
     let store = FileStore::new(&dir).unwrap().inline_below(0);
-    let big_a: Atom<Vec<u8>, _, Postcard> = Atom::builder(clients[0].clone(), "/atoms/big")
+    let big_a: Atom<Vec<u8>, Postcard> = Atom::builder(&clients[0], "/atoms/big")
         .codec(Postcard)
         .store(store.clone())
         .open(vec![1; 3 << 20])
         .await
         .unwrap();
-    let big_b: Atom<Vec<u8>, _, Postcard> = Atom::builder(clients[1].clone(), "/atoms/big")
+    let big_b: Atom<Vec<u8>, Postcard> = Atom::builder(&clients[1], "/atoms/big")
         .codec(Postcard)
         .store(store.clone())
         .connect()
@@ -346,9 +345,9 @@ async fn validators_watchers_codecs_limits_and_file_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_operations_and_lin_kv() {
     let server = support::standalone();
-    let clients = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
+    let clients = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
 
-    let records = Records::new(clients[0].clone(), "/records");
+    let records = Records::new(&clients[0], "/records");
     records.set("name", Value::from("Ada"), 1).await.unwrap();
     records.add("tags", Value::from("a"), 1).await.unwrap();
     records.add("tags", Value::from("b"), 1).await.unwrap();
@@ -404,7 +403,7 @@ async fn record_operations_and_lin_kv() {
     records.set("ticket", Value::Int(0), 2).await.unwrap();
     let handles: Vec<_> = clients
         .iter()
-        .map(|zk| Records::new(zk.clone(), "/records"))
+        .map(|client| Records::new(client, "/records"))
         .collect();
     let mut got: Vec<i64> = futures::future::join_all(handles.iter().map(|r| async move {
         let mut got = Vec::new();
@@ -424,8 +423,8 @@ async fn record_operations_and_lin_kv() {
     assert_eq!(got, (0..45).collect::<Vec<_>>());
 
     // lin-kv with Maelstrom's codes.
-    let kv = LinKv::open(clients[0].clone(), "/lin-kv").await.unwrap();
-    let kv2 = LinKv::open(clients[1].clone(), "/lin-kv").await.unwrap();
+    let kv = LinKv::open(&clients[0], "/lin-kv").await.unwrap();
+    let kv2 = LinKv::open(&clients[1], "/lin-kv").await.unwrap();
     let err = kv.read("x").await.unwrap_err();
     assert!(matches!(err, KvError::KeyDoesNotExist { .. }));
     assert_eq!(err.code(), 20);
@@ -456,10 +455,10 @@ async fn record_operations_and_lin_kv() {
     assert_eq!(kv.read("y/z").await.unwrap(), json!(null));
 
     // The whole database as one value: concurrent transactions stay serializable.
-    let dbs: Vec<Atom<BTreeMap<u64, Vec<u64>>, _>> = futures::future::join_all(
+    let dbs: Vec<Atom<BTreeMap<u64, Vec<u64>>>> = futures::future::join_all(
         clients
             .iter()
-            .map(|zk| Atom::open(zk.clone(), "/txn/root", BTreeMap::new())),
+            .map(|client| Atom::open(client, "/txn/root", BTreeMap::new())),
     )
     .await
     .into_iter()

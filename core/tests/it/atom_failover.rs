@@ -2,13 +2,12 @@
 //! connected to: writes in flight when the member dies have unknown outcomes, which the atom
 //! must settle (by its writer's entry in the node) without losing or doubling an increment.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::atom::Atom;
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
+use avout::{Client, Coordination};
 
 use crate::support;
 
@@ -18,16 +17,16 @@ async fn increments_survive_losing_a_writers_server_exactly_once() {
     let ensemble = support::ensemble();
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(10));
-    let mut clients: Vec<Arc<ZkClient>> = Vec::new();
-    let mut atoms: Vec<Atom<u64, ZkClient>> = Vec::new();
+    let mut clients: Vec<Client> = Vec::new();
+    let mut atoms: Vec<Atom<u64>> = Vec::new();
     for _ in 0..3 {
-        let zk = Arc::new(support::connect(&config).await);
+        let client = support::client(&config).await;
         atoms.push(
-            Atom::open(zk.clone(), "/failover/counter", 0)
+            Atom::open(&client, "/failover/counter", 0)
                 .await
                 .expect("open"),
         );
-        clients.push(zk);
+        clients.push(client);
     }
 
     // Writers run until the member is dead and then some more; writer 0 signals when it is

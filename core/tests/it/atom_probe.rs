@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use avout::{Coordination, Error, OpFuture, Reply, Request, SessionInfo, SessionStates, Watch};
+use avout::{
+    Coordination, Error, OpFuture, Reply, Request, SessionInfo, SessionState, SessionStates, Watch,
+};
 use futures::FutureExt;
 
 /// Wraps a real client; see the module docs.
@@ -53,6 +55,10 @@ impl<C: Coordination> Coordination for Probe<C> {
 
     fn session_states(&self) -> SessionStates {
         self.inner.session_states()
+    }
+
+    fn session_state(&self) -> SessionState {
+        self.inner.session_state()
     }
 
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {

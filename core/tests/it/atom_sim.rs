@@ -12,10 +12,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::one_kind;
+use crate::support::{one_kind, sim_clients};
+use avout::Client;
+use avout::atom::Atom;
 use avout::atom::linkv::{KvError, LinKv};
-use avout::atom::{Atom, AtomError};
-use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
+use avout_sim_zk::{FaultKind, FaultRates, Sim};
 use serde_json::{Value, json};
 
 /// Rates that make `kind` happen several times in a run of a thousand requests (`scale`
@@ -37,12 +38,21 @@ fn sim(seed: u64, kind: FaultKind, scale: f64) -> Sim {
         .build()
 }
 
-/// Opens the atom, reconnecting after a lost session and retrying other failures.
-async fn open_counter(zk: &SimZk, client: &mut Arc<SimClient>) -> Atom<u64, SimClient> {
+/// Opens the atom, retrying failures (after a lost session the client opens the next one).
+async fn open_counter(client: &Client) -> Atom<u64> {
     loop {
-        match Atom::open(client.clone(), "/counter", 0).await {
+        match Atom::open(client, "/counter", 0).await {
             Ok(atom) => return atom,
-            Err(AtomError::Zk(e)) if e.is_session_lost() => *client = Arc::new(zk.connect()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Opens lin-kv, retrying failures as [`open_counter`] does.
+async fn open_kv(client: &Client) -> LinKv {
+    loop {
+        match LinKv::open(client, "/kv").await {
+            Ok(kv) => return kv,
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
@@ -62,27 +72,18 @@ fn counter_increments_apply_at_most_once_under_every_fault_kind() {
         let seed = 0xa70 + i as u64;
         let ((tally, last), summary) = sim(seed, kind, 1.0).run(|ctx| async move {
             let zk = ctx.zk.clone();
-            let workers = ctx.clients.iter().map(|c| {
-                let zk = zk.clone();
-                let mut client = Arc::new(c.clone());
-                async move {
-                    let mut tally = Tally::default();
-                    let mut atom = open_counter(&zk, &mut client).await;
-                    for _ in 0..PER_CLIENT {
-                        match atom.swap(|n| n + 1).await {
-                            Ok(v) => tally.ok.push(v),
-                            Err(e) if e.is_definite() => tally.definite += 1,
-                            Err(e) => {
-                                tally.indefinite += 1;
-                                if matches!(&e, AtomError::Zk(z) if z.is_session_lost()) {
-                                    client = Arc::new(zk.connect());
-                                    atom = open_counter(&zk, &mut client).await;
-                                }
-                            }
-                        }
+            // Managed clients: after a lost session the same atom carries on, on the next.
+            let workers = sim_clients(&ctx).into_iter().map(|client| async move {
+                let mut tally = Tally::default();
+                let atom = open_counter(&client).await;
+                for _ in 0..PER_CLIENT {
+                    match atom.swap(|n| n + 1).await {
+                        Ok(v) => tally.ok.push(v),
+                        Err(e) if e.is_definite() => tally.definite += 1,
+                        Err(_) => tally.indefinite += 1,
                     }
-                    tally
                 }
+                tally
             });
             let tallies = futures::future::join_all(workers).await;
             let mut all = Tally::default();
@@ -91,8 +92,10 @@ fn counter_increments_apply_at_most_once_under_every_fault_kind() {
                 all.indefinite += t.indefinite;
                 all.definite += t.definite;
             }
-            let mut reader = Arc::new(zk.connect());
-            let atom = open_counter(&zk, &mut reader).await;
+            let reader = Client::connect(zk)
+                .await
+                .expect("a simulated session opens");
+            let atom = open_counter(&reader).await;
             let last = loop {
                 match atom.deref().await {
                     Ok(v) => break v,
@@ -215,71 +218,81 @@ fn lin_kv_histories_are_linearizable_under_every_fault_kind() {
     for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
         let seed = 0x11c + i as u64;
         let (history, summary) = sim(seed, kind, 4.0).run(|ctx| async move {
-            let zk = ctx.zk.clone();
             let clock = Arc::new(std::sync::atomic::AtomicU64::new(0));
             let tick = {
                 let clock = clock.clone();
                 move || clock.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             };
-            let workers = ctx.clients.iter().enumerate().map(|(p, c)| {
-                let zk = zk.clone();
-                let tick = tick.clone();
-                let mut client = Arc::new(c.clone());
-                async move {
-                    let mut events: Vec<(String, Event)> = Vec::new();
-                    let mut kv = loop {
-                        match LinKv::open(client.clone(), "/kv").await {
-                            Ok(kv) => break kv,
-                            Err(_) => client = Arc::new(zk.connect()),
-                        }
-                    };
-                    for j in 0..PER_CLIENT {
-                        let key = if j % 2 == 0 { "a" } else { "b" };
-                        let unique = json!(p as u64 * 1000 + j);
-                        let invoked = tick();
-                        let (op, result) = match j % 3 {
-                            0 => (Op::Write(unique.clone()), kv.write(key, unique).await.map(|_| None)),
-                            1 => match kv.read(key).await {
-                                Ok(v) => (Op::Read(Some(v.clone())), Ok(Some(v))),
-                                Err(e) => (Op::Read(None), Err(e)),
-                            },
-                            _ => {
-                                let from = json!((p as u64 * 1000 + j).saturating_sub(2));
-                                (
-                                    Op::Cas(from.clone(), unique.clone()),
-                                    kv.cas(key, &from, unique, j % 4 == 0).await.map(|_| None),
-                                )
-                            }
-                        };
-                        let done = tick();
-                        let event = match result {
-                            Ok(_) => Event { op, invoked, done: Some(done), ok: true },
-                            Err(e) if e.is_definite() => {
-                                let ok = matches!((&op, &e), (Op::Read(None), KvError::KeyDoesNotExist { .. }));
-                                assert!(
-                                    matches!(e, KvError::KeyDoesNotExist { .. } | KvError::PreconditionFailed { .. }),
-                                    "unexpected definite error {e}"
-                                );
-                                Event { op, invoked, done: Some(done), ok }
-                            }
-                            Err(e) => {
-                                if matches!(&e, KvError::Atom(AtomError::Zk(z)) if z.is_session_lost()) {
-                                    client = Arc::new(zk.connect());
-                                    kv = loop {
-                                        match LinKv::open(client.clone(), "/kv").await {
-                                            Ok(kv) => break kv,
-                                            Err(_) => client = Arc::new(zk.connect()),
-                                        }
-                                    };
+            let workers = sim_clients(&ctx)
+                .into_iter()
+                .enumerate()
+                .map(|(p, client)| {
+                    let tick = tick.clone();
+                    async move {
+                        let mut events: Vec<(String, Event)> = Vec::new();
+                        let kv = open_kv(&client).await;
+                        for j in 0..PER_CLIENT {
+                            let key = if j % 2 == 0 { "a" } else { "b" };
+                            let unique = json!(p as u64 * 1000 + j);
+                            let invoked = tick();
+                            let (op, result) = match j % 3 {
+                                0 => (
+                                    Op::Write(unique.clone()),
+                                    kv.write(key, unique).await.map(|_| None),
+                                ),
+                                1 => match kv.read(key).await {
+                                    Ok(v) => (Op::Read(Some(v.clone())), Ok(Some(v))),
+                                    Err(e) => (Op::Read(None), Err(e)),
+                                },
+                                _ => {
+                                    let from = json!((p as u64 * 1000 + j).saturating_sub(2));
+                                    (
+                                        Op::Cas(from.clone(), unique.clone()),
+                                        kv.cas(key, &from, unique, j % 4 == 0).await.map(|_| None),
+                                    )
                                 }
-                                Event { op, invoked, done: None, ok: false }
-                            }
-                        };
-                        events.push((key.to_owned(), event));
+                            };
+                            let done = tick();
+                            let event = match result {
+                                Ok(_) => Event {
+                                    op,
+                                    invoked,
+                                    done: Some(done),
+                                    ok: true,
+                                },
+                                Err(e) if e.is_definite() => {
+                                    let ok = matches!(
+                                        (&op, &e),
+                                        (Op::Read(None), KvError::KeyDoesNotExist { .. })
+                                    );
+                                    assert!(
+                                        matches!(
+                                            e,
+                                            KvError::KeyDoesNotExist { .. }
+                                                | KvError::PreconditionFailed { .. }
+                                        ),
+                                        "unexpected definite error {e}"
+                                    );
+                                    Event {
+                                        op,
+                                        invoked,
+                                        done: Some(done),
+                                        ok,
+                                    }
+                                }
+                                // Indefinite; after a lost session the next call runs on the next.
+                                Err(_) => Event {
+                                    op,
+                                    invoked,
+                                    done: None,
+                                    ok: false,
+                                },
+                            };
+                            events.push((key.to_owned(), event));
+                        }
+                        events
                     }
-                    events
-                }
-            });
+                });
             futures::future::join_all(workers).await
         });
         let mut per_key: BTreeMap<String, Vec<Event>> = BTreeMap::new();

@@ -13,8 +13,8 @@ use crate::support;
 async fn waiters_are_held_while_the_barrier_stands_and_released_together() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 4).await;
-    let gate = Barrier::new(zk[0].clone(), "/it/gate").expect("barrier");
+    let zk = support::clients(&config, 4).await;
+    let gate = Barrier::new(&zk[0], "/it/gate").expect("barrier");
     gate.wait().await.expect("no barrier: no wait");
     gate.set().await.expect("set");
     gate.set().await.expect("setting twice is fine");
@@ -23,12 +23,12 @@ async fn waiters_are_held_while_the_barrier_stands_and_released_together() {
     let waiters: Vec<_> = zk[1..]
         .iter()
         .map(|zk| {
-            let b = Barrier::new(zk.clone(), "/it/gate").expect("barrier");
+            let b = Barrier::new(zk, "/it/gate").expect("barrier");
             tokio::spawn(async move { b.wait().await })
         })
         .collect();
     assert_eq!(
-        Barrier::new(zk[1].clone(), "/it/gate")
+        Barrier::new(&zk[1], "/it/gate")
             .expect("barrier")
             .wait_for(Duration::from_millis(300))
             .await,
@@ -53,10 +53,10 @@ async fn waiters_are_held_while_the_barrier_stands_and_released_together() {
 async fn a_double_barrier_enters_when_all_arrive_and_leaves_when_all_leave() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 3).await;
+    let zk = support::clients(&config, 3).await;
     let handles: Vec<_> = zk
         .iter()
-        .map(|zk| DoubleBarrier::new(zk.clone(), "/it/round", 3).expect("double barrier"))
+        .map(|zk| DoubleBarrier::new(zk, "/it/round", 3).expect("double barrier"))
         .collect();
 
     let early: Vec<_> = handles[..2]
@@ -130,10 +130,14 @@ async fn a_participant_whose_session_expires_does_not_block_leaving() {
     let config =
         ZkConfig::new(server.connect_string()).with_session_timeout(Duration::from_secs(4));
     let zk = support::sessions(&config, 3).await;
+    // Managed clients on these sessions: a double-barrier guard stays on the session it
+    // entered on, so the expired participant's guard is lost even though its client has
+    // opened a new session.
     let entering: Vec<_> = zk
         .iter()
         .map(|zk| {
-            let b = DoubleBarrier::new(zk.clone(), "/it/doomed", 3).expect("double barrier");
+            let client = support::adopt(&config, zk);
+            let b = DoubleBarrier::new(&client, "/it/doomed", 3).expect("double barrier");
             tokio::spawn(async move { b.enter().await })
         })
         .collect();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use avout::lock::{LockError, LockStatus};
 use avout::recipes::election::{Election, Leadership};
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, path};
+use avout::{Client, Coordination, path};
 use tokio::task::JoinHandle;
 
 use crate::support;
@@ -19,15 +19,16 @@ async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
 }
 
-fn campaign<C: Coordination + 'static>(
-    election: Election<C>,
-) -> JoinHandle<Result<Leadership<C>, LockError>> {
+/// A managed client, for the candidates whose sessions the tests leave alone.
+async fn client(connect: &str) -> Client {
+    support::client(&ZkConfig::new(connect)).await
+}
+
+fn campaign(election: Election) -> JoinHandle<Result<Leadership, LockError>> {
     tokio::spawn(async move { election.campaign().await })
 }
 
-async fn elected<C: Coordination + 'static>(
-    task: JoinHandle<Result<Leadership<C>, LockError>>,
-) -> Leadership<C> {
+async fn elected(task: JoinHandle<Result<Leadership, LockError>>) -> Leadership {
     tokio::time::timeout(Duration::from_secs(15), task)
         .await
         .expect("elected in time")
@@ -39,7 +40,9 @@ async fn elected<C: Coordination + 'static>(
 async fn one_leader_per_term_and_succession_on_close_and_expiry() {
     let server = support::standalone();
     let connect = server.connect_string();
-    let observer = Election::new(session(&connect).await, "/election/a").expect("observer");
+    let observer = Election::new(&client(&connect).await, "/election/a").expect("observer");
+    // The candidates run on managed clients adopting these sessions, which the test closes
+    // and expires; a leadership stays on its session, so it is lost with it.
     let sessions = [
         session(&connect).await,
         session(&connect).await,
@@ -49,7 +52,7 @@ async fn one_leader_per_term_and_succession_on_close_and_expiry() {
         .iter()
         .enumerate()
         .map(|(i, zk)| {
-            Election::new(zk.clone(), "/election/a")
+            Election::new(&support::adopt(&ZkConfig::new(&connect), zk), "/election/a")
                 .expect("election")
                 .with_id(format!("candidate-{i}"))
         })
@@ -123,7 +126,7 @@ async fn a_resignation_notifies_exactly_one_candidate() {
     let server = support::standalone();
     let connect = server.connect_string();
     let observer = session(&connect).await;
-    let leader = Election::new(session(&connect).await, "/election/herd")
+    let leader = Election::new(&client(&connect).await, "/election/herd")
         .expect("election")
         .campaign()
         .await
@@ -131,7 +134,9 @@ async fn a_resignation_notifies_exactly_one_candidate() {
     let mut candidates = Vec::new();
     for i in 0..4 {
         let zk = Counting::connect(&connect).await;
-        let task = campaign(Election::new(zk.clone(), "/election/herd").expect("election"));
+        // Exactly the counted session.
+        let candidate = Client::single(zk.clone());
+        let task = campaign(Election::new(&candidate, "/election/herd").expect("election"));
         wait_children(&observer, "/election/herd", i + 2).await;
         candidates.push((zk, task));
     }
@@ -155,12 +160,12 @@ async fn a_cancelled_campaign_withdraws_its_candidate() {
     let server = support::standalone();
     let connect = server.connect_string();
     let observer = session(&connect).await;
-    let leader = Election::new(session(&connect).await, "/election/cancel")
+    let leader = Election::new(&client(&connect).await, "/election/cancel")
         .expect("election")
         .campaign()
         .await
         .expect("leader");
-    let hopeful = Election::new(session(&connect).await, "/election/cancel").expect("election");
+    let hopeful = Election::new(&client(&connect).await, "/election/cancel").expect("election");
     assert!(
         hopeful
             .campaign_for(Duration::from_millis(300))
@@ -207,8 +212,9 @@ fn a_leader_learns_its_node_was_deleted_despite_a_lost_request_or_a_disconnect()
         let (lost, summary) = sim.run(|ctx| async move {
             let zk = ctx.zk.clone();
             let admin = Arc::new(ctx.clients[1].clone());
+            // Exactly client 0's session: the faults are scheduled on its index.
             let election =
-                Election::new(Arc::new(ctx.clients[0].clone()), "/election/m").expect("election");
+                Election::new(&support::single(&ctx.clients[0]), "/election/m").expect("election");
             let leadership = election.campaign().await.expect("elected");
             // A lost request or reply: before the monitor's task first runs, so the fault
             // takes its `exists`. A disconnection: once its watch is armed.

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use avout::recipes::group::{Group, GroupError, Member, MembershipChange};
-use avout::zk::{ZkClient, ZkConfig};
+use avout::Client;
+use avout::recipes::group::{Group, GroupError, Member, MembershipChange, MembershipWatch};
+use avout::zk::ZkConfig;
 
 use crate::support;
 
-async fn next(watch: &mut avout::recipes::group::MembershipWatch<ZkClient>) -> MembershipChange {
+async fn next(watch: &mut MembershipWatch) -> MembershipChange {
     tokio::time::timeout(Duration::from_secs(10), watch.next())
         .await
         .expect("a membership change within 10 s")
@@ -20,7 +21,14 @@ async fn members_join_leave_and_vanish_with_their_sessions() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
     let zk = support::sessions(&config, 4).await;
-    let group = |i: usize| Group::new(zk[i].clone(), "/it/workers").expect("group");
+    // Member c's client has exactly its session and never opens another, so that its
+    // membership ends with it (a managed client would join again on its next session).
+    let clients: Vec<Client> = zk[..3]
+        .iter()
+        .map(|zk| support::adopt(&config, zk))
+        .chain([Client::single(zk[3].clone())])
+        .collect();
+    let group = |i: usize| Group::new(&clients[i], "/it/workers").expect("group");
 
     let mut watch = group(0).watch();
     assert_eq!(

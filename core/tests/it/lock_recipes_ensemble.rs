@@ -3,19 +3,18 @@
 //! timeout, so the leadership and the lock are kept — same term, same node, nobody else let
 //! in — and hand over normally afterwards.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::lock::{LockStatus, RwLock};
 use avout::recipes::election::Election;
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
+use avout::{Client, Coordination};
 
 use crate::support;
 
-async fn session(connect: &str) -> Arc<ZkClient> {
+async fn client(connect: &str) -> Client {
     let config = ZkConfig::new(connect).with_session_timeout(Duration::from_secs(10));
-    Arc::new(support::connect(&config).await)
+    support::client(&config).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,15 +22,15 @@ async fn leadership_and_locks_survive_losing_a_member() {
     let ensemble = support::ensemble();
     let connect = ensemble.connect_string();
 
-    let leader_zk = session(&connect).await;
-    let leadership = Election::new(leader_zk.clone(), "/ensemble/election")
+    let leader_zk = client(&connect).await;
+    let leadership = Election::new(&leader_zk, "/ensemble/election")
         .expect("election")
         .with_id("leader")
         .campaign()
         .await
         .expect("elected");
     let term = leadership.term();
-    let candidate = Election::new(session(&connect).await, "/ensemble/election")
+    let candidate = Election::new(&client(&connect).await, "/ensemble/election")
         .expect("election")
         .with_id("candidate");
     let waiting_candidate = tokio::spawn({
@@ -40,9 +39,9 @@ async fn leadership_and_locks_survive_losing_a_member() {
     });
 
     // The write holder shares the leader's session (and so its member).
-    let rw = RwLock::new(leader_zk.clone(), "/ensemble/rw").expect("rw");
+    let rw = RwLock::new(&leader_zk, "/ensemble/rw").expect("rw");
     let write = rw.write().await.expect("write");
-    let reader = RwLock::new(session(&connect).await, "/ensemble/rw").expect("rw");
+    let reader = RwLock::new(&client(&connect).await, "/ensemble/rw").expect("rw");
     let waiting_reader =
         tokio::spawn(async move { reader.read().await.map(|g| g.fencing_token()) });
     tokio::time::sleep(Duration::from_millis(300)).await;

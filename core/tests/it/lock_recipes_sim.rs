@@ -21,7 +21,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{one_kind, sweep_sim};
+use crate::support::{one_kind, single, sweep_sim};
+use avout::Client;
 use avout::lock::{LockError, RwLock};
 use avout::recipes::election::Election;
 use avout::recipes::semaphore::Semaphore;
@@ -156,12 +157,6 @@ async fn pause_past_session(zk: &SimZk, client: usize) {
     tokio::time::sleep(SESSION * 3).await;
 }
 
-fn reconnect_if_lost(zk: &SimZk, client: &mut Arc<SimClient>, error: &LockError) {
-    if matches!(error, LockError::SessionLost(_)) {
-        *client = Arc::new(zk.connect());
-    }
-}
-
 /// What the runs of one fault kind saw, together: each run is checked for safety, and the
 /// runs of a kind together must have exercised what they claim to (faults, stale holders).
 #[derive(Default)]
@@ -196,16 +191,36 @@ fn report(what: &str, kind: FaultKind, seed: u64, faults: u64, record: &Record) 
 
 /// One worker of a sweep's run: its index, the simulation, the run's record, and its
 /// session (replaced after a session loss).
+///
+/// The worker's client is of exactly its current session ([`Client::single`]), not a
+/// managed one: the pause is scheduled on the session's simulated client index, which a
+/// managed client's next session would not have.
 struct Worker {
     who: usize,
     zk: SimZk,
     record: Rc<RefCell<Record>>,
-    client: Arc<SimClient>,
+    session: SimClient,
+    client: Client,
 }
 
 impl Worker {
+    fn new(who: usize, zk: SimZk, record: Rc<RefCell<Record>>, session: SimClient) -> Worker {
+        let client = single(&session);
+        Worker {
+            who,
+            zk,
+            record,
+            session,
+            client,
+        }
+    }
+
+    /// After a lost session, carries on with a new one.
     fn reconnect_if_lost(&mut self, error: &LockError) {
-        reconnect_if_lost(&self.zk, &mut self.client, error);
+        if matches!(error, LockError::SessionLost(_)) {
+            self.session = self.zk.connect();
+            self.client = single(&self.session);
+        }
     }
 
     /// The worker believes it holds `node`: checked against the tree and the others.
@@ -224,7 +239,7 @@ impl Worker {
     /// The first round of worker 0 pauses past its session while it holds.
     async fn maybe_pause(&self, done: usize) {
         if self.who == 0 && done == 0 {
-            pause_past_session(&self.zk, self.client.index()).await;
+            pause_past_session(&self.zk, self.session.index()).await;
         }
     }
 
@@ -249,12 +264,7 @@ where
             let (record, summary) = sim(seed, kind, clients).run(|ctx| async move {
                 let record = Rc::new(RefCell::new(Record::default()));
                 let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
-                    work(Worker {
-                        who,
-                        zk: ctx.zk.clone(),
-                        record: record.clone(),
-                        client: Arc::new(c.clone()),
-                    })
+                    work(Worker::new(who, ctx.zk.clone(), record.clone(), c.clone()))
                 });
                 futures::future::join_all(workers).await;
                 Rc::try_unwrap(record).expect("workers done").into_inner()
@@ -275,7 +285,7 @@ fn read_write_lock_excludes_under_every_fault_kind() {
         let writer = w.who < 2;
         let mut done = 0;
         while done < ROUNDS {
-            let rw = RwLock::new(w.client.clone(), "/rw").expect("handle");
+            let rw = RwLock::new(&w.client, "/rw").expect("handle");
             let acquired = if writer {
                 rw.write().await
             } else {
@@ -339,7 +349,7 @@ fn semaphore_never_exceeds_its_leases_under_every_fault_kind() {
     let work = |mut w: Worker| async move {
         let mut done = 0;
         while done < ROUNDS {
-            let sem = Semaphore::new(w.client.clone(), "/sem", N as u32).expect("sem");
+            let sem = Semaphore::new(&w.client, "/sem", N as u32).expect("sem");
             let lease = match sem.acquire().await {
                 Ok(lease) => lease,
                 Err(e) => {
@@ -370,7 +380,7 @@ fn one_leader_per_term_under_every_fault_kind() {
     let work = |mut w: Worker| async move {
         let mut done = 0;
         while done < TERMS {
-            let election = Election::new(w.client.clone(), "/leader")
+            let election = Election::new(&w.client, "/leader")
                 .expect("election")
                 .with_id(format!("w{}", w.who));
             let leadership = match election.campaign().await {
@@ -418,12 +428,12 @@ fn revocation_is_asked_and_honoured_under_faults() {
     for (i, kind) in kinds.into_iter().enumerate() {
         let seed = 0x4e70 + i as u64;
         let (honoured, summary) = sim(seed, kind, 2).run(|ctx| async move {
-            let holder_zk = Arc::new(ctx.clients[0].clone());
-            let contender_zk = Arc::new(ctx.clients[1].clone());
+            let holder_zk = single(&ctx.clients[0]);
+            let contender_zk = single(&ctx.clients[1]);
             let mut honoured = 0;
             for _ in 0..ROUNDS {
-                let holder = RwLock::new(holder_zk.clone(), "/revocable").expect("handle");
-                let contender = RwLock::new(contender_zk.clone(), "/revocable").expect("handle");
+                let holder = RwLock::new(&holder_zk, "/revocable").expect("handle");
+                let contender = RwLock::new(&contender_zk, "/revocable").expect("handle");
                 let guard = holder.write().await.expect("write");
                 let (held, asked) = tokio::sync::oneshot::channel::<()>();
                 let holding = async {
@@ -434,7 +444,7 @@ fn revocation_is_asked_and_honoured_under_faults() {
                 let contending = async {
                     asked.await.expect("held");
                     assert!(contender.try_write().await.expect("try").is_none());
-                    let revoked = avout::lock::revoke_holders(&*contender_zk, "/revocable")
+                    let revoked = avout::lock::revoke_holders(&contender_zk, "/revocable")
                         .await
                         .expect("revoke");
                     assert_eq!(revoked.len(), 1);
@@ -457,29 +467,51 @@ fn revocation_is_asked_and_honoured_under_faults() {
 }
 
 /// A handle whose hold died with its session does not hand out another guard for the dead
-/// node: reentering after the expiry fails with the session's error.
+/// node. On a client of that one session, reentering after the expiry fails with the
+/// session's error; on a managed client (the new semantics), it acquires a new node on the
+/// client's next session while the old guard reports the loss.
 #[test]
-fn reentry_after_expiry_fails_instead_of_joining_a_dead_hold() {
-    let sim = Sim::builder()
-        .seed(11)
-        .clients(1)
-        .session_timeout(SESSION)
-        .build();
-    let (outcome, _) = sim.run(|ctx: avout_sim_zk::SimCtx| async move {
-        let zk = Arc::new(ctx.clients[0].clone());
-        let mutex = avout::lock::Mutex::new(zk.clone(), "/locks/reentry").unwrap();
-        let held = mutex.lock().await.unwrap();
-        ctx.zk.expire_session(avout::Coordination::session(&*zk).id);
-        let mut states = avout::Coordination::session_states(&*zk);
-        while !states.current().is_terminal() {
-            states.next().await;
+fn reentry_after_expiry_never_joins_a_dead_hold() {
+    for managed in [false, true] {
+        let sim = Sim::builder()
+            .seed(11)
+            .clients(1)
+            .session_timeout(SESSION)
+            .build();
+        let ((old, status, again), _) = sim.run(|ctx: avout_sim_zk::SimCtx| async move {
+            let zk = Arc::new(ctx.clients[0].clone());
+            let client = if managed {
+                Client::builder(ctx.zk.clone()).adopt(zk.clone())
+            } else {
+                Client::single(zk.clone())
+            };
+            let mutex = avout::lock::Mutex::new(&client, "/locks/reentry").unwrap();
+            let held = mutex.lock().await.unwrap();
+            ctx.zk.expire_session(avout::Coordination::session(&*zk).id);
+            let mut states = avout::Coordination::session_states(&*zk);
+            while !states.current().is_terminal() {
+                states.next().await;
+            }
+            let again = mutex.lock().await.map(|g| {
+                let node = g.node().to_owned();
+                (node.clone(), alive(&ctx.zk, &node), client.generation())
+            });
+            let old = held.node().to_owned();
+            let status = held.status();
+            drop(held);
+            (old, status, again)
+        });
+        assert_eq!(status, avout::lock::LockStatus::Lost, "managed: {managed}");
+        if managed {
+            let (node, alive, generation) = again.expect("the next lock() acquires");
+            assert_ne!(node, old, "a new node, not the dead hold");
+            assert!(alive, "held on the live session");
+            assert_eq!(generation, 2, "on the client's next session");
+        } else {
+            assert!(
+                matches!(again, Err(LockError::SessionLost(_))),
+                "reentering a dead hold gave {again:?}"
+            );
         }
-        let again = mutex.lock().await.map(|g| g.node().to_owned());
-        drop(held);
-        again
-    });
-    assert!(
-        matches!(outcome, Err(LockError::SessionLost(_))),
-        "reentering a dead hold gave {outcome:?}"
-    );
+    }
 }

@@ -1,15 +1,14 @@
 //! Lock tables on a real ZooKeeper: the medical-records example of the Azos locking document
 //! (MDS entry, review, month-end), including a session expiry that makes entries vanish.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
 use avout::locktable::{
     LockTable, LockTableError, Transaction, anyway_continue_after, assert, delete_var, exists, not,
     set_var,
 };
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
+use avout::{Client, Coordination};
 
 use crate::support;
 
@@ -98,8 +97,8 @@ pub(crate) fn assert_failed<T: std::fmt::Debug>(
     }
 }
 
-async fn session(connect: &str, timeout: Duration) -> Arc<ZkClient> {
-    Arc::new(support::connect(&ZkConfig::new(connect).with_session_timeout(timeout)).await)
+async fn client(connect: &str, timeout: Duration) -> Client {
+    support::client(&ZkConfig::new(connect).with_session_timeout(timeout)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,16 +107,18 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
     let connect = server.connect_string();
     let long = Duration::from_secs(10);
     let (z1, z2, z3) = (
-        session(&connect, long).await,
-        session(&connect, long).await,
-        session(&connect, long).await,
+        client(&connect, long).await,
+        client(&connect, long).await,
+        client(&connect, long).await,
     );
-    let z4 = session(&connect, Duration::from_secs(2)).await;
+    // User 4's client adopts a session the test keeps, to expire it.
+    let config4 = ZkConfig::new(&connect).with_session_timeout(Duration::from_secs(2));
+    let z4 = std::sync::Arc::new(support::connect(&config4).await);
     let (user1, user2, user3, user4) = (
-        LockTable::new(z1.clone(), NS).expect("ns"),
-        LockTable::new(z2.clone(), NS).expect("ns"),
-        LockTable::new(z3.clone(), NS).expect("ns"),
-        LockTable::new(z4.clone(), NS).expect("ns"),
+        LockTable::new(&z1, NS).expect("ns"),
+        LockTable::new(&z2, NS).expect("ns"),
+        LockTable::new(&z3, NS).expect("ns"),
+        LockTable::new(&support::adopt(&config4, &z4), NS).expect("ns"),
     );
     let (entry, review) = (mds_entry(PATIENT), mds_review(PATIENT));
 
@@ -165,6 +166,8 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
     assert_failed(user1.execute(&entry).await, &entry, 0);
     assert_failed(user3.execute(&review).await, &review, 0);
     z4.expire_session().await.expect("expire user4's session");
+    // The handle reports the loss of what it committed on the ended session, once, and
+    // applies nothing (its client meanwhile opens a new session).
     assert!(matches!(
         user4.execute(&month_end_done()).await,
         Err(LockTableError::SessionLost(_))
@@ -189,6 +192,16 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
         .execute(&entry)
         .await
         .expect("entries resume after the expiry");
+    // User 4's next call runs on its client's new session, which holds no month-end entry.
+    let done = user4
+        .execute(&month_end_done())
+        .await
+        .expect("the call after the reported loss runs on the new session");
+    assert_eq!(
+        done.applied,
+        vec![false],
+        "nothing of the old session to delete"
+    );
 
     // A change that cannot apply, under anyway-continue-after, commits as not applied.
     let nothing = user2.execute(&mds_review_done()).await.expect("commits");
@@ -200,7 +213,7 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
         user2.execute(&bad).await,
         Err(LockTableError::Invalid { .. })
     ));
-    assert!(LockTable::new(z2.clone(), "no-slash").is_err());
+    assert!(LockTable::new(&z2, "no-slash").is_err());
 
     // Entries live under the namespace as ephemerals of their session.
     let slot = format!("{NS}/vars/MDS-Entry/{FACILITY}");

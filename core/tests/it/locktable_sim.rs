@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use crate::support::{one_kind, sweep_sim};
+use crate::support::{one_kind, sim_client, sim_clients, sweep_sim};
 use avout::locktable::{LockTable, LockTableError, Transaction, assert, delete_var, set_var};
 use avout::{
-    Coordination, Error, Op, OpFuture, Reply, Request, SessionId, SessionInfo, SessionStates, Watch,
+    Client, Coordination, Error, Op, OpFuture, Reply, Request, SessionId, SessionInfo,
+    SessionState, SessionStates, Watch,
 };
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
 use futures::FutureExt;
@@ -42,6 +43,9 @@ impl Coordination for Lossy {
     }
     fn session_states(&self) -> SessionStates {
         self.inner.session_states()
+    }
+    fn session_state(&self) -> SessionState {
+        self.inner.session_state()
     }
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
         let writes = matches!(&request, Request::Multi(ops)
@@ -114,7 +118,8 @@ fn with_lost_commit(
             inner: ctx.clients[0].clone(),
             armed: StdMutex::new(None),
         });
-        let table_handle = LockTable::new(lossy.clone(), NS).expect("ns");
+        // Exactly the lossy session.
+        let table_handle = LockTable::new(&Client::single(lossy.clone()), NS).expect("ns");
         for t in setup {
             table_handle.execute(&t).await.expect("setup");
         }
@@ -161,13 +166,10 @@ fn an_expired_session_takes_its_entries_with_it() {
         .session_timeout(SESSION)
         .build();
     sim.run(|ctx| async move {
-        let (a, b) = (
-            Arc::new(ctx.clients[0].clone()),
-            Arc::new(ctx.clients[1].clone()),
-        );
+        let b = &ctx.clients[1];
         let (clerk, accountant) = (
-            LockTable::new(a.clone(), NS).expect("ns"),
-            LockTable::new(b.clone(), NS).expect("ns"),
+            LockTable::new(&sim_client(&ctx.zk, &ctx.clients[0]), NS).expect("ns"),
+            LockTable::new(&sim_client(&ctx.zk, b), NS).expect("ns"),
         );
         accountant.execute(&month_end()).await.expect("month-end");
         let entry = mds_entry(PATIENT);
@@ -178,10 +180,18 @@ fn an_expired_session_takes_its_entries_with_it() {
             "gone with the session"
         );
         clerk.execute(&entry).await.expect("entry after the expiry");
+        // The accountant's handle reports the loss of its entries once, applying nothing;
+        // its next call runs on the client's new session, where there is nothing to delete.
         assert!(matches!(
             accountant.execute(&month_end_done()).await,
             Err(LockTableError::SessionLost(_))
         ));
+        let done = accountant
+            .execute(&month_end_done())
+            .await
+            .expect("the next call runs on the new session");
+        assert_eq!(done.applied, vec![false]);
+        assert!(entries(&ctx.zk, "Month-End").is_empty());
     });
 }
 
@@ -240,72 +250,81 @@ fn the_medical_records_example_holds_under_every_fault_kind() {
         let sim = sweep_sim(seed, 4, SESSION, rates(kind));
         let (counts, summary) = sim.run(|ctx| async move {
             let zk = ctx.zk.clone();
-            let workers = ctx.clients.iter().enumerate().map(|(who, c)| {
-                let zk = zk.clone();
-                let mut client = Arc::new(c.clone());
-                async move {
-                    let mut table = LockTable::new(client.clone(), NS).expect("ns");
-                    // What this worker believes its session holds: table → value.
-                    let mut mine: BTreeMap<&str, String> = BTreeMap::new();
-                    let (mut committed, mut failed, mut lost, mut resolved) =
-                        (0u64, 0u64, 0u64, 0u64);
-                    for step in 0..STEPS {
-                        let patient = patients[(who + step) % 2];
-                        let (tx, effect): (Transaction, Option<(&str, Option<String>)>) =
-                            match (who * 5 + step * 3) % 7 {
-                                0 | 1 => (
-                                    mds_entry(patient),
-                                    Some(("MDS-Entry", Some(patient.into()))),
-                                ),
-                                2 => (mds_entry_done(), Some(("MDS-Entry", None))),
-                                3 => (
-                                    mds_review(patient),
-                                    Some(("MDS-Review", Some(patient.into()))),
-                                ),
-                                4 => (mds_review_done(), Some(("MDS-Review", None))),
-                                5 => (month_end(), Some(("Month-End", Some("closing".into())))),
-                                _ => (month_end_done(), Some(("Month-End", None))),
-                            };
-                        match table.execute(&tx).await {
-                            Ok(done) => {
-                                resolved += u64::from(done.resolved);
-                                if let (Some((t, v)), Some(&true)) = (effect, done.applied.last()) {
-                                    committed += 1;
-                                    match v {
-                                        Some(v) => mine.insert(t, v),
-                                        None => mine.remove(t),
-                                    };
+            // Managed clients: after a lost session the same table handle carries on, on the
+            // client's next session, once it has reported the loss.
+            let workers = sim_clients(&ctx)
+                .into_iter()
+                .enumerate()
+                .map(|(who, client)| {
+                    let zk = zk.clone();
+                    async move {
+                        let table = LockTable::new(&client, NS).expect("ns");
+                        // What this worker believes its session holds: table → value.
+                        let mut mine: BTreeMap<&str, String> = BTreeMap::new();
+                        let (mut committed, mut failed, mut lost, mut resolved) =
+                            (0u64, 0u64, 0u64, 0u64);
+                        for step in 0..STEPS {
+                            let patient = patients[(who + step) % 2];
+                            let (tx, effect): (Transaction, Option<(&str, Option<String>)>) =
+                                match (who * 5 + step * 3) % 7 {
+                                    0 | 1 => (
+                                        mds_entry(patient),
+                                        Some(("MDS-Entry", Some(patient.into()))),
+                                    ),
+                                    2 => (mds_entry_done(), Some(("MDS-Entry", None))),
+                                    3 => (
+                                        mds_review(patient),
+                                        Some(("MDS-Review", Some(patient.into()))),
+                                    ),
+                                    4 => (mds_review_done(), Some(("MDS-Review", None))),
+                                    5 => (month_end(), Some(("Month-End", Some("closing".into())))),
+                                    _ => (month_end_done(), Some(("Month-End", None))),
+                                };
+                            let generation = client.generation();
+                            match table.execute(&tx).await {
+                                Ok(done) => {
+                                    resolved += u64::from(done.resolved);
+                                    if let (Some((t, v)), Some(&true)) =
+                                        (effect, done.applied.last())
+                                    {
+                                        committed += 1;
+                                        match v {
+                                            Some(v) => mine.insert(t, v),
+                                            None => mine.remove(t),
+                                        };
+                                    }
+                                }
+                                Err(LockTableError::Failed { .. }) => failed += 1,
+                                // Nothing applied: the worker's belief stands.
+                                Err(LockTableError::Contended { .. }) => {}
+                                Err(LockTableError::SessionLost(_)) => {
+                                    lost += 1;
+                                    mine.clear();
+                                }
+                                Err(e) => panic!("worker {who}: {e}"),
+                            }
+                            check_invariants(&zk);
+                            // What the worker believes is what its live session has: no entry
+                            // applied twice or unknowingly, none missing. Judged only when the
+                            // call ran on the client's current session: if the client replaced
+                            // its session meanwhile, the handle reports the loss on its next call.
+                            let sid = client.session().id.0;
+                            if client.generation() == generation
+                                && zk.with_kernel(|k| k.is_alive(SessionId(sid)))
+                            {
+                                for t in TABLES {
+                                    assert_eq!(
+                                        entries(&zk, t).get(&sid),
+                                        mine.get(t),
+                                        "worker {who} step {step}: {t}"
+                                    );
                                 }
                             }
-                            Err(LockTableError::Failed { .. }) => failed += 1,
-                            // Nothing applied: the worker's belief stands.
-                            Err(LockTableError::Contended { .. }) => {}
-                            Err(LockTableError::SessionLost(_)) => {
-                                lost += 1;
-                                mine.clear();
-                                client = Arc::new(zk.connect());
-                                table = LockTable::new(client.clone(), NS).expect("ns");
-                            }
-                            Err(e) => panic!("worker {who}: {e}"),
+                            tokio::time::sleep(Duration::from_millis(3 + who as u64)).await;
                         }
-                        check_invariants(&zk);
-                        // What the worker believes is what its live session has: no entry
-                        // applied twice or unknowingly, none missing.
-                        let sid = client.session().id.0;
-                        if zk.with_kernel(|k| k.is_alive(SessionId(sid))) {
-                            for t in TABLES {
-                                assert_eq!(
-                                    entries(&zk, t).get(&sid),
-                                    mine.get(t),
-                                    "worker {who} step {step}: {t}"
-                                );
-                            }
-                        }
-                        tokio::time::sleep(Duration::from_millis(3 + who as u64)).await;
+                        (committed, failed, lost, resolved)
                     }
-                    (committed, failed, lost, resolved)
-                }
-            });
+                });
             futures::future::join_all(workers).await
         });
         let total = counts.iter().fold((0, 0, 0, 0), |a, c| {

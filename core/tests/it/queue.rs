@@ -25,11 +25,11 @@ async fn producers_and_consumers_deliver_every_element_exactly_once_in_order_per
     const EACH: usize = 40;
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let producers = support::sessions(&config, PRODUCERS).await;
-    let consumers = support::sessions(&config, CONSUMERS).await;
+    let producers = support::clients(&config, PRODUCERS).await;
+    let consumers = support::clients(&config, CONSUMERS).await;
 
     let produce = producers.iter().enumerate().map(|(p, zk)| {
-        let queue = Queue::new(zk.clone(), "/it/queue/jobs").expect("queue");
+        let queue = Queue::new(zk, "/it/queue/jobs").expect("queue");
         async move {
             for i in 0..EACH {
                 queue
@@ -40,7 +40,7 @@ async fn producers_and_consumers_deliver_every_element_exactly_once_in_order_per
         }
     });
     let consume = consumers.iter().map(|zk| {
-        let queue = Queue::new(zk.clone(), "/it/queue/jobs").expect("queue");
+        let queue = Queue::new(zk, "/it/queue/jobs").expect("queue");
         async move {
             let mut got = Vec::new();
             // Stop once the queue has stayed empty for a while after the producers are done.
@@ -104,9 +104,9 @@ async fn producers_and_consumers_deliver_every_element_exactly_once_in_order_per
 async fn one_consumer_sees_fifo_order() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 2).await;
-    let producer = Queue::new(zk[0].clone(), "/fifo").expect("queue");
-    let consumer = Queue::new(zk[1].clone(), "/fifo").expect("queue");
+    let zk = support::clients(&config, 2).await;
+    let producer = Queue::new(&zk[0], "/fifo").expect("queue");
+    let consumer = Queue::new(&zk[1], "/fifo").expect("queue");
     assert_eq!(
         consumer.try_take().await.expect("try_take"),
         None,
@@ -130,9 +130,9 @@ async fn one_consumer_sees_fifo_order() {
 async fn a_waiting_take_wakes_on_put_and_a_cancelled_one_loses_nothing() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 2).await;
-    let producer = Queue::new(zk[0].clone(), "/wake").expect("queue");
-    let consumer = Queue::new(zk[1].clone(), "/wake").expect("queue");
+    let zk = support::clients(&config, 2).await;
+    let producer = Queue::new(&zk[0], "/wake").expect("queue");
+    let consumer = Queue::new(&zk[1], "/wake").expect("queue");
 
     assert_eq!(
         consumer
@@ -168,9 +168,9 @@ async fn a_waiting_take_wakes_on_put_and_a_cancelled_one_loses_nothing() {
 async fn a_priority_queue_delivers_by_priority_then_fifo() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 2).await;
-    let producer = PriorityQueue::new(zk[0].clone(), "/prio").expect("queue");
-    let consumer = PriorityQueue::new(zk[1].clone(), "/prio").expect("queue");
+    let zk = support::clients(&config, 2).await;
+    let producer = PriorityQueue::new(&zk[0], "/prio").expect("queue");
+    let consumer = PriorityQueue::new(&zk[1], "/prio").expect("queue");
     let puts: [(u8, &str); 7] = [
         (5, "e1"),
         (1, "b1"),
@@ -204,12 +204,12 @@ async fn exactly_once_on_an_ensemble_that_loses_a_consumers_member() {
     let ensemble = support::ensemble();
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(15));
-    let producers = support::sessions(&config, PRODUCERS).await;
-    let consumers = support::sessions(&config, CONSUMERS).await;
+    let producers = support::clients(&config, PRODUCERS).await;
+    let consumers = support::clients(&config, CONSUMERS).await;
     let taken_so_far = Arc::new(AtomicUsize::new(0));
 
     let produce = producers.iter().enumerate().map(|(p, zk)| {
-        let queue = Queue::new(zk.clone(), "/it/ensemble-queue").expect("queue");
+        let queue = Queue::new(zk, "/it/ensemble-queue").expect("queue");
         async move {
             for i in 0..EACH {
                 queue
@@ -222,7 +222,7 @@ async fn exactly_once_on_an_ensemble_that_loses_a_consumers_member() {
         }
     });
     let consume = consumers.iter().map(|zk| {
-        let queue = Queue::new(zk.clone(), "/it/ensemble-queue").expect("queue");
+        let queue = Queue::new(zk, "/it/ensemble-queue").expect("queue");
         let counter = taken_so_far.clone();
         async move {
             let mut got = Vec::new();

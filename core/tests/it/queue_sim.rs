@@ -5,11 +5,13 @@
 //! A failing seed is printed by the simulator; rerun one seed with `AVOUT_SIM_SEED=<seed>`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
+use avout::Client;
 use avout::recipes::queue::{PriorityQueue, Queue};
-use avout_sim_zk::{FaultKind, FaultRates, RunSummary, Sim, SimClient};
+use avout_sim_zk::{FaultKind, FaultRates, RunSummary, Sim};
+
+use crate::support::{sim_client, single};
 
 const PRODUCERS: usize = 2;
 const CONSUMERS: usize = 3;
@@ -24,8 +26,8 @@ fn parse(data: &[u8]) -> (usize, usize) {
     (p.parse().expect("producer"), i.parse().expect("index"))
 }
 
-fn queue(client: &SimClient) -> Queue<SimClient> {
-    Queue::new(Arc::new(client.clone()), "/sim/jobs").expect("queue")
+fn queue(client: &Client) -> Queue {
+    Queue::new(client, "/sim/jobs").expect("queue")
 }
 
 /// Producers and consumers run concurrently; afterwards a fresh consumer drains what is left
@@ -41,7 +43,7 @@ fn run(seed: u64, rates: FaultRates) -> (Deliveries, RunSummary) {
         .build();
     sim.run(|ctx| async move {
         let produce = ctx.clients[..PRODUCERS].iter().enumerate().map(|(p, c)| {
-            let q = queue(c);
+            let q = queue(&single(c));
             async move {
                 for i in 0..EACH {
                     q.put(format!("p{p}-{i}").as_bytes()).await.expect("put");
@@ -49,7 +51,7 @@ fn run(seed: u64, rates: FaultRates) -> (Deliveries, RunSummary) {
             }
         });
         let consume = ctx.clients[PRODUCERS..].iter().map(|c| {
-            let q = queue(c);
+            let q = queue(&single(c));
             async move {
                 let mut got = Vec::new();
                 while let Some(e) = q.take_for(Duration::from_secs(2)).await.expect("take") {
@@ -62,7 +64,7 @@ fn run(seed: u64, rates: FaultRates) -> (Deliveries, RunSummary) {
             futures::future::join_all(produce),
             futures::future::join_all(consume)
         );
-        let last = queue(&ctx.clients[PRODUCERS]);
+        let last = queue(&single(&ctx.clients[PRODUCERS]));
         let mut rest = Vec::new();
         while let Some(e) = last.try_take().await.expect("drain") {
             rest.push(parse(&e.data));
@@ -162,9 +164,9 @@ fn a_priority_queue_keeps_its_order_under_reply_lost_faults() {
             .build();
         let (order, _) = sim.run(|ctx| async move {
             let producer =
-                PriorityQueue::new(Arc::new(ctx.clients[0].clone()), "/sim/prio").expect("queue");
+                PriorityQueue::new(&single(&ctx.clients[0]), "/sim/prio").expect("queue");
             let consumer =
-                PriorityQueue::new(Arc::new(ctx.clients[1].clone()), "/sim/prio").expect("queue");
+                PriorityQueue::new(&single(&ctx.clients[1]), "/sim/prio").expect("queue");
             for i in 0..12u8 {
                 producer.put(i % 3, &[i]).await.expect("put");
             }
@@ -229,19 +231,18 @@ fn no_silent_loss_or_duplicate_when_sessions_expire() {
             .time_limit(Duration::from_secs(3600))
             .build();
         let (chaos, summary) = sim.run(|ctx| async move {
+            // Managed clients: after a lost session the same queue handle carries on, on the
+            // client's next session.
             let service = &ctx.zk;
             let produce = ctx.clients[..PRODUCERS].iter().enumerate().map(|(p, c)| {
-                let mut q = queue(c);
+                let q = queue(&sim_client(service, c));
                 async move {
                     let mut in_doubt = Vec::new();
                     for i in 0..EACH {
                         match q.put(format!("p{p}-{i}").as_bytes()).await {
                             Ok(()) => {}
-                            // A new session carries on; this element may or may not be in.
-                            Err(QueueError::SessionLost(_)) => {
-                                in_doubt.push((p, i));
-                                q = queue(&service.connect());
-                            }
+                            // This element may or may not be in.
+                            Err(QueueError::SessionLost(_)) => in_doubt.push((p, i)),
                             Err(e) => panic!("put: {e}"),
                         }
                     }
@@ -249,18 +250,15 @@ fn no_silent_loss_or_duplicate_when_sessions_expire() {
                 }
             });
             let consume = ctx.clients[PRODUCERS..].iter().map(|c| {
-                let mut q = queue(c);
+                let q = queue(&sim_client(service, c));
                 async move {
                     let (mut got, mut in_doubt) = (Vec::new(), 0);
                     loop {
                         match q.take_for(Duration::from_secs(2)).await {
                             Ok(Some(e)) => got.push(parse(&e.data)),
                             Ok(None) => break,
-                            Err(QueueError::TakeInDoubt { .. }) => {
-                                in_doubt += 1;
-                                q = queue(&service.connect());
-                            }
-                            Err(QueueError::SessionLost(_)) => q = queue(&service.connect()),
+                            Err(QueueError::TakeInDoubt { .. }) => in_doubt += 1,
+                            Err(QueueError::SessionLost(_)) => {}
                             Err(e) => panic!("take: {e}"),
                         }
                     }
@@ -271,17 +269,14 @@ fn no_silent_loss_or_duplicate_when_sessions_expire() {
                 futures::future::join_all(produce),
                 futures::future::join_all(consume)
             );
-            let mut last = queue(&service.connect());
+            let last = queue(&Client::connect(service.clone()).await.expect("connect"));
             let (mut rest, mut drain_in_doubt) = (Vec::new(), 0);
             loop {
                 match last.try_take().await {
                     Ok(Some(e)) => rest.push(parse(&e.data)),
                     Ok(None) => break,
-                    Err(QueueError::TakeInDoubt { .. }) => {
-                        drain_in_doubt += 1;
-                        last = queue(&service.connect());
-                    }
-                    Err(QueueError::SessionLost(_)) => last = queue(&service.connect()),
+                    Err(QueueError::TakeInDoubt { .. }) => drain_in_doubt += 1,
+                    Err(QueueError::SessionLost(_)) => {}
                     Err(e) => panic!("drain: {e}"),
                 }
             }

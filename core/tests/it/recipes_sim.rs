@@ -7,6 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::single;
+
 use avout::recipes::double_barrier::DoubleBarrier;
 use avout::recipes::group::Group;
 use avout::recipes::two_phase_commit::{Coordinator, Outcome, Site, Vote};
@@ -33,12 +35,12 @@ fn two_phase_commit_decides_once_for_everyone_under_lost_messages() {
             .keep_log(false)
             .build();
         let (outcomes, summary) = sim.run(|ctx| async move {
-            let zk: Vec<_> = ctx.clients.iter().map(|c| Arc::new(c.clone())).collect();
-            let tx = Coordinator::begin(zk[0].clone(), "/sim/tx", &["a", "b", "c"], b"q")
+            let zk: Vec<_> = ctx.clients.iter().map(single).collect();
+            let tx = Coordinator::begin(&zk[0], "/sim/tx", &["a", "b", "c"], b"q")
                 .await
                 .expect("begin");
             let sites = ["a", "b", "c"].into_iter().enumerate().map(|(i, name)| {
-                let zk = zk[i + 1].clone();
+                let zk = &zk[i + 1];
                 async move {
                     let site = Site::join(zk, "/sim/tx", name).await.expect("join");
                     assert_eq!(site.payload().await.expect("payload"), b"q");
@@ -79,8 +81,7 @@ fn a_double_barrier_holds_under_lost_messages() {
         let (log, _) = sim.run(|ctx| async move {
             let log = Arc::new(Mutex::new(Vec::new()));
             let participants = ctx.clients.iter().enumerate().map(|(i, c)| {
-                let barrier =
-                    DoubleBarrier::new(Arc::new(c.clone()), "/sim/round", 3).expect("barrier");
+                let barrier = DoubleBarrier::new(&single(c), "/sim/round", 3).expect("barrier");
                 let log = log.clone();
                 let note = move |what: &'static str| log.lock().expect("log").push((what, i));
                 async move {
@@ -132,13 +133,13 @@ fn group_joins_survive_lost_replies_without_spurious_name_conflicts() {
             .keep_log(false)
             .build();
         let (names, _) = sim.run(|ctx| async move {
-            let zk: Vec<_> = ctx.clients.iter().map(|c| Arc::new(c.clone())).collect();
+            let zk: Vec<_> = ctx.clients.iter().map(single).collect();
             let joins = (1..4).map(|i| {
-                let group = Group::new(zk[i].clone(), "/sim/workers").expect("group");
+                let group = Group::new(&zk[i], "/sim/workers").expect("group");
                 async move { group.join(&format!("w{i}"), b"up").await.expect("join") }
             });
             let memberships = futures::future::join_all(joins).await;
-            let observer = Group::new(zk[0].clone(), "/sim/workers").expect("group");
+            let observer = Group::new(&zk[0], "/sim/workers").expect("group");
             let names: Vec<String> = observer
                 .members()
                 .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use avout::lock::{LockError, LockStatus, Mutex, RwLock, revoke_holders};
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, path};
+use avout::{Client, Coordination, path};
 use tokio::sync::Barrier;
 
 use crate::support;
@@ -16,6 +16,10 @@ use crate::watch_count::{Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
+}
+
+async fn client(connect: &str) -> Client {
+    support::client(&ZkConfig::new(connect)).await
 }
 
 /// Curator's `_c_<uuid>-__READ__<10 digits>` / `…-__WRIT__…`.
@@ -46,7 +50,7 @@ async fn readers_share_and_exclude_writers_across_sessions() {
     for _ in 0..READERS {
         let (connect, all_in) = (connect.clone(), all_in.clone());
         tasks.push(tokio::spawn(async move {
-            let rw = RwLock::new(session(&connect).await, "/rw/shared").expect("handle");
+            let rw = RwLock::new(&client(&connect).await, "/rw/shared").expect("handle");
             let guard = rw.read().await.expect("read");
             assert!(curator_name(guard.node(), "__READ__"), "{}", guard.node());
             tokio::time::timeout(Duration::from_secs(10), all_in.wait())
@@ -74,7 +78,7 @@ async fn readers_share_and_exclude_writers_across_sessions() {
             writes.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let rw = RwLock::new(session(&connect).await, "/rw/mixed").expect("handle");
+            let rw = RwLock::new(&client(&connect).await, "/rw/mixed").expect("handle");
             for _ in 0..ROUNDS {
                 if i < READERS {
                     let guard = rw.read().await.expect("read");
@@ -122,9 +126,9 @@ async fn readers_share_and_exclude_writers_across_sessions() {
 async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let server = support::standalone();
     let connect = server.connect_string();
-    let my_session = session(&connect).await;
-    let me = RwLock::new(my_session.clone(), "/rw/reenter").expect("handle");
-    let other = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let my_session = client(&connect).await;
+    let me = RwLock::new(&my_session, "/rw/reenter").expect("handle");
+    let other = RwLock::new(&client(&connect).await, "/rw/reenter").expect("handle");
 
     let w1 = me.write().await.expect("write");
     let w2 = me.write().await.expect("write again: reentrant");
@@ -132,7 +136,7 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let write_token = w1.fencing_token();
     let write_name = path::name(w1.node()).to_owned();
     // A writer from elsewhere queues behind us; our read must not wait for it.
-    let queued = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let queued = RwLock::new(&client(&connect).await, "/rw/reenter").expect("handle");
     let queued = tokio::spawn(async move { queued.write().await.map(|g| g.fencing_token()) });
     let observer = session(&connect).await;
     crate::watch_count::wait_children(&observer, "/rw/reenter", 2).await;
@@ -176,7 +180,7 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
     let children = zk.get_children("/rw/reenter").await.expect("children").0;
     assert_eq!(children, [path::name(r1.node())]);
     let shared = other.try_read().await.expect("try").expect("readers share");
-    let third = RwLock::new(session(&connect).await, "/rw/reenter").expect("handle");
+    let third = RwLock::new(&client(&connect).await, "/rw/reenter").expect("handle");
     assert!(
         third.try_write().await.expect("try").is_none(),
         "readers exclude writers"
@@ -240,9 +244,9 @@ async fn reentrancy_write_holder_reads_downgrade_and_no_upgrade() {
 async fn a_holder_asked_to_release_consents() {
     let server = support::standalone();
     let connect = server.connect_string();
-    let holder = RwLock::new(session(&connect).await, "/rw/revoke").expect("handle");
-    let contender_zk = session(&connect).await;
-    let contender = RwLock::new(contender_zk.clone(), "/rw/revoke").expect("handle");
+    let holder = RwLock::new(&client(&connect).await, "/rw/revoke").expect("handle");
+    let contender_zk = client(&connect).await;
+    let contender = RwLock::new(&contender_zk, "/rw/revoke").expect("handle");
 
     let guard = holder.read().await.expect("read");
     let node = guard.node().to_owned();
@@ -252,7 +256,7 @@ async fn a_holder_asked_to_release_consents() {
         guard.unlock().await.expect("unlock");
     });
     assert!(contender.try_write().await.expect("try").is_none());
-    let asked = revoke_holders(&*contender_zk, contender.path())
+    let asked = revoke_holders(&contender_zk, contender.path())
         .await
         .expect("revoke");
     assert_eq!(asked, std::slice::from_ref(&node));
@@ -265,7 +269,7 @@ async fn a_holder_asked_to_release_consents() {
 
     // Revoking a node that is gone reports it.
     assert!(
-        !avout::lock::revoke(&*contender_zk, &node)
+        !avout::lock::revoke(&contender_zk, &node)
             .await
             .expect("revoke")
     );
@@ -277,14 +281,15 @@ async fn one_release_wakes_exactly_one_waiter() {
     let server = support::standalone();
     let connect = server.connect_string();
     let observer = session(&connect).await;
-    let holder = RwLock::new(session(&connect).await, "/rw/herd").expect("handle");
+    let holder = RwLock::new(&client(&connect).await, "/rw/herd").expect("handle");
     let first = holder.write().await.expect("write");
 
     // Four writers queue behind it, one after another, each on its own counted session.
     let mut waiters = Vec::new();
     for i in 0..4 {
         let zk = Counting::connect(&connect).await;
-        let rw = RwLock::new(zk.clone(), "/rw/herd").expect("handle");
+        // Exactly the counted session.
+        let rw = RwLock::new(&Client::single(zk.clone()), "/rw/herd").expect("handle");
         let task = tokio::spawn(async move {
             let guard = rw.write().await.expect("write");
             tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -305,12 +310,12 @@ async fn one_release_wakes_exactly_one_waiter() {
     }
 
     // The same for the exclusive mutex.
-    let m = Mutex::new(session(&connect).await, "/mutex/herd").expect("handle");
+    let m = Mutex::new(&client(&connect).await, "/mutex/herd").expect("handle");
     let g = m.lock().await.expect("lock");
     let mut waiters = Vec::new();
     for i in 0..3 {
         let zk = Counting::connect(&connect).await;
-        let m = Mutex::new(zk.clone(), "/mutex/herd").expect("handle");
+        let m = Mutex::new(&Client::single(zk.clone()), "/mutex/herd").expect("handle");
         let task = tokio::spawn(async move {
             let guard = m.lock().await.expect("lock");
             tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -333,8 +338,14 @@ async fn an_expired_reader_loses_its_hold_and_a_writer_gets_in() {
     let server = support::standalone();
     let connect = server.connect_string();
     let reader_zk = session(&connect).await;
-    let reader = RwLock::new(reader_zk.clone(), "/rw/expiry").expect("handle");
-    let writer = RwLock::new(session(&connect).await, "/rw/expiry").expect("handle");
+    // A managed client on a session the test keeps, to expire it: the read guard stays on
+    // that session and is lost with it.
+    let reader = RwLock::new(
+        &support::adopt(&ZkConfig::new(&connect), &reader_zk),
+        "/rw/expiry",
+    )
+    .expect("handle");
+    let writer = RwLock::new(&client(&connect).await, "/rw/expiry").expect("handle");
     let guard = reader.read().await.expect("read");
     assert_eq!(guard.status(), LockStatus::Held);
     let waiting = tokio::spawn(async move { writer.write().await.map(|g| g.fencing_token()) });

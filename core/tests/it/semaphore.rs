@@ -9,13 +9,17 @@ use std::time::Duration;
 use avout::lock::{LockError, LockStatus};
 use avout::recipes::semaphore::Semaphore;
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, path};
+use avout::{Client, Coordination, path};
 
 use crate::support;
 use crate::watch_count::{Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
+}
+
+async fn client(connect: &str) -> Client {
+    support::client(&ZkConfig::new(connect)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,7 +33,7 @@ async fn never_more_than_n_leases() {
     for _ in 0..5 {
         let (connect, held, max) = (connect.clone(), held.clone(), max.clone());
         tasks.push(tokio::spawn(async move {
-            let sem = Semaphore::new(session(&connect).await, "/sem/n", N as u32).expect("sem");
+            let sem = Semaphore::new(&client(&connect).await, "/sem/n", N as u32).expect("sem");
             for _ in 0..4 {
                 let lease = sem.acquire().await.expect("acquire");
                 assert!(
@@ -71,8 +75,8 @@ async fn failed_tries_and_cancellations_leave_nothing_behind() {
     let server = support::standalone();
     let connect = server.connect_string();
     let observer = session(&connect).await;
-    let a = Semaphore::new(session(&connect).await, "/sem/try", 1).expect("sem");
-    let b = Semaphore::new(session(&connect).await, "/sem/try", 1).expect("sem");
+    let a = Semaphore::new(&client(&connect).await, "/sem/try", 1).expect("sem");
+    let b = Semaphore::new(&client(&connect).await, "/sem/try", 1).expect("sem");
     let lease = a.try_acquire().await.expect("try").expect("free");
     assert!(b.try_acquire().await.expect("try").is_none());
     assert!(
@@ -110,8 +114,14 @@ async fn a_lease_is_lost_with_its_session() {
     let server = support::standalone();
     let connect = server.connect_string();
     let holder_zk = session(&connect).await;
-    let holder = Semaphore::new(holder_zk.clone(), "/sem/expiry", 1).expect("sem");
-    let other = Semaphore::new(session(&connect).await, "/sem/expiry", 1).expect("sem");
+    // A managed client on a session the test keeps, to expire it.
+    let holder = Semaphore::new(
+        &support::adopt(&ZkConfig::new(&connect), &holder_zk),
+        "/sem/expiry",
+        1,
+    )
+    .expect("sem");
+    let other = Semaphore::new(&client(&connect).await, "/sem/expiry", 1).expect("sem");
     let lease = holder.acquire().await.expect("acquire");
     assert_eq!(lease.status(), LockStatus::Held);
     let waiting = tokio::spawn(async move { other.acquire().await.map(|l| l.fencing_token()) });
@@ -128,10 +138,16 @@ async fn a_lease_is_lost_with_its_session() {
         .expect("task")
         .expect("acquire");
     assert!(token > lease.fencing_token());
-    assert!(matches!(
-        holder.acquire().await,
-        Err(LockError::SessionLost(_))
-    ));
+    // The lease stays lost, but the handle is not: its next acquire gets a lease on the
+    // client's new session (the waiter's lease was released when its task ended).
+    let again = tokio::time::timeout(Duration::from_secs(10), holder.acquire())
+        .await
+        .expect("the next acquire is not held up")
+        .expect("the next acquire works on the new session");
+    assert_eq!(again.status(), LockStatus::Held);
+    assert_eq!(lease.status(), LockStatus::Lost);
+    assert!(again.fencing_token() > token);
+    again.release().await.expect("release");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,12 +155,13 @@ async fn one_release_wakes_one_waiter() {
     let server = support::standalone();
     let connect = server.connect_string();
     let observer = session(&connect).await;
-    let sem = Semaphore::new(session(&connect).await, "/sem/herd", 1).expect("sem");
+    let sem = Semaphore::new(&client(&connect).await, "/sem/herd", 1).expect("sem");
     let lease = sem.acquire().await.expect("acquire");
     let mut waiters = Vec::new();
     for i in 0..3 {
         let zk = Counting::connect(&connect).await;
-        let sem = Semaphore::new(zk.clone(), "/sem/herd", 1).expect("sem");
+        // Exactly the counted session.
+        let sem = Semaphore::new(&Client::single(zk.clone()), "/sem/herd", 1).expect("sem");
         let task = tokio::spawn(async move {
             let lease = sem.acquire().await.expect("acquire");
             tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -11,12 +11,12 @@ use crate::support;
 async fn semantics_history_retry_limit_and_session_loss_on_a_real_server() {
     let server = support::standalone();
     for p in protocols() {
-        let zks = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
+        let zks = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
         let root = format!("/stm-{}", p.name());
         stm_cases::semantics(&zks[0], &format!("{root}/semantics"), p).await;
         stm_cases::history_and_revert(&zks[1], &format!("{root}/history"), p).await;
         stm_cases::retry_limit(&zks[0], &zks[1], &format!("{root}/limit"), p).await;
-        // Closes zks[2]'s session.
+        // Closes zks[2]'s current session (its client opens the next).
         stm_cases::session_loss(
             &zks[2],
             &zks[0],
@@ -33,7 +33,7 @@ async fn bank_write_skew_and_commutes_on_a_real_server() {
     const INITIAL: i64 = 100;
     let server = support::standalone();
     for p in protocols() {
-        let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
+        let zks = support::clients(&ZkConfig::new(server.connect_string()), 4).await;
         let root = format!("/stm-{}", p.name());
 
         let mut bank = Vec::new();

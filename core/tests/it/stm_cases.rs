@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use avout::Coordination;
+use avout::Client;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
 
 /// The protocols every generic case runs on.
@@ -23,22 +23,14 @@ pub(crate) fn validates_reads(p: Protocol) -> bool {
     }
 }
 
-pub(crate) async fn open<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    root: &str,
-    protocol: Protocol,
-) -> Stm<C> {
+pub(crate) async fn open(zk: &Client, root: &str, protocol: Protocol) -> Stm {
     open_with(zk, root, StmConfig::with_protocol(protocol)).await
 }
 
 /// [`open`] with `config`.
-pub(crate) async fn open_with<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    root: &str,
-    config: StmConfig,
-) -> Stm<C> {
+pub(crate) async fn open_with(zk: &Client, root: &str, config: StmConfig) -> Stm {
     let protocol = config.protocol;
-    Stm::open(zk.clone(), root, config)
+    Stm::open(zk, root, config)
         .await
         .unwrap_or_else(|e| panic!("open {root} ({protocol:?}): {e}"))
 }
@@ -58,11 +50,7 @@ impl From<Abort> for Refused {
 
 /// deref/alter/ref_set/commute/ensure, validators, watchers, body errors and the typed
 /// errors of misuse, on one client.
-pub(crate) async fn semantics<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    root: &str,
-    protocol: Protocol,
-) {
+pub(crate) async fn semantics(zk: &Client, root: &str, protocol: Protocol) {
     let stm = open(zk, root, protocol).await;
     let a = stm.make_ref("a", 10i64).await.unwrap();
     let b = stm.make_ref("b", 0i64).await.unwrap();
@@ -136,7 +124,7 @@ pub(crate) async fn semantics<C: Coordination + ?Sized + 'static>(
 
     // The body's own error is returned and nothing is written.
     let err = stm
-        .dosync(async |tx| {
+        .dosync_with(async |tx| {
             tx.ref_set(&a, 0).await?;
             Err::<(), _>(Refused::Overdrawn { from: "a".into() })
         })
@@ -189,7 +177,7 @@ pub(crate) async fn semantics<C: Coordination + ?Sized + 'static>(
 
     // The root is bound to its protocol.
     for p in Protocol::ALL.into_iter().filter(|p| *p != protocol) {
-        let err = Stm::open(zk.clone(), root, StmConfig::with_protocol(p))
+        let err = Stm::open(zk, root, StmConfig::with_protocol(p))
             .await
             .unwrap_err();
         assert!(
@@ -237,8 +225,8 @@ pub(crate) fn kind<E>(e: &StmError<E>) -> &'static str {
     }
 }
 
-pub(crate) async fn bank<C: Coordination + ?Sized + 'static>(
-    stms: &[Stm<C>],
+pub(crate) async fn bank(
+    stms: &[Stm],
     accounts: usize,
     initial: i64,
     transfers_per_client: usize,
@@ -289,7 +277,9 @@ pub(crate) async fn bank<C: Coordination + ?Sized + 'static>(
                         Err(e) => {
                             eprintln!("client {c}: transfer failed: {e}");
                             *failed.lock().unwrap().entry(kind(&e)).or_default() += 1;
-                            if matches!(e, StmError::SessionLost(_)) {
+                            // A managed client goes on with its next session; a client of
+                            // one session has ended with it.
+                            if matches!(e, StmError::SessionLost(_)) && stm.client().has_ended() {
                                 return;
                             }
                             0
@@ -328,18 +318,12 @@ pub(crate) fn check_count(out: &BankOutcome, count: i64) {
 }
 
 /// Reads every account in one transaction (a consistent snapshot), retrying failures.
-pub(crate) async fn audit<C: Coordination + ?Sized + 'static>(
-    stm: &Stm<C>,
-    accounts: usize,
-) -> Vec<i64> {
+pub(crate) async fn audit(stm: &Stm, accounts: usize) -> Vec<i64> {
     audit_with_count(stm, accounts).await.0
 }
 
 /// Reads every account and the transfer count in one transaction, retrying failures.
-pub(crate) async fn audit_with_count<C: Coordination + ?Sized + 'static>(
-    stm: &Stm<C>,
-    accounts: usize,
-) -> (Vec<i64>, i64) {
+pub(crate) async fn audit_with_count(stm: &Stm, accounts: usize) -> (Vec<i64>, i64) {
     let refs: Vec<Ref<i64>> = (0..accounts)
         .map(|i| stm.get_ref(&format!("acct{i}")).unwrap())
         .chain(std::iter::once(stm.get_ref("transfers").unwrap()))
@@ -372,11 +356,7 @@ pub(crate) async fn audit_with_count<C: Coordination + ?Sized + 'static>(
 /// off. Both run their reads before either commits. With `ensure` at most one goes off
 /// call; without it, a protocol that validates reads keeps one on call too, and one with
 /// snapshot reads lets both go (write skew). Returns how many remain on call.
-pub(crate) async fn on_call<C: Coordination + ?Sized + 'static>(
-    stms: [&Stm<C>; 2],
-    root_tag: &str,
-    use_ensure: bool,
-) -> i64 {
+pub(crate) async fn on_call(stms: [&Stm; 2], root_tag: &str, use_ensure: bool) -> i64 {
     let barrier = tokio::sync::Barrier::new(2);
     let mut refs = Vec::new();
     for stm in stms {
@@ -425,10 +405,7 @@ pub(crate) async fn on_call<C: Coordination + ?Sized + 'static>(
 }
 
 /// Clients commute one counter at once: every increment lands and no body runs twice.
-pub(crate) async fn commutes_never_retry<C: Coordination + ?Sized + 'static>(
-    stms: &[Stm<C>],
-    per_client: u64,
-) -> u64 {
+pub(crate) async fn commutes_never_retry(stms: &[Stm], per_client: u64) -> u64 {
     let runs = stms.iter().map(|stm| async move {
         let hits = stm.make_ref("hits", 0u64).await.unwrap();
         let mut bodies = 0u64;
@@ -454,17 +431,12 @@ pub(crate) async fn commutes_never_retry<C: Coordination + ?Sized + 'static>(
 
 /// A transaction whose read is overwritten before every commit fails with the retry limit
 /// and writes nothing.
-pub(crate) async fn retry_limit<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    other_zk: &Arc<C>,
-    root: &str,
-    protocol: Protocol,
-) {
+pub(crate) async fn retry_limit(zk: &Client, other_zk: &Client, root: &str, protocol: Protocol) {
     let config = StmConfig {
         retry_limit: 3,
         ..StmConfig::with_protocol(protocol)
     };
-    let stm = Stm::open(zk.clone(), root, config).await.unwrap();
+    let stm = Stm::open(zk, root, config).await.unwrap();
     let rival = open(other_zk, root, protocol).await;
     let x = stm.make_ref("x", 0i64).await.unwrap();
     let rx: Ref<i64> = rival.get_ref("x").unwrap();
@@ -492,22 +464,21 @@ pub(crate) async fn retry_limit<C: Coordination + ?Sized + 'static>(
 }
 
 /// The session is closed in the middle of a body: the transaction fails with SessionLost
-/// and writes nothing.
-pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    observer: &Arc<C>,
-    root: &str,
-    config: StmConfig,
-) {
+/// and writes nothing. What the handle does next depends on its client: a client of that one
+/// session has ended, so every later use fails with SessionLost; a managed client has opened
+/// a new session, on which the next transaction commits (the new semantics of issue 17).
+pub(crate) async fn session_loss(zk: &Client, observer: &Client, root: &str, config: StmConfig) {
     let protocol = config.protocol;
     let stm = open_with(zk, root, config).await;
     let watcher = open(observer, root, protocol).await;
     let a = stm.make_ref("a", 1i64).await.unwrap();
     let b = stm.make_ref("b", 1i64).await.unwrap();
+    let session = zk.current_session().await.unwrap();
     let err = stm
         .dosync(async |tx| {
             tx.alter(&a, |v| v + 1).await?;
-            zk.close().await.unwrap();
+            // The session, not the client: a managed client opens the next one.
+            session.close().await.unwrap();
             tx.alter(&b, |v| v + 1).await?;
             Ok::<_, Abort>(())
         })
@@ -520,17 +491,25 @@ pub(crate) async fn session_loss<C: Coordination + ?Sized + 'static>(
         (oa.deref().await.unwrap(), ob.deref().await.unwrap()),
         (1, 1)
     );
-    // The handle is dead: every later use says so.
-    let err = stm.dosync(async |tx| tx.deref(&a).await).await;
-    assert!(
-        matches!(err, Err(StmError::SessionLost(_))) || err.is_ok(),
-        "a cached read may still serve a read-only single-ref transaction: {err:?}"
-    );
-    let err = stm
-        .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StmError::SessionLost(_)), "{err:?}");
+    let read = stm.dosync(async |tx| tx.deref(&a).await).await;
+    let write = stm.dosync(async |tx| tx.alter(&a, |v| v + 1).await).await;
+    if zk.has_ended() {
+        // The handle's one session is gone: every later use says so.
+        assert!(
+            matches!(read, Err(StmError::SessionLost(_))) || read.is_ok(),
+            "a cached read may still serve a read-only single-ref transaction: {read:?}"
+        );
+        assert!(matches!(write, Err(StmError::SessionLost(_))), "{write:?}");
+    } else {
+        // The handle carries on, on the client's next session.
+        assert_eq!(read.expect("a read on the next session"), 1);
+        assert_eq!(write.expect("a commit on the next session"), 2);
+        assert_eq!(zk.generation(), session.generation() + 1);
+        assert_eq!(
+            (oa.deref().await.unwrap(), ob.deref().await.unwrap()),
+            (2, 1)
+        );
+    }
 }
 
 /// The message of a caught panic (empty if it carried none).
@@ -546,16 +525,12 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// History and Concourse's revert: values at past commit points, newest first, bounded by
 /// `max_history`; `revert` is a transaction (watchers fire). A protocol without history
 /// says so with `Unsupported`.
-pub(crate) async fn history_and_revert<C: Coordination + ?Sized + 'static>(
-    zk: &Arc<C>,
-    root: &str,
-    protocol: Protocol,
-) {
+pub(crate) async fn history_and_revert(zk: &Client, root: &str, protocol: Protocol) {
     let config = StmConfig {
         max_history: 4,
         ..StmConfig::with_protocol(protocol)
     };
-    let stm = Stm::open(zk.clone(), root, config).await.unwrap();
+    let stm = Stm::open(zk, root, config).await.unwrap();
     let r = stm.make_ref("h", 0i64).await.unwrap();
     for _ in 0..5 {
         stm.dosync(async |tx| tx.alter(&r, |v| v + 1).await)

@@ -2,11 +2,10 @@
 //! connected to: commits in flight lose their replies and must be settled (by the commit id
 //! in the written nodes) without losing or doubling a transfer — money stays conserved.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkConfig;
+use avout::{Client, Coordination};
 
 use crate::stm_cases::{self, protocols};
 use crate::support;
@@ -19,11 +18,11 @@ async fn transfers_conserve_money_when_a_clients_server_dies() {
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(10));
     for p in protocols() {
-        let mut clients: Vec<Arc<ZkClient>> = Vec::new();
+        let mut clients: Vec<Client> = Vec::new();
         let mut stms = Vec::new();
         let root = format!("/failover-{}", p.name());
         for _ in 0..3 {
-            let zk = Arc::new(support::connect(&config).await);
+            let zk = support::client(&config).await;
             stms.push(stm_cases::open(&zk, &root, p).await);
             clients.push(zk);
         }

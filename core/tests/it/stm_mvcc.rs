@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::one_kind;
-use avout::Coordination;
+use crate::support::{one_kind, sim_client, single};
 #[cfg(feature = "planted-bugs")]
 use avout::planted::Bug;
 use avout::planted::Bugs;
-use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
-use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimZk};
+use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
+use avout::{Client, Coordination};
+use avout_sim_zk::{FaultKind, FaultRates, Sim};
 
 use crate::stm_cases;
 use crate::stm_sim::{Kind, clients, run_kind, sim};
@@ -77,10 +77,7 @@ fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
 
 #[test]
 fn mvcc_session_loss_aborts_cleanly() {
-    sim(0x3c5, 2, FaultRates::default()).run(|ctx| async move {
-        let zks = clients(&ctx);
-        stm_cases::session_loss(&zks[0], &zks[1], "/stm", config(|_| ())).await;
-    });
+    crate::stm_sim::session_loss_both_ways(0x3c5, config(|_| ()));
 }
 
 /// The planted bug that retries a transaction whose session was lost (as a conflict) is
@@ -106,17 +103,12 @@ fn rates(kind: FaultKind) -> FaultRates {
     one_kind(kind, [0.02, 0.02, 0.005, 0.002, 0.002, 0.03, 0.001])
 }
 
-/// Opens an Mvcc Stm on `client`, reconnecting after a lost session.
-async fn open_retrying(
-    zk: &SimZk,
-    mut client: Arc<SimClient>,
-    root: &str,
-    config: StmConfig,
-) -> Stm<SimClient> {
+/// Opens an Mvcc Stm on `client`, retrying failures (after a lost session the client opens
+/// the next one).
+async fn open_retrying(client: &Client, root: &str, config: StmConfig) -> Stm {
     loop {
-        match Stm::open(client.clone(), root, config.clone()).await {
+        match Stm::open(client, root, config.clone()).await {
             Ok(stm) => return stm,
-            Err(StmError::SessionLost(_)) => client = Arc::new(zk.connect()),
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
@@ -129,15 +121,14 @@ fn mvcc_bank_transfers_conserve_money_under_every_fault_kind() {
     for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
         let seed = 0x3cba + i as u64;
         let (out, summary) = sim(seed, 4, rates(kind)).run(|ctx| async move {
-            let zk = ctx.zk.clone();
             let zks = clients(&ctx);
             let mut stms = Vec::new();
             for c in &zks {
-                stms.push(open_retrying(&zk, c.clone(), "/bank", config(|_| {})).await);
+                stms.push(open_retrying(c, "/bank", config(|_| {})).await);
             }
             let out = stm_cases::bank(&stms, ACCOUNTS, INITIAL, 40, seed).await;
-            let fresh = Arc::new(zk.connect());
-            let auditor = open_retrying(&zk, fresh, "/bank", config(|_| {})).await;
+            let fresh = Client::connect(ctx.zk.clone()).await.expect("connect");
+            let auditor = open_retrying(&fresh, "/bank", config(|_| {})).await;
             let balances = stm_cases::audit(&auditor, ACCOUNTS).await;
             (out, balances)
         });
@@ -231,14 +222,14 @@ async fn count_nodes<C: Coordination + ?Sized>(zk: &C, path: &str) -> usize {
 /// Contended alters of one counter by four clients that barge at once: barging happens,
 /// never kills a `COMMITTING` transaction (that would panic as a protocol violation), and no
 /// increment is lost.
-async fn contended_counter(zks: &[Arc<SimClient>], per_client: u64, planted: Bugs) -> (u64, i64) {
+async fn contended_counter(zks: &[Client], per_client: u64, planted: Bugs) -> (u64, i64) {
     let mut stms = Vec::new();
     for zk in zks {
         let c = config(|c| {
             c.barge_wait = Duration::ZERO;
             c.planted = planted;
         });
-        stms.push(Stm::open(zk.clone(), "/barge", c).await.unwrap());
+        stms.push(Stm::open(zk, "/barge", c).await.unwrap());
     }
     let counter: Ref<i64> = stms[0].make_ref("n", 0).await.unwrap();
     let before = avout::stm::mvcc::barges();
@@ -312,7 +303,7 @@ fn mvcc_node_count_stays_bounded() {
         let mut stms = Vec::new();
         for zk in &zks {
             let c = config(|c| c.max_history = MAX_HISTORY);
-            stms.push(Stm::open(zk.clone(), "/gc", c).await.unwrap());
+            stms.push(Stm::open(zk, "/gc", c).await.unwrap());
         }
         for i in 0..REFS {
             stms[0].make_ref(&format!("r{i}"), 0i64).await.unwrap();
@@ -384,8 +375,8 @@ fn read_fault_scenario(planted: Bugs) -> (u64, (i64, i64)) {
             c.max_history = 2;
             c.planted = planted;
         });
-        let stm = Stm::open(zks[0].clone(), "/rf", c.clone()).await.unwrap();
-        let other = Stm::open(zks[1].clone(), "/rf", c).await.unwrap();
+        let stm = Stm::open(&zks[0], "/rf", c.clone()).await.unwrap();
+        let other = Stm::open(&zks[1], "/rf", c).await.unwrap();
         let x: Ref<i64> = stm.make_ref("x", 0).await.unwrap();
         let y: Ref<i64> = stm.make_ref("y", 0).await.unwrap();
         let oy: Ref<i64> = other.get_ref("y").unwrap();
@@ -439,10 +430,13 @@ async fn die_while_committing(
 ) -> (Result<i64, String>, i64) {
     use avout::machine::drive;
     use avout::stm::mvcc::{Barging, Me, PrepareMachine, ReadMachine, TagMachine};
-    let zks = clients(ctx);
-    let (a, b) = (zks[0].clone(), zks[1].clone());
+    // A's client has exactly its session: A dies with it.
+    let (a, b) = (
+        single(&ctx.clients[0]),
+        sim_client(&ctx.zk, &ctx.clients[1]),
+    );
     let c = config(|c| c.retry_limit = 20);
-    let stm_a = Stm::open(a.clone(), "/wedge", c.clone()).await.unwrap();
+    let stm_a = Stm::open(&a, "/wedge", c.clone()).await.unwrap();
     let _x: Ref<i64> = stm_a.make_ref("x", 0).await.unwrap();
     let mut read = ReadMachine::new(
         "/wedge/refs/x",
@@ -451,7 +445,7 @@ async fn die_while_committing(
         None,
         true,
     );
-    let point = drive(&*a, &mut read).await.unwrap().read_point;
+    let point = drive(&a, &mut read).await.unwrap().read_point;
     let txid = format!("t-{:032x}", 0xdead_u128);
     let me = Me {
         txid: txid.clone(),
@@ -466,7 +460,7 @@ async fn die_while_committing(
     if recipe_persistence {
         tag = tag.with_persistent_points();
     }
-    drive(&*a, &mut tag).await.unwrap();
+    drive(&a, &mut tag).await.unwrap();
     let session = a.session().id.0;
     let mut prep = PrepareMachine::new(
         "/wedge",
@@ -478,12 +472,12 @@ async fn die_while_committing(
         session,
         100,
     );
-    let prepared = drive(&*a, &mut prep).await.unwrap();
+    let prepared = drive(&a, &mut prep).await.unwrap();
     assert_eq!(prepared.locks.len(), 1, "A holds x's write lock");
     // A dies between COMMITTING and COMMITTED.
     ctx.zk.expire_session(a.session().id);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let stm_b = Stm::open(b.clone(), "/wedge", c).await.unwrap();
+    let stm_b = Stm::open(&b, "/wedge", c).await.unwrap();
     let xb: Ref<i64> = stm_b.get_ref("x").unwrap();
     let outcome = stm_b
         .dosync(async |tx| tx.alter(&xb, |v| v + 1).await)
@@ -548,7 +542,7 @@ fn mvcc_a_lost_commit_reply_is_decided_by_the_point_not_a_trimmable_history_node
         m.handle_reply(Millis(1), token, Err(Error::ConnectionLoss));
         // Trimmed by later commits before this session is back.
         zk.delete(history, None).await.unwrap();
-        drive(&*zk, &mut m).await
+        drive(&zk, &mut m).await
     });
     let written = written.expect("the applied multi is recognised");
     assert!(written.recovered, "decided by reading");

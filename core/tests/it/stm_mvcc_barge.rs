@@ -3,10 +3,9 @@
 //! and nothing is lost; with BARGE-WAIT out of reach nobody is barged. Replayable from the
 //! seed (printed; `AVOUT_SIM_SEED` overrides the default).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use avout::Coordination;
+use avout::Client;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmStats};
 
 use crate::stm_mvcc::barging_sim;
@@ -34,21 +33,14 @@ fn sum(stats: impl Iterator<Item = StmStats>) -> StmStats {
 /// Client 0 runs long transactions (it moves one unit from `y` to `x`, then works 20 ms before
 /// committing); clients 1–3 run the same transfer with 2 ms of work. Every transaction takes
 /// both refs' ownership in its body, so an older one finds younger owners still `RUNNING`.
-pub(crate) async fn long_and_short<C: Coordination + ?Sized + 'static>(
-    zks: &[Arc<C>],
-    barge_wait: Duration,
-) -> Outcome {
+pub(crate) async fn long_and_short(zks: &[Client], barge_wait: Duration) -> Outcome {
     let config = StmConfig {
         barge_wait,
         ..StmConfig::with_protocol(Protocol::Mvcc)
     };
     let mut stms = Vec::new();
     for zk in zks {
-        stms.push(
-            Stm::open(zk.clone(), "/barge", config.clone())
-                .await
-                .unwrap(),
-        );
+        stms.push(Stm::open(zk, "/barge", config.clone()).await.unwrap());
     }
     stms[0].make_ref("x", 0i64).await.unwrap();
     stms[0].make_ref("y", 0i64).await.unwrap();
@@ -101,7 +93,7 @@ pub(crate) fn check_nothing_lost(out: &Outcome) {
 /// The run of [`long_and_short`] with `barge_wait`, reported and checked for losses.
 fn run(barge_wait: Duration) -> Outcome {
     let (out, _) = barging_sim(0xba1, 4, Duration::from_millis(2)).run(|ctx| async move {
-        let zks: Vec<_> = ctx.clients.iter().map(|c| Arc::new(c.clone())).collect();
+        let zks = crate::support::sim_clients(&ctx);
         long_and_short(&zks, barge_wait).await
     });
     eprintln!(

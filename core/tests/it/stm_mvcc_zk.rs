@@ -17,7 +17,7 @@ const MVCC: Protocol = Protocol::Mvcc;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mvcc_cases_history_and_revert_on_a_real_server() {
     let server = support::standalone();
-    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 3).await;
+    let zks = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
     stm_cases::semantics(&zks[0], "/mvcc/semantics", MVCC).await;
     stm_cases::history_and_revert(&zks[1], "/mvcc/history", MVCC).await;
     stm_cases::retry_limit(&zks[0], &zks[1], "/mvcc/limit", MVCC).await;
@@ -27,7 +27,7 @@ async fn mvcc_cases_history_and_revert_on_a_real_server() {
     );
     assert_eq!(stm_cases::on_call([&a, &b], "ensured", true).await, 1);
     assert_eq!(stm_cases::on_call([&a, &b], "plain", false).await, 0);
-    // Closes zks[2]'s session.
+    // Closes zks[2]'s current session (its client opens the next).
     stm_cases::session_loss(
         &zks[2],
         &zks[0],
@@ -42,18 +42,14 @@ async fn mvcc_bank_and_barging_on_a_real_server() {
     const ACCOUNTS: usize = 4;
     const INITIAL: i64 = 100;
     let server = support::standalone();
-    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let zks = support::clients(&ZkConfig::new(server.connect_string()), 4).await;
     let config = StmConfig {
         barge_wait: Duration::ZERO,
         ..StmConfig::with_protocol(MVCC)
     };
     let mut bank = Vec::new();
     for zk in &zks {
-        bank.push(
-            Stm::open(zk.clone(), "/mvcc/bank", config.clone())
-                .await
-                .unwrap(),
-        );
+        bank.push(Stm::open(zk, "/mvcc/bank", config.clone()).await.unwrap());
     }
     let barges_before = avout::stm::mvcc::barges();
     let out = stm_cases::bank(&bank, ACCOUNTS, INITIAL, 50, 7).await;
@@ -91,7 +87,7 @@ async fn mvcc_bank_and_barging_on_a_real_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mvcc_barging_on_a_real_server() {
     let server = support::standalone();
-    let zks = support::sessions(&ZkConfig::new(server.connect_string()), 4).await;
+    let zks = support::clients(&ZkConfig::new(server.connect_string()), 4).await;
     let out = crate::stm_mvcc_barge::long_and_short(&zks, Duration::from_millis(1)).await;
     eprintln!(
         "Mvcc barging on ZooKeeper, BARGE-WAIT 1 ms: {} commits, {} retries, {} barges, {} \
@@ -109,7 +105,7 @@ async fn mvcc_bank_survives_losing_a_clients_member_of_an_ensemble() {
     let ensemble = support::ensemble();
     let config =
         ZkConfig::new(ensemble.connect_string()).with_session_timeout(Duration::from_secs(10));
-    let zks = support::sessions(&config, 3).await;
+    let zks = support::clients(&config, 3).await;
     let mut stms = Vec::new();
     for zk in &zks {
         stms.push(stm_cases::open(zk, "/mvcc/failover", MVCC).await);

@@ -2,12 +2,12 @@
 //! transfers under every fault kind, and the request counts per transaction kind. Replayable
 //! from the seed (printed on failure; `AVOUT_SIM_SEED` overrides the default).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{one_kind, sweep_sim};
+use crate::support::{one_kind, sim_client, sim_clients, single, sweep_sim};
+use avout::Client;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
-use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient};
+use avout_sim_zk::{FaultKind, FaultRates, Sim};
 
 use crate::stm_cases::{self, protocols};
 
@@ -16,9 +16,27 @@ pub(crate) fn sim(seed: u64, clients: usize, rates: FaultRates) -> Sim {
     sweep_sim(seed, clients, Duration::from_secs(2), rates)
 }
 
-/// The simulator's sessions, shareable.
-pub(crate) fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Arc<SimClient>> {
-    ctx.clients.iter().map(|c| Arc::new(c.clone())).collect()
+/// A managed client on each of the simulator's sessions.
+pub(crate) fn clients(ctx: &avout_sim_zk::SimCtx) -> Vec<Client> {
+    sim_clients(ctx)
+}
+
+/// Runs [`stm_cases::session_loss`] with `config` on client 0 (observed from client 1) twice:
+/// on a managed client (the handle carries on) and on a client of that one session (the
+/// handle is dead).
+pub(crate) fn session_loss_both_ways(seed: u64, config: StmConfig) {
+    for managed in [true, false] {
+        let config = config.clone();
+        sim(seed, 2, FaultRates::default()).run(|ctx| async move {
+            let zk = if managed {
+                sim_client(&ctx.zk, &ctx.clients[0])
+            } else {
+                single(&ctx.clients[0])
+            };
+            let observer = sim_client(&ctx.zk, &ctx.clients[1]);
+            stm_cases::session_loss(&zk, &observer, "/stm", config).await;
+        });
+    }
 }
 
 #[test]
@@ -97,10 +115,7 @@ fn the_retry_limit_is_an_error_that_writes_nothing() {
 #[test]
 fn session_loss_aborts_cleanly() {
     for p in protocols() {
-        sim(0x5e5, 2, FaultRates::default()).run(|ctx| async move {
-            let zks = clients(&ctx);
-            stm_cases::session_loss(&zks[0], &zks[1], "/stm", StmConfig::with_protocol(p)).await;
-        });
+        session_loss_both_ways(0x5e5, StmConfig::with_protocol(p));
     }
 }
 
@@ -117,16 +132,15 @@ fn bank_transfers_conserve_money_under_every_fault_kind() {
         for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
             let seed = 0xba4c + i as u64;
             let (out, summary) = sim(seed, 4, rates(kind)).run(|ctx| async move {
-                let zk = ctx.zk.clone();
                 let zks = clients(&ctx);
                 // Setup on a clean service; faults hit the transfers.
                 let mut stms = Vec::new();
                 for c in &zks {
-                    stms.push(open_retrying(&zk, c.clone(), p).await);
+                    stms.push(open_retrying(c, p).await);
                 }
                 let out = stm_cases::bank(&stms, ACCOUNTS, INITIAL, 40, seed).await;
-                let fresh = Arc::new(zk.connect());
-                let auditor = open_retrying(&zk, fresh, p).await;
+                let fresh = Client::connect(ctx.zk.clone()).await.expect("connect");
+                let auditor = open_retrying(&fresh, p).await;
                 let (balances, count) = stm_cases::audit_with_count(&auditor, ACCOUNTS).await;
                 (out, balances, count)
             });
@@ -169,22 +183,12 @@ fn bank_transfers_conserve_money_under_every_fault_kind() {
     }
 }
 
-/// Opens an Stm on `client`, reconnecting after a lost session.
-async fn open_retrying(
-    zk: &avout_sim_zk::SimZk,
-    mut client: Arc<SimClient>,
-    p: Protocol,
-) -> Stm<SimClient> {
+/// Opens an Stm on `client`, retrying failures (after a lost session the client opens the
+/// next one).
+async fn open_retrying(client: &Client, p: Protocol) -> Stm {
     loop {
-        match Stm::open(
-            client.clone(),
-            "/bank",
-            avout::stm::StmConfig::with_protocol(p),
-        )
-        .await
-        {
+        match Stm::open(client, "/bank", StmConfig::with_protocol(p)).await {
             Ok(stm) => return stm,
-            Err(avout::stm::StmError::SessionLost(_)) => client = Arc::new(zk.connect()),
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
@@ -259,7 +263,7 @@ pub(crate) enum Kind {
     CommuteOne,
 }
 
-pub(crate) async fn run_kind(stm: &Stm<SimClient>, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
+pub(crate) async fn run_kind(stm: &Stm, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) {
     stm.dosync(async |tx| {
         match kind {
             Kind::ReadOne => {

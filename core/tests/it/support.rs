@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use avout::Client;
 use avout::zk::{ZkClient, ZkConfig};
-use avout_sim_zk::{FaultKind, FaultRates, Sim};
+use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimCtx, SimZk};
 use avout_testkit::conformance::{self, Backend};
 use avout_testkit::server::{ZkEnsemble, ZkServer};
 
@@ -35,6 +36,45 @@ pub(crate) async fn connect(config: &ZkConfig) -> ZkClient {
     ZkClient::connect(config)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", config.connect))
+}
+
+/// Opens a managed client, or fails the test.
+pub(crate) async fn client(config: &ZkConfig) -> Client {
+    Client::connect(config.clone())
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", config.connect))
+}
+
+/// Opens `n` managed clients (a session each), or fails the test.
+pub(crate) async fn clients(config: &ZkConfig, n: usize) -> Vec<Client> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(client(config).await);
+    }
+    out
+}
+
+/// A managed client whose first session is `session` (which the test keeps, to expire or
+/// close it) and whose later sessions are opened with `config`.
+pub(crate) fn adopt(config: &ZkConfig, session: &Arc<ZkClient>) -> Client {
+    Client::builder(config.clone()).adopt(session.clone())
+}
+
+/// A managed client on the simulator whose first session is `session`; after it ends, the
+/// client opens the next one on `zk` (a new simulated client index).
+pub(crate) fn sim_client(zk: &SimZk, session: &SimClient) -> Client {
+    Client::builder(zk.clone()).adopt(Arc::new(session.clone()))
+}
+
+/// A managed client per simulated session of the run, in index order.
+pub(crate) fn sim_clients(ctx: &SimCtx) -> Vec<Client> {
+    ctx.clients.iter().map(|c| sim_client(&ctx.zk, c)).collect()
+}
+
+/// A client of exactly `session`, which never opens another: for tests that schedule faults
+/// on a simulated client's index or that judge that one session's behaviour.
+pub(crate) fn single(session: &SimClient) -> Client {
+    Client::single(Arc::new(session.clone()))
 }
 
 /// Runs `cases` concurrently, each under `{base}/{case}`, to the end, and returns the names of

@@ -16,16 +16,19 @@ async fn run(tx: &str, votes: [Option<Vote>; 3]) -> Vec<Outcome> {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
     let zk = support::sessions(&config, 4).await;
-    let coordinator = Coordinator::begin(zk[0].clone(), tx, &SITES, b"payload")
+    // Managed clients on sessions the test keeps, to expire one: a site stays on the
+    // session it joined on, so its vote fails once that session is gone.
+    let clients: Vec<_> = zk.iter().map(|zk| support::adopt(&config, zk)).collect();
+    let coordinator = Coordinator::begin(&clients[0], tx, &SITES, b"payload")
         .await
         .expect("begin");
     assert!(matches!(
-        Coordinator::begin(zk[1].clone(), tx, &SITES, b"other").await,
+        Coordinator::begin(&clients[1], tx, &SITES, b"other").await,
         Err(TwoPhaseError::Exists { .. })
     ));
     let mut sites = Vec::new();
     for (i, name) in SITES.iter().enumerate() {
-        let site = Site::join(zk[i + 1].clone(), tx, name).await.expect("join");
+        let site = Site::join(&clients[i + 1], tx, name).await.expect("join");
         assert_eq!(site.payload().await.expect("payload"), b"payload");
         sites.push(site);
     }
@@ -69,7 +72,7 @@ async fn run(tx: &str, votes: [Option<Vote>; 3]) -> Vec<Outcome> {
         }
     }
     // A latecomer reads the same decision, and the coordinator cannot change it.
-    let late = Site::join(zk[0].clone(), tx, "a").await;
+    let late = Site::join(&clients[0], tx, "a").await;
     assert!(matches!(late, Err(TwoPhaseError::AlreadyJoined { .. })));
     assert_eq!(coordinator.abort().await.expect("abort"), seen[0]);
     coordinator.remove().await.expect("remove");
@@ -106,15 +109,15 @@ async fn a_site_whose_session_expires_before_voting_aborts_the_transaction() {
 async fn the_coordinator_aborts_when_a_site_never_joins() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
-    let zk = support::sessions(&config, 2).await;
-    let tx = Coordinator::begin(zk[0].clone(), "/it/tx/absent", &["x", "y"], b"")
+    let zk = support::clients(&config, 2).await;
+    let tx = Coordinator::begin(&zk[0], "/it/tx/absent", &["x", "y"], b"")
         .await
         .expect("begin");
-    let x = Site::join(zk[1].clone(), "/it/tx/absent", "x")
+    let x = Site::join(&zk[1], "/it/tx/absent", "x")
         .await
         .expect("join");
     assert!(matches!(
-        Site::join(zk[1].clone(), "/it/tx/absent", "nobody").await,
+        Site::join(&zk[1], "/it/tx/absent", "nobody").await,
         Err(TwoPhaseError::NotASite { .. })
     ));
     x.vote(Vote::Commit).await.expect("vote");

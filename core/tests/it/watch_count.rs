@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, EventKind, OpFuture, Reply, Request, SessionInfo, SessionStates, Watch};
+use avout::{
+    Coordination, EventKind, OpFuture, Reply, Request, SessionInfo, SessionState, SessionStates,
+    Watch,
+};
 
 use crate::support;
 
@@ -47,6 +50,10 @@ impl Coordination for Counting {
 
     fn session_states(&self) -> SessionStates {
         self.inner.session_states()
+    }
+
+    fn session_state(&self) -> SessionState {
+        self.inner.session_state()
     }
 
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {

@@ -7,7 +7,7 @@ use avout::atom::Atom;
 use avout::lock::{LockGuard, Mutex, RwLock};
 use avout::planted::Bugs;
 use avout::recipes::election::Election;
-use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
+use avout::stm::{Abort, Protocol, Stm, StmConfig};
 use avout::{Client, Coordination, Error, SessionId};
 use avout_sim_zk::kernel::Kernel;
 use avout_sim_zk::{FaultRates, LogEvent, Sim, SimClient};
@@ -319,7 +319,7 @@ async fn run_client(
                 .await;
             match result {
                 Ok((a, b)) => Returned::Committed { a, b },
-                Err(e) => Returned::Failed(Some(stm_failure(&StmError::from(e)))),
+                Err(e) => Returned::Failed(Some(stm_failure(&e))),
             }
         }
     }

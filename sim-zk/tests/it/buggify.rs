@@ -8,19 +8,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use avout::Client;
 use avout::recipes::election::Election;
 use avout_sim_zk::{LogEvent, RunSummary, Sim, SimCtx};
 
 /// Who the observer saw leading, and whether its read of a resigned leader failed.
 async fn resign_while_observed(ctx: SimCtx) -> Option<String> {
-    let a = Arc::new(ctx.clients[0].clone());
-    let b = Arc::new(ctx.clients[1].clone());
-    let leadership = Election::new(a, "/election")
+    // Each on exactly its simulated session: the run's seeds pick the schedule by index.
+    let a = Client::single(Arc::new(ctx.clients[0].clone()));
+    let b = Client::single(Arc::new(ctx.clients[1].clone()));
+    let leadership = Election::new(&a, "/election")
         .unwrap()
         .campaign()
         .await
         .unwrap();
-    let observer = Election::new(b, "/election").unwrap();
+    let observer = Election::new(&b, "/election").unwrap();
     let look = tokio::spawn(async move { observer.leader().await.unwrap() });
     // Long after an unhindered listing and read (a few ms), well inside a buggify pause.
     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -339,7 +339,7 @@ impl Barrier {
     pub async fn wait(&self) -> Result<(), BarrierError> {
         self.client
             .across_sessions(
-                async |zk| drive(&**zk, &mut WaitGoneMachine::new(&self.path)).await,
+                |zk| async move { drive(&*zk, &mut WaitGoneMachine::new(&self.path)).await },
                 |e| matches!(e, BarrierError::SessionLost(_)),
             )
             .await

@@ -30,7 +30,8 @@
 //! - A session expiry fails an acquisition with [`LockError::SessionLost`] and ends every lease
 //!   of the session (its lease nodes are ephemeral): [`Lease::status`] reports it and
 //!   [`Lease::lost`] resolves. A holder paused past its session timeout may not know yet; fence
-//!   with [`Lease::fencing_token`].
+//!   with [`Lease::fencing_token`]. The same [`Semaphore`] handle's next acquisition runs on
+//!   the client's next session.
 //! - Dropping an acquisition future removes the mutex and lease nodes it created or may have
 //!   created (in a background task); dropping a [`Lease`] releases it like
 //!   [`Lease::release`].

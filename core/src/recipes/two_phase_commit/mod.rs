@@ -231,10 +231,9 @@ impl Coordinator {
     /// Fails with [`TwoPhaseError::Exists`] if a transaction is already there.
     ///
     /// ```no_run
-    /// use std::sync::Arc;
     /// use avout::recipes::two_phase_commit::{Coordinator, Outcome};
     /// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
-    /// let tx = Coordinator::begin(zk, "/txns/t-42", &["db", "cache"], b"UPDATE ...").await?;
+    /// let tx = Coordinator::begin(client, "/txns/t-42", &["db", "cache"], b"UPDATE ...").await?;
     /// match tx.outcome().await? {
     ///     Outcome::Commit => println!("committed"),
     ///     Outcome::Abort => println!("aborted"),
@@ -359,12 +358,9 @@ impl Transaction {
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
         self.client
             .across_sessions(
-                async |zk| {
-                    drive(
-                        &**zk,
-                        &mut OutcomeMachine::new(&self.path, Some(self.sites.clone())),
-                    )
-                    .await
+                |zk| async move {
+                    let mut machine = OutcomeMachine::new(&self.path, Some(self.sites.clone()));
+                    drive(&*zk, &mut machine).await
                 },
                 |e| matches!(e, TwoPhaseError::SessionLost(_)),
             )
@@ -409,7 +405,7 @@ impl Transaction {
 /// ```no_run
 /// use avout::recipes::two_phase_commit::{Outcome, Site, Vote};
 /// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
-/// let site = Site::join(zk, "/txns/t-42", "db").await?;
+/// let site = Site::join(client, "/txns/t-42", "db").await?;
 /// let query = site.payload().await?;
 /// site.vote(Vote::Commit).await?;
 /// if site.outcome().await? == Outcome::Commit { /* apply */ }
@@ -439,7 +435,7 @@ impl Site {
     ///
     /// ```no_run
     /// # async fn demo(client: &avout::Client) -> Result<(), avout::recipes::two_phase_commit::TwoPhaseError> {
-    /// let site = avout::recipes::two_phase_commit::Site::join(zk, "/txns/t-1", "cache").await?;
+    /// let site = avout::recipes::two_phase_commit::Site::join(client, "/txns/t-1", "cache").await?;
     /// # Ok(()) }
     /// ```
     pub async fn join(client: &Client, tx: &str, name: &str) -> Result<Self, TwoPhaseError> {
@@ -555,7 +551,7 @@ impl Site {
     pub async fn outcome(&self) -> Result<Outcome, TwoPhaseError> {
         self.client
             .across_sessions(
-                async |zk| drive(&**zk, &mut OutcomeMachine::new(&self.tx, None)).await,
+                |zk| async move { drive(&*zk, &mut OutcomeMachine::new(&self.tx, None)).await },
                 |e| matches!(e, TwoPhaseError::SessionLost(_)),
             )
             .await
