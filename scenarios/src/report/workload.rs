@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout::stm::{Abort, Ref, Stm, StmConfig, StmError, StmStats};
+use avout::stm::{Ref, Stm, StmConfig, StmError, StmStats};
 use avout::{Client, Coordination};
 use tokio::time::Instant;
 
@@ -338,7 +338,7 @@ async fn client(
                         tokio::time::sleep(gap).await;
                     }
                 }
-                Ok::<_, Abort>(sum)
+                Ok(sum)
             })
             .await
         } else {
@@ -356,7 +356,7 @@ async fn client(
                         tokio::time::sleep(gap).await;
                     }
                 }
-                Ok::<_, Abort>(0)
+                Ok(0)
             })
             .await
         };
@@ -385,7 +385,7 @@ async fn client(
     (run, failures)
 }
 
-fn kind(e: &StmError<Abort>) -> String {
+fn kind(e: &StmError) -> String {
     let s = format!("{e:?}");
     s.split(['(', ' ', '{'])
         .next()

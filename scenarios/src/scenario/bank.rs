@@ -11,7 +11,7 @@
 
 use avout::Client;
 use avout::planted::Bugs;
-use avout::stm::{Abort, Ref, Stm, StmConfig, StmError};
+use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
@@ -76,23 +76,23 @@ pub(crate) async fn transfer(
     to: &Ref<i64>,
     amount: i64,
     input: &Value,
-) -> Result<Value, StmError<Abort>> {
+) -> Result<Value, StmError> {
     stm.dosync(async |tx| {
         tx.alter(from, |b| b - amount).await?;
         tx.alter(to, |b| b + amount).await?;
-        Ok::<_, Abort>(input.clone())
+        Ok(input.clone())
     })
     .await
 }
 
 /// Reads every account in one transaction, as `{"a0": balance, …}`.
-pub(crate) async fn balances(stm: &Stm, refs: &[Ref<i64>]) -> Result<Value, StmError<Abort>> {
+pub(crate) async fn balances(stm: &Stm, refs: &[Ref<i64>]) -> Result<Value, StmError> {
     stm.dosync(async |tx| {
         let mut balances = Map::new();
         for (i, r) in refs.iter().enumerate() {
             balances.insert(format!("a{i}"), tx.deref(r).await?.into());
         }
-        Ok::<_, Abort>(Value::Object(balances))
+        Ok(Value::Object(balances))
     })
     .await
 }
@@ -110,7 +110,7 @@ pub(crate) async fn transfer_of(
     stm: &Stm,
     refs: &[Ref<i64>],
     input: &Value,
-) -> Result<Value, StmError<Abort>> {
+) -> Result<Value, StmError> {
     let idx = |k: &str| -> usize { input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0) };
     let (from, to) = (&refs[idx("from")], &refs[idx("to")]);
     transfer(stm, from, to, input["amount"].as_i64().unwrap_or(0), input).await

@@ -11,7 +11,6 @@
 //! strict serializability: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item, lost-update,
 //! internal and future-read anomalies (with their process and realtime variants).
 
-use avout::stm::Abort;
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -89,7 +88,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                         }
                     }
                 }
-                Ok::<_, Abort>(Value::Array(done))
+                Ok(Value::Array(done))
             })
         };
         let stall = format!("process {}'s transaction", me.caller.p());

@@ -13,7 +13,7 @@
 //! last client's finish. The line is the peers' JSON (`../shared/peers`) with the protocol and
 //! the STM's counts per operation appended: retries, requests and round trips.
 
-use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError, StmStats};
+use avout::stm::{Protocol, Ref, Stm, StmConfig, StmError, StmStats};
 use avout::{Client, CoordinationExt};
 use avout_scenarios::report::stm_stats;
 use clap::Args;
@@ -138,7 +138,7 @@ impl Worker {
                     .dosync(async move |tx| {
                         tx.alter(&a, move |x| x - amount).await?;
                         tx.alter(&b, move |x| x + amount).await?;
-                        Ok::<_, Abort>(())
+                        Ok(())
                     })
                     .await;
                 match out {
@@ -264,7 +264,7 @@ async fn check(workload: StmWorkload, args: &StmArgs, client: &Worker) -> Result
             for r in &refs {
                 all.push(tx.deref(r).await?);
             }
-            Ok::<_, Abort>(all)
+            Ok(all)
         })
         .await
         .map_err(|e| op_error(workload, e))?;
