@@ -23,14 +23,19 @@
 //! whatever the client has not read yet, and the checker explores every schedule in which
 //! the client takes no step meanwhile — which is what a pause is.
 
+mod agent;
+mod show;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::{self, Debug};
-use std::hash::Hash;
 use std::time::Duration;
 
-use avout::machine::{Machine, Millis, Reply, Request, Token};
+use avout::machine::{Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
 use avout_sim_zk::kernel::{Fired, Kernel};
+
+pub use agent::{Agent, Run};
+pub(crate) use show::{shorten, show_request, show_result};
 
 /// The instant every handler runs at (see the [module docs](self)).
 ///
@@ -38,124 +43,6 @@ use avout_sim_zk::kernel::{Fired, Kernel};
 /// assert_eq!(avout_models::world::NOW, avout::machine::Millis(0));
 /// ```
 pub const NOW: Millis = Millis(0);
-
-/// A client's behaviour: the production machine it runs and the script around it, stepped
-/// like a [`Machine`] by the world.
-///
-/// ```
-/// use avout_models::world::Agent;
-/// use avout_models::lock::LockAgent;
-/// let mut a = LockAgent::new(0, avout::lock::LockKind::Exclusive, 1);
-/// a.start(1);
-/// let (_, first) = a.poll_request().unwrap();
-/// assert!(matches!(first, avout::machine::Request::Create { .. }));
-/// ```
-pub trait Agent: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
-    /// Starts the script on a connected session `session` (the session id).
-    fn start(&mut self, session: i64);
-    /// The next request to send, if any.
-    fn poll_request(&mut self) -> Option<(Token, Request)>;
-    /// A request's reply.
-    fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>);
-    /// A watch armed by request `token` fired.
-    fn handle_watch(&mut self, token: Token, event: WatchedEvent);
-    /// The session changed state.
-    fn handle_session(&mut self, state: SessionState);
-    /// When the agent wants [`handle_timer`](Self::handle_timer), if ever.
-    fn poll_timer(&self) -> Option<Millis>;
-    /// A timer fired at `now`.
-    fn handle_timer(&mut self, now: Millis);
-    /// A step the client's script may take on its own (releasing a held lock), described.
-    fn script_step(&self) -> Option<&'static str> {
-        None
-    }
-    /// Takes the step named by [`script_step`](Self::script_step).
-    fn take_script_step(&mut self) {}
-    /// Ghost bookkeeping: the server applied `request` of this client with `result`, and the
-    /// reply was `lost` on the way back. Not visible to the client; used by properties.
-    fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, lost: bool) {
-        let _ = (request, result, lost);
-    }
-    /// Whether the script has finished (nothing it sends or receives matters any more).
-    fn finished(&self) -> bool;
-    /// One line on where the script is, for traces.
-    fn summary(&self) -> String;
-}
-
-/// A machine run by an agent, tagging its tokens with the run's generation so that replies
-/// and watch events meant for an earlier run (which the production driver drops with its
-/// futures) are recognised and dropped.
-///
-/// ```
-/// use avout::machine::Token;
-/// use avout_models::world::Run;
-/// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-/// let mut run = Run::start(3, m);
-/// let (token, _) = run.poll_request().unwrap();
-/// assert_eq!(run.own(token), Some(Token(1)));
-/// assert_eq!(run.own(Token(1)), None, "another run's token");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Run<M> {
-    generation: u32,
-    /// The production machine.
-    pub machine: M,
-}
-
-impl<M: Machine> Run<M> {
-    /// Starts `machine` as run number `generation` on a connected session, as
-    /// [`avout::machine::drive`] does. See [`Run`] for an example.
-    pub fn start(generation: u32, mut machine: M) -> Self {
-        machine.handle_session(NOW, SessionState::Connected);
-        Run {
-            generation,
-            machine,
-        }
-    }
-
-    /// The machine's next request, its token tagged. See [`Run`] for an example.
-    pub fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.machine
-            .poll_request()
-            .map(|(t, r)| (Token((u64::from(self.generation) << 32) | t.0), r))
-    }
-
-    /// The machine's own token, if `token` belongs to this run. See [`Run`] for an example.
-    pub fn own(&self, token: Token) -> Option<Token> {
-        (token.0 >> 32 == u64::from(self.generation)).then_some(Token(token.0 & 0xffff_ffff))
-    }
-
-    /// Delivers a reply; replies of other runs are dropped.
-    ///
-    /// ```
-    /// use avout_models::world::Run;
-    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-    /// let mut run = Run::start(1, m);
-    /// let (token, _) = run.poll_request().unwrap();
-    /// run.handle_reply(token, Err(avout::Error::NoNode { path: "/a".into() }));
-    /// assert!(avout::machine::Machine::poll_output(&mut run.machine).is_some());
-    /// ```
-    pub fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
-        if let Some(t) = self.own(token) {
-            self.machine.handle_reply(NOW, t, reply);
-        }
-    }
-
-    /// Delivers a watch event; events of other runs are dropped.
-    ///
-    /// ```
-    /// use avout::{EventKind, SessionState, WatchedEvent};
-    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-    /// let mut run = avout_models::world::Run::start(1, m);
-    /// let event = WatchedEvent { kind: EventKind::NodeDeleted, state: SessionState::Connected, path: "/a".into() };
-    /// run.handle_watch(avout::machine::Token(7), event); // not this run's: dropped
-    /// ```
-    pub fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
-        if let Some(t) = self.own(token) {
-            self.machine.handle_watch(NOW, t, event);
-        }
-    }
-}
 
 /// What the server sent a client.
 ///
@@ -674,70 +561,6 @@ impl<A: Agent> World<A> {
             }
             say(format!("    fires {}", fired.event));
         }
-    }
-}
-
-/// Writes the models' lock GUIDs (client `c`, acquisition `g`) as `c<c>.<g>` in a trace line,
-/// so paths stay readable: `/lock/_c_c0.1-lock-0000000003`.
-pub(crate) fn shorten(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = rest.find("_c_") {
-        out.push_str(&rest[..at + 3]);
-        rest = &rest[at + 3..];
-        let guid = rest
-            .get(..36)
-            .and_then(|g| u128::from_str_radix(&g.replace('-', ""), 16).ok());
-        if let Some(guid) = guid
-            && guid >> 80 > 0
-        {
-            let client = (guid >> 80) - 1;
-            let generation = guid & 0xffff_ffff;
-            out.push_str(&format!("c{client}.{generation}"));
-            rest = &rest[36..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A request, shortly.
-pub(crate) fn show_request(request: &Request) -> String {
-    match request {
-        Request::Create { path, options, .. } => format!("create {path} ({:?})", options.mode),
-        Request::Delete { path, .. } => format!("delete {path}"),
-        Request::GetData { path, watch } => format!("getData {path}{}", watched(*watch)),
-        Request::SetData { path, version, .. } => format!("setData {path} version {version:?}"),
-        Request::Exists { path, watch } => format!("exists {path}{}", watched(*watch)),
-        Request::GetChildren { path, watch } => format!("getChildren {path}{}", watched(*watch)),
-        Request::Multi(ops) => format!("multi of {} ops", ops.len()),
-        Request::Sync { path } => format!("sync {path}"),
-        Request::GetAcl { path } => format!("getACL {path}"),
-        Request::AddAuth { scheme, .. } => format!("addAuth {scheme}"),
-    }
-}
-
-fn watched(watch: bool) -> &'static str {
-    if watch { " +watch" } else { "" }
-}
-
-/// A result, shortly.
-pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
-    match result {
-        Ok(Reply::Created { path, stat }) => format!("created {path} (czxid {})", stat.czxid),
-        Ok(Reply::Deleted) => "deleted".into(),
-        Ok(Reply::Data { stat, .. }) => format!("data at version {}", stat.version),
-        Ok(Reply::Set(stat)) => format!("set, now version {}", stat.version),
-        Ok(Reply::Exists(stat)) => match stat {
-            Some(s) => format!("exists (czxid {})", s.czxid),
-            None => "does not exist".into(),
-        },
-        Ok(Reply::Children { children, .. }) => format!("children {children:?}"),
-        Ok(Reply::Multi(r)) => format!("multi ok ({} results)", r.len()),
-        Ok(Reply::Synced) => "synced".into(),
-        Ok(Reply::Acl { acl, .. }) => format!("ACL of {} entries", acl.len()),
-        Ok(Reply::AuthAdded) => "identity added".into(),
-        Err(e) => format!("error {e:?}"),
     }
 }
 
