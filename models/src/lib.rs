@@ -32,6 +32,7 @@ pub mod check;
 pub mod conformance;
 pub mod lock;
 pub mod mvcc;
+pub mod shared;
 pub mod stm;
 mod tx;
 pub mod world;
@@ -218,6 +219,7 @@ impl Config {
             cycles: self.cycles,
             faults: self.faults(),
             bug: self.bug,
+            space: Default::default(),
         })
     }
 
@@ -232,6 +234,7 @@ impl Config {
             clients: self.clients,
             faults: self.faults(),
             bug: self.bug,
+            space: Default::default(),
         })
     }
 }

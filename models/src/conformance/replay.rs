@@ -251,7 +251,7 @@ impl<'r, A: Agent> Replay<'r, A> {
                         format!("the model's client {c} has no request at the server"),
                     ));
                 };
-                let mut probe = self.world.kernel.clone();
+                let mut probe = (*self.world.kernel).clone();
                 let applied = probe.apply(0, self.world.clients[c].session, request);
                 let model_outcome = outcome(&applied.result);
                 let action = if lost {

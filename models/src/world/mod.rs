@@ -25,6 +25,7 @@
 
 mod agent;
 mod show;
+mod space;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::{self, Debug};
@@ -35,6 +36,9 @@ use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
 use avout_sim_zk::kernel::{Fired, Kernel};
 
 pub use agent::{Agent, Run};
+pub use space::Space;
+
+use crate::shared::Shared;
 pub(crate) use show::{shorten, show_request, show_result};
 
 /// The instant every handler runs at (see the [module docs](self)).
@@ -207,10 +211,10 @@ pub enum Action {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World<A> {
-    /// ZooKeeper.
-    pub kernel: Kernel,
-    /// The clients.
-    pub clients: Vec<Client<A>>,
+    /// ZooKeeper, shared with the other states that have the same (see [`Shared`]).
+    pub kernel: Shared<Kernel>,
+    /// The clients, each shared with the other states where it is the same.
+    pub clients: Vec<Shared<Client<A>>>,
     /// Faults still allowed.
     pub faults_left: u8,
     /// Whether a client reads every reply at the head of its inbox in one step (see
@@ -269,11 +273,11 @@ impl<A: Agent> World<A> {
                     connected: true,
                 };
                 client.flush();
-                client
+                Shared::new(client)
             })
             .collect();
         World {
-            kernel,
+            kernel: Shared::new(kernel),
             clients,
             faults_left: faults,
             batch_replies: false,
@@ -366,9 +370,10 @@ impl<A: Agent> World<A> {
                 if lost {
                     self.faults_left -= 1;
                 }
-                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
-                let session = self.clients[i].session;
-                let applied = self.kernel.apply(0, session, &request);
+                let client = self.clients[i].make_mut();
+                let (token, request) = client.outbox.pop_front().expect("a request");
+                let session = client.session;
+                let applied = self.kernel.make_mut().apply(0, session, &request);
                 let result = applied.result;
                 say(format!(
                     "server applies client {i}'s {}: {}{}",
@@ -385,12 +390,14 @@ impl<A: Agent> World<A> {
                         _ => Table::Data,
                     };
                     self.clients[i]
+                        .make_mut()
                         .watches
                         .entry((request.path().to_owned(), table))
                         .or_default()
                         .push(token);
                 }
                 self.clients[i]
+                    .make_mut()
                     .agent
                     .observe_applied(&request, &result, lost);
                 self.route(applied.events, &mut say);
@@ -398,13 +405,18 @@ impl<A: Agent> World<A> {
                     self.break_connection(i, token, &mut say);
                 } else {
                     self.clients[i]
+                        .make_mut()
                         .inbox
                         .push_back(Msg::Reply { token, result });
                 }
             }
             Action::LoseRequest(i) => {
                 self.faults_left -= 1;
-                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
+                let (token, request) = self.clients[i]
+                    .make_mut()
+                    .outbox
+                    .pop_front()
+                    .expect("a request");
                 say(format!(
                     "client {i}'s {} is LOST before the server sees it",
                     show_request(&request)
@@ -413,7 +425,7 @@ impl<A: Agent> World<A> {
             }
             Action::Reconnect(i) => {
                 say(format!("client {i} is CONNECTED again"));
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 c.connected = true;
                 c.inbox.push_back(Msg::Reconnected);
             }
@@ -421,7 +433,7 @@ impl<A: Agent> World<A> {
             | Action::DeliverWatch(i)
             | Action::DeliverExpiry(i)
             | Action::DeliverReconnected(i) => {
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 if matches!(action, Action::DeliverExpiry(_)) {
                     while matches!(c.inbox.front(), Some(Msg::Watch { .. })) {
                         c.inbox.pop_front();
@@ -463,13 +475,13 @@ impl<A: Agent> World<A> {
                 }
             }
             Action::Timer(i) => {
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 let at = c.agent.poll_timer().expect("a timer");
                 say(format!("client {i}'s timer fires"));
                 c.agent.handle_timer(at);
             }
             Action::Script(i) => {
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 say(format!(
                     "client {i} {}",
                     c.agent.script_step().expect("a script step")
@@ -480,13 +492,17 @@ impl<A: Agent> World<A> {
                 self.faults_left -= 1;
                 let session = self.clients[i].session;
                 say(format!("server EXPIRES client {i}'s session"));
-                let events = self.kernel.expire_session(0, session);
+                let events = self.kernel.make_mut().expire_session(0, session);
                 self.route(events, &mut say);
-                self.clients[i].inbox.push_back(Msg::Expired);
+                self.clients[i].make_mut().inbox.push_back(Msg::Expired);
             }
         }
+        // Only the acting client's agent can have changed, so only it has requests to send
+        // or may have finished.
+        self.clients[action.client()].make_mut().flush();
+        self.kernel.rehash();
         for c in &mut self.clients {
-            c.flush();
+            c.rehash();
         }
         if let Some(log) = log {
             for (i, (c, before)) in self.clients.iter().zip(before).enumerate() {
@@ -505,7 +521,7 @@ impl<A: Agent> World<A> {
     /// no machine acts on it (only `Connected` and the terminal states change what they do),
     /// and [`Action::Reconnect`] tells `Connected`.
     fn break_connection(&mut self, i: usize, lost: Token, say: &mut impl FnMut(String)) {
-        let c = &mut self.clients[i];
+        let c = self.clients[i].make_mut();
         let mut failed = Vec::new();
         c.inbox.retain(|m| match m {
             Msg::Reply { token, .. } => {
@@ -530,28 +546,22 @@ impl<A: Agent> World<A> {
         c.connected = false;
     }
 
-    /// The state after `action` (what every model's `next_state` is).
-    pub(crate) fn after(&self, action: Action) -> Self {
-        let mut next = self.clone();
-        next.step(action, None);
-        next
-    }
-
     /// Fans watch events out to the watches the clients' libraries hold.
     fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(String)) {
         for fired in events {
-            let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session) else {
-                continue;
-            };
             let tables: &[Table] = match fired.event.kind {
                 EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
                 EventKind::NodeChildrenChanged => &[Table::Child],
                 EventKind::NodeDeleted => &[Table::Data, Table::Child],
                 _ => &[],
             };
-            for table in tables {
-                if let Some(tokens) = c.watches.remove(&(fired.event.path.clone(), *table)) {
-                    for token in tokens {
+            let keys = tables.iter().map(|t| (fired.event.path.clone(), *t));
+            if let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session)
+                && keys.clone().any(|key| c.watches.contains_key(&key))
+            {
+                let c = c.make_mut();
+                for key in keys {
+                    for token in c.watches.remove(&key).unwrap_or_default() {
                         c.inbox.push_back(Msg::Watch {
                             token,
                             event: fired.event.clone(),
@@ -560,6 +570,29 @@ impl<A: Agent> World<A> {
                 }
             }
             say(format!("    fires {}", fired.event));
+        }
+    }
+}
+
+impl Action {
+    /// The client the action is about.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::world::Action::Timer(3).client(), 3);
+    /// ```
+    pub fn client(self) -> usize {
+        match self {
+            Action::Apply(i)
+            | Action::LoseRequest(i)
+            | Action::LoseReply(i)
+            | Action::Reconnect(i)
+            | Action::DeliverReconnected(i)
+            | Action::DeliverReply(i)
+            | Action::DeliverWatch(i)
+            | Action::DeliverExpiry(i)
+            | Action::Timer(i)
+            | Action::Expire(i)
+            | Action::Script(i) => i,
         }
     }
 }
