@@ -41,7 +41,7 @@ use std::str::FromStr;
 
 use avout::planted::{self, Bug, Bugs};
 
-pub use check::{Report, Search, Verdict, check, trace};
+pub use check::{Report, Search, Verdict, check, check_with, trace};
 
 use crate::world::Faults;
 
@@ -287,20 +287,38 @@ impl Config {
 /// assert!(e.to_string().contains("paxos"));
 /// ```
 pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
+    check_named_with(name, config, &mut |_| {})
+}
+
+/// Checks the model called `name`, calling `progress` a few times a second (see
+/// [`check::check_with`]).
+///
+/// ```
+/// let mut ticks = 0;
+/// let config = avout_models::Config { faults: 0, ..Default::default() };
+/// let report = avout_models::check_named_with("atom", &config, &mut |_| ticks += 1).unwrap();
+/// assert!(report.ok() && ticks > 0);
+/// ```
+pub fn check_named_with(
+    name: &str,
+    config: &Config,
+    progress: &mut dyn FnMut(&check::Progress),
+) -> Result<Report, ModelError> {
     let search = config.search;
     let named = name.parse::<Named>()?;
     Ok(match named {
-        Named::Mutex => check(config.lock(lock::Flavor::Mutex)?, search),
-        Named::RwLock => check(config.lock(lock::Flavor::RwLock)?, search),
-        Named::Election => check(config.lock(lock::Flavor::Election)?, search),
-        Named::Atom => check(config.atom()?, search),
-        Named::Stm => check(config.stm()?, search),
-        Named::Mvcc | Named::MvccBank => check(
+        Named::Mutex => check_with(config.lock(lock::Flavor::Mutex)?, search, progress),
+        Named::RwLock => check_with(config.lock(lock::Flavor::RwLock)?, search, progress),
+        Named::Election => check_with(config.lock(lock::Flavor::Election)?, search, progress),
+        Named::Atom => check_with(config.atom()?, search, progress),
+        Named::Stm => check_with(config.stm()?, search, progress),
+        Named::Mvcc | Named::MvccBank => check_with(
             config.mvcc(named)?,
             Search {
-                max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
+                max_depth: search.max_depth.or(mvcc::default_depth(search.strategy)),
                 ..search
             },
+            progress,
         ),
     })
 }

@@ -204,6 +204,21 @@ impl<T: Eq + Hash> Interner<T> {
             .len()
     }
 
+    /// Forgets every kept value (values still held elsewhere stay alive).
+    ///
+    /// ```
+    /// let interner = avout_models::shared::Interner::default();
+    /// interner.intern(avout_models::shared::Shared::new(1u8));
+    /// interner.clear();
+    /// assert!(interner.is_empty());
+    /// ```
+    pub fn clear(&self) {
+        self.kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// Whether none is kept.
     ///
     /// ```

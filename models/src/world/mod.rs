@@ -359,9 +359,10 @@ impl<A: Agent> World<A> {
             Some(_) => self.clients.iter().map(|c| c.agent.summary()).collect(),
             None => Vec::new(),
         };
-        let mut say = |line: String| {
+        // Lines are only written when asked for: formatting them is most of a step's cost.
+        let mut say = |line: &dyn Fn() -> String| {
             if let Some(log) = log.as_deref_mut() {
-                log.push(shorten(&line));
+                log.push(shorten(&line()));
             }
         };
         match action {
@@ -375,12 +376,14 @@ impl<A: Agent> World<A> {
                 let session = client.session;
                 let applied = self.kernel.make_mut().apply(0, session, &request);
                 let result = applied.result;
-                say(format!(
-                    "server applies client {i}'s {}: {}{}",
-                    show_request(&request),
-                    show_result(&result),
-                    if lost { " — REPLY LOST" } else { "" }
-                ));
+                say(&|| {
+                    format!(
+                        "server applies client {i}'s {}: {}{}",
+                        show_request(&request),
+                        show_result(&result),
+                        if lost { " — REPLY LOST" } else { "" }
+                    )
+                });
                 // The client library registers a watch when the reply arrives: a lost reply
                 // leaves the server's watch with nobody to fan its event out to (found by
                 // trace conformance: the model used to deliver that event to the machine).
@@ -417,14 +420,16 @@ impl<A: Agent> World<A> {
                     .outbox
                     .pop_front()
                     .expect("a request");
-                say(format!(
-                    "client {i}'s {} is LOST before the server sees it",
-                    show_request(&request)
-                ));
+                say(&|| {
+                    format!(
+                        "client {i}'s {} is LOST before the server sees it",
+                        show_request(&request)
+                    )
+                });
                 self.break_connection(i, token, &mut say);
             }
             Action::Reconnect(i) => {
-                say(format!("client {i} is CONNECTED again"));
+                say(&|| format!("client {i} is CONNECTED again"));
                 let c = self.clients[i].make_mut();
                 c.connected = true;
                 c.inbox.push_back(Msg::Reconnected);
@@ -443,7 +448,7 @@ impl<A: Agent> World<A> {
                     Msg::Reply { token, result } => {
                         let mut next = Some((token, result));
                         while let Some((token, result)) = next.take() {
-                            say(format!("client {i} reads reply {}", show_result(&result)));
+                            say(&|| format!("client {i} reads reply {}", show_result(&result)));
                             c.agent.handle_reply(token, result);
                             if self.batch_replies
                                 && let Some(Msg::Reply { .. }) = c.inbox.front()
@@ -454,15 +459,15 @@ impl<A: Agent> World<A> {
                         }
                     }
                     Msg::Watch { token, event } => {
-                        say(format!("client {i} reads watch event {event}"));
+                        say(&|| format!("client {i} reads watch event {event}"));
                         c.agent.handle_watch(token, event);
                     }
                     Msg::Reconnected => {
-                        say(format!("client {i} learns it is connected again"));
+                        say(&|| format!("client {i} learns it is connected again"));
                         c.agent.handle_session(SessionState::Connected);
                     }
                     Msg::Expired => {
-                        say(format!("client {i} learns its session EXPIRED"));
+                        say(&|| format!("client {i} learns its session EXPIRED"));
                         c.told_expired = true;
                         c.agent.handle_session(SessionState::Disconnected);
                         c.agent.handle_session(SessionState::Expired);
@@ -477,21 +482,23 @@ impl<A: Agent> World<A> {
             Action::Timer(i) => {
                 let c = self.clients[i].make_mut();
                 let at = c.agent.poll_timer().expect("a timer");
-                say(format!("client {i}'s timer fires"));
+                say(&|| format!("client {i}'s timer fires"));
                 c.agent.handle_timer(at);
             }
             Action::Script(i) => {
                 let c = self.clients[i].make_mut();
-                say(format!(
-                    "client {i} {}",
-                    c.agent.script_step().expect("a script step")
-                ));
+                say(&|| {
+                    format!(
+                        "client {i} {}",
+                        c.agent.script_step().expect("a script step")
+                    )
+                });
                 c.agent.take_script_step();
             }
             Action::Expire(i) => {
                 self.faults_left -= 1;
                 let session = self.clients[i].session;
-                say(format!("server EXPIRES client {i}'s session"));
+                say(&|| format!("server EXPIRES client {i}'s session"));
                 let events = self.kernel.make_mut().expire_session(0, session);
                 self.route(events, &mut say);
                 self.clients[i].make_mut().inbox.push_back(Msg::Expired);
@@ -520,7 +527,12 @@ impl<A: Agent> World<A> {
     /// library do), ahead of anything else in its inbox. Watch events still come. The `Disconnected` state itself is not told:
     /// no machine acts on it (only `Connected` and the terminal states change what they do),
     /// and [`Action::Reconnect`] tells `Connected`.
-    fn break_connection(&mut self, i: usize, lost: Token, say: &mut impl FnMut(String)) {
+    fn break_connection(
+        &mut self,
+        i: usize,
+        lost: Token,
+        say: &mut impl FnMut(&dyn Fn() -> String),
+    ) {
         let c = self.clients[i].make_mut();
         let mut failed = Vec::new();
         c.inbox.retain(|m| match m {
@@ -532,10 +544,12 @@ impl<A: Agent> World<A> {
         });
         failed.push(lost);
         failed.extend(c.outbox.drain(..).map(|(token, _)| token));
-        say(format!(
-            "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
-            failed.len()
-        ));
+        say(&|| {
+            format!(
+                "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
+                failed.len()
+            )
+        });
         // The failures reach the client at once, ahead of watch events still on their way.
         for token in failed.into_iter().rev() {
             c.inbox.push_front(Msg::Reply {
@@ -547,7 +561,7 @@ impl<A: Agent> World<A> {
     }
 
     /// Fans watch events out to the watches the clients' libraries hold.
-    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(String)) {
+    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(&dyn Fn() -> String)) {
         for fired in events {
             let tables: &[Table] = match fired.event.kind {
                 EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
@@ -569,7 +583,7 @@ impl<A: Agent> World<A> {
                     }
                 }
             }
-            say(format!("    fires {}", fired.event));
+            say(&|| format!("    fires {}", fired.event));
         }
     }
 }

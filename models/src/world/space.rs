@@ -70,6 +70,13 @@ impl<A: Agent> Space<A> {
         next
     }
 
+    /// Forgets the kept kernels and clients (states holding them keep them alive; later
+    /// equal ones are no longer shared with them).
+    pub fn forget(&self) {
+        self.inner.kernels.clear();
+        self.inner.clients.clear();
+    }
+
     /// How many distinct kernels and clients the states share.
     ///
     /// ```
