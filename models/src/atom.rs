@@ -255,7 +255,7 @@ impl AtomModel {
     pub fn new(clients: u8) -> Self {
         AtomModel {
             clients,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             bug: None,
             space: Space::default(),
         }
@@ -344,6 +344,7 @@ impl Model for AtomModel {
                 recovered(s)
             }));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -43,7 +43,7 @@ use avout::planted::{self, Bug, Bugs};
 
 pub use check::{Report, Search, Verdict, check, check_with, trace};
 
-use crate::world::Faults;
+use crate::world::{FaultKind, Faults};
 
 /// The set a model's `bug` plants in its clients' machines (their configuration).
 pub(crate) fn plant(bug: Option<Bug>) -> Bugs {
@@ -158,8 +158,10 @@ pub struct Config {
     pub clients: u8,
     /// Acquire-hold-release cycles per lock client.
     pub cycles: u8,
-    /// At most this many faults per run (request lost, reply lost, session expiry).
+    /// At most this many faults per run.
     pub faults: u8,
+    /// The kinds of fault drawn on (by default [`FaultKind::CLASSIC`]).
+    pub kinds: Vec<FaultKind>,
     /// A planted bug to switch on (feature `planted-bugs`).
     pub bug: Option<Bug>,
     /// How to search.
@@ -172,6 +174,7 @@ impl Default for Config {
             clients: 2,
             cycles: 1,
             faults: 1,
+            kinds: FaultKind::CLASSIC.to_vec(),
             bug: None,
             search: Search::default(),
         }
@@ -203,11 +206,7 @@ impl Config {
     }
 
     fn faults(&self) -> Faults {
-        if self.faults == 0 {
-            Faults::NONE
-        } else {
-            Faults::all(self.faults)
-        }
+        Faults::of(self.faults, &self.kinds)
     }
 
     /// The lock model of `flavor` this configuration describes. See [`Config`].

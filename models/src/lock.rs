@@ -428,7 +428,7 @@ impl LockModel {
             flavor,
             clients,
             cycles: 1,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             bug: None,
             space: Space::default(),
         }
@@ -595,6 +595,7 @@ impl Model for LockModel {
                 readers_share(s)
             }));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -495,7 +495,7 @@ impl StmModel {
     pub fn new(clients: u8) -> Self {
         StmModel {
             clients,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             retry_limit: avout::stm::StmConfig::default().retry_limit,
             bug: None,
             space: Space::default(),
@@ -614,6 +614,7 @@ impl Model for StmModel {
                 |_, s| tx::reader_validated(s),
             ));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -37,7 +37,7 @@ const FORGET_PAST: usize = 20_000;
 /// What one walk leans towards (see the [module docs](self)).
 struct Swarm {
     speeds: Vec<u32>,
-    appetite: [u32; 4],
+    appetite: [u32; 6],
 }
 
 impl Swarm {
@@ -49,15 +49,20 @@ impl Swarm {
         Swarm { speeds, appetite }
     }
 
-    /// An action's weight; faults are weighed against the client's ordinary steps (6 each).
+    /// An action's weight; faults are weighed against the client's ordinary steps (6 each),
+    /// the environment's own steps (an outage, a follower catching up) as a middling
+    /// client's.
     fn weight(&self, action: Action) -> u32 {
         let kind = match action {
             Action::LoseRequest(_) => self.appetite[0],
             Action::LoseReply(_) => self.appetite[1],
             Action::Expire(_) => self.appetite[2],
+            Action::Disconnect(_) => self.appetite[3],
+            Action::Lag(_) => self.appetite[4],
+            Action::Outage => self.appetite[5],
             _ => 6,
         };
-        self.speeds[action.client()] * kind
+        action.client().map_or(3, |c| self.speeds[c]) * kind
     }
 
     fn choose(&self, rng: &mut ChaCha8Rng, actions: &[Action]) -> Action {

@@ -266,6 +266,7 @@ impl Model for MvccModel {
                 |_, s| tx::reader_validated(s),
             ));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

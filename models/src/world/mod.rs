@@ -24,6 +24,7 @@
 //! the client takes no step meanwhile — which is what a pause is.
 
 mod agent;
+mod faults;
 mod show;
 mod space;
 
@@ -33,9 +34,11 @@ use std::time::Duration;
 
 use avout::machine::{Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
-use avout_sim_zk::kernel::{Fired, Kernel};
+use avout_sim_zk::kernel::{Fired, Kernel, Server};
 
 pub use agent::{Agent, Run};
+pub(crate) use faults::examples as fault_examples;
+pub use faults::{FaultKind, Faults};
 pub use space::Space;
 
 use crate::shared::Shared;
@@ -107,6 +110,10 @@ pub struct Client<A> {
     /// Whether its connection is up. A lost request or reply breaks it (see
     /// [`Action::LoseRequest`]); requests made meanwhile wait for [`Action::Reconnect`].
     pub connected: bool,
+    /// Ghost: a read of this client was served by a follower that lagged behind the leader.
+    pub read_stale: bool,
+    /// Ghost: its connection was cut by a disconnect or an outage (not by a lost message).
+    pub cut: bool,
 }
 
 impl<A: Agent> Client<A> {
@@ -119,45 +126,6 @@ impl<A: Agent> Client<A> {
         if self.agent.finished() {
             self.inbox.clear();
             self.watches.clear();
-        }
-    }
-}
-
-/// Which faults the environment may inject, and how many in one run.
-///
-/// ```
-/// use avout_models::world::Faults;
-/// assert!(Faults::all(2).reply_lost);
-/// assert_eq!(Faults::NONE.budget, 0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Faults {
-    /// At most this many faults per run.
-    pub budget: u8,
-    /// A request lost before the server sees it.
-    pub request_lost: bool,
-    /// A request applied and its reply lost.
-    pub reply_lost: bool,
-    /// A session expired by the server.
-    pub expiry: bool,
-}
-
-impl Faults {
-    /// No faults. See [`Faults`] for an example.
-    pub const NONE: Faults = Faults {
-        budget: 0,
-        request_lost: false,
-        reply_lost: false,
-        expiry: false,
-    };
-
-    /// Every fault kind, at most `budget` of them per run. See [`Faults`] for an example.
-    pub fn all(budget: u8) -> Faults {
-        Faults {
-            budget,
-            request_lost: true,
-            reply_lost: true,
-            expiry: true,
         }
     }
 }
@@ -194,6 +162,20 @@ pub enum Action {
     Expire(usize),
     /// The client's script takes its next step.
     Script(usize),
+    /// The client's connection breaks with no request on its way to the server (a fault):
+    /// the replies on their way back fail with `ConnectionLoss`, and the client waits for
+    /// [`Action::Reconnect`].
+    Disconnect(usize),
+    /// Every client's connection breaks at once (a fault), as [`Action::Disconnect`] and
+    /// [`Action::LoseRequest`] do to one.
+    Outage,
+    /// The client's session moves to a follower (a fault), which from then on lags behind
+    /// the leader until [`Action::CatchUp`]: the client's reads may be stale, never older
+    /// than what it saw, and always after its own writes (the kernel's follower).
+    Lag(usize),
+    /// The follower applies what the leader committed meanwhile, firing the watches set on
+    /// it.
+    CatchUp,
 }
 
 /// The state of the checked system.
@@ -226,7 +208,11 @@ impl<A: Agent> World<A> {
     /// A world with one session per agent, after `setup` (requests applied on a separate,
     /// live session before the clients start: say, creating an atom's node). See [`World`].
     pub fn new(agents: Vec<A>, faults: Faults, setup: &[Request]) -> Self {
-        let mut kernel = Kernel::new();
+        let mut kernel = if faults.stale_read {
+            Kernel::with_follower()
+        } else {
+            Kernel::new()
+        };
         let admin = kernel.create_session(0, Duration::from_secs(30));
         for request in setup {
             let applied = kernel.apply(0, admin, request);
@@ -236,6 +222,7 @@ impl<A: Agent> World<A> {
             .into_iter()
             .map(|agent| (agent, kernel.create_session(0, Duration::from_secs(10))))
             .collect();
+        kernel.sync_follower();
         World::from_kernel(kernel, agents, faults.budget)
     }
 
@@ -271,6 +258,8 @@ impl<A: Agent> World<A> {
                     watches: BTreeMap::new(),
                     told_expired: false,
                     connected: true,
+                    read_stale: false,
+                    cut: false,
                 };
                 client.flush();
                 Shared::new(client)
@@ -347,10 +336,34 @@ impl<A: Agent> World<A> {
             if c.agent.script_step().is_some() {
                 actions.push(Action::Script(i));
             }
-            if fault && faults.expiry && self.kernel.is_alive(c.session) && !c.agent.finished() {
+            let live = self.kernel.is_alive(c.session) && !c.agent.finished();
+            if fault && faults.expiry && live {
                 actions.push(Action::Expire(i));
             }
+            // With requests on their way, a disconnect is a lost request (above).
+            if fault && faults.disconnect && live && c.connected && c.outbox.is_empty() {
+                actions.push(Action::Disconnect(i));
+            }
+            if fault
+                && faults.stale_read
+                && live
+                && self.kernel.server_of(c.session) == Some(Server::Leader)
+            {
+                actions.push(Action::Lag(i));
+            }
         }
+        if fault && faults.outage && self.clients.iter().any(|c| self.breakable(c)) {
+            actions.push(Action::Outage);
+        }
+        if self.kernel.follower_backlog() > 0 {
+            actions.push(Action::CatchUp);
+        }
+    }
+
+    /// Whether an outage breaks `c`'s connection: it is up, on a live session whose client
+    /// has not finished.
+    fn breakable(&self, c: &Client<A>) -> bool {
+        c.connected && self.kernel.is_alive(c.session) && !c.agent.finished()
     }
 
     /// Takes `action`; with `log`, describes what happened. See [`World`].
@@ -374,7 +387,22 @@ impl<A: Agent> World<A> {
                 let client = self.clients[i].make_mut();
                 let (token, request) = client.outbox.pop_front().expect("a request");
                 let session = client.session;
-                let applied = self.kernel.make_mut().apply(0, session, &request);
+                if self.kernel.server_of(session) == Some(Server::Follower)
+                    && self.kernel.follower_backlog() > 0
+                    && !request.is_write()
+                {
+                    client.read_stale = true;
+                }
+                let mut applied = self.kernel.make_mut().apply(0, session, &request);
+                // ZooKeeper answers a write, refused or not, from the client's server once it
+                // applied everything committed before it; the kernel's follower catches up
+                // only for writes that succeed, which would let a refused write go round
+                // on stale reads for ever.
+                if request.is_write() && self.kernel.server_of(session) == Some(Server::Follower) {
+                    applied
+                        .events
+                        .extend(self.kernel.make_mut().sync_follower());
+                }
                 let result = applied.result;
                 say(&|| {
                     format!(
@@ -405,7 +433,7 @@ impl<A: Agent> World<A> {
                     .observe_applied(&request, &result, lost);
                 self.route(applied.events, &mut say);
                 if lost {
-                    self.break_connection(i, token, &mut say);
+                    self.break_connection(i, Some(token), &mut say);
                 } else {
                     self.clients[i]
                         .make_mut()
@@ -426,7 +454,35 @@ impl<A: Agent> World<A> {
                         show_request(&request)
                     )
                 });
-                self.break_connection(i, token, &mut say);
+                self.break_connection(i, Some(token), &mut say);
+            }
+            Action::Disconnect(i) => {
+                self.faults_left -= 1;
+                say(&|| format!("client {i}'s connection is CUT"));
+                self.clients[i].make_mut().cut = true;
+                self.break_connection(i, None, &mut say);
+            }
+            Action::Outage => {
+                self.faults_left -= 1;
+                say(&|| "OUTAGE: the service is unreachable".into());
+                for i in 0..self.clients.len() {
+                    if self.breakable(&self.clients[i]) {
+                        self.clients[i].make_mut().cut = true;
+                        self.break_connection(i, None, &mut say);
+                    }
+                }
+            }
+            Action::Lag(i) => {
+                self.faults_left -= 1;
+                say(&|| format!("client {i}'s session MOVES to a lagging follower"));
+                let session = self.clients[i].session;
+                let events = self.kernel.make_mut().attach(session, Server::Follower);
+                self.route(events, &mut say);
+            }
+            Action::CatchUp => {
+                say(&|| "the follower catches up with the leader".into());
+                let events = self.kernel.make_mut().sync_follower();
+                self.route(events, &mut say);
             }
             Action::Reconnect(i) => {
                 say(&|| format!("client {i} is CONNECTED again"));
@@ -506,7 +562,19 @@ impl<A: Agent> World<A> {
         }
         // Only the acting client's agent can have changed, so only it has requests to send
         // or may have finished.
-        self.clients[action.client()].make_mut().flush();
+        if let Some(i) = action.client() {
+            self.clients[i].make_mut().flush();
+        }
+        // A follower nobody reads from has nothing to show late: keep it caught up, so its
+        // backlog does not tell states apart.
+        if self.kernel.follower_backlog() > 0
+            && !self
+                .clients
+                .iter()
+                .any(|c| self.kernel.server_of(c.session) == Some(Server::Follower))
+        {
+            self.kernel.make_mut().sync_follower();
+        }
         self.kernel.rehash();
         for c in &mut self.clients {
             c.rehash();
@@ -530,7 +598,7 @@ impl<A: Agent> World<A> {
     fn break_connection(
         &mut self,
         i: usize,
-        lost: Token,
+        lost: Option<Token>,
         say: &mut impl FnMut(&dyn Fn() -> String),
     ) {
         let c = self.clients[i].make_mut();
@@ -542,7 +610,7 @@ impl<A: Agent> World<A> {
             }
             _ => true,
         });
-        failed.push(lost);
+        failed.extend(lost);
         failed.extend(c.outbox.drain(..).map(|(token, _)| token));
         say(&|| {
             format!(
@@ -589,13 +657,14 @@ impl<A: Agent> World<A> {
 }
 
 impl Action {
-    /// The client the action is about.
+    /// The client the action is about, if one.
     ///
     /// ```
-    /// assert_eq!(avout_models::world::Action::Timer(3).client(), 3);
+    /// assert_eq!(avout_models::world::Action::Timer(3).client(), Some(3));
+    /// assert_eq!(avout_models::world::Action::Outage.client(), None);
     /// ```
-    pub fn client(self) -> usize {
-        match self {
+    pub fn client(self) -> Option<usize> {
+        Some(match self {
             Action::Apply(i)
             | Action::LoseRequest(i)
             | Action::LoseReply(i)
@@ -606,8 +675,11 @@ impl Action {
             | Action::DeliverExpiry(i)
             | Action::Timer(i)
             | Action::Expire(i)
+            | Action::Disconnect(i)
+            | Action::Lag(i)
             | Action::Script(i) => i,
-        }
+            Action::Outage | Action::CatchUp => return None,
+        })
     }
 }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use avout::planted::Bug;
 use avout_models::check::{Budget, Coverage, Outcome, Progress, Strategy, Trace, memory};
+use avout_models::world::FaultKind;
 use avout_models::{Config, ModelError, Named, Report, Search, check_named_with, serve_named};
 use serde_json::{Value, json};
 
@@ -33,9 +34,13 @@ pub(crate) struct ModelArgs {
     /// Check every schedule of at most this many steps, no longer ones (walks: cut there).
     #[arg(long)]
     depth: Option<usize>,
-    /// Faults per run (request lost, reply lost, session expiry), at most.
+    /// Faults per run, at most.
     #[arg(long, default_value_t = 1)]
     faults: u8,
+    /// The kinds of fault drawn on, comma-separated: request-lost, reply-lost, expiry,
+    /// disconnect, stale-read, outage.
+    #[arg(long, value_delimiter = ',', default_values_t = FaultKind::CLASSIC.to_vec())]
+    kinds: Vec<FaultKind>,
     /// Acquire-hold-release cycles per lock client (1 to 3).
     #[arg(long, default_value_t = 1)]
     cycles: u8,
@@ -137,6 +142,7 @@ fn check(args: &ModelArgs) -> Result<Outcome, ModelError> {
         clients: args.clients,
         cycles: args.cycles,
         faults: args.faults,
+        kinds: args.kinds.clone(),
         bug: args.planted,
         search: Search {
             strategy,
@@ -187,6 +193,10 @@ fn header(args: &ModelArgs, budget: &Budget) -> String {
         args.clients,
         args.faults
     );
+    if args.faults > 0 && args.kinds != FaultKind::CLASSIC {
+        let kinds: Vec<_> = args.kinds.iter().map(|k| k.name()).collect();
+        line.push_str(&format!(" ({})", kinds.join(", ")));
+    }
     if let Some(d) = args.depth {
         line.push_str(&format!(", depth {d}"));
     }
@@ -343,6 +353,7 @@ fn report_json(name: &str, args: &ModelArgs, budget: &Budget, report: &Report) -
         "config": {
             "clients": args.clients,
             "faults": args.faults,
+            "kinds": args.kinds.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "cycles": args.cycles,
             "depth": args.depth,
             "dfs": args.dfs,
