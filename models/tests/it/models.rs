@@ -228,14 +228,14 @@ fn bad_configurations_are_refused() {
     assert!(check_named("nope", &Config::default()).is_err());
 }
 
-/// No property may come out violated because a budget cut the check: after the stop, the
-/// states left have no successors, which the checker would take for the end of their
-/// schedules.
+/// No property came out violated (in a correct model: not by a budget cutting the check,
+/// after which the states left have no successors, which the checker would take for the end
+/// of their schedules).
 fn nothing_violated(report: &avout_models::Report) {
     for p in &report.properties {
         assert!(
             !matches!(p.verdict, Verdict::Violated(_)),
-            "{} violated by the stop:\n{report}",
+            "{} violated:\n{report}",
             p.name
         );
     }
