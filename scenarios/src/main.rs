@@ -24,8 +24,8 @@
 //!   [--kinds K,...] [--depth D] [--dfs | --walks W [--seed S]] [--max-states N]
 //!   [--max-memory SIZE] [--json] [--explorer ADDR]` model-checks the production protocol
 //!   machines (stateright, or seeded random walks), within its budgets: exit 0 if every
-//!   property comes out as wanted, 1 (with a counterexample trace) if not, 3 if a budget
-//!   stopped it first.
+//!   property comes out as wanted, 1 (with a counterexample trace) if not, 3 if it did not
+//!   cover everything (a budget, a depth bound, walks) and an example is missing.
 //!
 //! A failed benchmark check (two lock holders, a wrong counter total) prints `FAIL: …` to
 //! stderr and exits with status 1, as the peers do. Every other failure prints one `avout: …`

@@ -267,10 +267,10 @@ impl fmt::Display for Coverage {
 pub enum Outcome {
     /// Every property came out as wanted.
     Passed,
-    /// A counterexample; or, with every state up to the coverage checked, an example not
-    /// found.
+    /// A counterexample; or, with every reachable state checked, an example not found.
     Failed,
-    /// No counterexample, but not everything was checked and some example is missing.
+    /// No counterexample, but not everything was checked (a budget, a depth bound, random
+    /// walks) and some example is missing: it may lie beyond what was checked.
     Incomplete,
 }
 
@@ -318,10 +318,10 @@ impl Report {
             Outcome::Failed
         } else if self.ok() {
             Outcome::Passed
-        } else if self.coverage.partial() {
-            Outcome::Incomplete
-        } else {
+        } else if self.coverage == Coverage::Complete {
             Outcome::Failed
+        } else {
+            Outcome::Incomplete
         }
     }
 
@@ -362,7 +362,10 @@ impl fmt::Display for Report {
                 (Verdict::Holds, true) => "holds so far",
                 (Verdict::Violated(_), _) => "VIOLATED",
                 (Verdict::Found(_), _) => "example found",
-                (Verdict::NotFound, false) => "NO EXAMPLE FOUND",
+                (Verdict::NotFound, false) if self.coverage == Coverage::Complete => {
+                    "NO EXAMPLE FOUND"
+                }
+                (Verdict::NotFound, false) => "not found within the bound",
                 (Verdict::NotFound, true) => "not found so far",
             };
             let hits = match (p.hits, &self.coverage) {

@@ -212,6 +212,13 @@ fn a_depth_bound_stops_the_search_and_leaves_examples_unfound() {
         Verdict::NotFound
     );
     assert!(!report.ok());
+    // The example may lie beyond the bound: not a failure, not a pass.
+    assert_eq!(
+        report.outcome(),
+        avout_models::check::Outcome::Incomplete,
+        "{report}"
+    );
+    assert!(report.to_string().contains("not found within the bound"));
 }
 
 #[test]
@@ -348,4 +355,25 @@ fn random_walks_are_replayed_by_their_seed_and_find_nothing_wrong_in_a_correct_m
     );
     let other = walks(8);
     assert_ne!(report.states, other.states, "another seed, other walks");
+}
+
+/// The read fault (two commits between a reader's two reads, MAX-HISTORY 1: the value at the
+/// reader's point is trimmed) needs three clients and schedules deeper than an exhaustive
+/// check reaches; random walks reach it (walk seed 14 here; 49 of 2,000 walks from seed 1).
+#[test]
+fn mvcc_read_fault_is_reached_with_three_clients_by_random_walks() {
+    let config = Config {
+        clients: 3,
+        faults: 1,
+        search: Search {
+            strategy: Strategy::Walks { walks: 20, seed: 1 },
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc", &config).expect("a model");
+    nothing_violated(&report);
+    let p = report.property("a read fault happens");
+    assert!(matches!(p.verdict, Verdict::Found(_)), "{report}");
+    assert_eq!(p.seed, Some(14), "{report}");
 }

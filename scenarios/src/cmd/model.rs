@@ -8,9 +8,9 @@
 //! web UI to walk the model's states) instead.
 //!
 //! Exit status: 0 when every property came out as wanted, 1 for a counterexample (or an
-//! example not found in a check that covered everything up to its bound), 2 for bad
-//! arguments, 3 when a budget stopped the check before anything was violated but before
-//! every example was found.
+//! example not found in a check that covered every reachable state), 2 for bad arguments, 3
+//! when nothing was violated but an example is missing from a check that did not cover
+//! everything (a budget stopped it, a depth bound cut it, or it walked at random).
 
 use std::io::IsTerminal;
 use std::time::Duration;
