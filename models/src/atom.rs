@@ -24,7 +24,7 @@ use avout::planted::{Bug, Bugs};
 use avout::{SessionState, WatchedEvent};
 use stateright::{Model, Property};
 
-use crate::world::{Action, Agent, Faults, NOW, Run, World};
+use crate::world::{Action, Agent, Faults, NOW, Run, Space, World};
 
 /// The atom's node.
 ///
@@ -245,6 +245,9 @@ pub struct AtomModel {
     pub faults: Faults,
     /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
+    /// What the model's states share (see [`Space`]); [`crate::check()`] gives each check a
+    /// fresh one.
+    pub space: Space<AtomAgent>,
 }
 
 impl AtomModel {
@@ -252,8 +255,9 @@ impl AtomModel {
     pub fn new(clients: u8) -> Self {
         AtomModel {
             clients,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             bug: None,
+            space: Space::default(),
         }
     }
 }
@@ -318,11 +322,11 @@ impl Model for AtomModel {
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        state.actions(&self.faults, actions);
+        self.space.actions(state, &self.faults, actions);
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action))
+        Some(self.space.after(last, action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -340,6 +344,7 @@ impl Model for AtomModel {
                 recovered(s)
             }));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -32,6 +32,7 @@ pub mod check;
 pub mod conformance;
 pub mod lock;
 pub mod mvcc;
+pub mod shared;
 pub mod stm;
 mod tx;
 pub mod world;
@@ -40,9 +41,9 @@ use std::str::FromStr;
 
 use avout::planted::{self, Bug, Bugs};
 
-pub use check::{Report, Search, Verdict, check, trace};
+pub use check::{Report, Search, Verdict, check, check_with, trace};
 
-use crate::world::Faults;
+use crate::world::{FaultKind, Faults};
 
 /// The set a model's `bug` plants in its clients' machines (their configuration).
 pub(crate) fn plant(bug: Option<Bug>) -> Bugs {
@@ -157,8 +158,10 @@ pub struct Config {
     pub clients: u8,
     /// Acquire-hold-release cycles per lock client.
     pub cycles: u8,
-    /// At most this many faults per run (request lost, reply lost, session expiry).
+    /// At most this many faults per run.
     pub faults: u8,
+    /// The kinds of fault drawn on (by default [`FaultKind::CLASSIC`]).
+    pub kinds: Vec<FaultKind>,
     /// A planted bug to switch on (feature `planted-bugs`).
     pub bug: Option<Bug>,
     /// How to search.
@@ -171,6 +174,7 @@ impl Default for Config {
             clients: 2,
             cycles: 1,
             faults: 1,
+            kinds: FaultKind::CLASSIC.to_vec(),
             bug: None,
             search: Search::default(),
         }
@@ -202,11 +206,7 @@ impl Config {
     }
 
     fn faults(&self) -> Faults {
-        if self.faults == 0 {
-            Faults::NONE
-        } else {
-            Faults::all(self.faults)
-        }
+        Faults::of(self.faults, &self.kinds)
     }
 
     /// The lock model of `flavor` this configuration describes. See [`Config`].
@@ -218,6 +218,7 @@ impl Config {
             cycles: self.cycles,
             faults: self.faults(),
             bug: self.bug,
+            space: Default::default(),
         })
     }
 
@@ -232,6 +233,7 @@ impl Config {
             clients: self.clients,
             faults: self.faults(),
             bug: self.bug,
+            space: Default::default(),
         })
     }
 }
@@ -284,20 +286,38 @@ impl Config {
 /// assert!(e.to_string().contains("paxos"));
 /// ```
 pub fn check_named(name: &str, config: &Config) -> Result<Report, ModelError> {
+    check_named_with(name, config, &mut |_| {})
+}
+
+/// Checks the model called `name`, calling `progress` a few times a second (see
+/// [`check::check_with`]).
+///
+/// ```
+/// let mut ticks = 0;
+/// let config = avout_models::Config { faults: 0, ..Default::default() };
+/// let report = avout_models::check_named_with("atom", &config, &mut |_| ticks += 1).unwrap();
+/// assert!(report.ok() && ticks > 0);
+/// ```
+pub fn check_named_with(
+    name: &str,
+    config: &Config,
+    progress: &mut dyn FnMut(&check::Progress),
+) -> Result<Report, ModelError> {
     let search = config.search;
     let named = name.parse::<Named>()?;
     Ok(match named {
-        Named::Mutex => check(config.lock(lock::Flavor::Mutex)?, search),
-        Named::RwLock => check(config.lock(lock::Flavor::RwLock)?, search),
-        Named::Election => check(config.lock(lock::Flavor::Election)?, search),
-        Named::Atom => check(config.atom()?, search),
-        Named::Stm => check(config.stm()?, search),
-        Named::Mvcc | Named::MvccBank => check(
+        Named::Mutex => check_with(config.lock(lock::Flavor::Mutex)?, search, progress),
+        Named::RwLock => check_with(config.lock(lock::Flavor::RwLock)?, search, progress),
+        Named::Election => check_with(config.lock(lock::Flavor::Election)?, search, progress),
+        Named::Atom => check_with(config.atom()?, search, progress),
+        Named::Stm => check_with(config.stm()?, search, progress),
+        Named::Mvcc | Named::MvccBank => check_with(
             config.mvcc(named)?,
             Search {
-                max_depth: search.max_depth.or(Some(mvcc::DEFAULT_DEPTH)),
+                max_depth: search.max_depth.or(mvcc::default_depth(search.strategy)),
                 ..search
             },
+            progress,
         ),
     })
 }

@@ -36,7 +36,7 @@ use avout::planted::{Bug, Bugs};
 use avout::{CreateMode, SessionState, WatchedEvent, path};
 use stateright::{Model, Property};
 
-use crate::world::{Action, Agent, Faults, Run, World, shorten};
+use crate::world::{Action, Agent, Faults, Run, Space, World, shorten};
 
 /// The lock directory every client contends on.
 ///
@@ -415,6 +415,9 @@ pub struct LockModel {
     pub faults: Faults,
     /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
+    /// What the model's states share (see [`Space`]); [`crate::check()`] gives each check a
+    /// fresh one.
+    pub space: Space<LockAgent>,
 }
 
 impl LockModel {
@@ -425,8 +428,9 @@ impl LockModel {
             flavor,
             clients,
             cycles: 1,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             bug: None,
+            space: Space::default(),
         }
     }
 
@@ -543,11 +547,11 @@ impl Model for LockModel {
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        state.actions(&self.faults, actions);
+        self.space.actions(state, &self.faults, actions);
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action))
+        Some(self.space.after(last, action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -591,6 +595,7 @@ impl Model for LockModel {
                 readers_share(s)
             }));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -60,7 +60,7 @@ use avout::{Error, Op, SessionState, WatchedEvent};
 use stateright::{Model, Property};
 
 use crate::tx;
-use crate::world::{Action, Agent, Faults, NOW, Run, World};
+use crate::world::{Action, Agent, Faults, NOW, Run, Space, World};
 
 /// The STM's root; refs live under `<root>/refs`.
 ///
@@ -484,6 +484,9 @@ pub struct StmModel {
     pub retry_limit: u32,
     /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
+    /// What the model's states share (see [`Space`]); [`crate::check()`] gives each check a
+    /// fresh one.
+    pub space: Space<StmAgent>,
 }
 
 impl StmModel {
@@ -492,9 +495,10 @@ impl StmModel {
     pub fn new(clients: u8) -> Self {
         StmModel {
             clients,
-            faults: Faults::all(1),
+            faults: Faults::classic(1),
             retry_limit: avout::stm::StmConfig::default().retry_limit,
             bug: None,
+            space: Space::default(),
         }
     }
 
@@ -559,11 +563,11 @@ impl Model for StmModel {
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        state.actions(&self.faults, actions);
+        self.space.actions(state, &self.faults, actions);
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action))
+        Some(self.space.after(last, action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -610,6 +614,7 @@ impl Model for StmModel {
                 |_, s| tx::reader_validated(s),
             ));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

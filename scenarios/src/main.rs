@@ -20,9 +20,12 @@
 //!   exit 1 if any run failed.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
 //!   [--json]` judges a recorded history: exit 0 valid, 1 anomaly, 2 bad input.
-//! - `avout model mutex|rwlock|election|atom|stm|mvcc [--clients N] [--depth D] [--json]
-//!   [--explorer ADDR]` model-checks the production protocol machines (stateright): exit 0 if every property
-//!   comes out as wanted, 1 (with a counterexample trace) if not.
+//! - `avout model mutex|rwlock|election|atom|stm|mvcc|mvcc-bank [--clients N] [--faults F]
+//!   [--kinds K,...] [--depth D] [--dfs | --walks W [--seed S]] [--max-states N]
+//!   [--max-memory SIZE] [--json] [--explorer ADDR]` model-checks the production protocol
+//!   machines (stateright, or seeded random walks), within its budgets: exit 0 if every
+//!   property comes out as wanted, 1 (with a counterexample trace) if not, 3 if it did not
+//!   cover everything (a budget, a depth bound, walks) and an example is missing.
 //!
 //! A failed benchmark check (two lock holders, a wrong counter total) prints `FAIL: …` to
 //! stderr and exits with status 1, as the peers do. Every other failure prints one `avout: …`
@@ -59,7 +62,7 @@ enum Command {
     Lock(lock::LockCommand),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
     Check(check::CheckArgs),
-    /// Check a protocol model exhaustively (stateright): states, time, each property's verdict.
+    /// Check a protocol model within budgets (stateright, or random walks): what it covered, verdicts.
     Model(model::ModelArgs),
     /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
     Run(run::RunArgs),

@@ -63,7 +63,7 @@ impl<'r, A: Agent> Replay<'r, A> {
 
     fn enabled(&self, action: Action) -> bool {
         let mut actions = Vec::new();
-        self.world.actions(&Faults::all(u8::MAX), &mut actions);
+        self.world.actions(&Faults::classic(u8::MAX), &mut actions);
         actions.contains(&action)
     }
 
@@ -72,19 +72,8 @@ impl<'r, A: Agent> Replay<'r, A> {
         if !forced && !self.enabled(action) {
             return Err(self.diverge(at, format!("{action} is not enabled in the model")));
         }
-        let c = match action {
-            Action::Apply(c)
-            | Action::LoseRequest(c)
-            | Action::LoseReply(c)
-            | Action::DeliverReply(c)
-            | Action::DeliverWatch(c)
-            | Action::DeliverExpiry(c)
-            | Action::DeliverReconnected(c)
-            | Action::Reconnect(c)
-            | Action::Timer(c)
-            | Action::Expire(c)
-            | Action::Script(c) => c,
-        };
+        // The replay takes the three faults sim-zk logs as such, each a client's.
+        let c = action.client().expect("a client's action");
         let before = self.world.clients[c].outbox.len();
         let kept = match action {
             Action::Apply(_) => before - 1,
@@ -251,7 +240,7 @@ impl<'r, A: Agent> Replay<'r, A> {
                         format!("the model's client {c} has no request at the server"),
                     ));
                 };
-                let mut probe = self.world.kernel.clone();
+                let mut probe = (*self.world.kernel).clone();
                 let applied = probe.apply(0, self.world.clients[c].session, request);
                 let model_outcome = outcome(&applied.result);
                 let action = if lost {

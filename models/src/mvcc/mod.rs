@@ -88,7 +88,23 @@ pub const BARGE_WAIT_TRIES: u32 = 2;
 /// whose applications and replies interleave with the other client's), so the model is
 /// checked to a bound — every schedule of at most this many steps, long enough for a barge
 /// (two clients, no faults: 326,309 unique states, 23 s in a release build).
-pub const DEFAULT_DEPTH: usize = 25;
+pub const DEFAULT_DEPTH: usize = 23;
+
+/// The depth bound `avout model mvcc` uses with `strategy` unless told otherwise:
+/// [`DEFAULT_DEPTH`] for an exhaustive check, none for random walks (each is cut at
+/// [`crate::check::walk::DEFAULT_DEPTH`]).
+///
+/// ```
+/// use avout_models::check::Strategy;
+/// assert_eq!(avout_models::mvcc::default_depth(Strategy::BreadthFirst), Some(avout_models::mvcc::DEFAULT_DEPTH));
+/// assert_eq!(avout_models::mvcc::default_depth(Strategy::Walks { walks: 1, seed: 0 }), None);
+/// ```
+pub fn default_depth(strategy: crate::check::Strategy) -> Option<usize> {
+    match strategy {
+        crate::check::Strategy::Walks { .. } => None,
+        _ => Some(DEFAULT_DEPTH),
+    }
+}
 
 /// The transaction points' directory.
 const POINTS: &str = "/mvcc/stm/history";

@@ -8,7 +8,7 @@ use stateright::{Model, Property};
 use super::agent::is_kill;
 use super::{Body, Ended, MvccAgent, POINTS, REF_A, REF_B, ROOT, Workload, decode};
 use crate::tx;
-use crate::world::{Action, Faults, World};
+use crate::world::{Action, Faults, Space, World};
 
 /// The Mvcc model; see the [module docs](super).
 ///
@@ -37,6 +37,9 @@ pub struct MvccModel {
     pub timers: u8,
     /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
+    /// What the model's states share (see [`Space`]); [`crate::check()`] gives each check a
+    /// fresh one.
+    pub space: Space<MvccAgent>,
 }
 
 impl MvccModel {
@@ -52,6 +55,7 @@ impl MvccModel {
             barge_wait: true,
             timers: 1,
             bug: None,
+            space: Space::default(),
         }
     }
 
@@ -165,11 +169,11 @@ impl Model for MvccModel {
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        state.actions(&self.faults, actions);
+        self.space.actions(state, &self.faults, actions);
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(last.after(action))
+        Some(self.space.after(last, action))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -262,6 +266,7 @@ impl Model for MvccModel {
                 |_, s| tx::reader_validated(s),
             ));
         }
+        properties.extend(crate::world::fault_examples(&self.faults));
         properties
     }
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the models: one binary.
 
 mod conformance;
+mod faults;
 mod models;
 #[cfg(feature = "planted-bugs")]
 mod planted;

@@ -2,7 +2,7 @@
 //! exactly the pinned number of states (a change in a machine or in the model ZooKeeper that
 //! changes the state space shows here).
 
-use avout_models::check::Verdict;
+use avout_models::check::{Budget, Coverage, Stop, Strategy, Verdict};
 use avout_models::{Config, Search, check_named};
 use stateright::Expectation;
 
@@ -98,7 +98,7 @@ fn stm_transfers_are_serializable_and_reads_validated() {
 
 /// The STM under protocol Mvcc, bounded (its whole state space is far too large for a
 /// test): two clients increment `a` through the production `TryMachine`; every schedule of
-/// at most 20 steps (a debug build checks it in seconds; the CLI's default bound, 25 steps,
+/// at most 18 steps (a debug build checks it in seconds; the CLI's default bound, 23 steps,
 /// also reaches a barge).
 #[test]
 fn mvcc_bounded_increments_keep_every_safety_property() {
@@ -106,13 +106,17 @@ fn mvcc_bounded_increments_keep_every_safety_property() {
         clients: 2,
         faults: 0,
         search: Search {
-            max_depth: Some(20),
+            max_depth: Some(18),
             ..Search::default()
         },
         ..Config::default()
     };
     let report = check_named("mvcc", &config).expect("a model");
     assert_eq!(report.unique_states, 48377, "{report}");
+    assert_eq!(report.coverage, Coverage::Bounded { depth: 18 });
+    // The states share their parts: a few hundred kernels and a few thousand clients.
+    let (kernels, clients) = report.kept;
+    assert!(kernels < 1_000 && clients < 5_000, "{:?}", report.kept);
     for always in [
         "no lost update",
         "applied at most once",
@@ -208,6 +212,13 @@ fn a_depth_bound_stops_the_search_and_leaves_examples_unfound() {
         Verdict::NotFound
     );
     assert!(!report.ok());
+    // The example may lie beyond the bound: not a failure, not a pass.
+    assert_eq!(
+        report.outcome(),
+        avout_models::check::Outcome::Incomplete,
+        "{report}"
+    );
+    assert!(report.to_string().contains("not found within the bound"));
 }
 
 #[test]
@@ -222,4 +233,147 @@ fn bad_configurations_are_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("--clients"), "{e}");
     assert!(check_named("nope", &Config::default()).is_err());
+}
+
+/// No property came out violated (in a correct model: not by a budget cutting the check,
+/// after which the states left have no successors, which the checker would take for the end
+/// of their schedules).
+fn nothing_violated(report: &avout_models::Report) {
+    for p in &report.properties {
+        assert!(
+            !matches!(p.verdict, Verdict::Violated(_)),
+            "{} violated:\n{report}",
+            p.name
+        );
+    }
+}
+
+#[test]
+fn a_state_budget_stops_a_check_cleanly_and_says_what_it_covered() {
+    let config = Config {
+        clients: 2,
+        faults: 1,
+        search: Search {
+            max_depth: Some(60),
+            budget: Budget {
+                max_states: Some(20_000),
+                max_memory: None,
+            },
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc", &config).expect("a model");
+    let Coverage::Incomplete {
+        stopped: Stop::States(20_000),
+        steps: Some(steps),
+    } = report.coverage
+    else {
+        panic!("not stopped by the state budget: {report}");
+    };
+    assert!(report.unique_states >= 20_000, "{report}");
+    assert!(
+        report.unique_states < 60_000,
+        "the checker went on long after the stop: {report}"
+    );
+    // Breadth-first: the deepest state is one step past the last level fully covered.
+    assert!(steps >= 8 && steps < report.max_depth, "{report}");
+    nothing_violated(&report);
+    assert_eq!(
+        report.outcome(),
+        avout_models::check::Outcome::Incomplete,
+        "{report}"
+    );
+    assert!(
+        report
+            .to_string()
+            .contains("INCOMPLETE: stopped at the state budget")
+    );
+    assert!(report.to_string().contains("holds so far"));
+}
+
+#[test]
+fn a_memory_budget_stops_a_check_cleanly() {
+    let config = Config {
+        clients: 3,
+        faults: 2,
+        search: Search {
+            budget: Budget {
+                max_states: None,
+                max_memory: Some(1),
+            },
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("election", &config).expect("a model");
+    assert!(
+        matches!(
+            report.coverage,
+            Coverage::Incomplete {
+                stopped: Stop::Memory(1),
+                ..
+            }
+        ),
+        "{report}"
+    );
+    nothing_violated(&report);
+    assert!(report.peak_memory.is_some());
+}
+
+/// Random walks of a correct model find no counterexample, and a seed always takes the
+/// same walks.
+#[test]
+fn random_walks_are_replayed_by_their_seed_and_find_nothing_wrong_in_a_correct_model() {
+    let walks = |seed| {
+        let config = Config {
+            clients: 2,
+            faults: 1,
+            search: Search {
+                strategy: Strategy::Walks { walks: 12, seed },
+                ..Search::default()
+            },
+            ..Config::default()
+        };
+        check_named("mvcc", &config).expect("a model")
+    };
+    let report = walks(7);
+    nothing_violated(&report);
+    assert_eq!(
+        report.coverage,
+        Coverage::Walks {
+            walks: 12,
+            seed: 7,
+            depth: avout_models::check::walk::DEFAULT_DEPTH
+        }
+    );
+    assert!(report.max_depth > 30, "{report}");
+    let again = walks(7);
+    assert_eq!(
+        (report.states, report.max_depth),
+        (again.states, again.max_depth)
+    );
+    let other = walks(8);
+    assert_ne!(report.states, other.states, "another seed, other walks");
+}
+
+/// The read fault (two commits between a reader's two reads, MAX-HISTORY 1: the value at the
+/// reader's point is trimmed) needs three clients and schedules deeper than an exhaustive
+/// check reaches; random walks reach it (walk seed 14 here; 49 of 2,000 walks from seed 1).
+#[test]
+fn mvcc_read_fault_is_reached_with_three_clients_by_random_walks() {
+    let config = Config {
+        clients: 3,
+        faults: 1,
+        search: Search {
+            strategy: Strategy::Walks { walks: 20, seed: 1 },
+            ..Search::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc", &config).expect("a model");
+    nothing_violated(&report);
+    let p = report.property("a read fault happens");
+    assert!(matches!(p.verdict, Verdict::Found(_)), "{report}");
+    assert_eq!(p.seed, Some(14), "{report}");
 }

@@ -2,7 +2,7 @@
 //! counterexample prints as a step-by-step trace.
 
 use avout::planted::Bug;
-use avout_models::check::Verdict;
+use avout_models::check::{Strategy, Verdict};
 use avout_models::{Config, check_named};
 
 fn counterexample(name: &str, faults: u8, bug: Bug, property: &str) -> String {
@@ -107,4 +107,35 @@ fn an_mvcc_read_without_the_read_point_check_sees_no_snapshot() {
         trace.contains("reader") && trace.contains("committed"),
         "{trace}"
     );
+}
+
+/// Mvcc barging a transaction that is already `COMMITTING` (`stm-barge-committing`): an
+/// older transaction tags the ref after the younger one moved to `COMMITTING` and kills it.
+/// The schedule is over 30 steps deep, past what an exhaustive check of two clients reaches
+/// in a test, so seeded random walks look for it: the first of these walks finds it.
+#[test]
+fn an_mvcc_barge_of_a_committing_transaction_is_found_by_random_walks() {
+    let config = Config {
+        clients: 2,
+        faults: 0,
+        bug: Some(Bug::StmBargeCommitting),
+        search: avout_models::Search {
+            strategy: Strategy::Walks { walks: 10, seed: 1 },
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let report = check_named("mvcc", &config).unwrap();
+    let p = report.property("a COMMITTING transaction is never killed");
+    let Verdict::Violated(trace) = &p.verdict else {
+        panic!("not found:\n{report}");
+    };
+    println!("{report}");
+    let steps = &p.trace.as_ref().expect("a trace").steps;
+    let kill = &steps.last().expect("a step").what;
+    assert!(
+        kill.contains("setData /mvcc/stm/history/t-"),
+        "the last step kills a point: {kill}\n{trace}"
+    );
+    assert!(p.seed.is_some() && p.hits.unwrap_or(0) > 0);
 }

@@ -1,82 +1,13 @@
-//! Running a model: the checker, its figures, each property's verdict and, for a
-//! counterexample or an example, the path as a readable step-by-step trace.
+//! What a check found: each property's [`Verdict`], the figures, how much of the space was
+//! covered ([`Coverage`]), and a counterexample or example as a step-by-step [`Trace`].
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use avout::planted::Bug;
-use stateright::{Checker, Expectation, Model};
+use stateright::Expectation;
 
-use crate::world::{Action, Agent, World};
-
-/// A model over the [`World`]: what [`check`] and [`trace`] need to know of it.
-///
-/// ```
-/// use avout_models::check::WorldModel;
-/// assert_eq!(avout_models::atom::AtomModel::new(2).bug(), None);
-/// ```
-pub trait WorldModel:
-    Model<State = World<Self::Agent>, Action = Action> + Clone + Send + Sync + 'static
-{
-    /// The clients' behaviour.
-    type Agent: Agent;
-    /// The planted bug in the clients' machines, if any.
-    fn bug(&self) -> Option<Bug>;
-}
-
-impl WorldModel for crate::lock::LockModel {
-    type Agent = crate::lock::LockAgent;
-    fn bug(&self) -> Option<Bug> {
-        self.bug
-    }
-}
-
-impl WorldModel for crate::stm::StmModel {
-    type Agent = crate::stm::StmAgent;
-    fn bug(&self) -> Option<Bug> {
-        self.bug
-    }
-}
-
-impl WorldModel for crate::mvcc::MvccModel {
-    type Agent = crate::mvcc::MvccAgent;
-    fn bug(&self) -> Option<Bug> {
-        self.bug
-    }
-}
-
-impl WorldModel for crate::atom::AtomModel {
-    type Agent = crate::atom::AtomAgent;
-    fn bug(&self) -> Option<Bug> {
-        self.bug
-    }
-}
-
-/// How to search.
-///
-/// ```
-/// let s = avout_models::Search { max_depth: Some(5), ..Default::default() };
-/// assert!(!s.dfs);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Search {
-    /// Depth-first instead of breadth-first (breadth-first finds the shortest traces).
-    pub dfs: bool,
-    /// Stop at this depth (steps from the initial state).
-    pub max_depth: Option<usize>,
-    /// Checker threads.
-    pub threads: usize,
-}
-
-impl Default for Search {
-    fn default() -> Self {
-        Search {
-            dfs: false,
-            max_depth: None,
-            threads: 1,
-        }
-    }
-}
+use super::{WorldModel, memory};
+use crate::world::{Action, Agent};
 
 /// What the checker concluded about one property.
 ///
@@ -113,6 +44,11 @@ pub struct PropertyOutcome {
     /// The verdict's counterexample or example as steps (what its text is made of), for
     /// machine-readable output; `None` when the verdict has no trace.
     pub trace: Option<Trace>,
+    /// For random walks: the seed of the walk that found the trace (`--walks 1 --seed S`
+    /// takes it again).
+    pub seed: Option<u64>,
+    /// For random walks: how many walks found a trace.
+    pub hits: Option<u64>,
 }
 
 /// A path through a model as numbered steps: where every client starts, what each action
@@ -216,6 +152,128 @@ impl Verdict {
     }
 }
 
+/// How much of a model's state space a check covered.
+///
+/// ```
+/// use avout_models::check::{Coverage, Stop};
+/// let c = Coverage::Incomplete { stopped: Stop::States(10), steps: Some(4) };
+/// assert_eq!(c.name(), "incomplete");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every reachable state was checked.
+    Complete,
+    /// Every schedule of at most `depth` steps was checked; longer ones were not.
+    Bounded {
+        /// The bound, in steps.
+        depth: usize,
+    },
+    /// A budget stopped the check: every state it generated was checked, but not all states.
+    Incomplete {
+        /// Which budget.
+        stopped: Stop,
+        /// Every schedule of at most this many steps was checked (known for a breadth-first
+        /// check on one thread).
+        steps: Option<usize>,
+    },
+    /// Random walks from the initial state: a sample, not a proof.
+    Walks {
+        /// Walks taken.
+        walks: u64,
+        /// The first walk's seed (walk `i`'s is `seed + i`).
+        seed: u64,
+        /// The most steps a walk took before it was cut.
+        depth: usize,
+    },
+}
+
+/// Which budget stopped a check.
+///
+/// ```
+/// assert_eq!(avout_models::check::Stop::Memory(1 << 30).to_string(), "the memory budget (1 GiB resident)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The unique states budget (`--max-states`).
+    States(usize),
+    /// The memory budget (`--max-memory`), in bytes resident.
+    Memory(u64),
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::States(n) => write!(f, "the state budget ({n} unique states)"),
+            Stop::Memory(b) => write!(f, "the memory budget ({} resident)", memory::show(*b)),
+        }
+    }
+}
+
+impl Coverage {
+    /// The coverage in a word: `complete`, `bounded`, `incomplete` or `walks`. See
+    /// [`Coverage`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            Coverage::Complete => "complete",
+            Coverage::Bounded { .. } => "bounded",
+            Coverage::Incomplete { .. } => "incomplete",
+            Coverage::Walks { .. } => "walks",
+        }
+    }
+
+    /// Whether `always` properties that hold and `sometimes` ones not found are so only as
+    /// far as the check went (a budget stopped it, or it walked at random).
+    ///
+    /// ```
+    /// assert!(!avout_models::check::Coverage::Complete.partial());
+    /// ```
+    pub fn partial(&self) -> bool {
+        matches!(self, Coverage::Incomplete { .. } | Coverage::Walks { .. })
+    }
+}
+
+impl fmt::Display for Coverage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Coverage::Complete => write!(f, "complete: every reachable state checked"),
+            Coverage::Bounded { depth } => {
+                write!(
+                    f,
+                    "bounded: every schedule of at most {depth} steps checked"
+                )
+            }
+            Coverage::Incomplete { stopped, steps } => {
+                write!(f, "INCOMPLETE: stopped at {stopped}")?;
+                match steps {
+                    Some(s) => write!(f, "; every schedule of at most {s} steps checked"),
+                    None => write!(f, "; every state generated was checked"),
+                }
+            }
+            Coverage::Walks { walks, seed, depth } => write!(
+                f,
+                "random walks: {walks} walks from seed {seed} (walk i: seed {seed} + i), at most {depth} steps each"
+            ),
+        }
+    }
+}
+
+/// How a check came out.
+///
+/// ```
+/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
+/// assert_eq!(report.outcome(), avout_models::check::Outcome::Passed);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every property came out as wanted.
+    Passed,
+    /// A counterexample; or, with every reachable state checked, an example not found.
+    Failed,
+    /// No counterexample, but not everything was checked (a budget, a depth bound, random
+    /// walks) and some example is missing: it may lie beyond what was checked.
+    Incomplete,
+}
+
 /// The result of checking a model.
 ///
 /// ```
@@ -225,22 +283,46 @@ impl Verdict {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// States generated, repeats included.
+    /// States generated, repeats included (for walks: steps taken).
     pub states: usize,
-    /// Distinct states.
+    /// Distinct states (0 for walks, which keep none).
     pub unique_states: usize,
-    /// The deepest path explored.
+    /// The most steps on a path explored.
     pub max_depth: usize,
     /// Wall time of the check.
     pub elapsed: Duration,
+    /// How much of the state space was covered.
+    pub coverage: Coverage,
+    /// The process's peak resident memory when the check ended, if known.
+    pub peak_memory: Option<u64>,
+    /// Distinct kernels and clients the states shared (see [`crate::shared`]).
+    pub kept: (usize, usize),
     /// Each property, in the model's order.
     pub properties: Vec<PropertyOutcome>,
 }
 
 impl Report {
-    /// Whether every property came out as wanted. See [`Report`].
+    /// Whether every property came out as wanted (an incomplete check may still: nothing
+    /// violated, every example found). See [`Report`].
     pub fn ok(&self) -> bool {
         self.properties.iter().all(PropertyOutcome::ok)
+    }
+
+    /// Passed, failed or incomplete. See [`Outcome`].
+    pub fn outcome(&self) -> Outcome {
+        let violated = self
+            .properties
+            .iter()
+            .any(|p| matches!(p.verdict, Verdict::Violated(_)));
+        if violated {
+            Outcome::Failed
+        } else if self.ok() {
+            Outcome::Passed
+        } else if self.coverage == Coverage::Complete {
+            Outcome::Failed
+        } else {
+            Outcome::Incomplete
+        }
     }
 
     /// The outcome of the property named `name`. See [`Verdict`] for an example.
@@ -258,102 +340,52 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(f, "states: {}", self.states)?;
+        if !matches!(self.coverage, Coverage::Walks { .. }) {
+            write!(f, ", unique states: {}", self.unique_states)?;
+        }
+        write!(
             f,
-            "states: {}, unique states: {}, max depth: {}, time: {:.2?}",
-            self.states, self.unique_states, self.max_depth, self.elapsed
+            ", max depth: {}, time: {:.2?}",
+            self.max_depth, self.elapsed
         )?;
+        if let Some(peak) = self.peak_memory {
+            write!(f, ", peak memory: {}", memory::show(peak))?;
+        }
+        writeln!(f)?;
+        writeln!(f, "coverage: {}", self.coverage)?;
+        let so_far = self.coverage.partial();
         for p in &self.properties {
             let kind = p.kind();
-            let verdict = match &p.verdict {
-                Verdict::Holds => "holds",
-                Verdict::Violated(_) => "VIOLATED",
-                Verdict::Found(_) => "example found",
-                Verdict::NotFound => "NO EXAMPLE FOUND",
+            let verdict = match (&p.verdict, so_far) {
+                (Verdict::Holds, false) => "holds",
+                (Verdict::Holds, true) => "holds so far",
+                (Verdict::Violated(_), _) => "VIOLATED",
+                (Verdict::Found(_), _) => "example found",
+                (Verdict::NotFound, false) if self.coverage == Coverage::Complete => {
+                    "NO EXAMPLE FOUND"
+                }
+                (Verdict::NotFound, false) => "not found within the bound",
+                (Verdict::NotFound, true) => "not found so far",
             };
-            writeln!(f, "  {kind:<10} {:<48} {verdict}", p.name)?;
+            let hits = match (p.hits, &self.coverage) {
+                (Some(h), Coverage::Walks { walks, .. }) if h > 0 => {
+                    format!(" (in {h} of {walks} walks)")
+                }
+                _ => String::new(),
+            };
+            writeln!(f, "  {kind:<10} {:<48} {verdict}{hits}", p.name)?;
         }
         for p in &self.properties {
             if let Verdict::Violated(trace) = &p.verdict {
-                writeln!(f, "\ncounterexample to \"{}\":\n{trace}", p.name)?;
+                let walk = p.seed.map_or(String::new(), |s| {
+                    format!(" (walk seed {s}: --walks 1 --seed {s} takes it again)")
+                });
+                writeln!(f, "\ncounterexample to \"{}\"{walk}:\n{trace}", p.name)?;
             }
         }
         Ok(())
     }
-}
-
-/// Checks `model` exhaustively (up to `search.max_depth`).
-///
-/// ```
-/// let report = avout_models::check(avout_models::atom::AtomModel::new(1), Default::default());
-/// assert!(report.ok());
-/// ```
-pub fn check<M: WorldModel>(model: M, search: Search) -> Report {
-    let started = Instant::now();
-    let mut builder = model.clone().checker().threads(search.threads.max(1));
-    if let Some(depth) = search.max_depth {
-        builder = builder.target_max_depth(depth);
-    }
-    if search.dfs {
-        report(&model, builder.spawn_dfs().join(), started)
-    } else {
-        report(&model, builder.spawn_bfs().join(), started)
-    }
-}
-
-fn report<M: WorldModel>(model: &M, checker: impl Checker<M>, started: Instant) -> Report {
-    let elapsed = started.elapsed();
-    let mut discoveries = checker.discoveries();
-    let properties = model
-        .properties()
-        .into_iter()
-        .map(|p| {
-            let found = discoveries.remove(p.name).map(|path| {
-                let mut path = path.into_vec();
-                // The checker keeps the last path it found, which may run past the first
-                // state showing the discovery: cut it there.
-                let shows = |s: &M::State| match p.expectation {
-                    Expectation::Always => !(p.condition)(model, s),
-                    Expectation::Sometimes => (p.condition)(model, s),
-                    Expectation::Eventually => false,
-                };
-                if let Some(at) = path.iter().position(|(s, _)| shows(s)) {
-                    path.truncate(at + 1);
-                    path[at].1 = None;
-                }
-                trace_steps(model, path)
-            });
-            let text = found.as_ref().map(ToString::to_string);
-            let verdict = match (&p.expectation, text) {
-                (Expectation::Sometimes, Some(t)) => Verdict::Found(t),
-                (Expectation::Sometimes, None) => Verdict::NotFound,
-                (_, Some(t)) => Verdict::Violated(t),
-                (_, None) => Verdict::Holds,
-            };
-            PropertyOutcome {
-                name: p.name,
-                expectation: p.expectation,
-                verdict,
-                trace: found,
-            }
-        })
-        .collect();
-    Report {
-        states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
-        elapsed,
-        properties,
-    }
-}
-
-/// Serves stateright's explorer for `model` on `address` (blocks).
-///
-/// ```no_run
-/// avout_models::check::serve(avout_models::atom::AtomModel::new(2), "127.0.0.1:3000");
-/// ```
-pub fn serve<M: WorldModel>(model: M, address: &str) {
-    model.checker().serve(address);
 }
 
 /// A path of states and actions as numbered steps, each followed by the clients whose state

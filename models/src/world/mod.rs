@@ -23,14 +23,26 @@
 //! whatever the client has not read yet, and the checker explores every schedule in which
 //! the client takes no step meanwhile — which is what a pause is.
 
+mod agent;
+mod faults;
+mod show;
+mod space;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::{self, Debug};
-use std::hash::Hash;
 use std::time::Duration;
 
-use avout::machine::{Machine, Millis, Reply, Request, Token};
+use avout::machine::{Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
-use avout_sim_zk::kernel::{Fired, Kernel};
+use avout_sim_zk::kernel::{Fired, Kernel, Server};
+
+pub use agent::{Agent, Run};
+pub(crate) use faults::examples as fault_examples;
+pub use faults::{FaultKind, Faults};
+pub use space::Space;
+
+use crate::shared::Shared;
+pub(crate) use show::{shorten, show_request, show_result};
 
 /// The instant every handler runs at (see the [module docs](self)).
 ///
@@ -38,124 +50,6 @@ use avout_sim_zk::kernel::{Fired, Kernel};
 /// assert_eq!(avout_models::world::NOW, avout::machine::Millis(0));
 /// ```
 pub const NOW: Millis = Millis(0);
-
-/// A client's behaviour: the production machine it runs and the script around it, stepped
-/// like a [`Machine`] by the world.
-///
-/// ```
-/// use avout_models::world::Agent;
-/// use avout_models::lock::LockAgent;
-/// let mut a = LockAgent::new(0, avout::lock::LockKind::Exclusive, 1);
-/// a.start(1);
-/// let (_, first) = a.poll_request().unwrap();
-/// assert!(matches!(first, avout::machine::Request::Create { .. }));
-/// ```
-pub trait Agent: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
-    /// Starts the script on a connected session `session` (the session id).
-    fn start(&mut self, session: i64);
-    /// The next request to send, if any.
-    fn poll_request(&mut self) -> Option<(Token, Request)>;
-    /// A request's reply.
-    fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>);
-    /// A watch armed by request `token` fired.
-    fn handle_watch(&mut self, token: Token, event: WatchedEvent);
-    /// The session changed state.
-    fn handle_session(&mut self, state: SessionState);
-    /// When the agent wants [`handle_timer`](Self::handle_timer), if ever.
-    fn poll_timer(&self) -> Option<Millis>;
-    /// A timer fired at `now`.
-    fn handle_timer(&mut self, now: Millis);
-    /// A step the client's script may take on its own (releasing a held lock), described.
-    fn script_step(&self) -> Option<&'static str> {
-        None
-    }
-    /// Takes the step named by [`script_step`](Self::script_step).
-    fn take_script_step(&mut self) {}
-    /// Ghost bookkeeping: the server applied `request` of this client with `result`, and the
-    /// reply was `lost` on the way back. Not visible to the client; used by properties.
-    fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, lost: bool) {
-        let _ = (request, result, lost);
-    }
-    /// Whether the script has finished (nothing it sends or receives matters any more).
-    fn finished(&self) -> bool;
-    /// One line on where the script is, for traces.
-    fn summary(&self) -> String;
-}
-
-/// A machine run by an agent, tagging its tokens with the run's generation so that replies
-/// and watch events meant for an earlier run (which the production driver drops with its
-/// futures) are recognised and dropped.
-///
-/// ```
-/// use avout::machine::Token;
-/// use avout_models::world::Run;
-/// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-/// let mut run = Run::start(3, m);
-/// let (token, _) = run.poll_request().unwrap();
-/// assert_eq!(run.own(token), Some(Token(1)));
-/// assert_eq!(run.own(Token(1)), None, "another run's token");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Run<M> {
-    generation: u32,
-    /// The production machine.
-    pub machine: M,
-}
-
-impl<M: Machine> Run<M> {
-    /// Starts `machine` as run number `generation` on a connected session, as
-    /// [`avout::machine::drive`] does. See [`Run`] for an example.
-    pub fn start(generation: u32, mut machine: M) -> Self {
-        machine.handle_session(NOW, SessionState::Connected);
-        Run {
-            generation,
-            machine,
-        }
-    }
-
-    /// The machine's next request, its token tagged. See [`Run`] for an example.
-    pub fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.machine
-            .poll_request()
-            .map(|(t, r)| (Token((u64::from(self.generation) << 32) | t.0), r))
-    }
-
-    /// The machine's own token, if `token` belongs to this run. See [`Run`] for an example.
-    pub fn own(&self, token: Token) -> Option<Token> {
-        (token.0 >> 32 == u64::from(self.generation)).then_some(Token(token.0 & 0xffff_ffff))
-    }
-
-    /// Delivers a reply; replies of other runs are dropped.
-    ///
-    /// ```
-    /// use avout_models::world::Run;
-    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-    /// let mut run = Run::start(1, m);
-    /// let (token, _) = run.poll_request().unwrap();
-    /// run.handle_reply(token, Err(avout::Error::NoNode { path: "/a".into() }));
-    /// assert!(avout::machine::Machine::poll_output(&mut run.machine).is_some());
-    /// ```
-    pub fn handle_reply(&mut self, token: Token, reply: avout::Result<Reply>) {
-        if let Some(t) = self.own(token) {
-            self.machine.handle_reply(NOW, t, reply);
-        }
-    }
-
-    /// Delivers a watch event; events of other runs are dropped.
-    ///
-    /// ```
-    /// use avout::{EventKind, SessionState, WatchedEvent};
-    /// let m = avout::atom::CasMachine::new("/a", avout::atom::Step::Read { sync: false });
-    /// let mut run = avout_models::world::Run::start(1, m);
-    /// let event = WatchedEvent { kind: EventKind::NodeDeleted, state: SessionState::Connected, path: "/a".into() };
-    /// run.handle_watch(avout::machine::Token(7), event); // not this run's: dropped
-    /// ```
-    pub fn handle_watch(&mut self, token: Token, event: WatchedEvent) {
-        if let Some(t) = self.own(token) {
-            self.machine.handle_watch(NOW, t, event);
-        }
-    }
-}
 
 /// What the server sent a client.
 ///
@@ -216,6 +110,10 @@ pub struct Client<A> {
     /// Whether its connection is up. A lost request or reply breaks it (see
     /// [`Action::LoseRequest`]); requests made meanwhile wait for [`Action::Reconnect`].
     pub connected: bool,
+    /// Ghost: a read of this client was served by a follower that lagged behind the leader.
+    pub read_stale: bool,
+    /// Ghost: its connection was cut by a disconnect or an outage (not by a lost message).
+    pub cut: bool,
 }
 
 impl<A: Agent> Client<A> {
@@ -228,45 +126,6 @@ impl<A: Agent> Client<A> {
         if self.agent.finished() {
             self.inbox.clear();
             self.watches.clear();
-        }
-    }
-}
-
-/// Which faults the environment may inject, and how many in one run.
-///
-/// ```
-/// use avout_models::world::Faults;
-/// assert!(Faults::all(2).reply_lost);
-/// assert_eq!(Faults::NONE.budget, 0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Faults {
-    /// At most this many faults per run.
-    pub budget: u8,
-    /// A request lost before the server sees it.
-    pub request_lost: bool,
-    /// A request applied and its reply lost.
-    pub reply_lost: bool,
-    /// A session expired by the server.
-    pub expiry: bool,
-}
-
-impl Faults {
-    /// No faults. See [`Faults`] for an example.
-    pub const NONE: Faults = Faults {
-        budget: 0,
-        request_lost: false,
-        reply_lost: false,
-        expiry: false,
-    };
-
-    /// Every fault kind, at most `budget` of them per run. See [`Faults`] for an example.
-    pub fn all(budget: u8) -> Faults {
-        Faults {
-            budget,
-            request_lost: true,
-            reply_lost: true,
-            expiry: true,
         }
     }
 }
@@ -303,6 +162,20 @@ pub enum Action {
     Expire(usize),
     /// The client's script takes its next step.
     Script(usize),
+    /// The client's connection breaks with no request on its way to the server (a fault):
+    /// the replies on their way back fail with `ConnectionLoss`, and the client waits for
+    /// [`Action::Reconnect`].
+    Disconnect(usize),
+    /// Every client's connection breaks at once (a fault), as [`Action::Disconnect`] and
+    /// [`Action::LoseRequest`] do to one.
+    Outage,
+    /// The client's session moves to a follower (a fault), which from then on lags behind
+    /// the leader until [`Action::CatchUp`]: the client's reads may be stale, never older
+    /// than what it saw, and always after its own writes (the kernel's follower).
+    Lag(usize),
+    /// The follower applies what the leader committed meanwhile, firing the watches set on
+    /// it.
+    CatchUp,
 }
 
 /// The state of the checked system.
@@ -320,10 +193,10 @@ pub enum Action {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World<A> {
-    /// ZooKeeper.
-    pub kernel: Kernel,
-    /// The clients.
-    pub clients: Vec<Client<A>>,
+    /// ZooKeeper, shared with the other states that have the same (see [`Shared`]).
+    pub kernel: Shared<Kernel>,
+    /// The clients, each shared with the other states where it is the same.
+    pub clients: Vec<Shared<Client<A>>>,
     /// Faults still allowed.
     pub faults_left: u8,
     /// Whether a client reads every reply at the head of its inbox in one step (see
@@ -335,7 +208,11 @@ impl<A: Agent> World<A> {
     /// A world with one session per agent, after `setup` (requests applied on a separate,
     /// live session before the clients start: say, creating an atom's node). See [`World`].
     pub fn new(agents: Vec<A>, faults: Faults, setup: &[Request]) -> Self {
-        let mut kernel = Kernel::new();
+        let mut kernel = if faults.stale_read {
+            Kernel::with_follower()
+        } else {
+            Kernel::new()
+        };
         let admin = kernel.create_session(0, Duration::from_secs(30));
         for request in setup {
             let applied = kernel.apply(0, admin, request);
@@ -345,6 +222,7 @@ impl<A: Agent> World<A> {
             .into_iter()
             .map(|agent| (agent, kernel.create_session(0, Duration::from_secs(10))))
             .collect();
+        kernel.sync_follower();
         World::from_kernel(kernel, agents, faults.budget)
     }
 
@@ -380,13 +258,15 @@ impl<A: Agent> World<A> {
                     watches: BTreeMap::new(),
                     told_expired: false,
                     connected: true,
+                    read_stale: false,
+                    cut: false,
                 };
                 client.flush();
-                client
+                Shared::new(client)
             })
             .collect();
         World {
-            kernel,
+            kernel: Shared::new(kernel),
             clients,
             faults_left: faults,
             batch_replies: false,
@@ -456,10 +336,34 @@ impl<A: Agent> World<A> {
             if c.agent.script_step().is_some() {
                 actions.push(Action::Script(i));
             }
-            if fault && faults.expiry && self.kernel.is_alive(c.session) && !c.agent.finished() {
+            let live = self.kernel.is_alive(c.session) && !c.agent.finished();
+            if fault && faults.expiry && live {
                 actions.push(Action::Expire(i));
             }
+            // With requests on their way, a disconnect is a lost request (above).
+            if fault && faults.disconnect && live && c.connected && c.outbox.is_empty() {
+                actions.push(Action::Disconnect(i));
+            }
+            if fault
+                && faults.stale_read
+                && live
+                && self.kernel.server_of(c.session) == Some(Server::Leader)
+            {
+                actions.push(Action::Lag(i));
+            }
         }
+        if fault && faults.outage && self.clients.iter().any(|c| self.breakable(c)) {
+            actions.push(Action::Outage);
+        }
+        if self.kernel.follower_backlog() > 0 {
+            actions.push(Action::CatchUp);
+        }
+    }
+
+    /// Whether an outage breaks `c`'s connection: it is up, on a live session whose client
+    /// has not finished.
+    fn breakable(&self, c: &Client<A>) -> bool {
+        c.connected && self.kernel.is_alive(c.session) && !c.agent.finished()
     }
 
     /// Takes `action`; with `log`, describes what happened. See [`World`].
@@ -468,9 +372,10 @@ impl<A: Agent> World<A> {
             Some(_) => self.clients.iter().map(|c| c.agent.summary()).collect(),
             None => Vec::new(),
         };
-        let mut say = |line: String| {
+        // Lines are only written when asked for: formatting them is most of a step's cost.
+        let mut say = |line: &dyn Fn() -> String| {
             if let Some(log) = log.as_deref_mut() {
-                log.push(shorten(&line));
+                log.push(shorten(&line()));
             }
         };
         match action {
@@ -479,16 +384,34 @@ impl<A: Agent> World<A> {
                 if lost {
                     self.faults_left -= 1;
                 }
-                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
-                let session = self.clients[i].session;
-                let applied = self.kernel.apply(0, session, &request);
+                let client = self.clients[i].make_mut();
+                let (token, request) = client.outbox.pop_front().expect("a request");
+                let session = client.session;
+                if self.kernel.server_of(session) == Some(Server::Follower)
+                    && self.kernel.follower_backlog() > 0
+                    && !request.is_write()
+                {
+                    client.read_stale = true;
+                }
+                let mut applied = self.kernel.make_mut().apply(0, session, &request);
+                // ZooKeeper answers a write, refused or not, from the client's server once it
+                // applied everything committed before it; the kernel's follower catches up
+                // only for writes that succeed, which would let a refused write go round
+                // on stale reads for ever.
+                if request.is_write() && self.kernel.server_of(session) == Some(Server::Follower) {
+                    applied
+                        .events
+                        .extend(self.kernel.make_mut().sync_follower());
+                }
                 let result = applied.result;
-                say(format!(
-                    "server applies client {i}'s {}: {}{}",
-                    show_request(&request),
-                    show_result(&result),
-                    if lost { " — REPLY LOST" } else { "" }
-                ));
+                say(&|| {
+                    format!(
+                        "server applies client {i}'s {}: {}{}",
+                        show_request(&request),
+                        show_result(&result),
+                        if lost { " — REPLY LOST" } else { "" }
+                    )
+                });
                 // The client library registers a watch when the reply arrives: a lost reply
                 // leaves the server's watch with nobody to fan its event out to (found by
                 // trace conformance: the model used to deliver that event to the machine).
@@ -498,35 +421,72 @@ impl<A: Agent> World<A> {
                         _ => Table::Data,
                     };
                     self.clients[i]
+                        .make_mut()
                         .watches
                         .entry((request.path().to_owned(), table))
                         .or_default()
                         .push(token);
                 }
                 self.clients[i]
+                    .make_mut()
                     .agent
                     .observe_applied(&request, &result, lost);
                 self.route(applied.events, &mut say);
                 if lost {
-                    self.break_connection(i, token, &mut say);
+                    self.break_connection(i, Some(token), &mut say);
                 } else {
                     self.clients[i]
+                        .make_mut()
                         .inbox
                         .push_back(Msg::Reply { token, result });
                 }
             }
             Action::LoseRequest(i) => {
                 self.faults_left -= 1;
-                let (token, request) = self.clients[i].outbox.pop_front().expect("a request");
-                say(format!(
-                    "client {i}'s {} is LOST before the server sees it",
-                    show_request(&request)
-                ));
-                self.break_connection(i, token, &mut say);
+                let (token, request) = self.clients[i]
+                    .make_mut()
+                    .outbox
+                    .pop_front()
+                    .expect("a request");
+                say(&|| {
+                    format!(
+                        "client {i}'s {} is LOST before the server sees it",
+                        show_request(&request)
+                    )
+                });
+                self.break_connection(i, Some(token), &mut say);
+            }
+            Action::Disconnect(i) => {
+                self.faults_left -= 1;
+                say(&|| format!("client {i}'s connection is CUT"));
+                self.clients[i].make_mut().cut = true;
+                self.break_connection(i, None, &mut say);
+            }
+            Action::Outage => {
+                self.faults_left -= 1;
+                say(&|| "OUTAGE: the service is unreachable".into());
+                for i in 0..self.clients.len() {
+                    if self.breakable(&self.clients[i]) {
+                        self.clients[i].make_mut().cut = true;
+                        self.break_connection(i, None, &mut say);
+                    }
+                }
+            }
+            Action::Lag(i) => {
+                self.faults_left -= 1;
+                say(&|| format!("client {i}'s session MOVES to a lagging follower"));
+                let session = self.clients[i].session;
+                let events = self.kernel.make_mut().attach(session, Server::Follower);
+                self.route(events, &mut say);
+            }
+            Action::CatchUp => {
+                say(&|| "the follower catches up with the leader".into());
+                let events = self.kernel.make_mut().sync_follower();
+                self.route(events, &mut say);
             }
             Action::Reconnect(i) => {
-                say(format!("client {i} is CONNECTED again"));
-                let c = &mut self.clients[i];
+                say(&|| format!("client {i} is CONNECTED again"));
+                let c = self.clients[i].make_mut();
                 c.connected = true;
                 c.inbox.push_back(Msg::Reconnected);
             }
@@ -534,7 +494,7 @@ impl<A: Agent> World<A> {
             | Action::DeliverWatch(i)
             | Action::DeliverExpiry(i)
             | Action::DeliverReconnected(i) => {
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 if matches!(action, Action::DeliverExpiry(_)) {
                     while matches!(c.inbox.front(), Some(Msg::Watch { .. })) {
                         c.inbox.pop_front();
@@ -544,7 +504,7 @@ impl<A: Agent> World<A> {
                     Msg::Reply { token, result } => {
                         let mut next = Some((token, result));
                         while let Some((token, result)) = next.take() {
-                            say(format!("client {i} reads reply {}", show_result(&result)));
+                            say(&|| format!("client {i} reads reply {}", show_result(&result)));
                             c.agent.handle_reply(token, result);
                             if self.batch_replies
                                 && let Some(Msg::Reply { .. }) = c.inbox.front()
@@ -555,15 +515,15 @@ impl<A: Agent> World<A> {
                         }
                     }
                     Msg::Watch { token, event } => {
-                        say(format!("client {i} reads watch event {event}"));
+                        say(&|| format!("client {i} reads watch event {event}"));
                         c.agent.handle_watch(token, event);
                     }
                     Msg::Reconnected => {
-                        say(format!("client {i} learns it is connected again"));
+                        say(&|| format!("client {i} learns it is connected again"));
                         c.agent.handle_session(SessionState::Connected);
                     }
                     Msg::Expired => {
-                        say(format!("client {i} learns its session EXPIRED"));
+                        say(&|| format!("client {i} learns its session EXPIRED"));
                         c.told_expired = true;
                         c.agent.handle_session(SessionState::Disconnected);
                         c.agent.handle_session(SessionState::Expired);
@@ -576,30 +536,48 @@ impl<A: Agent> World<A> {
                 }
             }
             Action::Timer(i) => {
-                let c = &mut self.clients[i];
+                let c = self.clients[i].make_mut();
                 let at = c.agent.poll_timer().expect("a timer");
-                say(format!("client {i}'s timer fires"));
+                say(&|| format!("client {i}'s timer fires"));
                 c.agent.handle_timer(at);
             }
             Action::Script(i) => {
-                let c = &mut self.clients[i];
-                say(format!(
-                    "client {i} {}",
-                    c.agent.script_step().expect("a script step")
-                ));
+                let c = self.clients[i].make_mut();
+                say(&|| {
+                    format!(
+                        "client {i} {}",
+                        c.agent.script_step().expect("a script step")
+                    )
+                });
                 c.agent.take_script_step();
             }
             Action::Expire(i) => {
                 self.faults_left -= 1;
                 let session = self.clients[i].session;
-                say(format!("server EXPIRES client {i}'s session"));
-                let events = self.kernel.expire_session(0, session);
+                say(&|| format!("server EXPIRES client {i}'s session"));
+                let events = self.kernel.make_mut().expire_session(0, session);
                 self.route(events, &mut say);
-                self.clients[i].inbox.push_back(Msg::Expired);
+                self.clients[i].make_mut().inbox.push_back(Msg::Expired);
             }
         }
+        // Only the acting client's agent can have changed, so only it has requests to send
+        // or may have finished.
+        if let Some(i) = action.client() {
+            self.clients[i].make_mut().flush();
+        }
+        // A follower nobody reads from has nothing to show late: keep it caught up, so its
+        // backlog does not tell states apart.
+        if self.kernel.follower_backlog() > 0
+            && !self
+                .clients
+                .iter()
+                .any(|c| self.kernel.server_of(c.session) == Some(Server::Follower))
+        {
+            self.kernel.make_mut().sync_follower();
+        }
+        self.kernel.rehash();
         for c in &mut self.clients {
-            c.flush();
+            c.rehash();
         }
         if let Some(log) = log {
             for (i, (c, before)) in self.clients.iter().zip(before).enumerate() {
@@ -617,8 +595,13 @@ impl<A: Agent> World<A> {
     /// library do), ahead of anything else in its inbox. Watch events still come. The `Disconnected` state itself is not told:
     /// no machine acts on it (only `Connected` and the terminal states change what they do),
     /// and [`Action::Reconnect`] tells `Connected`.
-    fn break_connection(&mut self, i: usize, lost: Token, say: &mut impl FnMut(String)) {
-        let c = &mut self.clients[i];
+    fn break_connection(
+        &mut self,
+        i: usize,
+        lost: Option<Token>,
+        say: &mut impl FnMut(&dyn Fn() -> String),
+    ) {
+        let c = self.clients[i].make_mut();
         let mut failed = Vec::new();
         c.inbox.retain(|m| match m {
             Msg::Reply { token, .. } => {
@@ -627,12 +610,14 @@ impl<A: Agent> World<A> {
             }
             _ => true,
         });
-        failed.push(lost);
+        failed.extend(lost);
         failed.extend(c.outbox.drain(..).map(|(token, _)| token));
-        say(format!(
-            "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
-            failed.len()
-        ));
+        say(&|| {
+            format!(
+                "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
+                failed.len()
+            )
+        });
         // The failures reach the client at once, ahead of watch events still on their way.
         for token in failed.into_iter().rev() {
             c.inbox.push_front(Msg::Reply {
@@ -643,28 +628,22 @@ impl<A: Agent> World<A> {
         c.connected = false;
     }
 
-    /// The state after `action` (what every model's `next_state` is).
-    pub(crate) fn after(&self, action: Action) -> Self {
-        let mut next = self.clone();
-        next.step(action, None);
-        next
-    }
-
     /// Fans watch events out to the watches the clients' libraries hold.
-    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(String)) {
+    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(&dyn Fn() -> String)) {
         for fired in events {
-            let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session) else {
-                continue;
-            };
             let tables: &[Table] = match fired.event.kind {
                 EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
                 EventKind::NodeChildrenChanged => &[Table::Child],
                 EventKind::NodeDeleted => &[Table::Data, Table::Child],
                 _ => &[],
             };
-            for table in tables {
-                if let Some(tokens) = c.watches.remove(&(fired.event.path.clone(), *table)) {
-                    for token in tokens {
+            let keys = tables.iter().map(|t| (fired.event.path.clone(), *t));
+            if let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session)
+                && keys.clone().any(|key| c.watches.contains_key(&key))
+            {
+                let c = c.make_mut();
+                for key in keys {
+                    for token in c.watches.remove(&key).unwrap_or_default() {
                         c.inbox.push_back(Msg::Watch {
                             token,
                             event: fired.event.clone(),
@@ -672,72 +651,35 @@ impl<A: Agent> World<A> {
                     }
                 }
             }
-            say(format!("    fires {}", fired.event));
+            say(&|| format!("    fires {}", fired.event));
         }
     }
 }
 
-/// Writes the models' lock GUIDs (client `c`, acquisition `g`) as `c<c>.<g>` in a trace line,
-/// so paths stay readable: `/lock/_c_c0.1-lock-0000000003`.
-pub(crate) fn shorten(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = rest.find("_c_") {
-        out.push_str(&rest[..at + 3]);
-        rest = &rest[at + 3..];
-        let guid = rest
-            .get(..36)
-            .and_then(|g| u128::from_str_radix(&g.replace('-', ""), 16).ok());
-        if let Some(guid) = guid
-            && guid >> 80 > 0
-        {
-            let client = (guid >> 80) - 1;
-            let generation = guid & 0xffff_ffff;
-            out.push_str(&format!("c{client}.{generation}"));
-            rest = &rest[36..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A request, shortly.
-pub(crate) fn show_request(request: &Request) -> String {
-    match request {
-        Request::Create { path, options, .. } => format!("create {path} ({:?})", options.mode),
-        Request::Delete { path, .. } => format!("delete {path}"),
-        Request::GetData { path, watch } => format!("getData {path}{}", watched(*watch)),
-        Request::SetData { path, version, .. } => format!("setData {path} version {version:?}"),
-        Request::Exists { path, watch } => format!("exists {path}{}", watched(*watch)),
-        Request::GetChildren { path, watch } => format!("getChildren {path}{}", watched(*watch)),
-        Request::Multi(ops) => format!("multi of {} ops", ops.len()),
-        Request::Sync { path } => format!("sync {path}"),
-        Request::GetAcl { path } => format!("getACL {path}"),
-        Request::AddAuth { scheme, .. } => format!("addAuth {scheme}"),
-    }
-}
-
-fn watched(watch: bool) -> &'static str {
-    if watch { " +watch" } else { "" }
-}
-
-/// A result, shortly.
-pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
-    match result {
-        Ok(Reply::Created { path, stat }) => format!("created {path} (czxid {})", stat.czxid),
-        Ok(Reply::Deleted) => "deleted".into(),
-        Ok(Reply::Data { stat, .. }) => format!("data at version {}", stat.version),
-        Ok(Reply::Set(stat)) => format!("set, now version {}", stat.version),
-        Ok(Reply::Exists(stat)) => match stat {
-            Some(s) => format!("exists (czxid {})", s.czxid),
-            None => "does not exist".into(),
-        },
-        Ok(Reply::Children { children, .. }) => format!("children {children:?}"),
-        Ok(Reply::Multi(r)) => format!("multi ok ({} results)", r.len()),
-        Ok(Reply::Synced) => "synced".into(),
-        Ok(Reply::Acl { acl, .. }) => format!("ACL of {} entries", acl.len()),
-        Ok(Reply::AuthAdded) => "identity added".into(),
-        Err(e) => format!("error {e:?}"),
+impl Action {
+    /// The client the action is about, if one.
+    ///
+    /// ```
+    /// assert_eq!(avout_models::world::Action::Timer(3).client(), Some(3));
+    /// assert_eq!(avout_models::world::Action::Outage.client(), None);
+    /// ```
+    pub fn client(self) -> Option<usize> {
+        Some(match self {
+            Action::Apply(i)
+            | Action::LoseRequest(i)
+            | Action::LoseReply(i)
+            | Action::Reconnect(i)
+            | Action::DeliverReconnected(i)
+            | Action::DeliverReply(i)
+            | Action::DeliverWatch(i)
+            | Action::DeliverExpiry(i)
+            | Action::Timer(i)
+            | Action::Expire(i)
+            | Action::Disconnect(i)
+            | Action::Lag(i)
+            | Action::Script(i) => i,
+            Action::Outage | Action::CatchUp => return None,
+        })
     }
 }
 
