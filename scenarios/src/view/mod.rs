@@ -195,11 +195,11 @@ impl Page {
         let mut t = Timeline::build(history, clients)?;
         let (verdict, mut findings) = findings::judge(judge, history, &t)?;
         let mut lanes = t.lanes.clone();
-        let drawn = sim::events(log, &t.ops, &mut lanes);
+        let mut drawn = sim::events(log, &t.ops, &mut lanes);
         t.lanes = lanes;
-        let mut events = drawn.events;
+        let mut events = std::mem::take(&mut drawn.events);
         events.extend(t.nemesis_events(history));
-        findings::relate_faults(&mut findings, &t, &t.lanes, &events, &drawn.traffic);
+        findings::relate_faults(&mut findings, &t, &t.lanes, &events, &drawn);
         let end = events
             .iter()
             .map(|e| e.end.unwrap_or(e.start))

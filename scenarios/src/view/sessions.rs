@@ -7,7 +7,8 @@
 //! operation is invoked on some tick and its first request goes out on that very tick; and it
 //! completes on the first tick after the reply (or session change) that ended it arrived.
 //! Every operation thus names the sessions that could have run it: those sending a request
-//! the tick it began and hearing back within the tick before it ended. Its client's session
+//! the tick it began and hearing back within the tick before it ended (or, if nobody heard
+//! anything then, it ended on a timer: those sending when it began). Its client's session
 //! is always among them, another client's only when both coincide, which with several clients
 //! on one clock happens, but not often twice. Each operation gives its lane one vote, split
 //! among its candidate sessions, and a session goes to the lane with strictly the most votes,
@@ -62,7 +63,12 @@ pub(crate) fn match_sessions(log: &[LogEvent], ops: &[Op], lanes: usize) -> BTre
                 let from = heard.partition_point(|&(t, _)| t + TICK <= end);
                 let to = heard.partition_point(|&(t, _)| t <= end);
                 let enders: BTreeSet<usize> = heard[from..to].iter().map(|&(_, c)| c).collect();
-                starters.intersection(&enders).copied().collect()
+                if enders.is_empty() {
+                    // Nothing arrived just before: it ended on a timer (a deadline).
+                    starters.iter().copied().collect()
+                } else {
+                    starters.intersection(&enders).copied().collect()
+                }
             }
             None => starters.iter().copied().collect(),
         };

@@ -46,12 +46,70 @@ pub struct SimEvent {
 /// Log entries that are per-request traffic: used to match sessions, not drawn.
 const TRAFFIC: [&str; 4] = ["request", "applied", "reply", "dropped"];
 
+/// A client lane's traffic: when its sessions sent requests or heard replies, and what they
+/// asked for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Traffic {
+    /// Request and reply times, in order.
+    pub(crate) times: Vec<u64>,
+    /// Each request's time, operation and path, in order.
+    pub(crate) requests: Vec<(u64, String)>,
+}
+
+impl Traffic {
+    /// The last request sent at or before `t`.
+    pub(crate) fn last_request(&self, t: u64) -> Option<&str> {
+        let i = self.requests.partition_point(|r| r.0 <= t);
+        i.checked_sub(1).map(|i| self.requests[i].1.as_str())
+    }
+}
+
 /// What the log shows beside the operations.
 pub(crate) struct Drawn {
     /// The drawable events.
     pub(crate) events: Vec<SimEvent>,
-    /// Per client lane, the times (sorted) its sessions sent a request or got a reply.
-    pub(crate) traffic: Vec<Vec<u64>>,
+    /// Per client lane, its sessions' traffic.
+    pub(crate) traffic: Vec<Traffic>,
+    /// The paths client lanes asked to create, with when, in order.
+    pub(crate) creates: Vec<(String, usize, u64)>,
+}
+
+impl Drawn {
+    /// How many times operation `op` asked to create the node at `path` (its requested path).
+    pub(crate) fn creates_in(
+        &self,
+        op: usize,
+        timeline: &super::timeline::Timeline,
+        path: &str,
+    ) -> usize {
+        let o = &timeline.ops[op];
+        let end = o.end.unwrap_or(u64::MAX);
+        let asked = requested(path);
+        self.creates
+            .iter()
+            .filter(|(p, lane, t)| *lane == o.lane && (o.start..=end).contains(t) && p == asked)
+            .count()
+    }
+
+    /// The client lane that created the node at `path`, and when it asked to: the first
+    /// request to create `path`, or (a sequential node) `path` less its ten-digit sequence
+    /// number. (Requests of one path by two clients never happen with the recipes' GUID
+    /// prefixes; the first is named.)
+    pub(crate) fn creator(&self, path: &str) -> Option<(usize, u64)> {
+        let asked = requested(path);
+        self.creates
+            .iter()
+            .find(|(p, _, _)| p == path || p == asked)
+            .map(|&(_, lane, t)| (lane, t))
+    }
+}
+
+/// The path a node's creator asked for: a sequential node's less its ten-digit number.
+fn requested(path: &str) -> &str {
+    match path.len().checked_sub(10).map(|i| path.split_at(i)) {
+        Some((prefix, seq)) if seq.bytes().all(|b| b.is_ascii_digit()) => prefix,
+        _ => path,
+    }
 }
 
 /// The drawable events of `log`, placing them in `lanes` (adding the service's, the servers'
@@ -59,12 +117,34 @@ pub(crate) struct Drawn {
 /// sessions; and each client lane's traffic.
 pub(crate) fn events(log: &[LogEvent], ops: &[Op], lanes: &mut Vec<Lane>) -> Drawn {
     let matched = super::sessions::match_sessions(log, ops, lanes.len());
-    let mut traffic: Vec<Vec<u64>> = vec![Vec::new(); lanes.len()];
+    let mut traffic: Vec<Traffic> = vec![Traffic::default(); lanes.len()];
+    let mut creates = Vec::new();
     for entry in log {
-        if let LogEvent::Request { t, client, .. } | LogEvent::Reply { t, client, .. } = entry
-            && let Some(&lane) = matched.get(client)
-        {
-            traffic[lane].push(*t);
+        match entry {
+            LogEvent::Request {
+                t,
+                client,
+                op,
+                path,
+                ..
+            } => {
+                if let Some(&lane) = matched.get(client) {
+                    let path = path.as_deref().unwrap_or_default();
+                    if op == "create" {
+                        creates.push((path.to_owned(), lane, *t));
+                    }
+                    let lane = &mut traffic[lane];
+                    lane.times.push(*t);
+                    lane.requests
+                        .push((*t, format!("{op} {path}").trim_end().to_owned()));
+                }
+            }
+            LogEvent::Reply { t, client, .. } => {
+                if let Some(&lane) = matched.get(client) {
+                    traffic[lane].times.push(*t);
+                }
+            }
+            _ => {}
         }
     }
     let mut sessions_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -119,6 +199,7 @@ pub(crate) fn events(log: &[LogEvent], ops: &[Op], lanes: &mut Vec<Lane>) -> Dra
     Drawn {
         events: out,
         traffic,
+        creates,
     }
 }
 
@@ -196,9 +277,7 @@ impl ExtraLanes {
             name: name.to_owned(),
             note: match kind {
                 "service" => "events of the whole service: outages, timers".into(),
-                "session" => "sessions whose requests did not fall inside one client's \
-                              operations more than another's"
-                    .into(),
+                "session" => "sessions that could not be told to be one client's".into(),
                 _ => String::new(),
             },
             rows: 0,

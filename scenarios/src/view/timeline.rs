@@ -164,6 +164,16 @@ impl Timeline {
         self.by_event.get(op.invoke.index).copied().flatten()
     }
 
+    /// The operation of `lane` open at `t` (the latest begun by then).
+    pub(crate) fn op_at(&self, lane: usize, t: u64) -> Option<usize> {
+        self.ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.lane == lane && o.start <= t && o.end.is_none_or(|e| e >= t))
+            .map(|(i, _)| i)
+            .next_back()
+    }
+
     /// Named processes' events (Jepsen's nemesis): one event-only lane per name, after the
     /// clients' lanes, and the events in them.
     pub(crate) fn nemesis_events(&mut self, history: &History) -> Vec<super::sim::SimEvent> {

@@ -127,7 +127,7 @@ fn tags<'a>(dom: &'a str, name: &str) -> Vec<&'a str> {
 }
 
 /// The classes of the bar drawn for operation `op`.
-fn op_classes<'a>(dom: &'a str, op: u64) -> &'a str {
+fn op_classes(dom: &str, op: u64) -> &str {
     let attr = format!("data-op=\"{op}\"");
     let tag = tags(dom, "rect")
         .into_iter()

@@ -4,6 +4,7 @@
 "use strict";
 (function () {
   const D = JSON.parse(document.getElementById("avout-data").textContent);
+  const parsed = performance.now();
   const $ = (id) => document.getElementById(id);
   const svg = $("main");
   const mini = $("minimap");
@@ -15,7 +16,7 @@
   const KIND_ORDER = { service: 0, server: 1, client: 2, session: 3, nemesis: 4 };
   const EDGE_COLOURS = {
     ww: "#1565c0", wr: "#2e7d32", rw: "#c62828", realtime: "#616161",
-    process: "#8d6e63", order: "#1e88e5", stuck: "#d81b60",
+    process: "#8d6e63", order: "#1e88e5", stuck: "#d81b60", waits: "#37474f",
   };
 
   // Lanes top to bottom: the service and servers, the clients, then the rest.
@@ -46,9 +47,13 @@
   const lo = 0;
   const hi = Math.max(D.end, 1);
   let t0 = lo, t1 = hi;
-  const width = () => Math.max(svg.clientWidth || 1200, GUTTER + 200);
+  // The chart's width, read from the layout once per drawing (reading it per bar would cost
+  // a layout query each), and the pixels per unit of time it gives.
+  let W0 = 0;
+  const width = () => W0 || Math.max(svg.clientWidth || 1200, GUTTER + 200);
   const scale = () => (width() - GUTTER - RIGHT) / (t1 - t0);
-  const X = (t) => GUTTER + (t - t0) * scale();
+  let K = 1;
+  const X = (t) => GUTTER + (t - t0) * K;
   const endOf = (o) => (o.end === null ? D.end : o.end);
 
   function fmtAt(t) {
@@ -229,17 +234,27 @@
     return out + labels;
   }
 
+  // Operations: each a bar, except that neighbours in one row closer than a pixel and a
+  // half, alike and unmarked, are drawn as one bar (a "run"): at a glance over thousands of
+  // operations there is nothing more to see, and the browser lays out far fewer elements.
   function drawOps(W) {
     let out = "", labels = "";
     const dim = sel >= 0 && $("dim").checked;
+    const runs = new Map();
     let shown = 0;
-    for (let i = 0; i < D.ops.length; i++) {
+    const flush = (key) => {
+      const r = runs.get(key);
+      if (!r) return;
+      runs.delete(key);
+      if (r.count === 1) {
+        out += bar(r.first, r.xa, r.xb);
+        return;
+      }
+      out += `<rect class="op ${r.outcome} run${dim ? " dim" : ""}" data-run="${r.first},${r.last},${r.count}" ` +
+        `x="${r.xa}" y="${r.top}" width="${Math.max(r.xb - r.xa, 2)}" height="${ROW}" rx="2"/>`;
+    };
+    const bar = (i, xa, xb) => {
       const o = D.ops[i];
-      const end = endOf(o);
-      if (end < t0 || o.start > t1) continue;
-      shown++;
-      const xa = Math.max(X(o.start), GUTTER - 4);
-      const xb = Math.min(X(end), W + 4);
       const w = Math.max(xb - xa, 2);
       const top = opTop(o);
       const m = marks.get(i);
@@ -248,14 +263,38 @@
       if (m) cls += ` mark ${m.role}`;
       else if (dim) cls += " dim";
       if (i === pinned) cls += " pinned";
-      out += `<rect class="${cls}" data-op="${i}" x="${xa}" y="${top}" width="${w}" height="${ROW}" rx="2"/>`;
       const skip = m && m.label && chipInside(o, m, W) ? chipWidth(m) + 4 : 0;
       if (w - skip > 34) {
         const text = cut(`${o.f} ${o.value}`, w - skip - 8);
         if (text) labels += `<text class="op-label${m || !dim ? "" : " dim"}" x="${xa + 4 + skip}" ` +
           `y="${top + ROW - 5}">${esc(text)}</text>`;
       }
+      return `<rect class="${cls}" data-op="${i}" x="${xa}" y="${top}" width="${w}" height="${ROW}" rx="2"/>`;
+    };
+    for (let i = 0; i < D.ops.length; i++) {
+      const o = D.ops[i];
+      const end = endOf(o);
+      if (end < t0 || o.start > t1) continue;
+      shown++;
+      const xa = Math.max(X(o.start), GUTTER - 4);
+      const xb = Math.min(X(end), W + 4);
+      const key = o.lane * 4096 + o.row;
+      if (marks.has(i) || i === pinned || o.end === null) {
+        flush(key);
+        out += bar(i, xa, xb);
+        continue;
+      }
+      const r = runs.get(key);
+      if (r && r.outcome === o.outcome && xa <= r.xb + 1.5 && xb - xa < 6 && r.xb - r.xa < 200) {
+        r.xb = Math.max(r.xb, xb);
+        r.last = i;
+        r.count++;
+        continue;
+      }
+      flush(key);
+      runs.set(key, { first: i, last: i, count: 1, xa, xb, outcome: o.outcome, top: opTop(o) });
     }
+    for (const key of [...runs.keys()]) flush(key);
     return [out + labels, shown];
   }
 
@@ -271,13 +310,21 @@
     let out = "", labels = "";
     for (const [n, a] of D.findings[sel].arrows.entries()) {
       const oa = D.ops[a.from], ob = D.ops[a.to];
-      if (Math.max(endOf(oa), endOf(ob)) < t0 || Math.min(oa.start, ob.start) > t1) continue;
-      const back = ob.start < oa.start;
+      const [from, to] = a.at || [Math.min(oa.start, ob.start), Math.max(endOf(oa), endOf(ob))];
+      if (Math.max(from, to) < t0 || Math.min(from, to) > t1) continue;
+      const back = a.at ? a.at[1] < a.at[0] : ob.start < oa.start;
       let [ax, ay] = anchor(oa, W, back);
       let [bx, by] = anchor(ob, W, back);
+      if (a.at) {
+        ax = X(a.at[0]);
+        bx = X(a.at[1]);
+      }
       if (Math.abs(ax - bx) < 4 && ay === by) { ax -= 6; bx += 6; }
       const room = back ? HEIGHT - Math.max(ay, by) - 8 : Math.min(ay, by) - AXIS - 4;
-      const h = Math.max(Math.min(90, 22 + 0.18 * Math.abs(bx - ax), room / 0.75), 8) * (back ? -1 : 1);
+      // Arrows that start together fan out rather than run on top of one another.
+      const fan = 1 + 0.3 * (n % 3);
+      const h = Math.max(Math.min(90 * fan, (22 + 0.18 * Math.abs(bx - ax)) * fan, room / 0.75), 8) *
+        (back ? -1 : 1);
       const d = `M${ax},${ay} C${ax},${ay - h} ${bx},${by - h} ${bx},${by}`;
       out += `<path class="arrow ${esc(a.kind)}" data-ar="${n}" d="${d}" ` +
         `marker-end="url(#head-${EDGE_COLOURS[a.kind] ? a.kind : "order"})"/>`;
@@ -331,7 +378,9 @@
   }
   function render() {
     queued = false;
-    const W = width();
+    W0 = 0;
+    const W = (W0 = width());
+    K = scale();
     svg.setAttribute("height", HEIGHT);
     svg.setAttribute("viewBox", `0 0 ${W} ${HEIGHT}`);
     const [ops, shown] = drawOps(W);
@@ -342,8 +391,14 @@
     drawMinimap();
     if (first) {
       first = false;
+      // Milliseconds since the page began loading: when its data was parsed, and drawn.
+      document.body.dataset.parsedMs = parsed.toFixed(1);
       document.body.dataset.renderMs = performance.now().toFixed(1);
       document.body.dataset.rendered = "1";
+      // The frame after next begins once the first drawing was painted.
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        document.body.dataset.paintedMs = performance.now().toFixed(1);
+      }));
     }
   }
 
@@ -405,17 +460,23 @@
       const li = document.createElement("li");
       li.dataset.finding = String(i);
       li.dataset.findingOps = f.marks.map((m) => m.op).join(",");
-      const faults = f.events.map((e) => {
-        const ev = D.events[e];
-        return `${ev.name} on ${D.lanes[ev.lane].name} at ${fmtAt(ev.start)}`;
+      // A fault on the lane of an operation the finding marks, while it ran, is "during".
+      const during = (ev) => f.marks.some((m) => {
+        const o = D.ops[m.op];
+        return o.lane === ev.lane && ev.start >= o.start && ev.start <= endOf(o);
       });
+      const say = (ev) => `${ev.name} on ${D.lanes[ev.lane].name} at ${fmtAt(ev.start)}`;
+      const evs = f.events.map((e) => D.events[e]);
+      const faults = [];
+      if (evs.some(during)) faults.push("during it: " + evs.filter(during).map(say).join("; "));
+      if (evs.some((e) => !during(e))) faults.push("before: " + evs.filter((e) => !during(e)).map(say).join("; "));
       const ops = f.marks.slice(0, 4).map((m) => {
         const o = D.ops[m.op];
         return `${m.label}: ${D.lanes[o.lane].name} ${o.f}`;
       });
       li.innerHTML = `<span class="name">${esc(f.name)}</span>${esc(f.title)}` +
         (ops.length ? `<div class="ops">${esc(ops.join(" · "))}${f.marks.length > 4 ? " …" : ""}</div>` : "") +
-        (faults.length ? `<div class="faults">faults before and during: ${esc(faults.join("; "))}</div>` : "");
+        faults.map((t) => `<div class="faults">faults ${esc(t)}</div>`).join("");
       li.title = f.text;
       li.addEventListener("click", () => { select(i); focus(); });
       list.appendChild(li);
@@ -425,8 +486,9 @@
     $("legend").innerHTML = "<h2>Legend</h2>" +
       sw("var(--ok)", "ok") + sw("var(--fail)", "fail") + sw("var(--info)", "info (unknown)") + "<br>" +
       sw("var(--culprit)", "breaks the rule") + sw("var(--party)", "takes part") + sw("var(--order)", "linearized") + "<br>" +
-      line("ww", "ww") + line("wr", "wr") + line("rw", "rw") + line("realtime", "realtime") + line("process", "process") + "<br>" +
-      sw("var(--fault)", "fault") + sw("#ffcc80", "disconnected") + sw("#ef9a9a", "expired") +
+      line("ww", "ww") + line("wr", "wr") + line("rw", "rw") + line("realtime", "realtime") + line("process", "process") +
+      line("waits", "waits on") + "<br>" +
+      sw("var(--fault)", "fault") + sw("#cfd8dc", "disconnected") + sw("#ef9a9a", "expired") +
       sw("#64b5f6", "watch") + sw("#43a047", "connect");
   }
 
@@ -449,6 +511,11 @@
     if (target.dataset.ar !== undefined) {
       const a = D.findings[sel].arrows[Number(target.dataset.ar)];
       return `${a.kind}: ${a.detail}`;
+    }
+    if (target.dataset.run !== undefined) {
+      const [a, b, n] = target.dataset.run.split(",").map(Number);
+      return `${n} ${D.ops[a].outcome} operations of ${D.lanes[D.ops[a].lane].name}, ` +
+        `${fmtAt(D.ops[a].start)} → ${fmtAt(endOf(D.ops[b]))}\nzoom in to see each`;
     }
     if (target.dataset.span !== undefined) return target.dataset.span;
     if (target.dataset.lane !== undefined) {

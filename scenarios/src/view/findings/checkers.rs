@@ -104,6 +104,7 @@ impl<'a> Draw<'a> {
                 kind: kind.to_owned(),
                 label: label.to_owned(),
                 detail: detail.to_owned(),
+                at: None,
             });
         }
     }

@@ -12,6 +12,7 @@
 //! private one (counter, rwlock, queue, barrier) get their verdict's text without drawings.
 
 mod checkers;
+mod waits;
 
 use serde::Serialize;
 
@@ -70,12 +71,17 @@ pub struct Arrow {
     /// To.
     pub to: usize,
     /// `ww`, `wr`, `rw`, `realtime`, `process` (a cycle's edges), `order` (a linearization's
-    /// next operation) or `stuck` (where it could not go on).
+    /// next operation), `stuck` (where it could not go on) or `waits` (a stalled operation
+    /// waiting on a node the other operation created).
     pub kind: String,
     /// Its label on the page.
     pub label: String,
     /// What shows it.
     pub detail: String,
+    /// The instants it joins, when they matter (a wait's start, the creation it waits on);
+    /// otherwise it joins the operations as wholes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<[u64; 2]>,
 }
 
 /// A stretch of time on some lanes.
@@ -188,8 +194,24 @@ pub struct PageVerdict {
     pub checker: String,
     /// Whether the history passed.
     pub valid: bool,
-    /// The checker's report, line by line.
+    /// The checker's report, line by line, cut after [`REPORT_LINES`] lines.
     pub report: Vec<String>,
+}
+
+/// How many lines of a checker's report the page keeps: a run with thousands of anomalies
+/// would otherwise carry a report bigger than its timeline (the checker prints it whole).
+pub const REPORT_LINES: usize = 200;
+
+fn capped(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let mut lines: Vec<String> = lines.collect();
+    if lines.len() > REPORT_LINES {
+        let more = lines.len() - REPORT_LINES;
+        lines.truncate(REPORT_LINES);
+        lines.push(format!(
+            "… and {more} more lines: the checker prints them all"
+        ));
+    }
+    lines
 }
 
 /// The verdict and the findings of `judge` on `history`.
@@ -201,7 +223,7 @@ pub(crate) fn judge(
     let text = |checker: &str, valid: bool, report: String| PageVerdict {
         checker: checker.to_owned(),
         valid,
-        report: report.lines().map(str::to_owned).collect(),
+        report: capped(report.lines().map(str::to_owned)),
     };
     Ok(match judge {
         Judge::Scenario {
@@ -225,7 +247,7 @@ pub(crate) fn judge(
             let verdict = PageVerdict {
                 checker: verdict.checker.clone(),
                 valid: verdict.valid,
-                report: verdict.anomalies.clone(),
+                report: capped(verdict.anomalies.iter().cloned()),
             };
             (verdict, findings)
         }
@@ -338,16 +360,14 @@ fn is_fault(e: &SimEvent) -> bool {
     e.kind == "fault" || e.kind == "nemesis"
 }
 
-/// Fills each finding's `events` (the faults that led there) and `focus`. `traffic` holds,
-/// per client lane, the times its sessions sent requests or got replies (empty without a
-/// simulator): a stalled operation counts until its lane's longest silence began, which a
-/// `wait` span shows, since the deadline it then waited for says nothing about the cause.
+/// Fills each finding's `events` (the faults that led there) and `focus`; a stall's also
+/// gets its wait-for chain from the simulator's `log` ([`waits`]).
 pub(crate) fn relate_faults(
     findings: &mut [Finding],
     timeline: &Timeline,
     lanes: &[super::timeline::Lane],
     events: &[SimEvent],
-    traffic: &[Vec<u64>],
+    log: &super::sim::Drawn,
 ) {
     let faults = |lane: usize| {
         events
@@ -362,41 +382,59 @@ pub(crate) fn relate_faults(
         .map(|(i, _)| i)
         .collect();
     for finding in findings {
-        let stalled = finding.name == "liveness";
-        // What the finding is about: each lane with its stretch.
+        // What the finding is about: each lane with its stretch. A stalled operation counts
+        // until it went quiet, and what it waited on joins it.
         let mut stretches: Vec<(usize, u64, u64)> = Vec::new();
-        let mut waits = Vec::new();
-        for m in &finding.marks {
-            let op = &timeline.ops[m.op];
-            let end = op.end.unwrap_or(timeline.end);
-            if !stalled {
-                stretches.push((op.lane, op.start, end));
-                continue;
+        if finding.name == "liveness" {
+            let stuck: Vec<usize> = finding.marks.iter().map(|m| m.op).collect();
+            let w = waits::chain(&stuck, timeline, log);
+            if let Some(lanes) = &w.cycle {
+                let names: Vec<&str> = lanes
+                    .iter()
+                    .map(|&l| timeline.lanes[l].name.as_str())
+                    .collect();
+                finding.title = match names[..] {
+                    [a, b] if a == b => format!("{}; {a} waits on itself", finding.title),
+                    _ => format!(
+                        "{}; they wait on one another: {}",
+                        finding.title,
+                        names.join(" → ")
+                    ),
+                };
             }
-            match quietest(traffic.get(op.lane), op.start, end) {
-                Some((quiet, resumed)) => {
-                    stretches.push((op.lane, op.start, quiet));
-                    waits.push(Span {
-                        lanes: vec![op.lane],
-                        start: quiet,
-                        end: resumed,
-                        role: "wait",
-                        label: format!(
-                            "no request, no reply for {:.1} s: waiting",
-                            (resumed - quiet) as f64 / 1e9
-                        ),
-                    });
-                }
-                None => stretches.push((op.lane, op.start, op.start)),
+            for s in &w.spans {
+                finding.text.push_str(&format!(
+                    "\n  {}: {}",
+                    timeline.lanes[s.lanes[0]].name, s.label
+                ));
             }
+            for a in &w.arrows {
+                finding.text.push_str(&format!(
+                    "\n  {} {}",
+                    timeline.lanes[timeline.ops[a.from].lane].name,
+                    a.detail.replace("this operation", &{
+                        let to = &timeline.ops[a.to];
+                        format!("{}'s {}", timeline.lanes[to.lane].name, to.f)
+                    })
+                ));
+            }
+            stretches = w.stretches;
+            finding.spans.extend(w.spans);
+            finding.arrows.extend(w.arrows);
+            finding.marks.extend(w.marks);
+        } else {
+            stretches.extend(finding.marks.iter().map(|m| {
+                let op = &timeline.ops[m.op];
+                (op.lane, op.start, op.end.unwrap_or(timeline.end))
+            }));
         }
         stretches.extend(
             finding
                 .spans
                 .iter()
+                .filter(|s| s.role != "wait")
                 .flat_map(|s| s.lanes.iter().map(|&l| (l, s.start, s.end))),
         );
-        finding.spans.extend(waits);
         let (Some(from), Some(to)) = (
             stretches.iter().map(|s| s.1).min(),
             stretches.iter().map(|s| s.2).max(),
@@ -433,21 +471,4 @@ pub(crate) fn relate_faults(
         ];
         finding.events = related;
     }
-}
-
-/// The longest stretch of `[start, end]` without traffic: when a stalled operation stopped
-/// hearing anything, and when it heard again (or gave up).
-fn quietest(traffic: Option<&Vec<u64>>, start: u64, end: u64) -> Option<(u64, u64)> {
-    let times = traffic?;
-    let inside = &times[times.partition_point(|&t| t < start)..times.partition_point(|&t| t < end)];
-    let points: Vec<u64> = [start]
-        .into_iter()
-        .chain(inside.iter().copied())
-        .chain([end])
-        .collect();
-    points
-        .windows(2)
-        .map(|w| (w[0], w[1]))
-        .max_by_key(|&(a, b)| (b - a, std::cmp::Reverse(a)))
-        .filter(|&(a, b)| b > a && !inside.is_empty())
 }

@@ -508,3 +508,40 @@ fn pages_go_beside_their_files() {
     assert_eq!(p("x.jsonl"), std::path::Path::new("x.html"));
     assert_eq!(p("noext"), std::path::Path::new("noext.html"));
 }
+
+/// The planted lock bug's run (`avout run mutex --planted lock-no-guid-recovery --seed 1`):
+/// the stalled acquires wait on one another's lock nodes round a cycle, one of them on a node
+/// left behind by an acquire that asked twice, and the lost reply that caused it is among the
+/// faults drawn.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn stalled_acquires_show_what_they_wait_on() {
+    let w = Workload::new(ScenarioName::Mutex, 1);
+    let bug = Some(avout::planted::Bug::LockNoGuidRecovery);
+    let (report, log) =
+        crate::scenario::run_sim_inner(&w, &FaultPlan::all(), bug, false, None, true).unwrap();
+    let page = Page::of_report(&report, &log, "simulator").unwrap();
+    let f = &page.findings[0];
+    assert_eq!(f.name, "liveness");
+    assert!(
+        f.title
+            .ends_with("they wait on one another: client 1 → client 2 → client 0 → client 1"),
+        "{}",
+        f.title
+    );
+    let waits: Vec<(usize, usize)> = f
+        .arrows
+        .iter()
+        .filter(|a| a.kind == "waits")
+        .map(|a| (page.ops[a.from].lane, page.ops[a.to].lane))
+        .collect();
+    assert_eq!(waits, vec![(3, 1), (1, 2), (2, 0), (0, 1)]);
+    assert!(f.arrows.iter().any(|a| a.detail.contains("twice")));
+    assert_eq!(f.spans.iter().filter(|s| s.role == "wait").count(), 4);
+    let faults: Vec<(&str, usize)> = f
+        .events
+        .iter()
+        .map(|&e| (page.events[e].name.as_str(), page.events[e].lane))
+        .collect();
+    assert!(faults.contains(&("reply-lost", 1)), "{faults:?}");
+}
