@@ -167,21 +167,37 @@ impl Plot<'_> {
                     }))?;
                 }
             }
-            let whisker = if self.shape == Shape::Bars {
-                BLACK.to_rgba()
-            } else {
-                color
-            };
-            chart.draw_series(defined().map(|(i, e)| {
-                ErrorBar::new_vertical(
-                    at(i),
-                    e.low().max(0.0),
-                    e.mean,
-                    e.high(),
-                    whisker.stroke_width(1),
-                    8,
-                )
-            }))?;
+            match self.shape {
+                Shape::Lines => {
+                    chart.draw_series(defined().map(|(i, e)| {
+                        ErrorBar::new_vertical(
+                            at(i),
+                            e.low().max(0.0),
+                            e.mean,
+                            e.high(),
+                            color.stroke_width(1),
+                            8,
+                        )
+                    }))?;
+                }
+                // On a bar, the interval alone: a whisker from its low to its high end.
+                Shape::Bars => {
+                    let cap = width * 0.15;
+                    chart.draw_series(
+                        defined()
+                            .filter(|(_, e)| e.half_width > 0.0)
+                            .flat_map(|(i, e)| {
+                                let (x, low, high) = (at(i), e.low().max(0.0), e.high());
+                                [
+                                    vec![(x, low), (x, high)],
+                                    vec![(x - cap, low), (x + cap, low)],
+                                    vec![(x - cap, high), (x + cap, high)],
+                                ]
+                            })
+                            .map(|points| PathElement::new(points, BLACK.stroke_width(1))),
+                    )?;
+                }
+            }
             let y = 56 + 24 * k as i32;
             let swatch: [(i32, i32); 2] = [(12, y - 6), (34, y + 6)];
             match self.shape {

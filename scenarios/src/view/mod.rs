@@ -56,9 +56,27 @@ use sim::SimEvent;
 use timeline::{Axis, Lane, Op, Timeline};
 
 /// The version of the page's data; raised when its shape changes.
+///
+/// ```
+/// let page = avout_scenarios::view::Page::of_history(
+///     &Default::default(),
+///     &avout_scenarios::view::Judge::None,
+///     "empty",
+/// )
+/// .unwrap();
+/// assert_eq!(page.format, avout_scenarios::view::PAGE_FORMAT);
+/// ```
 pub const PAGE_FORMAT: u32 = 1;
 
 /// Why a page could not be made or written.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page, ViewError};
+/// // A completion nobody invoked: the history cannot be paired.
+/// let h: History = [Event::ok(0, F::Read, 1.into())].into_iter().collect();
+/// assert!(matches!(Page::of_history(&h, &Judge::None, "bad"), Err(ViewError::History(_))));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ViewError {
@@ -86,6 +104,20 @@ pub enum ViewError {
 }
 
 /// Everything the page shows: the data embedded in it.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// let h: History = [
+///     Event::invoke(0, F::Write, 1.into()).with_time(1_000),
+///     Event::ok(0, F::Write, 1.into()).with_time(5_000),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let page = Page::of_history(&h, &Judge::None, "one write").unwrap();
+/// assert_eq!((page.ops[0].start, page.ops[0].end), (1_000, Some(5_000)));
+/// assert_eq!(page.lanes[0].name, "client 0");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Page {
     /// [`PAGE_FORMAT`].
@@ -113,6 +145,18 @@ pub struct Page {
 impl Page {
     /// The page of a case file's run: the case replayed from its recorded choices with the
     /// simulator's event log kept.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::case::Case;
+    /// use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+    /// use avout_scenarios::view::Page;
+    /// let mut w = Workload::new(ScenarioName::Counter, 5);
+    /// w.ops = 3;
+    /// let case = Case::record(&w, &FaultPlan::all(), None).unwrap();
+    /// let page = Page::of_case(&case).unwrap();
+    /// assert!(page.verdict.valid);
+    /// assert!(page.events.iter().any(|e| e.kind == "connect"), "the simulator's events");
+    /// ```
     pub fn of_case(case: &Case) -> Result<Page, ViewError> {
         let (report, log) = case.replay_logged()?;
         let mut page = Page::of_report(&report, &log, "simulator, replayed from its case file")?;
@@ -129,6 +173,17 @@ impl Page {
 
     /// The page of a scenario run: its history judged by its scenario's checker, with the
     /// simulator's event `log` (empty for a run on real ZooKeeper) on `backend`.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::{run_sim, FaultPlan, ScenarioName, Workload};
+    /// use avout_scenarios::view::Page;
+    /// let mut w = Workload::new(ScenarioName::Mutex, 2);
+    /// w.ops = 2;
+    /// let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
+    /// let page = Page::of_report(&report, &[], "a real server").unwrap();
+    /// assert_eq!(page.lanes.len(), w.clients);
+    /// assert!(page.about[0].ends_with("a real server"));
+    /// ```
     pub fn of_report(report: &Report, log: &[LogEvent], backend: &str) -> Result<Page, ViewError> {
         let w = &report.workload;
         let judge = Judge::Scenario {
@@ -181,6 +236,17 @@ impl Page {
 
     /// The page of any history (JSON lines or EDN, as `avout check` reads them), judged by
     /// `judge`; a named process's events (Jepsen's nemesis) are drawn beside the clients.
+    ///
+    /// ```
+    /// use avout_scenarios::history::{Event, History, F};
+    /// use avout_scenarios::view::{Judge, Page};
+    /// // A read of a value nobody wrote.
+    /// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::ok(0, F::Read, 3.into())]
+    ///     .into_iter()
+    ///     .collect();
+    /// let page = Page::of_history(&h, &Judge::guess(&h), "stale").unwrap();
+    /// assert_eq!(page.findings[0].marks[0].role, "culprit");
+    /// ```
     pub fn of_history(history: &History, judge: &Judge, title: &str) -> Result<Page, ViewError> {
         Page::build(history, None, judge, title.to_owned(), &[])
     }
@@ -237,6 +303,14 @@ impl Page {
     }
 
     /// The page as one self-contained HTML file.
+    ///
+    /// ```
+    /// use avout_scenarios::view::{Judge, Page};
+    /// let html = Page::of_history(&Default::default(), &Judge::None, "a <title>").unwrap().to_html();
+    /// assert!(html.starts_with("<!DOCTYPE html>"));
+    /// assert!(html.contains("<title>a &lt;title&gt;</title>"));
+    /// assert!(!html.contains("http://") && !html.contains("https://"), "no network");
+    /// ```
     pub fn to_html(&self) -> String {
         html::render(&self.title, &self.to_json())
     }

@@ -22,6 +22,17 @@ use serde_json::Value;
 use super::timeline::{Lane, Op};
 
 /// One event beside the operations: a simulator log entry, or a nemesis event of the history.
+///
+/// ```
+/// use avout_scenarios::scenario::case::Case;
+/// use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+/// use avout_scenarios::view::Page;
+/// let mut w = Workload::new(ScenarioName::Counter, 9);
+/// w.ops = 4;
+/// let page = Page::of_case(&Case::record(&w, &FaultPlan::none(), None).unwrap()).unwrap();
+/// let connect = page.events.iter().find(|e| e.kind == "connect").unwrap();
+/// assert_eq!(page.lanes[connect.lane].kind, "client", "in the lane of the client it is");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimEvent {
     /// Its kind: the log entry's variant in kebab case (`fault`, `state`, `watch`,

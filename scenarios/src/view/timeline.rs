@@ -14,6 +14,14 @@ use serde_json::Value;
 use crate::history::{EventType, History, HistoryError, Keys, Operation, Outcome, Process};
 
 /// What the time axis counts.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{timeline::Axis, Judge, Page};
+/// // No times in the history: positions among its events.
+/// let h: History = [Event::invoke(0, F::Write, 1.into())].into_iter().collect();
+/// assert_eq!(Page::of_history(&h, &Judge::None, "t").unwrap().axis, Axis::Event);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Axis {
@@ -24,6 +32,14 @@ pub enum Axis {
 }
 
 /// One lane of the page.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// let h: History = [Event::invoke(3, F::Write, 1.into())].into_iter().collect();
+/// let lane = &Page::of_history(&h, &Judge::None, "t").unwrap().lanes[0];
+/// assert_eq!((lane.kind, lane.note.as_str(), lane.rows), ("client", "process 3", 1));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Lane {
     /// What the lane holds: `client`, `service`, `server`, `session` or `nemesis`.
@@ -37,6 +53,16 @@ pub struct Lane {
 }
 
 /// One operation: a bar from invocation to completion.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::info(0, F::Read, serde_json::Value::Null)]
+///     .into_iter()
+///     .collect();
+/// let op = &Page::of_history(&h, &Judge::None, "t").unwrap().ops[0];
+/// assert_eq!((op.f.as_str(), op.outcome, op.start, op.end), ("read", "info", 0, Some(1)));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Op {
     /// Its lane.

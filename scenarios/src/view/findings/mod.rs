@@ -27,6 +27,26 @@ use crate::history::{History, Keys};
 use crate::scenario::{OP_DEADLINE, Protocol, ScenarioName, Verdict};
 
 /// One anomaly, drawn.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// use serde_json::Value;
+/// let a = || F::Other("acquire".into());
+/// let h: History = [
+///     Event::invoke(0, a(), Value::Null),
+///     Event::ok(0, a(), 1.into()),
+///     Event::invoke(1, a(), Value::Null),
+///     Event::ok(1, a(), 2.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let page = Page::of_history(&h, &Judge::Mutex, "t").unwrap();
+/// let f = &page.findings[0];
+/// assert_eq!(f.name, "overlap");
+/// assert_eq!(f.marks.len(), 2, "the two acquires");
+/// assert_eq!(f.spans[0].role, "overlap");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     /// The anomaly's name, as the checker gives it (`overlap`, `G-single`, …).
@@ -51,6 +71,17 @@ pub struct Finding {
 }
 
 /// An operation a finding concerns.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::ok(0, F::Read, 7.into())]
+///     .into_iter()
+///     .collect();
+/// let page = Page::of_history(&h, &Judge::guess(&h), "t").unwrap();
+/// let mark = &page.findings[0].marks[0];
+/// assert_eq!((mark.op, mark.role, mark.label.as_str()), (0, "culprit", "cannot be placed"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mark {
     /// The operation (index into the page's operations).
@@ -64,6 +95,23 @@ pub struct Mark {
 }
 
 /// An order from one operation to another.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// // Write 1, then a read of nothing: the write is placed first, the read cannot follow.
+/// let h: History = [
+///     Event::invoke(0, F::Write, 1.into()),
+///     Event::ok(0, F::Write, 1.into()),
+///     Event::invoke(1, F::Read, serde_json::Value::Null),
+///     Event::ok(1, F::Read, serde_json::Value::Null),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let page = Page::of_history(&h, &Judge::guess(&h), "t").unwrap();
+/// let arrow = &page.findings[0].arrows[0];
+/// assert_eq!((arrow.from, arrow.to, arrow.kind.as_str()), (0, 1, "stuck"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Arrow {
     /// From (an operation index).
@@ -85,6 +133,24 @@ pub struct Arrow {
 }
 
 /// A stretch of time on some lanes.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, Page};
+/// use serde_json::Value;
+/// let a = || F::Other("acquire".into());
+/// let h: History = [
+///     Event::invoke(0, a(), Value::Null),
+///     Event::ok(0, a(), 1.into()),
+///     Event::invoke(1, a(), Value::Null),
+///     Event::ok(1, a(), 2.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let page = Page::of_history(&h, &Judge::Mutex, "t").unwrap();
+/// let hold = page.findings[0].spans.iter().find(|s| s.role == "hold").unwrap();
+/// assert_eq!((hold.lanes.clone(), hold.start), (vec![0], 1), "from the grant on");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Span {
     /// The lanes it covers.
@@ -101,6 +167,14 @@ pub struct Span {
 }
 
 /// Which checker judges a history for the page.
+///
+/// ```
+/// use avout_scenarios::check::list_append::Consistency;
+/// use avout_scenarios::view::{Judge, Page};
+/// let page = Page::of_history(&Default::default(), &Judge::ListAppend(Consistency::Serializable), "t")
+///     .unwrap();
+/// assert_eq!(page.verdict.checker, "list-append (Elle)");
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Judge {
@@ -167,6 +241,15 @@ impl Judge {
 }
 
 /// Why a history could not be judged for the page.
+///
+/// ```
+/// use avout_scenarios::history::{Event, History, F};
+/// use avout_scenarios::view::{Judge, JudgeError, Page, ViewError};
+/// // A transaction is not an operation of the mutex model.
+/// let h: History = [Event::invoke(0, F::Other("txn".into()), serde_json::json!([]))].into_iter().collect();
+/// let err = Page::of_history(&h, &Judge::Mutex, "t").unwrap_err();
+/// assert!(matches!(err, ViewError::Judge(JudgeError::Mutex(_))));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JudgeError {
@@ -188,6 +271,13 @@ pub enum JudgeError {
 }
 
 /// A verdict as the page shows it.
+///
+/// ```
+/// use avout_scenarios::view::{Judge, Page};
+/// let v = Page::of_history(&Default::default(), &Judge::Mutex, "t").unwrap().verdict;
+/// assert!(v.valid);
+/// assert!(v.report[0].starts_with("valid"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PageVerdict {
     /// Which checker judged.
@@ -200,6 +290,10 @@ pub struct PageVerdict {
 
 /// How many lines of a checker's report the page keeps: a run with thousands of anomalies
 /// would otherwise carry a report bigger than its timeline (the checker prints it whole).
+///
+/// ```
+/// assert!(avout_scenarios::view::findings::REPORT_LINES >= 100);
+/// ```
 pub const REPORT_LINES: usize = 200;
 
 fn capped(lines: impl Iterator<Item = String>) -> Vec<String> {
