@@ -355,12 +355,19 @@ mod tests {
                 svg.contains("\nmvcc\n</text>") && svg.contains("\n2\n</text>"),
                 "{svg}"
             );
-            // Bars are rectangles from the axis; lines are a polyline.
-            assert_eq!(
-                svg.contains("<polyline"),
-                shape == Shape::Lines,
-                "{shape:?}"
-            );
+            // The series (Palette99's first colour): bars are filled rectangles, one per
+            // position plus the legend's swatch; lines a polyline through the positions.
+            let count = |tag: &str, attrs: &str| {
+                svg.lines()
+                    .filter(|l| l.starts_with(tag) && l.contains(attrs))
+                    .count()
+            };
+            let bars = count("<rect", "fill=\"#E6194B\"");
+            let lines = count("<polyline", "stroke=\"#E6194B\" stroke-width=\"2\"");
+            match shape {
+                Shape::Bars => assert_eq!((bars, lines), (3, 0), "{svg}"),
+                Shape::Lines => assert_eq!((bars, lines), (0, 1), "{svg}"),
+            }
         }
     }
 

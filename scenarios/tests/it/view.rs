@@ -310,3 +310,42 @@ fn a_failing_run_leaves_a_page_showing_its_anomaly_and_the_fault_before_it() {
         "{related:?}"
     );
 }
+
+/// A failing run on a real server has no case file: its page goes beside its history, with
+/// no simulator events.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn a_failing_run_on_a_real_server_leaves_a_page_beside_its_history() {
+    let server = avout_testkit::server::ZkServer::start()
+        .expect("a real ZooKeeper server (Debian's zookeeper package)");
+    let dir = tempfile::tempdir().unwrap();
+    // Unchecked writes lose increments whenever two clients overlap, faults or not.
+    let out = avout(&[
+        "run",
+        "counter",
+        "--planted",
+        "atom-unchecked-write",
+        "--ops",
+        "40",
+        "--zk",
+        &server.connect_string(),
+        "--out",
+        &dir.path().display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let page = dir.path().join("counter-seed1.html");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("timeline    {}", page.display()))
+    );
+    let d = data(&page);
+    assert_eq!(d["verdict"]["valid"], false);
+    assert_eq!(d["axis"], "ns");
+    assert!(d["events"].as_array().unwrap().is_empty(), "no simulator");
+    assert!(
+        d["about"][0].as_str().unwrap().contains("ZooKeeper at"),
+        "{}",
+        d["about"]
+    );
+    assert_eq!(d["ops"].as_array().unwrap().len(), 4 * 40 + 1);
+    assert!(dir.path().join("counter-seed1.jsonl").is_file());
+}
