@@ -13,7 +13,7 @@
 //!
 //! The file needs no network: the data is one JSON object embedded in the page
 //! (`<script type="application/json" id="avout-data">`), drawn by a small script and style
-//! sheet inlined beside it ([`html`]). The data is the page's contract, and what the golden
+//! sheet inlined beside it. The data is the page's contract, and what the golden
 //! tests pin: [`Page`] serialised.
 //!
 //! ```

@@ -10,7 +10,7 @@
 //! is drawn with its name, its client or server and its span without a change here.
 //!
 //! Events of a simulator client (a *session*) go to the lane of the workload client that
-//! opened it, as [`super::sessions`] matches them; the rest to lanes of the service, of each
+//! opened it, as they are matched by their requests and replies (see `sessions.rs`); the rest to lanes of the service, of each
 //! server, or of the sessions nobody could be matched to.
 
 use std::collections::BTreeMap;
