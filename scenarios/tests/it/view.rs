@@ -4,25 +4,12 @@
 //! installs chromium when it is missing; a test that cannot start it fails, never skips.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn avout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_avout"))
-        .args(args)
-        .output()
-        .expect("the avout binary runs")
-}
-
-fn testdata(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("src/check/testdata")
-        .join(name)
-        .display()
-        .to_string()
-}
+use super::check_cli::{avout, testdata};
 
 /// The browser: `$AVOUT_CHROMIUM`, or `chromium` on the path.
 fn chromium() -> PathBuf {
@@ -126,19 +113,23 @@ fn tags<'a>(dom: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The value of attribute `name` in an opening `tag`.
+fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
+    let value = tag
+        .split(&format!("{name}=\""))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {name} in {tag}"));
+    &value[..value.find('"').unwrap_or(value.len())]
+}
+
 /// The classes of the bar drawn for operation `op`.
 fn op_classes(dom: &str, op: u64) -> &str {
-    let attr = format!("data-op=\"{op}\"");
+    let id = format!("data-op=\"{op}\"");
     let tag = tags(dom, "rect")
         .into_iter()
-        .find(|t| t.contains(&attr))
+        .find(|t| t.contains(&id))
         .unwrap_or_else(|| panic!("operation {op} is not drawn"));
-    tag.split("class=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
+    attr(tag, "class")
 }
 
 /// Every operation the selected (first) finding marks is drawn highlighted in its role, and
@@ -160,15 +151,7 @@ fn assert_highlighted(dom: &str, data: &Value) -> Vec<u64> {
         .into_iter()
         .filter(|t| t.contains("data-op="))
     {
-        let op: u64 = tag
-            .split("data-op=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let op: u64 = attr(tag, "data-op").parse().unwrap();
         if !marked.contains(&op) {
             assert!(tag.contains(" dim"), "operation {op} is not dimmed: {tag}");
         }
