@@ -3,8 +3,10 @@
 //!
 //! - [`history`]: histories of client operations in Jepsen's JSON-lines format.
 //! - [`check`]: the linearizability checker for register and cas-register histories.
+//! - [`view`]: a run's timeline as a self-contained HTML page, the checker's verdict drawn on it.
 
 pub mod check;
 pub mod history;
 pub mod report;
 pub mod scenario;
+pub mod view;

@@ -18,6 +18,9 @@
 //! - `avout soak [--seeds N] [--base B] [--faults LIST] [--per-kind] [--pairs]` runs every
 //!   scenario on N seeds under each fault configuration and ends with a table of failures;
 //!   exit 1 if any run failed.
+//! - `avout view CASE|HISTORY [--out FILE.html] [--model M]` writes a run's timeline as one
+//!   self-contained HTML page with the checker's verdict drawn on it; failing runs of `run`,
+//!   `explore`, `soak` and `shrink` get one beside their case file.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
 //!   [--json]` judges a recorded history: exit 0 valid, 1 anomaly, 2 bad input.
 //! - `avout model mutex|rwlock|election|atom|stm|mvcc|mvcc-bank [--clients N] [--faults F]
@@ -37,7 +40,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cmd::{bench, check, demo, lock, model, run, soak, zk};
+use cmd::{bench, check, demo, lock, model, run, soak, view, zk};
 
 /// Distributed atoms, refs and locks on ZooKeeper: local servers and benchmarks.
 #[derive(Debug, Parser)]
@@ -74,6 +77,9 @@ enum Command {
     Shrink(run::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
     Soak(soak::SoakArgs),
+    /// Write a run's timeline (a case file or any history) as one self-contained HTML page,
+    /// the checker's verdict drawn on it.
+    View(view::ViewArgs),
     /// Research reports (simulated sweeps, benchmarks beside the peers) written to reports/.
     #[command(subcommand)]
     Report(avout_scenarios::report::ReportCommand),
@@ -103,6 +109,8 @@ enum CliError {
     RunCmd(#[from] run::RunCmdError),
     #[error(transparent)]
     Report(#[from] avout_scenarios::report::ReportError),
+    #[error(transparent)]
+    View(#[from] avout_scenarios::view::ViewError),
 }
 
 fn main() -> ExitCode {
@@ -139,6 +147,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Replay(args) => Ok(run::replay(&args)?),
         Command::Shrink(args) => Ok(run::shrink_cmd(&args)?),
         Command::Soak(args) => Ok(soak::run(&args)?),
+        Command::View(args) => Ok(view::run(&args)?),
         Command::Report(command) => avout_scenarios::report::run(&command)
             .map(drop)
             .map_err(Into::into),

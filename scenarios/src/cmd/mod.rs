@@ -9,6 +9,7 @@ pub(crate) mod lock;
 pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod soak;
+pub(crate) mod view;
 pub(crate) mod zk;
 
 use std::future::Future;

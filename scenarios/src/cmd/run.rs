@@ -16,6 +16,7 @@ use avout_scenarios::scenario::shrink::{ShrinkError, shrink};
 use avout_scenarios::scenario::{
     FaultPlan, PANICKED, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
 };
+use avout_scenarios::view::{Page, page_path};
 use avout_sim_zk::FaultKind;
 
 use super::chaos;
@@ -146,6 +147,7 @@ pub(crate) enum RunCmdError {
     Diverged { recorded: u64, found: u64 },
     #[error(transparent)]
     Chaos(#[from] chaos::ChaosError),
+
     /// An anomaly was found (already reported).
     #[error("{0}")]
     Anomaly(String),
@@ -262,12 +264,30 @@ fn create_dir(dir: &Path) -> Result<(), RunCmdError> {
     })
 }
 
-pub(crate) fn write_case(case: &Case, path: &Path) -> Result<(), RunCmdError> {
+/// Writes `case` to `path` and, when it failed, its timeline page beside it
+/// ([`page_path`]); returns the page's path. A page that cannot be made is reported on
+/// stderr and skipped: the case file is what the failure needs.
+pub(crate) fn write_case(case: &Case, path: &Path) -> Result<Option<PathBuf>, RunCmdError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }
     case.save(path)?;
-    Ok(())
+    if case.anomalies.is_empty() {
+        return Ok(None);
+    }
+    let page = page_path(path);
+    let written = Page::of_case(case).and_then(|mut p| {
+        p.about
+            .push(format!("replay: avout replay {}", path.display()));
+        p.write(&page)
+    });
+    match written {
+        Ok(()) => Ok(Some(page)),
+        Err(e) => {
+            eprintln!("avout: no timeline page for {}: {e}", path.display());
+            Ok(None)
+        }
+    }
 }
 
 fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
@@ -384,14 +404,18 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
     }
     report.history.write_file(&history_path)?;
     let case_path = out.join(format!("{}-seed{}.case.json", w.scenario, w.seed));
-    if let Some(case) = &case {
-        write_case(case, &case_path)?;
-    }
+    let page = match &case {
+        Some(case) => write_case(case, &case_path)?,
+        // A failing run on real ZooKeeper has no case file: its page goes beside its history.
+        None if !report.verdict.valid => real_page(&report, &backend, &history_path),
+        None => None,
+    };
     if args.common.json {
         let extra = serde_json::json!({
             "backend": backend,
             "history": history_path.display().to_string(),
             "case": case.as_ref().map(|_| case_path.display().to_string()),
+            "page": page.as_ref().map(|p| p.display().to_string()),
         });
         println!("{}", report_json(&report, extra));
     } else {
@@ -401,6 +425,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             println!("replay      avout replay {}", case_path.display());
             println!("shrink      avout shrink {}", case_path.display());
         }
+        if let Some(page) = &page {
+            println!("timeline    {}", page.display());
+        }
     }
     if report.verdict.valid {
         Ok(())
@@ -409,6 +436,23 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             "{} failed with seed {}",
             w.scenario, w.seed
         )))
+    }
+}
+
+/// The page of a failing run on real ZooKeeper, beside its history; reported on stderr and
+/// skipped if it cannot be written.
+fn real_page(report: &Report, backend: &str, history: &Path) -> Option<PathBuf> {
+    let path = page_path(history);
+    let written = Page::of_report(report, &[], backend).and_then(|mut p| {
+        p.about.push(format!("history: {}", history.display()));
+        p.write(&path)
+    });
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            eprintln!("avout: no timeline page for {}: {e}", history.display());
+            None
+        }
     }
 }
 
@@ -475,13 +519,21 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
             "{}-seed{}.case.json",
             failure.workload.scenario, failure.workload.seed
         ));
-        write_case(&case, &path)?;
-        cases.push((failure, path));
+        let page = write_case(&case, &path)?;
+        cases.push((failure, path, page));
     }
     if args.common.json {
         let failures: Vec<serde_json::Value> = cases
             .iter()
-            .map(|(r, p)| report_json(r, serde_json::json!({"case": p.display().to_string()})))
+            .map(|(r, p, page)| {
+                report_json(
+                    r,
+                    serde_json::json!({
+                        "case": p.display().to_string(),
+                        "page": page.as_ref().map(|p| p.display().to_string()),
+                    }),
+                )
+            })
             .collect();
         println!(
             "{}",
@@ -508,7 +560,7 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
         if cases.is_empty() {
             println!("verdict     {}", style.paint("32", "every run valid"));
         }
-        for (r, path) in &cases {
+        for (r, path, page) in &cases {
             println!(
                 "{}",
                 style.paint(
@@ -525,6 +577,9 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
             }
             println!("replay      avout replay {}", path.display());
             println!("shrink      avout shrink {}", path.display());
+            if let Some(page) = page {
+                println!("timeline    {}", page.display());
+            }
         }
     }
     if cases.is_empty() {
@@ -596,7 +651,7 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
             .unwrap_or("case");
         args.file.with_file_name(format!("{stem}.shrunk.json"))
     });
-    write_case(&shrunk.case, &out)?;
+    let page = write_case(&shrunk.case, &out)?;
     let w = &shrunk.case.workload;
     if args.json {
         println!(
@@ -614,6 +669,7 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
                 "faults_scheduled_after": shrunk.faults.1,
                 "explicit_schedule": shrunk.scheduled,
                 "anomalies": shrunk.case.anomalies,
+                "page": page.as_ref().map(|p| p.display().to_string()),
                 "wall_time_s": wall.elapsed().as_secs_f64(),
             })
         );
@@ -639,6 +695,9 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
         }
         println!("written     {}", out.display());
         println!("replay      avout replay {}", out.display());
+        if let Some(page) = &page {
+            println!("timeline    {}", page.display());
+        }
     }
     Ok(())
 }

@@ -198,8 +198,8 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
         let path = match (&row.first, row.failed.first()) {
             (Some(case), Some(&seed)) => {
                 let path = case_path(args, row, seed);
-                write_case(case, &path)?;
-                Some(path)
+                let page = write_case(case, &path)?;
+                Some((path, page))
             }
             _ => None,
         };
@@ -226,7 +226,10 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
     }
 }
 
-fn print_table(report: &SoakReport, paths: &[Option<PathBuf>]) {
+/// A failing row's case file and its timeline page, as written.
+type Written = Option<(PathBuf, Option<PathBuf>)>;
+
+fn print_table(report: &SoakReport, paths: &[Written]) {
     let style = Style::stdout();
     let width = |f: &dyn Fn(&Row) -> usize, title: &str| {
         report
@@ -245,7 +248,7 @@ fn print_table(report: &SoakReport, paths: &[Option<PathBuf>]) {
     );
     for (row, path) in report.rows.iter().zip(paths) {
         let first = match (row.failed.first(), path) {
-            (Some(seed), Some(path)) => style.paint(
+            (Some(seed), Some((path, _))) => style.paint(
                 "31;1",
                 &format!("seed {seed}: avout replay {}", path.display()),
             ),
@@ -280,7 +283,7 @@ fn print_table(report: &SoakReport, paths: &[Option<PathBuf>]) {
         }
     );
     for (row, path) in failing {
-        let (Some(case), Some(path)) = (&row.first, path) else {
+        let (Some(case), Some((path, page))) = (&row.first, path) else {
             continue;
         };
         let w = &case.workload;
@@ -308,10 +311,13 @@ fn print_table(report: &SoakReport, paths: &[Option<PathBuf>]) {
         }
         println!("replay      avout replay {}", path.display());
         println!("shrink      avout shrink {}", path.display());
+        if let Some(page) = page {
+            println!("timeline    {}", page.display());
+        }
     }
 }
 
-fn print_json(s: &Soak, report: &SoakReport, paths: &[Option<PathBuf>]) {
+fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
     let rows: Vec<serde_json::Value> = report
         .rows
         .iter()
@@ -326,8 +332,9 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Option<PathBuf>]) {
                 "first_failure": row.first.as_ref().map(|case| serde_json::json!({
                     "seed": case.workload.seed,
                     "anomalies": case.anomalies,
-                    "case": path.as_ref().map(|p| p.display().to_string()),
-                    "replay": path.as_ref().map(|p| format!("avout replay {}", p.display())),
+                    "case": path.as_ref().map(|(p, _)| p.display().to_string()),
+                    "replay": path.as_ref().map(|(p, _)| format!("avout replay {}", p.display())),
+                    "page": path.as_ref().and_then(|(_, page)| page.as_ref()).map(|p| p.display().to_string()),
                 })),
             })
         })

@@ -98,6 +98,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         &mut doc,
         &measured,
         "BARGE-WAIT",
+        super::render::Shape::Lines,
         &[
             (m::COMMITS_PER_SEC, "commits", "Commits per virtual second"),
             (m::BARGES_PER_SEC, "barges", "Barges per virtual second"),

@@ -81,6 +81,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         &mut doc,
         &measured,
         "MAX-HISTORY",
+        super::render::Shape::Lines,
         &[
             (
                 m::READ_FAULTS_PER_SEC,

@@ -433,14 +433,13 @@ fn series(measured: &[Measured], metric: Metric) -> (Vec<String>, Vec<render::Se
     (xs, lines)
 }
 
-/// Adds a plot of `metric` over the points.
+/// Adds a plot of `metric` over the points, drawn as `shape`.
 fn plot(
     doc: &mut render::Doc,
     measured: &[Measured],
-    metric: Metric,
-    slug: &str,
-    title: &str,
+    (metric, slug, title): (Metric, &str, &str),
     x_desc: &str,
+    shape: render::Shape,
 ) -> Result<(), ReportError> {
     let (xs, lines) = series(measured, metric);
     doc.plot(
@@ -451,19 +450,21 @@ fn plot(
             y_desc: metric.name,
             xs: &xs,
             series: &lines,
+            shape,
         },
     )
 }
 
-/// Adds a plot per `(metric, slug, title)`, all over the swept axis `x_desc`.
+/// Adds a plot per `(metric, slug, title)`, all over the axis `x_desc`, drawn as `shape`.
 fn plots(
     doc: &mut render::Doc,
     measured: &[Measured],
     x_desc: &str,
+    shape: render::Shape,
     plots: &[(Metric, &str, &str)],
 ) -> Result<(), ReportError> {
-    for (metric, slug, title) in plots {
-        plot(doc, measured, *metric, slug, title, x_desc)?;
+    for &p in plots {
+        plot(doc, measured, p, x_desc, shape)?;
     }
     Ok(())
 }

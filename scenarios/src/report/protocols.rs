@@ -96,6 +96,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         &mut doc,
         &measured,
         "workload",
+        super::render::Shape::Bars,
         &[
             (
                 m::COMMITS_PER_SEC,
@@ -139,10 +140,13 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
     super::plot(
         &mut doc,
         &readers,
-        m::READER_RETRIES_PER_COMMIT,
-        "reader-retries",
-        "Retries per committed read-only transaction",
+        (
+            m::READER_RETRIES_PER_COMMIT,
+            "reader-retries",
+            "Retries per committed read-only transaction",
+        ),
         "workload",
+        super::render::Shape::Bars,
     )?;
     super::conclude(
         doc,

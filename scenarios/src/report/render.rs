@@ -62,15 +62,32 @@ pub(crate) struct Series {
     pub(crate) values: Vec<Estimate>,
 }
 
-/// A line plot over categorical x positions (`xs`), one line per series, with the 95%
-/// intervals as error bars.
+/// How a plot draws its series over its x positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// Lines: the positions are values of one swept setting, in order, and a line between two
+    /// says how the figure moves between them.
+    Lines,
+    /// Grouped bars: the positions are unrelated categories (workloads), between which a line
+    /// would claim a trend that is not there.
+    Bars,
+}
+
+/// A plot over x positions (`xs`), one line or bar per series at each, with the 95% intervals
+/// as error bars, and the legend beside the plot rather than on its data.
 pub(crate) struct Plot<'a> {
     pub(crate) title: &'a str,
     pub(crate) x_desc: &'a str,
     pub(crate) y_desc: &'a str,
     pub(crate) xs: &'a [String],
     pub(crate) series: &'a [Series],
+    pub(crate) shape: Shape,
 }
+
+/// The plot's size, and the legend's strip on its right.
+const WIDTH: u32 = 860;
+const HEIGHT: u32 = 420;
+const LEGEND: u32 = 150;
 
 impl Plot<'_> {
     /// The SVG document.
@@ -82,18 +99,19 @@ impl Plot<'_> {
     }
 
     fn draw(&self, out: &mut String) -> Result<(), Box<dyn std::error::Error + '_>> {
-        let root = SVGBackend::with_string(out, (720, 420)).into_drawing_area();
+        let root = SVGBackend::with_string(out, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
+        let (area, legend) = root.split_horizontally(WIDTH - LEGEND);
         let top = self
             .series
             .iter()
             .flat_map(|s| s.values.iter().map(Estimate::high))
             .filter(|v| !v.is_nan())
             .fold(0.0f64, f64::max);
-        let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+        let top = if top > 0.0 { top * 1.1 } else { 1.0 };
         let n = self.xs.len().max(1);
         let xs = self.xs;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(&area)
             .caption(self.title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
@@ -115,6 +133,7 @@ impl Plot<'_> {
             .x_desc(self.x_desc)
             .y_desc(self.y_desc)
             .draw()?;
+        let count = self.series.len().max(1) as f64;
         for (k, s) in self.series.iter().enumerate() {
             let color = Palette99::pick(k).to_rgba();
             let defined = || {
@@ -123,33 +142,77 @@ impl Plot<'_> {
                     .enumerate()
                     .filter(|(_, e)| !e.mean.is_nan())
             };
-            let line = defined().map(|(i, e)| (i as f64, e.mean));
-            chart
-                .draw_series(LineSeries::new(line, color.stroke_width(2)))?
-                .label(s.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart.draw_series(defined().map(|(i, e)| {
-                ErrorBar::new_vertical(
-                    i as f64,
-                    e.low().max(0.0),
-                    e.mean,
-                    e.high(),
-                    color.stroke_width(1),
-                    8,
-                )
-            }))?;
-            chart.draw_series(
-                defined().map(|(i, e)| Circle::new((i as f64, e.mean), 3, color.filled())),
-            )?;
+            // Where series k stands at position i: the position itself for lines, its own
+            // bar within the group for bars.
+            let width = 0.8 / count;
+            let at = |i: usize| match self.shape {
+                Shape::Lines => i as f64,
+                Shape::Bars => i as f64 - 0.4 + width * (k as f64 + 0.5),
+            };
+            match self.shape {
+                Shape::Lines => {
+                    let line = defined().map(|(i, e)| (at(i), e.mean));
+                    chart.draw_series(LineSeries::new(line, color.stroke_width(2)))?;
+                    chart.draw_series(
+                        defined().map(|(i, e)| Circle::new((at(i), e.mean), 3, color.filled())),
+                    )?;
+                }
+                Shape::Bars => {
+                    chart.draw_series(defined().map(|(i, e)| {
+                        let half = width * 0.45;
+                        Rectangle::new(
+                            [(at(i) - half, 0.0), (at(i) + half, e.mean)],
+                            color.filled(),
+                        )
+                    }))?;
+                }
+            }
+            match self.shape {
+                Shape::Lines => {
+                    chart.draw_series(defined().map(|(i, e)| {
+                        ErrorBar::new_vertical(
+                            at(i),
+                            e.low().max(0.0),
+                            e.mean,
+                            e.high(),
+                            color.stroke_width(1),
+                            8,
+                        )
+                    }))?;
+                }
+                // On a bar, the interval alone: a whisker from its low to its high end.
+                Shape::Bars => {
+                    let cap = width * 0.15;
+                    chart.draw_series(
+                        defined()
+                            .filter(|(_, e)| e.half_width > 0.0)
+                            .flat_map(|(i, e)| {
+                                let (x, low, high) = (at(i), e.low().max(0.0), e.high());
+                                [
+                                    vec![(x, low), (x, high)],
+                                    vec![(x - cap, low), (x + cap, low)],
+                                    vec![(x - cap, high), (x + cap, high)],
+                                ]
+                            })
+                            .map(|points| PathElement::new(points, BLACK.stroke_width(1))),
+                    )?;
+                }
+            }
+            let y = 56 + 24 * k as i32;
+            let swatch: [(i32, i32); 2] = [(12, y - 6), (34, y + 6)];
+            match self.shape {
+                Shape::Lines => legend.draw(&PathElement::new(
+                    vec![(12, y), (34, y)],
+                    color.stroke_width(3),
+                ))?,
+                Shape::Bars => legend.draw(&Rectangle::new(swatch, color.filled()))?,
+            }
+            legend.draw(&Text::new(
+                s.name.clone(),
+                (42, y - 7),
+                ("sans-serif", 14).into_font().color(&BLACK),
+            ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
         root.present()?;
         Ok(())
     }
@@ -276,19 +339,67 @@ mod tests {
             name: "mvcc".into(),
             values: vec![Estimate::of(&[1.0, 2.0]), Estimate::of(&[3.0, 3.5])],
         }];
+        for shape in [Shape::Lines, Shape::Bars] {
+            let svg = Plot {
+                title: "t",
+                x_desc: "x",
+                y_desc: "y",
+                xs: &xs,
+                series: &series,
+                shape,
+            }
+            .svg()
+            .unwrap();
+            assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+            assert!(
+                svg.contains("\nmvcc\n</text>") && svg.contains("\n2\n</text>"),
+                "{svg}"
+            );
+            // The series (Palette99's first colour): bars are filled rectangles, one per
+            // position plus the legend's swatch; lines a polyline through the positions.
+            let count = |tag: &str, attrs: &str| {
+                svg.lines()
+                    .filter(|l| l.starts_with(tag) && l.contains(attrs))
+                    .count()
+            };
+            let bars = count("<rect", "fill=\"#E6194B\"");
+            let lines = count("<polyline", "stroke=\"#E6194B\" stroke-width=\"2\"");
+            match shape {
+                Shape::Bars => assert_eq!((bars, lines), (3, 0), "{svg}"),
+                Shape::Lines => assert_eq!((bars, lines), (0, 1), "{svg}"),
+            }
+        }
+    }
+
+    /// The legend is drawn right of the plot's area, where no data can be.
+    #[test]
+    fn the_legend_stays_off_the_data() {
+        let xs = vec!["a".to_owned()];
+        let series = vec![Series {
+            name: "mvcc".into(),
+            values: vec![Estimate::of(&[5.0, 5.0])],
+        }];
         let svg = Plot {
             title: "t",
             x_desc: "x",
             y_desc: "y",
             xs: &xs,
             series: &series,
+            shape: Shape::Bars,
         }
         .svg()
         .unwrap();
-        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
-        assert!(
-            svg.contains("\nmvcc\n</text>") && svg.contains("\n2\n</text>"),
-            "{svg}"
-        );
+        let label = svg.find("\nmvcc\n</text>").unwrap();
+        let tag = &svg[svg[..label].rfind("<text").unwrap()..label];
+        let x: f64 = tag
+            .split("x=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(x >= f64::from(WIDTH - LEGEND), "legend at x {x}: {tag}");
     }
 }

@@ -161,6 +161,13 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
     Ok(())
 }
 
+/// The bank checker as this scenario configures it: the total and the accounts it starts with.
+pub(crate) fn checker() -> BankChecker {
+    BankChecker::new()
+        .total(INITIAL * ACCOUNTS as i64)
+        .accounts(account_names(ACCOUNTS))
+}
+
 /// Judges a bank history with the bank checker (total 100 over `a0`…`a4`).
 ///
 /// ```
@@ -172,10 +179,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
 /// assert!(!avout_scenarios::scenario::bank::check(&h).valid);
 /// ```
 pub fn check(history: &History) -> Verdict {
-    let checker = BankChecker::new()
-        .total(INITIAL * ACCOUNTS as i64)
-        .accounts(account_names(ACCOUNTS));
-    match checker.check(history) {
+    match checker().check(history) {
         Ok(v) if v.is_valid() => Verdict::new("bank (total 100, no negative balance)", vec![]),
         Ok(v) => Verdict::new(
             "bank (total 100, no negative balance)",

@@ -98,12 +98,7 @@ impl Case {
 
     /// Re-runs the case from its recorded choices.
     pub fn replay(&self) -> Result<Report, RunError> {
-        if self.sim.config.seed != self.workload.seed {
-            return Err(RunError::Case(format!(
-                "the simulator's seed {} is not the workload's seed {}",
-                self.sim.config.seed, self.workload.seed
-            )));
-        }
+        self.check_seed()?;
         run_sim(
             &self.workload,
             &self.plan,
@@ -111,6 +106,29 @@ impl Case {
             false,
             Some(&self.sim),
         )
+    }
+
+    /// [`Case::replay`], keeping the simulator's event log (what `avout view` draws).
+    pub fn replay_logged(&self) -> Result<(Report, Vec<avout_sim_zk::LogEvent>), RunError> {
+        self.check_seed()?;
+        super::run_sim_inner(
+            &self.workload,
+            &self.plan,
+            self.planted,
+            false,
+            Some(&self.sim),
+            true,
+        )
+    }
+
+    fn check_seed(&self) -> Result<(), RunError> {
+        if self.sim.config.seed != self.workload.seed {
+            return Err(RunError::Case(format!(
+                "the simulator's seed {} is not the workload's seed {}",
+                self.sim.config.seed, self.workload.seed
+            )));
+        }
+        Ok(())
     }
 
     /// Re-runs the case from its seed and fault plan, without the recorded choices (what a

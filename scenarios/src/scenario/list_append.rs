@@ -152,6 +152,6 @@ pub fn check(history: &History, protocol: Protocol) -> Verdict {
 
 /// Whether snapshot isolation allows an anomaly: only write skew, a cycle whose rw edges
 /// include two adjacent ones.
-fn allowed_under_snapshot_isolation(anomaly: &Anomaly) -> bool {
+pub(crate) fn allowed_under_snapshot_isolation(anomaly: &Anomaly) -> bool {
     matches!(anomaly, Anomaly::Cycle(c) if c.kind == CycleKind::G2Item)
 }

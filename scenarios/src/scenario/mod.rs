@@ -443,6 +443,13 @@ pub(crate) fn run_sim_inner(
 ) -> Result<(Report, Vec<avout_sim_zk::LogEvent>), RunError> {
     let bugs = Bugs::plant(planted)?;
     let sim = match tapes {
+        Some(file) if keep_log => Sim::from_replay(&ReplayFile {
+            config: SimConfig {
+                keep_log,
+                ..file.config.clone()
+            },
+            ..file.clone()
+        }),
         Some(file) => Sim::from_replay(file),
         None => Sim::builder()
             .config(SimConfig {

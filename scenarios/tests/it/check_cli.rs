@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn avout(args: &[&str]) -> Output {
+pub(crate) fn avout(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_avout"))
         .args(args)
         .output()
         .expect("the avout binary runs")
 }
 
-fn testdata(name: &str) -> String {
+pub(crate) fn testdata(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("src/check/testdata")
         .join(name)
