@@ -76,10 +76,12 @@ fn json_output_is_one_object_with_counts_config_and_verdicts() {
 }
 
 #[test]
-fn a_depth_too_small_to_reach_the_examples_fails() {
+fn a_depth_too_small_to_reach_the_examples_is_incomplete() {
+    // Not reaching an example within the bound says nothing about the protocol: exit 3
+    // ("incomplete"), not 1 ("violated").
     let (code, out, _) = avout_model(&["election", "--depth", "3"]);
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("NO EXAMPLE FOUND"), "{out}");
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("not found within the bound"), "{out}");
 }
 
 #[test]
