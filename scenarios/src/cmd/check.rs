@@ -10,12 +10,13 @@
 
 use std::path::PathBuf;
 
-use avout_scenarios::check::bank::{BankChecker, BankError};
-use avout_scenarios::check::list_append::{Consistency, ListAppendChecker, ListAppendError};
-use avout_scenarios::check::mutex::{MutexError, check_mutex};
-use avout_scenarios::check::two_phase_commit::{TwoPhaseCheckError, check_two_phase_commit};
-use avout_scenarios::check::{CheckError, Checker, Model};
+use avout_scenarios::check::bank::BankChecker;
+use avout_scenarios::check::list_append::{Consistency, ListAppendChecker};
+use avout_scenarios::check::mutex::check_mutex;
+use avout_scenarios::check::two_phase_commit::check_two_phase_commit;
+use avout_scenarios::check::{Checker, Model};
 use avout_scenarios::history::{History, HistoryError, Keys};
+use avout_scenarios::view::JudgeError;
 use serde_json::json;
 
 /// The checkers `avout check` offers.
@@ -94,16 +95,9 @@ impl CheckArgs {
 pub(crate) enum CheckCmdError {
     #[error(transparent)]
     History(#[from] HistoryError),
+    /// A checker refused the history (the same refusals `avout view` reports).
     #[error(transparent)]
-    Register(#[from] CheckError),
-    #[error(transparent)]
-    ListAppend(#[from] ListAppendError),
-    #[error(transparent)]
-    Bank(#[from] BankError),
-    #[error(transparent)]
-    Mutex(#[from] MutexError),
-    #[error(transparent)]
-    TwoPhaseCommit(#[from] TwoPhaseCheckError),
+    Judge(#[from] JudgeError),
     #[error(
         "gave up at the state limit on {keys} key(s) before deciding; the history is neither shown valid nor invalid"
     )]
@@ -150,7 +144,10 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
             } else {
                 Keys::Field
             };
-            let verdict = Checker::new(model).keys(keys).check(history)?;
+            let verdict = Checker::new(model)
+                .keys(keys)
+                .check(history)
+                .map_err(JudgeError::from)?;
             if verdict.violations.is_empty() && !verdict.unknown.is_empty() {
                 print!("{verdict}");
                 return Err(CheckCmdError::Undecided {
@@ -177,7 +174,8 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
             };
             let verdict = ListAppendChecker::new()
                 .consistency(consistency)
-                .check(history)?;
+                .check(history)
+                .map_err(JudgeError::from)?;
             Judged {
                 valid: verdict.is_valid(),
                 anomalies: verdict.anomaly_names(),
@@ -195,7 +193,7 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
             if args.allow_negative {
                 checker = checker.allow_negative();
             }
-            let verdict = checker.check(history)?;
+            let verdict = checker.check(history).map_err(JudgeError::from)?;
             Judged {
                 valid: verdict.is_valid(),
                 anomalies: sorted_names(
@@ -208,7 +206,7 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
             }
         }
         CheckModel::Mutex => {
-            let verdict = check_mutex(history)?;
+            let verdict = check_mutex(history).map_err(JudgeError::from)?;
             Judged {
                 valid: verdict.is_valid(),
                 anomalies: sorted_names(verdict.violations.iter().map(|v| v.name())),
@@ -216,7 +214,7 @@ fn judge(args: &CheckArgs, history: &History) -> Result<Judged, CheckCmdError> {
             }
         }
         CheckModel::TwoPhaseCommit => {
-            let verdict = check_two_phase_commit(history)?;
+            let verdict = check_two_phase_commit(history).map_err(JudgeError::from)?;
             Judged {
                 valid: verdict.is_valid(),
                 anomalies: sorted_names(verdict.violations.iter().map(|v| v.name())),
