@@ -5,7 +5,9 @@
 #     lock-no-guid-recovery --seed 1`), whose page is written beside its case file;
 #   - timeline-g-single: the planted STM bug's G-single, shrunk (a kept case file);
 #   - timeline-linearizability: Knossos' non-linearizable cas-register history (EDN);
-#   - timeline-mutex-overlap: a mutex history with two live holders (the checker's test data).
+#   - timeline-mutex-overlap: two live holders, from the planted handoff bug's failing run
+#     (`avout run mutex --planted lock-handoff-without-recheck --clients 3 --ops 6 --faults
+#     session-expiry --fault-rate 0.05 --seed 25`): a waiter between them lost its session.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=avout-runs/timelines
@@ -21,7 +23,8 @@ fi
 "$avout" view scenarios/src/view/testdata/list-append-g-single.case.json --out "$out/g-single.html"
 "$avout" view scenarios/src/check/testdata/knossos-cas-register-invalid.edn --model cas-register \
   --out "$out/linearizability.html"
-"$avout" view scenarios/src/check/testdata/mutex-overlap.jsonl --out "$out/mutex-overlap.html"
+"$avout" run mutex --planted lock-handoff-without-recheck --clients 3 --ops 6 \
+  --faults session-expiry --fault-rate 0.05 --seed 25 --out "$out" >/dev/null || [ $? -eq 1 ]
 shot() {
   chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
@@ -32,4 +35,4 @@ shot() {
 shot "$out/mutex-seed1.html" timeline-mutex-deadlock
 shot "$out/g-single.html" timeline-g-single
 shot "$out/linearizability.html" timeline-linearizability
-shot "$out/mutex-overlap.html" timeline-mutex-overlap
+shot "$out/mutex-seed25.html" timeline-mutex-overlap

@@ -68,6 +68,12 @@ pub enum Bug {
     /// and then reports the limit, never the lost session (Avout printed the error and
     /// returned nil).
     StmSessionLossRetried,
+    /// A lock waiter takes the lock as soon as the node it watches is deleted, whoever else
+    /// is still queued below it, instead of only when that node was the last that blocked it
+    /// (and otherwise reading the children again). When a waiter between it and the holder
+    /// goes (it gave up, or its session expired), it holds the lock beside the live holder:
+    /// two holders with live sessions, which no fencing token excuses.
+    LockHandoffWithoutRecheck,
 }
 
 impl Bug {
@@ -76,12 +82,13 @@ impl Bug {
     /// ```
     /// assert!(avout::planted::Bug::ALL.contains(&avout::planted::Bug::AtomUncheckedWrite));
     /// ```
-    pub const ALL: [Bug; 5] = [
+    pub const ALL: [Bug; 6] = [
         Bug::LockNoGuidRecovery,
         Bug::AtomUncheckedWrite,
         Bug::StmNoReadPointCheck,
         Bug::StmBargeCommitting,
         Bug::StmSessionLossRetried,
+        Bug::LockHandoffWithoutRecheck,
     ];
 
     /// The bug's kebab-case name (as parsed by [`FromStr`]).
@@ -96,6 +103,7 @@ impl Bug {
             Bug::StmNoReadPointCheck => "stm-no-read-point-check",
             Bug::StmBargeCommitting => "stm-barge-committing",
             Bug::StmSessionLossRetried => "stm-session-loss-retried",
+            Bug::LockHandoffWithoutRecheck => "lock-handoff-without-recheck",
         }
     }
 
@@ -133,7 +141,8 @@ pub enum PlantedError {
     /// No bug has this name.
     #[error(
         "no planted bug is named {0:?} (known: lock-no-guid-recovery, atom-unchecked-write, \
-         stm-no-read-point-check, stm-barge-committing, stm-session-loss-retried)"
+         stm-no-read-point-check, stm-barge-committing, stm-session-loss-retried, \
+         lock-handoff-without-recheck)"
     )]
     Unknown(String),
     /// The build lacks the `planted-bugs` feature.

@@ -45,7 +45,7 @@ pub(crate) struct WorkloadArgs {
     protocol: String,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
-    /// stm-barge-committing, stm-session-loss-retried.
+    /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck.
     #[arg(long, value_name = "BUG")]
     planted: Option<String>,
     /// Where histories and case files go.

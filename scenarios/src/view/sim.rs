@@ -206,7 +206,7 @@ pub(crate) fn events(log: &[LogEvent], ops: &[Op], lanes: &mut Vec<Lane>) -> Dra
             client: e.client,
         });
     }
-    close_states(&mut out);
+    close_states(&mut out, &matched);
     Drawn {
         events: out,
         traffic,
@@ -298,16 +298,37 @@ impl ExtraLanes {
     }
 }
 
-/// A session state lasts until the session's next state.
-fn close_states(events: &mut [SimEvent]) {
-    let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+/// A session state lasts until the session's next state, or, in a client's lane, until its
+/// client's next session reports one: a managed client opens a new session after an expiry,
+/// and the old one's `Expired` ends there rather than running to the end of the run.
+fn close_states(events: &mut [SimEvent], matched: &BTreeMap<usize, usize>) {
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Owner {
+        Lane(usize),
+        Session(usize),
+    }
+    let mut last: BTreeMap<Owner, usize> = BTreeMap::new();
     for i in 0..events.len() {
-        if events[i].kind != "state" {
-            continue;
-        }
         let Some(c) = events[i].client else { continue };
-        if let Some(prev) = last.insert(c, i) {
-            events[prev].end = Some(events[i].start);
+        let owner = matched
+            .get(&c)
+            .map_or(Owner::Session(c), |&l| Owner::Lane(l));
+        match events[i].kind.as_str() {
+            "state" => {
+                if let Some(prev) = last.insert(owner, i) {
+                    events[prev].end = Some(events[i].start);
+                }
+            }
+            // A new session begins connected, without a state of its own.
+            "connect" => {
+                if let Some(&prev) = last.get(&owner)
+                    && events[prev].client != Some(c)
+                {
+                    events[prev].end = Some(events[i].start);
+                    last.remove(&owner);
+                }
+            }
+            _ => {}
         }
     }
 }

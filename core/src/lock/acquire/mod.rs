@@ -484,7 +484,11 @@ impl Machine for AcquireMachine {
             Phase::Watching { exists, last } if token == exists => match reply {
                 // Gone before the watch was armed: ours if it was the last blocker, else look
                 // again.
-                Ok(Reply::Exists(None)) if last => self.take_over(),
+                Ok(Reply::Exists(None))
+                    if last || self.planted.contains(Bug::LockHandoffWithoutRecheck) =>
+                {
+                    self.take_over()
+                }
                 Ok(Reply::Exists(None)) => self.check(),
                 // Armed: wait for the event.
                 Ok(Reply::Exists(Some(_))) => {}
@@ -509,6 +513,7 @@ impl Machine for AcquireMachine {
         if let Phase::Watching { exists, last } = self.phase
             && exists == token
         {
+            let last = last || self.planted.contains(Bug::LockHandoffWithoutRecheck);
             if last && event.kind == EventKind::NodeDeleted {
                 self.take_over();
             } else {

@@ -63,7 +63,8 @@ pub struct Finding {
     pub spans: Vec<Span>,
     /// The faults that led there (indices into the page's events): on the lane of each
     /// operation it concerns, those during the operation and the last one before it; on the
-    /// service's and servers' lanes, those lasting into its stretch.
+    /// service's and servers' lanes, those lasting into its stretch; for two holders at once,
+    /// also every client's faults from the first hold's start to the overlap.
     pub events: Vec<usize>,
     /// The stretch of time to show first: what it concerns and those faults. (A stalled
     /// operation counts from its start: the minute it then waits shows nothing.)
@@ -555,6 +556,17 @@ pub(crate) fn relate_faults(
                     .filter(|(_, e)| e.start <= to && e.end.unwrap_or(e.start) >= from)
                     .map(|(i, _)| i),
             );
+        }
+        // Two holders at once: a third client's fault between the first hold's start and the
+        // overlap counts too (its queued node going, with its session, can let a waiter in).
+        for span in finding.spans.iter().filter(|s| s.role == "overlap") {
+            for lane in 0..lanes.len() {
+                related.extend(
+                    faults(lane)
+                        .filter(|(_, e)| (from..=span.start).contains(&e.start))
+                        .map(|(i, _)| i),
+                );
+            }
         }
         related.sort_unstable();
         related.dedup();

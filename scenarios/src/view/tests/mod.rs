@@ -183,6 +183,26 @@ fn renewed_sessions_and_their_faults_land_in_their_clients_lanes() {
     let connects = page.events.iter().filter(|e| e.kind == "connect").count();
     assert!(connects > w.clients, "sessions were renewed");
     assert_eq!(sessions, connects, "every session is matched");
+    // An expired session's state ends where its client's next session connects.
+    let mut checked = 0;
+    for (i, e) in page.events.iter().enumerate() {
+        let renewed = page.events[i + 1..]
+            .iter()
+            .find(|n| n.lane == e.lane && n.kind == "connect" && n.client != e.client);
+        if e.kind == "state" && e.name == "expired" && page.lanes[e.lane].kind == "client" {
+            if let Some(next) = renewed {
+                assert!(
+                    e.end.is_some_and(|end| end <= next.start),
+                    "{e:?} outlasts {next:?}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked > 0,
+        "some session expired and its client renewed it"
+    );
 }
 
 #[test]
