@@ -31,6 +31,13 @@ pub enum AgentError {
         /// Its error.
         error: String,
     },
+    /// [`restart`](super::Agent::restart) of an agent that is not failed; nothing was
+    /// written.
+    #[error("agent {path} is not failed; nothing to restart")]
+    NotFailed {
+        /// The agent's path.
+        path: String,
+    },
     /// A value or an action could not be encoded; nothing was sent or written.
     #[error("cannot encode for agent {path}: {source}")]
     Encode {

@@ -508,27 +508,51 @@ where
 
     /// Sets the value to `value`, clears the failure and, with `clear_actions`, drops every
     /// queued action (Clojure's `restart-agent`). The value must pass this handle's
-    /// validator. Restarting an agent that is not failed is allowed (Clojure refuses it;
-    /// here a concurrent restart would otherwise fail spuriously).
+    /// validator. Fails with [`AgentError::NotFailed`] if the agent is not failed (as
+    /// Clojure's does), so that of two processes restarting the same failure one wins.
     ///
     /// ```no_run
     /// # async fn demo(a: avout::agent::Agent<u64, ()>) -> Result<(), avout::agent::AgentError> {
     /// if a.error().await?.is_some() { a.restart(0, false).await?; }
     /// # Ok(()) }
     /// ```
-    pub async fn restart(&self, value: T, clear_actions: bool) -> Result<(), AgentError> {
-        if !self.valid(&value) {
-            return Err(AgentError::Invalid {
-                path: self.inner.path.clone(),
-            });
-        }
-        let json = serde_json::to_value(&value).map_err(|source| AgentError::Encode {
-            path: self.inner.path.clone(),
-            source,
-        })?;
+    pub async fn restart(&self, value: T, clear_actions: bool) -> Result<AgentFailure, AgentError> {
+        self.restart_with(|_, _| value.clone(), clear_actions).await
+    }
+
+    /// Like [`restart`](Self::restart), with the new value computed from the failed one and
+    /// the failure, inside the compare-and-set (`f` may run more than once and must be
+    /// pure): nothing applied or restarted meanwhile is overwritten. Returns the failure
+    /// that was cleared.
+    ///
+    /// ```no_run
+    /// # async fn demo(a: avout::agent::Agent<u64, ()>) -> Result<(), avout::agent::AgentError> {
+    /// let cleared = a.restart_with(|n, _failure| n + 1, false).await?;
+    /// println!("restarted after: {}", cleared.error);
+    /// # Ok(()) }
+    /// ```
+    pub async fn restart_with(
+        &self,
+        mut f: impl FnMut(&T, &AgentFailure) -> T,
+        clear_actions: bool,
+    ) -> Result<AgentFailure, AgentError> {
+        let path = self.inner.path.clone();
+        let mut cleared = None;
         self.rewrite(|state, entries| {
+            let Some(failure) = state.failure.clone() else {
+                return Err(AgentError::NotFailed { path: path.clone() });
+            };
+            let old = self.decode_value(&state.value)?;
+            let value = f(&old, &failure);
+            if !self.valid(&value) {
+                return Err(AgentError::Invalid { path: path.clone() });
+            }
+            let json = serde_json::to_value(&value).map_err(|source| AgentError::Encode {
+                path: path.clone(),
+                source,
+            })?;
             let mut next = state.clone();
-            next.value = json.clone();
+            next.value = json;
             next.failure = None;
             let mut drop = Vec::new();
             if clear_actions {
@@ -537,9 +561,11 @@ where
                     drop.push(e.name());
                 }
             }
-            (next, drop)
+            cleared = Some(failure);
+            Ok((next, drop))
         })
-        .await
+        .await?;
+        Ok(cleared.expect("a rewrite that succeeded cleared a failure"))
     }
 
     /// Sets the error mode every executor follows from its next action on.
@@ -553,16 +579,17 @@ where
         self.rewrite(|state, _| {
             let mut next = state.clone();
             next.mode = mode;
-            (next, Vec::new())
+            Ok((next, Vec::new()))
         })
         .await
     }
 
     /// Replaces the state by `f(state, queue)` with a compare-and-set, deleting the queue
-    /// entries `f` names in the same `multi`; retried on conflict (`f` must be pure).
+    /// entries `f` names in the same `multi`; retried on conflict (`f` must be pure). An
+    /// error from `f` ends it with nothing written.
     async fn rewrite(
         &self,
-        mut f: impl FnMut(&AgentState, &[EntryName]) -> (AgentState, Vec<String>),
+        mut f: impl FnMut(&AgentState, &[EntryName]) -> Result<(AgentState, Vec<String>), AgentError>,
     ) -> Result<(), AgentError> {
         let zk = self.session().await?;
         let queue = queue_dir(&self.inner.path);
@@ -573,7 +600,7 @@ where
                 .iter()
                 .filter_map(|c| EntryName::parse(c))
                 .collect();
-            let (next, drop) = f(&read.state, &entries);
+            let (next, drop) = f(&read.state, &entries)?;
             let mut ops = vec![Op::set_data(
                 &self.inner.path,
                 next.encode(),

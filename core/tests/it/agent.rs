@@ -76,7 +76,8 @@ async fn semantics(client: &Client, path: &str) {
         "nothing applied while failed"
     );
     assert!(a.error().await.expect("error").is_some());
-    a.restart(20, false).await.expect("restart");
+    let cleared = a.restart(20, false).await.expect("restart");
+    assert_eq!(cleared.error, "refused at 13");
     a.await_applied().await.expect("await after restart");
     assert_eq!(
         a.deref().await.expect("deref"),
@@ -116,10 +117,10 @@ async fn semantics(client: &Client, path: &str) {
     a.await_applied().await.expect("await");
     assert_eq!(a.deref().await.expect("deref"), 8);
     assert_eq!(handled.lock().unwrap().len(), 2);
-    assert!(matches!(
-        a.restart(60, false).await,
-        Err(AgentError::Invalid { .. })
-    ));
+    assert!(
+        matches!(a.restart(1, false).await, Err(AgentError::NotFailed { .. })),
+        "a running agent is not restarted"
+    );
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     let seen = seen.lock().unwrap().clone();
