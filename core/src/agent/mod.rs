@@ -44,6 +44,9 @@
 //!   action at a time, which is what makes its mark decide. During an executor's `multi` the
 //!   executor reads the state again: `applied` at or past the entry means it was consumed
 //!   (by this executor or another), otherwise it tries again; nothing is applied twice.
+//!   A [`restart`](Agent::restart) (or [`set_error_mode`](Agent::set_error_mode)) whose
+//!   reply is lost is tried again from the state then read: a restart that did apply
+//!   then finds the agent running and fails with [`AgentError::NotFailed`].
 //! - **Session expiry** fails a send or an await in flight with [`AgentError::Zk`] (session
 //!   lost; a send then may or may not have been queued: [`AgentError::is_definite`] is
 //!   `false`). The queue and the state are persistent: the next call runs on the client's

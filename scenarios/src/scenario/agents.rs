@@ -214,20 +214,24 @@ pub(crate) async fn drain<K: Cluster>(
     let log = open(&client).await?;
     let mut failures = 0;
     loop {
+        // Done when a pass applies nothing and finds the agent running. (A restart whose
+        // reply was lost reports `NotFailed` on its retry although it restarted: the next
+        // pass applies what it let through.)
         let settle = async {
-            log.apply_pending().await?;
+            let applied = log.apply_pending().await?;
             match log
                 .restart_with(|old, f| with(old, marker(&f.error)), false)
                 .await
             {
-                Ok(f) => Ok(Some(marker(&f.error))),
-                Err(AgentError::NotFailed { .. }) => Ok(None),
+                Ok(f) => Ok((applied, Some(marker(&f.error)))),
+                Err(AgentError::NotFailed { .. }) => Ok((applied, None)),
                 Err(e) => Err(e),
             }
         };
         match tokio::time::timeout(super::OP_DEADLINE, settle).await {
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(m))) => {
+            Ok(Ok((0, None))) => break,
+            Ok(Ok((_, None))) => {}
+            Ok(Ok((_, Some(m)))) => {
                 // The drain's restart is an operation like the clients'.
                 rec.invoke(drain.p(), "restart", Value::Null, None);
                 rec.complete(EventType::Ok, drain.p(), "restart", m.into(), None);
