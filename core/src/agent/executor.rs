@@ -84,7 +84,10 @@ where
             match self.step(&*zk, Some(guard)).await {
                 Ok(Progress::Consumed | Progress::Raced) => {}
                 Ok(Progress::Wait(state, queue)) => {
+                    // `biased`: tokio's default picks a branch at random, which a simulated run
+                    // could not replay.
                     tokio::select! {
+                        biased;
                         _ = state => {}
                         _ = queue => {}
                         lost = guard.lost() => return lost.into(),
