@@ -134,6 +134,21 @@ pub trait Action<T>: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn apply(&self, state: &T) -> Result<T, Self::Error>;
 }
 
+/// The action that changes nothing: sending `()` queues a no-op, which is consumed in order
+/// like any action (an `await` after it waits for everything sent before it).
+///
+/// ```
+/// use avout::agent::Action;
+/// assert_eq!(().apply(&5u8), Ok(5));
+/// ```
+impl<T: Clone> Action<T> for () {
+    type Error = std::convert::Infallible;
+
+    fn apply(&self, state: &T) -> Result<T, Self::Error> {
+        Ok(state.clone())
+    }
+}
+
 type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 type ErrorHandler = Arc<dyn Fn(&AgentFailure) + Send + Sync>;
 
