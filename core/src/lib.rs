@@ -30,6 +30,7 @@
 //! }
 //! ```
 
+pub mod agent;
 pub mod atom;
 pub mod buggify;
 pub mod client;

@@ -335,6 +335,10 @@ pub struct CommitPlan<'a> {
     pub writes: Vec<(String, Vec<u8>)>,
     /// Refs only commuted: their new values are computed at commit from the newest bytes.
     pub commutes: Vec<Commute<'a>>,
+    /// Agent sends ([`Tx::send`](super::Tx::send)): creates of sequential queue entries the
+    /// protocol MUST put in its commit `multi`, and nowhere else, so they are made if and
+    /// only if the try commits. A try with sends is not read-only.
+    pub sends: Vec<crate::Op>,
 }
 
 impl CommitPlan<'_> {
@@ -344,7 +348,7 @@ impl CommitPlan<'_> {
     /// assert!(avout::stm::protocol::CommitPlan::default().is_read_only());
     /// ```
     pub fn is_read_only(&self) -> bool {
-        self.writes.is_empty() && self.commutes.is_empty()
+        self.writes.is_empty() && self.commutes.is_empty() && self.sends.is_empty()
     }
 }
 
@@ -558,5 +562,28 @@ where
         let output = self.driving.finish().await;
         self.driving.machine_mut().add_to(counters);
         output
+    }
+}
+
+/// Commits a try that touched no ref and only sends to agents: one `multi` of the sends'
+/// creates. A lost reply cannot be decided (the entries may have been consumed since), so
+/// it fails with [`StmError::Indeterminate`](super::StmError::Indeterminate); nothing is sent
+/// again.
+pub(crate) async fn send_only(
+    zk: &Session,
+    counters: &Counters,
+    sends: Vec<crate::Op>,
+) -> Result<Committed, TryError> {
+    if sends.is_empty() {
+        return Ok(Committed::default());
+    }
+    counters.add(&counters.requests, 1);
+    counters.add(&counters.round_trips, 1);
+    match zk.multi(&sends).await {
+        Ok(_) => Ok(Committed::default()),
+        Err(e) if e.is_indeterminate() => Err(TryError::Fail(StmError::Indeterminate {
+            detail: format!("the sends-only commit lost its reply: {e}"),
+        })),
+        Err(e) => Err(TryError::Fail(StmError::from_zk(e))),
     }
 }

@@ -55,6 +55,10 @@ pub struct Tx<'a> {
     shared: &'a Shared,
     attempt: Box<dyn Attempt + 'a>,
     entries: BTreeMap<String, Entry>,
+    /// Agent sends, dispatched by the commit's `multi` (nothing if the try does not commit).
+    sends: Vec<crate::Op>,
+    /// The session of the transaction's tries (GUIDs for the sends' entries).
+    zk: &'a Session,
     failure: Option<TryError>,
 }
 
@@ -281,12 +285,60 @@ impl<'a> Tx<'a> {
         Ok(value_of::<T>(entry).clone())
     }
 
+    /// Sends `action` to `agent` if, and only if, this transaction commits (Clojure's `send`
+    /// inside `dosync`): the action's queue entry is created by the commit's `multi`, under
+    /// either protocol, so a try that aborts or is retried sends nothing, and the commit
+    /// sends it exactly once. Sends of one transaction are queued in the order made.
+    ///
+    /// A transaction that only sends (writes no ref) still commits through a `multi`; under
+    /// [`Protocol::Optimistic`](super::Protocol) the outcome of such a `multi` whose reply is
+    /// lost cannot be read back, and `dosync` fails with
+    /// [`StmError::Indeterminate`](super::StmError::Indeterminate) (the sends may or may not
+    /// have been queued). With a ref written, or under Mvcc, a lost reply is decided as for
+    /// any commit.
+    ///
+    /// ```no_run
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct Log(i64);
+    /// # impl avout::agent::Action<Vec<i64>> for Log { type Error = String; fn apply(&self, v: &Vec<i64>) -> Result<Vec<i64>, String> { let mut v = v.clone(); v.push(self.0); Ok(v) } }
+    /// # async fn demo(stm: avout::stm::Stm, a: avout::stm::Ref<i64>, log: avout::agent::Agent<Vec<i64>, Log>) -> Result<(), avout::stm::StmError> {
+    /// stm.dosync(async |tx| {
+    ///     let n = tx.alter(&a, |n| n - 10).await?;
+    ///     tx.send(&log, Log(n))?;
+    ///     Ok(())
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn send<T, A>(&mut self, agent: &crate::agent::Agent<T, A>, action: A) -> Result<(), Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        A: crate::agent::Action<T>,
+    {
+        let guid = self.zk.new_guid();
+        match agent.send_op(&action, guid) {
+            Ok(op) => {
+                self.sends.push(op);
+                Ok(())
+            }
+            Err(e) => Err(self.fail(Failure::Encode {
+                name: agent.path().to_owned(),
+                source: crate::atom::CodecError {
+                    codec: "json",
+                    message: e.to_string(),
+                },
+            })),
+        }
+    }
+
     /// The plan of the commit and, per ref, the handle that decodes for its watchers.
     #[allow(clippy::type_complexity)]
     fn plan(
         &mut self,
     ) -> Result<(CommitPlan<'static>, BTreeMap<String, Arc<dyn ErasedRef>>), Failure> {
-        let mut plan = CommitPlan::default();
+        let mut plan = CommitPlan {
+            sends: std::mem::take(&mut self.sends),
+            ..CommitPlan::default()
+        };
         let mut refs = BTreeMap::new();
         for (name, entry) in std::mem::take(&mut self.entries) {
             refs.insert(name.clone(), entry.erased.clone());
@@ -422,6 +474,8 @@ where
         shared,
         attempt,
         entries: BTreeMap::new(),
+        sends: Vec::new(),
+        zk,
         failure: None,
     };
     let result = body(&mut tx).await;

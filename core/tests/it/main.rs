@@ -6,6 +6,8 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --test it`.
 
+mod agent;
+mod agent_sim;
 mod atom;
 mod atom_failover;
 mod atom_probe;

@@ -156,6 +156,7 @@ impl MvccAgent {
                             commutes: Vec::new(),
                             lock: vec![("a".to_owned(), self.guid())],
                             may_barge: self.may_barge,
+                            sends: Vec::new(),
                         }
                     }
                     Body::Transfer => {
@@ -171,6 +172,7 @@ impl MvccAgent {
                             commutes: Vec::new(),
                             lock,
                             may_barge: self.may_barge,
+                            sends: Vec::new(),
                         }
                     }
                     Body::Reader => CommitOrder {
@@ -178,6 +180,7 @@ impl MvccAgent {
                         commutes: Vec::new(),
                         lock: Vec::new(),
                         may_barge: self.may_barge,
+                        sends: Vec::new(),
                     },
                 };
                 self.machine().commit(NOW, order);

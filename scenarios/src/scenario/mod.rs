@@ -22,9 +22,12 @@
 //! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`crate::check::two_phase_commit`]) |
 //! | `sessions` | one managed client per worker, its handles built once, across 2–4 expiries of its own session (and every drawn fault): atom increments and reads, STM transfers and reads, fenced increments under a mutex (expiries inside holds too), leadership through a `LeaderLatch` | each part by its scenario's checker (counter, bank, mutex, election), and every client makes progress after each of its expiries ([`sessions`]) |
 //!
+//! | `agents` | plain sends and sends from transactions (`--protocol`) to one agent whose value logs what was applied, failing actions, restarts, an executor per client; drained at the end | every acknowledged send applied exactly once, none from an aborted try; order per sender; a failed agent applies nothing until restarted ([`agents`]) |
+//!
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
 
+pub mod agents;
 pub mod bank;
 pub mod barrier;
 pub mod case;
@@ -330,6 +333,10 @@ pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Res
         }
         ScenarioName::TwoPhaseCommit => two_phase_commit::workload(cluster, w, rec).await,
         ScenarioName::Sessions => sessions::workload(cluster, w, rec).await,
+        ScenarioName::Agents => {
+            all_workers(cluster, w, rec, agents::client).await?;
+            agents::drain(cluster, w, rec).await
+        }
     }
 }
 
@@ -348,6 +355,7 @@ pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
         ScenarioName::LockTable => locktable::check(history),
         ScenarioName::TwoPhaseCommit => two_phase_commit::check(history),
         ScenarioName::Sessions => sessions::check(history, w.clients),
+        ScenarioName::Agents => agents::check(history),
     };
     if !stalls.is_empty() {
         verdict.valid = false;

@@ -41,6 +41,8 @@ pub enum ScenarioName {
     /// A long mixed workload (atom, STM, lock, leadership) across expiries of each client's
     /// own session.
     Sessions,
+    /// Agents: plain and transactional sends, failing actions, restarts.
+    Agents,
 }
 
 impl ScenarioName {
@@ -58,6 +60,7 @@ impl ScenarioName {
         ScenarioName::LockTable,
         ScenarioName::TwoPhaseCommit,
         ScenarioName::Sessions,
+        ScenarioName::Agents,
     ];
 
     /// The name on the command line.
@@ -79,6 +82,7 @@ impl ScenarioName {
             ScenarioName::LockTable => "lock-table",
             ScenarioName::TwoPhaseCommit => "two-phase-commit",
             ScenarioName::Sessions => "sessions",
+            ScenarioName::Agents => "agents",
         }
     }
 
@@ -126,6 +130,10 @@ impl ScenarioName {
                 "atom, transfers, fenced lock, leader latch across own expiries; checker: \
                  each part's, and progress after every expiry"
             }
+            ScenarioName::Agents => {
+                "sends, sends from transactions, failing actions, restarts, an executor per \
+                 client; checker: exactly once, order per sender, stop until restarted"
+            }
         }
     }
 
@@ -149,6 +157,7 @@ impl ScenarioName {
             ScenarioName::LockTable => (4, 10),
             ScenarioName::TwoPhaseCommit => (4, 15),
             ScenarioName::Sessions => (4, 40),
+            ScenarioName::Agents => (3, 20),
         }
     }
 }

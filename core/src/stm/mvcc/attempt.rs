@@ -136,6 +136,7 @@ impl<'a> Try<'a> {
             commutes: plan.commutes.iter().map(|c| c.name.clone()).collect(),
             lock,
             may_barge: self.may_barge(),
+            sends: plan.sends,
         };
         let mut commutes = plan.commutes;
         let mut out = self.step(|m, now| m.commit(now, order)).await;
@@ -213,6 +214,17 @@ impl Attempt for Try<'_> {
         plan: CommitPlan<'b>,
     ) -> BoxFuture<'b, Result<Committed, TryError>> {
         Box::pin(async move {
+            let touched_no_ref = plan.reads.is_empty() && plan.ensures.is_empty();
+            if plan.writes.is_empty() && plan.commutes.is_empty() && touched_no_ref {
+                // Sends only: nothing to serialize against, no commit record to write.
+                let sends = plan.sends;
+                match self.step(|m, now| m.abort(now)).await {
+                    Outcome::Done => {}
+                    Outcome::Failed(h) => return Err(TryError::Fail(failure(h))),
+                    other => unreachable!("a cleanup answered {other:?}"),
+                }
+                return super::super::protocol::send_only(self.zk, &self.e.counters, sends).await;
+            }
             if plan.is_read_only() {
                 // Snapshot reads need no validation; ensured refs are released.
                 return match self.step(|m, now| m.abort(now)).await {

@@ -107,6 +107,30 @@ impl CommitSpec {
         }
     }
 
+    /// The same commit, also creating `sends` (agent queue entries, see
+    /// [`Tx::send`](crate::stm::Tx::send)), placed after the checks and before the writes: a
+    /// refused send (its agent is gone) is then a conflict that ends the transaction, never a
+    /// moved commute.
+    ///
+    /// ```
+    /// use avout::{CreateMode, Op};
+    /// use avout::stm::optimistic::CommitSpec;
+    /// let spec = CommitSpec { ops: vec![Op::check("/s/refs/a", Some(1))], commute_from: 1, txn: 1, refresh: vec![] };
+    /// let spec = spec.with_sends(vec![Op::create("/ag/queue/t-", vec![], CreateMode::PersistentSequential)]);
+    /// assert_eq!((spec.ops.len(), spec.commute_from), (2, 2));
+    /// assert!(!spec.read_only());
+    /// ```
+    pub fn with_sends(mut self, sends: Vec<Op>) -> CommitSpec {
+        let at = self
+            .ops
+            .iter()
+            .position(|op| !matches!(op, Op::Check { .. }))
+            .unwrap_or(self.ops.len());
+        self.commute_from += sends.len();
+        self.ops.splice(at..at, sends);
+        self
+    }
+
     /// Whether the commit writes nothing (a `multi` of checks only).
     ///
     /// ```

@@ -357,7 +357,8 @@ impl Try<'_> {
             at_paths(&writes),
             at_paths(&commuted),
             refresh,
-        );
+        )
+        .with_sends(plan.sends.clone());
         writes.extend(commuted);
         Ok((spec, writes))
     }

@@ -50,7 +50,8 @@ pub(super) fn of_scenario(
         ScenarioName::Counter
         | ScenarioName::Rwlock
         | ScenarioName::Queue
-        | ScenarioName::Barrier => return None,
+        | ScenarioName::Barrier
+        | ScenarioName::Agents => return None,
         // Its checker judges renamed parts of the history, whose operations the timeline
         // cannot point at yet: the page shows the verdict's text without marks.
         ScenarioName::Sessions => return None,

@@ -58,6 +58,8 @@ impl TryMachine {
             l.point(&txid),
             Some(prepared.committing_version),
         )];
+        // The agent sends ride in the commit record: queued if and only if it applies.
+        ops.extend(order.sends);
         let mut deletes: Vec<String> = Vec::new();
         let mut changes = Vec::new();
         let add = |ops: &mut Vec<Op>,

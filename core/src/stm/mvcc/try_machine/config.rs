@@ -30,7 +30,7 @@ pub struct TryConfig {
 /// functions, which the caller runs when asked ([`Outcome::Recompute`]).
 ///
 /// ```
-/// let o = avout::stm::mvcc::CommitOrder { writes: vec![("a".into(), b"1".to_vec())], commutes: vec![], lock: vec![("a".into(), 9)], may_barge: true };
+/// let o = avout::stm::mvcc::CommitOrder { writes: vec![("a".into(), b"1".to_vec())], commutes: vec![], lock: vec![("a".into(), 9)], may_barge: true, sends: vec![] };
 /// assert_eq!(o.lock.len(), 1);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +43,9 @@ pub struct CommitOrder {
     pub lock: Vec<(String, u128)>,
     /// Whether BARGE-WAIT has passed since the transaction started (for refs tagged now).
     pub may_barge: bool,
+    /// Agent sends, created by the commit record's `multi` (see
+    /// [`CommitPlan::sends`](crate::stm::protocol::CommitPlan::sends)).
+    pub sends: Vec<crate::Op>,
 }
 
 /// The answer to one command.

@@ -318,17 +318,19 @@ impl TryMachine {
     }
 
     /// Commits `order`; answered by [`Outcome::Committed`], or first by
-    /// [`Outcome::Recompute`] when it commutes refs. An order without writes or commutes
-    /// releases what the try holds and is answered by [`Outcome::Done`].
+    /// [`Outcome::Recompute`] when it commutes refs. An order without writes, commutes or
+    /// sends releases what the try holds and is answered by [`Outcome::Done`]. An order with
+    /// sends only MUST come from a try that read a ref (it has a read point); the caller
+    /// commits a try that touched no ref otherwise.
     ///
     /// ```
     /// use avout::stm::mvcc::{CommitOrder, TryConfig, TryMachine};
     /// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 1, session: 1, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
-    /// m.commit(avout::machine::Millis(0), CommitOrder { writes: vec![], commutes: vec![], lock: vec![], may_barge: false });
+    /// m.commit(avout::machine::Millis(0), CommitOrder { writes: vec![], commutes: vec![], lock: vec![], may_barge: false, sends: vec![] });
     /// ```
     pub fn commit(&mut self, now: Millis, order: CommitOrder) {
         self.command(now, |m, now| {
-            if order.writes.is_empty() && order.commutes.is_empty() {
+            if order.writes.is_empty() && order.commutes.is_empty() && order.sends.is_empty() {
                 m.start_cleanup(now, AfterCleanup::Finish);
             } else if m.point.is_none() {
                 // Every ref is read before it is written; a plan without reads has no read
@@ -338,7 +340,7 @@ impl TryMachine {
                     .first()
                     .map(|(n, _)| n.clone())
                     .or_else(|| order.commutes.first().cloned())
-                    .expect("a writing order");
+                    .expect("a writing order, or sends from a try that read a ref");
                 m.start_read(now, &name, AfterRead::Commit(order));
             } else {
                 m.prepare(now, order);
