@@ -177,13 +177,15 @@ impl Error {
     /// ```
     pub fn class(&self) -> ErrorClass {
         match self {
+            // ZooKeeper refuses a request that reached the old server of a moved session, but
+            // the client cannot tell it from one that raced the move: clients (Curator's retry
+            // loop among them) treat it as a connection loss, and so does avout.
             Error::ConnectionLoss
             | Error::OperationTimeout
+            | Error::SessionMoved
             | Error::Other(_)
             | Error::UnexpectedReply { .. } => ErrorClass::Indeterminate,
-            Error::SessionExpired | Error::SessionMoved | Error::Closed | Error::AuthFailed => {
-                ErrorClass::SessionLost
-            }
+            Error::SessionExpired | Error::Closed | Error::AuthFailed => ErrorClass::SessionLost,
             Error::Multi { source, .. } => source.class(),
             Error::NoNode { .. }
             | Error::NodeExists { .. }

@@ -50,6 +50,7 @@ mod request;
 mod session;
 pub mod stm;
 mod sync;
+pub mod task;
 mod watch;
 #[cfg(feature = "zookeeper")]
 pub mod zk;

@@ -63,6 +63,7 @@ pub fn rates(r: f64) -> FaultRates {
         pause: r / 50.0,
         stale_reads: r / 5.0,
         outage: r / 50.0,
+        ..FaultRates::default()
     }
 }
 

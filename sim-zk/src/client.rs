@@ -69,7 +69,11 @@ impl SimZk {
     /// assert_eq!(t, Duration::from_secs(3));
     /// ```
     pub fn connect_with_timeout(&self, timeout: Duration) -> SimClient {
-        let index = self.shared.world().connect(timeout);
+        // The session belongs to the process opening it: freezing that process stops it.
+        let index = self
+            .shared
+            .world()
+            .connect(timeout, avout::task::Gate::current());
         SimClient {
             handle: Arc::new(Handle {
                 shared: self.shared.clone(),

@@ -55,6 +55,7 @@ impl Default for DemoParams {
                 pause: 0.003,
                 stale_reads: 0.01,
                 outage: 0.002,
+                ..FaultRates::default()
             },
         }
     }

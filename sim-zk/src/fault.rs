@@ -17,6 +17,18 @@
 //! | [`Fault::Pause`] | the client freezes (a GC pause) for `duration` | nothing while frozen (its requests and replies wait); if the pause outlived the session, on waking `Disconnected`, `Expired`, and its ephemerals are gone |
 //! | [`Fault::StaleReads`] | the session moves to a follower that applies commits late, for `duration` | reads may be stale but never go back in time; its own writes and `sync` catch the follower up |
 //! | [`Fault::Outage`] | the whole service is down for `duration` | every client `Disconnected`, in-flight requests fail; then `Connected`; sessions survive (a new leader renews them) |
+//!
+//! The five ensemble faults need more than one server; a run that can fire one gets at least
+//! three ([`crate::SimConfig::servers`]):
+//!
+//! | fault | what happens | what the client observes |
+//! |-------|--------------|--------------------------|
+//! | [`Fault::Partition`] of a client | the client cannot reach its server (both ways, or only server to client) | `Disconnected` (a one-way cut still applies what it sent); it reconnects to another server and its session moves |
+//! | [`Fault::Partition`] of a server | a follower is cut off from the leader for `duration` | its sessions still read (ever staler state); their writes and `sync`s hang until the follower notices, then fail with `ConnectionLoss` unapplied and the sessions move to other servers |
+//! | [`Fault::LeaderElection`] | the leader crashes; no server serves until a new leader is elected, `duration` later; the old one restarts as a follower | every client `Disconnected`, in-flight requests fail (applied or not); sessions survive and reconnect to any server, followers included |
+//! | [`Fault::SessionMoved`] | the client's connection moves to another server | requests still travelling on the old connection are refused with `SessionMoved` (unapplied, though the client cannot know it); those already applied fail with `ConnectionLoss` |
+//! | [`Fault::ClientFreeze`] | the client *process* stops for `duration`: its network, its tasks and their timers (everything run under its [`avout::task::Gate`]) | nothing, then everything that came due at once; the session expired if the freeze outlived it, which the process finds out only after its code already ran on |
+//! | [`Fault::SlowDisk`] | the leader's disk stalls on fsync for `duration`: no request is processed | calls hang, then complete; with this kind drawn, message latency also has a long tail |
 
 use std::time::Duration;
 
@@ -75,6 +87,57 @@ pub enum Fault {
         /// How long.
         duration: Duration,
     },
+    /// A network partition for `duration`.
+    Partition {
+        /// Who is cut off.
+        cut: Cut,
+        /// How long.
+        duration: Duration,
+    },
+    /// The leader crashes; a new one is elected after `duration`.
+    LeaderElection {
+        /// The election window.
+        duration: Duration,
+    },
+    /// The client's session moves to another server.
+    SessionMoved {
+        /// The client.
+        client: usize,
+    },
+    /// The client process (network, tasks and timers) freezes for `duration`.
+    ClientFreeze {
+        /// The client.
+        client: usize,
+        /// How long.
+        duration: Duration,
+    },
+    /// The leader's disk stalls for `duration`.
+    SlowDisk {
+        /// How long.
+        duration: Duration,
+    },
+}
+
+/// Who a [`Fault::Partition`] cuts off.
+///
+/// ```
+/// let c = avout_sim_zk::Cut::Client { client: 1, one_way: false };
+/// assert_ne!(c, avout_sim_zk::Cut::Server { server: 1 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Cut {
+    /// A client from the server it is connected to.
+    Client {
+        /// The client.
+        client: usize,
+        /// Only the server-to-client direction is cut: what the client sent still arrives.
+        one_way: bool,
+    },
+    /// A server from the others (the leader: an election follows).
+    Server {
+        /// The server's index.
+        server: u8,
+    },
 }
 
 impl Fault {
@@ -93,6 +156,11 @@ impl Fault {
             Fault::Pause { .. } => FaultKind::Pause,
             Fault::StaleReads { .. } => FaultKind::StaleReads,
             Fault::Outage { .. } => FaultKind::Outage,
+            Fault::Partition { .. } => FaultKind::Partition,
+            Fault::LeaderElection { .. } => FaultKind::LeaderElection,
+            Fault::SessionMoved { .. } => FaultKind::SessionMoved,
+            Fault::ClientFreeze { .. } => FaultKind::ClientFreeze,
+            Fault::SlowDisk { .. } => FaultKind::SlowDisk,
         }
     }
 
@@ -109,8 +177,17 @@ impl Fault {
             Fault::Disconnect { client, .. }
             | Fault::ExpireSession { client }
             | Fault::Pause { client, .. }
-            | Fault::StaleReads { client, .. } => Some(*client),
-            Fault::Outage { .. } => None,
+            | Fault::StaleReads { client, .. }
+            | Fault::SessionMoved { client }
+            | Fault::ClientFreeze { client, .. }
+            | Fault::Partition {
+                cut: Cut::Client { client, .. },
+                ..
+            } => Some(*client),
+            Fault::Outage { .. }
+            | Fault::Partition { .. }
+            | Fault::LeaderElection { .. }
+            | Fault::SlowDisk { .. } => None,
         }
     }
 }
@@ -136,11 +213,39 @@ pub enum FaultKind {
     StaleReads,
     /// [`Fault::Outage`].
     Outage,
+    /// [`Fault::Partition`].
+    Partition,
+    /// [`Fault::LeaderElection`].
+    LeaderElection,
+    /// [`Fault::SessionMoved`].
+    SessionMoved,
+    /// [`Fault::ClientFreeze`].
+    ClientFreeze,
+    /// [`Fault::SlowDisk`].
+    SlowDisk,
 }
 
 impl FaultKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 12] = [
+        FaultKind::RequestLost,
+        FaultKind::ReplyLost,
+        FaultKind::Disconnect,
+        FaultKind::SessionExpiry,
+        FaultKind::Pause,
+        FaultKind::StaleReads,
+        FaultKind::Outage,
+        FaultKind::Partition,
+        FaultKind::LeaderElection,
+        FaultKind::SessionMoved,
+        FaultKind::ClientFreeze,
+        FaultKind::SlowDisk,
+    ];
+
+    /// The kinds `all` draws: the seven one-server kinds. The ensemble kinds are asked for by
+    /// name (each passes alone; drawn all together they still fail a few seeds, see the
+    /// ensemble report), or with `every`.
+    pub const DEFAULT: [FaultKind; 7] = [
         FaultKind::RequestLost,
         FaultKind::ReplyLost,
         FaultKind::Disconnect,
@@ -149,6 +254,26 @@ impl FaultKind {
         FaultKind::StaleReads,
         FaultKind::Outage,
     ];
+
+    /// The kinds that need an ensemble of servers.
+    pub const ENSEMBLE: [FaultKind; 5] = [
+        FaultKind::Partition,
+        FaultKind::LeaderElection,
+        FaultKind::SessionMoved,
+        FaultKind::ClientFreeze,
+        FaultKind::SlowDisk,
+    ];
+
+    /// The kind named `name` (as [`FaultKind::name`] spells it).
+    ///
+    /// ```
+    /// use avout_sim_zk::FaultKind;
+    /// assert_eq!(FaultKind::from_name("client-freeze"), Some(FaultKind::ClientFreeze));
+    /// assert_eq!(FaultKind::from_name("gremlins"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == name)
+    }
 
     /// A short kebab-case name.
     ///
@@ -164,6 +289,11 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::StaleReads => "stale-reads",
             FaultKind::Outage => "outage",
+            FaultKind::Partition => "partition",
+            FaultKind::LeaderElection => "leader-election",
+            FaultKind::SessionMoved => "session-moved",
+            FaultKind::ClientFreeze => "client-freeze",
+            FaultKind::SlowDisk => "slow-disk",
         }
     }
 }
@@ -186,7 +316,10 @@ pub enum When {
 ///
 /// Durations of drawn faults are fractions of the session timeout: disconnects last 10–50%
 /// of it (the session survives), pauses 150–200% (it does not), stale reads 1–3 timeouts,
-/// outages 20–60%.
+/// outages 20–60%, partitions of a client 10–60% and of a server 20–150%, election windows 10–60%, client freezes 30–200%
+/// (some outlive the session, some do not), disk stalls 5–40%.
+///
+/// The ensemble kinds' rates default to zero when a case file written before them is read.
 ///
 /// ```
 /// let rates = avout_sim_zk::FaultRates { reply_lost: 0.01, ..Default::default() };
@@ -209,9 +342,60 @@ pub struct FaultRates {
     pub stale_reads: f64,
     /// [`Fault::Outage`].
     pub outage: f64,
+    /// [`Fault::Partition`] of the requesting client, or of a server.
+    #[serde(default)]
+    pub partition: f64,
+    /// [`Fault::LeaderElection`].
+    #[serde(default)]
+    pub leader_election: f64,
+    /// [`Fault::SessionMoved`] of the requesting client.
+    #[serde(default)]
+    pub session_moved: f64,
+    /// [`Fault::ClientFreeze`] of the requesting client.
+    #[serde(default)]
+    pub client_freeze: f64,
+    /// [`Fault::SlowDisk`] (and the latency tail that comes with it).
+    #[serde(default)]
+    pub slow_disk: f64,
 }
 
 impl FaultRates {
+    /// The rate of `kind`, to read or set.
+    ///
+    /// ```
+    /// use avout_sim_zk::{FaultKind, FaultRates};
+    /// let mut rates = FaultRates::default();
+    /// *rates.rate_mut(FaultKind::SlowDisk) = 0.5;
+    /// assert_eq!(rates.slow_disk, 0.5);
+    /// ```
+    pub fn rate_mut(&mut self, kind: FaultKind) -> &mut f64 {
+        match kind {
+            FaultKind::RequestLost => &mut self.request_lost,
+            FaultKind::ReplyLost => &mut self.reply_lost,
+            FaultKind::Disconnect => &mut self.disconnect,
+            FaultKind::SessionExpiry => &mut self.expire,
+            FaultKind::Pause => &mut self.pause,
+            FaultKind::StaleReads => &mut self.stale_reads,
+            FaultKind::Outage => &mut self.outage,
+            FaultKind::Partition => &mut self.partition,
+            FaultKind::LeaderElection => &mut self.leader_election,
+            FaultKind::SessionMoved => &mut self.session_moved,
+            FaultKind::ClientFreeze => &mut self.client_freeze,
+            FaultKind::SlowDisk => &mut self.slow_disk,
+        }
+    }
+
+    /// The rate of `kind`.
+    ///
+    /// ```
+    /// use avout_sim_zk::{FaultKind, FaultRates};
+    /// assert_eq!(FaultRates::chaos().rate(FaultKind::Outage), 0.0003);
+    /// ```
+    pub fn rate(&self, kind: FaultKind) -> f64 {
+        let mut copy = *self;
+        *copy.rate_mut(kind)
+    }
+
     /// Whether any rate is positive.
     ///
     /// ```
@@ -229,9 +413,29 @@ impl FaultRates {
         ]
         .iter()
         .any(|&p| p > 0.0)
+            || self.any_ensemble()
     }
 
-    /// A mix of every fault, frequent enough that a few thousand requests see each kind.
+    /// Whether any ensemble kind's rate is positive (the run then needs several servers).
+    ///
+    /// ```
+    /// let rates = avout_sim_zk::FaultRates { slow_disk: 0.01, ..Default::default() };
+    /// assert!(rates.any_ensemble());
+    /// ```
+    pub fn any_ensemble(&self) -> bool {
+        [
+            self.partition,
+            self.leader_election,
+            self.session_moved,
+            self.client_freeze,
+            self.slow_disk,
+        ]
+        .iter()
+        .any(|&p| p > 0.0)
+    }
+
+    /// A mix of the seven one-server faults, frequent enough that a few thousand requests see
+    /// each kind.
     ///
     /// ```
     /// assert!(avout_sim_zk::FaultRates::chaos().reply_lost > 0.0);
@@ -245,6 +449,24 @@ impl FaultRates {
             pause: 0.0005,
             stale_reads: 0.002,
             outage: 0.0003,
+            ..FaultRates::default()
+        }
+    }
+
+    /// [`FaultRates::chaos`] and the ensemble kinds too.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::FaultRates::chaos_all().any_ensemble());
+    /// assert!(!avout_sim_zk::FaultRates::chaos().any_ensemble());
+    /// ```
+    pub fn chaos_all() -> Self {
+        FaultRates {
+            partition: 0.001,
+            leader_election: 0.0003,
+            session_moved: 0.002,
+            client_freeze: 0.0005,
+            slow_disk: 0.001,
+            ..FaultRates::chaos()
         }
     }
 }

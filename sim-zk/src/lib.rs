@@ -69,7 +69,7 @@ mod sim;
 mod world;
 
 pub use client::{SimClient, SimZk};
-pub use fault::{Fault, FaultKind, FaultRates, When};
+pub use fault::{Cut, Fault, FaultKind, FaultRates, When};
 pub use log::LogEvent;
 pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
 pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};

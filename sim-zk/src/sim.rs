@@ -82,6 +82,16 @@ pub struct SimConfig {
     /// Whether [`avout::buggify`] points in client code may fire (decided from the seed).
     #[serde(default)]
     pub buggify: bool,
+    /// How many servers the ensemble has: one (the leader, plus the lagging follower of
+    /// stale reads) unless set, or at least three when an ensemble fault can fire
+    /// ([`SimConfig::servers`]). One server keeps runs recorded before the ensemble existed
+    /// replaying bit for bit.
+    #[serde(default = "one_server")]
+    pub servers: u8,
+}
+
+fn one_server() -> u8 {
+    1
 }
 
 impl Default for SimConfig {
@@ -99,6 +109,7 @@ impl Default for SimConfig {
             keep_log: true,
             epoch_ms: 1_700_000_000_000,
             buggify: false,
+            servers: 1,
         }
     }
 }
@@ -118,6 +129,28 @@ impl SimConfig {
                 .scheduled
                 .iter()
                 .any(|(_, f)| f.kind() == FaultKind::StaleReads)
+    }
+
+    /// How many servers the run has: [`SimConfig::servers`], raised to three if an
+    /// ensemble fault can fire.
+    ///
+    /// ```
+    /// let mut c = avout_sim_zk::SimConfig::default();
+    /// assert_eq!(c.servers(), 1);
+    /// c.rates.session_moved = 0.01;
+    /// assert_eq!(c.servers(), 3);
+    /// ```
+    pub fn servers(&self) -> u8 {
+        let ensemble = self.rates.any_ensemble()
+            || self
+                .scheduled
+                .iter()
+                .any(|(_, f)| FaultKind::ENSEMBLE.contains(&f.kind()));
+        if ensemble {
+            self.servers.max(3)
+        } else {
+            self.servers.max(1)
+        }
     }
 
     /// The follower's lag.
@@ -244,6 +277,17 @@ impl Builder {
     /// ```
     pub fn follower_lag(mut self, lag: Duration) -> Self {
         self.config.follower_lag = Some(lag);
+        self
+    }
+
+    /// How many servers the ensemble has (see [`SimConfig::servers`]).
+    ///
+    /// ```
+    /// let sim = avout_sim_zk::Sim::builder().servers(5).build();
+    /// assert_eq!(sim.config().servers(), 5);
+    /// ```
+    pub fn servers(mut self, n: u8) -> Self {
+        self.config.servers = n;
         self
     }
 

@@ -583,7 +583,7 @@ where
         let key = key.into();
         let mut watcher = self.watch().await?;
         let path = self.path().to_owned();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             loop {
                 match watcher.changed().await {
                     Ok(change) => f(&change.old, &change.new),

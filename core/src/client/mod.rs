@@ -320,7 +320,7 @@ impl Client {
             slot,
             events: Fanout::new(event),
         });
-        let supervisor = tokio::spawn(supervisor::supervise(shared.clone(), session));
+        let supervisor = crate::task::spawn(supervisor::supervise(shared.clone(), session));
         Client {
             handle: Arc::new(Handle {
                 shared,

@@ -148,18 +148,18 @@ impl Side {
             // The node went with the session.
             return futures::future::ready(Err(error)).boxed();
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             // No task to check the reply: wait for it here.
             let zk = session.clone();
             return async move { drive(&*zk, &mut ReleaseMachine::new(node)).await }.boxed();
-        };
+        }
         lock(&self.releases).begin(&node);
         let (sent, was_sent) = tokio::sync::oneshot::channel();
         let side = self.clone();
         let session = session.clone();
         // The task starts the machine at once (its delete is submitted at the start), and the
         // caller waits for that, so the delete is ordered before anything the caller sends next.
-        runtime.spawn(async move {
+        crate::task::spawn(async move {
             let mut driving = Driving::start(&*session, ReleaseMachine::new(node.clone()));
             let _ = sent.send(());
             let outcome = driving.finish().await;
@@ -497,8 +497,8 @@ impl Drop for Acquiring {
 /// Runs a cleanup in the background; `Drop` cannot wait for it.
 pub(crate) fn spawn_cleanup(cleanup: impl Future<Output = Result<(), Error>> + Send + 'static) {
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
+        Ok(_) => {
+            crate::task::spawn(async move {
                 if let Err(e) = cleanup.await {
                     // The node goes when the session ends; until then it blocks the lock.
                     tracing::warn!(error = %e, "lock node cleanup failed");

@@ -118,7 +118,7 @@ async fn open_retrying(client: &Client, root: &str, config: StmConfig) -> Stm {
 fn mvcc_bank_transfers_conserve_money_under_every_fault_kind() {
     const ACCOUNTS: usize = 5;
     const INITIAL: i64 = 100;
-    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+    for (i, kind) in FaultKind::DEFAULT.into_iter().enumerate() {
         let seed = 0x3cba + i as u64;
         let (out, summary) = sim(seed, 4, rates(kind)).run(|ctx| async move {
             let zks = clients(&ctx);

@@ -138,23 +138,15 @@ pub(crate) fn session_listed(server: &avout_testkit::server::ZkServer, sid: i64)
 }
 
 /// The fault rates of a sweep over the fault kinds: only `kind` happens, at its entry of
-/// `per_kind` (given in [`FaultKind::ALL`]'s order).
+/// `per_kind` (given in [`FaultKind::DEFAULT`]'s order: the one-server kinds).
 pub(crate) fn one_kind(kind: FaultKind, per_kind: [f64; 7]) -> FaultRates {
-    let i = FaultKind::ALL
+    let i = FaultKind::DEFAULT
         .iter()
         .position(|k| *k == kind)
         .expect("every kind is in ALL");
     let rate = per_kind[i];
     let mut r = FaultRates::default();
-    match kind {
-        FaultKind::RequestLost => r.request_lost = rate,
-        FaultKind::ReplyLost => r.reply_lost = rate,
-        FaultKind::Disconnect => r.disconnect = rate,
-        FaultKind::SessionExpiry => r.expire = rate,
-        FaultKind::Pause => r.pause = rate,
-        FaultKind::StaleReads => r.stale_reads = rate,
-        FaultKind::Outage => r.outage = rate,
-    }
+    *r.rate_mut(kind) = rate;
     r
 }
 

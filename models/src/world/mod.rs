@@ -387,7 +387,7 @@ impl<A: Agent> World<A> {
                 let client = self.clients[i].make_mut();
                 let (token, request) = client.outbox.pop_front().expect("a request");
                 let session = client.session;
-                if self.kernel.server_of(session) == Some(Server::Follower)
+                if self.kernel.server_of(session) == Some(Server::Follower(0))
                     && self.kernel.follower_backlog() > 0
                     && !request.is_write()
                 {
@@ -398,7 +398,8 @@ impl<A: Agent> World<A> {
                 // applied everything committed before it; the kernel's follower catches up
                 // only for writes that succeed, which would let a refused write go round
                 // on stale reads for ever.
-                if request.is_write() && self.kernel.server_of(session) == Some(Server::Follower) {
+                if request.is_write() && self.kernel.server_of(session) == Some(Server::Follower(0))
+                {
                     applied
                         .events
                         .extend(self.kernel.make_mut().sync_follower());
@@ -476,7 +477,7 @@ impl<A: Agent> World<A> {
                 self.faults_left -= 1;
                 say(&|| format!("client {i}'s session MOVES to a lagging follower"));
                 let session = self.clients[i].session;
-                let events = self.kernel.make_mut().attach(session, Server::Follower);
+                let events = self.kernel.make_mut().attach(session, Server::Follower(0));
                 self.route(events, &mut say);
             }
             Action::CatchUp => {
@@ -571,7 +572,7 @@ impl<A: Agent> World<A> {
             && !self
                 .clients
                 .iter()
-                .any(|c| self.kernel.server_of(c.session) == Some(Server::Follower))
+                .any(|c| self.kernel.server_of(c.session) == Some(Server::Follower(0)))
         {
             self.kernel.make_mut().sync_follower();
         }

@@ -34,7 +34,9 @@ pub(crate) struct WorkloadArgs {
     #[arg(long)]
     ops: Option<usize>,
     /// Fault kinds on the simulator, comma-separated: request-lost, reply-lost, disconnect,
-    /// session-expiry, pause, stale-reads, outage; or `all` (the default) or `none`.
+    /// session-expiry, pause, stale-reads, outage, and the ensemble's partition,
+    /// leader-election, session-moved, client-freeze, slow-disk; or `all` (the default: the
+    /// first seven), `every` (all twelve) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
     /// The chance that a request draws some fault (split over the kinds as in the chaos mix).
@@ -198,7 +200,7 @@ pub(crate) fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
         .find(|k| k.name() == s)
         .ok_or_else(|| {
             RunCmdError::Usage(format!(
-                "unknown fault kind {s:?}; known: {}, or all, none",
+                "unknown fault kind {s:?}; known: {}, or all (the first seven), every, none",
                 FaultKind::ALL.map(|k| k.name()).join(", ")
             ))
         })
@@ -238,7 +240,8 @@ impl WorkloadArgs {
             )));
         }
         let kinds: Vec<FaultKind> = match self.faults.as_deref() {
-            None | Some("all") => FaultKind::ALL.to_vec(),
+            None | Some("all") => FaultKind::DEFAULT.to_vec(),
+            Some("every") => FaultKind::ALL.to_vec(),
             Some("none") => Vec::new(),
             Some(list) => list
                 .split(',')

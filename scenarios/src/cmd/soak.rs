@@ -25,10 +25,10 @@ pub(crate) struct SoakArgs {
     /// default unless --per-kind or --pairs is given) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
-    /// Each of the 7 fault kinds alone, N seeds each.
+    /// Each of the 12 fault kinds alone, N seeds each.
     #[arg(long)]
     per_kind: bool,
-    /// Every pair of fault kinds (21), N seeds each.
+    /// Every pair of fault kinds (66), N seeds each.
     #[arg(long)]
     pairs: bool,
     /// Scenarios, comma-separated (default: all of them but `agents`, which has a known
@@ -74,6 +74,7 @@ impl SoakArgs {
         if self.faults.is_some() || !(self.per_kind || self.pairs) {
             faults.push(match self.faults.as_deref() {
                 None | Some("all") => FaultConfig::all(),
+                Some("every") => FaultConfig::every(),
                 Some("none") => FaultConfig::none(),
                 Some(list) => FaultConfig::of(
                     &list

@@ -424,14 +424,18 @@ where
 
 /// Runs `client(i)` for each of `clients` clients concurrently, to completion, and returns the
 /// first error (every client finishes first, so the history is complete).
+///
+/// Each client is a process of its own: it runs under its own [`avout::task::Gate`], with
+/// the background tasks avout starts for it, so the simulator's `client-freeze` stops all of
+/// it at once, as a stopped process stops.
 pub(crate) async fn all_clients<Fut>(
     clients: usize,
-    client: impl FnMut(usize) -> Fut,
+    mut client: impl FnMut(usize) -> Fut,
 ) -> Result<(), String>
 where
     Fut: std::future::Future<Output = Result<(), String>>,
 {
-    futures::future::join_all((0..clients).map(client))
+    futures::future::join_all((0..clients).map(|i| avout::task::Gate::new().run(client(i))))
         .await
         .into_iter()
         .collect()

@@ -130,34 +130,25 @@ impl FaultPlan {
         FaultPlan::default()
     }
 
-    /// Every kind, at the simulator's chaos mix.
+    /// The default kinds ([`FaultKind::DEFAULT`]), at the simulator's chaos mix.
     pub fn all() -> Self {
-        FaultPlan::kinds(&FaultKind::ALL, None)
+        FaultPlan::kinds(&FaultKind::DEFAULT, None)
     }
 
     /// The given kinds, at the chaos mix's rates, or scaled so that the rates add up to
     /// `total` (the chance that a request draws some fault).
     pub fn kinds(kinds: &[FaultKind], total: Option<f64>) -> Self {
-        let chaos = FaultRates::chaos();
+        let chaos = FaultRates::chaos_all();
         let mut rates = FaultRates::default();
-        for kind in kinds {
-            let (slot, base) = match kind {
-                FaultKind::RequestLost => (&mut rates.request_lost, chaos.request_lost),
-                FaultKind::ReplyLost => (&mut rates.reply_lost, chaos.reply_lost),
-                FaultKind::Disconnect => (&mut rates.disconnect, chaos.disconnect),
-                FaultKind::SessionExpiry => (&mut rates.expire, chaos.expire),
-                FaultKind::Pause => (&mut rates.pause, chaos.pause),
-                FaultKind::StaleReads => (&mut rates.stale_reads, chaos.stale_reads),
-                FaultKind::Outage => (&mut rates.outage, chaos.outage),
-            };
-            *slot = base;
+        for &kind in kinds {
+            *rates.rate_mut(kind) = chaos.rate(kind);
         }
         if let Some(total) = total {
-            let sum = rate_sum(&rates);
+            let sum: f64 = FaultKind::ALL.iter().map(|&k| rates.rate(k)).sum();
             if sum > 0.0 {
                 let k = total / sum;
-                for r in rate_slots(&mut rates) {
-                    *r *= k;
+                for kind in FaultKind::ALL {
+                    *rates.rate_mut(kind) *= k;
                 }
             }
         }
@@ -171,22 +162,6 @@ impl FaultPlan {
     pub fn is_empty(&self) -> bool {
         !self.rates.any() && self.scheduled.is_empty()
     }
-}
-
-fn rate_slots(r: &mut FaultRates) -> [&mut f64; 7] {
-    [
-        &mut r.request_lost,
-        &mut r.reply_lost,
-        &mut r.disconnect,
-        &mut r.expire,
-        &mut r.pause,
-        &mut r.stale_reads,
-        &mut r.outage,
-    ]
-}
-
-fn rate_sum(r: &FaultRates) -> f64 {
-    r.request_lost + r.reply_lost + r.disconnect + r.expire + r.pause + r.stale_reads + r.outage
 }
 
 /// The judgement of a run.

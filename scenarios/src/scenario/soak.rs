@@ -35,8 +35,9 @@ use super::{FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_s
 /// ```
 /// use avout_scenarios::scenario::soak::FaultConfig;
 /// assert_eq!(FaultConfig::all().name, "all");
-/// assert_eq!(FaultConfig::per_kind().len(), 7);
-/// assert_eq!(FaultConfig::pairs().len(), 21);
+/// assert_eq!(FaultConfig::per_kind().len(), 12);
+/// assert_eq!(FaultConfig::pairs().len(), 66);
+/// assert_eq!(FaultConfig::every().kinds.len(), 12);
 /// assert_eq!(FaultConfig::pairs()[0].name, "request-lost+reply-lost");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +54,10 @@ impl FaultConfig {
         let name = if kinds.is_empty() {
             "none".to_owned()
         } else if FaultKind::ALL.iter().all(|k| kinds.contains(k)) {
+            "every".to_owned()
+        } else if kinds.len() == FaultKind::DEFAULT.len()
+            && FaultKind::DEFAULT.iter().all(|k| kinds.contains(k))
+        {
             "all".to_owned()
         } else {
             kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join("+")
@@ -65,6 +70,11 @@ impl FaultConfig {
 
     /// Every kind together.
     pub fn all() -> Self {
+        FaultConfig::of(&FaultKind::DEFAULT)
+    }
+
+    /// Every kind together, the ensemble kinds too.
+    pub fn every() -> Self {
         FaultConfig::of(&FaultKind::ALL)
     }
 

@@ -18,7 +18,10 @@ fn plan_for(kind: FaultKind) -> FaultPlan {
         FaultKind::RequestLost | FaultKind::ReplyLost => 0.03,
         FaultKind::Disconnect | FaultKind::StaleReads => 0.01,
         FaultKind::SessionExpiry | FaultKind::Pause => 0.004,
-        FaultKind::Outage => 0.003,
+        FaultKind::Outage | FaultKind::LeaderElection => 0.003,
+        FaultKind::Partition | FaultKind::SessionMoved => 0.01,
+        FaultKind::ClientFreeze => 0.004,
+        FaultKind::SlowDisk => 0.005,
     };
     FaultPlan::kinds(&[kind], Some(total))
 }

@@ -76,14 +76,15 @@ pub struct Applied<T = Reply> {
 /// The replica a session reads from.
 ///
 /// ```
-/// assert_ne!(avout_sim_zk::kernel::Server::Leader, avout_sim_zk::kernel::Server::Follower);
+/// assert_ne!(avout_sim_zk::kernel::Server::Leader, avout_sim_zk::kernel::Server::Follower(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Server {
     /// Always current.
     Leader,
-    /// Applies the leader's transactions late.
-    Follower,
+    /// The follower with this index: applies the leader's transactions late, each follower
+    /// at its own pace.
+    Follower(u8),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -108,8 +109,8 @@ struct Record {
 
 type Overlay = BTreeMap<String, Option<Record>>;
 
-/// ZooKeeper's state machine: the leader's tree, sessions, the zxid counter and, optionally,
-/// one lagging follower. See the [module docs](self).
+/// ZooKeeper's state machine: the leader's tree, sessions, the zxid counter and any number
+/// of lagging followers. See the [module docs](self).
 ///
 /// ```
 /// use avout::{CreateMode, CreateOptions};
@@ -134,7 +135,7 @@ type Overlay = BTreeMap<String, Option<Record>>;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Kernel {
     tree: DataTree,
-    follower: Option<Follower>,
+    followers: Vec<Follower>,
     sessions: BTreeMap<SessionId, Session>,
     next_session: i64,
     zxid: i64,
@@ -158,7 +159,7 @@ impl Kernel {
     pub fn new() -> Self {
         Kernel {
             tree: DataTree::new(),
-            follower: None,
+            followers: Vec::new(),
             sessions: BTreeMap::new(),
             next_session: 1,
             zxid: 0,
@@ -172,13 +173,35 @@ impl Kernel {
     /// assert_eq!(k.follower_backlog(), 0);
     /// ```
     pub fn with_follower() -> Self {
+        Self::with_followers(1)
+    }
+
+    /// A fresh service with a leader and `n` followers, each with its own backlog: the
+    /// committed state of an ensemble of `n + 1` servers.
+    ///
+    /// ```
+    /// let k = avout_sim_zk::kernel::Kernel::with_followers(2);
+    /// assert_eq!(k.followers(), 2);
+    /// ```
+    pub fn with_followers(n: u8) -> Self {
         Kernel {
-            follower: Some(Follower {
-                tree: DataTree::new(),
-                backlog: VecDeque::new(),
-            }),
+            followers: (0..n)
+                .map(|_| Follower {
+                    tree: DataTree::new(),
+                    backlog: VecDeque::new(),
+                })
+                .collect(),
             ..Self::new()
         }
+    }
+
+    /// How many followers the kernel has.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Kernel::new().followers(), 0);
+    /// ```
+    pub fn followers(&self) -> u8 {
+        u8::try_from(self.followers.len()).expect("at most 255 followers")
     }
 
     /// The leader's tree.
@@ -242,16 +265,17 @@ impl Kernel {
     /// assert!(avout_sim_zk::kernel::Kernel::with_follower().has_follower());
     /// ```
     pub fn has_follower(&self) -> bool {
-        self.follower.is_some()
+        !self.followers.is_empty()
     }
 
-    /// How many committed transactions the follower has not applied yet (0 without one).
+    /// How many committed transactions the first follower has not applied yet (0 without
+    /// one).
     ///
     /// ```
     /// assert_eq!(avout_sim_zk::kernel::Kernel::new().follower_backlog(), 0);
     /// ```
     pub fn follower_backlog(&self) -> usize {
-        self.follower.as_ref().map_or(0, |f| f.backlog.len())
+        self.followers.first().map_or(0, |f| f.backlog.len())
     }
 
     /// The commit time (ms) of the oldest transaction the follower has not applied yet.
@@ -263,8 +287,20 @@ impl Kernel {
     /// assert_eq!(k.follower_next_ms(), Some(5));
     /// ```
     pub fn follower_next_ms(&self) -> Option<i64> {
-        self.follower
-            .as_ref()
+        self.next_ms_of(0)
+    }
+
+    /// The commit time (ms) of the oldest transaction follower `i` has not applied yet.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_followers(2);
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// k.advance_follower_of(0, 5);
+    /// assert_eq!((k.next_ms_of(0), k.next_ms_of(1)), (None, Some(5)));
+    /// ```
+    pub fn next_ms_of(&self, i: u8) -> Option<i64> {
+        self.followers
+            .get(usize::from(i))
             .and_then(|f| f.backlog.front())
             .map(|t| t.time_ms)
     }
@@ -306,14 +342,14 @@ impl Kernel {
     ///
     /// # Panics
     ///
-    /// If `server` is the follower and the kernel has none.
+    /// If `server` is a follower the kernel does not have.
     ///
     /// ```
     /// use avout_sim_zk::kernel::{Kernel, Server};
     /// let mut k = Kernel::with_follower();
     /// let s = k.create_session(0, std::time::Duration::from_secs(1));
-    /// k.attach(s, Server::Follower);
-    /// assert_eq!(k.server_of(s), Some(Server::Follower));
+    /// k.attach(s, Server::Follower(0));
+    /// assert_eq!(k.server_of(s), Some(Server::Follower(0)));
     /// ```
     pub fn attach(&mut self, session: SessionId, server: Server) -> Vec<Fired> {
         let Some(current) = self.sessions.get(&session).map(|s| s.server) else {
@@ -322,17 +358,16 @@ impl Kernel {
         if current == server {
             return Vec::new();
         }
-        let events = self.sync_follower();
-        let follower = &mut self
-            .follower
-            .as_mut()
-            .expect("attach to a follower of a kernel without one")
-            .tree;
-        let (from, to) = match server {
-            Server::Follower => (&mut self.tree, follower),
-            Server::Leader => (follower, &mut self.tree),
-        };
-        let (data, child) = from.take_watches(session);
+        // Both replicas catch up first: the session never reads older state than it saw,
+        // and its watches, moved across, miss no change.
+        let mut events = Vec::new();
+        for s in [current, server] {
+            if let Server::Follower(i) = s {
+                events.extend(self.sync_follower_of(i));
+            }
+        }
+        let (data, child) = self.read_tree_mut(current).take_watches(session);
+        let to = self.read_tree_mut(server);
         for path in data {
             to.add_data_watch(&path, session);
         }
@@ -357,7 +392,7 @@ impl Kernel {
         self.sessions.get(&session).map(|s| s.server)
     }
 
-    /// Lets the follower apply the transactions committed at or before `time_ms`.
+    /// Lets every follower apply the transactions committed at or before `time_ms`.
     ///
     /// ```
     /// let mut k = avout_sim_zk::kernel::Kernel::with_follower();
@@ -368,7 +403,23 @@ impl Kernel {
     /// ```
     pub fn advance_follower(&mut self, time_ms: i64) -> Vec<Fired> {
         let mut events = Vec::new();
-        if let Some(f) = &mut self.follower {
+        for i in 0..self.followers() {
+            events.extend(self.advance_follower_of(i, time_ms));
+        }
+        events
+    }
+
+    /// Lets follower `i` apply the transactions committed at or before `time_ms`.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_followers(2);
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// k.advance_follower_of(1, 5);
+    /// assert_eq!(k.next_ms_of(1), None);
+    /// ```
+    pub fn advance_follower_of(&mut self, i: u8, time_ms: i64) -> Vec<Fired> {
+        let mut events = Vec::new();
+        if let Some(f) = self.followers.get_mut(usize::from(i)) {
             while f.backlog.front().is_some_and(|t| t.time_ms <= time_ms) {
                 let txn = f.backlog.pop_front().expect("front checked");
                 f.tree.apply(&txn, &mut events);
@@ -377,7 +428,20 @@ impl Kernel {
         events
     }
 
-    /// Lets the follower apply everything committed so far.
+    /// Lets follower `i` apply everything committed so far (a `sync`, or the follower's
+    /// answer to a write it forwarded).
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::with_followers(1);
+    /// k.create_session(5, std::time::Duration::from_secs(1));
+    /// k.sync_follower_of(0);
+    /// assert_eq!(k.follower_backlog(), 0);
+    /// ```
+    pub fn sync_follower_of(&mut self, i: u8) -> Vec<Fired> {
+        self.advance_follower_of(i, i64::MAX)
+    }
+
+    /// Lets every follower apply everything committed so far.
     ///
     /// ```
     /// let mut k = avout_sim_zk::kernel::Kernel::with_follower();

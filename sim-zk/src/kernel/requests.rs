@@ -109,8 +109,8 @@ impl Kernel {
                 })
             }
             Request::Sync { .. } => {
-                if server == Server::Follower {
-                    events.extend(self.sync_follower());
+                if let Server::Follower(i) = server {
+                    events.extend(self.sync_follower_of(i));
                 }
                 Ok(Reply::Synced)
             }
@@ -152,10 +152,10 @@ impl Kernel {
     pub(super) fn read_tree(&self, server: Server) -> &DataTree {
         match server {
             Server::Leader => &self.tree,
-            Server::Follower => {
+            Server::Follower(i) => {
                 &self
-                    .follower
-                    .as_ref()
+                    .followers
+                    .get(usize::from(i))
                     .expect("a session attached to a missing follower")
                     .tree
             }
@@ -165,10 +165,10 @@ impl Kernel {
     pub(super) fn read_tree_mut(&mut self, server: Server) -> &mut DataTree {
         match server {
             Server::Leader => &mut self.tree,
-            Server::Follower => {
+            Server::Follower(i) => {
                 &mut self
-                    .follower
-                    .as_mut()
+                    .followers
+                    .get_mut(usize::from(i))
                     .expect("a session attached to a missing follower")
                     .tree
             }
@@ -249,9 +249,9 @@ impl Kernel {
         };
         let is_multi = matches!(kind, TxnKind::Multi(_));
         let stats = self.commit(now_ms, session, kind, events);
-        if server == Server::Follower {
+        if let Server::Follower(i) = server {
             // The follower answers the write only after applying it.
-            events.extend(self.sync_follower());
+            events.extend(self.sync_follower_of(i));
         }
         let mut stats = stats.into_iter();
         let mut next_stat = || stats.next().expect("one stat per create and set");
@@ -302,8 +302,11 @@ impl Kernel {
             kind,
         };
         let stats = self.tree.apply(&txn, events);
-        if let Some(f) = &mut self.follower {
-            f.backlog.push_back(txn);
+        if let Some((last, others)) = self.followers.split_last_mut() {
+            for f in others {
+                f.backlog.push_back(txn.clone());
+            }
+            last.backlog.push_back(txn);
         }
         stats
     }
@@ -311,10 +314,10 @@ impl Kernel {
     pub(super) fn end_session(&mut self, now_ms: i64, session: SessionId, events: &mut Vec<Fired>) {
         let server = self.sessions[&session].server;
         self.commit(now_ms, session, TxnKind::CloseSession, events);
-        if server == Server::Follower {
+        if let Server::Follower(i) = server {
             // The session's watches live in the follower's tree: drop them now, since the
             // follower may apply the close much later.
-            events.extend(self.sync_follower());
+            events.extend(self.sync_follower_of(i));
         }
         self.sessions.remove(&session);
         events.retain(|f| f.session != session);

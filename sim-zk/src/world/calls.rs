@@ -85,6 +85,10 @@ pub(super) struct Call {
 }
 
 impl Call {
+    pub(super) fn fail(self, error: Error) {
+        self.waiter.fail(error);
+    }
+
     pub(super) fn is_close(&self) -> bool {
         matches!(self.waiter, Waiter::Close(_))
     }

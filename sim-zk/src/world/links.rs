@@ -94,6 +94,7 @@ impl World {
             return;
         }
         if why != Down::Pause {
+            self.reconnect(client);
             self.publish(client, SessionState::Connected);
         }
         let held = std::mem::take(&mut self.clients[client].held);

@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 mod calls;
+mod ensemble;
 mod links;
 mod queue;
 mod server;
@@ -46,7 +47,7 @@ mod server;
 use calls::{Call, ClientMsg, Message, WatchSet};
 use queue::Queue;
 
-use crate::kernel::{Kernel, Server};
+use crate::kernel::Kernel;
 use crate::log::{EventLog, LogEvent};
 use crate::rng::{Rng, Stream};
 use crate::{Choices, Fault, FaultKind, SimConfig, When};
@@ -168,6 +169,27 @@ struct Client {
     held: VecDeque<(u64, ClientMsg)>,
     server_expired: bool,
     stale_until: Option<u64>,
+    /// The server the client is connected to (always 0 with one server).
+    server: u8,
+    /// What became of the connections of older epochs that the server may still hear from.
+    old_conns: BTreeMap<u64, OldConn>,
+    /// Its server is cut off and it sent a write: everything it sends waits (and is lost
+    /// when the server notices and drops it), as ZooKeeper keeps a session's order.
+    stuck: bool,
+    /// A server its next reconnect avoids (one it was partitioned from).
+    avoid: Option<u8>,
+    /// The process the client runs in, frozen by [`Fault::ClientFreeze`].
+    gate: Option<avout::task::Gate>,
+    frozen_until: Option<u64>,
+}
+
+/// An old connection the service may still receive requests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OldConn {
+    /// The session moved: the server refuses them with `SessionMoved`.
+    Moved,
+    /// Only server-to-client was cut: the server applies them, the replies are lost.
+    Deaf,
 }
 
 enum Pending {
@@ -195,7 +217,16 @@ enum Pending {
     StaleEnd {
         client: usize,
     },
-    Follower,
+    Follower(u8),
+    Notice {
+        server: u8,
+    },
+    Heal {
+        server: u8,
+    },
+    Thaw {
+        client: usize,
+    },
     TimeLimit,
 }
 
@@ -225,8 +256,20 @@ pub(crate) struct World {
     armed_reply_loss: Vec<Option<usize>>,
     step_faults: BTreeMap<u64, Vec<Fault>>,
     outage_until: Option<u64>,
-    /// When the pending follower timer fires, if one is pending.
-    follower_timer: Option<u64>,
+    /// The outage is an election window: a new leader takes over when it ends.
+    electing: bool,
+    /// When each follower's pending timer fires, if one is pending.
+    follower_timers: Vec<Option<u64>>,
+    /// How many servers; with more than one, server `s` reads from kernel follower `s`
+    /// unless it leads.
+    servers: u8,
+    leader: u8,
+    /// Until when each server is cut off from the others.
+    cut_off: Vec<Option<u64>>,
+    /// Whether each cut-off server has noticed (and drops its clients' connections).
+    noticed: Vec<bool>,
+    /// Until when the leader's disk stalls.
+    stall_until: Option<u64>,
     stopped: Option<Stop>,
     pub(crate) fault_counts: BTreeMap<FaultKind, u64>,
     pub(crate) requests: u64,
@@ -286,11 +329,15 @@ impl World {
         let faults = stream(fault_tape, Stream::Faults);
         let guids = Rng::new(config.seed, Stream::Guids);
         let reconnects = Rng::new(config.seed, Stream::Reconnects);
-        let kernel = if config.needs_follower() {
+        let servers = config.servers();
+        let kernel = if servers > 1 {
+            Kernel::with_followers(servers)
+        } else if config.needs_follower() {
             Kernel::with_follower()
         } else {
             Kernel::new()
         };
+        let slots = usize::from(kernel.followers());
         let mut w = World {
             kernel,
             start,
@@ -313,7 +360,13 @@ impl World {
             armed_reply_loss: Vec::new(),
             step_faults: BTreeMap::new(),
             outage_until: None,
-            follower_timer: None,
+            electing: false,
+            follower_timers: vec![None; slots],
+            servers,
+            leader: 0,
+            cut_off: vec![None; usize::from(servers)],
+            noticed: vec![false; usize::from(servers)],
+            stall_until: None,
             stopped: None,
             fault_counts: BTreeMap::new(),
             requests: 0,
@@ -370,7 +423,14 @@ impl World {
     fn latency(&mut self) -> u64 {
         let lo = nanos(self.config.min_latency);
         let hi = nanos(self.config.max_latency).max(lo);
-        self.net.between(lo, hi)
+        let base = self.net.between(lo, hi);
+        // A slow disk comes with a long tail: one message in a hundred takes 5 to 50 times
+        // as long (drawn only when the kind is on, so other runs keep their draws).
+        if self.config.rates.slow_disk > 0.0 && self.net.chance(0.01) {
+            base * self.net.between(5, 50)
+        } else {
+            base
+        }
     }
 
     pub(crate) fn publisher(&self, client: usize) -> &SessionStatePublisher {
@@ -389,8 +449,9 @@ impl World {
         self.by_session.get(&session).copied()
     }
 
-    /// Opens a session for a new client and returns the client's index.
-    pub(crate) fn connect(&mut self, timeout: Duration) -> usize {
+    /// Opens a session for a new client (of the process under `gate`, if any) and returns
+    /// the client's index.
+    pub(crate) fn connect(&mut self, timeout: Duration, gate: Option<avout::task::Gate>) -> usize {
         self.clock = self.now();
         let session = self.kernel.create_session(self.now_ms(), timeout);
         let index = self.clients.len();
@@ -410,6 +471,12 @@ impl World {
             held: VecDeque::new(),
             server_expired: false,
             stale_until: None,
+            server: self.leader,
+            old_conns: BTreeMap::new(),
+            stuck: false,
+            avoid: None,
+            gate,
+            frozen_until: None,
         });
         self.by_session.insert(session, index);
         let t = self.clock;
@@ -462,6 +529,9 @@ impl World {
                 if self.outage_until.is_some_and(|u| u <= self.clock) {
                     self.timer("outage-end");
                     self.outage_until = None;
+                    if self.electing {
+                        self.elect();
+                    }
                     for client in 0..self.clients.len() {
                         if matches!(
                             self.clients[client].link,
@@ -480,39 +550,58 @@ impl World {
                 let c = &mut self.clients[client];
                 if c.stale_until.is_some_and(|u| u <= self.clock) {
                     c.stale_until = None;
-                    let session = c.session;
                     self.timer("stale-end");
-                    let events = self.kernel.attach(session, Server::Leader);
-                    self.route(events);
+                    let leader = self.leader;
+                    self.attach_to(client, leader);
                 }
             }
-            Pending::Follower => {
-                self.follower_timer = None;
-                let lag = self.config.follower_lag().as_millis() as i64;
-                let events = self.kernel.advance_follower(self.now_ms() - lag);
+            Pending::Follower(i) => {
+                self.follower_timers[usize::from(i)] = None;
+                if self.is_cut_off(i) {
+                    // A follower cut off from the leader receives nothing new.
+                    return;
+                }
+                let lag = self.lag_ms(i);
+                let events = self.kernel.advance_follower_of(i, self.now_ms() - lag);
                 self.route(events);
-                self.arm_follower();
+                self.arm_follower_of(i);
             }
+            Pending::Notice { server } => self.notice_cut_off(server),
+            Pending::Heal { server } => self.heal(server),
+            Pending::Thaw { client } => self.thaw(client),
             Pending::TimeLimit => {
                 self.stopped = Some(Stop::TimeLimit(self.config.time_limit));
             }
         }
     }
 
-    /// Makes sure the follower applies its oldest pending transaction once it is `lag` old:
-    /// one timer at a time, for the oldest, rather than one per write.
+    /// Makes sure each follower applies its oldest pending transaction once it is `lag` old.
     fn arm_follower(&mut self) {
-        if self.follower_timer.is_some() {
+        for i in 0..self.kernel.followers() {
+            self.arm_follower_of(i);
+        }
+    }
+
+    /// One timer at a time per follower, for its oldest transaction, rather than one per
+    /// write.
+    fn arm_follower_of(&mut self, i: u8) {
+        if self.follower_timers[usize::from(i)].is_some() || self.is_cut_off(i) {
             return;
         }
-        let Some(oldest_ms) = self.kernel.follower_next_ms() else {
+        let Some(oldest_ms) = self.kernel.next_ms_of(i) else {
             return;
         };
-        let lag_ms = self.config.follower_lag().as_millis() as i64;
+        let lag_ms = self.lag_ms(i);
         let due_ms = oldest_ms - self.config.epoch_ms + lag_ms + 1;
         let at = (u64::try_from(due_ms).unwrap_or(0) * 1_000_000).max(self.clock);
-        self.follower_timer = Some(at);
-        self.schedule(at, Pending::Follower);
+        self.follower_timers[usize::from(i)] = Some(at);
+        self.schedule(at, Pending::Follower(i));
+    }
+
+    /// How far follower `i` trails the leader: each one more than the last, so that moving
+    /// between followers can go back in time unless the move catches up (it does).
+    fn lag_ms(&self, i: u8) -> i64 {
+        self.config.follower_lag().as_millis() as i64 * (i64::from(i) + 1)
     }
 
     fn timer(&mut self, name: &'static str) {

@@ -1,7 +1,7 @@
 //! The world's queue of pending happenings.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use super::Pending;
 
@@ -31,6 +31,22 @@ impl Queue {
             }
         };
         self.heap.push(Reverse((at, seq, slot)));
+    }
+
+    /// The xids of `client`'s requests of `epoch` still on their way to the service.
+    pub(super) fn requests_on(&self, client: usize, epoch: u64) -> BTreeSet<u64> {
+        self.slots
+            .iter()
+            .filter_map(|slot| match slot {
+                Some(Pending::ToServer {
+                    client: c,
+                    epoch: e,
+                    xid,
+                    ..
+                }) if *c == client && *e == epoch => Some(*xid),
+                _ => None,
+            })
+            .collect()
     }
 
     pub(super) fn pop(&mut self) -> Option<(u64, Pending)> {

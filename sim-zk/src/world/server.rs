@@ -3,16 +3,52 @@
 
 use std::time::Duration;
 
-use super::{ClientMsg, Down, Message, Pending, World, nanos, outcome};
+use super::{ClientMsg, Down, Message, OldConn, Pending, World, nanos, outcome};
 use crate::hash::{Canonical, canon_closed};
 use crate::kernel::Server;
 use crate::log::LogEvent;
-use crate::{Fault, FaultKind};
+use crate::{Cut, Fault, FaultKind};
 
 impl World {
     pub(super) fn at_server(&mut self, client: usize, epoch: u64, xid: u64, message: Message) {
         let t = self.clock;
-        if self.clients[client].epoch != epoch {
+        if let Some(until) = self.stalled_until() {
+            // The leader's disk is stalled: nothing gets through until it is back, in order.
+            self.schedule(
+                until,
+                Pending::ToServer {
+                    client,
+                    epoch,
+                    xid,
+                    message,
+                },
+            );
+            return;
+        }
+        let old = (self.clients[client].epoch != epoch)
+            .then(|| self.clients[client].old_conns.get(&epoch).copied())
+            .flatten();
+        if old == Some(OldConn::Moved) && !matches!(message, Message::Close) {
+            self.refuse_moved(client, xid);
+            return;
+        }
+        let needs_leader = match &message {
+            Message::Request(r) => r.is_write() || matches!(r, avout::Request::Sync { .. }),
+            Message::Close => true,
+        };
+        if self.held_by_cut(client, needs_leader) {
+            self.log.push(
+                LogEvent::Dropped {
+                    t,
+                    client,
+                    xid: Some(xid),
+                },
+                |_| {},
+            );
+            return;
+        }
+        let deaf = old == Some(OldConn::Deaf);
+        if self.clients[client].epoch != epoch && !deaf {
             self.log.push(
                 LogEvent::Dropped {
                     t,
@@ -41,9 +77,23 @@ impl World {
             (self.faults.chance(rates.pause), FaultKind::Pause),
             (self.faults.chance(rates.stale_reads), FaultKind::StaleReads),
             (self.faults.chance(rates.outage), FaultKind::Outage),
+            (self.faults.chance(rates.partition), FaultKind::Partition),
+            (
+                self.faults.chance(rates.leader_election),
+                FaultKind::LeaderElection,
+            ),
+            (
+                self.faults.chance(rates.session_moved),
+                FaultKind::SessionMoved,
+            ),
+            (
+                self.faults.chance(rates.client_freeze),
+                FaultKind::ClientFreeze,
+            ),
+            (self.faults.chance(rates.slow_disk), FaultKind::SlowDisk),
         ];
         let close = matches!(message, Message::Close);
-        if lose_request && !close {
+        if lose_request && !close && !deaf {
             self.count(FaultKind::RequestLost, Some(client));
             self.break_connection(client);
         } else {
@@ -78,7 +128,9 @@ impl World {
             );
             self.route(events);
             let lose_reply = take_armed(&mut self.armed_reply_loss, client) | lose_reply;
-            if lose_reply && !close {
+            if deaf {
+                // Applied; its reply goes down the cut direction.
+            } else if lose_reply && !close {
                 self.count(FaultKind::ReplyLost, Some(client));
                 self.break_connection(client);
             } else {
@@ -118,6 +170,38 @@ impl World {
             },
             FaultKind::Outage => Fault::Outage {
                 duration: frac(20, 60),
+            },
+            FaultKind::Partition => {
+                let cut = if self.faults.below(2) == 0 {
+                    Cut::Client {
+                        client,
+                        one_way: self.faults.below(2) == 0,
+                    }
+                } else {
+                    let server = self.faults.below(u64::from(self.servers.max(1)));
+                    Cut::Server {
+                        server: u8::try_from(server).expect("below a u8"),
+                    }
+                };
+                let duration = match cut {
+                    Cut::Client { .. } => self.faults.between(10, 60),
+                    Cut::Server { .. } => self.faults.between(20, 150),
+                };
+                Fault::Partition {
+                    cut,
+                    duration: Duration::from_nanos(timeout / 100 * duration),
+                }
+            }
+            FaultKind::LeaderElection => Fault::LeaderElection {
+                duration: frac(10, 60),
+            },
+            FaultKind::SessionMoved => Fault::SessionMoved { client },
+            FaultKind::ClientFreeze => Fault::ClientFreeze {
+                client,
+                duration: frac(30, 200),
+            },
+            FaultKind::SlowDisk => Fault::SlowDisk {
+                duration: frac(5, 40),
             },
             FaultKind::RequestLost | FaultKind::ReplyLost => {
                 unreachable!("message faults are not drawn as session faults")
@@ -182,6 +266,23 @@ impl World {
             }
             Fault::StaleReads { client, duration } => {
                 let session = self.clients[client].session;
+                if self.is_ensemble() {
+                    if self.kernel.is_alive(session) && self.clients[client].stale_until.is_none() {
+                        // The most lagging follower that leads nothing and is not cut off.
+                        let server = (0..self.servers)
+                            .rev()
+                            .find(|&s| s != self.leader && !self.is_cut_off(s));
+                        let Some(server) = server else {
+                            return;
+                        };
+                        self.count_lasting(FaultKind::StaleReads, Some(client), Some(duration));
+                        let until = now + nanos(duration);
+                        self.clients[client].stale_until = Some(until);
+                        self.attach_to(client, server);
+                        self.schedule(until, Pending::StaleEnd { client });
+                    }
+                    return;
+                }
                 if !self.kernel.has_follower() {
                     panic!(
                         "a StaleReads fault needs a lagging follower: configure the run with \
@@ -192,7 +293,7 @@ impl World {
                     self.count_lasting(FaultKind::StaleReads, Some(client), Some(duration));
                     let until = now + nanos(duration);
                     self.clients[client].stale_until = Some(until);
-                    let events = self.kernel.attach(session, Server::Follower);
+                    let events = self.kernel.attach(session, Server::Follower(0));
                     self.route(events);
                     self.schedule(until, Pending::StaleEnd { client });
                 }
@@ -210,6 +311,16 @@ impl World {
                     self.schedule(until, Pending::OutageEnd);
                 }
             }
+            Fault::Partition { cut, duration } => self.fire_partition(cut, duration),
+            Fault::LeaderElection { duration } => {
+                if self.is_ensemble() && self.outage_until.is_none() {
+                    self.count_lasting(FaultKind::LeaderElection, None, Some(duration));
+                    self.start_election(duration);
+                }
+            }
+            Fault::SessionMoved { client } => self.fire_session_moved(client),
+            Fault::ClientFreeze { client, duration } => self.fire_freeze(client, duration),
+            Fault::SlowDisk { duration } => self.fire_slow_disk(duration),
         }
     }
 }

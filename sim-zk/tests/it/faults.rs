@@ -284,6 +284,11 @@ fn drawn_faults_cover_every_kind() {
                 pause: 0.005,
                 stale_reads: 0.01,
                 outage: 0.003,
+                partition: 0.005,
+                leader_election: 0.003,
+                session_moved: 0.01,
+                client_freeze: 0.005,
+                slow_disk: 0.005,
             },
             ..Default::default()
         };

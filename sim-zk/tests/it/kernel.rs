@@ -521,7 +521,7 @@ fn follower_reads_are_stale_monotonic_and_sync_catches_up() {
     let mut k = Kernel::with_follower();
     let writer = session(&mut k);
     let reader = session(&mut k);
-    k.attach(reader, Server::Follower);
+    k.attach(reader, Server::Follower(0));
     let read = |k: &mut Kernel| match ok(
         k,
         reader,

@@ -115,7 +115,7 @@ impl LeaderLatch {
         let states = Fanout::new(LatchState::Candidate { generation });
         let (leading, leadership) = tokio::sync::watch::channel(None);
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(stand(election, states.clone(), leading, stopped));
+        let task = crate::task::spawn(stand(election, states.clone(), leading, stopped));
         LeaderLatch {
             states,
             leadership,

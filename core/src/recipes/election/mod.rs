@@ -320,7 +320,7 @@ impl Leadership {
         let monitor = {
             let zk = zk.clone();
             let node = acquired.node.clone();
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let reason = node_lost(&*zk, &node).await;
                 tx.send_replace(Some(reason));
             })

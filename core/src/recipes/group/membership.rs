@@ -78,7 +78,7 @@ impl Membership {
             generation: session.generation(),
         });
         let current = Arc::new(StdMutex::new(session.clone()));
-        let keeper = tokio::spawn(keep(
+        let keeper = crate::task::spawn(keep(
             group.clone(),
             name.to_owned(),
             data.to_vec(),

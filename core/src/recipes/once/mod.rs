@@ -37,8 +37,8 @@ pub(crate) fn spawn_cleanup(
     cleanup: impl std::future::Future<Output = Result<(), Error>> + Send + 'static,
 ) {
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
+        Ok(_) => {
+            crate::task::spawn(async move {
                 if let Err(e) = cleanup.await {
                     tracing::warn!(error = %e, "{what} failed");
                 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use avout_sim_zk::{Fault, FaultKind, LogEvent, When};
+use avout_sim_zk::{Cut, Fault, FaultKind, LogEvent, When};
 
 /// A request's arrival at the service, in a run's log.
 #[derive(Clone, Copy, Debug)]
@@ -70,6 +70,26 @@ pub(super) fn with_duration(
         },
         (FaultKind::SessionExpiry, Some(client)) => Fault::ExpireSession { client },
         (FaultKind::Outage, _) => Fault::Outage { duration: pct(40) },
+        // The log keeps who a partition cut off only for a client; a server cut becomes
+        // one of the first follower.
+        (FaultKind::Partition, Some(client)) => Fault::Partition {
+            cut: Cut::Client {
+                client,
+                one_way: false,
+            },
+            duration: pct(35),
+        },
+        (FaultKind::Partition, None) => Fault::Partition {
+            cut: Cut::Server { server: 1 },
+            duration: pct(85),
+        },
+        (FaultKind::LeaderElection, _) => Fault::LeaderElection { duration: pct(35) },
+        (FaultKind::SessionMoved, Some(client)) => Fault::SessionMoved { client },
+        (FaultKind::ClientFreeze, Some(client)) => Fault::ClientFreeze {
+            client,
+            duration: pct(115),
+        },
+        (FaultKind::SlowDisk, _) => Fault::SlowDisk { duration: pct(22) },
         _ => return None,
     })
 }
@@ -154,8 +174,17 @@ pub(super) fn retarget(f: &Fault, client: usize) -> Fault {
         Fault::Disconnect { client: c, .. }
         | Fault::ExpireSession { client: c }
         | Fault::Pause { client: c, .. }
-        | Fault::StaleReads { client: c, .. } => *c = client,
-        Fault::Outage { .. } => {}
+        | Fault::StaleReads { client: c, .. }
+        | Fault::SessionMoved { client: c }
+        | Fault::ClientFreeze { client: c, .. }
+        | Fault::Partition {
+            cut: Cut::Client { client: c, .. },
+            ..
+        } => *c = client,
+        Fault::Outage { .. }
+        | Fault::Partition { .. }
+        | Fault::LeaderElection { .. }
+        | Fault::SlowDisk { .. } => {}
     }
     f
 }

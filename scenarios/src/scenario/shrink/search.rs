@@ -47,15 +47,7 @@ pub(super) fn smallest(current: usize, mut fails: impl FnMut(usize) -> bool) -> 
 }
 
 pub(super) fn rate_of(rates: &mut FaultRates, kind: FaultKind) -> &mut f64 {
-    match kind {
-        FaultKind::RequestLost => &mut rates.request_lost,
-        FaultKind::ReplyLost => &mut rates.reply_lost,
-        FaultKind::Disconnect => &mut rates.disconnect,
-        FaultKind::SessionExpiry => &mut rates.expire,
-        FaultKind::Pause => &mut rates.pause,
-        FaultKind::StaleReads => &mut rates.stale_reads,
-        FaultKind::Outage => &mut rates.outage,
-    }
+    rates.rate_mut(kind)
 }
 
 /// A candidate's identity, for the memo.
