@@ -694,7 +694,7 @@ where
     ) -> Result<(), AgentError> {
         let mut old = self.deref().await?;
         let this = self.clone_weakly();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             loop {
                 let Some(agent) = this.upgrade() else { return };
                 let changed = agent.next_value(&old).await;
