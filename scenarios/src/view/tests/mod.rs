@@ -189,14 +189,16 @@ fn renewed_sessions_and_their_faults_land_in_their_clients_lanes() {
         let renewed = page.events[i + 1..]
             .iter()
             .find(|n| n.lane == e.lane && n.kind == "connect" && n.client != e.client);
-        if e.kind == "state" && e.name == "expired" && page.lanes[e.lane].kind == "client" {
-            if let Some(next) = renewed {
-                assert!(
-                    e.end.is_some_and(|end| end <= next.start),
-                    "{e:?} outlasts {next:?}"
-                );
-                checked += 1;
-            }
+        if e.kind == "state"
+            && e.name == "expired"
+            && page.lanes[e.lane].kind == "client"
+            && let Some(next) = renewed
+        {
+            assert!(
+                e.end.is_some_and(|end| end <= next.start),
+                "{e:?} outlasts {next:?}"
+            );
+            checked += 1;
         }
     }
     assert!(
