@@ -154,7 +154,7 @@ fn judge(log: &[(u32, u32)], fates: &BTreeMap<u32, Vec<(u32, Fate)>>, what: &str
 #[test]
 fn sends_apply_exactly_once_in_order_under_every_fault_kind() {
     const PER: u32 = 24;
-    for (i, kind) in FaultKind::ALL.into_iter().enumerate() {
+    for (i, kind) in FaultKind::DEFAULT.into_iter().enumerate() {
         // Small runs draw few faults: the kind must fire in one of the two protocols' runs.
         let mut fired = 0;
         for protocol in Protocol::ALL {

@@ -143,7 +143,7 @@ pub(crate) fn one_kind(kind: FaultKind, per_kind: [f64; 7]) -> FaultRates {
     let i = FaultKind::DEFAULT
         .iter()
         .position(|k| *k == kind)
-        .expect("every kind is in ALL");
+        .expect("every kind is in DEFAULT");
     let rate = per_kind[i];
     let mut r = FaultRates::default();
     *r.rate_mut(kind) = rate;

@@ -21,8 +21,9 @@ pub(crate) struct SoakArgs {
     /// epoch, printed so the soak can be run again.
     #[arg(long, value_name = "B")]
     base: Option<u64>,
-    /// Fault kinds drawn together, comma-separated (as for `avout run`), or `all` (the
-    /// default unless --per-kind or --pairs is given) or `none`.
+    /// Fault kinds drawn together, comma-separated (as for `avout run`), or `all` (the 7
+    /// one-server kinds; the default unless --per-kind or --pairs is given), `every` (all 12,
+    /// the ensemble's 5 too) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
     /// Each of the 12 fault kinds alone, N seeds each.
