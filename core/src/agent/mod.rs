@@ -57,6 +57,13 @@
 //!   `multi` or not at all, and the lock node goes with the session (or is released in the
 //!   background).
 //!
+//! # Known failure
+//!
+//! Under the simulator's faults, 15 of 2,000 fresh seeds of the `agents` scenario end with
+//! acknowledged sends never applied (`avout explore agents --seeds 9300100000..9300102000`;
+//! the first, `avout run agents --seed 9300100031`, replays bit for bit). The cause is not
+//! found yet, so the scenario runs by name and stays out of the default soak until it is.
+//!
 //! # Example
 //!
 //! ```no_run
