@@ -46,7 +46,8 @@ pub enum ScenarioName {
 }
 
 impl ScenarioName {
-    /// Every scenario, in a fixed order.
+    /// Every scenario, in a fixed order: those [`SOAKED`](Self::SOAKED) by default first, then
+    /// those that run by name only.
     pub const ALL: &'static [ScenarioName] = &[
         ScenarioName::Counter,
         ScenarioName::LinKv,
@@ -73,20 +74,12 @@ impl ScenarioName {
     /// assert!(!ScenarioName::SOAKED.contains(&ScenarioName::Agents));
     /// assert_eq!(ScenarioName::SOAKED.len() + 1, ScenarioName::ALL.len());
     /// ```
-    pub const SOAKED: &'static [ScenarioName] = &[
-        ScenarioName::Counter,
-        ScenarioName::LinKv,
-        ScenarioName::Mutex,
-        ScenarioName::Rwlock,
-        ScenarioName::Election,
-        ScenarioName::Queue,
-        ScenarioName::Barrier,
-        ScenarioName::Bank,
-        ScenarioName::ListAppend,
-        ScenarioName::LockTable,
-        ScenarioName::TwoPhaseCommit,
-        ScenarioName::Sessions,
-    ];
+    pub const SOAKED: &'static [ScenarioName] = ScenarioName::ALL
+        .split_at(ScenarioName::ALL.len() - Self::BY_NAME_ONLY)
+        .0;
+
+    /// How many scenarios, last in [`ALL`](Self::ALL), run by name only.
+    const BY_NAME_ONLY: usize = 1;
 
     /// The name on the command line.
     ///
