@@ -44,9 +44,12 @@
 //!   action at a time, which is what makes its mark decide. During an executor's `multi` the
 //!   executor reads the state again: `applied` at or past the entry means it was consumed
 //!   (by this executor or another), otherwise it tries again; nothing is applied twice.
-//!   A [`restart`](Agent::restart) (or [`set_error_mode`](Agent::set_error_mode)) whose
-//!   reply is lost is tried again from the state then read: a restart that did apply
-//!   then finds the agent running and fails with [`AgentError::NotFailed`].
+//!   A [`restart`](Agent::restart) whose reply is lost reads the state again: the restart
+//!   records which failure it cleared and its own GUID ([`RestartMark`]), so a restart that
+//!   did apply returns the failure it cleared, and one that did not is tried again (it
+//!   never clears a later failure by mistake, and never reports `NotFailed` for its own
+//!   write). A [`set_error_mode`](Agent::set_error_mode) whose reply is lost is simply
+//!   written again.
 //! - **Session expiry** fails a send or an await in flight with [`AgentError::Zk`] (session
 //!   lost; a send then may or may not have been queued: [`AgentError::is_definite`] is
 //!   `false`). The queue and the state are persistent: the next call runs on the client's
@@ -56,13 +59,6 @@
 //!   action. Aborting an executor task at any point is safe: an action is consumed by its
 //!   `multi` or not at all, and the lock node goes with the session (or is released in the
 //!   background).
-//!
-//! # Known failure
-//!
-//! Under the simulator's faults, 15 of 2,000 fresh seeds of the `agents` scenario end with
-//! acknowledged sends never applied (`avout explore agents --seeds 9300100000..9300102000`;
-//! the first, `avout run agents --seed 9300100031`, replays bit for bit). The cause is not
-//! found yet, so the scenario runs by name and stays out of the default soak until it is.
 //!
 //! # Example
 //!
@@ -104,7 +100,8 @@ mod state;
 
 pub use error::AgentError;
 pub use state::{
-    AgentFailure, AgentState, EntryName, ErrorMode, SENDERS_KEPT, SenderMark, next_entry,
+    AgentFailure, AgentState, EntryName, ErrorMode, RestartMark, SENDERS_KEPT, SenderMark,
+    next_entry,
 };
 
 use std::collections::BTreeMap;
@@ -534,7 +531,9 @@ where
     /// Sets the value to `value`, clears the failure and, with `clear_actions`, drops every
     /// queued action (Clojure's `restart-agent`). The value must pass this handle's
     /// validator. Fails with [`AgentError::NotFailed`] if the agent is not failed (as
-    /// Clojure's does), so that of two processes restarting the same failure one wins.
+    /// Clojure's does), so that of two processes restarting the same failure one wins. A lost
+    /// reply is decided by the state's [`RestartMark`]: the call reports its own restart
+    /// even when it only learns of it on a retry.
     ///
     /// ```no_run
     /// # async fn demo(a: avout::agent::Agent<u64, ()>) -> Result<(), avout::agent::AgentError> {
@@ -562,8 +561,18 @@ where
         clear_actions: bool,
     ) -> Result<AgentFailure, AgentError> {
         let path = self.inner.path.clone();
-        let mut cleared = None;
+        let zk = self.session().await?;
+        let guid = format!("{:032x}", zk.new_guid());
+        let mut cleared: Option<AgentFailure> = None;
         self.rewrite(|state, entries| {
+            // A try whose reply was lost may have applied: the mark says whether it did,
+            // whatever has happened to the agent since.
+            if let (Some(tried), Some(mark)) = (&cleared, &state.restart)
+                && mark.seq == tried.seq
+                && mark.guid == guid
+            {
+                return Ok(None);
+            }
             let Some(failure) = state.failure.clone() else {
                 return Err(AgentError::NotFailed { path: path.clone() });
             };
@@ -579,6 +588,10 @@ where
             let mut next = state.clone();
             next.value = json;
             next.failure = None;
+            next.restart = Some(RestartMark {
+                seq: failure.seq,
+                guid: guid.clone(),
+            });
             let mut drop = Vec::new();
             if clear_actions {
                 for e in entries.iter().filter(|e| e.seq > state.applied) {
@@ -587,7 +600,7 @@ where
                 }
             }
             cleared = Some(failure);
-            Ok((next, drop))
+            Ok(Some((next, drop)))
         })
         .await?;
         Ok(cleared.expect("a rewrite that succeeded cleared a failure"))
@@ -604,28 +617,51 @@ where
         self.rewrite(|state, _| {
             let mut next = state.clone();
             next.mode = mode;
-            Ok((next, Vec::new()))
+            Ok(Some((next, Vec::new())))
         })
         .await
     }
 
     /// Replaces the state by `f(state, queue)` with a compare-and-set, deleting the queue
-    /// entries `f` names in the same `multi`; retried on conflict (`f` must be pure). An
-    /// error from `f` ends it with nothing written.
+    /// entries `f` names in the same `multi`; retried on conflict or a lost reply (`f` sees
+    /// each try's state). `Ok(None)` from `f` ends it with nothing (more) to write; an error
+    /// ends it with nothing written.
     async fn rewrite(
         &self,
-        mut f: impl FnMut(&AgentState, &[EntryName]) -> Result<(AgentState, Vec<String>), AgentError>,
+        mut f: impl FnMut(
+            &AgentState,
+            &[EntryName],
+        ) -> Result<Option<(AgentState, Vec<String>)>, AgentError>,
     ) -> Result<(), AgentError> {
         let zk = self.session().await?;
         let queue = queue_dir(&self.inner.path);
         loop {
-            let read = self.read(&*zk).await?;
-            let (children, _) = zk.get_children(&queue).await?;
+            // Reads are retried across a lost connection: after a `multi` whose reply was
+            // lost, only the state read next decides it, so giving up there would report a
+            // write that may have applied as an error the caller retries.
+            let read = match self.read(&*zk).await {
+                Ok(read) => read,
+                Err(AgentError::Zk(e)) if e.is_indeterminate() => {
+                    wait_connected(&*zk).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let children = match zk.get_children(&queue).await {
+                Ok((children, _)) => children,
+                Err(e) if e.is_indeterminate() => {
+                    wait_connected(&*zk).await?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let entries: Vec<EntryName> = children
                 .iter()
                 .filter_map(|c| EntryName::parse(c))
                 .collect();
-            let (next, drop) = f(&read.state, &entries)?;
+            let Some((next, drop)) = f(&read.state, &entries)? else {
+                return Ok(());
+            };
             let mut ops = vec![Op::set_data(
                 &self.inner.path,
                 next.encode(),

@@ -50,6 +50,21 @@ pub struct SenderMark {
     pub seq: i64,
 }
 
+/// The last restart: which failure it cleared and the GUID of the `restart` call, so that a
+/// restart whose reply was lost can tell its own write from someone else's.
+///
+/// ```
+/// let m = avout::agent::RestartMark { seq: 3, guid: "0a".into() };
+/// assert_eq!(m.seq, 3);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RestartMark {
+    /// The queue position of the failure the restart cleared.
+    pub seq: i64,
+    /// The restart call's GUID, in hex.
+    pub guid: String,
+}
+
 /// The agent's node: its value with the position of the last action applied, in one place,
 /// so that an executor's compare-and-set on the node's version both applies an action and
 /// records that it did.
@@ -75,6 +90,9 @@ pub struct AgentState {
     /// The largest position of a sender mark dropped to keep [`SENDERS_KEPT`] (-1: none
     /// ever was, so a sender without a mark has had nothing applied).
     pub evicted: i64,
+    /// The last restart (absent in states written before restarts were marked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartMark>,
 }
 
 impl AgentState {
@@ -92,6 +110,7 @@ impl AgentState {
             mode: ErrorMode::Fail,
             senders: Vec::new(),
             evicted: -1,
+            restart: None,
         }
     }
 

@@ -297,3 +297,47 @@ fn agents_on_the_simulator() {
         executor_hand_off(a, clients[2].clone(), "/agents/hand-off").await;
     });
 }
+
+/// A restart whose reply is lost still reports the restart it made: under lost replies
+/// (only), every restart of a failed agent returns the failure it cleared, never
+/// `NotFailed`, and clears each failure once. (Before restarts were marked in the state, a
+/// restart that applied but lost its reply reported `NotFailed` on its retry, and the
+/// `agents` scenario's drain stopped with an action left in the queue.)
+#[test]
+fn a_restart_decides_its_own_lost_reply() {
+    let rates = support::one_kind(avout_sim_zk::FaultKind::ReplyLost, [0.2; 7]);
+    let (restarts, summary) =
+        sweep_sim(0x7e57, 1, Duration::from_secs(2), rates).run(|ctx| async move {
+            let client = sim_clients(&ctx).remove(0);
+            let agent: Agent<i64, Count> = loop {
+                if let Ok(a) = Agent::open(&client, "/agents/restart", 0).await {
+                    break a;
+                }
+            };
+            let mut cleared = Vec::new();
+            for round in 0..30 {
+                // Each round fails the agent once (the send is retried until it is known to
+                // be queued exactly once), then restarts it once.
+                while agent.send(Count::Fail).await.is_err() {}
+                while agent.apply_pending().await.is_err() {}
+                let failure = loop {
+                    match agent.restart(round, false).await {
+                        Ok(f) => break f,
+                        Err(AgentError::NotFailed { .. }) => {
+                            panic!("round {round}: a restart reported NotFailed for a failed agent")
+                        }
+                        Err(_) => {}
+                    }
+                };
+                cleared.push(failure.seq);
+            }
+            cleared
+        });
+    assert!(
+        summary.fault_count(avout_sim_zk::FaultKind::ReplyLost) >= 30,
+        "lost replies happened: {summary:?}"
+    );
+    let mut sorted = restarts.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 30, "each failure cleared once: {restarts:?}");
+}

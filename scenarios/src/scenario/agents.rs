@@ -215,8 +215,8 @@ pub(crate) async fn drain<K: Cluster>(
     let mut failures = 0;
     loop {
         // Done when a pass applies nothing and finds the agent running. (A restart whose
-        // reply was lost reports `NotFailed` on its retry although it restarted: the next
-        // pass applies what it let through.)
+        // reply was lost reports its own restart, so `NotFailed` means nobody restarted
+        // anything since this pass applied what it could.)
         let settle = async {
             let applied = log.apply_pending().await?;
             match log

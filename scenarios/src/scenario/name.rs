@@ -65,21 +65,20 @@ impl ScenarioName {
     ];
 
     /// The scenarios `avout soak` and the test suite run by default: every one but those
-    /// with a known failure not fixed yet, which run by name. `agents` is one: on 15 of 2,000
-    /// fresh seeds under all fault kinds an acknowledged send is never applied (first
-    /// 9300100031: `avout run agents --seed 9300100031`).
+    /// with a known failure not fixed yet, which run by name until it is (their cases are
+    /// kept in `scenarios/known-failures/`). None has one today.
     ///
     /// ```
     /// use avout_scenarios::scenario::ScenarioName;
-    /// assert!(!ScenarioName::SOAKED.contains(&ScenarioName::Agents));
-    /// assert_eq!(ScenarioName::SOAKED.len() + 1, ScenarioName::ALL.len());
+    /// assert!(ScenarioName::SOAKED.contains(&ScenarioName::Agents));
+    /// assert!(ScenarioName::SOAKED.len() <= ScenarioName::ALL.len());
     /// ```
     pub const SOAKED: &'static [ScenarioName] = ScenarioName::ALL
         .split_at(ScenarioName::ALL.len() - Self::BY_NAME_ONLY)
         .0;
 
     /// How many scenarios, last in [`ALL`](Self::ALL), run by name only.
-    const BY_NAME_ONLY: usize = 1;
+    const BY_NAME_ONLY: usize = 0;
 
     /// The name on the command line.
     ///
