@@ -27,6 +27,7 @@
 //! assert!(report.unique_states > 10);
 //! ```
 
+pub mod agent_handoff;
 pub mod atom;
 pub mod check;
 pub mod conformance;

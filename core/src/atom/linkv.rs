@@ -84,19 +84,22 @@ pub enum KvError {
 
 impl KvError {
     /// Maelstrom's error code: 20 key-does-not-exist, 22 precondition-failed; for other
-    /// failures 12 malformed-request (a value that cannot be stored), 14 abort (refused,
-    /// nothing done), 0 timeout (the outcome is unknown: Maelstrom's indefinite error).
+    /// failures 12 malformed-request (a value that cannot be stored), 11
+    /// temporarily-unavailable (no server could be reached: nothing was sent), 14 abort
+    /// (refused, nothing done), 13 crash (the outcome is unknown: the connection or session
+    /// was lost with the write in flight; Maelstrom's indefinite error for a crashed node).
     ///
     /// ```
     /// use avout::atom::linkv::KvError;
     /// use avout::atom::AtomError;
-    /// assert_eq!(KvError::Atom(AtomError::Zk(avout::Error::SessionExpired)).code(), 0);
+    /// assert_eq!(KvError::Atom(AtomError::Zk(avout::Error::SessionExpired)).code(), 13);
     /// ```
     pub fn code(&self) -> u32 {
         match self {
             KvError::KeyDoesNotExist { .. } => 20,
             KvError::PreconditionFailed { .. } => 22,
-            KvError::Atom(e) if !e.is_definite() => 0,
+            KvError::Atom(e) if !e.is_definite() => 13,
+            KvError::Atom(AtomError::Zk(crate::Error::Unreachable { .. })) => 11,
             KvError::Atom(
                 AtomError::TooLarge { .. } | AtomError::Encode { .. } | AtomError::Invalid { .. },
             ) => 12,

@@ -27,6 +27,8 @@ mod locktable_sim;
 mod queue;
 mod queue_sim;
 mod recipes_sim;
+mod record_history;
+mod record_sim;
 mod rwlock;
 mod semaphore;
 mod spawnable;

@@ -15,6 +15,10 @@
 //!   matter to the checker, but its value must be well formed.
 //! - `read`, value `null` on the invocation and on an `ok` completion a JSON object mapping every
 //!   account to its integer balance, read in one transaction.
+//! - `audit` (optional), value `null` on the invocation and on an `ok` completion an object
+//!   mapping accounts to their balances at past commit points, `[[point, balance], …]`: no
+//!   committed balance may be negative (unless [`BankChecker::allow_negative`]). Its failure
+//!   says nothing.
 //!
 //! Every `ok` read must be a snapshot of a state the transfers could produce, which this checker
 //! approximates as Jepsen's bank checker does: the balances sum to the expected total, no balance
@@ -345,6 +349,24 @@ impl BankChecker {
                         verdict.violations.push(BankViolation { read: op, faults });
                     }
                 }
+                F::Other(name) if name == "audit" => {
+                    if op.outcome != Outcome::Ok {
+                        continue;
+                    }
+                    let line = op.complete.map_or(op.invoke.line, |c| c.line);
+                    let past = audited(&op.value).ok_or_else(|| BankError::MalformedRead {
+                        line,
+                        value: op.value.clone(),
+                    })?;
+                    let faults: Vec<Fault> = past
+                        .into_iter()
+                        .filter(|(_, balance)| *balance < 0 && !self.allow_negative)
+                        .map(|(account, balance)| Fault::Negative { account, balance })
+                        .collect();
+                    if !faults.is_empty() {
+                        verdict.violations.push(BankViolation { read: op, faults });
+                    }
+                }
                 F::Other(name) if name == "transfer" => {
                     if !is_transfer(&op.value) {
                         return Err(BankError::MalformedTransfer {
@@ -416,6 +438,18 @@ fn balances(value: &Value) -> Option<Vec<(String, i64)>> {
         .iter()
         .map(|(account, balance)| Some((account.clone(), balance.as_i64()?)))
         .collect()
+}
+
+/// An audit's `{account: [[point, balance], …]}` as (account, balance) pairs.
+fn audited(value: &Value) -> Option<Vec<(String, i64)>> {
+    let mut out = Vec::new();
+    for (account, past) in value.as_object()? {
+        for entry in past.as_array()? {
+            let balance = entry.as_array().filter(|e| e.len() == 2)?[1].as_i64()?;
+            out.push((account.clone(), balance));
+        }
+    }
+    Some(out)
 }
 
 fn is_transfer(value: &Value) -> bool {

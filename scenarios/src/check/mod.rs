@@ -75,7 +75,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::history::{F, History, HistoryError, Keys, Operation, Outcome};
+use crate::history::{ErrorCode, F, History, HistoryError, Keys, Operation, Outcome};
 use linear::{Kind, Op};
 
 /// The sequential object a history is checked against.
@@ -498,7 +498,11 @@ impl Checker {
     /// assert!(Checker::new(Model::Register).check(&h).unwrap().is_linearizable());
     /// ```
     pub fn check(&self, history: &History) -> Result<Verdict, CheckError> {
-        self.check_operations(&history.operations(self.keys)?)
+        // An operation the service did not support did nothing, whatever its function: the
+        // model need not know it.
+        let mut operations = history.operations(self.keys)?;
+        operations.retain(|op| op.error != Some(ErrorCode::NOT_SUPPORTED));
+        self.check_operations(&operations)
     }
 
     /// Checks paired operations, as [`History::operations`] returns them.
@@ -515,6 +519,7 @@ impl Checker {
     ///     outcome: Outcome::Ok,
     ///     invoke: at(0),
     ///     complete: Some(at(1)),
+    ///     error: None,
     /// };
     /// let verdict = Checker::new(Model::Register).check_operations(&[read]).unwrap();
     /// assert!(!verdict.is_linearizable());

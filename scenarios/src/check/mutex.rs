@@ -144,6 +144,7 @@ impl Hold {
     ///     outcome: Outcome::Ok,
     ///     invoke: at(0),
     ///     complete: Some(at(1)),
+    ///     error: None,
     /// };
     /// let hold = Hold { token: 1, acquire, release: None };
     /// assert!(!hold.lost());

@@ -24,6 +24,10 @@
 //!   `{"0":10}`); `nil` is `null`; a ratio becomes its floating-point value; a tagged value
 //!   (`#jepsen.history.Op{…}`, `#inst "…"`) is read as the value it tags.
 //! - `:time` and `:index` are optional non-negative integers; `:key` is optional, as in JSON.
+//! - `:error` is Maelstrom's error, as a code (`30`), a name (`:txn-conflict`) or Maelstrom's
+//!   own `[:txn-conflict "text"]` / `[30 "text"]` (see [`super::code`]); an error Maelstrom
+//!   does not name (Jepsen's `[:timeout]` of another client, free text) is ignored, so the
+//!   completion's `:type` decides as before.
 //!   Every other field is ignored, as the JSON reader ignores unknown fields.
 //!
 //! Anything else is an [`EdnError`] naming the line (and, for syntax, the column) where it is:
@@ -38,7 +42,7 @@ use clojure_reader::edn::{self, Edn};
 use clojure_reader::error::Code;
 use serde_json::{Map, Number, Value};
 
-use super::{Event, EventType, F, History, HistoryError, Process};
+use super::{ErrorCode, Event, EventType, F, History, HistoryError, Process};
 
 /// Why an EDN history could not be read.
 ///
@@ -384,7 +388,18 @@ fn event(form: &Edn<'_>, line: usize) -> Result<Event, EdnError> {
         key: field(":key").map(|k| json(k, line)).transpose()?,
         time: count(":time")?,
         index: count(":index")?,
+        error: field(":error").and_then(error_code),
     })
+}
+
+/// Maelstrom's error code in an `:error` field, if it holds one.
+fn error_code(form: &Edn<'_>) -> Option<ErrorCode> {
+    match form {
+        &Edn::Int(n) => u32::try_from(n).ok().map(ErrorCode),
+        Edn::Key(name) | Edn::Str(name) | Edn::Symbol(name) => ErrorCode::from_name(name),
+        Edn::Vector(items) | Edn::List(items) => items.first().and_then(error_code),
+        _ => None,
+    }
 }
 
 /// An EDN value as JSON (see the module docs for the mapping).

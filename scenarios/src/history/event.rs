@@ -5,6 +5,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ErrorCode;
+
 /// What an event says about its operation: it started, or how it ended.
 ///
 /// ```
@@ -152,6 +154,15 @@ pub struct Event {
     /// Its index in the history, as Jepsen numbers events; informational.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<u64>,
+    /// For a failed completion, Maelstrom's error code: it decides whether the operation took
+    /// effect ([`ErrorCode::is_definite`]), whatever `type` says. Read leniently: an `error`
+    /// that is no Maelstrom code (Jepsen's `"net-timeout"`) is `None`.
+    #[serde(
+        default,
+        deserialize_with = "super::code::lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub error: Option<ErrorCode>,
 }
 
 impl Event {
@@ -171,6 +182,7 @@ impl Event {
             key: None,
             time: None,
             index: None,
+            error: None,
         }
     }
 
@@ -224,6 +236,18 @@ impl Event {
     /// ```
     pub fn with_key(mut self, key: Value) -> Self {
         self.key = Some(key);
+        self
+    }
+
+    /// The same event, failed with Maelstrom's error `code`.
+    ///
+    /// ```
+    /// use avout_scenarios::history::{ErrorCode, Event, F};
+    /// let e = Event::fail(0, F::Write, 1.into()).with_error(ErrorCode::TEMPORARILY_UNAVAILABLE);
+    /// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"fail","process":0,"f":"write","value":1,"error":11}"#);
+    /// ```
+    pub fn with_error(mut self, code: ErrorCode) -> Self {
+        self.error = Some(code);
         self
     }
 

@@ -25,6 +25,10 @@
 //!   write, the value written; for a cas, `[expected, new]`.
 //! - `time` (nanoseconds) and `index`: optional and informational; the order of the lines is the
 //!   order of the events.
+//! - `error`: optional, on a `fail` or `info` completion: Maelstrom's error code (see
+//!   [`code`]), which decides whether the operation took effect: 0 and 13 (and codes Maelstrom
+//!   does not name) make it `info`, every other code `fail`, whatever `type` says. An `ok`
+//!   completion with an error is malformed ([`HistoryError::OkWithError`]).
 //! - `key`: optional, for keyed histories (Maelstrom's lin-kv, Jepsen's independent checker), where
 //!   each key is a separate register. Events without a key belong to the one unnamed register.
 //!   Histories that instead carry the key inside the value, as a `[key, value]` tuple, are read
@@ -43,6 +47,7 @@
 //! like EDN ([`edn::looks_like_edn`]: `[`, `#`, `;` or a map whose first key is a keyword);
 //! anything else is JSON lines.
 
+pub mod code;
 pub mod edn;
 mod event;
 
@@ -54,6 +59,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use code::ErrorCode;
 pub use edn::EdnError;
 pub use event::{Event, EventType, F, Process};
 
@@ -159,6 +165,8 @@ pub struct Operation {
     pub invoke: Position,
     /// Its completion; `None` if it never completed.
     pub complete: Option<Position>,
+    /// The Maelstrom error code its completion carried, if any.
+    pub error: Option<ErrorCode>,
 }
 
 impl fmt::Display for Operation {
@@ -252,6 +260,15 @@ pub enum HistoryError {
     /// An EDN history that could not be read.
     #[error(transparent)]
     Edn(#[from] EdnError),
+    /// An `ok` completion that carries an error code: it cannot have both taken effect and
+    /// failed.
+    #[error("line {line}: an ok completion with error {code}")]
+    OkWithError {
+        /// The completion's line.
+        line: usize,
+        /// The code it carries.
+        code: ErrorCode,
+    },
     /// With [`Keys::Tuple`], a client event whose value is not a `[key, value]` pair.
     #[error("line {line}: value {value} is not a [key, value] pair")]
     NotKeyed {
@@ -493,6 +510,7 @@ impl History {
                     outcome: Outcome::Info,
                     invoke: here,
                     complete: None,
+                    error: None,
                 });
                 continue;
             }
@@ -509,11 +527,23 @@ impl History {
                     completed: event.f.clone(),
                 });
             }
-            op.outcome = match event.kind {
+            // A Maelstrom code says whether the failure was definite, whatever the type says.
+            let kind = match (event.kind, event.error) {
+                (EventType::Ok, Some(code)) => {
+                    return Err(HistoryError::OkWithError {
+                        line: here.line,
+                        code,
+                    });
+                }
+                (_, Some(code)) => code.event_type(),
+                (kind, None) => kind,
+            };
+            op.outcome = match kind {
                 EventType::Ok => Outcome::Ok,
                 EventType::Fail => Outcome::Fail,
                 EventType::Info | EventType::Invoke => Outcome::Info,
             };
+            op.error = event.error;
             op.complete = Some(here);
             if op.key.is_none() {
                 op.key = key;

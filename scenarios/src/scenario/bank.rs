@@ -6,8 +6,18 @@
 //! `dosync` (`alter` both); a validator rejection is a `fail`. A read `deref`s every account
 //! in one `dosync`. The protocol is the workload's (`--protocol mvcc|optimistic`).
 //!
+//! Each client ends with an `audit`: account `a0`'s values at the past commit points the
+//! protocol keeps ([`Ref::history`]), none of which may be negative.
+//!
+//! Failed operations carry Maelstrom's code (`error`, see [`super::codes`]): 30 for a
+//! transfer that gave up after the retry limit of conflicts (the workload's `retry_limit`, else
+//! the protocol's), 14 for one a validator refused, 13 for an unknown commit outcome, 11 for
+//! an operation refused unsent because the client's connection was down (10, not-supported,
+//! would be an audit under a protocol that keeps no history; both protocols keep some).
+//!
 //! The checker is the bank checker ([`crate::check::bank`]): every `ok` read shows all five
-//! accounts, sums to 100, and has no negative balance.
+//! accounts, sums to 100, and has no negative balance; no `ok` audit shows a negative
+//! balance.
 
 use avout::Client;
 use avout::planted::Bugs;
@@ -15,6 +25,7 @@ use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
+use super::REFUSED_PAUSE;
 use super::env::{Cluster, retry_open};
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
@@ -25,14 +36,16 @@ const ROOT: &str = "/bank";
 const ACCOUNTS: usize = 5;
 const INITIAL: i64 = 20;
 
-/// The STM configuration of a workload's protocol.
-pub(crate) fn stm_config(p: Protocol, planted: Bugs) -> StmConfig {
+/// The STM configuration of a workload's protocol, with its retry limit if it sets one.
+pub(crate) fn stm_config(p: Protocol, planted: Bugs, retry_limit: Option<u32>) -> StmConfig {
+    let base = StmConfig::with_protocol(match p {
+        Protocol::Mvcc => avout::stm::Protocol::Mvcc,
+        Protocol::Optimistic => avout::stm::Protocol::Optimistic,
+    });
     StmConfig {
         planted,
-        ..StmConfig::with_protocol(match p {
-            Protocol::Mvcc => avout::stm::Protocol::Mvcc,
-            Protocol::Optimistic => avout::stm::Protocol::Optimistic,
-        })
+        retry_limit: retry_limit.unwrap_or(base.retry_limit),
+        ..base
     }
 }
 
@@ -49,8 +62,25 @@ pub(crate) async fn open_refs<K: Cluster, T>(
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
+    open_refs_with(cluster, client, p, None, root, names, initial).await
+}
+
+/// [`open_refs`] with the STM's retry limit set to `retry_limit` (the protocol's if `None`).
+pub(crate) async fn open_refs_with<K: Cluster, T>(
+    cluster: &K,
+    client: &Client,
+    p: Protocol,
+    retry_limit: Option<u32>,
+    root: &str,
+    names: &[String],
+    initial: T,
+) -> Result<Refs<T>, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+{
     retry_open(200, || async {
-        let stm = Stm::open(client, root, stm_config(p, cluster.planted())).await?;
+        let config = stm_config(p, cluster.planted(), retry_limit);
+        let stm = Stm::open(client, root, config).await?;
         let mut refs = Vec::new();
         for name in names {
             refs.push(stm.make_ref(name, initial.clone()).await?);
@@ -123,8 +153,20 @@ pub(crate) async fn open_accounts<K: Cluster>(
     p: Protocol,
     root: &str,
 ) -> Result<Refs<i64>, String> {
+    open_accounts_with(cluster, client, p, None, root).await
+}
+
+/// [`open_accounts`] with the STM's retry limit set to `retry_limit`.
+async fn open_accounts_with<K: Cluster>(
+    cluster: &K,
+    client: &Client,
+    p: Protocol,
+    retry_limit: Option<u32>,
+    root: &str,
+) -> Result<Refs<i64>, String> {
+    let names = account_names(ACCOUNTS);
     let (stm, refs) =
-        open_refs(cluster, client, p, root, &account_names(ACCOUNTS), INITIAL).await?;
+        open_refs_with(cluster, client, p, retry_limit, root, &names, INITIAL).await?;
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }
@@ -134,7 +176,8 @@ pub(crate) async fn open_accounts<K: Cluster>(
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
     let client = me.client().await?;
-    let (stm, refs) = open_accounts(me.cluster, &client, me.w.protocol, ROOT).await?;
+    let (w, cluster) = (me.w, me.cluster);
+    let (stm, refs) = open_accounts_with(cluster, &client, w.protocol, w.retry_limit, ROOT).await?;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {
@@ -149,17 +192,31 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
                 balances(&stm, &refs).await
             }
         };
-        if let Ended::Stuck = me
-            .caller
-            .call(Invoke::new(f, input.clone()), call, Value::clone)
-            .await
-        {
-            break;
+        let op = Invoke::new(f, input.clone());
+        if me.caller.unavailable(&client, &op) {
+            tokio::time::sleep(REFUSED_PAUSE).await;
+            continue;
+        }
+        if let Ended::Stuck = me.caller.call(op, call, Value::clone).await {
+            me.caller.rec.retries(stm.stats().retries);
+            return Ok(());
         }
     }
+    // Last, the audit: a0's balances at the past commit points the protocol keeps.
+    let audit = || async {
+        let past = refs[0].history().await?;
+        let past: Vec<Value> = past.iter().map(|(point, b)| json!([point, b])).collect();
+        Ok::<_, StmError>(json!({ "a0": past }))
+    };
+    me.caller
+        .call(Invoke::new(AUDIT, Value::Null), audit, Value::clone)
+        .await;
     me.caller.rec.retries(stm.stats().retries);
     Ok(())
 }
+
+/// The audit operation's name: `ok` with `{"a0": [[point, balance], …]}`.
+pub(crate) const AUDIT: &str = "audit";
 
 /// The bank checker as this scenario configures it: the total and the accounts it starts with.
 pub(crate) fn checker() -> BankChecker {

@@ -20,7 +20,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::history::{Event, EventType, F, History};
+use crate::history::{ErrorCode, Event, EventType, F, History};
 
 /// Somewhere to run managed clients: the simulator's service or a real ensemble.
 ///
@@ -243,16 +243,9 @@ impl Recorder {
         self.book.lock().expect("the recorder is never poisoned")
     }
 
-    fn push(&self, kind: EventType, process: u64, f: &str, value: Value, key: Option<Value>) {
-        let t = self.elapsed().as_nanos() as u64;
-        let mut event = Event::new(kind, process, F::from(f.to_owned()), value).with_time(t);
-        event.key = key;
-        self.book().history.push(event);
-    }
-
     /// Records the start of an operation.
     pub fn invoke(&self, process: u64, f: &str, value: Value, key: Option<Value>) {
-        self.push(EventType::Invoke, process, f, value, key);
+        self.record(EventType::Invoke, process, f, value, key, None);
     }
 
     /// Records the end of an operation.
@@ -264,7 +257,29 @@ impl Recorder {
         value: Value,
         key: Option<Value>,
     ) {
-        self.push(kind, process, f, value, key);
+        self.record(kind, process, f, value, key, None);
+    }
+
+    /// Records an event of `kind`, failed with Maelstrom's error `code` if any (`kind` MUST
+    /// agree with it: `fail` for a definite code, `info` for 0 or 13).
+    pub fn record(
+        &self,
+        kind: EventType,
+        process: u64,
+        f: &str,
+        value: Value,
+        key: Option<Value>,
+        code: Option<ErrorCode>,
+    ) {
+        debug_assert!(
+            code.is_none_or(|c| c.event_type() == kind),
+            "{code:?} with {kind:?}"
+        );
+        let t = self.elapsed().as_nanos() as u64;
+        let mut event = Event::new(kind, process, F::from(f.to_owned()), value).with_time(t);
+        event.key = key;
+        event.error = code;
+        self.book().history.push(event);
     }
 
     /// Counts retries a client made inside one operation (conflicts, recoveries).

@@ -4,7 +4,12 @@
 //! 0–4 (a cas from a random value to a random value, without `create_if_not_exists`, as
 //! Maelstrom's lin-kv workload does). A read of a missing key is an `ok` read of `null` (the
 //! register's initial value); a refused cas (codes 20 and 22) is a `fail`; an error that
-//! [`KvError::is_definite`] says may have taken effect is `info`.
+//! [`KvError::is_definite`] says may have taken effect is `info`. Every failed completion
+//! carries Maelstrom's error code (`error`, see [`super::codes`]): 20/22 for a refused cas,
+//! 13 for an indefinite failure, 0 for an operation that outran the deadline, and 11 for an
+//! operation refused without being sent because the client's connection was down. Each
+//! client ends with a `delete` of key `"0"`, which lin-kv does not offer: refused with 10
+//! (not-supported); the checker leaves operations refused with 10 out of the model.
 //!
 //! The checker is the linearizability checker ([`crate::check`]) for a cas-register, per
 //! key (the `key` field).
@@ -13,11 +18,12 @@ use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use super::REFUSED_PAUSE;
 use super::Verdict;
 use super::env::{Cluster, retry_open};
 use super::worker::{Ended, Invoke, Worker};
 use crate::check::{Checker, Model};
-use crate::history::{History, Keys};
+use crate::history::{ErrorCode, History, Keys};
 
 const BASE: &str = "/lin-kv";
 const KEYS: u64 = 3;
@@ -56,10 +62,18 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
         let op = Invoke::new(f, input.clone())
             .key(k)
             .stall(format!("process {}'s {f} of key {key}", me.caller.p()));
+        if me.caller.unavailable(&client, &op) {
+            tokio::time::sleep(REFUSED_PAUSE).await;
+            continue;
+        }
         if let Ended::Stuck = me.caller.call(op, call, Value::clone).await {
-            break;
+            return Ok(());
         }
     }
+    // Last, a `delete`, which lin-kv (Maelstrom's and this one) does not offer: refused
+    // unsent with 10, not-supported.
+    let op = Invoke::new("delete", Value::Null).key(Some(Value::from("0")));
+    me.caller.refuse(&op, ErrorCode::NOT_SUPPORTED);
     Ok(())
 }
 

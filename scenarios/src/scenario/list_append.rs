@@ -5,7 +5,10 @@
 //! (`deref`, or `alter` pushing the value). The protocol is the workload's.
 //!
 //! History: `f: "txn"`, value the micro-operations (`["r", k, null]` / `["append", k, v]`);
-//! an `ok` completion carries the lists read.
+//! an `ok` completion carries the lists read. A failed transaction carries Maelstrom's code
+//! (`error`, see [`super::codes`]): 30 when it gave up after the retry limit of conflicts
+//! (the workload's `retry_limit`, else the protocol's), 13 when its commit's outcome is
+//! unknown, 11 when it was refused unsent because the client's connection was down.
 //!
 //! The checker is the Elle-style list-append checker ([`crate::check::list_append`]) for
 //! strict serializability: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item, lost-update,
@@ -14,7 +17,8 @@
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::bank::open_refs;
+use super::REFUSED_PAUSE;
+use super::bank::open_refs_with;
 use super::env::Cluster;
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
@@ -34,10 +38,11 @@ enum Micro {
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
     let client = me.client().await?;
     let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
-    let (stm, refs) = open_refs(
+    let (stm, refs) = open_refs_with(
         me.cluster,
         &client,
         me.w.protocol,
+        me.w.retry_limit,
         ROOT,
         &names,
         Vec::<u64>::new(),
@@ -92,11 +97,12 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
             })
         };
         let stall = format!("process {}'s transaction", me.caller.p());
-        if let Ended::Stuck = me
-            .caller
-            .call(Invoke::new("txn", input).stall(stall), body, Value::clone)
-            .await
-        {
+        let op = Invoke::new("txn", input).stall(stall);
+        if me.caller.unavailable(&client, &op) {
+            tokio::time::sleep(REFUSED_PAUSE).await;
+            continue;
+        }
+        if let Ended::Stuck = me.caller.call(op, body, Value::clone).await {
             break;
         }
     }

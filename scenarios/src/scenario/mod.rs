@@ -31,6 +31,7 @@ pub mod agents;
 pub mod bank;
 pub mod barrier;
 pub mod case;
+pub mod codes;
 pub mod counter;
 pub mod election;
 pub mod env;
@@ -64,6 +65,11 @@ pub use name::{Protocol, ScenarioName, UnknownScenario};
 /// simulator). Every fault the simulator injects ends well within it.
 pub const OP_DEADLINE: Duration = Duration::from_secs(60);
 
+/// How long a Maelstrom workload's client waits after an operation it refused with 11
+/// (temporarily unavailable) because its connection was down, before its next: without it a
+/// client would refuse its whole budget in an instant of a disconnection.
+pub const REFUSED_PAUSE: Duration = Duration::from_millis(50);
+
 /// The event-log hash recorded for a run that panicked (it has none).
 pub const PANICKED: u64 = 0;
 
@@ -91,6 +97,10 @@ pub struct Workload {
     pub protocol: Protocol,
     /// The seed of the clients' choices (and, on the simulator, of everything else).
     pub seed: u64,
+    /// The STM's retry limit (transactional scenarios only; `None`: the protocol's default).
+    /// A transaction that reaches it fails with Maelstrom's 30 (txn-conflict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_limit: Option<u32>,
 }
 
 impl Workload {
@@ -103,6 +113,7 @@ impl Workload {
             ops,
             protocol: Protocol::default(),
             seed,
+            retry_limit: None,
         }
     }
 }

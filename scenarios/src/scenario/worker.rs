@@ -11,15 +11,25 @@ use avout::Client;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use super::codes;
 use super::env::{Cluster, Process, Recorder, client_rng};
 use super::{OP_DEADLINE, Workload};
-use crate::history::EventType;
+use crate::history::{ErrorCode, EventType};
 
 /// How an error ends the operation it interrupted: `fail` when the operation surely did not
-/// take effect, `info` when it may have.
+/// take effect, `info` when it may have, and, for the errors of the Maelstrom workloads
+/// (lin-kv's, atoms', the STM's), Maelstrom's code for it ([`super::codes`]), which always
+/// agrees with the type (a definite code with `fail`, 13 with `info`).
 pub(crate) trait Ends {
     /// `fail` or `info`.
     fn end(&self) -> EventType;
+    /// Maelstrom's code, for errors that have one; an operation that fails with such an error
+    /// type and outruns the deadline is recorded with 0 (timeout).
+    fn code(&self) -> Option<ErrorCode> {
+        None
+    }
+    /// Whether [`code`](Self::code) gives codes.
+    const CODED: bool = false;
 }
 
 impl Ends for avout::Error {
@@ -29,9 +39,9 @@ impl Ends for avout::Error {
 }
 
 /// [`Ends`] for errors that say themselves whether they are definite (`fail`) or may have
-/// taken effect (`info`).
+/// taken effect (`info`), with the code `codes::$code` gives them.
 macro_rules! ends_as_definite {
-    ($(<$g:ident>)? for $t:ty) => {
+    ($(<$g:ident>)? for $t:ty, $code:ident) => {
         impl$(<$g>)? Ends for $t {
             fn end(&self) -> EventType {
                 if self.is_definite() {
@@ -40,13 +50,17 @@ macro_rules! ends_as_definite {
                     EventType::Info
                 }
             }
+            fn code(&self) -> Option<ErrorCode> {
+                Some(codes::$code(self))
+            }
+            const CODED: bool = true;
         }
     };
 }
 
-ends_as_definite!(for avout::atom::AtomError);
-ends_as_definite!(for avout::atom::linkv::KvError);
-ends_as_definite!(<E> for avout::stm::StmError<E>);
+ends_as_definite!(for avout::atom::AtomError, atom);
+ends_as_definite!(for avout::atom::linkv::KvError, kv);
+ends_as_definite!(<E> for avout::stm::StmError<E>, stm);
 
 /// An operation as the history names it: `f`, its input, its key, and what to call it should
 /// it stall (by default "process P's F").
@@ -146,7 +160,8 @@ impl<'a> Caller<'a> {
         rec.invoke(p, op.f, op.input.clone(), op.key.clone());
         match tokio::time::timeout(OP_DEADLINE, call()).await {
             Err(_) => {
-                rec.complete(EventType::Info, p, op.f, op.input, op.key);
+                let timeout = E::CODED.then_some(ErrorCode::TIMEOUT);
+                rec.record(EventType::Info, p, op.f, op.input, op.key, timeout);
                 rec.stall(
                     op.stall
                         .unwrap_or_else(|| format!("process {p}'s {}", op.f)),
@@ -159,13 +174,36 @@ impl<'a> Caller<'a> {
             }
             Ok(Err(e)) => {
                 let end = e.end();
-                rec.complete(end, p, op.f, op.input, op.key);
+                rec.record(end, p, op.f, op.input, op.key, e.code());
                 if end == EventType::Info && !op.in_hold {
                     self.process.retire();
                 }
                 Ended::Err(e)
             }
         }
+    }
+
+    /// Records `op` as refused before anything was sent, with Maelstrom's 11
+    /// (temporarily unavailable: definitely not applied), when `client`'s connection is down
+    /// (suspended, or its session lost and not yet replaced); `false`, recording nothing, when
+    /// it is up. The Maelstrom workloads call it before each operation, as a Maelstrom node
+    /// that cannot reach its leader answers 11 at once.
+    pub(crate) fn unavailable(&mut self, client: &Client, op: &Invoke<'_>) -> bool {
+        if !codes::disconnected(client) {
+            return false;
+        }
+        self.refuse(op, ErrorCode::TEMPORARILY_UNAVAILABLE);
+        true
+    }
+
+    /// Records `op` as refused, unsent, with the definite `code` (its invocation and a `fail`).
+    pub(crate) fn refuse(&mut self, op: &Invoke<'_>, code: ErrorCode) {
+        debug_assert!(code.is_definite());
+        let p = self.process.id();
+        let (input, key) = (op.input.clone(), op.key.clone());
+        self.rec.invoke(p, op.f, input.clone(), key.clone());
+        self.rec
+            .record(EventType::Fail, p, op.f, input, key, Some(code));
     }
 
     /// Records the end of the hold given `token`: `ok` when it was released cleanly, else

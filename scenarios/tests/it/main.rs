@@ -2,6 +2,7 @@
 
 mod check_cli;
 mod lock_hold;
+mod maelstrom_codes;
 mod model_cli;
 mod report;
 mod scenarios;

@@ -400,7 +400,7 @@ impl Anomaly {
     /// let at = |index| Position { index, line: index + 1 };
     /// let op = Operation {
     ///     process: 0, f: F::Other("txn".into()), key: None, value: serde_json::Value::Null,
-    ///     outcome: Outcome::Ok, invoke: at(0), complete: Some(at(1)),
+    ///     outcome: Outcome::Ok, invoke: at(0), complete: Some(at(1)), error: None,
     /// };
     /// let a = Anomaly::Internal { op, key: 1.into(), expected: Expected::Exactly(vec![]), read: vec![2.into()] };
     /// assert_eq!(a.name(), "internal");

@@ -16,7 +16,17 @@
 //! [atom module docs](super)): a write whose reply was lost is recognised by its write id and
 //! never applied twice.
 //!
-//! Revert to a past point needs the history that the STM keeps, and lives with it.
+//! # History
+//!
+//! Each record keeps, beside its keys' values, a bounded history of each key: every write
+//! adds a revision stamped with the record's *time*, the count of the record's writes (see
+//! [`history`] for why that and not ZooKeeper's zxid). [`Records::history`],
+//! [`Records::get_at`] and [`Records::revert`] are Concourse's `audit`/`chronicle`, `get …
+//! at timestamp` and `revert key in record to timestamp`; `revert` is one conditional write
+//! like every other operation, and adds a revision (history is never rewritten). A key keeps
+//! its last [`DEFAULT_HISTORY_LIMIT`] revisions unless the handle says otherwise
+//! ([`Records::history_limit`]); asking for a time older than what is kept is
+//! [`RecordError::HistoryTrimmed`], never an answer from the wrong revision.
 //!
 //! ```no_run
 //! use avout::atom::record::{Records, Value};
@@ -26,6 +36,20 @@
 //! records.set("visits", Value::Int(0), 1).await?;
 //! let before = records.get_and_increment("visits", 1).await?;
 //! assert_eq!(before, Value::Int(0));
+//! // The record's time 2 is after the second write: visits was 0 then.
+//! assert_eq!(records.get_at("visits", 2, 1).await?, [Value::Int(0)].into());
+//! records.revert("visits", 2, 1).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```no_run
+//! # use avout::atom::record::{Records, Value};
+//! # async fn demo(client: &avout::Client) -> Result<(), avout::atom::record::RecordError> {
+//! // Keep only the last 8 revisions of each key written through this handle.
+//! let records = Records::new(client, "/concourse").history_limit(8);
+//! for revision in records.history("visits", 1).await?.revisions {
+//!     println!("{}: {:?}", revision.time, revision.values);
+//! }
 //! # Ok(()) }
 //! ```
 
@@ -38,6 +62,10 @@ use crate::Client;
 use crate::sync::{Mutex as StdMutex, lock};
 
 use super::{Atom, AtomError, Update};
+
+pub mod history;
+
+pub use history::{DEFAULT_HISTORY_LIMIT, History, RecordState, Revision, TimeError};
 
 /// A value in a record (Concourse's `TObject`).
 ///
@@ -158,9 +186,68 @@ pub enum RecordError {
         /// The record.
         record: u64,
     },
+    /// The revision of `key` in force at `time` was dropped to keep the history within its
+    /// bound; `oldest` is the oldest time still answerable. Nothing was written.
+    #[error("{key} in record {record} keeps no history before time {oldest}, asked for {time}")]
+    HistoryTrimmed {
+        /// The key.
+        key: String,
+        /// The record.
+        record: u64,
+        /// The time asked for.
+        time: u64,
+        /// The time of the oldest kept revision.
+        oldest: u64,
+    },
+    /// Record `record` has not reached `time` yet (its time is `now`); nothing was written.
+    #[error("record {record} is at time {now}, asked about {key} at {time}")]
+    NotYet {
+        /// The key.
+        key: String,
+        /// The record.
+        record: u64,
+        /// The time asked for.
+        time: u64,
+        /// The record's time.
+        now: u64,
+    },
     /// The record's atom failed.
     #[error(transparent)]
     Atom(#[from] AtomError),
+}
+
+impl RecordError {
+    /// Whether the operation certainly changed nothing (`false` only when a write may have
+    /// taken effect: see [`AtomError::is_definite`]).
+    ///
+    /// ```
+    /// use avout::atom::record::RecordError;
+    /// assert!(RecordError::Overflow { key: "k".into(), record: 1 }.is_definite());
+    /// ```
+    pub fn is_definite(&self) -> bool {
+        match self {
+            RecordError::Atom(e) => e.is_definite(),
+            _ => true,
+        }
+    }
+
+    fn at_time(key: &str, record: u64, time: u64, e: TimeError) -> RecordError {
+        let key = key.to_owned();
+        match e {
+            TimeError::Trimmed { oldest } => RecordError::HistoryTrimmed {
+                key,
+                record,
+                time,
+                oldest,
+            },
+            TimeError::NotYet { now } => RecordError::NotYet {
+                key,
+                record,
+                time,
+                now,
+            },
+        }
+    }
 }
 
 /// Records as atoms under a base path (`<base>/r<record>`); see the [module docs](self).
@@ -174,17 +261,22 @@ pub enum RecordError {
 pub struct Records {
     client: Client,
     base: String,
-    atoms: StdMutex<BTreeMap<u64, Atom<Record>>>,
+    limit: usize,
+    atoms: StdMutex<BTreeMap<u64, Atom<RecordState>>>,
 }
 
 impl std::fmt::Debug for Records {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Records").field("base", &self.base).finish()
+        f.debug_struct("Records")
+            .field("base", &self.base)
+            .field("limit", &self.limit)
+            .finish()
     }
 }
 
 impl Records {
-    /// Records under `base` (created on first use).
+    /// Records under `base` (created on first use), keeping [`DEFAULT_HISTORY_LIMIT`]
+    /// revisions of each key.
     ///
     /// ```no_run
     /// # fn demo(client: &avout::Client) {
@@ -195,25 +287,55 @@ impl Records {
         Records {
             client: client.clone(),
             base: base.into(),
+            limit: DEFAULT_HISTORY_LIMIT,
             atoms: StdMutex::new(BTreeMap::new()),
         }
     }
 
-    /// The atom holding `record` (created empty if missing).
+    /// Keep at most `limit` revisions of each key this handle writes (at least 1: the last
+    /// revision is the key's current values). A write trims the key it writes; handles with
+    /// different limits on one record each trim to their own.
+    ///
+    /// The whole record, history included, is one node: with ZooKeeper's 1 MiB limit, keys
+    /// times revisions times value size must stay well under it.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// let records = avout::atom::record::Records::new(client, "/db").history_limit(8);
+    /// # }
+    /// ```
+    pub fn history_limit(mut self, limit: usize) -> Self {
+        self.limit = limit.max(1);
+        self
+    }
+
+    /// The atom holding `record` (created empty, at time 0, if missing).
     ///
     /// ```no_run
     /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
     /// let atom = r.atom(1).await?;
-    /// println!("{}", atom.path());
+    /// println!("{} at time {}", atom.path(), atom.deref().await?.time());
     /// # Ok(()) }
     /// ```
-    pub async fn atom(&self, record: u64) -> Result<Atom<Record>, RecordError> {
+    pub async fn atom(&self, record: u64) -> Result<Atom<RecordState>, RecordError> {
         if let Some(atom) = lock(&self.atoms).get(&record) {
             return Ok(atom.clone());
         }
         let path = crate::path::join(&self.base, &format!("r{record}"));
-        let atom = Atom::open(&self.client, path, Record::new()).await?;
+        let atom = Atom::open(&self.client, path, RecordState::default()).await?;
         Ok(lock(&self.atoms).entry(record).or_insert(atom).clone())
+    }
+
+    /// The record's current values and history (linearizable).
+    ///
+    /// ```no_run
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
+    /// let state = r.state(1).await?;
+    /// println!("time {}: {:?}", state.time(), state.record());
+    /// # Ok(()) }
+    /// ```
+    pub async fn state(&self, record: u64) -> Result<RecordState, RecordError> {
+        Ok(self.atom(record).await?.deref().await?)
     }
 
     /// The values of `key` in `record` (linearizable).
@@ -224,8 +346,7 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn fetch(&self, key: &str, record: u64) -> Result<BTreeSet<Value>, RecordError> {
-        let rec = self.atom(record).await?.deref().await?;
-        Ok(rec.get(key).cloned().unwrap_or_default())
+        Ok(self.state(record).await?.values(key))
     }
 
     /// Whether `value` is among the values of `key` in `record` (linearizable).
@@ -240,6 +361,71 @@ impl Records {
         Ok(self.fetch(key, record).await?.contains(value))
     }
 
+    /// The kept revisions of `key` in `record`, oldest first, and the record's time
+    /// (linearizable; Concourse's `chronicle`).
+    ///
+    /// ```no_run
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
+    /// let h = r.history("status", 1).await?;
+    /// if h.trimmed { println!("older revisions were dropped"); }
+    /// # Ok(()) }
+    /// ```
+    pub async fn history(&self, key: &str, record: u64) -> Result<History, RecordError> {
+        Ok(self.state(record).await?.history(key))
+    }
+
+    /// The values `key` had in `record` at `time` (Concourse's `get … at timestamp`), read
+    /// linearizably: [`RecordError::NotYet`] for a time the record has not reached,
+    /// [`RecordError::HistoryTrimmed`] for one older than the kept history.
+    ///
+    /// ```no_run
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
+    /// let then = r.get_at("status", 3, 1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_at(
+        &self,
+        key: &str,
+        time: u64,
+        record: u64,
+    ) -> Result<BTreeSet<Value>, RecordError> {
+        self.state(record)
+            .await?
+            .at(key, time)
+            .map_err(|e| RecordError::at_time(key, record, time, e))
+    }
+
+    /// `REVERT key IN record TO time`: gives `key` the values it had at `time`, as a new
+    /// revision, in one conditional write, and returns the new revision's time; `None`,
+    /// with nothing written, if the key already holds those values. Errors as
+    /// [`get_at`](Self::get_at), with nothing written.
+    ///
+    /// ```no_run
+    /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
+    /// if let Some(since) = r.revert("status", 3, 1).await? {
+    ///     assert_eq!(r.get_at("status", since, 1).await?, r.get_at("status", 3, 1).await?);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn revert(
+        &self,
+        key: &str,
+        time: u64,
+        record: u64,
+    ) -> Result<Option<u64>, RecordError> {
+        let atom = self.atom(record).await?;
+        atom.update(|state| match state.at(key, time) {
+            Err(e) => Update::Keep(Err(RecordError::at_time(key, record, time, e))),
+            Ok(then) if then == state.values(key) => Update::Keep(Ok(None)),
+            Ok(then) => {
+                let next = state.with(key, then, self.limit);
+                let since = next.time();
+                Update::Write(next, Ok(Some(since)))
+            }
+        })
+        .await?
+    }
+
     /// Adds `value` to `key` in `record`; `false` if it was already there (nothing written).
     ///
     /// ```no_run
@@ -248,19 +434,15 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn add(&self, key: &str, value: Value, record: u64) -> Result<bool, RecordError> {
-        let atom = self.atom(record).await?;
-        Ok(atom
-            .update(|rec| {
-                if rec.get(key).is_some_and(|vs| vs.contains(&value)) {
-                    return Update::Keep(false);
-                }
-                let mut next = rec.clone();
-                next.entry(key.to_owned())
-                    .or_default()
-                    .insert(value.clone());
-                Update::Write(next, true)
-            })
-            .await?)
+        self.change(key, record, |values| {
+            if values.contains(&value) {
+                return Update::Keep(false);
+            }
+            let mut next = values.clone();
+            next.insert(value.clone());
+            Update::Write(next, true)
+        })
+        .await
     }
 
     /// Removes `value` from `key` in `record`; `false` if it was not there.
@@ -271,21 +453,19 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn remove(&self, key: &str, value: &Value, record: u64) -> Result<bool, RecordError> {
-        let atom = self.atom(record).await?;
-        Ok(atom
-            .update(|rec| {
-                if !rec.get(key).is_some_and(|vs| vs.contains(value)) {
-                    return Update::Keep(false);
-                }
-                let mut next = rec.clone();
-                remove_value(&mut next, key, value);
-                Update::Write(next, true)
-            })
-            .await?)
+        self.change(key, record, |values| {
+            if !values.contains(value) {
+                return Update::Keep(false);
+            }
+            let mut next = values.clone();
+            next.remove(value);
+            Update::Write(next, true)
+        })
+        .await
     }
 
     /// `SET key AS value IN record`: `value` becomes the key's only value (every other value
-    /// removed in the same write).
+    /// removed in the same write; nothing written if it already is).
     ///
     /// ```no_run
     /// # async fn demo(r: avout::atom::record::Records) -> Result<(), avout::atom::record::RecordError> {
@@ -293,14 +473,14 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn set(&self, key: &str, value: Value, record: u64) -> Result<(), RecordError> {
-        let atom = self.atom(record).await?;
-        atom.update(|rec| {
-            let mut next = rec.clone();
-            next.insert(key.to_owned(), BTreeSet::from([value.clone()]));
-            Update::Write(next, ())
+        let only = BTreeSet::from([value]);
+        self.change(key, record, |values| {
+            if *values == only {
+                return Update::Keep(());
+            }
+            Update::Write(only.clone(), ())
         })
-        .await?;
-        Ok(())
+        .await
     }
 
     /// `CLEAR key IN record`: removes every value of `key`; `false` if it had none.
@@ -311,17 +491,13 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn clear(&self, key: &str, record: u64) -> Result<bool, RecordError> {
-        let atom = self.atom(record).await?;
-        Ok(atom
-            .update(|rec| {
-                if !rec.contains_key(key) {
-                    return Update::Keep(false);
-                }
-                let mut next = rec.clone();
-                next.remove(key);
-                Update::Write(next, true)
-            })
-            .await?)
+        self.change(key, record, |values| {
+            if values.is_empty() {
+                return Update::Keep(false);
+            }
+            Update::Write(BTreeSet::new(), true)
+        })
+        .await
     }
 
     /// `VERIFY key AS expected IN record AND SWAP WITH replacement`: if `expected` is a value
@@ -345,20 +521,16 @@ impl Records {
         record: u64,
         replacement: Value,
     ) -> Result<bool, RecordError> {
-        let atom = self.atom(record).await?;
-        Ok(atom
-            .update(|rec| {
-                if !rec.get(key).is_some_and(|vs| vs.contains(expected)) {
-                    return Update::Keep(false);
-                }
-                let mut next = rec.clone();
-                remove_value(&mut next, key, expected);
-                next.entry(key.to_owned())
-                    .or_default()
-                    .insert(replacement.clone());
-                Update::Write(next, true)
-            })
-            .await?)
+        self.change(key, record, |values| {
+            if !values.contains(expected) {
+                return Update::Keep(false);
+            }
+            let mut next = values.clone();
+            next.remove(expected);
+            next.insert(replacement.clone());
+            Update::Write(next, true)
+        })
+        .await
     }
 
     /// `GET key IN record AND INCREMENT`: replaces the key's first value, which must be a
@@ -372,9 +544,8 @@ impl Records {
     /// # Ok(()) }
     /// ```
     pub async fn get_and_increment(&self, key: &str, record: u64) -> Result<Value, RecordError> {
-        let atom = self.atom(record).await?;
-        atom.update(|rec| {
-            let first = rec.get(key).and_then(|vs| vs.first()).cloned();
+        self.change(key, record, |values| {
+            let first = values.first().cloned();
             let next_value = match &first {
                 Some(Value::Int(n)) => match n.checked_add(1) {
                     Some(m) => Value::Int(m),
@@ -395,21 +566,28 @@ impl Records {
                 }
             };
             let old = first.expect("a number was found");
-            let mut next = rec.clone();
-            remove_value(&mut next, key, &old);
-            next.entry(key.to_owned()).or_default().insert(next_value);
+            let mut next = values.clone();
+            next.remove(&old);
+            next.insert(next_value);
             Update::Write(next, Ok(old))
         })
         .await?
     }
-}
 
-/// Removes one value, and the key with its last value.
-fn remove_value(rec: &mut Record, key: &str, value: &Value) {
-    if let Some(values) = rec.get_mut(key) {
-        values.remove(value);
-        if values.is_empty() {
-            rec.remove(key);
-        }
+    /// One conditional write of `key`'s values in `record`: `f` sees the current values and
+    /// decides the next ones (a new revision, stamped one time later) or to keep them.
+    async fn change<R>(
+        &self,
+        key: &str,
+        record: u64,
+        mut f: impl FnMut(&BTreeSet<Value>) -> Update<BTreeSet<Value>, R>,
+    ) -> Result<R, RecordError> {
+        let atom = self.atom(record).await?;
+        Ok(atom
+            .update(|state| match f(&state.values(key)) {
+                Update::Keep(r) => Update::Keep(r),
+                Update::Write(values, r) => Update::Write(state.with(key, values, self.limit), r),
+            })
+            .await?)
     }
 }
