@@ -13,4 +13,5 @@
 //! ```
 
 pub mod conformance;
+pub mod postgres;
 pub mod server;

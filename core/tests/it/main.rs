@@ -38,6 +38,8 @@ mod stm_mvcc;
 mod stm_mvcc_barge;
 mod stm_mvcc_zk;
 mod stm_sim;
+mod stm_store;
+mod stm_store_cases;
 mod support;
 mod two_phase_commit;
 mod watch_count;
