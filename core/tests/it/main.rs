@@ -40,6 +40,7 @@ mod stm_mvcc_zk;
 mod stm_sim;
 mod stm_store;
 mod stm_store_cases;
+mod stm_store_zk;
 mod support;
 mod two_phase_commit;
 mod watch_count;
