@@ -10,12 +10,14 @@
 //! accounts, sums to 100, and has no negative balance.
 
 use avout::Client;
+use avout::atom::{Codec, Json};
 use avout::planted::Bugs;
 use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::env::{Cluster, retry_open};
+use super::store::Padded;
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
 use crate::check::bank::BankChecker;
@@ -49,11 +51,35 @@ pub(crate) async fn open_refs<K: Cluster, T>(
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
+    open_refs_with(cluster, client, p, root, names, initial, Json).await
+}
+
+/// [`open_refs`] with another codec. The STM keeps its values where the cluster says
+/// ([`Cluster::ref_store`]).
+pub(crate) async fn open_refs_with<K: Cluster, T, C: Codec>(
+    cluster: &K,
+    client: &Client,
+    p: Protocol,
+    root: &str,
+    names: &[String],
+    initial: T,
+    codec: C,
+) -> Result<(Stm, Vec<Ref<T, C>>), String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+{
     retry_open(200, || async {
-        let stm = Stm::open(client, root, stm_config(p, cluster.planted())).await?;
+        let config = stm_config(p, cluster.planted());
+        let stm = match cluster.ref_store() {
+            None => Stm::open(client, root, config).await?,
+            Some(store) => Stm::open_with_store(client, root, config, store).await?,
+        };
         let mut refs = Vec::new();
         for name in names {
-            refs.push(stm.make_ref(name, initial.clone()).await?);
+            refs.push(
+                stm.make_ref_with(name, initial.clone(), codec.clone())
+                    .await?,
+            );
         }
         Ok::<_, StmError>((stm, refs))
     })
@@ -68,12 +94,15 @@ pub(crate) fn account_names(n: usize) -> Vec<String> {
 /// An STM and refs of `T` on it.
 pub(crate) type Refs<T> = (Stm, Vec<Ref<T>>);
 
+/// A bank account: a balance, padded to the workload's value size.
+pub(crate) type Account = Ref<i64, Padded>;
+
 /// Moves `amount` from `from` to `to` in one transaction; the input goes back as the
 /// output.
 pub(crate) async fn transfer(
     stm: &Stm,
-    from: &Ref<i64>,
-    to: &Ref<i64>,
+    from: &Account,
+    to: &Account,
     amount: i64,
     input: &Value,
 ) -> Result<Value, StmError> {
@@ -86,7 +115,7 @@ pub(crate) async fn transfer(
 }
 
 /// Reads every account in one transaction, as `{"a0": balance, …}`.
-pub(crate) async fn balances(stm: &Stm, refs: &[Ref<i64>]) -> Result<Value, StmError> {
+pub(crate) async fn balances(stm: &Stm, refs: &[Account]) -> Result<Value, StmError> {
     stm.dosync(async |tx| {
         let mut balances = Map::new();
         for (i, r) in refs.iter().enumerate() {
@@ -108,7 +137,7 @@ pub(crate) fn draw_transfer(rng: &mut impl Rng, n: usize) -> Value {
 /// The transfer `input` ([`draw_transfer`]) on `refs`.
 pub(crate) async fn transfer_of(
     stm: &Stm,
-    refs: &[Ref<i64>],
+    refs: &[Account],
     input: &Value,
 ) -> Result<Value, StmError> {
     let idx = |k: &str| -> usize { input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0) };
@@ -116,15 +145,18 @@ pub(crate) async fn transfer_of(
     transfer(stm, from, to, input["amount"].as_i64().unwrap_or(0), input).await
 }
 
-/// The bank's accounts on `client`, each under a validator forbidding a negative balance.
+/// The bank's accounts on `client`, each under a validator forbidding a negative balance,
+/// their values padded to `value_size` bytes.
 pub(crate) async fn open_accounts<K: Cluster>(
     cluster: &K,
     client: &Client,
     p: Protocol,
     root: &str,
-) -> Result<Refs<i64>, String> {
-    let (stm, refs) =
-        open_refs(cluster, client, p, root, &account_names(ACCOUNTS), INITIAL).await?;
+    value_size: usize,
+) -> Result<(Stm, Vec<Account>), String> {
+    let names = account_names(ACCOUNTS);
+    let codec = Padded { size: value_size };
+    let (stm, refs) = open_refs_with(cluster, client, p, root, &names, INITIAL, codec).await?;
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }
@@ -134,7 +166,8 @@ pub(crate) async fn open_accounts<K: Cluster>(
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
     let client = me.client().await?;
-    let (stm, refs) = open_accounts(me.cluster, &client, me.w.protocol, ROOT).await?;
+    let (stm, refs) =
+        open_accounts(me.cluster, &client, me.w.protocol, ROOT, me.w.value_size).await?;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {

@@ -33,6 +33,8 @@ pub const TABLE: &str = "avout_ref_values";
 /// ```
 pub struct PostgresStore {
     config: String,
+    /// Prepended to every root in the table (see [`PostgresStore::scoped`]).
+    scope: String,
     client: tokio::sync::Mutex<Arc<Client>>,
 }
 
@@ -87,8 +89,29 @@ impl PostgresStore {
             .map_err(backend)?;
         Ok(PostgresStore {
             config: config.to_owned(),
+            scope: String::new(),
             client: tokio::sync::Mutex::new(Arc::new(client)),
         })
+    }
+
+    /// The same store with its roots prefixed by `scope` in the table: roots are names there,
+    /// so handles on different ZooKeeper ensembles or chroots (each with its own `/bank`)
+    /// that share one table must use different scopes, or each one's collection would take
+    /// the other's values for garbage.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), avout::stm::store::StoreError> {
+    /// use avout::stm::store::PostgresStore;
+    /// let store = PostgresStore::connect("host=127.0.0.1 user=avout").await?.scoped("zk1:/app");
+    /// # Ok(()) }
+    /// ```
+    pub fn scoped(mut self, scope: impl Into<String>) -> Self {
+        self.scope = scope.into();
+        self
+    }
+
+    fn scoped_root(&self, root: &str) -> String {
+        format!("{}{root}", self.scope)
     }
 
     /// The connection, opened again if it has closed.
@@ -109,7 +132,7 @@ impl RefStore for PostgresStore {
     fn put<'a>(&'a self, values: &'a [StoredValue]) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let roots: Vec<&str> = values.iter().map(|v| v.root.as_str()).collect();
+            let roots: Vec<String> = values.iter().map(|v| self.scoped_root(&v.root)).collect();
             let names: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
             let keys: Vec<&str> = values.iter().map(|v| v.key.as_str()).collect();
             let bytes: Vec<&[u8]> = values.iter().map(|v| v.value.as_slice()).collect();
@@ -135,7 +158,7 @@ impl RefStore for PostgresStore {
                     &format!(
                         "SELECT value FROM {TABLE} WHERE root = $1 AND name = $2 AND key = $3"
                     ),
-                    &[&id.root, &id.name, &id.key],
+                    &[&self.scoped_root(&id.root), &id.name, &id.key],
                 )
                 .await
                 .map_err(backend)?;
@@ -149,7 +172,7 @@ impl RefStore for PostgresStore {
             let rows = client
                 .query(
                     &format!("SELECT name, key FROM {TABLE} WHERE root = $1 ORDER BY name, key"),
-                    &[&root],
+                    &[&self.scoped_root(root)],
                 )
                 .await
                 .map_err(backend)?;
@@ -167,7 +190,7 @@ impl RefStore for PostgresStore {
     fn remove<'a>(&'a self, ids: &'a [ValueId]) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let roots: Vec<&str> = ids.iter().map(|v| v.root.as_str()).collect();
+            let roots: Vec<String> = ids.iter().map(|v| self.scoped_root(&v.root)).collect();
             let names: Vec<&str> = ids.iter().map(|v| v.name.as_str()).collect();
             let keys: Vec<&str> = ids.iter().map(|v| v.key.as_str()).collect();
             client
