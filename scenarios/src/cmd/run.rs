@@ -339,6 +339,8 @@ fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
         "seed": r.workload.seed,
         "clients": r.workload.clients,
         "ops_per_client": r.workload.ops,
+        "ref_store": r.workload.ref_store.name(),
+        "value_size": r.workload.value_size,
         "planted": r.planted.map(|b| b.name()),
         "operations": r.counts,
         "retries": r.retries,
@@ -357,14 +359,28 @@ fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
     v
 }
 
+/// ", ref store memory, values of 2097152 bytes" when the run does not keep its values in
+/// the nodes or pads them.
+fn store_note(w: &Workload) -> String {
+    let mut note = String::new();
+    if !w.ref_store.is_default() {
+        note += &format!(", ref store {}", w.ref_store.name());
+    }
+    if w.value_size > 0 {
+        note += &format!(", values of {} bytes", w.value_size);
+    }
+    note
+}
+
 fn print_report(r: &Report, backend: &str, style: &Style) {
     let w = &r.workload;
     println!(
-        "scenario    {} ({} clients × {} ops, seed {}, {backend}){}",
+        "scenario    {} ({} clients × {} ops, seed {}, {backend}){}{}",
         w.scenario,
         w.clients,
         w.ops,
         w.seed,
+        store_note(w),
         r.planted
             .map(|b| format!(", planted bug {b}"))
             .unwrap_or_default()

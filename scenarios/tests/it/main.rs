@@ -3,6 +3,7 @@
 mod check_cli;
 mod lock_hold;
 mod model_cli;
+mod ref_store;
 mod report;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
