@@ -142,3 +142,22 @@ fn avout_run_refuses_ref_store_misuse_with_exit_two() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_soak_runs_bank_again_with_the_memory_store() {
+    use avout_scenarios::scenario::soak::{FaultConfig, Soak, soak};
+    let mut s = Soak::new(
+        vec![ScenarioName::Bank],
+        vec![FaultConfig::all()],
+        9_710_000_300,
+        3,
+    );
+    s.ops = Some(10);
+    let report = soak(&s, &|_| {}).unwrap();
+    let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
+    assert_eq!(labels, ["bank", "bank+memory"]);
+    assert_eq!(report.runs, 6);
+    assert!(!report.failed(), "{:?}", report.rows);
+    let without = Soak::new(vec![ScenarioName::Counter], vec![FaultConfig::all()], 1, 1);
+    assert_eq!(without.rows(), 1, "no store row without bank");
+}
