@@ -86,6 +86,16 @@
 //! transactions/s against sequential `set_data` at 998 and 922 ops/s — 0.78× and 1.06×
 //! (one request per transaction, no retries).
 //!
+//! # Where values live
+//!
+//! By default a ref's value is the data of its ZooKeeper nodes (at most about 1 MiB), and
+//! the counts above are exact. [`Stm::open_with_store`] keeps the values in a
+//! [`RefStore`](store::RefStore) instead ([`store::MemoryStore`] in this process,
+//! `store::PostgresStore` with feature `postgres`): a writing try then also creates an
+//! ephemeral marker (one request) and puts its values before its commit, whose `multi` carries
+//! only pointers and deletes the marker; [`Stm::collect_garbage`] removes what no ref holds
+//! and no try can still commit. See [`store`] for the protocol and its failure modes.
+//!
 //! # Connection loss, session expiry, cancellation
 //!
 //! Conflicts and connection losses before the commit are retried inside `dosync`. A commit
