@@ -7,7 +7,8 @@
 //! `127.0.0.1` with a free port, its unix socket in that directory, `fsync` off (a test
 //! server: speed over durability), logging to `pg.log` there. Readiness is PostgreSQL's own
 //! answer (`pg_isready`, polled every 50 ms for up to 30 s); a server that exits first fails
-//! the start with the tail of its log. Drop stops it (`SIGINT`, PostgreSQL's fast shutdown,
+//! the start with the tail of its log (a start whose port another process took is tried again
+//! on a new one, up to three times). Drop stops it (`SIGINT`, PostgreSQL's fast shutdown,
 //! then `SIGKILL` if it lingers) and removes the directory.
 //!
 //! PostgreSQL refuses to run as root. Run as root (as CI does), the server runs as the
@@ -37,6 +38,8 @@ const POLL: Duration = Duration::from_millis(50);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const LOG_TAIL_LINES: usize = 25;
+/// How many free ports a start tries when another process took the one chosen.
+const PORT_ATTEMPTS: usize = 3;
 
 /// What can go wrong starting a PostgreSQL test server.
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +199,19 @@ impl PgServer {
     /// connections. Errors: [`PgError::Missing`] without PostgreSQL, [`PgError::Exited`],
     /// [`PgError::NotServing`], [`PgError::Step`], [`PgError::Io`].
     pub fn start() -> Result<PgServer, PgError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match PgServer::start_once() {
+                // Another process took the free port before postgres bound it: choose again.
+                Err(PgError::Exited { log_tail, .. })
+                    if attempt < PORT_ATTEMPTS && log_tail.contains("already in use") => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn start_once() -> Result<PgServer, PgError> {
         let bin = bin_dir()?;
         let user = run_as()?;
         let tmp = tempfile::Builder::new()
