@@ -263,6 +263,13 @@ pub trait Engine: Send + Sync + 'static {
         slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>>;
 
+    /// Drops whatever the engine remembers of `name` (a cached node), so that the next read
+    /// goes to the service: what the frontend asks when the value a remembered node points at
+    /// is gone from the ref store (superseded and collected). The default remembers nothing.
+    fn forget(&self, name: &str) {
+        let _ = name;
+    }
+
     /// The values of `name` at past commit points, newest first (the newest committed value
     /// first). Protocols that keep no history return
     /// [`StmError::Unsupported`](super::StmError) (the default).

@@ -124,7 +124,9 @@ impl<'a> Tx<'a> {
                         .insert((r.name().to_owned(), node), bytes.clone());
                 }
                 Ok(None) => {
-                    // Superseded and collected since the protocol read its pointer.
+                    // Superseded and collected since the protocol read its pointer (or its
+                    // cache remembered it): the next try must read a newer one.
+                    self.shared.engine.forget(r.name());
                     let c = &self.shared.counters;
                     c.add(&c.read_faults, 1);
                     let name = r.name().to_owned();

@@ -161,3 +161,22 @@ fn the_soak_runs_bank_again_with_the_memory_store() {
     let without = Soak::new(vec![ScenarioName::Counter], vec![FaultConfig::all()], 1, 1);
     assert_eq!(without.rows(), 1, "no store row without bank");
 }
+
+/// Seeds where, before Optimistic forgot a cached node whose value had been collected, some
+/// transactions read the same missing value 10,000 times and hit the retry limit (40,015 to
+/// 130,027 retries a run, found by `avout explore`).
+#[test]
+fn a_collected_value_behind_a_cached_pointer_does_not_livelock_optimistic() {
+    for seed in [9_710_500_102, 9_710_500_104, 9_710_500_108, 9_710_500_109] {
+        let mut w = Workload::new(ScenarioName::Bank, seed);
+        w.protocol = Protocol::Optimistic;
+        w.ref_store = RefStoreKind::Memory;
+        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        assert!(
+            report.retries < 1_000,
+            "seed {seed}: {} retries",
+            report.retries
+        );
+    }
+}

@@ -252,6 +252,10 @@ impl Engine for Optimistic {
         })
     }
 
+    fn forget(&self, name: &str) {
+        self.cache.with(|cache| cache.forget([&name.to_owned()]));
+    }
+
     fn history<'a>(
         &'a self,
         zk: &'a Session,
