@@ -263,11 +263,13 @@ pub trait Engine: Send + Sync + 'static {
         slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>>;
 
-    /// Drops whatever the engine remembers of `name` (a cached node), so that the next read
-    /// goes to the service: what the frontend asks when the value a remembered node points at
-    /// is gone from the ref store (superseded and collected). The default remembers nothing.
-    fn forget(&self, name: &str) {
-        let _ = name;
+    /// Makes the next try's read of `name` see at least the newest committed node: what the
+    /// frontend asks when the value a node it read points at is gone from the ref store
+    /// (superseded and collected), so that a cached or lagging node is not read again and
+    /// again. The default does nothing (a protocol that reads at a fresh point each try).
+    fn refresh<'a>(&'a self, zk: &'a Session, name: &'a str) -> BoxFuture<'a, Result<(), Failure>> {
+        let _ = (zk, name);
+        Box::pin(async { Ok(()) })
     }
 
     /// The values of `name` at past commit points, newest first (the newest committed value

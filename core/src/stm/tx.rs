@@ -125,8 +125,10 @@ impl<'a> Tx<'a> {
                 }
                 Ok(None) => {
                     // Superseded and collected since the protocol read its pointer (or its
-                    // cache remembered it): the next try must read a newer one.
-                    self.shared.engine.forget(r.name());
+                    // cache or a lagging server kept it): the next try must read a newer one.
+                    if let Err(f) = self.shared.engine.refresh(self.zk, r.name()).await {
+                        return Err(self.fail(f));
+                    }
                     let c = &self.shared.counters;
                     c.add(&c.read_faults, 1);
                     let name = r.name().to_owned();

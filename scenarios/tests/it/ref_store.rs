@@ -162,12 +162,20 @@ fn the_soak_runs_bank_again_with_the_memory_store() {
     assert_eq!(without.rows(), 1, "no store row without bank");
 }
 
-/// Seeds where, before Optimistic forgot a cached node whose value had been collected, some
-/// transactions read the same missing value 10,000 times and hit the retry limit (40,015 to
-/// 130,027 retries a run, found by `avout explore`).
+/// Seeds where, before a value gone from the store made Optimistic re-read its ref after a
+/// sync, some transactions read the same missing value (from the handle's cache, or from a
+/// lagging server under stale reads) until the retry limit: 40,015 to 130,027 retries a run,
+/// and on 9710600161 transfers stuck past the 60 s deadline (a liveness anomaly), all found by
+/// `avout explore bank --ref-store memory`.
 #[test]
-fn a_collected_value_behind_a_cached_pointer_does_not_livelock_optimistic() {
-    for seed in [9_710_500_102, 9_710_500_104, 9_710_500_108, 9_710_500_109] {
+fn a_collected_value_behind_a_cached_or_stale_pointer_does_not_livelock_optimistic() {
+    for seed in [
+        9_710_500_102,
+        9_710_500_104,
+        9_710_500_108,
+        9_710_500_109,
+        9_710_600_161,
+    ] {
         let mut w = Workload::new(ScenarioName::Bank, seed);
         w.protocol = Protocol::Optimistic;
         w.ref_store = RefStoreKind::Memory;

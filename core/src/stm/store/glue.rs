@@ -160,7 +160,12 @@ pub(crate) async fn collect(
         .await
         .map_err(store_failure(StoreOp::Collect))?;
     // Markers after the keys: a key listed without a marker belongs to a try that had ended.
+    // The sync first: this session's server may lag behind the marker's creation (acknowledged
+    // before the put that made the key) and behind the commits the kept values are read from.
     let dir = marker_dir(&shared.root);
+    retry_lost(shared, || zk.sync(&dir))
+        .await
+        .map_err(StmError::from_zk)?;
     let markers: BTreeSet<String> = match retry_lost(shared, || zk.get_children(&dir)).await {
         Ok((children, _)) => children.into_iter().collect(),
         Err(Error::NoNode { .. }) => BTreeSet::new(),
