@@ -1,7 +1,8 @@
 //! # avout-testkit
 //!
 //! Test gear for avout, kept out of the production crate: real ZooKeeper servers on loopback
-//! ([`server`]), and the backend conformance suite ([`conformance`]) that every
+//! ([`server`]), a real PostgreSQL on loopback for the STM's ref store ([`postgres`]), and the
+//! backend conformance suite ([`conformance`]) that every
 //! [`Coordination`](avout::Coordination) backend must pass unchanged.
 //!
 //! ```no_run
@@ -13,4 +14,5 @@
 //! ```
 
 pub mod conformance;
+pub mod postgres;
 pub mod server;

@@ -155,6 +155,16 @@ pub enum StmError<E = Infallible> {
     /// the client's next session.
     #[error("session lost: {0}")]
     SessionLost(Error),
+    /// The ref store ([`RefStore`](super::store::RefStore)) failed. During a put the
+    /// transaction is rejected and nothing is committed; during a get the read failed and
+    /// nothing was written.
+    #[error("the ref store failed during {op}: {source}")]
+    Store {
+        /// What the STM was doing.
+        op: super::store::StoreOp,
+        /// The store's error.
+        source: super::store::StoreError,
+    },
     /// The coordination service refused a request the STM did not expect to be refused.
     #[error(transparent)]
     Zk(Error),
@@ -208,6 +218,7 @@ impl<E> StmError<E> {
             StmError::Unsupported { protocol, what } => StmError::Unsupported { protocol, what },
             StmError::Indeterminate { detail } => StmError::Indeterminate { detail },
             StmError::SessionLost(e) => StmError::SessionLost(e),
+            StmError::Store { op, source } => StmError::Store { op, source },
             StmError::Zk(e) => StmError::Zk(e),
         }
     }

@@ -86,6 +86,16 @@
 //! transactions/s against sequential `set_data` at 998 and 922 ops/s — 0.78× and 1.06×
 //! (one request per transaction, no retries).
 //!
+//! # Where values live
+//!
+//! By default a ref's value is the data of its ZooKeeper nodes (at most about 1 MiB), and
+//! the counts above are exact. [`Stm::open_with_store`] keeps the values in a
+//! [`RefStore`](store::RefStore) instead ([`store::MemoryStore`] in this process,
+//! `store::PostgresStore` with feature `postgres`): a writing try then also creates an
+//! ephemeral marker (one request) and puts its values before its commit, whose `multi` carries
+//! only pointers and deletes the marker; [`Stm::collect_garbage`] removes what no ref holds
+//! and no try can still commit. See [`store`] for the protocol and its failure modes.
+//!
 //! # Connection loss, session expiry, cancellation
 //!
 //! Conflicts and connection losses before the commit are retried inside `dosync`. A commit
@@ -101,6 +111,7 @@ pub mod mvcc;
 pub mod optimistic;
 #[doc(hidden)]
 pub mod protocol;
+pub mod store;
 
 mod error;
 mod reference;
@@ -275,6 +286,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Arc<Counters>,
     pub(crate) config: StmConfig,
     pub(crate) root: String,
+    /// Where values live: `None`, in the refs' nodes; else in this store (see [`store`]).
+    pub(crate) store: Option<Arc<dyn store::RefStore>>,
 }
 
 impl Shared {
@@ -327,6 +340,39 @@ impl Stm {
     /// # }
     /// ```
     pub async fn open(client: &Client, root: &str, config: StmConfig) -> Result<Stm, StmError> {
+        Stm::open_inner(client, root, config, None).await
+    }
+
+    /// Like [`open`](Self::open), with the refs' values kept in `store` and only pointers to
+    /// them in ZooKeeper (see [`store`]): values can be larger than a node holds. Every handle
+    /// on the root must use the same store.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use avout::stm::{Stm, StmConfig, store::MemoryStore};
+    /// # async fn demo(client: &avout::Client) -> Result<(), avout::stm::StmError> {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let stm = Stm::open_with_store(client, "/big", StmConfig::default(), store.clone()).await?;
+    /// let blob = stm.make_ref("blob", vec![0u8; 2 << 20]).await?;
+    /// stm.dosync(async |tx| tx.alter(&blob, |b| { let mut b = b.clone(); b[0] = 1; b }).await).await?;
+    /// stm.collect_garbage().await?; // the first value is no longer held
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_with_store(
+        client: &Client,
+        root: &str,
+        config: StmConfig,
+        store: Arc<dyn store::RefStore>,
+    ) -> Result<Stm, StmError> {
+        Stm::open_inner(client, root, config, Some(store)).await
+    }
+
+    async fn open_inner(
+        client: &Client,
+        root: &str,
+        config: StmConfig,
+        store: Option<Arc<dyn store::RefStore>>,
+    ) -> Result<Stm, StmError> {
         crate::path::validate_path(root, false).map_err(Failure::Zk)?;
         if root == "/" {
             return Err(StmError::Zk(crate::Error::BadArguments(
@@ -335,6 +381,12 @@ impl Stm {
         }
         let zk = client.current_session().await.map_err(Failure::from_zk)?;
         root::bind(&*zk, root, config.protocol).await?;
+        if store.is_some() {
+            use crate::CoordinationExt;
+            zk.ensure_path(&store::glue::marker_dir(root))
+                .await
+                .map_err(Failure::from_zk)?;
+        }
         let counters = Arc::new(Counters::default());
         let cx = EngineContext {
             zk,
@@ -353,8 +405,39 @@ impl Stm {
                 counters,
                 config,
                 root: root.to_owned(),
+                store,
             }),
         })
+    }
+
+    /// Removes from the store every value of this root that no ref holds and no try can
+    /// still commit (see [`store`]'s docs); nothing without a store. Safe to run at any time,
+    /// from any process, concurrently with transactions.
+    ///
+    /// Errors: [`StmError::Store`] (with [`store::StoreOp::Collect`]), [`StmError::SessionLost`].
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
+    /// let c = stm.collect_garbage().await?;
+    /// assert_eq!(c.listed, c.kept + c.removed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn collect_garbage(&self) -> Result<store::Collected, StmError> {
+        match &self.shared.store {
+            None => Ok(store::Collected::default()),
+            Some(s) => Ok(store::glue::collect(&self.shared, s).await?),
+        }
+    }
+
+    /// The store values live in (`None`: the refs' ZooKeeper nodes).
+    ///
+    /// ```no_run
+    /// # fn demo(stm: avout::stm::Stm) {
+    /// assert!(stm.ref_store().is_none());
+    /// # }
+    /// ```
+    pub fn ref_store(&self) -> Option<&Arc<dyn store::RefStore>> {
+        self.shared.store.as_ref()
     }
 
     /// The root path.
@@ -443,7 +526,10 @@ impl Stm {
             source,
         })?;
         let zk = self.shared.session().await?;
-        self.shared.engine.create_ref(&zk, name, &bytes).await?;
+        match &self.shared.store {
+            None => self.shared.engine.create_ref(&zk, name, &bytes).await?,
+            Some(s) => store::glue::create_ref(&self.shared, s, &zk, name, bytes).await?,
+        }
         Ok(Ref::new(self.shared.clone(), name.to_owned(), codec))
     }
 

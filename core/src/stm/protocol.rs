@@ -263,6 +263,15 @@ pub trait Engine: Send + Sync + 'static {
         slot: &'a mut TxnSlot,
     ) -> BoxFuture<'a, Result<Box<dyn Attempt + 'a>, TryError>>;
 
+    /// Makes the next try's read of `name` see at least the newest committed node: what the
+    /// frontend asks when the value a node it read points at is gone from the ref store
+    /// (superseded and collected), so that a cached or lagging node is not read again and
+    /// again. The default does nothing (a protocol that reads at a fresh point each try).
+    fn refresh<'a>(&'a self, zk: &'a Session, name: &'a str) -> BoxFuture<'a, Result<(), Failure>> {
+        let _ = (zk, name);
+        Box::pin(async { Ok(()) })
+    }
+
     /// The values of `name` at past commit points, newest first (the newest committed value
     /// first). Protocols that keep no history return
     /// [`StmError::Unsupported`](super::StmError) (the default).

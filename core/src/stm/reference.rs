@@ -11,8 +11,13 @@ use serde::de::DeserializeOwned;
 use crate::atom::{Codec, Json};
 use crate::sync::{Mutex, lock};
 
-use super::protocol::Failure;
+use super::protocol::{Failure, HistoryEntry};
+use super::store::{StoreError, StoreOp, glue};
 use super::{Shared, StmError};
+
+/// How many pointers in a row [`Ref::deref`] reads before giving up on a ref whose values are
+/// collected faster than it reads them.
+const READ_TURNS: usize = 64;
 
 type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 type Watcher<T> = Arc<dyn Fn(&T, &T) + Send + Sync>;
@@ -127,8 +132,29 @@ where
     pub async fn deref(&self) -> Result<T, StmError> {
         let shared = &self.inner.shared;
         let zk = shared.session().await?;
-        let bytes = shared.engine.read_latest(&zk, &self.inner.name).await?;
-        self.decode(&bytes)
+        let Some(store) = &shared.store else {
+            let bytes = shared.engine.read_latest(&zk, &self.inner.name).await?;
+            return self.decode(&bytes);
+        };
+        // A value gone when read was superseded and collected in between: a newer one is
+        // there to read. Each turn means another commit landed, so this ends unless the ref
+        // is rewritten and collected faster than it can be read, which is reported.
+        for _ in 0..READ_TURNS {
+            let node = shared.engine.read_latest(&zk, &self.inner.name).await?;
+            if let Some(value) = glue::resolve(shared, store, &self.inner.name, &node).await? {
+                return self.decode(&value);
+            }
+        }
+        Err(StmError::Store {
+            op: StoreOp::Get,
+            source: StoreError::Backend {
+                store: store.name(),
+                detail: format!(
+                    "ref {}: {READ_TURNS} pointers in a row were collected before being read",
+                    self.inner.name
+                ),
+            },
+        })
     }
 
     /// Sets the function every value a transaction would commit to this ref must pass
@@ -193,11 +219,34 @@ where
     pub async fn history(&self) -> Result<Vec<(u64, T)>, StmError> {
         let shared = &self.inner.shared;
         let zk = shared.session().await?;
-        let entries = shared.engine.history(&zk, &self.inner.name).await?;
+        let entries = self.resolved_history(&zk).await?;
         entries
             .into_iter()
             .map(|e| Ok((e.point, self.decode(&e.value)?)))
             .collect()
+    }
+
+    /// The protocol's history, with a store's pointers replaced by their values (values
+    /// collected since are left out: they were trimmed in between).
+    async fn resolved_history(
+        &self,
+        zk: &crate::client::Session,
+    ) -> Result<Vec<HistoryEntry>, StmError> {
+        let shared = &self.inner.shared;
+        let entries = shared.engine.history(zk, &self.inner.name).await?;
+        let Some(store) = &shared.store else {
+            return Ok(entries);
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            if let Some(value) = glue::resolve(shared, store, &self.inner.name, &e.value).await? {
+                out.push(HistoryEntry {
+                    point: e.point,
+                    value,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The value the ref had at commit point `point` (the newest commit at or before it),
@@ -211,7 +260,7 @@ where
     pub async fn value_at(&self, point: u64) -> Result<Option<T>, StmError> {
         let shared = &self.inner.shared;
         let zk = shared.session().await?;
-        let entries = shared.engine.history(&zk, &self.inner.name).await?;
+        let entries = self.resolved_history(&zk).await?;
         match entries.into_iter().find(|e| e.point <= point) {
             Some(e) => Ok(Some(self.decode(&e.value)?)),
             None => Ok(None),

@@ -18,6 +18,7 @@ use crate::client::Session;
 
 use super::protocol::{Attempt, CommitPlan, Commute, Failure, RetryReason, TryError, TxnSlot};
 use super::reference::ErasedRef;
+use super::store::glue;
 use super::{Abort, Ref, Shared, StmError};
 
 type CommuteFn = Box<dyn Fn(&mut (dyn Any + Send)) + Send>;
@@ -60,6 +61,9 @@ pub struct Tx<'a> {
     /// The session of the transaction's tries (GUIDs for the sends' entries).
     zk: &'a Session,
     failure: Option<TryError>,
+    /// With a ref store: the values of the pointers this try read, for the watchers.
+    /// (Keyed by ref too: the refs one try wrote share its key.)
+    resolved: BTreeMap<(String, Vec<u8>), Vec<u8>>,
 }
 
 impl std::fmt::Debug for Tx<'_> {
@@ -108,10 +112,31 @@ impl<'a> Tx<'a> {
             }
             return Ok(());
         }
-        let bytes = match self.attempt.read(r.name()).await {
+        let mut bytes = match self.attempt.read(r.name()).await {
             Ok(bytes) => bytes,
             Err(e) => return Err(self.stop(e)),
         };
+        if let Some(store) = &self.shared.store {
+            match glue::resolve(self.shared, store, r.name(), &bytes).await {
+                Ok(Some(value)) => {
+                    let node = std::mem::replace(&mut bytes, value);
+                    self.resolved
+                        .insert((r.name().to_owned(), node), bytes.clone());
+                }
+                Ok(None) => {
+                    // Superseded and collected since the protocol read its pointer (or its
+                    // cache or a lagging server kept it): the next try must read a newer one.
+                    if let Err(f) = self.shared.engine.refresh(self.zk, r.name()).await {
+                        return Err(self.fail(f));
+                    }
+                    let c = &self.shared.counters;
+                    c.add(&c.read_faults, 1);
+                    let name = r.name().to_owned();
+                    return Err(self.stop(TryError::Retry(RetryReason::ReadFault { name })));
+                }
+                Err(f) => return Err(self.fail(f)),
+            }
+        }
         let value = match r.decode(&bytes) {
             Ok(v) => v,
             Err(e) => return Err(self.fail(e)),
@@ -340,10 +365,14 @@ impl<'a> Tx<'a> {
             ..CommitPlan::default()
         };
         let mut refs = BTreeMap::new();
+        // With a store a commuted value must be put before the commit, so it is written as
+        // an alter's would be (see the store module's docs).
+        let commute_as_write = self.shared.store.is_some();
         for (name, entry) in std::mem::take(&mut self.entries) {
             refs.insert(name.clone(), entry.erased.clone());
             let commuted = !entry.commutes.is_empty();
-            if entry.written || (commuted && (entry.observed || entry.ensured)) {
+            if entry.written || (commuted && (entry.observed || entry.ensured || commute_as_write))
+            {
                 let bytes = entry.erased.validate_encode(&*entry.value)?;
                 plan.writes.push((name, bytes));
             } else if commuted {
@@ -477,6 +506,7 @@ where
         sends: Vec::new(),
         zk,
         failure: None,
+        resolved: BTreeMap::new(),
     };
     let result = body(&mut tx).await;
     if let Some(failure) = tx.failure.take() {
@@ -499,19 +529,53 @@ where
             return Ending::Done(Err(StmError::Body(e)));
         }
     };
-    let (plan, refs) = match tx.plan() {
+    let (mut plan, refs) = match tx.plan() {
         Ok(planned) => planned,
         Err(f) => {
             let _ = tx.attempt.abort().await;
             return Ending::Done(Err(f.widen()));
         }
     };
-    match tx.attempt.commit(plan).await {
+    let mut resolved = std::mem::take(&mut tx.resolved);
+    let put = match &shared.store {
+        Some(store) if !plan.writes.is_empty() => {
+            let values: Vec<Vec<u8>> = plan.writes.iter().map(|(_, v)| v.clone()).collect();
+            match glue::put_values(shared, store, zk, &mut plan.writes).await {
+                Ok(put) => {
+                    plan.sends.push(put.marker_delete());
+                    for ((name, node), value) in plan.writes.iter().zip(values) {
+                        resolved.insert((name.clone(), node.clone()), value);
+                    }
+                    Some((store, put))
+                }
+                Err(f) => {
+                    let _ = tx.attempt.abort().await;
+                    return Ending::Done(Err(f.widen()));
+                }
+            }
+        }
+        _ => None,
+    };
+    let outcome = tx.attempt.commit(plan).await;
+    if let (Some((store, put)), Err(e)) = (&put, &outcome) {
+        let refused = match e {
+            TryError::Retry(_) => true,
+            TryError::Fail(f) => f.is_definite(),
+        };
+        if refused {
+            glue::cleanup(shared, store, zk, put).await;
+        }
+    }
+    match outcome {
         Ok(committed) => {
             shared.counters.add(&shared.counters.commits, 1);
             for change in &committed.changes {
                 if let Some(r) = refs.get(&change.name) {
-                    r.notify(&change.old, &change.new);
+                    let value = |node: &Vec<u8>| {
+                        let at = (change.name.clone(), node.clone());
+                        resolved.get(&at).unwrap_or(node).clone()
+                    };
+                    r.notify(&value(&change.old), &value(&change.new));
                 }
             }
             Ending::Done(Ok(value))

@@ -162,3 +162,10 @@ pub(crate) fn sweep_sim(seed: u64, clients: usize, session: Duration, rates: Fau
         .keep_log(false)
         .build()
 }
+
+/// Starts a PostgreSQL server, or fails the test: a missing server is a failure, not a skip.
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres() -> avout_testkit::postgres::PgServer {
+    tokio::task::block_in_place(avout_testkit::postgres::PgServer::start)
+        .unwrap_or_else(|e| panic!("cannot start a PostgreSQL server (tests never skip): {e}"))
+}

@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::planted::Bug;
+use avout::stm::store::{PostgresStore, RefStore};
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
 use avout_scenarios::scenario::env::ZkCluster;
+use avout_scenarios::scenario::store::RefStoreKind;
 use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
 use avout_testkit::server::ZkEnsemble;
 
@@ -48,6 +50,8 @@ pub(crate) enum ChaosError {
     NoMembers,
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    #[error("ref store: {0}")]
+    Store(String),
     #[error(transparent)]
     Run(#[from] RunError),
 }
@@ -146,10 +150,37 @@ async fn nemesis(
 }
 
 /// Runs `w` on real ZooKeeper.
+/// The store a real run keeps its refs' values in: PostgreSQL at `pg` (scoped by the run's
+/// chroot, so runs sharing a table never collect each other's values), a fresh in-process
+/// one, or none.
+async fn ref_store(
+    w: &Workload,
+    pg: Option<&str>,
+    scope: &str,
+) -> Result<Option<Arc<dyn RefStore>>, ChaosError> {
+    match (w.ref_store, pg) {
+        (RefStoreKind::Postgres, Some(url)) => {
+            let store = PostgresStore::connect(url)
+                .await
+                .map_err(|e| ChaosError::Store(e.to_string()))?;
+            Ok(Some(Arc::new(store.scoped(scope))))
+        }
+        (RefStoreKind::Postgres, None) => Err(ChaosError::Store(
+            "--ref-store postgres needs --pg URL".into(),
+        )),
+        (kind, Some(_)) => Err(ChaosError::Store(format!(
+            "--pg is for --ref-store postgres, not {}",
+            kind.name()
+        ))),
+        (kind, None) => Ok(kind.in_process()),
+    }
+}
+
 pub(crate) fn run_real(
     target: &Target,
     w: &Workload,
     planted: Option<Bug>,
+    pg: Option<&str>,
 ) -> Result<Report, ChaosError> {
     let (ensemble, connect, every) = match target {
         Target::Server(connect) => (None, connect.clone(), None),
@@ -171,9 +202,11 @@ pub(crate) fn run_real(
     let rt = runtime()?;
     let result = rt.block_on(async {
         let base = chroot(&connect, w.scenario.name()).await?;
+        let store = ref_store(w, pg, &format!("{connect}{base}")).await?;
         let cluster = ZkCluster::new(
             ZkConfig::new(format!("{}{}", connect, base)).with_session_timeout(SESSION_TIMEOUT),
-        );
+        )
+        .with_ref_store(store);
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
         let nemesis = match (&ensemble, every) {
             (Some(e), Some(every)) => Some(tokio::spawn(nemesis(

@@ -45,6 +45,14 @@ pub(crate) struct WorkloadArgs {
     /// The STM protocol of transactional scenarios.
     #[arg(long, default_value = "mvcc")]
     protocol: String,
+    /// Where transactional scenarios keep their refs' values: zk (the nodes), memory (an
+    /// in-process store; the simulator's) or postgres (real ZooKeeper only, with --pg).
+    #[arg(long, default_value = "zk", value_name = "STORE")]
+    ref_store: String,
+    /// Pad each bank account's value to this size: bytes, or with KiB or MiB (e.g. 2MiB,
+    /// twice what a ZooKeeper node holds: needs --ref-store memory or postgres).
+    #[arg(long, value_name = "SIZE")]
+    value_size: Option<String>,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
     /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck.
@@ -77,6 +85,11 @@ pub(crate) struct RunArgs {
     /// expire a client's session.
     #[arg(long, value_name = "DURATION", requires = "zk_ensemble")]
     kill_every: Option<String>,
+    /// With --ref-store postgres: the PostgreSQL to keep values in (a tokio-postgres
+    /// configuration: `host=127.0.0.1 port=5432 user=avout dbname=avout`, or a
+    /// `postgresql://` URL). The run's values go under its own scope in the table.
+    #[arg(long, value_name = "URL")]
+    pg: Option<String>,
     /// Write the history here (default: DIR/SCENARIO-seedN.jsonl).
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
@@ -194,6 +207,29 @@ fn parse_duration(s: &str) -> Result<Duration, RunCmdError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A size: bytes, or a number with `KiB` or `MiB`.
+fn parse_size(s: &str) -> Result<usize, RunCmdError> {
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => s.split_at(at),
+        None => (s, ""),
+    };
+    let scale = match unit {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        _ => {
+            return Err(RunCmdError::Usage(format!(
+                "--value-size {s}: expected bytes, KiB or MiB (e.g. 2MiB)"
+            )));
+        }
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| RunCmdError::Usage(format!("--value-size {s} is not a size")))
+}
+
 pub(crate) fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
     FaultKind::ALL
         .into_iter()
@@ -228,6 +264,10 @@ impl WorkloadArgs {
             .protocol
             .parse::<Protocol>()
             .map_err(RunCmdError::Usage)?;
+        w.ref_store = self.ref_store.parse().map_err(RunCmdError::Usage)?;
+        if let Some(size) = &self.value_size {
+            w.value_size = parse_size(size)?;
+        }
         Ok(w)
     }
 
@@ -299,6 +339,8 @@ fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
         "seed": r.workload.seed,
         "clients": r.workload.clients,
         "ops_per_client": r.workload.ops,
+        "ref_store": r.workload.ref_store.name(),
+        "value_size": r.workload.value_size,
         "planted": r.planted.map(|b| b.name()),
         "operations": r.counts,
         "retries": r.retries,
@@ -317,14 +359,28 @@ fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
     v
 }
 
+/// ", ref store memory, values of 2097152 bytes" when the run does not keep its values in
+/// the nodes or pads them.
+fn store_note(w: &Workload) -> String {
+    let mut note = String::new();
+    if !w.ref_store.is_default() {
+        note += &format!(", ref store {}", w.ref_store.name());
+    }
+    if w.value_size > 0 {
+        note += &format!(", values of {} bytes", w.value_size);
+    }
+    note
+}
+
 fn print_report(r: &Report, backend: &str, style: &Style) {
     let w = &r.workload;
     println!(
-        "scenario    {} ({} clients × {} ops, seed {}, {backend}){}",
+        "scenario    {} ({} clients × {} ops, seed {}, {backend}){}{}",
         w.scenario,
         w.clients,
         w.ops,
         w.seed,
+        store_note(w),
         r.planted
             .map(|b| format!(", planted bug {b}"))
             .unwrap_or_default()
@@ -394,9 +450,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
                     .unwrap_or_default()
             ),
         };
-        let report = chaos::run_real(&target, &w, planted)?;
+        let report = chaos::run_real(&target, &w, planted, args.pg.as_deref())?;
         (report, label, None)
     } else {
+        if args.pg.is_some() {
+            return Err(RunCmdError::Usage(
+                "--pg needs real ZooKeeper (--zk or --zk-ensemble)".into(),
+            ));
+        }
         let plan = args.common.plan()?;
         let report = run_sim(&w, &plan, planted, true, None)?;
         let case = (!report.verdict.valid).then(|| Case::from_report(&report, &plan));

@@ -124,21 +124,22 @@ impl SoakArgs {
 fn case_path(args: &SoakArgs, row: &Row, seed: u64) -> PathBuf {
     args.out.join(format!(
         "{}-{}-seed{seed}.case.json",
-        row.scenario, row.faults.name
+        row.label(),
+        row.faults.name
     ))
 }
 
 /// `avout soak`.
 pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
     let s = args.soak()?;
-    let rows = s.scenarios.len() * s.faults.len();
+    let rows = s.rows();
     let line = format!(
         "soak        base seed {} (seeds {}..{}): {} scenario(s) × {} fault configuration(s) × {} \
          seeds on {} threads{}",
         s.base,
         s.base,
         s.base + s.seeds,
-        s.scenarios.len(),
+        s.scenarios.len() + s.ref_store_rows.len(),
         s.faults.len(),
         s.seeds,
         s.threads,
@@ -243,7 +244,7 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
             .unwrap_or(0)
             .max(title.len())
     };
-    let ws = width(&|r| r.scenario.name().len(), "scenario");
+    let ws = width(&|r| r.label().len(), "scenario");
     let wf = width(&|r| r.faults.name.len(), "faults");
     println!(
         "{:ws$}  {:wf$}  {:>7}  {:>8}  first failing seed, and its replay",
@@ -259,7 +260,7 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
         };
         println!(
             "{:ws$}  {:wf$}  {:>7}  {:>8}  {first}",
-            row.scenario.name(),
+            row.label(),
             row.faults.name,
             row.seeds,
             row.failed.len()
@@ -292,7 +293,7 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
         let w = &case.workload;
         println!(
             "FAILED      {} ({}) seed {}: {} of {} seeds failed{}",
-            row.scenario,
+            row.label(),
             row.faults.name,
             w.seed,
             row.failed.len(),
@@ -328,6 +329,7 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
         .map(|(row, path)| {
             serde_json::json!({
                 "scenario": row.scenario.name(),
+                "ref_store": row.ref_store.name(),
                 "faults": row.faults.name,
                 "seeds": row.seeds,
                 "failures": row.failed.len(),

@@ -114,7 +114,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
     let log = open(&client).await?;
     let names = ["shared".to_owned()];
     let (stm, shared) =
-        super::bank::open_refs(me.cluster, &client, me.w.protocol, STM_ROOT, &names, 0i64).await?;
+        super::bank::open_refs(me.cluster, &client, me.w, STM_ROOT, &names, 0i64).await?;
     let shared = shared.into_iter().next().expect("one ref");
     let executor = tokio::spawn({
         let log = log.clone();

@@ -20,6 +20,7 @@
 //! balance.
 
 use avout::Client;
+use avout::atom::{Codec, Json};
 use avout::planted::Bugs;
 use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
@@ -27,8 +28,9 @@ use serde_json::{Map, Value, json};
 
 use super::REFUSED_PAUSE;
 use super::env::{Cluster, retry_open};
+use super::store::Padded;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Verdict};
+use super::{Protocol, Verdict, Workload};
 use crate::check::bank::BankChecker;
 use crate::history::History;
 
@@ -54,7 +56,7 @@ pub(crate) fn stm_config(p: Protocol, planted: Bugs, retry_limit: Option<u32>) -
 pub(crate) async fn open_refs<K: Cluster, T>(
     cluster: &K,
     client: &Client,
-    p: Protocol,
+    w: &Workload,
     root: &str,
     names: &[String],
     initial: T,
@@ -62,28 +64,35 @@ pub(crate) async fn open_refs<K: Cluster, T>(
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
-    open_refs_with(cluster, client, p, None, root, names, initial).await
+    open_refs_with(cluster, client, w, root, names, initial, Json).await
 }
 
-/// [`open_refs`] with the STM's retry limit set to `retry_limit` (the protocol's if `None`).
-pub(crate) async fn open_refs_with<K: Cluster, T>(
+/// [`open_refs`] with another codec. The STM keeps its values where the cluster says
+/// ([`Cluster::ref_store`]), under the workload's protocol and retry limit.
+pub(crate) async fn open_refs_with<K: Cluster, T, C: Codec>(
     cluster: &K,
     client: &Client,
-    p: Protocol,
-    retry_limit: Option<u32>,
+    w: &Workload,
     root: &str,
     names: &[String],
     initial: T,
-) -> Result<Refs<T>, String>
+    codec: C,
+) -> Result<(Stm, Vec<Ref<T, C>>), String>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
     retry_open(200, || async {
-        let config = stm_config(p, cluster.planted(), retry_limit);
-        let stm = Stm::open(client, root, config).await?;
+        let config = stm_config(w.protocol, cluster.planted(), w.retry_limit);
+        let stm = match cluster.ref_store() {
+            None => Stm::open(client, root, config).await?,
+            Some(store) => Stm::open_with_store(client, root, config, store).await?,
+        };
         let mut refs = Vec::new();
         for name in names {
-            refs.push(stm.make_ref(name, initial.clone()).await?);
+            refs.push(
+                stm.make_ref_with(name, initial.clone(), codec.clone())
+                    .await?,
+            );
         }
         Ok::<_, StmError>((stm, refs))
     })
@@ -98,12 +107,15 @@ pub(crate) fn account_names(n: usize) -> Vec<String> {
 /// An STM and refs of `T` on it.
 pub(crate) type Refs<T> = (Stm, Vec<Ref<T>>);
 
+/// A bank account: a balance, padded to the workload's value size.
+pub(crate) type Account = Ref<i64, Padded>;
+
 /// Moves `amount` from `from` to `to` in one transaction; the input goes back as the
 /// output.
 pub(crate) async fn transfer(
     stm: &Stm,
-    from: &Ref<i64>,
-    to: &Ref<i64>,
+    from: &Account,
+    to: &Account,
     amount: i64,
     input: &Value,
 ) -> Result<Value, StmError> {
@@ -116,7 +128,7 @@ pub(crate) async fn transfer(
 }
 
 /// Reads every account in one transaction, as `{"a0": balance, …}`.
-pub(crate) async fn balances(stm: &Stm, refs: &[Ref<i64>]) -> Result<Value, StmError> {
+pub(crate) async fn balances(stm: &Stm, refs: &[Account]) -> Result<Value, StmError> {
     stm.dosync(async |tx| {
         let mut balances = Map::new();
         for (i, r) in refs.iter().enumerate() {
@@ -138,7 +150,7 @@ pub(crate) fn draw_transfer(rng: &mut impl Rng, n: usize) -> Value {
 /// The transfer `input` ([`draw_transfer`]) on `refs`.
 pub(crate) async fn transfer_of(
     stm: &Stm,
-    refs: &[Ref<i64>],
+    refs: &[Account],
     input: &Value,
 ) -> Result<Value, StmError> {
     let idx = |k: &str| -> usize { input[k].as_str().unwrap_or("a0")[1..].parse().unwrap_or(0) };
@@ -146,27 +158,17 @@ pub(crate) async fn transfer_of(
     transfer(stm, from, to, input["amount"].as_i64().unwrap_or(0), input).await
 }
 
-/// The bank's accounts on `client`, each under a validator forbidding a negative balance.
+/// The bank's accounts on `client`, each under a validator forbidding a negative balance,
+/// their values padded to the workload's `value_size` bytes.
 pub(crate) async fn open_accounts<K: Cluster>(
     cluster: &K,
     client: &Client,
-    p: Protocol,
+    w: &Workload,
     root: &str,
-) -> Result<Refs<i64>, String> {
-    open_accounts_with(cluster, client, p, None, root).await
-}
-
-/// [`open_accounts`] with the STM's retry limit set to `retry_limit`.
-async fn open_accounts_with<K: Cluster>(
-    cluster: &K,
-    client: &Client,
-    p: Protocol,
-    retry_limit: Option<u32>,
-    root: &str,
-) -> Result<Refs<i64>, String> {
+) -> Result<(Stm, Vec<Account>), String> {
     let names = account_names(ACCOUNTS);
-    let (stm, refs) =
-        open_refs_with(cluster, client, p, retry_limit, root, &names, INITIAL).await?;
+    let codec = Padded { size: w.value_size };
+    let (stm, refs) = open_refs_with(cluster, client, w, root, &names, INITIAL, codec).await?;
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }
@@ -176,8 +178,8 @@ async fn open_accounts_with<K: Cluster>(
 /// One client: `me.w.ops` operations.
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
     let client = me.client().await?;
-    let (w, cluster) = (me.w, me.cluster);
-    let (stm, refs) = open_accounts_with(cluster, &client, w.protocol, w.retry_limit, ROOT).await?;
+    let (stm, refs) = open_accounts(me.cluster, &client, me.w, ROOT).await?;
+    let mut done = 0;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
         let (f, input) = if transfer {
@@ -197,9 +199,19 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
             tokio::time::sleep(REFUSED_PAUSE).await;
             continue;
         }
-        if let Ended::Stuck = me.caller.call(op, call, Value::clone).await {
-            me.caller.rec.retries(stm.stats().retries);
-            return Ok(());
+        match me.caller.call(op, call, Value::clone).await {
+            Ended::Stuck => {
+                me.caller.rec.retries(stm.stats().retries);
+                return Ok(());
+            }
+            // The in-process store never fails, and a database that does makes the run
+            // meaningless: either way the run stops and says so.
+            Ended::Err(e @ StmError::Store { .. }) => return Err(e.to_string()),
+            Ended::Ok(_) | Ended::Err(_) => {}
+        }
+        done += 1;
+        if done % COLLECT_EVERY == 0 {
+            collect(&stm).await?;
         }
     }
     // Last, the audit: a0's balances at the past commit points the protocol keeps.
@@ -217,6 +229,20 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
 
 /// The audit operation's name: `ok` with `{"a0": [[point, balance], …]}`.
 pub(crate) const AUDIT: &str = "audit";
+
+/// With a ref store, each client collects the store's garbage after this many operations,
+/// concurrently with the others' transactions: a collection that removed a value still held
+/// would fail a later read with a store error, which stops the run.
+const COLLECT_EVERY: usize = 10;
+
+/// Collects the ref store's garbage (nothing without a store). A store failure stops the
+/// run; a ZooKeeper failure (a lost session under the fault plan) only skips this round.
+async fn collect(stm: &Stm) -> Result<(), String> {
+    match stm.collect_garbage().await {
+        Err(e @ StmError::Store { .. }) => Err(e.to_string()),
+        Ok(_) | Err(_) => Ok(()),
+    }
+}
 
 /// The bank checker as this scenario configures it: the total and the accounts it starts with.
 pub(crate) fn checker() -> BankChecker {

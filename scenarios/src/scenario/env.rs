@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use avout::planted::Bugs;
+use avout::stm::store::RefStore;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, SessionId};
 use futures::future::BoxFuture;
@@ -43,6 +44,11 @@ pub trait Cluster {
     /// the cluster is [`Planted`]).
     fn planted(&self) -> Bugs {
         Bugs::NONE
+    }
+    /// Where the STM handles the workload opens keep their refs' values (`None`: in the
+    /// nodes).
+    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
+        None
     }
     /// Expires `session` now, as the service does when its timeout passes: its ephemerals
     /// go, its calls fail with [`avout::Error::SessionExpired`], and its client opens a new
@@ -86,6 +92,10 @@ impl<K: Cluster> Cluster for Planted<'_, K> {
         self.bugs
     }
 
+    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
+        self.inner.ref_store()
+    }
+
     fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>> {
         self.inner.expire(session)
     }
@@ -93,9 +103,18 @@ impl<K: Cluster> Cluster for Planted<'_, K> {
 
 /// The simulator's service as a [`Cluster`]: every session of every client is a new
 /// simulated client (the next index, the number faults name it by).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SimCluster {
     zk: avout_sim_zk::SimZk,
+    store: Option<Arc<dyn RefStore>>,
+}
+
+impl std::fmt::Debug for SimCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimCluster")
+            .field("ref_store", &self.store.as_ref().map(|s| s.name()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimCluster {
@@ -107,7 +126,22 @@ impl SimCluster {
     /// });
     /// ```
     pub fn new(zk: avout_sim_zk::SimZk) -> Self {
-        SimCluster { zk }
+        SimCluster { zk, store: None }
+    }
+
+    /// The same, with the STM's values in `store` (`None`: in the nodes).
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::env::{Cluster, SimCluster};
+    /// use avout_scenarios::scenario::store::RefStoreKind;
+    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let c = SimCluster::new(ctx.zk.clone()).with_ref_store(RefStoreKind::Memory.in_process());
+    ///     assert!(c.ref_store().is_some());
+    /// });
+    /// ```
+    pub fn with_ref_store(mut self, store: Option<Arc<dyn RefStore>>) -> Self {
+        self.store = store;
+        self
     }
 }
 
@@ -120,6 +154,10 @@ impl Cluster for SimCluster {
         true
     }
 
+    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
+        self.store.clone()
+    }
+
     async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
         if self.zk.with_kernel(|k| k.is_alive(session)) {
             self.zk.expire_session(session);
@@ -130,9 +168,19 @@ impl Cluster for SimCluster {
 
 /// A real ZooKeeper ensemble as a [`Cluster`]. It keeps track of the sessions its clients
 /// open, so that a workload or a nemesis can expire them ([`ZkCluster::sessions`]).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ZkCluster {
     sessions: Sessions,
+    store: Option<Arc<dyn RefStore>>,
+}
+
+impl std::fmt::Debug for ZkCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkCluster")
+            .field("sessions", &self.sessions)
+            .field("ref_store", &self.store.as_ref().map(|s| s.name()))
+            .finish()
+    }
 }
 
 /// A [`ZkConfig`] that remembers the sessions it opens: the connector of a [`ZkCluster`]'s
@@ -169,7 +217,22 @@ impl ZkCluster {
                 config,
                 opened: Arc::default(),
             },
+            store: None,
         }
+    }
+
+    /// The same, with the STM's values in `store` (`None`: in the nodes).
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::env::{Cluster, ZkCluster};
+    /// use avout_scenarios::scenario::store::RefStoreKind;
+    /// let c = ZkCluster::new(avout::zk::ZkConfig::new("127.0.0.1:2181"))
+    ///     .with_ref_store(RefStoreKind::Memory.in_process());
+    /// assert!(c.ref_store().is_some());
+    /// ```
+    pub fn with_ref_store(mut self, store: Option<Arc<dyn RefStore>>) -> Self {
+        self.store = store;
+        self
     }
 
     /// The sessions its clients hold open now, oldest first.
@@ -192,6 +255,10 @@ impl Cluster for ZkCluster {
 
     fn is_simulated(&self) -> bool {
         false
+    }
+
+    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
+        self.store.clone()
     }
 
     async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {

@@ -41,11 +41,11 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
     let (stm, refs) = open_refs_with(
         me.cluster,
         &client,
-        me.w.protocol,
-        me.w.retry_limit,
+        me.w,
         ROOT,
         &names,
         Vec::<u64>::new(),
+        avout::atom::Json,
     )
     .await?;
     let mut next = 1u64;

@@ -46,6 +46,7 @@ pub mod rwlock;
 pub mod sessions;
 pub mod shrink;
 pub mod soak;
+pub mod store;
 pub mod two_phase_commit;
 mod worker;
 
@@ -95,6 +96,13 @@ pub struct Workload {
     /// The STM protocol (transactional scenarios only).
     #[serde(default)]
     pub protocol: Protocol,
+    /// Where the refs' values live (transactional scenarios only; left out of files when
+    /// they are in the nodes).
+    #[serde(default, skip_serializing_if = "store::RefStoreKind::is_default")]
+    pub ref_store: store::RefStoreKind,
+    /// The smallest encoding of a bank account's value, in bytes (padded JSON; 0: plain).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub value_size: usize,
     /// The seed of the clients' choices (and, on the simulator, of everything else).
     pub seed: u64,
     /// The STM's retry limit (transactional scenarios only; `None`: the protocol's default).
@@ -112,10 +120,16 @@ impl Workload {
             clients,
             ops,
             protocol: Protocol::default(),
+            ref_store: store::RefStoreKind::default(),
+            value_size: 0,
             seed,
             retry_limit: None,
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The faults of a simulated run: rates drawn per request, and scheduled faults.
@@ -453,10 +467,15 @@ pub(crate) fn run_sim_inner(
             .record_choices(record)
             .build(),
     };
+    if w.ref_store == store::RefStoreKind::Postgres {
+        return Err(RunError::Setup(
+            "the simulator has no PostgreSQL: its ref store is --ref-store memory".into(),
+        ));
+    }
     let wall = std::time::Instant::now();
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         sim.run(|ctx| async move {
-            let cluster = SimCluster::new(ctx.zk.clone());
+            let cluster = SimCluster::new(ctx.zk.clone()).with_ref_store(w.ref_store.in_process());
             let rec = Recorder::new();
             let out = drive(&Planted::new(&cluster, bugs), w, &rec).await;
             (out, rec.finish())
@@ -537,6 +556,12 @@ pub async fn run_zk<K: Cluster>(
 ) -> Result<Report, RunError> {
     let wall = std::time::Instant::now();
     let rec = Recorder::new();
+    if !w.ref_store.is_default() && cluster.ref_store().is_none() {
+        return Err(RunError::Setup(format!(
+            "--ref-store {} needs its store (PostgreSQL: --pg URL)",
+            w.ref_store.name()
+        )));
+    }
     let cluster = Planted::new(cluster, Bugs::plant(planted)?);
     drive(&cluster, w, &rec).await.map_err(RunError::Setup)?;
     let (history, retries, stalls) = rec.finish();

@@ -28,6 +28,7 @@ use avout_sim_zk::FaultKind;
 
 use super::case::{Case, CaseError};
 use super::explore::explore_runs;
+use super::store::RefStoreKind;
 use super::{FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_sim};
 
 /// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
@@ -124,6 +125,10 @@ pub struct Soak {
     pub planted: Option<Bug>,
     /// OS threads.
     pub threads: usize,
+    /// Extra rows: a scenario run again with its refs' values in a store, under each fault
+    /// configuration. By default bank with the in-process store, when bank is soaked (one
+    /// row per configuration more: the soak grows by one scenario's share, about 1/13).
+    pub ref_store_rows: Vec<(ScenarioName, RefStoreKind)>,
 }
 
 impl Soak {
@@ -135,7 +140,6 @@ impl Soak {
         seeds: u64,
     ) -> Self {
         Soak {
-            scenarios,
             faults,
             base,
             seeds,
@@ -143,19 +147,40 @@ impl Soak {
             ops: None,
             planted: None,
             threads: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            ref_store_rows: if scenarios.contains(&ScenarioName::Bank) {
+                vec![(ScenarioName::Bank, RefStoreKind::Memory)]
+            } else {
+                Vec::new()
+            },
+            scenarios,
         }
     }
 
+    /// How many rows the soak has.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::soak::{FaultConfig, Soak};
+    /// use avout_scenarios::scenario::ScenarioName;
+    /// let s = Soak::new(vec![ScenarioName::Bank, ScenarioName::Counter], FaultConfig::per_kind(), 1, 1);
+    /// assert_eq!(s.rows(), (2 + 1) * 12); // bank again with the memory store
+    /// ```
+    pub fn rows(&self) -> usize {
+        (self.scenarios.len() + self.ref_store_rows.len()) * self.faults.len()
+    }
+
     /// The rows of the grid, in order.
-    fn jobs(&self) -> Vec<(ScenarioName, &FaultConfig)> {
+    fn jobs(&self) -> Vec<(ScenarioName, RefStoreKind, &FaultConfig)> {
         self.scenarios
             .iter()
-            .flat_map(|s| self.faults.iter().map(move |f| (*s, f)))
+            .map(|s| (*s, RefStoreKind::default()))
+            .chain(self.ref_store_rows.iter().copied())
+            .flat_map(|(s, k)| self.faults.iter().map(move |f| (s, k, f)))
             .collect()
     }
 
-    fn workload(&self, scenario: ScenarioName, seed: u64) -> Workload {
+    fn workload(&self, scenario: ScenarioName, ref_store: RefStoreKind, seed: u64) -> Workload {
         let mut w = Workload::new(scenario, seed);
+        w.ref_store = ref_store;
         w.protocol = self.protocol;
         if let Some(ops) = self.ops {
             w.ops = ops;
@@ -169,6 +194,8 @@ impl Soak {
 pub struct Row {
     /// The scenario.
     pub scenario: ScenarioName,
+    /// Where its refs' values lived.
+    pub ref_store: RefStoreKind,
     /// The fault configuration.
     pub faults: FaultConfig,
     /// Seeds run.
@@ -177,6 +204,25 @@ pub struct Row {
     pub failed: Vec<u64>,
     /// The lowest failing seed's run, recorded.
     pub first: Option<Case>,
+}
+
+impl Row {
+    /// The row's scenario as the soak shows it: its name, with the store when its values
+    /// were not in the nodes (`bank+memory`).
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
+    /// use avout_scenarios::scenario::{ScenarioName, store::RefStoreKind};
+    /// let row = Row { scenario: ScenarioName::Bank, ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None };
+    /// assert_eq!(row.label(), "bank+memory");
+    /// ```
+    pub fn label(&self) -> String {
+        if self.ref_store.is_default() {
+            self.scenario.name().to_owned()
+        } else {
+            format!("{}+{}", self.scenario.name(), self.ref_store.name())
+        }
+    }
 }
 
 /// What a soak found.
@@ -215,7 +261,7 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
     );
     let wall = Instant::now();
     let jobs = s.jobs();
-    let plans: Vec<FaultPlan> = jobs.iter().map(|(_, f)| f.plan()).collect();
+    let plans: Vec<FaultPlan> = jobs.iter().map(|(_, _, f)| f.plan()).collect();
     let per_job = s.seeds.max(1);
     let found = explore_runs(
         jobs.len() as u64 * s.seeds,
@@ -224,7 +270,7 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
         progress,
         &|i| {
             let job = (i / per_job) as usize;
-            let w = s.workload(jobs[job].0, s.base + i % per_job);
+            let w = s.workload(jobs[job].0, jobs[job].1, s.base + i % per_job);
             // Only the count and the seeds of failures are kept; the lowest is re-run below.
             run_sim(&w, &plans[job], s.planted, false, None).map(|mut r| {
                 r.history = Default::default();
@@ -234,8 +280,9 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
     )?;
     let mut rows: Vec<Row> = jobs
         .iter()
-        .map(|(scenario, faults)| Row {
+        .map(|(scenario, ref_store, faults)| Row {
             scenario: *scenario,
+            ref_store: *ref_store,
             faults: (*faults).clone(),
             seeds: s.seeds,
             failed: Vec::new(),
@@ -250,7 +297,7 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
     for (row, plan) in rows.iter_mut().zip(&plans) {
         if let Some(&seed) = row.failed.first() {
             // The same run (a function of its seed), its choices taped for the case file.
-            let w = s.workload(row.scenario, seed);
+            let w = s.workload(row.scenario, row.ref_store, seed);
             row.first = Some(Case::record(&w, plan, s.planted)?);
         }
     }

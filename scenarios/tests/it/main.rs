@@ -4,6 +4,7 @@ mod check_cli;
 mod lock_hold;
 mod maelstrom_codes;
 mod model_cli;
+mod ref_store;
 mod report;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]

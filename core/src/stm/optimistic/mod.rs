@@ -252,6 +252,14 @@ impl Engine for Optimistic {
         })
     }
 
+    fn refresh<'a>(&'a self, zk: &'a Session, name: &'a str) -> BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(async move {
+            // After a sync: the cache keeps the newer node, and a lagging server has caught up.
+            self.cache.with(|cache| cache.forget([&name.to_owned()]));
+            self.read_nodes(zk, &[name], true).await.map(|_| ())
+        })
+    }
+
     fn history<'a>(
         &'a self,
         zk: &'a Session,

@@ -49,7 +49,7 @@ use std::time::Duration;
 use avout::atom::Atom;
 use avout::lock::Mutex;
 use avout::recipes::election::{Election, LatchState, LeaderLatch};
-use avout::stm::{Ref, Stm};
+use avout::stm::Stm;
 use avout::{Client, Coordination, Op};
 use rand::Rng;
 use rand::seq::index::sample;
@@ -94,7 +94,7 @@ pub const LEADER_WRITES: usize = 3;
 struct Handles {
     atom: Atom<u64>,
     stm: Stm,
-    accounts: Vec<Ref<i64>>,
+    accounts: Vec<super::bank::Account>,
     mutex: Mutex,
     election: Election,
 }
@@ -102,7 +102,7 @@ struct Handles {
 impl Handles {
     async fn open<K: Cluster>(cluster: &K, client: &Client, w: &Workload) -> Result<Self, String> {
         let atom = super::counter::open(cluster, client, COUNTER).await?;
-        let (stm, accounts) = open_accounts(cluster, client, w.protocol, BANK).await?;
+        let (stm, accounts) = open_accounts(cluster, client, w, BANK).await?;
         counter_node(client, LOCKED).await?;
         counter_node(client, LED).await?;
         let mutex = Mutex::new(client, LOCK)
@@ -471,7 +471,7 @@ async fn final_reads<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> R
     read_until_answered(rec, FINAL_BASE, "read", || atom.deref())
         .await
         .map_err(|last| format!("the final read of the atom never succeeded (last: {last})"))?;
-    let (stm, accounts) = open_accounts(cluster, &client, w.protocol, BANK).await?;
+    let (stm, accounts) = open_accounts(cluster, &client, w, BANK).await?;
     read_until_answered(rec, FINAL_BASE + 1, "balances", || {
         balances(&stm, &accounts)
     })
