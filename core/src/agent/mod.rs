@@ -94,15 +94,19 @@
 //! # Ok(()) }
 //! ```
 
+mod consume;
 mod error;
 mod executor;
 mod state;
+mod step;
 
+pub use consume::{Consume, Consumed, consume};
 pub use error::AgentError;
 pub use state::{
     AgentFailure, AgentState, EntryName, ErrorMode, RestartMark, SENDERS_KEPT, SenderMark,
     next_entry,
 };
+pub use step::{StepError, StepMachine, Stepped};
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
