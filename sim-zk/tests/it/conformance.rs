@@ -58,3 +58,20 @@ fn all_cases_pass_in_one_run() {
             conformance::run_all(&SimBackend(ctx.zk.clone()), "/conformance").await;
         });
 }
+
+/// The suite on an ensemble of three (a leader and two lagging followers, each client on any
+/// of them), as core's tests run it on a real three-member ensemble.
+#[test]
+fn every_case_passes_on_a_three_server_ensemble() {
+    for (i, case) in CASES.iter().enumerate() {
+        Sim::builder()
+            .seed_from_env(3_000 + i as u64)
+            .clients(0)
+            .servers(3)
+            .build()
+            .run(|ctx| async move {
+                let backend = SimBackend(ctx.zk.clone());
+                conformance::run_case(&backend, case, &format!("/conformance/{case}")).await;
+            });
+    }
+}
