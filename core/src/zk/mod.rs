@@ -36,8 +36,9 @@ use zookeeper_client as zk;
 
 use crate::sync::lock;
 use crate::{
-    Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Reply, Request,
-    Result, SessionId, SessionInfo, SessionState, SessionStatePublisher, SessionStates, Watch,
+    Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
+    PersistentSender, PersistentWatch, Reply, Request, Result, SessionId, SessionInfo,
+    SessionState, SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
@@ -372,7 +373,56 @@ impl ZkClient {
         } else {
             zk::Acls::new(&self.default_acl)
         };
-        convert::to_zk_mode(options.mode).with_acls(acls)
+        let zk_options = convert::to_zk_mode(options.mode).with_acls(acls);
+        match options.ttl {
+            Some(ttl) => zk_options.with_ttl(ttl),
+            None => zk_options,
+        }
+    }
+
+    /// Hands a client persistent watcher's events to a [`PersistentWatch`], from a task that
+    /// also runs its removal; ends after a terminal session event, reported as `watch` does.
+    fn persistent(
+        &self,
+        mut watcher: zk::PersistentWatcher,
+        path: String,
+        mode: AddWatchMode,
+    ) -> PersistentWatch {
+        let (stop_tx, mut stop_rx) =
+            futures::channel::oneshot::channel::<futures::channel::oneshot::Sender<Result<()>>>();
+        let remover: crate::Remover = Box::new(move || {
+            async move {
+                let (done_tx, done_rx) = futures::channel::oneshot::channel();
+                if stop_tx.send(done_tx).is_err() {
+                    // The task ended with the session: nothing is armed any more.
+                    return Ok(());
+                }
+                done_rx.await.unwrap_or(Ok(()))
+            }
+            .boxed()
+        });
+        let (tx, watch) = PersistentWatch::channel(&path, mode, Some(remover));
+        let closed = self.closed.clone();
+        let expired = self.expired.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = watcher.changed() => event,
+                    done = &mut stop_rx => {
+                        if let Ok(done) = done {
+                            #[allow(deprecated)] // `remove` is the only way to await the removal
+                            let removed = watcher.remove().await.map_err(|e| from_zk_error(e, &path));
+                            let _ = done.send(removed);
+                        }
+                        return;
+                    }
+                };
+                if !forward(&tx, from_zk_event(event), &closed, &expired) {
+                    return;
+                }
+            }
+        });
+        watch
     }
 
     /// Sends a `multi` (validated by `submit`) and maps its results.
@@ -480,6 +530,27 @@ impl ZkClient {
         }
         .boxed()
     }
+}
+
+/// Delivers one event of a persistent watcher; `false` once the stream is over (a terminal
+/// session event, after which the client crate's watcher must not be polled, or a dropped
+/// watch).
+fn forward(
+    tx: &PersistentSender,
+    mut event: crate::WatchedEvent,
+    closed: &AtomicBool,
+    expired: &AtomicBool,
+) -> bool {
+    if event.kind == EventKind::Session && event.state.is_terminal() {
+        if expired.load(Ordering::Acquire) {
+            event.state = SessionState::Expired;
+        } else if closed.load(Ordering::Acquire) {
+            event.state = SessionState::Closed;
+        }
+        tx.send(event);
+        return false;
+    }
+    tx.send(event)
 }
 
 /// A reply from the client crate, boxed so that `call` can hold it beside what it borrows.
@@ -636,7 +707,45 @@ impl Coordination for ZkClient {
                 |client, _| client.auth(&scheme, &auth).boxed(),
                 |()| (Reply::AuthAdded, None),
             ),
+            Request::SetAcl { path, acl, version } => {
+                let acl = to_zk_acls(&acl);
+                self.call(
+                    &path,
+                    |client, p| client.set_acl(p, &acl, version).boxed(),
+                    |stat| (Reply::AclSet(from_zk_stat(&stat)), None),
+                )
+            }
+            Request::GetEphemerals { prefix } => self.call(
+                &prefix,
+                |client, p| client.list_ephemerals(p).boxed(),
+                |paths| (Reply::Ephemerals(paths), None),
+            ),
+            Request::GetAllChildrenNumber { path } => self.call(
+                &path,
+                |client, p| client.count_descendants_number(p).boxed(),
+                |n| (Reply::AllChildrenNumber(n as u64), None),
+            ),
+            // Armed and dropped: the client crate disarms a watcher nobody holds.
+            Request::AddWatch { path, mode } => self.call(
+                &path,
+                |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
+                |_watcher| (Reply::WatchAdded, None),
+            ),
+            Request::RemoveWatches { path } => refused(Error::Unimplemented(format!(
+                "removeWatches on {path}: the client crate removes a watch through its handle \
+                 (PersistentWatch::remove)"
+            ))),
         }
+    }
+
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        check!(crate::path::validate_path(path, false));
+        let owned = path.to_owned();
+        self.call(
+            path,
+            |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
+            move |watcher| self.persistent(watcher, owned, mode),
+        )
     }
 
     fn close(&self) -> OpFuture<'_, ()> {
