@@ -1,28 +1,14 @@
-//! Persistent watches (ZooKeeper 3.6's `addWatch`): a stream of events that, unlike a
-//! one-shot [`Watch`](crate::Watch), stays armed after it fires.
-//!
-//! A [`PersistentWatch`] in mode [`AddWatchMode::Persistent`] reports what a data watch, an
-//! exists watch and a child watch on its node would (`NodeCreated`, `NodeDataChanged`,
-//! `NodeDeleted`, `NodeChildrenChanged`), every time; in mode
-//! [`AddWatchMode::PersistentRecursive`] it reports `NodeCreated`, `NodeDataChanged` and
-//! `NodeDeleted` for its node and every descendant, with the changed node's path, and never
-//! `NodeChildrenChanged` (a child's creation is reported as the child's `NodeCreated`).
-//!
-//! The stream also carries the session's connection changes as [`EventKind::Session`] events:
-//! `Disconnected`, then `Connected` when the session is back on a connection. **Changes made
-//! while the session was disconnected are not reported** (ZooKeeper re-arms persistent
-//! watches on reconnection without reporting what they missed, ZOOKEEPER-4698): a consumer that
-//! keeps a view must re-read what it watches after a `Connected` event. The stream ends after a
-//! terminal session event (`Expired`, `Closed`, `AuthFailed`), or once the watch is removed
-//! ([`PersistentWatch::remove`]): removal itself reports nothing.
+//! Persistent watches (ZooKeeper 3.6's `addWatch`): [`PersistentWatch`], a stream of events
+//! that stays armed after it fires.
 
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::Stream;
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::{EventKind, Result, SessionState, WatchedEvent};
@@ -54,10 +40,30 @@ impl AddWatchMode {
 /// Removes a persistent watch at the service; what [`PersistentWatch::remove`] runs.
 pub type Remover = Box<dyn FnOnce() -> BoxFuture<'static, Result<()>> + Send>;
 
-/// A persistent watch: a [`Stream`] of [`WatchedEvent`]s; see the [module docs](self).
+/// A persistent watch (ZooKeeper 3.6's `addWatch`): a [`Stream`] of [`WatchedEvent`]s that,
+/// unlike a one-shot [`Watch`](crate::Watch), stays armed after it fires.
+///
+/// A watch in mode [`AddWatchMode::Persistent`] reports what a data watch, an
+/// exists watch and a child watch on its node would (`NodeCreated`, `NodeDataChanged`,
+/// `NodeDeleted`, `NodeChildrenChanged`), every time; in mode
+/// [`AddWatchMode::PersistentRecursive`] it reports `NodeCreated`, `NodeDataChanged` and
+/// `NodeDeleted` for its node and every descendant, with the changed node's path, and never
+/// `NodeChildrenChanged` (a child's creation is reported as the child's `NodeCreated`).
+///
+/// The stream also carries the session's connection changes as [`EventKind::Session`] events:
+/// `Disconnected`, then `Connected` when the session is back on a connection. **Changes made
+/// while the session was disconnected are not reported** (ZooKeeper re-arms persistent
+/// watches on reconnection without reporting what they missed, ZOOKEEPER-4698): a consumer that
+/// keeps a view must re-read what it watches after a `Connected` event. The stream ends after a
+/// terminal session event (`Expired`, `Closed`, `AuthFailed`), or once the watch is removed
+/// ([`PersistentWatch::remove`]): removal itself reports nothing.
 ///
 /// Dropping it stops delivery to it (the backend may keep the watch armed at the service
 /// until the session ends); [`remove`](Self::remove) also disarms it there.
+///
+/// Like a one-shot watch's, an event reaches the stream before the reply of any later
+/// request that reflects the change, so a consumer that reads after an event sees at least
+/// that change.
 ///
 /// ```
 /// use avout::{AddWatchMode, EventKind, PersistentWatch, SessionState, WatchedEvent};
@@ -77,7 +83,8 @@ pub type Remover = Box<dyn FnOnce() -> BoxFuture<'static, Result<()>> + Send>;
 pub struct PersistentWatch {
     path: String,
     mode: AddWatchMode,
-    events: mpsc::UnboundedReceiver<WatchedEvent>,
+    /// `None` once removed.
+    events: Option<BoxStream<'static, WatchedEvent>>,
     remover: Option<Remover>,
     ended: bool,
 }
@@ -107,14 +114,33 @@ impl PersistentWatch {
         remover: Option<Remover>,
     ) -> (PersistentSender, PersistentWatch) {
         let (tx, rx) = mpsc::unbounded();
-        let watch = PersistentWatch {
+        let watch = Self::from_stream(path, mode, rx.boxed(), remover);
+        (PersistentSender { tx }, watch)
+    }
+
+    /// A persistent watch on `path` over a backend's own stream of events, which must end
+    /// (or report a terminal session event) when the session does; for backends. Removing
+    /// the watch drops the stream, then runs `remover`.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// let events = futures::stream::iter([avout::WatchedEvent::session_ended(avout::SessionState::Closed)]);
+    /// let mut w = avout::PersistentWatch::from_stream("/a", avout::AddWatchMode::Persistent, events.boxed(), None);
+    /// assert!(futures::executor::block_on(w.next()).is_some());
+    /// ```
+    pub fn from_stream(
+        path: &str,
+        mode: AddWatchMode,
+        events: BoxStream<'static, WatchedEvent>,
+        remover: Option<Remover>,
+    ) -> PersistentWatch {
+        PersistentWatch {
             path: path.to_owned(),
             mode,
-            events: rx,
+            events: Some(events),
             remover,
             ended: false,
-        };
-        (PersistentSender { tx }, watch)
+        }
     }
 
     /// The watched path.
@@ -137,11 +163,11 @@ impl PersistentWatch {
         self.mode
     }
 
-    /// Disarms the watch at the service, and stops the stream at once: it yields the events
-    /// already received, then ends, reporting nothing for its own removal. Fails as a request
-    /// does (after `ConnectionLoss` the service may still hold the watch until the session
-    /// ends; this handle reports nothing more either way). Removing it again, or after the
-    /// session ended, does nothing.
+    /// Disarms the watch at the service, and ends the stream at once (events not yet taken
+    /// are dropped), reporting nothing for its own removal. Fails as a request does (after
+    /// `ConnectionLoss` the service may still hold the watch until the session ends; this
+    /// handle reports nothing more either way). Removing it again, or after the session
+    /// ended, does nothing.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -152,7 +178,7 @@ impl PersistentWatch {
     /// });
     /// ```
     pub fn remove(&mut self) -> BoxFuture<'static, Result<()>> {
-        self.events.close();
+        self.events = None;
         match self.remover.take() {
             Some(remover) if !self.ended => remover(),
             _ => Box::pin(futures::future::ready(Ok(()))),
@@ -167,7 +193,10 @@ impl Stream for PersistentWatch {
         if self.ended {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut self.events).poll_next(cx) {
+        let Some(events) = self.events.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match events.poll_next_unpin(cx) {
             Poll::Ready(Some(event)) => {
                 if event.kind == EventKind::Session && event.state.is_terminal() {
                     self.ended = true;

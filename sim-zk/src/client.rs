@@ -267,9 +267,15 @@ impl Coordination for SimClient {
                 };
                 let sent = h.shared.world().remove_persistent(h.index, &owned, id);
                 h.shared.kick();
-                match sent {
-                    None => Ok(()),
-                    Some(answer) => answer.await.unwrap_or(Err(Error::ConnectionLoss)).map(drop),
+                let answer = match sent {
+                    None => return Ok(()),
+                    Some(answer) => answer.await.unwrap_or(Err(Error::ConnectionLoss)),
+                };
+                match answer {
+                    // Already gone at the service (a one-shot watch armed on the same path
+                    // replaced it there, ZOOKEEPER-4466): what removal asks for.
+                    Ok(_) | Err(Error::NoWatcher { .. }) => Ok(()),
+                    Err(e) => Err(e),
                 }
             }
             .boxed()

@@ -37,8 +37,8 @@ use zookeeper_client as zk;
 use crate::sync::lock;
 use crate::{
     Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
-    PersistentSender, PersistentWatch, Reply, Request, Result, SessionId, SessionInfo,
-    SessionState, SessionStatePublisher, SessionStates, Watch,
+    PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,
+    SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
@@ -352,13 +352,7 @@ impl ZkClient {
         let expired = self.expired.clone();
         Watch::new(async move {
             let mut event = from_zk_event(watcher.changed().await);
-            if event.kind == EventKind::Session && event.state.is_terminal() {
-                if expired.load(Ordering::Acquire) {
-                    event.state = SessionState::Expired;
-                } else if closed.load(Ordering::Acquire) {
-                    event.state = SessionState::Closed;
-                }
-            }
+            relabel_end(&mut event, &closed, &expired);
             event
         })
     }
@@ -380,49 +374,32 @@ impl ZkClient {
         }
     }
 
-    /// Hands a client persistent watcher's events to a [`PersistentWatch`], from a task that
-    /// also runs its removal; ends after a terminal session event, reported as `watch` does.
+    /// A [`PersistentWatch`] over a client persistent watcher, polled directly (no task in
+    /// between), so its events keep their order against replies; ends after a terminal
+    /// session event, reported as `watch` does. Removal drops the watcher: the client crate
+    /// then sends `removeWatches` itself.
     fn persistent(
         &self,
-        mut watcher: zk::PersistentWatcher,
-        path: String,
+        watcher: zk::PersistentWatcher,
+        path: &str,
         mode: AddWatchMode,
     ) -> PersistentWatch {
-        let (stop_tx, mut stop_rx) =
-            futures::channel::oneshot::channel::<futures::channel::oneshot::Sender<Result<()>>>();
-        let remover: crate::Remover = Box::new(move || {
-            async move {
-                let (done_tx, done_rx) = futures::channel::oneshot::channel();
-                if stop_tx.send(done_tx).is_err() {
-                    // The task ended with the session: nothing is armed any more.
-                    return Ok(());
-                }
-                done_rx.await.unwrap_or(Ok(()))
-            }
-            .boxed()
-        });
-        let (tx, watch) = PersistentWatch::channel(&path, mode, Some(remover));
         let closed = self.closed.clone();
         let expired = self.expired.clone();
-        tokio::spawn(async move {
-            loop {
-                let event = tokio::select! {
-                    event = watcher.changed() => event,
-                    done = &mut stop_rx => {
-                        if let Ok(done) = done {
-                            #[allow(deprecated)] // `remove` is the only way to await the removal
-                            let removed = watcher.remove().await.map_err(|e| from_zk_error(e, &path));
-                            let _ = done.send(removed);
-                        }
-                        return;
-                    }
-                };
-                if !forward(&tx, from_zk_event(event), &closed, &expired) {
-                    return;
+        let events = futures::stream::unfold(Some(watcher), move |watcher| {
+            let closed = closed.clone();
+            let expired = expired.clone();
+            async move {
+                // After a terminal event the crate's watcher must not be polled again.
+                let mut watcher = watcher?;
+                let mut event = from_zk_event(watcher.changed().await);
+                if relabel_end(&mut event, &closed, &expired) {
+                    return Some((event, None));
                 }
+                Some((event, Some(watcher)))
             }
         });
-        watch
+        PersistentWatch::from_stream(path, mode, futures::StreamExt::boxed(events), None)
     }
 
     /// Sends a `multi` (validated by `submit`) and maps its results.
@@ -532,25 +509,18 @@ impl ZkClient {
     }
 }
 
-/// Delivers one event of a persistent watcher; `false` once the stream is over (a terminal
-/// session event, after which the client crate's watcher must not be polled, or a dropped
-/// watch).
-fn forward(
-    tx: &PersistentSender,
-    mut event: crate::WatchedEvent,
-    closed: &AtomicBool,
-    expired: &AtomicBool,
-) -> bool {
-    if event.kind == EventKind::Session && event.state.is_terminal() {
-        if expired.load(Ordering::Acquire) {
-            event.state = SessionState::Expired;
-        } else if closed.load(Ordering::Acquire) {
-            event.state = SessionState::Closed;
-        }
-        tx.send(event);
+/// Reports the end of a session this handle closed as `Closed`, and of one it expired
+/// (`expire_session`) as `Expired`; whether the event ends the session.
+fn relabel_end(event: &mut crate::WatchedEvent, closed: &AtomicBool, expired: &AtomicBool) -> bool {
+    if event.kind != EventKind::Session || !event.state.is_terminal() {
         return false;
     }
-    tx.send(event)
+    if expired.load(Ordering::Acquire) {
+        event.state = SessionState::Expired;
+    } else if closed.load(Ordering::Acquire) {
+        event.state = SessionState::Closed;
+    }
+    true
 }
 
 /// A reply from the client crate, boxed so that `call` can hold it beside what it borrows.
@@ -744,7 +714,7 @@ impl Coordination for ZkClient {
         self.call(
             path,
             |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
-            move |watcher| self.persistent(watcher, owned, mode),
+            move |watcher| self.persistent(watcher, &owned, mode),
         )
     }
 

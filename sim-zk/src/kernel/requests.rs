@@ -509,8 +509,10 @@ impl Kernel {
                 let mut parent = self
                     .record(overlay, parent_path)
                     .ok_or_else(|| no_node(path))?;
-                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
+                // ZooKeeper checks the parent's DELETE right before it looks the node up: a
+                // missing node under a parent the session may not delete from is NoAuth.
                 check(ids, &parent.acl, Perms::DELETE, path)?;
+                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
                 check_version(&node.stat, *version, path)?;
                 if node.stat.num_children > 0 {
                     return Err(Error::NotEmpty { path: path.clone() });

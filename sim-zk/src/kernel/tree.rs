@@ -29,10 +29,11 @@
 //! Persistent watches (`addWatch`) live in the same tables with a [`WatchMode`], one mode per
 //! session and path and table, as in ZooKeeper 3.8's `WatcherModeManager`: arming a one-shot
 //! watch where the session has a persistent one replaces it (ZOOKEEPER-4466, fixed only in
-//! 3.9). A persistent watch is in both tables and is not removed when it fires; a recursive
-//! one is only in the data table and also fires, with the changed node's path, for changes
-//! of descendants, except `NodeChildrenChanged`. One change notifies a session once per table,
-//! however many of its watches match.
+//! 3.9). A persistent watch, recursive or not, is put in both tables (so a recursive watch
+//! replaces a one-shot child watch of the same session and path, which then never fires) and
+//! is not removed when it fires; a recursive one also fires, with the changed node's path,
+//! for changes of descendants, and never reports `NodeChildrenChanged`. One change notifies
+//! a session once per table, however many of its watches match.
 //!
 //! TTL nodes (`ephemeral_owner` holds their TTL, as ZooKeeper encodes it) are deleted by
 //! [`super::Kernel::reap_ttls`] once they have no children and their data was last changed
@@ -42,7 +43,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use avout::{Acl, EventKind, SessionId, SessionState, Stat, WatchedEvent};
 
-/// How a watch stays armed; see the [module docs](self).
+/// How a watch stays armed: one-shot, or persistent (`addWatch`) on its node, or on its node
+/// and every descendant. A session has one mode per path in each of the data and child
+/// tables, the last armed (ZooKeeper 3.8, ZOOKEEPER-4466).
 ///
 /// ```
 /// assert_ne!(avout_sim_zk::kernel::WatchMode::Standard, avout_sim_zk::kernel::WatchMode::Persistent);
@@ -186,9 +189,6 @@ pub struct DataTree {
     ttls: BTreeSet<String>,
     data_watches: WatchTable,
     child_watches: WatchTable,
-    /// How many recursive watches the data table holds: without any, a change notifies no
-    /// ancestor and the walk up the path is skipped (as ZooKeeper does).
-    recursive: usize,
     last_zxid: i64,
 }
 
@@ -242,7 +242,6 @@ impl DataTree {
             ttls: BTreeSet::new(),
             data_watches: BTreeMap::new(),
             child_watches: BTreeMap::new(),
-            recursive: 0,
             last_zxid: 0,
         }
     }
@@ -281,6 +280,16 @@ impl DataTree {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// Every node, in path order.
+    ///
+    /// ```
+    /// let tree = avout_sim_zk::kernel::DataTree::new();
+    /// assert_eq!(tree.nodes().next().map(|(p, _)| p), Some("/"));
+    /// ```
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
     }
 
     /// How many nodes lie under `path` (its descendants; the node itself not counted).
@@ -329,17 +338,19 @@ impl DataTree {
             .insert(session, WatchMode::Standard);
     }
 
-    /// Arms a persistent watch (ZooKeeper's `DataTree.addWatch`): in the data table, and in
-    /// the child table unless recursive.
+    /// Arms a persistent watch (ZooKeeper 3.8's `DataTree.addWatch`): in both tables, with
+    /// its mode, replacing any watch of the session on that path.
     pub(crate) fn add_persistent_watch(&mut self, path: &str, session: SessionId, recursive: bool) {
-        if recursive {
-            self.set_data_mode(path, session, WatchMode::PersistentRecursive);
+        let mode = if recursive {
+            WatchMode::PersistentRecursive
         } else {
-            self.set_data_mode(path, session, WatchMode::Persistent);
-            self.child_watches
+            WatchMode::Persistent
+        };
+        for table in [&mut self.data_watches, &mut self.child_watches] {
+            table
                 .entry(path.to_owned())
                 .or_default()
-                .insert(session, WatchMode::Persistent);
+                .insert(session, mode);
         }
     }
 
@@ -349,12 +360,7 @@ impl DataTree {
         let mut removed = false;
         for table in [&mut self.data_watches, &mut self.child_watches] {
             if let Some(sessions) = table.get_mut(path) {
-                if let Some(mode) = sessions.remove(&session) {
-                    removed = true;
-                    if mode == WatchMode::PersistentRecursive {
-                        self.recursive -= 1;
-                    }
-                }
+                removed |= sessions.remove(&session).is_some();
                 if sessions.is_empty() {
                     table.remove(path);
                 }
@@ -364,17 +370,10 @@ impl DataTree {
     }
 
     fn set_data_mode(&mut self, path: &str, session: SessionId, mode: WatchMode) {
-        let old = self
-            .data_watches
+        self.data_watches
             .entry(path.to_owned())
             .or_default()
             .insert(session, mode);
-        if old == Some(WatchMode::PersistentRecursive) {
-            self.recursive -= 1;
-        }
-        if mode == WatchMode::PersistentRecursive {
-            self.recursive += 1;
-        }
     }
 
     /// Moves a session's watches to another replica (used when a session changes server:
@@ -391,12 +390,7 @@ impl DataTree {
             });
             taken
         };
-        let data = take(&mut self.data_watches);
-        self.recursive -= data
-            .iter()
-            .filter(|(_, m)| *m == WatchMode::PersistentRecursive)
-            .count();
-        (data, take(&mut self.child_watches))
+        (take(&mut self.data_watches), take(&mut self.child_watches))
     }
 
     /// Arms watches taken from another replica with [`take_watches`](Self::take_watches).
@@ -655,7 +649,6 @@ impl DataTree {
         let notified = self.trigger(path, EventKind::NodeDeleted, events);
         fire_table(
             &mut self.child_watches,
-            0,
             path,
             EventKind::NodeDeleted,
             &notified,
@@ -672,21 +665,12 @@ impl DataTree {
         kind: EventKind,
         events: &mut Vec<Fired>,
     ) -> BTreeSet<SessionId> {
-        let recursive = self.recursive;
-        fire_table(
-            &mut self.data_watches,
-            recursive,
-            path,
-            kind,
-            &BTreeSet::new(),
-            events,
-        )
+        fire_table(&mut self.data_watches, path, kind, &BTreeSet::new(), events)
     }
 
     fn trigger_children(&mut self, path: &str, events: &mut Vec<Fired>) {
         fire_table(
             &mut self.child_watches,
-            0,
             path,
             EventKind::NodeChildrenChanged,
             &BTreeSet::new(),
@@ -699,12 +683,11 @@ impl DataTree {
 pub(crate) type Watches = Vec<(String, WatchMode)>;
 
 /// ZooKeeper 3.8's `WatchManager.triggerWatch`: the watches on `path` fire (one-shot ones are
-/// removed), then, if `recursive` watches exist in the table, the recursive watches on each
-/// ancestor (never for `NodeChildrenChanged`). Each session is notified once, unless in
-/// `suppress`. Returns the sessions notified, in the order they were.
+/// removed), then the recursive watches on each ancestor; recursive watches never report
+/// `NodeChildrenChanged`. Each session is notified once, unless in `suppress`. Returns the
+/// sessions notified.
 fn fire_table(
     table: &mut WatchTable,
-    recursive: usize,
     path: &str,
     kind: EventKind,
     suppress: &BTreeSet<SessionId>,
@@ -732,7 +715,7 @@ fn fire_table(
             table.remove(path);
         }
     }
-    if recursive > 0 && kind != EventKind::NodeChildrenChanged {
+    if kind != EventKind::NodeChildrenChanged {
         let mut ancestor = path;
         while let Some(parent) = avout::path::parent(ancestor) {
             ancestor = parent;

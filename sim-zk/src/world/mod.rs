@@ -344,6 +344,8 @@ impl World {
         } else {
             Kernel::new()
         };
+        let mut kernel = kernel;
+        kernel.set_features(config.features);
         let slots = usize::from(kernel.followers());
         let mut w = World {
             kernel,
