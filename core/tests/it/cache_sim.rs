@@ -220,6 +220,15 @@ fn follows_the_tree_without_faults() {
     }
 }
 
+/// Seeds per fault kind and watch kind: `AVOUT_CACHE_SEEDS` (default 3, at most 5,000).
+fn seeds() -> u64 {
+    std::env::var("AVOUT_CACHE_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .min(5_000)
+}
+
 #[test]
 fn follows_the_tree_under_every_fault_kind() {
     for (k, kind) in FaultKind::ALL.into_iter().enumerate() {
@@ -230,8 +239,8 @@ fn follows_the_tree_under_every_fault_kind() {
             _ => 0.005,
         };
         for (f, features) in [Features::default(), fallback()].into_iter().enumerate() {
-            for seed in 0..3u64 {
-                let seed = 9_770_001_000 + k as u64 * 100 + f as u64 * 10 + seed;
+            for seed in 0..seeds() {
+                let seed = 9_770_001_000 + k as u64 * 10_000 + f as u64 * 5_000 + seed;
                 let seen = run(seed, rates, features, CacheScope::Subtree);
                 let what = format!(
                     "{kind:?} (persistent {}), seed {seed} \

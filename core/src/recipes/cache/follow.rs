@@ -276,6 +276,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             // The data watch (an exists watch while the node is missing) also tells when the
             // node appears or goes; the root's is armed even when its data is not cached.
             let watched = self.scope.covers(&self.root, &path) || path == self.root;
+            let was_cached = lock(&self.shared).view.nodes.contains_key(&path);
             let mut present = true;
             if watched
                 && armed.contains(&(path.clone(), Kind::Data))
@@ -310,15 +311,28 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                     Err(e) => return Err(e),
                 }
             }
+            let child_armed = armed.contains(&(path.clone(), Kind::Child));
+            // A node that (re)enters the view has its children listed even if its child watch
+            // is still armed: they may have left the view with it.
+            let entered = !was_cached && lock(&self.shared).view.nodes.contains_key(&path);
             if !present
                 || !self.scope.lists_children_of(&self.root, &path)
-                || armed.contains(&(path.clone(), Kind::Child))
+                || (child_armed && !entered)
             {
                 continue;
             }
-            match retry(&*self.zk, &path, |zk, p| zk.get_and_watch_children(p)).await {
-                Ok((children, stat, watch)) => {
-                    arm(armed, pending, &path, Kind::Child, watch);
+            let listing = if child_armed {
+                retry(&*self.zk, &path, |zk, p| zk.get_children(p)).await
+            } else {
+                retry(&*self.zk, &path, |zk, p| zk.get_and_watch_children(p))
+                    .await
+                    .map(|(children, stat, watch)| {
+                        arm(armed, pending, &path, Kind::Child, watch);
+                        (children, stat)
+                    })
+            };
+            match listing {
+                Ok((children, stat)) => {
                     lock(&self.shared).view.refresh_stat(&path, stat);
                     let listed: BTreeSet<String> = children
                         .iter()
