@@ -276,7 +276,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             // The data watch (an exists watch while the node is missing) also tells when the
             // node appears or goes; the root's is armed even when its data is not cached.
             let watched = self.scope.covers(&self.root, &path) || path == self.root;
-            let was_cached = lock(&self.shared).view.nodes.contains_key(&path);
+            let czxid = |shared: &Shared| shared.view.nodes.get(&path).map(|e| e.stat.czxid);
+            let was_cached = czxid(&lock(&self.shared));
             let mut present = true;
             if watched
                 && armed.contains(&(path.clone(), Kind::Data))
@@ -314,7 +315,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             let child_armed = armed.contains(&(path.clone(), Kind::Child));
             // A node that (re)enters the view has its children listed even if its child watch
             // is still armed: they may have left the view with it.
-            let entered = !was_cached && lock(&self.shared).view.nodes.contains_key(&path);
+            let now_cached = czxid(&lock(&self.shared));
+            let entered = now_cached.is_some() && now_cached != was_cached;
             if !present
                 || !self.scope.lists_children_of(&self.root, &path)
                 || (child_armed && !entered)

@@ -23,7 +23,7 @@ impl View {
     pub(super) fn apply(&mut self, path: &str, found: Option<(Vec<u8>, Stat)>) -> Vec<CacheEvent> {
         let mut events = Vec::new();
         match found {
-            None => self.remove_under(path, true, &mut events),
+            None => self.remove_under(path, true, None, &mut events),
             Some((data, stat)) => match self.nodes.get(path) {
                 None => {
                     self.insert(path, data, stat);
@@ -31,7 +31,9 @@ impl View {
                 }
                 Some(old) if old.stat.czxid != stat.czxid => {
                     if stat.czxid > old.stat.czxid {
-                        self.remove_under(path, true, &mut events);
+                        // Descendants created before the new node belonged to the old one;
+                        // later ones (already seen, read first) are the new node's.
+                        self.remove_under(path, true, Some(stat.czxid), &mut events);
                         self.insert(path, data, stat);
                         events.push(self.event(path, Kind::Created));
                     }
@@ -93,14 +95,24 @@ impl View {
         self.nodes.insert(path.to_owned(), Entry { data, stat });
     }
 
-    /// Removes `path` (if `itself`) and its cached descendants, deepest first.
-    pub(super) fn remove_under(&mut self, path: &str, itself: bool, events: &mut Vec<CacheEvent>) {
+    /// Removes `path` (if `itself`) and its cached descendants (only those created before
+    /// zxid `before`, if given), deepest first.
+    pub(super) fn remove_under(
+        &mut self,
+        path: &str,
+        itself: bool,
+        before: Option<i64>,
+        events: &mut Vec<CacheEvent>,
+    ) {
         let mut doomed: Vec<String> = self
             .nodes
             .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
             .take_while(|(p, _)| p.starts_with(path))
+            .filter(|(p, e)| {
+                (itself && p.as_str() == path)
+                    || (is_descendant(p, path) && before.is_none_or(|z| e.stat.czxid < z))
+            })
             .map(|(p, _)| p.clone())
-            .filter(|p| (itself && p == path) || is_descendant(p, path))
             .collect();
         doomed.reverse();
         for p in doomed {
@@ -171,6 +183,20 @@ mod tests {
             names(&v.apply("/a", Some((vec![], stat(7, 7))))),
             ["deleted /a/b", "deleted /a", "created /a"]
         );
+    }
+
+    #[test]
+    fn a_recreated_node_keeps_the_children_seen_after_it() {
+        let mut v = View::default();
+        v.apply("/a", Some((vec![], stat(1, 1))));
+        v.apply("/a/old", Some((vec![], stat(2, 2))));
+        // The new node's child was read before the new node itself.
+        v.apply("/a/new", Some((vec![], stat(9, 9))));
+        assert_eq!(
+            names(&v.apply("/a", Some((vec![], stat(7, 7))))),
+            ["deleted /a/old", "deleted /a", "created /a"]
+        );
+        assert!(v.nodes.contains_key("/a/new"));
     }
 
     #[test]
