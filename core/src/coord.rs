@@ -42,6 +42,9 @@ pub type OpFuture<'a, T> = BoxFuture<'a, Result<T>>;
 ///   same terminal error.
 /// - **Watches are one-shot values** (see [`Watch`]); an event is delivered before any reply that
 ///   reflects the change it reports.
+/// - **Persistent watches are streams** ([`add_watch`](Self::add_watch), [`PersistentWatch`]):
+///   the same order against replies, no report of changes made while disconnected, and an end
+///   with the session.
 /// - Children are returned in no particular order.
 ///
 /// Versions are `Option<i32>`: `None` matches any version.
