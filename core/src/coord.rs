@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 
 use crate::request::{Reply, Request};
 use crate::{
-    Acl, CreateOptions, Op, OpResult, Result, SessionInfo, SessionState, SessionStates, Stat, Watch,
+    Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, PersistentWatch, Result, SessionInfo,
+    SessionState, SessionStates, Stat, Watch,
 };
 
 /// The future every coordination operation returns.
@@ -41,6 +42,9 @@ pub type OpFuture<'a, T> = BoxFuture<'a, Result<T>>;
 ///   same terminal error.
 /// - **Watches are one-shot values** (see [`Watch`]); an event is delivered before any reply that
 ///   reflects the change it reports.
+/// - **Persistent watches are streams** ([`add_watch`](Self::add_watch), [`PersistentWatch`]):
+///   the same order against replies, no report of changes made while disconnected, and an end
+///   with the session.
 /// - Children are returned in no particular order.
 ///
 /// Versions are `Option<i32>`: `None` matches any version.
@@ -282,6 +286,71 @@ pub trait Coordination: Send + Sync {
             Reply::AuthAdded => Ok(()),
             other => Err(other),
         })
+    }
+
+    /// Replaces a node's ACL if its ACL version (`aversion`) matches; returns the node's new
+    /// [`Stat`]. Errors: `NoNode`, `NoAuth` (the session may not administer the node),
+    /// `InvalidAcl`, `BadVersion`. Fires no watch.
+    fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> OpFuture<'_, Stat> {
+        let request = Request::SetAcl {
+            path: path.to_owned(),
+            acl: acl.to_vec(),
+            version,
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::AclSet(stat) => Ok(stat),
+            other => Err(other),
+        })
+    }
+
+    /// The paths of this session's ephemeral nodes that start with `prefix` (a plain string
+    /// prefix: `/app/a` matches `/app/ab`; `/` lists them all), unordered.
+    fn get_ephemerals(&self, prefix: &str) -> OpFuture<'_, Vec<String>> {
+        let request = Request::GetEphemerals {
+            prefix: prefix.to_owned(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::Ephemerals(paths) => Ok(paths),
+            other => Err(other),
+        })
+    }
+
+    /// How many descendants a node has: its children, theirs, and so on, not the node itself.
+    /// Errors: `NoNode`, `NoAuth` (reading the node).
+    fn get_all_children_number(&self, path: &str) -> OpFuture<'_, u64> {
+        let request = Request::GetAllChildrenNumber {
+            path: path.to_owned(),
+        };
+        typed(self, request, |reply, _| match reply {
+            Reply::AllChildrenNumber(n) => Ok(n),
+            other => Err(other),
+        })
+    }
+
+    /// Arms a persistent watch on `path` (which need not exist) and hands out its events;
+    /// see [`PersistentWatch`]. Errors: `Unimplemented` from a server older than 3.6, or from
+    /// a backend that hands out no persistent watches (the default).
+    ///
+    /// ```
+    /// use avout::{AddWatchMode, Coordination, EventKind};
+    /// use futures::StreamExt;
+    ///
+    /// async fn first_change<C: Coordination>(zk: &C) -> avout::Result<Option<String>> {
+    ///     let mut watch = zk.add_watch("/config", AddWatchMode::PersistentRecursive).await?;
+    ///     while let Some(event) = watch.next().await {
+    ///         if event.kind != EventKind::Session {
+    ///             return Ok(Some(event.path));
+    ///         }
+    ///     }
+    ///     Ok(None)
+    /// }
+    /// ```
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        let _ = (path, mode);
+        futures::future::ready(Err(Error::Unimplemented(
+            "addWatch: this backend hands out no persistent watches".into(),
+        )))
+        .boxed()
     }
 }
 

@@ -150,6 +150,12 @@ pub enum Error {
         /// Why it failed.
         source: Box<Error>,
     },
+    /// The session has no watch on the node to remove (ZooKeeper's `NoWatcher`).
+    #[error("no watch to remove at {path}")]
+    NoWatcher {
+        /// The path of the request.
+        path: String,
+    },
     /// The server does not support the request.
     #[error("unimplemented by the server: {0}")]
     Unimplemented(String),
@@ -198,6 +204,7 @@ impl Error {
             | Error::DataTooLarge { .. }
             | Error::BadArguments(_)
             | Error::Unreachable { .. }
+            | Error::NoWatcher { .. }
             | Error::Unimplemented(_) => ErrorClass::Rejected,
         }
     }
@@ -255,6 +262,7 @@ impl Error {
             Error::Closed => "Closed",
             Error::AuthFailed => "AuthFailed",
             Error::Multi { .. } => "Multi",
+            Error::NoWatcher { .. } => "NoWatcher",
             Error::Unimplemented(_) => "Unimplemented",
             Error::Other(_) => "Other",
             Error::UnexpectedReply { .. } => "UnexpectedReply",

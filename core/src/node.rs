@@ -1,7 +1,17 @@
 //! What a node is: its [`Stat`], how it is created ([`CreateMode`], [`CreateOptions`]) and
 //! who may touch it ([`Acl`]).
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+/// The longest TTL ZooKeeper accepts: the TTL is kept in the low five bytes of the node's
+/// `ephemeralOwner` (ZooKeeper's `EphemeralType.TTL`), so 2^40 - 1 milliseconds.
+///
+/// ```
+/// assert_eq!(avout::MAX_TTL.as_millis(), 0xFF_FFFF_FFFF);
+/// ```
+pub const MAX_TTL: Duration = Duration::from_millis(0xFF_FFFF_FFFF);
 
 /// ZooKeeper's metadata of a node.
 ///
@@ -41,7 +51,9 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// Whether the node is ephemeral.
+    /// Whether the node is ephemeral. ZooKeeper reports `ephemeralOwner` 0 for container
+    /// and TTL nodes (it keeps their kind there internally), so only a session's ephemeral
+    /// nodes have a non-zero owner.
     ///
     /// ```
     /// let stat = avout::Stat { ephemeral_owner: 0x10, ..Default::default() };
@@ -74,6 +86,12 @@ pub enum CreateMode {
     EphemeralSequential,
     /// Deleted by the server some time after its last child is deleted.
     Container,
+    /// Persistent, and deleted by the server once it has had no children and no change to
+    /// its data for its TTL ([`CreateOptions::with_ttl`]). Needs a server started with
+    /// `extendedTypesEnabled=true`; others refuse it with [`crate::Error::Unimplemented`].
+    PersistentWithTtl,
+    /// [`PersistentWithTtl`](Self::PersistentWithTtl), with a sequence number appended.
+    PersistentSequentialWithTtl,
 }
 
 impl CreateMode {
@@ -85,7 +103,22 @@ impl CreateMode {
     pub fn is_sequential(self) -> bool {
         matches!(
             self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
+        )
+    }
+
+    /// Whether the mode takes a TTL (and must be given one).
+    ///
+    /// ```
+    /// assert!(avout::CreateMode::PersistentWithTtl.is_ttl());
+    /// assert!(!avout::CreateMode::Persistent.is_ttl());
+    /// ```
+    pub fn is_ttl(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
         )
     }
 
@@ -242,6 +275,10 @@ pub struct CreateOptions {
     pub mode: CreateMode,
     /// The node's ACL; `None` for the backend's default.
     pub acl: Option<Vec<Acl>>,
+    /// The TTL of a [`CreateMode::PersistentWithTtl`] or
+    /// [`CreateMode::PersistentSequentialWithTtl`] node; `None` for every other mode.
+    #[serde(default)]
+    pub ttl: Option<Duration>,
 }
 
 impl CreateOptions {
@@ -252,7 +289,56 @@ impl CreateOptions {
     /// assert!(o.acl.is_none());
     /// ```
     pub fn new(mode: CreateMode) -> Self {
-        CreateOptions { mode, acl: None }
+        CreateOptions {
+            mode,
+            acl: None,
+            ttl: None,
+        }
+    }
+
+    /// The same options with a TTL, for a TTL mode.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let o = avout::CreateOptions::new(avout::CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60));
+    /// assert!(o.validate("/a").is_ok());
+    /// ```
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Checks that the mode and the TTL agree, as the client library does before sending:
+    /// a TTL mode needs a TTL from 1 ms to [`MAX_TTL`] (whole milliseconds), any other mode
+    /// must have none. Fails with [`crate::Error::BadArguments`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use avout::{CreateMode, CreateOptions, Error};
+    /// let bad = CreateOptions::new(CreateMode::Ephemeral).with_ttl(Duration::from_secs(1));
+    /// assert!(matches!(bad.validate("/a"), Err(Error::BadArguments(_))));
+    /// let zero = CreateOptions::new(CreateMode::PersistentWithTtl).with_ttl(Duration::ZERO);
+    /// assert!(matches!(zero.validate("/a"), Err(Error::BadArguments(_))));
+    /// ```
+    pub fn validate(&self, path: &str) -> crate::Result<()> {
+        let bad = |why: String| {
+            Err(crate::Error::BadArguments(format!(
+                "{why} (creating {path})"
+            )))
+        };
+        match (self.mode.is_ttl(), self.ttl) {
+            (false, None) => Ok(()),
+            (false, Some(_)) => bad(format!("a TTL was given to a {:?} node", self.mode)),
+            (true, None) => bad(format!("a {:?} node needs a TTL", self.mode)),
+            (true, Some(ttl)) if ttl.as_millis() == 0 => {
+                bad("the TTL must be at least 1 ms".to_owned())
+            }
+            (true, Some(ttl)) if ttl > MAX_TTL => bad(format!(
+                "the TTL {ttl:?} exceeds ZooKeeper's limit of {} ms",
+                MAX_TTL.as_millis()
+            )),
+            (true, Some(_)) => Ok(()),
+        }
     }
 
     /// The same options with an explicit ACL.

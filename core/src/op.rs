@@ -165,7 +165,10 @@ impl Op {
                 path,
                 data,
                 options,
-            } => crate::path::validate_write(path, options.mode.is_sequential(), data),
+            } => {
+                crate::path::validate_write(path, options.mode.is_sequential(), data)?;
+                options.validate(path)
+            }
         }
     }
 }

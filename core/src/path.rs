@@ -116,6 +116,24 @@ pub fn parent(path: &str) -> Option<&str> {
     }
 }
 
+/// Whether `path` lies strictly under `ancestor` (a descendant, not the node itself).
+///
+/// ```
+/// use avout::path::is_descendant;
+/// assert!(is_descendant("/a/b/c", "/a"));
+/// assert!(is_descendant("/a", "/"));
+/// assert!(!is_descendant("/ab", "/a"));
+/// assert!(!is_descendant("/a", "/a"));
+/// ```
+pub fn is_descendant(path: &str, ancestor: &str) -> bool {
+    if ancestor == "/" {
+        return path.len() > 1 && path.starts_with('/');
+    }
+    path.len() > ancestor.len()
+        && path.starts_with(ancestor)
+        && path.as_bytes()[ancestor.len()] == b'/'
+}
+
 /// The last component of a path (empty for the root).
 ///
 /// ```

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Acl, CreateOptions, Error, Op, OpResult, Result, Stat};
+use crate::{Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, Result, Stat};
 
 #[cfg(doc)]
 use crate::Coordination;
@@ -93,6 +93,40 @@ pub enum Request {
         /// The credentials (`user:password` for `digest`).
         auth: Vec<u8>,
     },
+    /// [`Coordination::set_acl`]: replaces a node's ACL if its ACL version matches.
+    SetAcl {
+        /// The node.
+        path: String,
+        /// The new ACL.
+        acl: Vec<Acl>,
+        /// Expected ACL version (`aversion`; `None`: any).
+        version: Option<i32>,
+    },
+    /// [`Coordination::get_ephemerals`]: the session's ephemeral nodes whose path starts
+    /// with a prefix.
+    GetEphemerals {
+        /// The prefix (a plain string prefix of the paths, `/` for all).
+        prefix: String,
+    },
+    /// [`Coordination::get_all_children_number`]: how many descendants a node has.
+    GetAllChildrenNumber {
+        /// The node.
+        path: String,
+    },
+    /// Arms a persistent watch ([`Coordination::add_watch`], which hands out its events;
+    /// submitted as a plain request, the server arms it and nobody hears its events).
+    AddWatch {
+        /// The watched node (it need not exist).
+        path: String,
+        /// Whether it also watches the node's descendants.
+        mode: AddWatchMode,
+    },
+    /// Removes the session's watches on a node (ZooKeeper's `removeWatches` with
+    /// `WatcherType.Any`; [`crate::PersistentWatch::remove`] sends it).
+    RemoveWatches {
+        /// The watched node.
+        path: String,
+    },
 }
 
 impl Request {
@@ -112,7 +146,12 @@ impl Request {
             | Request::Exists { path, .. }
             | Request::GetChildren { path, .. }
             | Request::Sync { path }
-            | Request::GetAcl { path } => path,
+            | Request::GetAcl { path }
+            | Request::SetAcl { path, .. }
+            | Request::GetAllChildrenNumber { path }
+            | Request::AddWatch { path, .. }
+            | Request::RemoveWatches { path } => path,
+            Request::GetEphemerals { prefix } => prefix,
             Request::Multi(ops) => ops.first().map_or("", Op::path),
             Request::AddAuth { .. } => "",
         }
@@ -147,6 +186,7 @@ impl Request {
                 | Request::Delete { .. }
                 | Request::SetData { .. }
                 | Request::Multi(_)
+                | Request::SetAcl { .. }
         )
     }
 
@@ -170,6 +210,11 @@ impl Request {
             Request::Sync { .. } => "sync",
             Request::GetAcl { .. } => "getACL",
             Request::AddAuth { .. } => "addAuth",
+            Request::SetAcl { .. } => "setACL",
+            Request::GetEphemerals { .. } => "getEphemerals",
+            Request::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
+            Request::AddWatch { .. } => "addWatch",
+            Request::RemoveWatches { .. } => "removeWatches",
         }
     }
 
@@ -187,14 +232,22 @@ impl Request {
                 path,
                 data,
                 options,
-            } => crate::path::validate_write(path, options.mode.is_sequential(), data),
+            } => {
+                crate::path::validate_write(path, options.mode.is_sequential(), data)?;
+                options.validate(path)
+            }
             Request::SetData { path, data, .. } => crate::path::validate_write(path, false, data),
             Request::Delete { path, .. }
             | Request::GetData { path, .. }
             | Request::Exists { path, .. }
             | Request::GetChildren { path, .. }
             | Request::Sync { path }
-            | Request::GetAcl { path } => crate::path::validate_path(path, false),
+            | Request::GetAcl { path }
+            | Request::SetAcl { path, .. }
+            | Request::GetAllChildrenNumber { path }
+            | Request::AddWatch { path, .. }
+            | Request::RemoveWatches { path } => crate::path::validate_path(path, false),
+            Request::GetEphemerals { prefix } => crate::path::validate_path(prefix, false),
             Request::Multi(ops) => Op::validate_all(ops),
             Request::AddAuth { .. } => Ok(()),
         }
@@ -250,6 +303,16 @@ pub enum Reply {
     },
     /// The identity was added to the session.
     AuthAdded,
+    /// The ACL was replaced; the node's new metadata.
+    AclSet(Stat),
+    /// The session's ephemeral nodes under the prefix (full paths, unordered).
+    Ephemerals(Vec<String>),
+    /// How many descendants the node has (children, their children, …; not the node).
+    AllChildrenNumber(u64),
+    /// The persistent watch was armed.
+    WatchAdded,
+    /// The watches were removed.
+    WatchesRemoved,
 }
 
 impl Reply {

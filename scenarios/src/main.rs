@@ -40,7 +40,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cmd::{bench, check, demo, lock, model, run, soak, view, zk};
+use cmd::{bench, check, demo, lock, model, run, soak, view, watch, zk};
 
 /// Distributed atoms, refs and locks on ZooKeeper: local servers and benchmarks.
 #[derive(Debug, Parser)]
@@ -63,6 +63,10 @@ enum Command {
     /// Distributed locks from the shell.
     #[command(subcommand)]
     Lock(lock::LockCommand),
+    /// Print a node's (or, with --recursive, a subtree's) events as they happen.
+    Watch(watch::WatchArgs),
+    /// Print a subtree with its stats.
+    Tree(watch::TreeArgs),
     /// Judge a history (Jepsen's JSON lines) with a checker; exit 1 if it finds an anomaly.
     Check(check::CheckArgs),
     /// Check a protocol model within budgets (stateright, or random walks): what it covered, verdicts.
@@ -94,6 +98,8 @@ enum CliError {
     Bench(#[from] bench::BenchError),
     #[error(transparent)]
     Lock(#[from] lock::LockCmdError),
+    #[error(transparent)]
+    Watch(#[from] watch::WatchCmdError),
     #[error(transparent)]
     Demo(#[from] demo::DemoError),
     #[error(transparent)]
@@ -162,6 +168,18 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Bench(bench::BenchCommand::Sim(args)) => Ok(bench::sim::run(&args)?),
         Command::Bench(command) => {
             Ok(cmd::block_on(bench::run(command)).map_err(CliError::Runtime)??)
+        }
+        Command::Watch(args) => {
+            Ok(
+                cmd::block_on(async move { watch::watch(&args, &mut std::io::stdout()).await })
+                    .map_err(CliError::Runtime)??,
+            )
+        }
+        Command::Tree(args) => {
+            Ok(
+                cmd::block_on(async move { watch::tree(&args, &mut std::io::stdout()).await })
+                    .map_err(CliError::Runtime)??,
+            )
         }
         Command::Lock(lock::LockCommand::Hold(args)) => {
             Ok(

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use avout::{
-    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState,
-    SessionStates, Watch,
+    AddWatchMode, Coordination, Error, OpFuture, PersistentWatch, Reply, Request, SessionId,
+    SessionInfo, SessionState, SessionStates, Watch,
 };
 use futures::FutureExt;
 
@@ -245,6 +245,57 @@ impl Coordination for SimClient {
     fn session_state(&self) -> SessionState {
         let h = &self.handle;
         h.shared.world().publisher(h.index).current()
+    }
+
+    /// Sends an `addWatch`; once the service armed it, the watch hears the events the
+    /// service sends this session for its path (or subtree), and the session's connection
+    /// changes. Events that reach the client across a broken connection (sent on the old one,
+    /// or while it was down) are not reported to it, as with ZooKeeper (ZOOKEEPER-4698).
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return futures::future::ready(Err(e)).boxed();
+        }
+        let h = &self.handle;
+        let id = h.shared.world().next_watch_id();
+        let weak = Arc::downgrade(h);
+        let owned = path.to_owned();
+        let remover: avout::Remover = Box::new(move || {
+            async move {
+                // The client is gone: so is its session, and every watch with it.
+                let Some(h) = weak.upgrade() else {
+                    return Ok(());
+                };
+                let sent = h.shared.world().remove_persistent(h.index, &owned, id);
+                h.shared.kick();
+                let answer = match sent {
+                    None => return Ok(()),
+                    Some(answer) => answer.await.unwrap_or(Err(Error::ConnectionLoss)),
+                };
+                match answer {
+                    // Already gone at the service (a one-shot watch armed on the same path
+                    // replaced it there, ZOOKEEPER-4466): what removal asks for.
+                    Ok(_) | Err(Error::NoWatcher { .. }) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            .boxed()
+        });
+        let (sender, watch) = PersistentWatch::channel(path, mode, Some(remover));
+        let armed = h.shared.world().submit_persistent(
+            h.index,
+            crate::world::Persistent {
+                id,
+                path: path.to_owned(),
+                mode,
+                sender,
+            },
+        );
+        h.shared.kick();
+        async move {
+            armed.await.unwrap_or(Err(Error::ConnectionLoss))?;
+            Ok(watch)
+        }
+        .boxed()
     }
 
     /// Drawn from the run's seeded GUID stream, so runs whose recipes name nodes replay.

@@ -213,6 +213,11 @@ impl Canonical for CreateOptions {
     fn canon(&self, h: &mut StableHasher) {
         h.str(create_mode_name(self.mode));
         self.acl.as_deref().canon_opt(h);
+        // Only TTL nodes add a field, so the hashes of runs without them stay as they were.
+        if let Some(ttl) = self.ttl {
+            h.tag(2);
+            h.u64(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        }
     }
 }
 
@@ -326,6 +331,18 @@ impl Canonical for Request {
                 h.str(scheme);
                 h.bytes(auth);
             }
+            Request::SetAcl { path, acl, version } => {
+                h.str(path);
+                acl.canon(h);
+                version.canon(h);
+            }
+            Request::GetEphemerals { prefix: path }
+            | Request::GetAllChildrenNumber { path }
+            | Request::RemoveWatches { path } => h.str(path),
+            Request::AddWatch { path, mode } => {
+                h.str(path);
+                h.tag(u8::from(mode.is_recursive()));
+            }
         }
     }
 }
@@ -343,8 +360,8 @@ pub(crate) fn canon_closed(h: &mut StableHasher) {
     h.tag(10);
 }
 
-/// A reply: a tag per operation, then its fields. Tags 0 to 9 are the replies' and 10 the
-/// answer to a close ([`canon_closed`]); they MUST NOT change.
+/// A reply: a tag per operation, then its fields. Tags 0 to 9 and 11 to 15 are the replies'
+/// and 10 the answer to a close ([`canon_closed`]); they MUST NOT change.
 impl Canonical for Reply {
     fn canon(&self, h: &mut StableHasher) {
         match self {
@@ -383,6 +400,20 @@ impl Canonical for Reply {
                 stat.canon(h);
             }
             Reply::AuthAdded => h.tag(9),
+            Reply::AclSet(stat) => {
+                h.tag(11);
+                stat.canon(h);
+            }
+            Reply::Ephemerals(paths) => {
+                h.tag(12);
+                paths.canon(h);
+            }
+            Reply::AllChildrenNumber(n) => {
+                h.tag(13);
+                h.u64(*n);
+            }
+            Reply::WatchAdded => h.tag(14),
+            Reply::WatchesRemoved => h.tag(15),
         }
     }
 }
@@ -436,6 +467,8 @@ fn create_mode_name(mode: CreateMode) -> &'static str {
         CreateMode::PersistentSequential => "PersistentSequential",
         CreateMode::EphemeralSequential => "EphemeralSequential",
         CreateMode::Container => "Container",
+        CreateMode::PersistentWithTtl => "PersistentWithTtl",
+        CreateMode::PersistentSequentialWithTtl => "PersistentSequentialWithTtl",
     }
 }
 

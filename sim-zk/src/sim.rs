@@ -88,6 +88,10 @@ pub struct SimConfig {
     /// replaying bit for bit.
     #[serde(default = "one_server")]
     pub servers: u8,
+    /// What the simulated servers support beyond ZooKeeper 3.5 (persistent watches, TTL
+    /// nodes); everything by default, as the test kit's 3.8 servers.
+    #[serde(default)]
+    pub features: crate::kernel::Features,
 }
 
 fn one_server() -> u8 {
@@ -110,6 +114,7 @@ impl Default for SimConfig {
             epoch_ms: 1_700_000_000_000,
             buggify: false,
             servers: 1,
+            features: crate::kernel::Features::default(),
         }
     }
 }
@@ -337,6 +342,24 @@ impl Builder {
     /// ```
     pub fn buggify(mut self, on: bool) -> Self {
         self.config.buggify = on;
+        self
+    }
+
+    /// What the simulated servers support: switch persistent watches off to stand for a
+    /// server before 3.6 (`addWatch` answers `Unimplemented`), TTL nodes off for one without
+    /// `extendedTypesEnabled`.
+    ///
+    /// ```
+    /// use avout::{AddWatchMode, Coordination, Error};
+    /// use avout_sim_zk::kernel::Features;
+    /// let old = Features { persistent_watches: false, ..Features::default() };
+    /// let (refused, _) = avout_sim_zk::Sim::builder().features(old).build().run(|ctx| async move {
+    ///     ctx.clients[0].add_watch("/", AddWatchMode::Persistent).await.unwrap_err()
+    /// });
+    /// assert!(matches!(refused, Error::Unimplemented(_)));
+    /// ```
+    pub fn features(mut self, features: crate::kernel::Features) -> Self {
+        self.config.features = features;
         self
     }
 

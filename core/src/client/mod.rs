@@ -89,8 +89,8 @@ use tokio::sync::watch;
 
 use crate::fanout::Fanout;
 use crate::{
-    Coordination, Error, OpFuture, Reply, Request, Result, SessionInfo, SessionState,
-    SessionStates, Watch,
+    AddWatchMode, Coordination, Error, OpFuture, PersistentWatch, Reply, Request, Result,
+    SessionInfo, SessionState, SessionStates, Watch,
 };
 
 /// Somewhere a [`Client`] can open sessions: a backend's configuration.
@@ -487,6 +487,33 @@ impl Coordination for Client {
                 async move {
                     let session = client.current_session().await?;
                     session.submit(request).await
+                }
+                .boxed()
+            }
+        };
+        started(future)
+    }
+
+    /// Arms the watch on the current session (waiting for one while it is being replaced).
+    /// The watch lives as long as that session: its stream ends with the session's terminal
+    /// event, and a new watch is needed on the next one.
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        if let Err(e) = crate::path::validate_path(path, false) {
+            return futures::future::ready(Err(e)).boxed();
+        }
+        let path = path.to_owned();
+        let slot = self.slot();
+        let future = match slot.phase {
+            Phase::Live if !slot.session.has_ended() => {
+                let zk = slot.session.coordination().clone();
+                async move { zk.add_watch(&path, mode).await }.boxed()
+            }
+            Phase::Ended(error) => futures::future::ready(Err(error)).boxed(),
+            Phase::Live | Phase::Replacing => {
+                let client = self.clone();
+                async move {
+                    let session = client.current_session().await?;
+                    session.coordination().add_watch(&path, mode).await
                 }
                 .boxed()
             }

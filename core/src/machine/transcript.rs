@@ -122,7 +122,12 @@ pub(crate) fn show(request: &Request) -> String {
         Request::Create {
             path,
             data,
-            options: CreateOptions { mode, acl: None },
+            options:
+                CreateOptions {
+                    mode,
+                    acl: None,
+                    ttl: None,
+                },
         } if data.is_empty() => format!("create {path} {mode:?}"),
         Request::Delete { path, version } => match version {
             None => format!("delete {path}"),

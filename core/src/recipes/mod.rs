@@ -2,6 +2,7 @@
 //! the production driver, the simulator and the models alike.
 
 pub mod barrier;
+pub mod cache;
 pub mod double_barrier;
 pub mod election;
 pub mod group;

@@ -2,7 +2,10 @@
 
 use zookeeper_client as zk;
 
-use crate::{Acl, CreateMode, Error, EventKind, OpResult, Perms, SessionState, Stat, WatchedEvent};
+use crate::{
+    Acl, AddWatchMode, CreateMode, Error, EventKind, OpResult, Perms, SessionState, Stat,
+    WatchedEvent,
+};
 
 /// Maps a client error to ours, attaching the request's path.
 ///
@@ -30,6 +33,7 @@ pub(super) fn from_zk_error(error: zk::Error, path: &str) -> Error {
         zk::Error::ClientClosed => Error::Closed,
         zk::Error::AuthFailed => Error::AuthFailed,
         zk::Error::Unimplemented => Error::Unimplemented(format!("request on {path}")),
+        zk::Error::NoWatcher => Error::NoWatcher { path },
         // Everything else leaves the outcome unknown; `Other` is indeterminate.
         other => Error::Other(other.to_string()),
     }
@@ -78,6 +82,13 @@ pub(super) fn from_zk_stat(stat: &zk::Stat) -> Stat {
     }
 }
 
+pub(super) fn to_zk_watch_mode(mode: AddWatchMode) -> zk::AddWatchMode {
+    match mode {
+        AddWatchMode::Persistent => zk::AddWatchMode::Persistent,
+        AddWatchMode::PersistentRecursive => zk::AddWatchMode::PersistentRecursive,
+    }
+}
+
 pub(super) fn to_zk_mode(mode: CreateMode) -> zk::CreateMode {
     match mode {
         CreateMode::Persistent => zk::CreateMode::Persistent,
@@ -85,6 +96,9 @@ pub(super) fn to_zk_mode(mode: CreateMode) -> zk::CreateMode {
         CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
         CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
         CreateMode::Container => zk::CreateMode::Container,
+        // The client crate marks a TTL node by the TTL in its options, not by its mode.
+        CreateMode::PersistentWithTtl => zk::CreateMode::Persistent,
+        CreateMode::PersistentSequentialWithTtl => zk::CreateMode::PersistentSequential,
     }
 }
 

@@ -36,8 +36,9 @@ use zookeeper_client as zk;
 
 use crate::sync::lock;
 use crate::{
-    Acl, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult, Reply, Request,
-    Result, SessionId, SessionInfo, SessionState, SessionStatePublisher, SessionStates, Watch,
+    Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
+    PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,
+    SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
@@ -351,13 +352,7 @@ impl ZkClient {
         let expired = self.expired.clone();
         Watch::new(async move {
             let mut event = from_zk_event(watcher.changed().await);
-            if event.kind == EventKind::Session && event.state.is_terminal() {
-                if expired.load(Ordering::Acquire) {
-                    event.state = SessionState::Expired;
-                } else if closed.load(Ordering::Acquire) {
-                    event.state = SessionState::Closed;
-                }
-            }
+            relabel_end(&mut event, &closed, &expired);
             event
         })
     }
@@ -372,7 +367,39 @@ impl ZkClient {
         } else {
             zk::Acls::new(&self.default_acl)
         };
-        convert::to_zk_mode(options.mode).with_acls(acls)
+        let zk_options = convert::to_zk_mode(options.mode).with_acls(acls);
+        match options.ttl {
+            Some(ttl) => zk_options.with_ttl(ttl),
+            None => zk_options,
+        }
+    }
+
+    /// A [`PersistentWatch`] over a client persistent watcher, polled directly (no task in
+    /// between), so its events keep their order against replies; ends after a terminal
+    /// session event, reported as `watch` does. Removal drops the watcher: the client crate
+    /// then sends `removeWatches` itself.
+    fn persistent(
+        &self,
+        watcher: zk::PersistentWatcher,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> PersistentWatch {
+        let closed = self.closed.clone();
+        let expired = self.expired.clone();
+        let events = futures::stream::unfold(Some(watcher), move |watcher| {
+            let closed = closed.clone();
+            let expired = expired.clone();
+            async move {
+                // After a terminal event the crate's watcher must not be polled again.
+                let mut watcher = watcher?;
+                let mut event = from_zk_event(watcher.changed().await);
+                if relabel_end(&mut event, &closed, &expired) {
+                    return Some((event, None));
+                }
+                Some((event, Some(watcher)))
+            }
+        });
+        PersistentWatch::from_stream(path, mode, futures::StreamExt::boxed(events), None)
     }
 
     /// Sends a `multi` (validated by `submit`) and maps its results.
@@ -480,6 +507,20 @@ impl ZkClient {
         }
         .boxed()
     }
+}
+
+/// Reports the end of a session this handle closed as `Closed`, and of one it expired
+/// (`expire_session`) as `Expired`; whether the event ends the session.
+fn relabel_end(event: &mut crate::WatchedEvent, closed: &AtomicBool, expired: &AtomicBool) -> bool {
+    if event.kind != EventKind::Session || !event.state.is_terminal() {
+        return false;
+    }
+    if expired.load(Ordering::Acquire) {
+        event.state = SessionState::Expired;
+    } else if closed.load(Ordering::Acquire) {
+        event.state = SessionState::Closed;
+    }
+    true
 }
 
 /// A reply from the client crate, boxed so that `call` can hold it beside what it borrows.
@@ -636,7 +677,45 @@ impl Coordination for ZkClient {
                 |client, _| client.auth(&scheme, &auth).boxed(),
                 |()| (Reply::AuthAdded, None),
             ),
+            Request::SetAcl { path, acl, version } => {
+                let acl = to_zk_acls(&acl);
+                self.call(
+                    &path,
+                    |client, p| client.set_acl(p, &acl, version).boxed(),
+                    |stat| (Reply::AclSet(from_zk_stat(&stat)), None),
+                )
+            }
+            Request::GetEphemerals { prefix } => self.call(
+                &prefix,
+                |client, p| client.list_ephemerals(p).boxed(),
+                |paths| (Reply::Ephemerals(paths), None),
+            ),
+            Request::GetAllChildrenNumber { path } => self.call(
+                &path,
+                |client, p| client.count_descendants_number(p).boxed(),
+                |n| (Reply::AllChildrenNumber(n as u64), None),
+            ),
+            // Armed and dropped: the client crate disarms a watcher nobody holds.
+            Request::AddWatch { path, mode } => self.call(
+                &path,
+                |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
+                |_watcher| (Reply::WatchAdded, None),
+            ),
+            Request::RemoveWatches { path } => refused(Error::Unimplemented(format!(
+                "removeWatches on {path}: the client crate removes a watch through its handle \
+                 (PersistentWatch::remove)"
+            ))),
         }
+    }
+
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        check!(crate::path::validate_path(path, false));
+        let owned = path.to_owned();
+        self.call(
+            path,
+            |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
+            move |watcher| self.persistent(watcher, &owned, mode),
+        )
     }
 
     fn close(&self) -> OpFuture<'_, ()> {

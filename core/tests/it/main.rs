@@ -13,6 +13,8 @@ mod atom_failover;
 mod atom_probe;
 mod atom_sim;
 mod barrier;
+mod cache;
+mod cache_sim;
 mod client_sim;
 mod client_zk;
 mod election;

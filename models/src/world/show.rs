@@ -39,6 +39,11 @@ pub(crate) fn show_request(request: &Request) -> String {
         Request::Sync { path } => format!("sync {path}"),
         Request::GetAcl { path } => format!("getACL {path}"),
         Request::AddAuth { scheme, .. } => format!("addAuth {scheme}"),
+        Request::SetAcl { path, version, .. } => format!("setACL {path} version {version:?}"),
+        Request::GetEphemerals { prefix } => format!("getEphemerals {prefix}"),
+        Request::GetAllChildrenNumber { path } => format!("getAllChildrenNumber {path}"),
+        Request::AddWatch { path, mode } => format!("addWatch {path} ({mode:?})"),
+        Request::RemoveWatches { path } => format!("removeWatches {path}"),
     }
 }
 
@@ -62,6 +67,11 @@ pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
         Ok(Reply::Synced) => "synced".into(),
         Ok(Reply::Acl { acl, .. }) => format!("ACL of {} entries", acl.len()),
         Ok(Reply::AuthAdded) => "identity added".into(),
+        Ok(Reply::AclSet(stat)) => format!("ACL set, now aversion {}", stat.aversion),
+        Ok(Reply::Ephemerals(paths)) => format!("ephemerals {paths:?}"),
+        Ok(Reply::AllChildrenNumber(n)) => format!("{n} descendants"),
+        Ok(Reply::WatchAdded) => "watch added".into(),
+        Ok(Reply::WatchesRemoved) => "watches removed".into(),
         Err(e) => format!("error {e:?}"),
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod soak;
 pub(crate) mod view;
+pub(crate) mod watch;
 pub(crate) mod zk;
 
 use std::future::Future;

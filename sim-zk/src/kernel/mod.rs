@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use avout::{Acl, Reply, Result, SessionId, Stat};
 
-pub use tree::{DataTree, Fired, Node, Txn, TxnKind};
+pub use tree::{DataTree, Fired, Node, Txn, TxnKind, WatchMode};
 
 /// What one kernel step produced: the reply for the requester (a [`Reply`] for a request,
 /// `()` for a close) and the watch events it fired, in the order they fired. Events come
@@ -85,6 +85,32 @@ pub enum Server {
     /// The follower with this index: applies the leader's transactions late, each follower
     /// at its own pace.
     Follower(u8),
+}
+
+/// What the simulated server supports beyond ZooKeeper 3.5's requests; both on by default,
+/// as on the 3.8 servers the test kit starts (with `extendedTypesEnabled=true`).
+///
+/// ```
+/// let f = avout_sim_zk::kernel::Features::default();
+/// assert!(f.persistent_watches && f.ttl_nodes);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Features {
+    /// `addWatch` (ZooKeeper 3.6+); without it, it fails with `Unimplemented`, as a server
+    /// that does not know the request answers.
+    pub persistent_watches: bool,
+    /// TTL nodes (`extendedTypesEnabled`); without it, a TTL create fails with
+    /// `Unimplemented`, as a 3.8 server without the setting answers.
+    pub ttl_nodes: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            persistent_watches: true,
+            ttl_nodes: true,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -139,6 +165,7 @@ pub struct Kernel {
     sessions: BTreeMap<SessionId, Session>,
     next_session: i64,
     zxid: i64,
+    features: Features,
 }
 
 impl Default for Kernel {
@@ -163,6 +190,7 @@ impl Kernel {
             sessions: BTreeMap::new(),
             next_session: 1,
             zxid: 0,
+            features: Features::default(),
         }
     }
 
@@ -202,6 +230,27 @@ impl Kernel {
     /// ```
     pub fn followers(&self) -> u8 {
         u8::try_from(self.followers.len()).expect("at most 255 followers")
+    }
+
+    /// Sets what the service supports (see [`Features`]).
+    ///
+    /// ```
+    /// use avout_sim_zk::kernel::{Features, Kernel};
+    /// let mut k = Kernel::new();
+    /// k.set_features(Features { persistent_watches: false, ..Features::default() });
+    /// assert!(!k.features().persistent_watches);
+    /// ```
+    pub fn set_features(&mut self, features: Features) {
+        self.features = features;
+    }
+
+    /// What the service supports.
+    ///
+    /// ```
+    /// assert!(avout_sim_zk::kernel::Kernel::new().features().ttl_nodes);
+    /// ```
+    pub fn features(&self) -> Features {
+        self.features
     }
 
     /// The leader's tree.
@@ -366,14 +415,8 @@ impl Kernel {
                 events.extend(self.sync_follower_of(i));
             }
         }
-        let (data, child) = self.read_tree_mut(current).take_watches(session);
-        let to = self.read_tree_mut(server);
-        for path in data {
-            to.add_data_watch(&path, session);
-        }
-        for path in child {
-            to.add_child_watch(&path, session);
-        }
+        let watches = self.read_tree_mut(current).take_watches(session);
+        self.read_tree_mut(server).put_watches(session, watches);
         self.sessions
             .get_mut(&session)
             .expect("session checked above")
@@ -468,6 +511,30 @@ impl Kernel {
             self.end_session(now_ms, session, &mut events);
         }
         events
+    }
+
+    /// Deletes the TTL nodes due at `now_ms` (childless, data unchanged for longer than their
+    /// TTL), one transaction each, as ZooKeeper's `ContainerManager` does.
+    ///
+    /// ```
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// assert!(k.reap_ttls(0).is_empty());
+    /// ```
+    pub fn reap_ttls(&mut self, now_ms: i64) -> Vec<Fired> {
+        let mut events = Vec::new();
+        for path in self.tree.expired_ttls(now_ms) {
+            self.commit(now_ms, SessionId(0), TxnKind::Delete { path }, &mut events);
+        }
+        events
+    }
+
+    /// The earliest virtual time (ms) at which a TTL node may fall due, if any exists.
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::Kernel::new().next_ttl_ms(), None);
+    /// ```
+    pub fn next_ttl_ms(&self) -> Option<i64> {
+        self.tree.next_ttl_ms()
     }
 
     /// Deletes containers that had children and have none left, one transaction each.

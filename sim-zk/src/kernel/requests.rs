@@ -126,6 +126,44 @@ impl Kernel {
                     .insert(id);
                 Ok(Reply::AuthAdded)
             }
+            Request::GetEphemerals { prefix } => {
+                let all = self.read_tree(server).ephemerals(session);
+                let paths = if prefix == "/" {
+                    all.map(str::to_owned).collect()
+                } else {
+                    all.filter(|p| p.starts_with(prefix.as_str()))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                Ok(Reply::Ephemerals(paths))
+            }
+            Request::GetAllChildrenNumber { path } => {
+                self.readable(server, session, path, Perms::READ)?;
+                let tree = self.read_tree(server);
+                // ZooKeeper counts the keys under `path/`; for the root, every node but it.
+                let n = if path == "/" {
+                    tree.len() - 1
+                } else {
+                    tree.count_under(path)
+                };
+                Ok(Reply::AllChildrenNumber(n as u64))
+            }
+            Request::AddWatch { path, mode } => {
+                if !self.features.persistent_watches {
+                    return Err(Error::Unimplemented(format!("addWatch on {path}")));
+                }
+                self.read_tree_mut(server)
+                    .add_persistent_watch(path, session, mode.is_recursive());
+                Ok(Reply::WatchAdded)
+            }
+            Request::RemoveWatches { path } => {
+                if self.read_tree_mut(server).remove_watches(path, session) {
+                    Ok(Reply::WatchesRemoved)
+                } else {
+                    Err(Error::NoWatcher { path: path.clone() })
+                }
+            }
+            Request::SetAcl { .. } => self.write(now_ms, session, server, request, events),
             Request::Create { .. }
             | Request::Delete { .. }
             | Request::SetData { .. }
@@ -210,6 +248,9 @@ impl Kernel {
                     None => Ok((TxnKind::Multi(kinds), paths)),
                 }
             }
+            Request::SetAcl { path, acl, version } => self
+                .prepare_set_acl(session, path, acl, *version)
+                .map(|kind| (kind, vec![None])),
             single => {
                 let op = match single {
                     Request::Create {
@@ -262,6 +303,7 @@ impl Kernel {
             }),
             Request::Delete { .. } => Ok(Reply::Deleted),
             Request::SetData { .. } => Ok(Reply::Set(next_stat())),
+            Request::SetAcl { .. } => Ok(Reply::AclSet(next_stat())),
             Request::Multi(ops) => {
                 assert!(is_multi, "multi prepared into a single transaction");
                 let results = ops
@@ -333,6 +375,36 @@ impl Kernel {
         }
     }
 
+    /// Checks a `setACL` as ZooKeeper's `PrepRequestProcessor` does, in its order: the ACL
+    /// (`InvalidAcl`), the node (`NoNode`), the session's `ADMIN` right (`NoAuth`), the ACL
+    /// version (`BadVersion`).
+    fn prepare_set_acl(
+        &self,
+        session: SessionId,
+        path: &str,
+        acl: &[Acl],
+        version: Option<i32>,
+    ) -> Result<TxnKind> {
+        let ids = &self.sessions[&session].ids;
+        let acl = acl::fixup(acl, ids).ok_or_else(|| Error::InvalidAcl {
+            path: path.to_owned(),
+        })?;
+        let node = self.tree.node(path).ok_or_else(|| no_node(path))?;
+        check(ids, &node.acl, Perms::ADMIN, path)?;
+        if let Some(v) = version
+            && v != -1
+            && v != node.stat.aversion
+        {
+            return Err(Error::BadVersion {
+                path: path.to_owned(),
+            });
+        }
+        Ok(TxnKind::SetAcl {
+            path: path.to_owned(),
+            acl,
+        })
+    }
+
     /// Checks one operation against the leader's tree plus `overlay`, records its effect in
     /// the overlay, and returns its transaction (none for a check) and, for a create, the
     /// actual path.
@@ -357,6 +429,13 @@ impl Kernel {
                 data,
                 options,
             } => {
+                if options.mode.is_ttl() && !self.features.ttl_nodes {
+                    // ZooKeeper checks this first, before the ACL and the parent.
+                    return Err(Error::Unimplemented(format!(
+                        "{:?} without extendedTypesEnabled (creating {path})",
+                        options.mode
+                    )));
+                }
                 let requested = options.acl.clone().unwrap_or_else(Acl::open_unsafe);
                 let acl = acl::fixup(&requested, ids)
                     .ok_or_else(|| Error::InvalidAcl { path: path.clone() })?;
@@ -386,6 +465,10 @@ impl Kernel {
                 } else {
                     0
                 };
+                let ttl_ms = options
+                    .ttl
+                    .filter(|_| options.mode.is_ttl())
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
                 parent.stat.cversion += 1;
                 parent.stat.num_children += 1;
                 parent.stat.pzxid = zxid;
@@ -413,6 +496,7 @@ impl Kernel {
                         acl,
                         ephemeral_owner,
                         container: options.mode == avout::CreateMode::Container,
+                        ttl_ms,
                     }),
                     Some(actual),
                 ))
@@ -425,8 +509,10 @@ impl Kernel {
                 let mut parent = self
                     .record(overlay, parent_path)
                     .ok_or_else(|| no_node(path))?;
-                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
+                // ZooKeeper checks the parent's DELETE right before it looks the node up: a
+                // missing node under a parent the session may not delete from is NoAuth.
                 check(ids, &parent.acl, Perms::DELETE, path)?;
+                let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
                 check_version(&node.stat, *version, path)?;
                 if node.stat.num_children > 0 {
                     return Err(Error::NotEmpty { path: path.clone() });

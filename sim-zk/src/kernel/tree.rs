@@ -25,10 +25,42 @@
 //! A session watching a deleted node in both tables gets one `NodeDeleted`, as ZooKeeper's
 //! `WatchManager` suppresses the duplicate. The client library fans one event out to every
 //! watch it holds for that path and kind.
+//!
+//! Persistent watches (`addWatch`) live in the same tables with a [`WatchMode`], one mode per
+//! session and path and table, as in ZooKeeper 3.8's `WatcherModeManager`: arming a one-shot
+//! watch where the session has a persistent one replaces it (ZOOKEEPER-4466, fixed only in
+//! 3.9). A persistent watch, recursive or not, is put in both tables (so a recursive watch
+//! replaces a one-shot child watch of the same session and path, which then never fires) and
+//! is not removed when it fires; a recursive one also fires, with the changed node's path,
+//! for changes of descendants, and never reports `NodeChildrenChanged`. One change notifies
+//! a session once per table, however many of its watches match.
+//!
+//! TTL nodes (`ephemeral_owner` holds their TTL, as ZooKeeper encodes it) are deleted by
+//! [`super::Kernel::reap_ttls`] once they have no children and their data was last changed
+//! longer than their TTL ago.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use avout::{Acl, EventKind, SessionId, SessionState, Stat, WatchedEvent};
+
+/// How a watch stays armed: one-shot, or persistent (`addWatch`) on its node, or on its node
+/// and every descendant. A session has one mode per path in each of the data and child
+/// tables, the last armed (ZooKeeper 3.8, ZOOKEEPER-4466).
+///
+/// ```
+/// assert_ne!(avout_sim_zk::kernel::WatchMode::Standard, avout_sim_zk::kernel::WatchMode::Persistent);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WatchMode {
+    /// One-shot: removed when it fires.
+    Standard,
+    /// Stays armed, on its node only.
+    Persistent,
+    /// Stays armed, on its node and every descendant (data table only).
+    PersistentRecursive,
+}
+
+type WatchTable = BTreeMap<String, BTreeMap<SessionId, WatchMode>>;
 
 /// One node of the tree.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +73,8 @@ pub struct Node {
     pub acl: Vec<Acl>,
     /// Whether it is a container (deleted once it had children and has none left).
     pub container: bool,
+    /// A TTL node's TTL in milliseconds (clients see `ephemeralOwner` 0 for it).
+    pub ttl_ms: Option<u64>,
     /// The names of its children.
     pub children: BTreeSet<String>,
 }
@@ -85,6 +119,8 @@ pub enum TxnKind {
         ephemeral_owner: i64,
         /// Whether it is a container.
         container: bool,
+        /// A TTL node's TTL, milliseconds.
+        ttl_ms: Option<u64>,
     },
     /// Deletes a node that exists and has no children.
     Delete {
@@ -97,6 +133,13 @@ pub enum TxnKind {
         path: String,
         /// The new data.
         data: Vec<u8>,
+    },
+    /// Replaces a node's ACL (and bumps its `aversion`).
+    SetAcl {
+        /// The node.
+        path: String,
+        /// The new ACL (after `auth` entries were replaced).
+        acl: Vec<Acl>,
     },
     /// Several changes under one zxid.
     Multi(Vec<TxnKind>),
@@ -142,8 +185,10 @@ pub struct DataTree {
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
     /// Containers that had children and now have none: the next reap deletes them.
     empty_containers: BTreeSet<String>,
-    data_watches: BTreeMap<String, BTreeSet<SessionId>>,
-    child_watches: BTreeMap<String, BTreeSet<SessionId>>,
+    /// The TTL nodes (ZooKeeper's `DataTree.ttls`).
+    ttls: BTreeSet<String>,
+    data_watches: WatchTable,
+    child_watches: WatchTable,
     last_zxid: i64,
 }
 
@@ -174,6 +219,7 @@ impl DataTree {
             },
             acl,
             container: false,
+            ttl_ms: None,
             children: children.iter().map(|c| (*c).to_owned()).collect(),
         };
         nodes.insert("/".to_owned(), system(&["zookeeper"], Acl::open_unsafe()));
@@ -193,6 +239,7 @@ impl DataTree {
             nodes,
             ephemerals: BTreeMap::new(),
             empty_containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
             data_watches: BTreeMap::new(),
             child_watches: BTreeMap::new(),
             last_zxid: 0,
@@ -235,6 +282,32 @@ impl DataTree {
         self.nodes.is_empty()
     }
 
+    /// Every node, in path order.
+    ///
+    /// ```
+    /// let tree = avout_sim_zk::kernel::DataTree::new();
+    /// assert_eq!(tree.nodes().next().map(|(p, _)| p), Some("/"));
+    /// ```
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+    }
+
+    /// How many nodes lie under `path` (its descendants; the node itself not counted).
+    ///
+    /// ```
+    /// assert_eq!(avout_sim_zk::kernel::DataTree::new().count_under("/zookeeper"), 2);
+    /// ```
+    pub fn count_under(&self, path: &str) -> usize {
+        let prefix = format!("{path}/");
+        self.nodes
+            .range::<str, _>((
+                std::ops::Bound::Excluded(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .count()
+    }
+
     /// The ephemeral nodes a session owns.
     ///
     /// ```
@@ -255,33 +328,114 @@ impl DataTree {
     }
 
     pub(crate) fn add_data_watch(&mut self, path: &str, session: SessionId) {
-        self.data_watches
-            .entry(path.to_owned())
-            .or_default()
-            .insert(session);
+        self.set_data_mode(path, session, WatchMode::Standard);
     }
 
     pub(crate) fn add_child_watch(&mut self, path: &str, session: SessionId) {
         self.child_watches
             .entry(path.to_owned())
             .or_default()
-            .insert(session);
+            .insert(session, WatchMode::Standard);
+    }
+
+    /// Arms a persistent watch (ZooKeeper 3.8's `DataTree.addWatch`): in both tables, with
+    /// its mode, replacing any watch of the session on that path.
+    pub(crate) fn add_persistent_watch(&mut self, path: &str, session: SessionId, recursive: bool) {
+        let mode = if recursive {
+            WatchMode::PersistentRecursive
+        } else {
+            WatchMode::Persistent
+        };
+        for table in [&mut self.data_watches, &mut self.child_watches] {
+            table
+                .entry(path.to_owned())
+                .or_default()
+                .insert(session, mode);
+        }
+    }
+
+    /// Removes every watch the session has on `path`, of any mode (`removeWatches` with
+    /// `WatcherType.Any`); whether there was one.
+    pub(crate) fn remove_watches(&mut self, path: &str, session: SessionId) -> bool {
+        let mut removed = false;
+        for table in [&mut self.data_watches, &mut self.child_watches] {
+            if let Some(sessions) = table.get_mut(path) {
+                removed |= sessions.remove(&session).is_some();
+                if sessions.is_empty() {
+                    table.remove(path);
+                }
+            }
+        }
+        removed
+    }
+
+    fn set_data_mode(&mut self, path: &str, session: SessionId, mode: WatchMode) {
+        self.data_watches
+            .entry(path.to_owned())
+            .or_default()
+            .insert(session, mode);
     }
 
     /// Moves a session's watches to another replica (used when a session changes server:
-    /// both replicas are at the same zxid then, so no change can be missed).
-    pub(crate) fn take_watches(&mut self, session: SessionId) -> (Vec<String>, Vec<String>) {
-        let take = |table: &mut BTreeMap<String, BTreeSet<SessionId>>| {
-            let mut paths = Vec::new();
+    /// both replicas are at the same zxid then, so no change can be missed): the data
+    /// table's and the child table's, with their modes.
+    pub(crate) fn take_watches(&mut self, session: SessionId) -> (Watches, Watches) {
+        let take = |table: &mut WatchTable| {
+            let mut taken = Vec::new();
             table.retain(|path, sessions| {
-                if sessions.remove(&session) {
-                    paths.push(path.clone());
+                if let Some(mode) = sessions.remove(&session) {
+                    taken.push((path.clone(), mode));
                 }
                 !sessions.is_empty()
             });
-            paths
+            taken
         };
         (take(&mut self.data_watches), take(&mut self.child_watches))
+    }
+
+    /// Arms watches taken from another replica with [`take_watches`](Self::take_watches).
+    pub(crate) fn put_watches(&mut self, session: SessionId, (data, child): (Watches, Watches)) {
+        for (path, mode) in data {
+            self.set_data_mode(&path, session, mode);
+        }
+        for (path, mode) in child {
+            self.child_watches
+                .entry(path)
+                .or_default()
+                .insert(session, mode);
+        }
+    }
+
+    /// The TTL nodes due for deletion at `now_ms`: childless, and unchanged for longer than
+    /// their TTL (ZooKeeper's `ContainerManager` measures from `mtime`), in path order.
+    pub(crate) fn expired_ttls(&self, now_ms: i64) -> Vec<String> {
+        self.ttls
+            .iter()
+            .filter(|path| {
+                let node = &self.nodes[path.as_str()];
+                let ttl = node
+                    .ttl_ms
+                    .map_or(i64::MAX, |t| i64::try_from(t).unwrap_or(i64::MAX));
+                node.children.is_empty() && now_ms.saturating_sub(node.stat.mtime) > ttl
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The earliest time (ms) a childless TTL node falls due, if there is one.
+    pub(crate) fn next_ttl_ms(&self) -> Option<i64> {
+        self.ttls
+            .iter()
+            .filter_map(|path| {
+                let node = &self.nodes[path.as_str()];
+                if !node.children.is_empty() {
+                    // Due only once childless: the write deleting its last child checks it.
+                    return None;
+                }
+                let ttl = i64::try_from(node.ttl_ms?).unwrap_or(i64::MAX);
+                Some(node.stat.mtime.saturating_add(ttl).saturating_add(1))
+            })
+            .min()
     }
 
     /// Applies a committed transaction, appending the watch events it fires to `events`, and
@@ -298,7 +452,7 @@ impl DataTree {
     /// let mut tree = DataTree::new();
     /// let create = TxnKind::Create {
     ///     path: "/a".into(), data: b"x".to_vec(), acl: avout::Acl::open_unsafe(),
-    ///     ephemeral_owner: 0, container: false,
+    ///     ephemeral_owner: 0, container: false, ttl_ms: None,
     /// };
     /// let mut events = Vec::new();
     /// let stats = tree.apply(&Txn { zxid: 1, time_ms: 5, session: avout::SessionId(1), kind: create }, &mut events);
@@ -325,7 +479,7 @@ impl DataTree {
                     self.delete(&path, txn.zxid, events);
                 }
                 self.ephemerals.remove(&txn.session);
-                self.take_watches(txn.session);
+                let _dropped = self.take_watches(txn.session);
             }
             kind => self.apply_kind(kind, txn.zxid, txn.time_ms, events, &mut stats),
         }
@@ -348,12 +502,13 @@ impl DataTree {
                 acl,
                 ephemeral_owner,
                 container,
+                ttl_ms,
             } => stats.push(self.create(
                 path,
                 data,
                 acl,
                 *ephemeral_owner,
-                *container,
+                (*container, *ttl_ms),
                 zxid,
                 time_ms,
                 events,
@@ -372,6 +527,15 @@ impl DataTree {
                 stats.push(node.stat);
                 self.trigger(path, EventKind::NodeDataChanged, events);
             }
+            TxnKind::SetAcl { path, acl } => {
+                let node = self
+                    .nodes
+                    .get_mut(path)
+                    .unwrap_or_else(|| panic!("setACL of missing node {path} at zxid {zxid}"));
+                node.acl.clone_from(acl);
+                node.stat.aversion += 1;
+                stats.push(node.stat);
+            }
             TxnKind::Multi(kinds) => {
                 for kind in kinds {
                     self.apply_kind(kind, zxid, time_ms, events, stats);
@@ -389,7 +553,7 @@ impl DataTree {
         data: &[u8],
         acl: &[Acl],
         ephemeral_owner: i64,
-        container: bool,
+        (container, ttl_ms): (bool, Option<u64>),
         zxid: i64,
         time_ms: i64,
         events: &mut Vec<Fired>,
@@ -430,9 +594,13 @@ impl DataTree {
                 stat,
                 acl: acl.to_vec(),
                 container,
+                ttl_ms,
                 children: BTreeSet::new(),
             },
         );
+        if ttl_ms.is_some() {
+            self.ttls.insert(path.to_owned());
+        }
         if ephemeral_owner != 0 {
             self.ephemerals
                 .entry(SessionId(ephemeral_owner))
@@ -467,6 +635,7 @@ impl DataTree {
             self.empty_containers.insert(parent_path.to_owned());
         }
         self.empty_containers.remove(path);
+        self.ttls.remove(path);
         if node.stat.ephemeral_owner != 0 {
             let owner = SessionId(node.stat.ephemeral_owner);
             if let Some(set) = self.ephemerals.get_mut(&owner) {
@@ -477,37 +646,89 @@ impl DataTree {
             }
         }
         // One NodeDeleted per session even if it watched the node in both tables.
-        let mut notified = self.trigger(path, EventKind::NodeDeleted, events);
-        if let Some(sessions) = self.child_watches.remove(path) {
-            for session in sessions {
-                if notified.insert(session) {
-                    events.push(fired(session, EventKind::NodeDeleted, path));
-                }
-            }
-        }
+        let notified = self.trigger(path, EventKind::NodeDeleted, events);
+        fire_table(
+            &mut self.child_watches,
+            path,
+            EventKind::NodeDeleted,
+            &notified,
+            events,
+        );
         self.trigger_children(parent_path, events);
     }
 
+    /// Fires the data table for a change of `path` (and, with recursive watches armed, of
+    /// its ancestors' recursive watches); returns the sessions notified.
     fn trigger(
         &mut self,
         path: &str,
         kind: EventKind,
         events: &mut Vec<Fired>,
     ) -> BTreeSet<SessionId> {
-        let sessions = self.data_watches.remove(path).unwrap_or_default();
-        events.extend(sessions.iter().map(|&s| fired(s, kind, path)));
-        sessions
+        fire_table(&mut self.data_watches, path, kind, &BTreeSet::new(), events)
     }
 
     fn trigger_children(&mut self, path: &str, events: &mut Vec<Fired>) {
-        if let Some(sessions) = self.child_watches.remove(path) {
-            events.extend(
-                sessions
-                    .into_iter()
-                    .map(|s| fired(s, EventKind::NodeChildrenChanged, path)),
-            );
+        fire_table(
+            &mut self.child_watches,
+            path,
+            EventKind::NodeChildrenChanged,
+            &BTreeSet::new(),
+            events,
+        );
+    }
+}
+
+/// A session's watches of one table, as [`DataTree::take_watches`] hands them over.
+pub(crate) type Watches = Vec<(String, WatchMode)>;
+
+/// ZooKeeper 3.8's `WatchManager.triggerWatch`: the watches on `path` fire (one-shot ones are
+/// removed), then the recursive watches on each ancestor; recursive watches never report
+/// `NodeChildrenChanged`. Each session is notified once, unless in `suppress`. Returns the
+/// sessions notified.
+fn fire_table(
+    table: &mut WatchTable,
+    path: &str,
+    kind: EventKind,
+    suppress: &BTreeSet<SessionId>,
+    events: &mut Vec<Fired>,
+) -> BTreeSet<SessionId> {
+    let mut notified = BTreeSet::new();
+    let mut fire = |session: SessionId, notified: &mut BTreeSet<SessionId>| {
+        if !suppress.contains(&session) && notified.insert(session) {
+            events.push(fired(session, kind, path));
+        }
+    };
+    if let Some(sessions) = table.get_mut(path) {
+        let watching: Vec<(SessionId, WatchMode)> =
+            sessions.iter().map(|(s, m)| (*s, *m)).collect();
+        for (session, mode) in watching {
+            if mode == WatchMode::PersistentRecursive && kind == EventKind::NodeChildrenChanged {
+                continue;
+            }
+            fire(session, &mut notified);
+            if mode == WatchMode::Standard {
+                sessions.remove(&session);
+            }
+        }
+        if sessions.is_empty() {
+            table.remove(path);
         }
     }
+    if kind != EventKind::NodeChildrenChanged {
+        let mut ancestor = path;
+        while let Some(parent) = avout::path::parent(ancestor) {
+            ancestor = parent;
+            if let Some(sessions) = table.get(ancestor) {
+                for (&session, &mode) in sessions {
+                    if mode == WatchMode::PersistentRecursive {
+                        fire(session, &mut notified);
+                    }
+                }
+            }
+        }
+    }
+    notified
 }
 
 fn fired(session: SessionId, kind: EventKind, path: &str) -> Fired {

@@ -2,7 +2,10 @@
 //! (a reply, a watch to register, or the failure of every call a broken connection carried)
 //! reaches the caller.
 
-use avout::{Error, Reply, Request, Result, SessionState, Watch, WatchSender, WatchedEvent};
+use avout::{
+    AddWatchMode, Error, EventKind, PersistentSender, Reply, Request, Result, SessionState, Watch,
+    WatchSender, WatchedEvent,
+};
 use futures::channel::oneshot;
 
 use super::{Link, Pending, SESSION_CHECK_WHILE_CLOSING, World, nanos};
@@ -61,6 +64,9 @@ impl Message {
 pub(super) enum Waiter {
     Request(oneshot::Sender<Answer>),
     Close(oneshot::Sender<Result<()>>),
+    /// An `addWatch` made by `Coordination::add_watch`: the watch joins the client's table
+    /// when the service has armed it.
+    Persistent(oneshot::Sender<Result<()>>, Persistent),
 }
 
 impl Waiter {
@@ -68,8 +74,28 @@ impl Waiter {
         // The caller may have dropped its future; nobody needs to hear of it then.
         let _ = match self {
             Waiter::Request(tx) => tx.send(Err(error)).map_err(drop),
-            Waiter::Close(tx) => tx.send(Err(error)).map_err(drop),
+            Waiter::Close(tx) | Waiter::Persistent(tx, _) => tx.send(Err(error)).map_err(drop),
         };
+    }
+}
+
+/// A persistent watch of a client: its id (to remove it), path, mode and stream.
+pub(crate) struct Persistent {
+    pub(crate) id: u64,
+    pub(crate) path: String,
+    pub(crate) mode: AddWatchMode,
+    pub(crate) sender: PersistentSender,
+}
+
+impl Persistent {
+    /// Whether it reports a node event for `path` (the changed node).
+    fn covers(&self, kind: EventKind, path: &str) -> bool {
+        if self.path == path {
+            return !(self.mode.is_recursive() && kind == EventKind::NodeChildrenChanged);
+        }
+        self.mode.is_recursive()
+            && kind != EventKind::NodeChildrenChanged
+            && avout::path::is_descendant(path, &self.path)
     }
 }
 
@@ -98,6 +124,7 @@ impl Call {
 pub(super) struct WatchSet {
     data: Vec<WatchSender>,
     child: Vec<WatchSender>,
+    persistent: Vec<Persistent>,
 }
 
 impl WatchSet {
@@ -106,6 +133,13 @@ impl WatchSet {
         for tx in self.data.into_iter().chain(self.child) {
             tx.fire(WatchedEvent::session_ended(state));
         }
+        for p in self.persistent {
+            p.sender.end(state);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.child.is_empty() && self.persistent.is_empty()
     }
 }
 
@@ -126,6 +160,71 @@ impl World {
         let (tx, rx) = oneshot::channel();
         self.send(client, Message::Request(request), Waiter::Request(tx));
         rx
+    }
+
+    /// Submits an `addWatch` of `client` whose events go to `watch` once the service armed it;
+    /// the outcome arrives on the returned channel.
+    pub(crate) fn submit_persistent(
+        &mut self,
+        client: usize,
+        watch: Persistent,
+    ) -> oneshot::Receiver<Result<()>> {
+        let (tx, rx) = oneshot::channel();
+        let request = Request::AddWatch {
+            path: watch.path.clone(),
+            mode: watch.mode,
+        };
+        self.send(
+            client,
+            Message::Request(request),
+            Waiter::Persistent(tx, watch),
+        );
+        rx
+    }
+
+    /// A fresh id for a persistent watch.
+    pub(crate) fn next_watch_id(&mut self) -> u64 {
+        self.watch_ids += 1;
+        self.watch_ids
+    }
+
+    /// Drops persistent watch `id` of `client` on `path` and, if the client has no other
+    /// watch there, asks the service to remove its watches there (the client crate does the
+    /// same: `removeWatches` goes out only for a path nothing else watches). `None` if nothing
+    /// is sent (another watch remains, or the session is over).
+    pub(crate) fn remove_persistent(
+        &mut self,
+        client: usize,
+        path: &str,
+        id: u64,
+    ) -> Option<oneshot::Receiver<Answer>> {
+        let c = &mut self.clients[client];
+        if c.terminal.is_some() {
+            return None;
+        }
+        let set = c.watches.get_mut(path)?;
+        let before = set.persistent.len();
+        set.persistent.retain(|p| p.id != id);
+        if set.persistent.len() == before {
+            return None;
+        }
+        if !set.is_empty() {
+            return None;
+        }
+        c.watches.remove(path);
+        Some(self.submit(
+            client,
+            Request::RemoveWatches {
+                path: path.to_owned(),
+            },
+        ))
+    }
+
+    /// Reports a connection change to every persistent watch of `client`.
+    pub(super) fn tell_persistent(&mut self, client: usize, state: SessionState) {
+        for set in self.clients[client].watches.values_mut() {
+            set.persistent.retain(|p| p.sender.connection(state));
+        }
     }
 
     /// Submits the close of `client`'s session; the answer arrives on the returned channel.
@@ -227,7 +326,16 @@ impl World {
                 });
                 let _ = tx.send(Ok((reply, watch)));
             }
-            (Waiter::Close(_), Ok(Some(_))) | (Waiter::Request(_), Ok(None)) => {
+            (Waiter::Persistent(tx, watch), Ok(Some(_))) => {
+                let set = self.clients[client]
+                    .watches
+                    .entry(watch.path.clone())
+                    .or_default();
+                set.persistent.push(watch);
+                let _ = tx.send(Ok(()));
+            }
+            (Waiter::Close(_), Ok(Some(_)))
+            | (Waiter::Request(_) | Waiter::Persistent(..), Ok(None)) => {
                 unreachable!("the service answers a close with None and a request with a reply")
             }
         }
@@ -235,10 +343,30 @@ impl World {
 
     /// Fans a server event out to the client's watches, as ZooKeeper's client does: data and
     /// exists watches for created, changed and deleted; child watches for children changed
-    /// and deleted.
-    pub(super) fn fire_watches(&mut self, client: usize, event: WatchedEvent) {
+    /// and deleted; persistent watches on the path for all four; recursive ones on the path
+    /// or an ancestor for all but children changed.
+    ///
+    /// `lost_to_persistent`: the event reached the client across a broken connection (sent on
+    /// an older one, or held while it was down). A one-shot watch still hears it (ZooKeeper
+    /// re-arms one-shot watches on reconnection and reports what they missed); a persistent
+    /// one does not (re-armed without catching up, ZOOKEEPER-4698).
+    pub(super) fn fire_watches(
+        &mut self,
+        client: usize,
+        event: WatchedEvent,
+        lost_to_persistent: bool,
+    ) {
         use avout::EventKind::*;
         let watches = &mut self.clients[client].watches;
+        if !lost_to_persistent && !matches!(event.kind, Session) {
+            for (path, set) in watches.iter_mut() {
+                if !avout::path::is_descendant(&event.path, path) && *path != event.path {
+                    continue;
+                }
+                set.persistent
+                    .retain(|p| !p.covers(event.kind, &event.path) || p.sender.send(event.clone()));
+            }
+        }
         let Some(set) = watches.get_mut(&event.path) else {
             return;
         };
@@ -252,7 +380,7 @@ impl World {
             }
             _ => {}
         }
-        if set.data.is_empty() && set.child.is_empty() {
+        if set.is_empty() {
             watches.remove(&event.path);
         }
         for tx in fire {

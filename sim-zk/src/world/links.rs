@@ -99,7 +99,8 @@ impl World {
         }
         let held = std::mem::take(&mut self.clients[client].held);
         for (epoch, msg) in held {
-            self.deliver(client, epoch, msg);
+            // Held across a broken connection: persistent watches never hear of it.
+            self.deliver(client, epoch, msg, why != Down::Pause);
         }
     }
 
@@ -157,10 +158,10 @@ impl World {
             self.clients[client].held.push_back((epoch, msg));
             return;
         }
-        self.deliver(client, epoch, msg);
+        self.deliver(client, epoch, msg, false);
     }
 
-    pub(super) fn deliver(&mut self, client: usize, epoch: u64, msg: ClientMsg) {
+    pub(super) fn deliver(&mut self, client: usize, epoch: u64, msg: ClientMsg, held: bool) {
         let t = self.clock;
         match msg {
             ClientMsg::Reply { xid, result } => {
@@ -203,7 +204,8 @@ impl World {
                         path: event.path.clone(),
                     },
                 );
-                self.fire_watches(client, event);
+                let lost = held || epoch != self.clients[client].epoch;
+                self.fire_watches(client, event, lost);
             }
             ClientMsg::Expired => self.terminate(client, SessionState::Expired),
         }
@@ -217,6 +219,9 @@ impl World {
         c.publisher.publish(state);
         let t = self.clock;
         self.log.push(LogEvent::State { t, client, state }, |_| {});
+        if !state.is_terminal() {
+            self.tell_persistent(client, state);
+        }
     }
 
     /// The client learns that its session is over: every call fails with the terminal

@@ -44,6 +44,7 @@ mod links;
 mod queue;
 mod server;
 
+pub(crate) use calls::Persistent;
 use calls::{Call, ClientMsg, Message, WatchSet};
 use queue::Queue;
 
@@ -227,6 +228,8 @@ enum Pending {
     Thaw {
         client: usize,
     },
+    /// TTL nodes may be due for deletion.
+    TtlCheck,
     TimeLimit,
 }
 
@@ -249,6 +252,8 @@ pub(crate) struct World {
     buggify: Option<(Rng, BTreeMap<Site, bool>)>,
     pub(crate) buggify_fired: u64,
     clients: Vec<Client>,
+    /// The last id given to a persistent watch.
+    watch_ids: u64,
     by_session: BTreeMap<SessionId, usize>,
     pub(crate) log: EventLog,
     step: u64,
@@ -260,6 +265,8 @@ pub(crate) struct World {
     electing: bool,
     /// When each follower's pending timer fires, if one is pending.
     follower_timers: Vec<Option<u64>>,
+    /// When the next TTL check is due (nanoseconds), if one is scheduled.
+    ttl_timer: Option<u64>,
     /// How many servers; with more than one, server `s` reads from kernel follower `s`
     /// unless it leads.
     servers: u8,
@@ -337,6 +344,8 @@ impl World {
         } else {
             Kernel::new()
         };
+        let mut kernel = kernel;
+        kernel.set_features(config.features);
         let slots = usize::from(kernel.followers());
         let mut w = World {
             kernel,
@@ -354,6 +363,8 @@ impl World {
             buggify_fired: 0,
             clients: Vec::new(),
             by_session: BTreeMap::new(),
+            watch_ids: 0,
+            ttl_timer: None,
             log: EventLog::new(config.keep_log),
             step: 0,
             armed_request_loss: Vec::new(),
@@ -575,8 +586,31 @@ impl World {
             Pending::Notice { server } => self.notice_cut_off(server),
             Pending::Heal { server } => self.heal(server),
             Pending::Thaw { client } => self.thaw(client),
+            Pending::TtlCheck => {
+                if self.ttl_timer.is_some_and(|at| at <= self.clock) {
+                    self.ttl_timer = None;
+                    self.timer("ttl-check");
+                    self.reap_ttls();
+                }
+            }
             Pending::TimeLimit => {
                 self.stopped = Some(Stop::TimeLimit(self.config.time_limit));
+            }
+        }
+    }
+
+    /// Deletes the TTL nodes due now and schedules a check for the next one to fall due.
+    /// ZooKeeper checks on a timer (`znode.container.checkIntervalMs`); checking at the very
+    /// time a node falls due, and after every write, is one of the schedules it allows.
+    fn reap_ttls(&mut self) {
+        let reaped = self.kernel.reap_ttls(self.now_ms());
+        self.route(reaped);
+        if let Some(due_ms) = self.kernel.next_ttl_ms() {
+            let since_start = u64::try_from(due_ms - self.config.epoch_ms).unwrap_or(0);
+            let at = since_start.saturating_mul(1_000_000).max(self.clock + 1);
+            if self.ttl_timer.is_none_or(|t| t > at) {
+                self.ttl_timer = Some(at);
+                self.schedule(at, Pending::TtlCheck);
             }
         }
     }

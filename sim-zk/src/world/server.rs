@@ -139,6 +139,7 @@ impl World {
             if message.is_write() {
                 let reaped = self.kernel.reap_containers(self.now_ms());
                 self.route(reaped);
+                self.reap_ttls();
             }
             self.arm_follower();
         }

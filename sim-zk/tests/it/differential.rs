@@ -22,11 +22,16 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Coordination, CoordinationExt, CreateMode, Error, Op, OpResult, Stat, Watch};
+use avout::{
+    Acl, AddWatchMode, Coordination, CoordinationExt, CreateMode, CreateOptions, Error, Op,
+    OpResult, Perms, PersistentWatch, Stat, Watch,
+};
 use avout_sim_zk::Sim;
 use avout_testkit::server::ZkServer;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 
@@ -57,6 +62,66 @@ enum DOp {
     WatchChildren(String),
     Multi(Vec<DOp>),
     Sync,
+    /// A TTL node (sequential or not); a TTL of 0 is refused.
+    CreateTtl {
+        name: String,
+        sequential: bool,
+        ttl_ms: u64,
+    },
+    /// `setACL` with one of [`acl_choice`]'s ACLs.
+    SetAcl {
+        name: String,
+        acl: u8,
+        version: Option<i32>,
+    },
+    Ephemerals(String),
+    CountAll(String),
+    AddWatch {
+        name: String,
+        recursive: bool,
+    },
+    /// Removes the persistent watch added last (if any is left).
+    RemoveWatch,
+}
+
+/// The ACLs `SetAcl` chooses from: open, read-only (so later writes are refused), and
+/// read plus admin (so a later `SetAcl` can open the node again).
+fn acl_choice(i: u8) -> Vec<Acl> {
+    let world = |perms| {
+        vec![Acl {
+            perms,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }]
+    };
+    match i % 3 {
+        0 => Acl::open_unsafe(),
+        1 => Acl::read_unsafe(),
+        _ => world(Perms::READ | Perms::ADMIN),
+    }
+}
+
+fn ttl_create() -> impl Strategy<Value = DOp> {
+    let name = prop_oneof![
+        3 => child_name().prop_map(|n| (n, false)),
+        1 => prop::sample::select(SEQ_PREFIXES).prop_map(|p| (p.to_owned(), true)),
+    ];
+    (name, prop_oneof![9 => Just(3_600_000u64), 1 => Just(0u64)]).prop_map(
+        |((name, sequential), ttl_ms)| DOp::CreateTtl {
+            name,
+            sequential,
+            ttl_ms,
+        },
+    )
+}
+
+fn ttl_options(sequential: bool, ttl_ms: u64) -> CreateOptions {
+    let mode = if sequential {
+        CreateMode::PersistentSequentialWithTtl
+    } else {
+        CreateMode::PersistentWithTtl
+    };
+    CreateOptions::new(mode).with_ttl(Duration::from_millis(ttl_ms))
 }
 
 fn name() -> impl Strategy<Value = String> {
@@ -108,7 +173,13 @@ fn set() -> impl Strategy<Value = DOp> {
 
 /// An operation inside a multi: create, delete, set, or check (as `Exists`).
 fn multi_op() -> impl Strategy<Value = DOp> {
-    prop_oneof![create(), delete(), set(), name().prop_map(DOp::Exists)]
+    prop_oneof![
+        create(),
+        delete(),
+        set(),
+        name().prop_map(DOp::Exists),
+        ttl_create()
+    ]
 }
 
 fn op() -> impl Strategy<Value = DOp> {
@@ -124,6 +195,19 @@ fn op() -> impl Strategy<Value = DOp> {
         1 => name().prop_map(DOp::WatchChildren),
         2 => prop::collection::vec(multi_op(), 1..4).prop_map(DOp::Multi),
         1 => Just(DOp::Sync),
+        1 => ttl_create(),
+        1 => (name(), 0..3u8, version()).prop_map(|(name, acl, version)| DOp::SetAcl {
+            name,
+            acl,
+            version,
+        }),
+        1 => name().prop_map(DOp::Ephemerals),
+        1 => name().prop_map(DOp::CountAll),
+        1 => (name(), any::<bool>()).prop_map(|(name, recursive)| DOp::AddWatch {
+            name,
+            recursive,
+        }),
+        1 => Just(DOp::RemoveWatch),
     ]
 }
 
@@ -200,6 +284,15 @@ fn to_op(root: &str, op: &DOp) -> Op {
             version,
         } => Op::set_data(full(root, name), data.clone(), *version),
         DOp::Exists(name) => Op::check(full(root, name), None),
+        DOp::CreateTtl {
+            name,
+            sequential,
+            ttl_ms,
+        } => Op::Create {
+            path: full(root, name),
+            data: Vec::new(),
+            options: ttl_options(*sequential, *ttl_ms),
+        },
         other => unreachable!("{other:?} is not generated inside a multi"),
     }
 }
@@ -209,6 +302,7 @@ async fn run_case<C: Coordination>(c: &C, root: &str, ops: &[DOp]) -> Vec<String
     let mut norm = Norm::default();
     let mut out = Vec::new();
     let mut watches: Vec<(usize, Watch)> = Vec::new();
+    let mut persistent: Vec<(usize, PersistentWatch)> = Vec::new();
     let strip = |p: &str| p.strip_prefix(root).unwrap_or(p).to_owned();
     for (i, op) in ops.iter().enumerate() {
         let line = match op {
@@ -289,6 +383,59 @@ async fn run_case<C: Coordination>(c: &C, root: &str, ops: &[DOp]) -> Vec<String
                 Ok(()) => "synced".into(),
                 Err(e) => err(&e),
             },
+            DOp::CreateTtl {
+                name,
+                sequential,
+                ttl_ms,
+            } => {
+                let options = ttl_options(*sequential, *ttl_ms);
+                match c.create(&full(root, name), b"", &options).await {
+                    Ok((p, s)) => format!("created ttl {} {}", strip(&p), norm.stat(&s)),
+                    Err(e) => err(&e),
+                }
+            }
+            DOp::SetAcl { name, acl, version } => {
+                match c
+                    .set_acl(&full(root, name), &acl_choice(*acl), *version)
+                    .await
+                {
+                    Ok(s) => format!("acl set {}", norm.stat(&s)),
+                    Err(e) => err(&e),
+                }
+            }
+            DOp::Ephemerals(name) => match c.get_ephemerals(&full(root, name)).await {
+                Ok(paths) => {
+                    let mut paths: Vec<String> = paths.iter().map(|p| strip(p)).collect();
+                    paths.sort();
+                    format!("ephemerals {paths:?}")
+                }
+                Err(e) => err(&e),
+            },
+            DOp::CountAll(name) => match c.get_all_children_number(&full(root, name)).await {
+                Ok(n) => format!("{n} descendants"),
+                Err(e) => err(&e),
+            },
+            DOp::AddWatch { name, recursive } => {
+                let mode = if *recursive {
+                    AddWatchMode::PersistentRecursive
+                } else {
+                    AddWatchMode::Persistent
+                };
+                match c.add_watch(&full(root, name), mode).await {
+                    Ok(w) => {
+                        persistent.push((i, w));
+                        "watching persistently".into()
+                    }
+                    Err(e) => err(&e),
+                }
+            }
+            DOp::RemoveWatch => match persistent.pop() {
+                Some((j, mut w)) => match w.remove().await {
+                    Ok(()) => format!("removed watch {j}"),
+                    Err(e) => err(&e),
+                },
+                None => "no watch to remove".into(),
+            },
         };
         out.push(format!("{i}: {line}"));
     }
@@ -302,6 +449,13 @@ async fn run_case<C: Coordination>(c: &C, root: &str, ops: &[DOp]) -> Vec<String
             Some(e) => format!("watch {i}: {:?} {}", e.kind, strip(&e.path)),
             None => format!("watch {i}: silent"),
         });
+    }
+    for (i, mut w) in persistent {
+        let mut events = Vec::new();
+        while let Some(Some(e)) = w.next().now_or_never() {
+            events.push(format!("{:?} {}", e.kind, strip(&e.path)));
+        }
+        out.push(format!("persistent watch {i}: {events:?}"));
     }
     out
 }
@@ -350,6 +504,20 @@ fn regressions() -> Vec<Vec<DOp>> {
             ]),
             DOp::Exists("b".into()),
             mk("b", Persistent),
+        ],
+        // A parent's DELETE right is checked before the node is looked up: deleting a
+        // missing child of a read-only node is NoAuth, not NoNode.
+        vec![
+            mk("a", Persistent),
+            DOp::SetAcl {
+                name: "a".into(),
+                acl: 1,
+                version: None,
+            },
+            DOp::Delete {
+                name: "a/c".into(),
+                version: None,
+            },
         ],
         // Ephemerals have no children; an exists watch on a missing node fires on create.
         vec![

@@ -27,8 +27,8 @@
 //! that waits for an event is bounded by [`EVENT_TIMEOUT`], so a broken backend fails instead of
 //! hanging; nothing sleeps on the wall clock, so the suite also runs on a paused tokio clock.
 //!
-//! The cases live in one module per area (`nodes`, `children`, `sessions`, `watches`, `multi`,
-//! `acl`, `limits`) and are listed once, in the `cases!` table below; what they share (calls
+//! The cases live in one module per area (`nodes`, `children`, `sessions`, `watches`,
+//! `persistent`, `multi`, `acl`, `extended`, `limits`) and are listed once, in the `cases!` table below; what they share (calls
 //! that must succeed, refusals matching a pattern, bounded waits, and one table of the
 //! requests that name a single path, for cases that expect many of them refused alike) is in
 //! `check`.
@@ -55,9 +55,11 @@ use check::ok;
 mod acl;
 mod check;
 mod children;
+mod extended;
 mod limits;
 mod multi;
 mod nodes;
+mod persistent;
 mod sessions;
 mod watches;
 #[cfg(feature = "zookeeper")]
@@ -172,11 +174,17 @@ cases![
     watches::exists_watch,
     watches::child_watch,
     watches::watch_before_reply,
+    persistent::persistent_watch,
+    persistent::recursive_watch,
+    persistent::persistent_watch_end,
     multi::multi_success,
     multi::multi_atomicity,
     sessions::sync,
     acl::acl_digest,
     acl::acl_creator_all,
+    extended::set_acl,
+    extended::ttl_nodes,
+    extended::ephemerals_and_counts,
     limits::validation,
     limits::data_limit,
 ];

@@ -75,6 +75,12 @@ pub(super) fn classpath() -> Result<(String, Vec<String>)> {
     } else {
         (None, Vec::new())
     };
+    let mut props = props;
+    // TTL and container nodes are reaped by a timer, a minute by default: a tenth of a second
+    // lets a test see a TTL node go within its patience.
+    props.push(format!(
+        "-Dznode.container.checkIntervalMs={CONTAINER_CHECK_MS}"
+    ));
     let mut cp = jar.display().to_string();
     if let Some(logger) = logger {
         cp.push(':');
@@ -83,7 +89,11 @@ pub(super) fn classpath() -> Result<(String, Vec<String>)> {
     Ok((cp, props))
 }
 
-/// The `zoo.cfg` lines shared by standalone servers and ensemble members.
+/// How often a test server looks for TTL and container nodes to delete, milliseconds.
+pub(super) const CONTAINER_CHECK_MS: u64 = 100;
+
+/// The `zoo.cfg` lines shared by standalone servers and ensemble members; with
+/// `extendedTypesEnabled`, so that TTL nodes can be created.
 pub(super) fn base_config(data_dir: &Path, client_port: u16, force_sync: bool) -> String {
     format!(
         "tickTime=500\n\
@@ -94,6 +104,7 @@ pub(super) fn base_config(data_dir: &Path, client_port: u16, force_sync: bool) -
          admin.enableServer=false\n\
          4lw.commands.whitelist=*\n\
          maxClientCnxns=0\n\
+         extendedTypesEnabled=true\n\
          forceSync={}\n",
         data_dir.display(),
         if force_sync { "yes" } else { "no" },
