@@ -51,6 +51,9 @@ pub const BUDGET_VAR: &str = "AVOUT_SHRINK_BUDGET";
 /// The default regression directory, relative to the crate under test.
 pub const DEFAULT_REGRESSIONS: &str = "tests/avout-regressions";
 
+/// How many events of the shrunk run a failure shows.
+const SHOWN_EVENTS: usize = 60;
+
 /// A scenario run over seeds on the simulator (see the [module docs](self)).
 #[derive(Clone, Debug)]
 pub struct Harness {
@@ -143,6 +146,8 @@ pub struct Failure {
     pub shrunk_file: Option<PathBuf>,
     /// What shrinking made of it.
     pub shrunk: Option<Shrunk>,
+    /// The shrunk run's history (Jepsen's JSON lines), replayed from the shrunk case.
+    pub shrunk_history: Vec<String>,
     /// The test to run again with [`REPLAY_VAR`].
     pub test: String,
 }
@@ -167,6 +172,16 @@ impl std::fmt::Display for Failure {
         )?;
         if let (Some(shrunk), Some(file)) = (&self.shrunk, &self.shrunk_file) {
             writeln!(f, "shrunk      {}", schedule(shrunk))?;
+            for line in self.shrunk_history.iter().take(SHOWN_EVENTS) {
+                writeln!(f, "              {line}")?;
+            }
+            if self.shrunk_history.len() > SHOWN_EVENTS {
+                writeln!(
+                    f,
+                    "              … {} more events",
+                    self.shrunk_history.len() - SHOWN_EVENTS
+                )?;
+            }
             writeln!(
                 f,
                 "kept        {} (re-run first from now on)",
@@ -369,7 +384,13 @@ impl Harness {
             Err(ShrinkError::NotFailing) => (None, None),
             Err(e) => return e.into(),
         };
+        let shrunk_history = shrunk
+            .as_ref()
+            .and_then(|s| s.case.replay().ok())
+            .map(|report| history_lines(&report.history))
+            .unwrap_or_default();
         HarnessError::Failed(Box::new(Failure {
+            shrunk_history,
             seed,
             anomalies: report.verdict.anomalies.clone(),
             case_file,
@@ -393,15 +414,24 @@ impl Harness {
                 case.sim.hash, report.hash, case.workload.seed
             )));
         }
-        let mut lines = Vec::new();
-        if report.history.write_to(&mut lines).is_ok() {
-            eprintln!("{}", String::from_utf8_lossy(&lines));
-        }
+        eprintln!("{}", history_lines(&report.history).join("\n"));
         if report.verdict.valid {
             Ok(())
         } else {
             Err(problem(format!("fails as recorded:\n{}", report.verdict)))
         }
+    }
+}
+
+/// `history` as Jepsen's JSON lines.
+fn history_lines(history: &crate::history::History) -> Vec<String> {
+    let mut out = Vec::new();
+    match history.write_to(&mut out) {
+        Ok(()) => String::from_utf8_lossy(&out)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        Err(e) => vec![format!("(the history could not be written: {e})")],
     }
 }
 
