@@ -9,6 +9,7 @@
 //! - [`view`]: a run's timeline as a self-contained HTML page, the checker's verdict drawn on it.
 
 pub mod check;
+pub mod cli;
 pub mod harness;
 pub mod history;
 pub mod report;
