@@ -22,6 +22,12 @@ pub enum WorkloadError {
     /// in doubt or a lost session, as the error's class says.
     #[error(transparent)]
     Avout(#[from] avout::Error),
+    /// An atom failed where the workload cannot do without it (opening it, a final read).
+    #[error(transparent)]
+    Atom(#[from] avout::atom::AtomError),
+    /// A transaction failed where the workload cannot do without it.
+    #[error(transparent)]
+    Stm(#[from] avout::stm::StmError),
     /// A lock, a read-write lock or an election could not be made.
     #[error(transparent)]
     Lock(#[from] avout::lock::LockError),
