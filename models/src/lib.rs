@@ -27,10 +27,10 @@
 //! assert!(report.unique_states > 10);
 //! ```
 
-pub mod agent_handoff;
 pub mod atom;
 pub mod check;
 pub mod conformance;
+pub mod executor;
 pub mod lock;
 pub mod mvcc;
 pub mod shared;
@@ -72,15 +72,17 @@ pub enum Named {
     Mvcc,
     /// The STM under protocol Mvcc: even clients transfer between two refs, odd ones read.
     MvccBank,
+    /// The agent executor's hand-off: each client runs an executor over one agent's queue.
+    Agent,
 }
 
 impl Named {
     /// Every model, in a fixed order.
     ///
     /// ```
-    /// assert_eq!(avout_models::Named::ALL.len(), 7);
+    /// assert_eq!(avout_models::Named::ALL.len(), 8);
     /// ```
-    pub const ALL: [Named; 7] = [
+    pub const ALL: [Named; 8] = [
         Named::Mutex,
         Named::RwLock,
         Named::Election,
@@ -88,6 +90,7 @@ impl Named {
         Named::Stm,
         Named::Mvcc,
         Named::MvccBank,
+        Named::Agent,
     ];
 
     /// The model's name on the command line.
@@ -104,6 +107,7 @@ impl Named {
             Named::Stm => "stm",
             Named::Mvcc => "mvcc",
             Named::MvccBank => "mvcc-bank",
+            Named::Agent => "agent",
         }
     }
 }
@@ -129,7 +133,9 @@ impl FromStr for Named {
 #[non_exhaustive]
 pub enum ModelError {
     /// No model has this name.
-    #[error("no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc, mvcc-bank)")]
+    #[error(
+        "no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc, mvcc-bank, agent)"
+    )]
     Unknown(String),
     /// The configuration is out of range.
     #[error("{0}")]
@@ -280,6 +286,29 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The executor hand-off model this configuration describes: `clients` executors and
+    /// `cycles + 1` queued actions (so the default queues two, and order can be seen).
+    ///
+    /// ```
+    /// let m = avout_models::Config::default().executor().unwrap();
+    /// assert_eq!((m.clients, m.actions), (2, 2));
+    /// ```
+    pub fn executor(&self) -> Result<executor::ExecutorModel, ModelError> {
+        self.validate()?;
+        if self.bug.is_some() {
+            return Err(ModelError::Config(
+                "the agent model has no planted bug".to_owned(),
+            ));
+        }
+        Ok(executor::ExecutorModel {
+            actions: self.cycles + 1,
+            faults: self.faults(),
+            ..executor::ExecutorModel::new(self.clients)
+        })
+    }
+}
+
 /// Checks the model called `name` (see [`Named`]).
 ///
 /// ```
@@ -312,6 +341,7 @@ pub fn check_named_with(
         Named::Election => check_with(config.lock(lock::Flavor::Election)?, search, progress),
         Named::Atom => check_with(config.atom()?, search, progress),
         Named::Stm => check_with(config.stm()?, search, progress),
+        Named::Agent => check_with(config.executor()?, search, progress),
         Named::Mvcc | Named::MvccBank => check_with(
             config.mvcc(named)?,
             Search {
@@ -343,6 +373,7 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
         Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
         Named::Atom => check::serve(config.atom()?, address),
         Named::Stm => check::serve(config.stm()?, address),
+        Named::Agent => check::serve(config.executor()?, address),
         Named::Mvcc | Named::MvccBank => check::serve(config.mvcc(named)?, address),
     }
     Ok(())

@@ -381,6 +381,11 @@ impl EventLog {
         self.len
     }
 
+    /// The entries kept so far (none unless kept).
+    pub(crate) fn entries(&self) -> &[LogEvent] {
+        &self.entries
+    }
+
     pub(crate) fn take(&mut self) -> Vec<LogEvent> {
         std::mem::take(&mut self.entries)
     }

@@ -13,7 +13,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -560,8 +560,9 @@ impl Sim {
     /// If the workload panics, a kernel invariant breaks, or the workload is still running
     /// at the time limit (a deadlock in virtual time). First the run writes a replay file
     /// (its configuration, every choice it made up to the failure, and the event-log hash at
-    /// that point; see [`Builder::failure_replay_dir`]) and prints its seed, the file's path
-    /// and how to replay it.
+    /// that point; see [`Builder::failure_replay_dir`]) and, if it kept its event log, the
+    /// log up to the failure beside it (`.log`), and prints its seed, the files' paths and how
+    /// to replay it.
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("avout-doc-{}", std::process::id()));
@@ -570,9 +571,12 @@ impl Sim {
     ///     sim.run(|_| async { panic!("boom") })
     /// }));
     /// assert!(failed.is_err());
-    /// let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
-    /// let replay = avout_sim_zk::ReplayFile::load(&file).unwrap();
+    /// let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    /// let file = files.iter().find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
+    /// let replay = avout_sim_zk::ReplayFile::load(file).unwrap();
     /// assert_eq!(replay.config.seed, 4);
+    /// // The run kept its event log (the default), so the log up to the failure is beside it.
+    /// assert!(std::fs::read_to_string(file.with_extension("log")).unwrap().contains("connected"));
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn run<F, Fut, T>(&self, workload: F) -> (T, RunSummary)
@@ -601,8 +605,12 @@ impl Sim {
                     Some(Ok(path)) => format!(
                         "\n  replay file: {0}\n  replay it:   {REPLAY_ENV}={0} {rerun} (tests \
                          built with Builder::seed_from_env), or run \
-                         Sim::from_replay(&ReplayFile::load(path)?) on the same workload",
-                        path.display()
+                         Sim::from_replay(&ReplayFile::load(path)?) on the same workload{1}",
+                        path.display(),
+                        Some(path.with_extension("log"))
+                            .filter(|log| log.exists())
+                            .map(|log| format!("\n  event log:   {}", log.display()))
+                            .unwrap_or_default()
                     ),
                     Some(Err(e)) => format!("\n  (could not write a replay file: {e})"),
                     None => String::new(),
@@ -635,17 +643,26 @@ impl Sim {
             choices: w.choices_so_far(),
             hash: w.log.hash(),
         };
+        // A run that kept its event log leaves it beside the replay file: the entries up to
+        // the failure are what shows a deadlock, which has no history to draw.
+        let log: String = w.log.entries().iter().map(|e| format!("{e}\n")).collect();
         drop(w);
         let path = dir.join(format!("seed-{}-{:016x}.json", self.config.seed, file.hash));
-        Some(
-            std::fs::create_dir_all(&dir)
-                .map_err(|source| crate::ReplayError::Io {
-                    path: dir.display().to_string(),
-                    source,
-                })
-                .and_then(|()| file.save(&path))
-                .map(|()| path),
-        )
+        let io = |path: &Path, source| crate::ReplayError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let written = std::fs::create_dir_all(&dir)
+            .map_err(|source| io(&dir, source))
+            .and_then(|()| file.save(&path))
+            .and_then(|()| {
+                let text = path.with_extension("log");
+                if log.is_empty() {
+                    return Ok(());
+                }
+                std::fs::write(&text, log).map_err(|source| io(&text, source))
+            });
+        Some(written.map(|()| path))
     }
 
     fn run_inner<F, Fut, T>(&self, workload: F, world: &mut Option<Arc<Shared>>) -> (T, RunSummary)

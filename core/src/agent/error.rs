@@ -119,3 +119,20 @@ impl AgentError {
         }
     }
 }
+
+impl From<super::StepError> for AgentError {
+    /// A step's error as the executor reports it: a lost lock node is the lock's
+    /// [`LockError::NodeDeleted`] (a lost session, for [`AgentError::is_session_lost`]).
+    fn from(e: super::StepError) -> Self {
+        use super::StepError;
+        match e {
+            StepError::Missing { path } => AgentError::Missing { path },
+            StepError::Decode { path, detail } => AgentError::Decode {
+                path,
+                source: <serde_json::Error as serde::de::Error>::custom(detail),
+            },
+            StepError::Fenced { node } => AgentError::Lock(LockError::NodeDeleted { node }),
+            StepError::Zk(e) => AgentError::Zk(e),
+        }
+    }
+}

@@ -94,15 +94,19 @@
 //! # Ok(()) }
 //! ```
 
+mod consume;
 mod error;
 mod executor;
 mod state;
+mod step;
 
+pub use consume::{Consume, Consumed, consume};
 pub use error::AgentError;
 pub use state::{
     AgentFailure, AgentState, EntryName, ErrorMode, RestartMark, SENDERS_KEPT, SenderMark,
     next_entry,
 };
+pub use step::{StepError, StepMachine, Stepped};
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -639,21 +643,18 @@ where
             // Reads are retried across a lost connection: after a `multi` whose reply was
             // lost, only the state read next decides it, so giving up there would report a
             // write that may have applied as an error the caller retries.
-            let read = match self.read(&*zk).await {
-                Ok(read) => read,
+            let listed = async {
+                let read = self.read(&*zk).await?;
+                let (children, _) = zk.get_children(&queue).await?;
+                Ok::<_, AgentError>((read, children))
+            };
+            let (read, children) = match listed.await {
+                Ok(listed) => listed,
                 Err(AgentError::Zk(e)) if e.is_indeterminate() => {
                     wait_connected(&*zk).await?;
                     continue;
                 }
                 Err(e) => return Err(e),
-            };
-            let children = match zk.get_children(&queue).await {
-                Ok((children, _)) => children,
-                Err(e) if e.is_indeterminate() => {
-                    wait_connected(&*zk).await?;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
             };
             let entries: Vec<EntryName> = children
                 .iter()

@@ -203,6 +203,11 @@ pub(crate) async fn killed_between_put_and_commit(
     assert_no_leak(&alive, &*store, held).await;
 }
 
+/// Whether `err` is the store failing at `op`.
+fn failed_at(err: &StmError, op: StoreOp) -> bool {
+    matches!(err, StmError::Store { op: failed, .. } if *failed == op)
+}
+
 /// A failing store: a put fails the transaction with a typed "rejected" error and commits
 /// nothing; a get fails the read.
 pub(crate) async fn store_failures(zk: &Client, root: &str, p: Protocol) {
@@ -210,47 +215,18 @@ pub(crate) async fn store_failures(zk: &Client, root: &str, p: Protocol) {
     let stm = open(zk, root, p, store.clone()).await;
     let a = stm.make_ref("a", 1i64).await.unwrap();
     store.set_failing(&[StoreOp::Put]);
-    let err = stm
-        .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
-        .await
-        .unwrap_err();
+    let bump = || stm.dosync(async |tx| tx.alter(&a, |v| v + 1).await);
+    let err = bump().await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            StmError::Store {
-                op: StoreOp::Put,
-                ..
-            }
-        ) && err.is_definite(),
+        failed_at(&err, StoreOp::Put) && err.is_definite(),
         "{p:?}: {err:?}"
     );
     assert_eq!(a.deref().await.unwrap(), 1, "{p:?}: nothing committed");
     store.set_failing(&[StoreOp::Get]);
     let err = a.deref().await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StmError::Store {
-                op: StoreOp::Get,
-                ..
-            }
-        ),
-        "{p:?}: {err:?}"
-    );
-    let err = stm
-        .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StmError::Store {
-                op: StoreOp::Get,
-                ..
-            }
-        ),
-        "{p:?}: {err:?}"
-    );
+    assert!(failed_at(&err, StoreOp::Get), "{p:?}: {err:?}");
+    let err = bump().await.unwrap_err();
+    assert!(failed_at(&err, StoreOp::Get), "{p:?}: {err:?}");
     store.set_failing(&[]);
     assert_eq!(a.deref().await.unwrap(), 1, "{p:?}: nothing committed");
     stm.collect_garbage().await.unwrap();

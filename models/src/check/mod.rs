@@ -68,6 +68,20 @@ world_model!(crate::stm::StmModel, crate::stm::StmAgent);
 world_model!(crate::mvcc::MvccModel, crate::mvcc::MvccAgent);
 world_model!(crate::atom::AtomModel, crate::atom::AtomAgent);
 
+/// No bug is planted in the executor's machines.
+impl WorldModel for crate::executor::ExecutorModel {
+    type Agent = crate::executor::ExecutorAgent;
+    fn bug(&self) -> Option<Bug> {
+        None
+    }
+    fn space(&self) -> &Space<Self::Agent> {
+        &self.space
+    }
+    fn space_mut(&mut self) -> &mut Space<Self::Agent> {
+        &mut self.space
+    }
+}
+
 /// How to search.
 ///
 /// ```

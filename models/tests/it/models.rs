@@ -182,6 +182,16 @@ fn stm_a_lost_commit_reply_is_decided_by_the_commit_id() {
 }
 
 #[test]
+fn agent_executors_apply_each_action_once_in_order_and_take_over_after_a_crash() {
+    let report = checked("agent", 2, 1);
+    assert_eq!(report.unique_states, 54631);
+    for wanted in ["taken over after a crash", "a commit in doubt decided"] {
+        let p = report.property(wanted);
+        assert!(matches!(p.verdict, Verdict::Found(_)), "{wanted}: {report}");
+    }
+}
+
+#[test]
 fn an_example_prints_as_a_numbered_trace() {
     let report = checked("mutex", 2, 1);
     let Verdict::Found(trace) = &report.property("taken over from an expired holder").verdict

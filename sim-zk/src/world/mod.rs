@@ -551,8 +551,14 @@ impl World {
                 if c.stale_until.is_some_and(|u| u <= self.clock) {
                     c.stale_until = None;
                     self.timer("stale-end");
-                    let leader = self.leader;
-                    self.attach_to(client, leader);
+                    // A follower cut off from the leader cannot catch up, and the requests it
+                    // holds are answered only by the end of its connection when it notices:
+                    // moving the session off it now would leave them unanswered for ever.
+                    let server = self.clients[client].server;
+                    if !self.is_cut_off(server) {
+                        let leader = self.leader;
+                        self.attach_to(client, leader);
+                    }
                 }
             }
             Pending::Follower(i) => {

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 /// Options of `avout model`.
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// The model: mutex, rwlock, election, atom, stm, mvcc or mvcc-bank (the last two checked to
-    /// a depth bound unless --depth says otherwise).
+    /// The model: mutex, rwlock, election, atom, stm, mvcc, mvcc-bank (these two checked to a
+    /// depth bound unless --depth says otherwise) or agent (the executor hand-off).
     #[arg(value_parser = parse_named)]
     name: Named,
     /// Clients (1 to 4; the state space grows exponentially).
@@ -41,7 +41,8 @@ pub(crate) struct ModelArgs {
     /// disconnect, stale-read, outage.
     #[arg(long, value_delimiter = ',', default_values_t = FaultKind::CLASSIC.to_vec())]
     kinds: Vec<FaultKind>,
-    /// Acquire-hold-release cycles per lock client (1 to 3).
+    /// Acquire-hold-release cycles per lock client (1 to 3); for `agent`, the actions queued
+    /// are one more.
     #[arg(long, default_value_t = 1)]
     cycles: u8,
     /// Depth-first search (breadth-first, the default, finds the shortest traces).
