@@ -24,7 +24,7 @@
 //!   `explore`, `soak` and `shrink` get one beside their case file.
 //! - `avout check FILE --model register|cas-register|list-append|bank|mutex|two-phase-commit
 //!   [--json]` judges a recorded history: exit 0 valid, 1 anomaly, 2 bad input.
-//! - `avout model mutex|rwlock|election|atom|stm|mvcc|mvcc-bank [--clients N] [--faults F]
+//! - `avout model mutex|rwlock|election|atom|stm|mvcc|mvcc-bank|agent [--clients N] [--faults F]
 //!   [--kinds K,...] [--depth D] [--dfs | --walks W [--seed S]] [--max-states N]
 //!   [--max-memory SIZE] [--json] [--explorer ADDR]` model-checks the production protocol
 //!   machines (stateright, or seeded random walks), within its budgets: exit 0 if every
