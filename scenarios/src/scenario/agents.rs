@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::env::{Cluster, Process, Recorder, open_client, retry_open};
+use super::error::{BoxError, WorkloadError};
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{Verdict, Workload, pairs};
 use crate::history::{EventType, History};
@@ -99,7 +100,7 @@ impl From<Abort> for Refused {
 }
 
 /// Opens the log (retried: the first opens race to create it, and faults interrupt them).
-async fn open(client: &avout::Client) -> Result<Log, String> {
+async fn open(client: &avout::Client) -> Result<Log, WorkloadError> {
     retry_open(200, || Agent::open(client, PATH, Vec::new())).await
 }
 
@@ -109,7 +110,7 @@ fn marker(failure: &str) -> String {
 }
 
 /// One client: an executor in the background, `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let log = open(&client).await?;
     let names = ["shared".to_owned()];
@@ -208,7 +209,7 @@ pub(crate) async fn drain<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
     let client = open_client(cluster).await?;
     let log = open(&client).await?;
@@ -239,11 +240,16 @@ pub(crate) async fn drain<K: Cluster>(
             Ok(Err(e)) => {
                 failures += 1;
                 if failures > 100 {
-                    return Err(format!("the drain of the agent keeps failing: {e}"));
+                    return Err(WorkloadError::gave_up("the drain of the agent", Some(e)));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(_) => return Err("the drain of the agent did not finish".into()),
+            Err(_) => {
+                return Err(WorkloadError::gave_up(
+                    "the drain of the agent (stuck)",
+                    None::<BoxError>,
+                ));
+            }
         }
     }
     loop {
@@ -255,11 +261,19 @@ pub(crate) async fn drain<K: Cluster>(
             .await
         {
             Ended::Ok(_) => return Ok(()),
-            Ended::Stuck => return Err("the final read of the agent did not finish".into()),
+            Ended::Stuck => {
+                return Err(WorkloadError::gave_up(
+                    "the final read of the agent (stuck)",
+                    None::<BoxError>,
+                ));
+            }
             Ended::Err(_) => {
                 failures += 1;
                 if failures > 100 {
-                    return Err("the final read of the agent keeps failing".into());
+                    return Err(WorkloadError::gave_up(
+                        "the final read of the agent (100 tries)",
+                        None::<BoxError>,
+                    ));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -396,6 +410,41 @@ pub fn check(history: &History) -> Verdict {
         "agents (exactly once, order, stop until restart)",
         anomalies,
     )
+}
+
+/// The `agents` scenario: sends, sends from transactions, failing actions, restarts, an executor per client.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AgentsScenario;
+
+impl super::Scenario for AgentsScenario {
+    fn name(&self) -> &'static str {
+        "agents"
+    }
+
+    fn about(&self) -> &'static str {
+        "sends, sends from transactions, failing actions, restarts, an executor per \
+         client; checker: exactly once, order per sender, stop until restarted"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (3, 20)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            super::worker::all_workers(&cluster, w, rec, client).await?;
+            drain(&cluster, w, rec).await
+        })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::REFUSED_PAUSE;
 use super::env::{Cluster, retry_open};
+use super::error::WorkloadError;
 use super::store::Padded;
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict, Workload};
@@ -60,7 +61,7 @@ pub(crate) async fn open_refs<K: Cluster, T>(
     root: &str,
     names: &[String],
     initial: T,
-) -> Result<Refs<T>, String>
+) -> Result<Refs<T>, WorkloadError>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
@@ -77,7 +78,7 @@ pub(crate) async fn open_refs_with<K: Cluster, T, C: Codec>(
     names: &[String],
     initial: T,
     codec: C,
-) -> Result<(Stm, Vec<Ref<T, C>>), String>
+) -> Result<(Stm, Vec<Ref<T, C>>), WorkloadError>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
@@ -165,7 +166,7 @@ pub(crate) async fn open_accounts<K: Cluster>(
     client: &Client,
     w: &Workload,
     root: &str,
-) -> Result<(Stm, Vec<Account>), String> {
+) -> Result<(Stm, Vec<Account>), WorkloadError> {
     let names = account_names(ACCOUNTS);
     let codec = Padded { size: w.value_size };
     let (stm, refs) = open_refs_with(cluster, client, w, root, &names, INITIAL, codec).await?;
@@ -176,7 +177,7 @@ pub(crate) async fn open_accounts<K: Cluster>(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let (stm, refs) = open_accounts(me.cluster, &client, me.w, ROOT).await?;
     let mut done = 0;
@@ -206,7 +207,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
             }
             // The in-process store never fails, and a database that does makes the run
             // meaningless: either way the run stops and says so.
-            Ended::Err(e @ StmError::Store { .. }) => return Err(e.to_string()),
+            Ended::Err(e @ StmError::Store { .. }) => return Err(WorkloadError::other(e)),
             Ended::Ok(_) | Ended::Err(_) => {}
         }
         done += 1;
@@ -237,9 +238,9 @@ const COLLECT_EVERY: usize = 10;
 
 /// Collects the ref store's garbage (nothing without a store). A store failure stops the
 /// run; a ZooKeeper failure (a lost session under the fault plan) only skips this round.
-async fn collect(stm: &Stm) -> Result<(), String> {
+async fn collect(stm: &Stm) -> Result<(), WorkloadError> {
     match stm.collect_garbage().await {
-        Err(e @ StmError::Store { .. }) => Err(e.to_string()),
+        Err(e @ StmError::Store { .. }) => Err(WorkloadError::other(e)),
         Ok(_) | Err(_) => Ok(()),
     }
 }
@@ -272,5 +273,36 @@ pub fn check(history: &History) -> Verdict {
             "bank (total 100, no negative balance)",
             vec![format!("the checker could not judge the history: {e}")],
         ),
+    }
+}
+
+/// The `bank` scenario: STM transfers and whole-bank reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BankScenario;
+
+impl super::Scenario for BankScenario {
+    fn name(&self) -> &'static str {
+        "bank"
+    }
+
+    fn about(&self) -> &'static str {
+        "STM transfers and whole-bank reads; checker: totals kept, no negative balance"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 25)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
     }
 }

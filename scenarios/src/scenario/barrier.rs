@@ -18,6 +18,7 @@ use rand::Rng;
 use tokio::sync::watch;
 
 use super::env::{Cluster, Process, Recorder, client_rng, open_client};
+use super::error::{BoxError, WorkloadError};
 use super::{OP_DEADLINE, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
 
@@ -31,7 +32,7 @@ async fn until_done<Fut>(
     f: &str,
     round: u64,
     op: impl Fn() -> Fut,
-) -> Result<(), String>
+) -> Result<(), WorkloadError>
 where
     Fut: std::future::Future<Output = Result<(), BarrierError>>,
 {
@@ -50,12 +51,18 @@ where
             Err(_) => {
                 rec.complete(EventType::Info, p, f, round.into(), None);
                 rec.stall(format!("process {p}'s {f} of round {round}"));
-                return Err(format!("{f} of round {round} is stuck"));
+                return Err(WorkloadError::gave_up(
+                    format!("{f} of round {round} (stuck)"),
+                    None::<BoxError>,
+                ));
             }
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Err(format!("{f} of round {round} failed 100 times"))
+    Err(WorkloadError::gave_up(
+        format!("{f} of round {round} (100 tries)"),
+        None::<BoxError>,
+    ))
 }
 
 async fn controller<K: Cluster>(
@@ -63,11 +70,11 @@ async fn controller<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
     rounds: watch::Sender<Option<u64>>,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let mut rng = client_rng(w.seed, 0);
     let mut process = Process::new(0, w.clients);
     let client = open_client(cluster).await?;
-    let barrier = Barrier::new(&client, PATH).map_err(|e| e.to_string())?;
+    let barrier = Barrier::new(&client, PATH)?;
     for round in 0..w.ops as u64 {
         let set = until_done(rec, &mut process, "set", round, || barrier.set()).await;
         if set.is_err() {
@@ -90,10 +97,10 @@ async fn waiter<K: Cluster>(
     rec: &Recorder,
     index: usize,
     mut rounds: watch::Receiver<Option<u64>>,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let process = Process::new(index, w.clients);
     let client = open_client(cluster).await?;
-    let barrier = Barrier::new(&client, PATH).map_err(|e| e.to_string())?;
+    let barrier = Barrier::new(&client, PATH)?;
     let mut last = None;
     loop {
         // The next round announced (a slow waiter may skip rounds).
@@ -127,7 +134,7 @@ pub(crate) async fn workload<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let (tx, rx) = watch::channel(None);
     let waiters: Vec<_> = (1..w.clients)
         .map(|i| waiter(cluster, w, rec, i, rx.clone()))
@@ -195,4 +202,35 @@ pub fn check(history: &History) -> Verdict {
         }
     }
     Verdict::new("barrier (nobody passes a set barrier)", anomalies)
+}
+
+/// The `barrier` scenario: one client sets and removes, others wait.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BarrierScenario;
+
+impl super::Scenario for BarrierScenario {
+    fn name(&self) -> &'static str {
+        "barrier"
+    }
+
+    fn about(&self) -> &'static str {
+        "one client sets and removes, others wait; checker: nobody passes a set barrier"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 10)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { workload(&cluster, w, rec).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

@@ -15,6 +15,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::env::{Cluster, Recorder, open_client, retry_open};
+use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
 use crate::history::{EventType, History};
@@ -27,7 +28,7 @@ pub(crate) async fn open<K: Cluster>(
     cluster: &K,
     client: &Client,
     path: &str,
-) -> Result<Atom<u64>, String> {
+) -> Result<Atom<u64>, WorkloadError> {
     let planted = cluster.planted();
     retry_open(200, || {
         Atom::builder(client, path).planted(planted).open(0u64)
@@ -36,7 +37,7 @@ pub(crate) async fn open<K: Cluster>(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let atom = open(me.cluster, &client, PATH).await?;
     for _ in 0..me.w.ops {
@@ -73,13 +74,13 @@ pub(crate) async fn final_read<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let p = (w.clients * (w.ops + 1)) as u64;
     let client = open_client(cluster).await?;
     let atom = open(cluster, &client, PATH).await?;
     read_until_answered(rec, p, "read", || atom.deref())
         .await
-        .map_err(|last| format!("the final read of the counter never succeeded (last: {last})"))
+        .map_err(|last| WorkloadError::gave_up("the final read of the counter", Some(last)))
 }
 
 /// Records process `p`'s read `f` by `read` until one answers (a read changes nothing, so
@@ -179,4 +180,38 @@ pub fn check(history: &History) -> Verdict {
         }
     }
     Verdict::new("counter", anomalies)
+}
+
+/// The `counter` scenario: atom increments and reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CounterScenario;
+
+impl super::Scenario for CounterScenario {
+    fn name(&self) -> &'static str {
+        "counter"
+    }
+
+    fn about(&self) -> &'static str {
+        "atom increments and reads; checker: distinct increments, reads within bounds"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 50)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            super::worker::all_workers(&cluster, w, rec, client).await?;
+            final_read(&cluster, w, rec).await
+        })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

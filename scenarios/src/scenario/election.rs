@@ -19,6 +19,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::env::Cluster;
+use super::error::WorkloadError;
 use super::mutex::{check_holds, counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict};
@@ -28,10 +29,10 @@ const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let election = Election::new(&client, PATH).map_err(|e| e.to_string())?;
+    let election = Election::new(&client, PATH)?;
     for _ in 0..me.w.ops {
         let p = me.caller.p();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
@@ -93,4 +94,35 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Stri
 /// ```
 pub fn check(history: &History) -> Verdict {
     check_holds(history, "election (one leader per term)")
+}
+
+/// The `election` scenario: campaign, fenced work, resign.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ElectionScenario;
+
+impl super::Scenario for ElectionScenario {
+    fn name(&self) -> &'static str {
+        "election"
+    }
+
+    fn about(&self) -> &'static str {
+        "campaign, fenced work, resign; checker: one leader per term, no two live leaders"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 10)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

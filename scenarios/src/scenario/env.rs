@@ -21,6 +21,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use super::error::{BoxError, WorkloadError};
 use crate::history::{ErrorCode, Event, EventType, F, History};
 
 /// Somewhere to run managed clients: the simulator's service or a real ensemble.
@@ -478,30 +479,33 @@ pub fn outcome_of(e: &avout::Error) -> EventType {
     }
 }
 
-/// Opens a managed client on `cluster`, its error as text (the workloads' error type).
-pub(crate) async fn open_client<K: Cluster>(cluster: &K) -> Result<Client, String> {
-    cluster.client().await.map_err(|e| e.to_string())
+/// Opens a managed client on `cluster`.
+pub(crate) async fn open_client<K: Cluster>(cluster: &K) -> Result<Client, WorkloadError> {
+    Ok(cluster.client().await?)
 }
 
 /// Runs `f` until it opens something, pausing after each failure (a session lost under it
 /// included: the next try runs on the client's next session); gives up with the last error
 /// after `attempts`.
-pub(crate) async fn retry_open<T, E: std::fmt::Display, Fut>(
+pub(crate) async fn retry_open<T, E: Into<BoxError>, Fut>(
     attempts: u32,
     mut f: impl FnMut() -> Fut,
-) -> Result<T, String>
+) -> Result<T, WorkloadError>
 where
     Fut: Future<Output = Result<T, E>>,
 {
-    let mut last = String::new();
+    let mut last = None;
     for _ in 0..attempts {
         match f().await {
             Ok(t) => return Ok(t),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(last)
+    Err(WorkloadError::gave_up(
+        format!("opening a handle ({attempts} tries)"),
+        last,
+    ))
 }
 
 /// Runs `client(i)` for each of `clients` clients concurrently, to completion, and returns the
@@ -513,9 +517,9 @@ where
 pub(crate) async fn all_clients<Fut>(
     clients: usize,
     mut client: impl FnMut(usize) -> Fut,
-) -> Result<(), String>
+) -> Result<(), WorkloadError>
 where
-    Fut: std::future::Future<Output = Result<(), String>>,
+    Fut: std::future::Future<Output = Result<(), WorkloadError>>,
 {
     futures::future::join_all((0..clients).map(|i| avout::task::Gate::new().run(client(i))))
         .await

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::REFUSED_PAUSE;
 use super::Verdict;
 use super::env::{Cluster, retry_open};
+use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
 use crate::check::{Checker, Model};
 use crate::history::{ErrorCode, History, Keys};
@@ -30,7 +31,7 @@ const KEYS: u64 = 3;
 const VALUES: u64 = 5;
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let kv = retry_open(200, || LinKv::open(&client, BASE)).await?;
     for _ in 0..me.w.ops {
@@ -110,5 +111,36 @@ pub fn check(history: &History) -> Verdict {
             "linearizability (cas-register)",
             vec![format!("the checker could not judge the history: {e}")],
         ),
+    }
+}
+
+/// The `lin-kv` scenario: Maelstrom lin-kv read/write/cas on 3 keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinKvScenario;
+
+impl super::Scenario for LinKvScenario {
+    fn name(&self) -> &'static str {
+        "lin-kv"
+    }
+
+    fn about(&self) -> &'static str {
+        "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 50)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
     }
 }

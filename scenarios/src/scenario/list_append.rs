@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::REFUSED_PAUSE;
 use super::bank::open_refs_with;
 use super::env::Cluster;
+use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
 use super::{Protocol, Verdict};
 use crate::check::list_append::{Anomaly, CycleKind, check_list_append};
@@ -35,7 +36,7 @@ enum Micro {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
     let (stm, refs) = open_refs_with(
@@ -160,4 +161,35 @@ pub fn check(history: &History, protocol: Protocol) -> Verdict {
 /// include two adjacent ones.
 pub(crate) fn allowed_under_snapshot_isolation(anomaly: &Anomaly) -> bool {
     matches!(anomaly, Anomaly::Cycle(c) if c.kind == CycleKind::G2Item)
+}
+
+/// The `list-append` scenario: STM transactions of reads and appends.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListAppendScenario;
+
+impl super::Scenario for ListAppendScenario {
+    fn name(&self) -> &'static str {
+        "list-append"
+    }
+
+    fn about(&self) -> &'static str {
+        "STM transactions of reads and appends; checker: Elle (G0…G2, internal)"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 25)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, w: &super::Workload, history: &History) -> super::Verdict {
+        check(history, w.protocol)
+    }
 }

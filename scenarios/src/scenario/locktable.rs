@@ -29,6 +29,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::Cluster;
+use super::error::WorkloadError;
 use super::mutex::{check_holds, counter_node, read_counter, set_counter};
 use super::worker::{Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict};
@@ -69,11 +70,11 @@ impl Ends for LockTableError {
 pub(crate) async fn client<K: Cluster>(
     mut me: Worker<'_, K>,
     grants: &Cell<u64>,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
     let me_name = format!("clerk-{}", me.index);
-    let table = LockTable::new(&client, NAMESPACE).map_err(|e| e.to_string())?;
+    let table = LockTable::new(&client, NAMESPACE)?;
     let mut done = 0;
     let mut tries = 0;
     while done < me.w.ops && tries < me.w.ops * 50 {
@@ -154,4 +155,39 @@ pub(crate) async fn client<K: Cluster>(
 /// ```
 pub fn check(history: &History) -> Verdict {
     check_holds(history, "lock-table (one clerk inside at a time)")
+}
+
+/// The `lock-table` scenario: medical records: entry, review, month-end.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LockTableScenario;
+
+impl super::Scenario for LockTableScenario {
+    fn name(&self) -> &'static str {
+        "lock-table"
+    }
+
+    fn about(&self) -> &'static str {
+        "medical records: entry, review, month-end; checker: one clerk inside at a time"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 10)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            let grants = std::cell::Cell::new(0);
+            let clerk = |me| client(me, &grants);
+            super::worker::all_workers(&cluster, w, rec, clerk).await
+        })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

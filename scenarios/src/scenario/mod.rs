@@ -28,6 +28,7 @@
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
 
 pub mod agents;
+mod any_cluster;
 pub mod bank;
 pub mod barrier;
 pub mod case;
@@ -35,6 +36,7 @@ pub mod codes;
 pub mod counter;
 pub mod election;
 pub mod env;
+mod error;
 pub mod explore;
 pub mod linkv;
 pub mod list_append;
@@ -42,6 +44,7 @@ pub mod locktable;
 pub mod mutex;
 mod name;
 pub mod queue;
+pub mod registry;
 pub mod rwlock;
 pub mod sessions;
 pub mod shrink;
@@ -59,8 +62,11 @@ use avout_sim_zk::{Fault, FaultKind, FaultRates, ReplayFile, Sim, SimConfig, Whe
 use serde::{Deserialize, Serialize};
 
 use crate::history::{EventType, History};
+pub use any_cluster::AnyCluster;
 use env::{Cluster, Planted, Recorder, SimCluster};
+pub use error::{BoxError, WorkloadError};
 pub use name::{Protocol, ScenarioName, UnknownScenario};
+pub use registry::{Registry, Scenario};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the
 /// simulator). Every fault the simulator injects ends well within it.
@@ -302,61 +308,21 @@ pub struct Report {
     pub replay: Option<ReplayFile>,
 }
 
-/// Runs the workload's clients and records the history; `Err` is an infrastructure failure
-/// (the scenario could not even be set up).
-///
-/// Most scenarios' clients are alike: [`worker::all_workers`] runs one per client, each its
-/// scenario's `client`; counter and queue then read what is left. Barrier and two-phase commit
-/// give their clients different parts, so they run them themselves.
-pub async fn drive<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Result<(), String> {
-    use worker::all_workers;
-    match w.scenario {
-        ScenarioName::Counter => {
-            all_workers(cluster, w, rec, counter::client).await?;
-            counter::final_read(cluster, w, rec).await
-        }
-        ScenarioName::LinKv => all_workers(cluster, w, rec, linkv::client).await,
-        ScenarioName::Mutex => all_workers(cluster, w, rec, mutex::client).await,
-        ScenarioName::Rwlock => all_workers(cluster, w, rec, rwlock::client).await,
-        ScenarioName::Election => all_workers(cluster, w, rec, election::client).await,
-        ScenarioName::Queue => {
-            all_workers(cluster, w, rec, queue::client).await?;
-            queue::drain(cluster, w, rec).await
-        }
-        ScenarioName::Barrier => barrier::workload(cluster, w, rec).await,
-        ScenarioName::Bank => all_workers(cluster, w, rec, bank::client).await,
-        ScenarioName::ListAppend => all_workers(cluster, w, rec, list_append::client).await,
-        ScenarioName::LockTable => {
-            let grants = std::cell::Cell::new(0);
-            let clerk = |me| locktable::client(me, &grants);
-            all_workers(cluster, w, rec, clerk).await
-        }
-        ScenarioName::TwoPhaseCommit => two_phase_commit::workload(cluster, w, rec).await,
-        ScenarioName::Sessions => sessions::workload(cluster, w, rec).await,
-        ScenarioName::Agents => {
-            all_workers(cluster, w, rec, agents::client).await?;
-            agents::drain(cluster, w, rec).await
-        }
-    }
+/// Runs the workload's clients and records the history, through the registry: the
+/// scenario named by `w` runs its [`Scenario::workload`] on `cluster`.
+pub async fn drive<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let scenario = w.scenario.scenario();
+    scenario.workload(AnyCluster::new(cluster), w, rec).await
 }
 
-/// Judges a history of `w`'s scenario; `stalls` are operations that missed the deadline.
+/// Judges a history of `w`'s scenario with its [`Scenario::check`]; `stalls` are operations
+/// that missed the deadline.
 pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
-    let mut verdict = match w.scenario {
-        ScenarioName::Counter => counter::check(history),
-        ScenarioName::LinKv => linkv::check(history),
-        ScenarioName::Mutex => mutex::check(history),
-        ScenarioName::Rwlock => rwlock::check(history),
-        ScenarioName::Election => election::check(history),
-        ScenarioName::Queue => queue::check(history),
-        ScenarioName::Barrier => barrier::check(history),
-        ScenarioName::Bank => bank::check(history),
-        ScenarioName::ListAppend => list_append::check(history, w.protocol),
-        ScenarioName::LockTable => locktable::check(history),
-        ScenarioName::TwoPhaseCommit => two_phase_commit::check(history),
-        ScenarioName::Sessions => sessions::check(history, w.clients),
-        ScenarioName::Agents => agents::check(history),
-    };
+    let mut verdict = w.scenario.scenario().check(w, history);
     if !stalls.is_empty() {
         verdict.valid = false;
         for s in stalls {
@@ -398,6 +364,9 @@ pub enum RunError {
     /// The workload could not be set up (an unreachable server, …).
     #[error("{0}")]
     Setup(String),
+    /// The workload gave up on a real server (on the simulator that fails the run instead).
+    #[error("the workload gave up: {0}")]
+    Workload(#[from] WorkloadError),
     /// A replay file's scenario section does not match its simulator section.
     #[error("invalid case file: {0}")]
     Case(String),
@@ -517,7 +486,7 @@ pub(crate) fn run_sim_inner(
     };
     let (out, (history, retries, stalls)) = result;
     let out = out.and_then(|()| match WORKLOAD_ERROR_HOOK.get() {
-        Some(hook) => hook(w, &history).map_or(Ok(()), Err),
+        Some(hook) => hook(w, &history).map_or(Ok(()), |e| Err(WorkloadError::other(e))),
         None => Ok(()),
     });
     // On the simulator nothing outside the system under test can fail, so a workload that
@@ -563,7 +532,7 @@ pub async fn run_zk<K: Cluster>(
         )));
     }
     let cluster = Planted::new(cluster, Bugs::plant(planted)?);
-    drive(&cluster, w, &rec).await.map_err(RunError::Setup)?;
+    drive(&cluster, w, &rec).await?;
     let (history, retries, stalls) = rec.finish();
     let verdict = judge(w, &history, &stalls);
     Ok(Report {

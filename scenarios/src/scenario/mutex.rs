@@ -26,6 +26,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::{Cluster, retry_open};
+use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{OP_DEADLINE, Pair, Verdict, pairs};
 use crate::history::{EventType, History};
@@ -34,7 +35,7 @@ const LOCK: &str = "/mutex";
 const RESOURCE: &str = "/mutex-resource";
 
 /// Creates the counter node at `path` if it is missing (idempotent, retried).
-pub(crate) async fn counter_node(client: &Client, path: &str) -> Result<(), String> {
+pub(crate) async fn counter_node(client: &Client, path: &str) -> Result<(), WorkloadError> {
     retry_open(200, || async move {
         match client.create(path, b"0", &Default::default()).await {
             Ok(_) | Err(avout::Error::NodeExists { .. }) => Ok(()),
@@ -91,12 +92,10 @@ impl Ends for LockError {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let mutex = Mutex::new(&client, LOCK)
-        .map_err(|e| e.to_string())?
-        .planted(me.cluster.planted());
+    let mutex = Mutex::new(&client, LOCK)?.planted(me.cluster.planted());
     for _ in 0..me.w.ops {
         let nothing = async |_: &mut Worker<'_, K>| Ended::Ok(());
         if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await {
@@ -305,4 +304,35 @@ pub(crate) fn check_holds(history: &History, checker: &str) -> Verdict {
         }
     }
     Verdict::new(checker, anomalies)
+}
+
+/// The `mutex` scenario: lock, fenced increment, unlock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MutexScenario;
+
+impl super::Scenario for MutexScenario {
+    fn name(&self) -> &'static str {
+        "mutex"
+    }
+
+    fn about(&self) -> &'static str {
+        "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 20)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

@@ -6,48 +6,54 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// The registered scenarios.
+/// A scenario's name, as the command line and case files spell it: one of the built-ins
+/// (the associated constants) or a scenario registered by the user
+/// ([`registry::register`](super::registry::register)). It parses, and deserializes, only to
+/// a registered name; what the name stands for is the registry's [`Scenario`](super::Scenario).
 ///
 /// ```
 /// use avout_scenarios::scenario::ScenarioName;
 /// assert_eq!("lin-kv".parse::<ScenarioName>().unwrap(), ScenarioName::LinKv);
 /// assert_eq!(ScenarioName::LinKv.to_string(), "lin-kv");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScenarioName {
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScenarioName(&'static str);
+
+/// The built-in scenarios' names, spelt as the enum that preceded the registry spelt them.
+#[allow(non_upper_case_globals)]
+impl ScenarioName {
     /// Atom increments and reads.
-    Counter,
+    pub const Counter: ScenarioName = ScenarioName("counter");
     /// Maelstrom's lin-kv.
-    LinKv,
+    pub const LinKv: ScenarioName = ScenarioName("lin-kv");
     /// The exclusive lock with fencing tokens.
-    Mutex,
+    pub const Mutex: ScenarioName = ScenarioName("mutex");
     /// The read-write lock.
-    Rwlock,
+    pub const Rwlock: ScenarioName = ScenarioName("rwlock");
     /// Leader election with terms.
-    Election,
+    pub const Election: ScenarioName = ScenarioName("election");
     /// The FIFO queue with exactly-once delivery.
-    Queue,
+    pub const Queue: ScenarioName = ScenarioName("queue");
     /// The barrier.
-    Barrier,
+    pub const Barrier: ScenarioName = ScenarioName("barrier");
     /// Bank transfers over STM refs.
-    Bank,
+    pub const Bank: ScenarioName = ScenarioName("bank");
     /// Maelstrom's txn-list-append over STM refs.
-    ListAppend,
+    pub const ListAppend: ScenarioName = ScenarioName("list-append");
     /// The medical-records example of lock tables.
-    LockTable,
+    pub const LockTable: ScenarioName = ScenarioName("lock-table");
     /// Two-phase commit: atomic commitment of transactions over several sites.
-    TwoPhaseCommit,
+    pub const TwoPhaseCommit: ScenarioName = ScenarioName("two-phase-commit");
     /// A long mixed workload (atom, STM, lock, leadership) across expiries of each client's
     /// own session.
-    Sessions,
+    pub const Sessions: ScenarioName = ScenarioName("sessions");
     /// Agents: plain and transactional sends, failing actions, restarts.
-    Agents,
+    pub const Agents: ScenarioName = ScenarioName("agents");
 }
 
 impl ScenarioName {
-    /// Every scenario, in a fixed order: those [`SOAKED`](Self::SOAKED) by default first, then
-    /// those that run by name only.
+    /// Every built-in scenario, in a fixed order: those [`SOAKED`](Self::SOAKED) by default
+    /// first, then those that run by name only.
     pub const ALL: &'static [ScenarioName] = &[
         ScenarioName::Counter,
         ScenarioName::LinKv,
@@ -80,27 +86,29 @@ impl ScenarioName {
     /// How many scenarios, last in [`ALL`](Self::ALL), run by name only.
     const BY_NAME_ONLY: usize = 0;
 
+    /// The name of a scenario, unchecked: for the registry, which checks names are unique.
+    pub(crate) const fn new_unchecked(name: &'static str) -> Self {
+        ScenarioName(name)
+    }
+
     /// The name on the command line.
     ///
     /// ```
     /// assert_eq!(avout_scenarios::scenario::ScenarioName::Mutex.name(), "mutex");
     /// ```
     pub fn name(self) -> &'static str {
-        match self {
-            ScenarioName::Counter => "counter",
-            ScenarioName::LinKv => "lin-kv",
-            ScenarioName::Mutex => "mutex",
-            ScenarioName::Rwlock => "rwlock",
-            ScenarioName::Election => "election",
-            ScenarioName::Queue => "queue",
-            ScenarioName::Barrier => "barrier",
-            ScenarioName::Bank => "bank",
-            ScenarioName::ListAppend => "list-append",
-            ScenarioName::LockTable => "lock-table",
-            ScenarioName::TwoPhaseCommit => "two-phase-commit",
-            ScenarioName::Sessions => "sessions",
-            ScenarioName::Agents => "agents",
-        }
+        self.0
+    }
+
+    /// The registered scenario of this name.
+    ///
+    /// # Panics
+    ///
+    /// If nothing is registered under it: a name is made only by parsing a registered name or
+    /// by registering a scenario, and nothing is ever unregistered.
+    pub fn scenario(self) -> std::sync::Arc<dyn super::Scenario> {
+        super::registry::lookup(self.0)
+            .unwrap_or_else(|| panic!("scenario {:?} is not registered", self.0))
     }
 
     /// One line about the workload and its checker.
@@ -109,49 +117,7 @@ impl ScenarioName {
     /// assert!(avout_scenarios::scenario::ScenarioName::Counter.about().contains("increment"));
     /// ```
     pub fn about(self) -> &'static str {
-        match self {
-            ScenarioName::Counter => {
-                "atom increments and reads; checker: distinct increments, reads within bounds"
-            }
-            ScenarioName::LinKv => {
-                "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key"
-            }
-            ScenarioName::Mutex => {
-                "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
-            }
-            ScenarioName::Rwlock => {
-                "readers read twice, writers increment; checker: no writer inside a read hold"
-            }
-            ScenarioName::Election => {
-                "campaign, fenced work, resign; checker: one leader per term, no two live leaders"
-            }
-            ScenarioName::Queue => {
-                "put unique items, take, drain; checker: nothing lost, nothing delivered twice"
-            }
-            ScenarioName::Barrier => {
-                "one client sets and removes, others wait; checker: nobody passes a set barrier"
-            }
-            ScenarioName::Bank => {
-                "STM transfers and whole-bank reads; checker: totals kept, no negative balance"
-            }
-            ScenarioName::ListAppend => {
-                "STM transactions of reads and appends; checker: Elle (G0…G2, internal)"
-            }
-            ScenarioName::LockTable => {
-                "medical records: entry, review, month-end; checker: one clerk inside at a time"
-            }
-            ScenarioName::TwoPhaseCommit => {
-                "transactions over every client as a site; checker: atomic commitment"
-            }
-            ScenarioName::Sessions => {
-                "atom, transfers, fenced lock, leader latch across own expiries; checker: \
-                 each part's, and progress after every expiry"
-            }
-            ScenarioName::Agents => {
-                "sends, sends from transactions, failing actions, restarts, an executor per \
-                 client; checker: exactly once, order per sender, stop until restarted"
-            }
-        }
+        self.scenario().about()
     }
 
     /// The default number of clients and of operations per client.
@@ -161,27 +127,32 @@ impl ScenarioName {
     /// assert!(clients > 1 && ops > 0);
     /// ```
     pub fn defaults(self) -> (usize, usize) {
-        match self {
-            ScenarioName::Counter => (4, 50),
-            ScenarioName::LinKv => (4, 50),
-            ScenarioName::Mutex => (4, 20),
-            ScenarioName::Rwlock => (4, 20),
-            ScenarioName::Election => (4, 10),
-            ScenarioName::Queue => (4, 40),
-            ScenarioName::Barrier => (4, 10),
-            ScenarioName::Bank => (4, 25),
-            ScenarioName::ListAppend => (4, 25),
-            ScenarioName::LockTable => (4, 10),
-            ScenarioName::TwoPhaseCommit => (4, 15),
-            ScenarioName::Sessions => (4, 40),
-            ScenarioName::Agents => (3, 20),
-        }
+        self.scenario().defaults()
+    }
+}
+
+impl fmt::Debug for ScenarioName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
     }
 }
 
 impl fmt::Display for ScenarioName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl Serialize for ScenarioName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ScenarioName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -196,21 +167,15 @@ impl fmt::Display for ScenarioName {
 pub struct UnknownScenario(pub String);
 
 fn known_names() -> String {
-    ScenarioName::ALL
-        .iter()
-        .map(|s| s.name())
-        .collect::<Vec<_>>()
-        .join(", ")
+    super::registry::names().join(", ")
 }
 
 impl FromStr for ScenarioName {
     type Err = UnknownScenario;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ScenarioName::ALL
-            .iter()
-            .copied()
-            .find(|n| n.name() == s)
+        super::registry::lookup(s)
+            .map(|found| ScenarioName(found.name()))
             .ok_or_else(|| UnknownScenario(s.to_owned()))
     }
 }

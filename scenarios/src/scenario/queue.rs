@@ -19,6 +19,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::env::{Cluster, Process, Recorder, open_client};
+use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
 use super::{Verdict, Workload, pairs};
 use crate::history::{EventType, History};
@@ -46,9 +47,9 @@ async fn take(q: &Queue, wait: Duration) -> Result<Value, QueueError> {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let queue = Queue::new(&client, PATH).map_err(|e| e.to_string())?;
+    let queue = Queue::new(&client, PATH)?;
     for n in 0..me.w.ops {
         let put = me.rng.random_bool(0.5);
         let (f, input) = if put {
@@ -81,11 +82,11 @@ pub(crate) async fn drain<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     // The drain's process numbers follow one another.
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
     let client = open_client(cluster).await?;
-    let queue = Queue::new(&client, PATH).map_err(|e| e.to_string())?;
+    let queue = Queue::new(&client, PATH)?;
     let mut failures = 0;
     loop {
         let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
@@ -96,7 +97,7 @@ pub(crate) async fn drain<K: Cluster>(
             Ended::Err(e) => {
                 failures += 1;
                 if failures > 100 {
-                    return Err(format!("the drain of the queue keeps failing: {e}"));
+                    return Err(WorkloadError::gave_up("the drain of the queue", Some(e)));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -177,4 +178,38 @@ pub fn check(history: &History) -> Verdict {
         ));
     }
     Verdict::new("queue (exactly once)", anomalies)
+}
+
+/// The `queue` scenario: put unique items, take, drain.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueScenario;
+
+impl super::Scenario for QueueScenario {
+    fn name(&self) -> &'static str {
+        "queue"
+    }
+
+    fn about(&self) -> &'static str {
+        "put unique items, take, drain; checker: nothing lost, nothing delivered twice"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 40)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            super::worker::all_workers(&cluster, w, rec, client).await?;
+            drain(&cluster, w, rec).await
+        })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

@@ -21,6 +21,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::env::Cluster;
+use super::error::WorkloadError;
 use super::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Verdict, pairs};
@@ -67,10 +68,10 @@ async fn under(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let lock = RwLock::new(&client, LOCK).map_err(|e| e.to_string())?;
+    let lock = RwLock::new(&client, LOCK)?;
     for _ in 0..me.w.ops {
         let p = me.caller.p();
         let write = me.rng.random_bool(0.4);
@@ -159,4 +160,35 @@ pub fn check(history: &History) -> Verdict {
         }
     }
     Verdict::new("rwlock (exclusion)", anomalies)
+}
+
+/// The `rwlock` scenario: readers read twice, writers increment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RwlockScenario;
+
+impl super::Scenario for RwlockScenario {
+    fn name(&self) -> &'static str {
+        "rwlock"
+    }
+
+    fn about(&self) -> &'static str {
+        "readers read twice, writers increment; checker: no writer inside a read hold"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 20)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
 }

@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client, retry_open};
+use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke};
 use super::{Verdict, Workload};
 use crate::check::two_phase_commit::{check_two_phase_commit, decision_name};
@@ -58,10 +59,10 @@ enum Stop {
     /// An operation missed the deadline (already recorded as a stall).
     Stuck,
     /// A client could not be opened.
-    Infra(String),
+    Infra(WorkloadError),
 }
 
-fn finish(stop: Result<(), Stop>) -> Result<(), String> {
+fn finish(stop: Result<(), Stop>) -> Result<(), WorkloadError> {
     match stop {
         Ok(()) | Err(Stop::Stuck) => Ok(()),
         Err(Stop::Infra(e)) => Err(e),
@@ -340,7 +341,7 @@ async fn site<K: Cluster>(
 }
 
 /// A fresh directory for this run's transactions.
-async fn run_base<K: Cluster>(cluster: &K) -> Result<String, String> {
+async fn run_base<K: Cluster>(cluster: &K) -> Result<String, WorkloadError> {
     let client = open_client(cluster).await?;
     let sequential = CreateOptions::new(CreateMode::PersistentSequential);
     // A create lost with its reply leaves an empty run directory behind: harmless.
@@ -351,7 +352,7 @@ async fn run_base<K: Cluster>(cluster: &K) -> Result<String, String> {
             .map(|(path, _)| path)
     })
     .await
-    .map_err(|e| format!("cannot create the run's directory under {ROOT}: {e}"))
+    .map_err(|e| WorkloadError::setup(format!("the run's directory under {ROOT}"), e))
 }
 
 /// The workload: `w.ops` transactions, each with every client as a site and coordinators
@@ -360,7 +361,7 @@ pub(crate) async fn workload<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let base = run_base(cluster).await?;
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..w.ops).map(|_| watch::channel(None)).unzip();
     let mut owned: Vec<Vec<(u64, watch::Sender<Option<bool>>)>> =
@@ -411,6 +412,37 @@ pub fn check(history: &History) -> Verdict {
             CHECKER,
             vec![format!("the checker could not judge the history: {e}")],
         ),
+    }
+}
+
+/// The `two-phase-commit` scenario: transactions over every client as a site.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TwoPhaseCommitScenario;
+
+impl super::Scenario for TwoPhaseCommitScenario {
+    fn name(&self) -> &'static str {
+        "two-phase-commit"
+    }
+
+    fn about(&self) -> &'static str {
+        "transactions over every client as a site; checker: atomic commitment"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 15)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { workload(&cluster, w, rec).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
     }
 }
 

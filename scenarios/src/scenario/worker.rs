@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::codes;
 use super::env::{Cluster, Process, Recorder, client_rng};
+use super::error::WorkloadError;
 use super::{OP_DEADLINE, Workload};
 use crate::history::{ErrorCode, EventType};
 
@@ -239,7 +240,7 @@ pub(crate) struct Worker<'a, K> {
 impl<'a, K: Cluster> Worker<'a, K> {
     /// Opens the worker's managed client, on which it builds its handles once: they outlive
     /// every expiry of its sessions.
-    pub(crate) async fn client(&self) -> Result<Client, String> {
+    pub(crate) async fn client(&self) -> Result<Client, WorkloadError> {
         super::env::open_client(self.cluster).await
     }
 }
@@ -267,9 +268,9 @@ pub(crate) async fn all_workers<'a, K: Cluster, Fut>(
     w: &'a Workload,
     rec: &'a Recorder,
     mut worker: impl FnMut(Worker<'a, K>) -> Fut,
-) -> Result<(), String>
+) -> Result<(), WorkloadError>
 where
-    Fut: Future<Output = Result<(), String>>,
+    Fut: Future<Output = Result<(), WorkloadError>>,
 {
     super::env::all_clients(w.clients, |i| worker(Worker::new(cluster, w, rec, i))).await
 }

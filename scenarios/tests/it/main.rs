@@ -1,6 +1,7 @@
 //! Integration tests of the `avout` binary: one test binary with modules.
 
 mod check_cli;
+mod harness;
 mod lock_hold;
 mod maelstrom_codes;
 mod model_cli;

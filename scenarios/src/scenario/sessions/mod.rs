@@ -40,6 +40,42 @@
 //! operation of its own invoked after the `expire` completed.
 
 mod check;
+/// The `sessions` scenario: atom, transfers, fenced lock, leader latch across own expiries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionsScenario;
+
+impl crate::scenario::Scenario for SessionsScenario {
+    fn name(&self) -> &'static str {
+        "sessions"
+    }
+
+    fn about(&self) -> &'static str {
+        "atom, transfers, fenced lock, leader latch across own expiries; checker: \
+         each part's, and progress after every expiry"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 40)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { workload(&cluster, w, rec).await })
+    }
+
+    fn check(
+        &self,
+        w: &crate::scenario::Workload,
+        history: &crate::history::History,
+    ) -> crate::scenario::Verdict {
+        check(history, w.clients)
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -63,6 +99,7 @@ use super::mutex::{counter_node, fenced_increment, fenced_write, read_counter, s
 use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Workload};
 use crate::history::EventType;
+use crate::scenario::error::WorkloadError;
 
 pub use check::check;
 
@@ -100,15 +137,17 @@ struct Handles {
 }
 
 impl Handles {
-    async fn open<K: Cluster>(cluster: &K, client: &Client, w: &Workload) -> Result<Self, String> {
+    async fn open<K: Cluster>(
+        cluster: &K,
+        client: &Client,
+        w: &Workload,
+    ) -> Result<Self, WorkloadError> {
         let atom = super::counter::open(cluster, client, COUNTER).await?;
         let (stm, accounts) = open_accounts(cluster, client, w, BANK).await?;
         counter_node(client, LOCKED).await?;
         counter_node(client, LED).await?;
-        let mutex = Mutex::new(client, LOCK)
-            .map_err(|e| e.to_string())?
-            .planted(cluster.planted());
-        let election = Election::new(client, ELECTION).map_err(|e| e.to_string())?;
+        let mutex = Mutex::new(client, LOCK)?.planted(cluster.planted());
+        let election = Election::new(client, ELECTION)?;
         Ok(Handles {
             atom,
             stm,
@@ -124,13 +163,13 @@ pub(crate) async fn workload<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     super::worker::all_workers(cluster, w, rec, client).await?;
     final_reads(cluster, w, rec).await
 }
 
 /// One client: its operations beside its leadership.
-async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), String> {
+async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let h = Handles::open(me.cluster, &client, me.w).await?;
     let (stop, stopped) = oneshot::channel();
@@ -465,16 +504,20 @@ impl Leader<'_> {
 
 /// After every client is done: a fresh client reads the atom and the balances, each until it
 /// answers.
-async fn final_reads<K: Cluster>(cluster: &K, w: &Workload, rec: &Recorder) -> Result<(), String> {
+async fn final_reads<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
     let client = open_client(cluster).await?;
     let atom = super::counter::open(cluster, &client, COUNTER).await?;
     read_until_answered(rec, FINAL_BASE, "read", || atom.deref())
         .await
-        .map_err(|last| format!("the final read of the atom never succeeded (last: {last})"))?;
+        .map_err(|last| WorkloadError::gave_up("the final read of the atom", Some(last)))?;
     let (stm, accounts) = open_accounts(cluster, &client, w, BANK).await?;
     read_until_answered(rec, FINAL_BASE + 1, "balances", || {
         balances(&stm, &accounts)
     })
     .await
-    .map_err(|last| format!("the final read of the balances never succeeded (last: {last})"))
+    .map_err(|last| WorkloadError::gave_up("the final read of the balances", Some(last)))
 }

@@ -55,6 +55,8 @@ pub(super) fn of_scenario(
         // Its checker judges renamed parts of the history, whose operations the timeline
         // cannot point at yet: the page shows the verdict's text without marks.
         ScenarioName::Sessions => return None,
+        // A user's scenario: its checker's verdict is text only.
+        _ => return None,
     })
 }
 

@@ -13,9 +13,9 @@
 //! last client's finish. The line is the peers' JSON (`../shared/peers`) with the protocol and
 //! the STM's counts per operation appended: retries, requests and round trips.
 
+use crate::report::stm_stats;
 use avout::stm::{Protocol, Ref, Stm, StmConfig, StmError, StmStats};
 use avout::{Client, CoordinationExt};
-use avout_scenarios::report::stm_stats;
 use clap::Args;
 
 use super::recipes::{self, Line};

@@ -1,5 +1,5 @@
 //! `avout view CASE|HISTORY [--out FILE.html] [--model M]`: a run's timeline as one
-//! self-contained HTML page, the checker's verdict drawn on it ([`avout_scenarios::view`]).
+//! self-contained HTML page, the checker's verdict drawn on it ([`crate::view`]).
 //!
 //! A case file (`*.json` written by run, explore, soak or shrink) is replayed from its recorded
 //! choices with the simulator's event log kept, and judged by its scenario's checker. Any other
@@ -10,12 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use avout_scenarios::check::Model;
-use avout_scenarios::check::bank::BankChecker;
-use avout_scenarios::check::list_append::Consistency;
-use avout_scenarios::history::{History, Keys};
-use avout_scenarios::scenario::case::Case;
-use avout_scenarios::view::{Judge, Page, ViewError, page_path};
+use crate::check::Model;
+use crate::check::bank::BankChecker;
+use crate::check::list_append::Consistency;
+use crate::history::{History, Keys};
+use crate::scenario::case::Case;
+use crate::view::{Judge, Page, ViewError, page_path};
 
 use super::check::{CheckConsistency, CheckModel};
 

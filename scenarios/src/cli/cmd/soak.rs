@@ -1,13 +1,13 @@
 //! `avout soak`: every scenario on many seeds, a table of failures, exit 1 if any.
 //!
-//! The grid and its runs are [`avout_scenarios::scenario::soak`]'s; this module parses the
+//! The grid and its runs are [`crate::scenario::soak`]'s; this module parses the
 //! options, picks the base seed, draws the progress bar, prints the table and writes the
 //! lowest failing seed of each failing row as a case file.
 
 use std::path::PathBuf;
 
-use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
-use avout_scenarios::scenario::{Protocol, ScenarioName};
+use crate::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
+use crate::scenario::{Protocol, ScenarioName};
 
 use super::run::{RunCmdError, Style, parse_kind, progress_bar, write_case};
 
@@ -64,7 +64,17 @@ impl SoakArgs {
     fn soak(&self) -> Result<Soak, RunCmdError> {
         let usage = |m: String| RunCmdError::Usage(m);
         let scenarios = match self.scenarios.as_deref() {
-            None | Some("all") => ScenarioName::SOAKED.to_vec(),
+            // The soaked built-ins, then the scenarios a user's binary registered.
+            None | Some("all") => ScenarioName::SOAKED
+                .iter()
+                .copied()
+                .chain(
+                    crate::scenario::registry::names()
+                        .into_iter()
+                        .filter_map(|n| n.parse::<ScenarioName>().ok())
+                        .filter(|n| !ScenarioName::ALL.contains(n)),
+                )
+                .collect(),
             Some(list) => list
                 .split(',')
                 .map(|s| s.trim().parse::<ScenarioName>())

@@ -9,14 +9,14 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use avout::planted::Bug;
-use avout_scenarios::scenario::case::{Case, CaseError};
-use avout_scenarios::scenario::explore::explore;
-use avout_scenarios::scenario::shrink::{ShrinkError, shrink};
-use avout_scenarios::scenario::{
+use crate::scenario::case::{Case, CaseError};
+use crate::scenario::explore::explore;
+use crate::scenario::shrink::{ShrinkError, shrink};
+use crate::scenario::{
     FaultPlan, PANICKED, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
 };
-use avout_scenarios::view::{Page, page_path};
+use crate::view::{Page, page_path};
+use avout::planted::Bug;
 use avout_sim_zk::FaultKind;
 
 use super::chaos;
@@ -154,7 +154,7 @@ pub(crate) enum RunCmdError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    History(#[from] avout_scenarios::history::HistoryError),
+    History(#[from] crate::history::HistoryError),
     #[error(
         "the replay diverged: event-log hash {found:#018x}, the file recorded {recorded:#018x} \
          (the code or the simulator changed since it was recorded)"
@@ -244,12 +244,10 @@ pub(crate) fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
 
 impl WorkloadArgs {
     fn workload(&self, seed: u64) -> Result<Workload, RunCmdError> {
-        let scenario: ScenarioName =
-            self.scenario
-                .parse()
-                .map_err(|e: avout_scenarios::scenario::UnknownScenario| {
-                    RunCmdError::Usage(e.to_string())
-                })?;
+        let scenario: ScenarioName = self
+            .scenario
+            .parse()
+            .map_err(|e: crate::scenario::UnknownScenario| RunCmdError::Usage(e.to_string()))?;
         let mut w = Workload::new(scenario, seed);
         if let Some(c) = self.clients {
             if c == 0 {

@@ -10,13 +10,13 @@
 
 use std::path::PathBuf;
 
-use avout_scenarios::check::bank::BankChecker;
-use avout_scenarios::check::list_append::{Consistency, ListAppendChecker};
-use avout_scenarios::check::mutex::check_mutex;
-use avout_scenarios::check::two_phase_commit::check_two_phase_commit;
-use avout_scenarios::check::{Checker, Model};
-use avout_scenarios::history::{History, HistoryError, Keys};
-use avout_scenarios::view::JudgeError;
+use crate::check::bank::BankChecker;
+use crate::check::list_append::{Consistency, ListAppendChecker};
+use crate::check::mutex::check_mutex;
+use crate::check::two_phase_commit::check_two_phase_commit;
+use crate::check::{Checker, Model};
+use crate::history::{History, HistoryError, Keys};
+use crate::view::JudgeError;
 use serde_json::json;
 
 /// The checkers `avout check` offers.

@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::scenario::env::ZkCluster;
+use crate::scenario::store::RefStoreKind;
+use crate::scenario::{Report, RunError, Workload, run_zk};
 use avout::planted::Bug;
 use avout::stm::store::{PostgresStore, RefStore};
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
-use avout_scenarios::scenario::env::ZkCluster;
-use avout_scenarios::scenario::store::RefStoreKind;
-use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
 use avout_testkit::server::ZkEnsemble;
 
 /// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).

@@ -1,0 +1,188 @@
+//! The scheduler as an avout scenario: a submitter puts the jobs, every worker campaigns,
+//! hands out jobs while it leads, and does its own; a final read of the completions.
+
+use std::time::Duration;
+
+use avout_scenarios::history::{EventType, History};
+use avout_scenarios::scenario::env::{Cluster, Recorder, client_rng};
+use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+use futures::future::LocalBoxFuture;
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::check::check;
+use crate::scheduler::{self, Worker};
+
+/// Where the scenario's scheduler lives.
+const ROOT: &str = "/scheduler";
+
+/// Rounds a worker makes before the run is failed as stuck.
+const ROUNDS: usize = 400;
+
+/// Tries of a step that must happen (a put, an assignment, the final read).
+const TRIES: usize = 200;
+
+/// The name of job `i`.
+pub fn job(i: usize) -> String {
+    format!("job-{i}")
+}
+
+/// The scheduler scenario: `clients` workers, `ops` jobs.
+///
+/// ```
+/// use avout_scenarios::scenario::Scenario;
+/// assert_eq!(avout_example_scheduler::SchedulerScenario.name(), "scheduler");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedulerScenario;
+
+impl Scenario for SchedulerScenario {
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+
+    fn about(&self) -> &'static str {
+        "workers elect a leader that hands out queued jobs; completions in an atom; \
+         checker: every job done exactly once, one leader per term"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (3, 6)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: AnyCluster<'a>,
+        w: &'a Workload,
+        rec: &'a Recorder,
+    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            submit(cluster, w, rec).await?;
+            let workers = (0..w.clients).map(|me| work(cluster, w, rec, me));
+            for done in
+                futures::future::join_all(workers.map(|f| avout::task::Gate::new().run(f))).await
+            {
+                done?;
+            }
+            final_read(cluster, w, rec).await
+        })
+    }
+
+    fn check(&self, w: &Workload, history: &History) -> Verdict {
+        check(w, history)
+    }
+}
+
+/// Tries `step` until it succeeds, `TRIES` times at most.
+async fn until_ok<T, E, Fut>(what: &str, mut step: impl FnMut() -> Fut) -> Result<T, WorkloadError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut last = None;
+    for _ in 0..TRIES {
+        match step().await {
+            Ok(t) => return Ok(t),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(WorkloadError::gave_up(what, last))
+}
+
+/// Puts the `w.ops` jobs (again after any error: a job queued twice is handed out once).
+async fn submit(
+    cluster: AnyCluster<'_>,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let p = w.clients as u64;
+    let client = cluster.client().await?;
+    let jobs = scheduler::jobs(&client, ROOT)?;
+    for i in 0..w.ops {
+        let name = job(i);
+        rec.invoke(p, "put", name.clone().into(), None);
+        until_ok("a put", || jobs.put(name.as_bytes())).await?;
+        rec.complete(EventType::Ok, p, "put", name.into(), None);
+    }
+    Ok(())
+}
+
+/// Worker `me`: campaign, hand out while leading, do its own jobs, until every job is handed
+/// out and its own are done.
+async fn work(
+    cluster: AnyCluster<'_>,
+    w: &Workload,
+    rec: &Recorder,
+    me: usize,
+) -> Result<(), WorkloadError> {
+    let p = me as u64;
+    let mut rng = client_rng(w.seed, me);
+    let client = cluster.client().await?;
+    let mut worker = until_ok("opening a worker", || {
+        Worker::open(&client, ROOT, me, w.clients)
+    })
+    .await?;
+    for _ in 0..ROUNDS {
+        let patience = Duration::from_millis(rng.random_range(10..60));
+        if let Ok(Some(leadership)) = worker.campaign(patience).await {
+            rec.invoke(p, "lead", Value::Null, None);
+            rec.complete(EventType::Ok, p, "lead", leadership.term().into(), None);
+            // A leader hands out a few jobs, then lets the others have a turn.
+            for _ in 0..3 {
+                let Ok(Some((job, to))) = worker.take_job().await else {
+                    break;
+                };
+                rec.invoke(p, "assign", json!([job, to]), None);
+                let to = until_ok("an assignment", || worker.assign(&job, to)).await?;
+                rec.complete(EventType::Ok, p, "assign", json!([job, to]), None);
+            }
+            drop(leadership.resign().await);
+        }
+        if let Ok(mine) = worker.my_jobs().await {
+            for job in mine {
+                rec.invoke(p, "done", job.clone().into(), None);
+                let kind = match worker.complete(&job).await {
+                    Ok(()) => EventType::Ok,
+                    Err(e) if e.is_definite() => EventType::Fail,
+                    Err(_) => EventType::Info,
+                };
+                rec.complete(kind, p, "done", job.into(), None);
+            }
+        }
+        if finished(&worker, w).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(WorkloadError::gave_up(
+        format!("worker {me}'s jobs ({ROUNDS} rounds)"),
+        None::<std::io::Error>,
+    ))
+}
+
+/// Whether every job is handed out and the worker has done its own.
+async fn finished(worker: &Worker, w: &Workload) -> bool {
+    matches!(
+        (worker.assigned().await, worker.my_jobs().await),
+        (Ok(n), Ok(mine)) if n >= w.ops && mine.is_empty()
+    )
+}
+
+/// Reads the completions once everyone is done.
+async fn final_read(
+    cluster: AnyCluster<'_>,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let p = w.clients as u64 + 1;
+    let client = cluster.client().await?;
+    let completions = until_ok("opening the completions", || {
+        scheduler::completions(&client, ROOT)
+    })
+    .await?;
+    rec.invoke(p, "read", Value::Null, None);
+    let read = until_ok("the final read", || completions.deref()).await?;
+    rec.complete(EventType::Ok, p, "read", json!(read), None);
+    Ok(())
+}
