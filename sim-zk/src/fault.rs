@@ -243,8 +243,8 @@ impl FaultKind {
     ];
 
     /// The kinds `all` draws: the seven one-server kinds. The ensemble kinds are asked for by
-    /// name (each passes alone; drawn all together they still fail a few seeds, see the
-    /// ensemble report), or with `every`.
+    /// name, or all twelve with `every` (which runs a three-server ensemble, so it is slower;
+    /// `avout soak --faults every` soaks every scenario under it).
     pub const DEFAULT: [FaultKind; 7] = [
         FaultKind::RequestLost,
         FaultKind::ReplyLost,
