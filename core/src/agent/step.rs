@@ -21,7 +21,7 @@
 //! - **Session lost**: reported as the error; a `multi` in flight was fenced by the lock node,
 //!   which went with the session, or is decided by the next step's read.
 
-use crate::machine::{Machine, Millis, Reply, Request, Stall, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token};
 use crate::{Error, ErrorClass, Op, SessionState, WatchedEvent, path};
 
 use super::{AgentFailure, AgentState, Consume, EntryName, next_entry};
@@ -150,9 +150,7 @@ pub struct StepMachine<C> {
     phase: Phase,
     stall: Stall<Redo>,
     changed: bool,
-    next_token: u64,
-    outbox: std::collections::VecDeque<(Token, Request)>,
-    output: Option<Result<Stepped, StepError>>,
+    outbox: Outbox<Result<Stepped, StepError>>,
 }
 
 impl<C: Consume> StepMachine<C> {
@@ -170,9 +168,7 @@ impl<C: Consume> StepMachine<C> {
             phase: Phase::Start,
             stall: Stall::default(),
             changed: false,
-            next_token: 0,
-            outbox: Default::default(),
-            output: None,
+            outbox: Outbox::default(),
         }
     }
 
@@ -189,17 +185,13 @@ impl<C: Consume> StepMachine<C> {
     }
 
     fn send(&mut self, request: Request) -> Token {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push_back((token, request));
-        token
+        self.outbox.send(request)
     }
 
     fn finish(&mut self, result: Result<Stepped, StepError>) {
         self.phase = Phase::Done;
         self.stall.cancel();
-        self.outbox.clear();
-        self.output = Some(result);
+        self.outbox.finish(result);
     }
 
     fn read(&mut self) {
@@ -389,7 +381,7 @@ impl<C: Consume> Machine for StepMachine<C> {
     type Output = Result<Stepped, StepError>;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.outbox.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
@@ -435,19 +427,11 @@ impl<C: Consume> Machine for StepMachine<C> {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(error) = state.terminal_error() {
-            return self.finish(Err(error.into()));
-        }
-        if self.phase == Phase::Start {
-            return self.read();
-        }
-        if state == SessionState::Connected
-            && let Some(redo) = self.stall.take()
-        {
-            self.redo(redo);
+        match self.outbox.session_stalled(state, &mut self.stall) {
+            Resumed::Start => self.read(),
+            Resumed::Ended(error) => self.finish(Err(error.into())),
+            Resumed::Redo(redo) => self.redo(redo),
+            Resumed::Quiet => {}
         }
     }
 
@@ -462,7 +446,7 @@ impl<C: Consume> Machine for StepMachine<C> {
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
-        self.output.take()
+        self.outbox.take_output()
     }
 }
 
