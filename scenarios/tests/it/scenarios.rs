@@ -296,7 +296,7 @@ fn the_correct_code_passes_every_kept_regression_schedule() {
 }
 
 #[test]
-fn avout_run_on_its_own_ensemble_with_a_nemesis_is_judged_valid() {
+fn avout_run_on_its_own_ensemble_runs_for_its_duration_under_a_nemesis_and_is_judged_valid() {
     let dir = tempfile::tempdir().unwrap();
     let out = avout(
         &[
@@ -306,8 +306,10 @@ fn avout_run_on_its_own_ensemble_with_a_nemesis_is_judged_valid() {
             "3",
             "--kill-every",
             "1s",
+            "--duration",
+            "8s",
             "--ops",
-            "300",
+            "40",
             "--json",
         ],
         dir.path(),
@@ -316,17 +318,41 @@ fn avout_run_on_its_own_ensemble_with_a_nemesis_is_judged_valid() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["valid"], true, "{report}");
-    let faults = report["faults"].as_object().unwrap();
-    let kills = faults
-        .get("member-kill")
-        .and_then(|n| n.as_u64())
-        .unwrap_or(0);
+    let rounds = &report["rounds"];
+    let each = rounds["each"].as_array().unwrap();
+    // 40 operations per client take well under 8 s, so the run must have gone round again.
+    assert!(each.len() >= 2, "one round only: {report} {stderr}");
+    assert_eq!(rounds["count"].as_u64(), Some(each.len() as u64));
+    assert!(each.iter().all(|r| r["valid"] == true), "{rounds}");
+    let seeds: Vec<u64> = each.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, (1..=each.len() as u64).collect::<Vec<_>>());
+    let total = |k: &str| rounds["faults"][k].as_u64().unwrap_or(0);
+    let per_round: u64 = each
+        .iter()
+        .map(|r| r["faults"]["member-kill"].as_u64().unwrap_or(0))
+        .sum();
     assert!(
-        kills >= 1,
+        total("member-kill") >= 1,
         "no member was killed during the run: {report} {stderr}"
     );
+    assert_eq!(per_round, total("member-kill"), "{rounds}");
+    let ops: u64 = each.iter().map(|r| r["operations"].as_u64().unwrap()).sum();
+    assert_eq!(rounds["operations"].as_u64(), Some(ops));
     eprintln!(
-        "counter on an ensemble of 3 under a nemesis: {} operations, faults {}",
-        report["operations"], report["faults"]
+        "counter on an ensemble of 3 under a nemesis for 8 s: {} rounds, {ops} operations, \
+         nemesis events {}",
+        each.len(),
+        rounds["faults"]
+    );
+}
+
+#[test]
+fn avout_run_refuses_a_duration_on_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = avout(&["run", "counter", "--duration", "5s"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--duration needs real ZooKeeper"),
+        "{out:?}"
     );
 }

@@ -5,8 +5,10 @@
 //! starts N members through the test kit and, every D, does the next of three things in
 //! turn: kill a member and restart it, freeze a member with SIGSTOP for a second and resume
 //! it, expire a client's current session (`ZkClient::expire_session`; its managed client opens
-//! the next one by itself). The members are stopped when the
-//! run ends. The checker then judges the history as on the simulator.
+//! the next one by itself). With `--duration` the workload runs again and again, each round
+//! under its own chroot and judged on its own, until the time is up; the nemesis runs across
+//! the rounds, and each round's report counts the nemesis events during it. The members are
+//! stopped when the run ends. The checker judges each history as on the simulator.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -90,9 +92,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, ChaosError> {
         .map_err(ChaosError::Runtime)
 }
 
-async fn nemesis(
+async fn nemesis_loop(
     ensemble: Arc<ZkEnsemble>,
-    cluster: ZkCluster,
+    cluster: Arc<Mutex<ZkCluster>>,
     every: Duration,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
 ) {
@@ -137,7 +139,8 @@ async fn nemesis(
                 }
             }
             _ => {
-                let live = cluster.sessions();
+                // The current round's clients.
+                let live = cluster.lock().expect("not poisoned").sessions();
                 if let Some(c) = live.get(round % live.len().max(1)) {
                     count("session-expiry");
                     if c.expire_session().await.is_err() {
@@ -149,7 +152,6 @@ async fn nemesis(
     }
 }
 
-/// Runs `w` on real ZooKeeper.
 /// The store a real run keeps its refs' values in: PostgreSQL at `pg` (scoped by the run's
 /// chroot, so runs sharing a table never collect each other's values), a fresh in-process
 /// one, or none.
@@ -176,12 +178,18 @@ async fn ref_store(
     }
 }
 
+/// Runs `w` on real ZooKeeper: once, or with `duration`, round after round until it has
+/// passed. Each round works under its own chroot with seed `w.seed + k` and is judged on its
+/// own (rounds share no nodes, so one history across them would mean nothing); the nemesis
+/// runs across all of them. A round judged invalid ends the run. Each report's `faults` are
+/// the nemesis events of its round.
 pub(crate) fn run_real(
     target: &Target,
     w: &Workload,
     planted: Option<Bug>,
     pg: Option<&str>,
-) -> Result<Report, ChaosError> {
+    duration: Option<Duration>,
+) -> Result<Vec<Report>, ChaosError> {
     let (ensemble, connect, every) = match target {
         Target::Server(connect) => (None, connect.clone(), None),
         Target::Ensemble { size, kill_every } => {
@@ -201,30 +209,50 @@ pub(crate) fn run_real(
     };
     let rt = runtime()?;
     let result = rt.block_on(async {
-        let base = chroot(&connect, w.scenario.name()).await?;
-        let store = ref_store(w, pg, &format!("{connect}{base}")).await?;
-        let cluster = ZkCluster::new(
-            ZkConfig::new(format!("{}{}", connect, base)).with_session_timeout(SESSION_TIMEOUT),
-        )
-        .with_ref_store(store);
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
-        let nemesis = match (&ensemble, every) {
-            (Some(e), Some(every)) => Some(tokio::spawn(nemesis(
-                e.clone(),
-                cluster.clone(),
-                every,
-                counts.clone(),
-            ))),
-            _ => None,
-        };
-        let report = run_zk(&cluster, w, planted).await;
-        if let Some(n) = nemesis {
-            n.abort();
-            let _ = n.await;
+        let mut nemesis = None;
+        let mut current: Option<Arc<Mutex<ZkCluster>>> = None;
+        let started = std::time::Instant::now();
+        let mut reports = Vec::new();
+        for round in 0u64.. {
+            let mut w = w.clone();
+            w.seed = w.seed.wrapping_add(round);
+            let base = chroot(&connect, w.scenario.name()).await?;
+            let store = ref_store(&w, pg, &format!("{connect}{base}")).await?;
+            let cluster = ZkCluster::new(
+                ZkConfig::new(format!("{connect}{base}")).with_session_timeout(SESSION_TIMEOUT),
+            )
+            .with_ref_store(store);
+            match &current {
+                Some(c) => *c.lock().expect("not poisoned") = cluster.clone(),
+                None => current = Some(Arc::new(Mutex::new(cluster.clone()))),
+            }
+            if let (None, Some(e), Some(every), Some(c)) = (&nemesis, &ensemble, every, &current) {
+                nemesis = Some(tokio::spawn(nemesis_loop(
+                    e.clone(),
+                    c.clone(),
+                    every,
+                    counts.clone(),
+                )));
+            }
+            let before = counts.lock().expect("not poisoned").clone();
+            let report = run_zk(&cluster, &w, planted).await;
+            let mut report = match report {
+                Ok(r) => r,
+                Err(e) => {
+                    stop(nemesis).await;
+                    return Err(e.into());
+                }
+            };
+            report.faults = since(&before, &counts.lock().expect("not poisoned"));
+            let valid = report.verdict.valid;
+            reports.push(report);
+            if !valid || duration.is_none_or(|d| started.elapsed() >= d) {
+                break;
+            }
         }
-        let mut report = report?;
-        report.faults = counts.lock().expect("not poisoned").clone();
-        Ok::<_, ChaosError>(report)
+        stop(nemesis).await;
+        Ok::<_, ChaosError>(reports)
     });
     drop(rt);
     if let Some(e) = ensemble {
@@ -234,4 +262,21 @@ pub(crate) fn run_real(
         }
     }
     result
+}
+
+async fn stop(nemesis: Option<tokio::task::JoinHandle<()>>) {
+    if let Some(n) = nemesis {
+        n.abort();
+        let _ = n.await;
+    }
+}
+
+/// The counts in `now` less those in `before`, leaving out kinds that did not change.
+fn since(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    now.iter()
+        .filter_map(|(k, &n)| {
+            let d = n - before.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
 }

@@ -5,6 +5,7 @@
 //! anomaly), 2 a usage or infrastructure error (bad arguments, an unreachable server, an
 //! unreadable file).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -85,6 +86,11 @@ pub(crate) struct RunArgs {
     /// expire a client's session.
     #[arg(long, value_name = "DURATION", requires = "zk_ensemble")]
     kill_every: Option<String>,
+    /// On real ZooKeeper: repeat the workload, round after round (each under its own chroot
+    /// with the next seed, each judged on its own), until this much time has passed (e.g. 30s,
+    /// 2m). Default with --kill-every D: 10 × D, about ten nemesis events; otherwise one round.
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
     /// With --ref-store postgres: the PostgreSQL to keep values in (a tokio-postgres
     /// configuration: `host=127.0.0.1 port=5432 user=avout dbname=avout`, or a
     /// `postgresql://` URL). The run's values go under its own scope in the table.
@@ -388,12 +394,7 @@ fn print_report(r: &Report, backend: &str, style: &Style) {
         "operations  {} invoked: {} ok, {} fail, {} info; {} retries",
         c.invoked, c.ok, c.fail, c.info, r.retries
     );
-    if r.faults.is_empty() {
-        println!("faults      none");
-    } else {
-        let list: Vec<String> = r.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
-        println!("faults      {}", list.join(", "));
-    }
+    println!("faults      {}", fault_list(&r.faults));
     match r.virtual_time {
         Some(v) => println!(
             "time        {:.3} s virtual, {:.3} s wall",
@@ -427,8 +428,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
         .history
         .clone()
         .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
+    let mut rounds_json = serde_json::Value::Null;
     let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
         let kill_every = args.kill_every.as_deref().map(parse_duration).transpose()?;
+        let duration = match args.duration.as_deref().map(parse_duration).transpose()? {
+            Some(d) => Some(d),
+            None => kill_every.map(|every| every * 10),
+        };
         // Refused before an ensemble is started; the run plants it in its handles.
         avout::planted::Bugs::plant(planted).map_err(RunError::from)?;
         let target = match (&args.zk, args.zk_ensemble) {
@@ -448,9 +454,20 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
                     .unwrap_or_default()
             ),
         };
-        let report = chaos::run_real(&target, &w, planted, args.pg.as_deref())?;
+        let mut rounds = chaos::run_real(&target, &w, planted, args.pg.as_deref(), duration)?;
+        let report = rounds.pop().expect("at least one round");
+        if !rounds.is_empty() {
+            rounds_json = print_rounds(&rounds, &report, args.common.json);
+        }
         (report, label, None)
     } else {
+        if args.duration.is_some() {
+            return Err(RunCmdError::Usage(
+                "--duration needs real ZooKeeper (--zk or --zk-ensemble); on the simulator \
+                 use --ops"
+                    .into(),
+            ));
+        }
         if args.pg.is_some() {
             return Err(RunCmdError::Usage(
                 "--pg needs real ZooKeeper (--zk or --zk-ensemble)".into(),
@@ -478,6 +495,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             "history": history_path.display().to_string(),
             "case": case.as_ref().map(|_| case_path.display().to_string()),
             "page": page.as_ref().map(|p| p.display().to_string()),
+            "rounds": rounds_json,
         });
         println!("{}", report_json(&report, extra));
     } else {
@@ -499,6 +517,60 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             w.scenario, w.seed
         )))
     }
+}
+
+/// The rounds of a run with `--duration`: `earlier` ones and the `last` (reported in full
+/// after this), one line each and the totals, in text unless `json`; returned as JSON.
+fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Value {
+    let all: Vec<&Report> = earlier.iter().chain([last]).collect();
+    let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &all {
+        for (k, n) in &r.faults {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    let ops: u64 = all.iter().map(|r| r.counts.invoked).sum();
+    if !json {
+        for (k, r) in all.iter().enumerate() {
+            println!(
+                "round {:<5} seed {}, {} operations, faults {}, {}",
+                k + 1,
+                r.workload.seed,
+                r.counts.invoked,
+                fault_list(&r.faults),
+                if r.verdict.valid { "valid" } else { "INVALID" }
+            );
+        }
+        let list: Vec<String> = faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!(
+            "rounds      {}, {ops} operations in all; nemesis events: {}; the last round:",
+            all.len(),
+            if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join(", ")
+            }
+        );
+    }
+    serde_json::json!({
+        "count": all.len(),
+        "operations": ops,
+        "faults": faults,
+        "each": all.iter().map(|r| serde_json::json!({
+            "seed": r.workload.seed,
+            "operations": r.counts.invoked,
+            "faults": r.faults,
+            "valid": r.verdict.valid,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn fault_list(faults: &BTreeMap<String, u64>) -> String {
+    if faults.is_empty() {
+        return "none".to_owned();
+    }
+    let list: Vec<String> = faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    list.join(", ")
 }
 
 /// The page of a failing run on real ZooKeeper, beside its history; reported on stderr and

@@ -32,8 +32,8 @@ pub(crate) struct SoakArgs {
     /// Every pair of fault kinds (66), N seeds each.
     #[arg(long)]
     pairs: bool,
-    /// Scenarios, comma-separated (default: all of them but `agents`, which has a known
-    /// failure not fixed yet; name it to soak it).
+    /// Scenarios, comma-separated (default: every built-in scenario, then those a user's
+    /// binary registered).
     #[arg(long, value_name = "LIST")]
     scenarios: Option<String>,
     /// Operations per client (default: each scenario's).
