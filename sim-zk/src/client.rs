@@ -131,6 +131,31 @@ impl SimZk {
         f(&self.shared.world().kernel)
     }
 
+    /// The server `client`'s session is connected to now (0 with one server); it changes
+    /// when the session moves.
+    ///
+    /// ```
+    /// let (on, _) = avout_sim_zk::Sim::builder().servers(3).clients(1).build().run(|ctx| async move {
+    ///     ctx.zk.server_of(&ctx.clients[0])
+    /// });
+    /// assert!(on < 3);
+    /// ```
+    pub fn server_of(&self, client: &SimClient) -> u8 {
+        self.shared.world().server_of(client.index())
+    }
+
+    /// The server that leads now (0 with one server); it changes after an election.
+    ///
+    /// ```
+    /// let (leader, _) = avout_sim_zk::Sim::builder().servers(3).build().run(|ctx| async move {
+    ///     ctx.zk.leader()
+    /// });
+    /// assert!(leader < 3);
+    /// ```
+    pub fn leader(&self) -> u8 {
+        self.shared.world().leader()
+    }
+
     /// How many faults of a kind fired so far.
     ///
     /// ```

@@ -320,6 +320,7 @@ async fn worker(
 ) -> DemoOutcome {
     let mut out = DemoOutcome::default();
     let mut n = 0u64;
+    caught_up(&client).await;
     for _ in 0..ops {
         let mut enqueued = None;
         let step = match rng.below(3) {
@@ -336,6 +337,7 @@ async fn worker(
             assert!(e.is_session_lost(), "unexpected error {e}");
             out.sessions_replaced += 1;
             client = zk.connect();
+            caught_up(&client).await;
             if let Some(prefix) = enqueued {
                 // The create may have been applied before the session ended.
                 if find_prefix(&zk, &mut client, &prefix, &mut out).await {
@@ -396,6 +398,17 @@ async fn enqueue(client: &SimClient, prefix: &str, out: &mut DemoOutcome) -> avo
                 }
             }
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A new session may be on a follower that has not seen the setup yet (or, after a
+/// reconnect, this worker's own writes of its last session): it syncs before its first read.
+/// A session lost here shows up at the next step.
+async fn caught_up(client: &SimClient) {
+    while let Err(e) = client.sync("/demo").await {
+        if !e.is_indeterminate() {
+            return;
         }
     }
 }

@@ -33,6 +33,9 @@ pub enum Stream {
     /// that a lost message scheduled explicitly breaks the connection for as long as the
     /// same loss drawn at a rate did (the fault stream is not drawn by scheduled faults).
     Reconnects = 6,
+    /// Which server of an ensemble a new session connects to (a client picks one from its
+    /// connect string): its own stream, so placing sessions shifts no other choice.
+    Placement = 7,
 }
 
 /// One named stream of random numbers.

@@ -22,6 +22,16 @@ impl World {
         self.servers > 1
     }
 
+    /// The server `client` is connected to (0 with one server).
+    pub(crate) fn server_of(&self, client: usize) -> u8 {
+        self.clients[client].server
+    }
+
+    /// The server that leads now (0 with one server).
+    pub(crate) fn leader(&self) -> u8 {
+        self.leader
+    }
+
     pub(super) fn is_cut_off(&self, server: u8) -> bool {
         self.is_ensemble()
             && self
@@ -63,6 +73,16 @@ impl World {
             return self.leader;
         }
         let i = self.reconnects.below(open.len() as u64);
+        open[usize::try_from(i).expect("small")]
+    }
+
+    /// The server a new session connects to: any that is not cut off.
+    pub(super) fn place(&mut self) -> u8 {
+        let open: Vec<u8> = (0..self.servers).filter(|&s| !self.is_cut_off(s)).collect();
+        if open.is_empty() {
+            return self.leader;
+        }
+        let i = self.placement.below(open.len() as u64);
         open[usize::try_from(i).expect("small")]
     }
 

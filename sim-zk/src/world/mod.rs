@@ -247,6 +247,8 @@ pub(crate) struct World {
     guids: Rng,
     /// How long broken connections take to come back (see [`Stream::Reconnects`]).
     reconnects: Rng,
+    /// Where new sessions connect (see [`Stream::Placement`]).
+    placement: Rng,
     /// Buggify decisions, if the run enables buggify: its own stream and, per point, whether
     /// the point is live in this run.
     buggify: Option<(Rng, BTreeMap<Site, bool>)>,
@@ -336,6 +338,7 @@ impl World {
         let faults = stream(fault_tape, Stream::Faults);
         let guids = Rng::new(config.seed, Stream::Guids);
         let reconnects = Rng::new(config.seed, Stream::Reconnects);
+        let placement = Rng::new(config.seed, Stream::Placement);
         let servers = config.servers();
         let kernel = if servers > 1 {
             Kernel::with_followers(servers)
@@ -357,6 +360,7 @@ impl World {
             faults,
             guids,
             reconnects,
+            placement,
             buggify: config
                 .buggify
                 .then(|| (Rng::new(config.seed, Stream::Buggify), BTreeMap::new())),
@@ -499,6 +503,12 @@ impl World {
             },
             |_| {},
         );
+        if self.is_ensemble() {
+            // As a real client does from its connect string: any server, most often a
+            // follower, so reads can be stale from the first one (sync exists for that).
+            let server = self.place();
+            self.attach_to(index, server);
+        }
         index
     }
 

@@ -5,5 +5,6 @@ mod client;
 mod conformance;
 mod determinism;
 mod differential;
+mod ensemble_differential;
 mod faults;
 mod kernel;
