@@ -36,16 +36,16 @@ trait Ensemble {
     const NAME: &str;
     type Client: Coordination;
     /// A new session on a member that does not lead.
-    fn on_follower(&self) -> impl Future<Output = Self::Client>;
+    async fn on_follower(&self) -> Self::Client;
     /// A new session on the leader.
-    fn on_leader(&self) -> impl Future<Output = Self::Client>;
+    async fn on_leader(&self) -> Self::Client;
     /// The member `c` is connected to, if it says.
     fn member_of(&self, c: &Self::Client) -> Option<usize>;
     fn leader(&self) -> Option<usize>;
     /// The member `c` is on goes away.
-    fn lose_member_of(&self, c: &Self::Client) -> impl Future<Output = ()>;
+    async fn lose_member_of(&self, c: &Self::Client);
     /// The leader goes away.
-    fn lose_leader(&self) -> impl Future<Output = ()>;
+    async fn lose_leader(&self);
 }
 
 fn num(data: &[u8]) -> u64 {
@@ -216,11 +216,11 @@ impl Real {
 impl Ensemble for Real {
     const NAME: &str = "real ensemble";
     type Client = ZkClient;
-    fn on_follower(&self) -> impl Future<Output = ZkClient> {
-        self.connect_where(false)
+    async fn on_follower(&self) -> ZkClient {
+        self.connect_where(false).await
     }
-    fn on_leader(&self) -> impl Future<Output = ZkClient> {
-        self.connect_where(true)
+    async fn on_leader(&self) -> ZkClient {
+        self.connect_where(true).await
     }
     fn member_of(&self, c: &ZkClient) -> Option<usize> {
         self.ensemble.member_of_session(c.session().id.0)
@@ -228,15 +228,13 @@ impl Ensemble for Real {
     fn leader(&self) -> Option<usize> {
         self.ensemble.leader()
     }
-    fn lose_member_of(&self, c: &ZkClient) -> impl Future<Output = ()> {
+    async fn lose_member_of(&self, c: &ZkClient) {
         let member = self.member_of(c).expect("the client's member");
         self.ensemble.kill(member);
-        async {}
     }
-    fn lose_leader(&self) -> impl Future<Output = ()> {
+    async fn lose_leader(&self) {
         let leader = self.ensemble.leader().expect("a leader");
         self.ensemble.kill(leader);
-        async {}
     }
 }
 
@@ -245,30 +243,26 @@ struct Simulated {
     zk: avout_sim_zk::SimZk,
 }
 
+impl Simulated {
+    fn connect_where(&self, want_leader: bool) -> avout_sim_zk::SimClient {
+        for _ in 0..50 {
+            let c = self.zk.connect();
+            if (self.zk.server_of(&c) == self.zk.leader()) == want_leader {
+                return c;
+            }
+        }
+        panic!("no simulated session landed where wanted (leader: {want_leader}) in 50 tries");
+    }
+}
+
 impl Ensemble for Simulated {
     const NAME: &str = "simulated ensemble";
     type Client = avout_sim_zk::SimClient;
-    fn on_follower(&self) -> impl Future<Output = Self::Client> {
-        async move {
-            for _ in 0..50 {
-                let c = self.zk.connect();
-                if self.zk.server_of(&c) != self.zk.leader() {
-                    return c;
-                }
-            }
-            panic!("no simulated session on a follower in 50 tries");
-        }
+    async fn on_follower(&self) -> Self::Client {
+        self.connect_where(false)
     }
-    fn on_leader(&self) -> impl Future<Output = Self::Client> {
-        async move {
-            for _ in 0..50 {
-                let c = self.zk.connect();
-                if self.zk.server_of(&c) == self.zk.leader() {
-                    return c;
-                }
-            }
-            panic!("no simulated session on the leader in 50 tries");
-        }
+    async fn on_leader(&self) -> Self::Client {
+        self.connect_where(true)
     }
     fn member_of(&self, c: &Self::Client) -> Option<usize> {
         Some(usize::from(self.zk.server_of(c)))
@@ -276,19 +270,17 @@ impl Ensemble for Simulated {
     fn leader(&self) -> Option<usize> {
         Some(usize::from(self.zk.leader()))
     }
-    fn lose_member_of(&self, c: &Self::Client) -> impl Future<Output = ()> {
+    async fn lose_member_of(&self, c: &Self::Client) {
         let server = self.zk.server_of(c);
         self.zk.inject(Fault::Partition {
             cut: Cut::Server { server },
             duration: Duration::from_secs(30),
         });
-        async {}
     }
-    fn lose_leader(&self) -> impl Future<Output = ()> {
+    async fn lose_leader(&self) {
         self.zk.inject(Fault::LeaderElection {
             duration: Duration::from_secs(2),
         });
-        async {}
     }
 }
 
