@@ -159,8 +159,26 @@ impl World {
                     Pending::Notice { server },
                 );
                 self.schedule(until, Pending::Heal { server });
+                self.check_quorum();
             }
         }
+    }
+
+    /// With a majority cut off, the leader has no quorum: it steps down, nobody can commit
+    /// and no election can end until a server is back. The simulated election takes every
+    /// client down for that long (real followers would serve reads until they notice).
+    fn check_quorum(&mut self) {
+        let reachable = (0..self.servers).filter(|&s| !self.is_cut_off(s)).count();
+        if reachable > usize::from(self.servers) / 2 {
+            return;
+        }
+        let Some(back) = self.cut_off.iter().flatten().copied().min() else {
+            return;
+        };
+        self.timer("quorum-lost");
+        // The election ends a little after the first cut-off server is back.
+        let window = back.saturating_sub(self.clock) + nanos(self.config.session_timeout) / 8;
+        self.start_election(Duration::from_nanos(window));
     }
 
     /// A cut-off follower notices: it drops its clients, which reconnect elsewhere.

@@ -340,3 +340,56 @@ fn faults_scheduled_at_a_time_or_a_step_fire_then() {
     assert_eq!(summary.fault_count(FaultKind::Disconnect), 1);
     assert_eq!(summary.fault_count(FaultKind::SessionExpiry), 1);
 }
+
+/// How long a write on the leader takes, retried across connection loss, after `cuts`
+/// (followers cut off from the quorum for 3 s, 5 s, …) on a three-server ensemble; and
+/// whether the leader changed.
+fn write_after_cuts(cuts: usize) -> (Duration, bool) {
+    let (out, _) = sim(0)
+        .servers(3)
+        .session_timeout(Duration::from_secs(10))
+        .build()
+        .run(|ctx| async move {
+            let leader = ctx.zk.leader();
+            // On the leader: a client on a cut-off follower waits for it to notice, quorum
+            // or not.
+            let c = std::iter::repeat_with(|| ctx.zk.connect())
+                .take(50)
+                .find(|c| ctx.zk.server_of(c) == leader)
+                .expect("a session on the leader in 50 tries");
+            c.create("/q", b"0", &Default::default()).await.unwrap();
+            let followers = (0..3u8).filter(|&s| s != leader);
+            for (k, server) in followers.take(cuts).enumerate() {
+                ctx.zk.inject(Fault::Partition {
+                    cut: avout_sim_zk::Cut::Server { server },
+                    duration: Duration::from_secs(3 + 2 * k as u64),
+                });
+            }
+            let start = tokio::time::Instant::now();
+            loop {
+                match c.set_data("/q", b"1", None).await {
+                    Ok(_) => break,
+                    Err(e) if e.is_indeterminate() => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    Err(e) => panic!("a write under a partition failed for good: {e:?}"),
+                }
+            }
+            (start.elapsed(), ctx.zk.leader() != leader)
+        });
+    out
+}
+
+#[test]
+fn with_a_majority_cut_off_nothing_commits_until_a_server_is_back() {
+    let (took, new_leader) = write_after_cuts(2);
+    assert!(
+        took >= Duration::from_secs(3),
+        "a write committed without a quorum after {took:?}"
+    );
+    assert!(new_leader, "the leader without a quorum stepped down");
+    // One follower cut off leaves a quorum: writes go on.
+    let (took, new_leader) = write_after_cuts(1);
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(!new_leader);
+}
