@@ -16,7 +16,7 @@ use std::time::Duration;
 use avout::{Coordination, CreateMode};
 
 use crate::rng::{Rng, Stream};
-use crate::{FaultRates, RunSummary, Sim, SimClient, SimConfig, SimCtx};
+use crate::{FaultKind, FaultRates, RunSummary, Sim, SimClient, SimConfig, SimCtx};
 
 /// What to run.
 ///
@@ -32,6 +32,10 @@ pub struct BenchParams {
     pub ops_per_client: usize,
     /// The base fault rate (see [`rates`]).
     pub fault_rate: f64,
+    /// A three-server ensemble, with its five fault kinds drawn too (see [`ensemble_rates`]).
+    pub ensemble: bool,
+    /// Only this fault kind, at the rate it has among the others (`None`: all of them).
+    pub only: Option<FaultKind>,
 }
 
 impl Default for BenchParams {
@@ -40,6 +44,35 @@ impl Default for BenchParams {
             clients: 16,
             ops_per_client: 2_000,
             fault_rate: 0.01,
+            ensemble: false,
+            only: None,
+        }
+    }
+}
+
+impl BenchParams {
+    /// The fault rates of a run: [`rates`] or [`ensemble_rates`], narrowed to
+    /// [`only`](Self::only).
+    ///
+    /// ```
+    /// use avout_sim_zk::{FaultKind, bench::BenchParams};
+    /// let p = BenchParams { ensemble: true, only: Some(FaultKind::Partition), ..Default::default() };
+    /// assert!(p.rates().rate(FaultKind::Partition) > 0.0);
+    /// assert_eq!(p.rates().rate(FaultKind::ReplyLost), 0.0);
+    /// ```
+    pub fn rates(&self) -> FaultRates {
+        let all = if self.ensemble {
+            ensemble_rates(self.fault_rate)
+        } else {
+            rates(self.fault_rate)
+        };
+        match self.only {
+            None => all,
+            Some(kind) => {
+                let mut one = FaultRates::default();
+                *one.rate_mut(kind) = all.rate(kind);
+                one
+            }
         }
     }
 }
@@ -64,6 +97,25 @@ pub fn rates(r: f64) -> FaultRates {
         stale_reads: r / 5.0,
         outage: r / 50.0,
         ..FaultRates::default()
+    }
+}
+
+/// [`rates`] and the ensemble's kinds: moved sessions and partitions at `r / 5` and
+/// `r / 10`, slow disks at `r / 10`, elections and client freezes at `r / 50`.
+///
+/// ```
+/// use avout_sim_zk::FaultKind;
+/// let rates = avout_sim_zk::bench::ensemble_rates(0.01);
+/// assert!(FaultKind::ALL.iter().all(|&k| rates.rate(k) > 0.0));
+/// ```
+pub fn ensemble_rates(r: f64) -> FaultRates {
+    FaultRates {
+        partition: r / 10.0,
+        leader_election: r / 50.0,
+        session_moved: r / 5.0,
+        client_freeze: r / 50.0,
+        slow_disk: r / 10.0,
+        ..rates(r)
     }
 }
 
@@ -96,7 +148,8 @@ pub fn sim(seed: u64, params: &BenchParams) -> Sim {
             seed,
             clients: params.clients,
             session_timeout: Duration::from_secs(2),
-            rates: rates(params.fault_rate),
+            rates: params.rates(),
+            servers: if params.ensemble { 3 } else { 1 },
             keep_log: false,
             ..SimConfig::default()
         })

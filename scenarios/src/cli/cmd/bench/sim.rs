@@ -33,7 +33,14 @@ pub(crate) struct SimArgs {
     /// reads at a fifth of it, expiries, pauses and outages at a fiftieth.
     #[arg(long, default_value_t = 0.01)]
     fault_rate: f64,
-    /// Print one JSON line instead of text.
+    /// A three-server ensemble, with the ensemble's five fault kinds drawn too.
+    #[arg(long)]
+    ensemble: bool,
+    /// Measure each fault kind alone (and none), one row each, with its cost: CPU time per
+    /// simulated operation against the run without faults.
+    #[arg(long)]
+    per_kind: bool,
+    /// Print one JSON line (per row with --per-kind) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -62,7 +69,13 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
         clients: args.clients as usize,
         ops_per_client: args.ops as usize,
         fault_rate: args.fault_rate,
+        ensemble: args.ensemble,
+        only: None,
     };
+    if args.per_kind {
+        per_kind(args, &params);
+        return Ok(());
+    }
     let m = measure(&params, args.seed, args.runs);
     let ops_per_sec = m.requests as f64 / m.wall.as_secs_f64();
     let ratio = m.virtual_time.as_secs_f64() / m.wall.as_secs_f64();
@@ -73,6 +86,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
             "peer": "avout-sim",
             "workload": "sim",
             "clients": args.clients,
+            "servers": if args.ensemble { 3 } else { 1 },
             "runs": args.runs,
             "ops": m.requests,
             "calls": m.calls,
@@ -87,11 +101,12 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
         println!("{line}");
     } else {
         println!(
-            "{} simulated operations ({} client calls, {} errors) in {:.3} s wall: {ops_per_sec:.0} ops/s",
+            "{} simulated operations ({} client calls, {} errors) in {:.3} s wall: {ops_per_sec:.0} ops/s{}",
             m.requests,
             m.calls,
             m.errors,
-            m.wall.as_secs_f64()
+            m.wall.as_secs_f64(),
+            if args.ensemble { ", 3 servers" } else { "" }
         );
         if let Some(rate) = cpu_rate {
             println!("per CPU-second of the simulating thread: {rate:.0} ops/s");
@@ -108,6 +123,62 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
         println!("faults: {}", faults.join(", "));
     }
     Ok(())
+}
+
+/// One row per fault kind alone (after a row without faults): how many fired, the rate, and
+/// the cost, CPU (or wall) time per simulated operation relative to the row without faults.
+fn per_kind(args: &SimArgs, params: &BenchParams) {
+    let seconds = |m: &Measured| m.cpu.unwrap_or(m.wall).as_secs_f64();
+    let none = BenchParams {
+        fault_rate: 0.0,
+        ..params.clone()
+    };
+    let base = measure(&none, args.seed, args.runs);
+    let base_per_op = seconds(&base) / base.requests as f64;
+    let kinds: Vec<FaultKind> = if args.ensemble {
+        FaultKind::ALL.to_vec()
+    } else {
+        FaultKind::DEFAULT.to_vec()
+    };
+    if !args.json {
+        println!(
+            "{:<16} {:>8} {:>10} {:>12} {:>6}",
+            "faults", "fired", "ops", "ops/CPU-s", "cost"
+        );
+    }
+    let rows = std::iter::once((None, base)).chain(kinds.into_iter().map(|k| {
+        let p = BenchParams {
+            only: Some(k),
+            ..params.clone()
+        };
+        (Some(k), measure(&p, args.seed, args.runs))
+    }));
+    for (kind, m) in rows {
+        let name = kind.map_or("none", FaultKind::name);
+        let fired: u64 = m.faults.values().sum();
+        let rate = m.requests as f64 / seconds(&m);
+        let cost = seconds(&m) / m.requests as f64 / base_per_op;
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "peer": "avout-sim",
+                    "workload": "sim-per-kind",
+                    "faults": name,
+                    "servers": if args.ensemble || kind.is_some_and(|k| FaultKind::ENSEMBLE.contains(&k)) { 3 } else { 1 },
+                    "fired": fired,
+                    "ops": m.requests,
+                    "ops_per_cpu_sec": rate,
+                    "cost": cost,
+                })
+            );
+        } else {
+            println!(
+                "{name:<16} {fired:>8} {:>10} {rate:>12.0} {cost:>5.2}x",
+                m.requests
+            );
+        }
+    }
 }
 
 fn measure(params: &BenchParams, first_seed: u64, runs: u64) -> Measured {
@@ -157,6 +228,7 @@ mod tests {
             clients: 4,
             ops_per_client: 300,
             fault_rate: 0.05,
+            ..BenchParams::default()
         };
         let m = measure(&params, 0, 2);
         assert_eq!(m.calls, 2 * 4 * 300);
@@ -164,5 +236,28 @@ mod tests {
         assert!(m.requests > m.calls / 2, "{m:?}");
         assert!(m.faults.values().sum::<u64>() > 0, "{m:?}");
         assert!(m.virtual_time > Duration::ZERO);
+    }
+
+    #[test]
+    fn one_kind_alone_fires_only_that_kind() {
+        for kind in [
+            FaultKind::Partition,
+            FaultKind::SessionMoved,
+            FaultKind::SlowDisk,
+        ] {
+            let params = BenchParams {
+                clients: 4,
+                ops_per_client: 400,
+                fault_rate: 0.05,
+                ensemble: true,
+                only: Some(kind),
+            };
+            let m = measure(&params, 1, 2);
+            assert!(
+                m.faults.get(&kind).copied().unwrap_or(0) > 0,
+                "{kind:?}: {m:?}"
+            );
+            assert_eq!(m.faults.len(), 1, "{kind:?}: {m:?}");
+        }
     }
 }
