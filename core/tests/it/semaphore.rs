@@ -43,6 +43,12 @@ async fn never_more_than_n_leases() {
                 let now = held.fetch_add(1, Ordering::SeqCst) + 1;
                 assert!(now <= N, "{now} leases held at once");
                 max.fetch_max(now, Ordering::SeqCst);
+                // Hold the lease until the limit has been reached once (on a loaded machine
+                // the tasks could otherwise take turns and never overlap), then briefly.
+                let start = tokio::time::Instant::now();
+                while max.load(Ordering::SeqCst) < N && start.elapsed() < Duration::from_secs(10) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 held.fetch_sub(1, Ordering::SeqCst);
                 lease.release().await.expect("release");

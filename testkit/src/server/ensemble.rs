@@ -14,6 +14,7 @@ use super::config::{
 use super::detached::DetachedZk;
 use super::error::{Result, TestkitError, io_err};
 use super::process::{Proc, process_accessors};
+use super::relay::Relay;
 use super::{POLL, PORT_ATTEMPTS, START_TIMEOUT, ServerMode, four_letter_word};
 /// One member of a [`ZkEnsemble`].
 #[derive(Debug)]
@@ -48,7 +49,17 @@ impl ZkMember {
 pub struct ZkEnsembleBuilder {
     size: usize,
     base_port: Option<u16>,
+    partitionable: bool,
     options: ProcessOptions,
+}
+
+/// The link from one member to another: relays to the other's peer and election ports.
+#[derive(Debug)]
+struct Link {
+    from: usize,
+    to: usize,
+    peer: Relay,
+    election: Relay,
 }
 
 impl ZkEnsembleBuilder {
@@ -62,6 +73,14 @@ impl ZkEnsembleBuilder {
     /// election ports stay free ones).
     pub fn base_port(mut self, port: u16) -> Self {
         self.base_port = Some(port);
+        self
+    }
+
+    /// Puts a TCP relay on every link between two members and in front of every member's
+    /// client port, so that [`ZkEnsemble::partition`] and [`ZkEnsemble::cut_clients`] can cut
+    /// them (no root or firewall needed).
+    pub fn partitionable(mut self, on: bool) -> Self {
+        self.partitionable = on;
         self
     }
 
@@ -119,16 +138,37 @@ impl ZkEnsembleBuilder {
         };
 
         let tmp = self.options.temp_dir("avout-zk-ensemble-")?;
-        let servers: String = (0..n)
-            .map(|i| {
-                format!(
-                    "server.{}=127.0.0.1:{}:{}\n",
-                    i + 1,
-                    peer_ports[i],
-                    election_ports[i]
-                )
-            })
-            .collect();
+        let mut links = Vec::new();
+        let mut client_relays = Vec::new();
+        if self.partitionable {
+            for &port in &client_ports {
+                client_relays.push(Relay::start(port)?);
+            }
+            for from in 0..n {
+                for to in (0..n).filter(|&to| to != from) {
+                    links.push(Link {
+                        from,
+                        to,
+                        peer: Relay::start(peer_ports[to])?,
+                        election: Relay::start(election_ports[to])?,
+                    });
+                }
+            }
+        }
+        // How member `me` reaches member `i`: directly, or by the relays of their link.
+        let servers = |me: usize| -> String {
+            (0..n)
+                .map(|i| {
+                    let (peer, election) = links
+                        .iter()
+                        .find(|l| l.from == me && l.to == i)
+                        .map_or((peer_ports[i], election_ports[i]), |l| {
+                            (l.peer.port(), l.election.port())
+                        });
+                    format!("server.{}=127.0.0.1:{peer}:{election}\n", i + 1)
+                })
+                .collect()
+        };
         let mut members = Vec::with_capacity(n);
         for i in 0..n {
             let id = u32::try_from(i + 1).expect("ensemble sizes fit in u32");
@@ -138,8 +178,9 @@ impl ZkEnsembleBuilder {
             fs::write(data.join("myid"), format!("{id}\n"))
                 .map_err(io_err(format!("writing {}/myid", data.display())))?;
             let config = format!(
-                "{}initLimit=10\nsyncLimit=5\n{servers}",
-                base_config(&data, client_ports[i], self.options.force_sync)
+                "{}initLimit=10\nsyncLimit=5\n{}",
+                base_config(&data, client_ports[i], self.options.force_sync),
+                servers(i)
             );
             let proc = Proc::configure(
                 format!("member {id} on 127.0.0.1:{}", client_ports[i]),
@@ -158,6 +199,8 @@ impl ZkEnsembleBuilder {
         // From here on, dropping the ensemble kills what was started and removes the directory.
         let ensemble = ZkEnsemble {
             members,
+            links,
+            client_relays,
             tmp: Some(tmp),
         };
         for member in &ensemble.members {
@@ -196,6 +239,10 @@ impl ZkEnsembleBuilder {
 #[derive(Debug)]
 pub struct ZkEnsemble {
     members: Vec<ZkMember>,
+    /// Relays between members, when started partitionable.
+    links: Vec<Link>,
+    /// Relays in front of the members' client ports, when started partitionable.
+    client_relays: Vec<Relay>,
     /// `None` once detached.
     tmp: Option<TempDir>,
 }
@@ -220,12 +267,23 @@ impl ZkEnsemble {
         ZkEnsembleBuilder {
             size: 3,
             base_port: None,
+            partitionable: false,
             options: ProcessOptions::default(),
         }
     }
 
-    /// The connect string naming every member, `127.0.0.1:P1,127.0.0.1:P2,…`.
+    /// The connect string naming every member, `127.0.0.1:P1,127.0.0.1:P2,…` (in a
+    /// [partitionable](ZkEnsembleBuilder::partitionable) ensemble, the relays in front of the
+    /// members, which [`cut_clients`](Self::cut_clients) can cut).
     pub fn connect_string(&self) -> String {
+        if !self.client_relays.is_empty() {
+            return self
+                .client_relays
+                .iter()
+                .map(|r| format!("127.0.0.1:{}", r.port()))
+                .collect::<Vec<_>>()
+                .join(",");
+        }
         self.members
             .iter()
             .map(ZkMember::connect_string)
@@ -254,6 +312,81 @@ impl ZkEnsemble {
             .dir
             .parent()
             .expect("member directories are inside the ensemble's")
+    }
+
+    /// Cuts every link between the members in `side` and the others, both ways, until
+    /// [`heal`](Self::heal). A side without a majority can no longer commit: its leader, if
+    /// it has it, steps down, and the other side elects one if it is a majority. Clients stay
+    /// connected to the members they were on; their sessions follow ZooKeeper's rules.
+    ///
+    /// ```no_run
+    /// use avout_testkit::server::ZkEnsemble;
+    ///
+    /// let zk = ZkEnsemble::builder().partitionable(true).start()?;
+    /// let leader = zk.leader().expect("a leader");
+    /// zk.partition(&[leader])?; // the other two elect a new leader
+    /// zk.heal();
+    /// zk.wait_for_quorum()?;
+    /// # Ok::<(), avout_testkit::server::TestkitError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotPartitionable`] unless the ensemble was started
+    /// [`partitionable`](ZkEnsembleBuilder::partitionable).
+    pub fn partition(&self, side: &[usize]) -> Result<()> {
+        if self.client_relays.is_empty() {
+            return Err(TestkitError::NotPartitionable);
+        }
+        for l in &self.links {
+            if side.contains(&l.from) != side.contains(&l.to) {
+                l.peer.cut();
+                l.election.cut();
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts the clients that came in by [`connect_string`](Self::connect_string) off from
+    /// member `i`, until [`heal`](Self::heal): their connections to it drop and they
+    /// reconnect to other members (their sessions move); the member itself stays in the
+    /// quorum.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotPartitionable`] unless the ensemble was started
+    /// [`partitionable`](ZkEnsembleBuilder::partitionable).
+    ///
+    /// # Panics
+    ///
+    /// If there is no member `i`.
+    pub fn cut_clients(&self, i: usize) -> Result<()> {
+        assert!(i < self.members.len(), "no member {i}");
+        let relay = self
+            .client_relays
+            .get(i)
+            .ok_or(TestkitError::NotPartitionable)?;
+        relay.cut();
+        Ok(())
+    }
+
+    /// Ends every partition, between members and between clients and members: the links
+    /// carry connections again (members and clients reconnect by themselves).
+    pub fn heal(&self) {
+        for l in &self.links {
+            l.peer.heal();
+            l.election.heal();
+        }
+        for r in &self.client_relays {
+            r.heal();
+        }
+    }
+
+    /// Whether the link from member `from` to member `to` is cut.
+    pub fn is_cut(&self, from: usize, to: usize) -> bool {
+        self.links
+            .iter()
+            .any(|l| l.from == from && l.to == to && l.peer.is_cut())
     }
 
     /// Crashes member `i` (`SIGKILL`) and waits until its process is gone.
@@ -363,6 +496,9 @@ impl ZkEnsemble {
     /// killed members are left out.
     ///
     /// Start such an ensemble with [`own_process_group`](ZkEnsembleBuilder::own_process_group).
+    ///
+    /// A [partitionable](ZkEnsembleBuilder::partitionable) ensemble's members reach each other
+    /// through relays in this process: once it exits they no longer can.
     pub fn detach(mut self) -> DetachedZk {
         let connect_string = self.connect_string();
         let dir = match self.tmp.take() {

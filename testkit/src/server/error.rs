@@ -58,6 +58,10 @@ pub enum TestkitError {
         /// Which server.
         server: String,
     },
+    /// Partitions need an ensemble started with
+    /// [`partitionable`](super::ZkEnsembleBuilder::partitionable).
+    #[error("this ensemble was not started partitionable: its members talk directly")]
+    NotPartitionable,
     /// An ensemble needs at least one member.
     #[error("an ensemble needs at least one member")]
     EmptyEnsemble,

@@ -50,6 +50,7 @@ mod detached;
 mod ensemble;
 mod error;
 mod process;
+mod relay;
 mod standalone;
 #[cfg(test)]
 mod tests;

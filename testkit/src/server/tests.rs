@@ -175,6 +175,95 @@ fn ensemble_reaches_quorum_and_survives_a_killed_member() {
     assert!(pids.iter().all(|&pid| !pid_exists(pid)));
 }
 
+/// Polls `done` every 100 ms for up to 30 s.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "not within 30 s: {what}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_partitioned_leader_steps_down_the_majority_elects_another_and_heal_rejoins_it() {
+    let zk = ZkEnsemble::builder()
+        .partitionable(true)
+        .force_sync(false)
+        .start()
+        .expect("ensemble starts");
+    let old = zk.leader().expect("a leader");
+    let others: Vec<usize> = (0..3).filter(|&i| i != old).collect();
+    zk.partition(&[old]).expect("partitionable");
+    assert!(zk.is_cut(old, others[0]) && zk.is_cut(others[1], old));
+    assert!(!zk.is_cut(others[0], others[1]));
+    eventually("the majority elects another leader", || {
+        others
+            .iter()
+            .any(|&i| zk.member(i).mode() == Some(ServerMode::Leader))
+    });
+    eventually("the isolated leader stops serving", || {
+        zk.member(old).mode().is_none()
+    });
+    zk.heal();
+    assert!(!zk.is_cut(old, others[0]));
+    eventually("the old leader rejoins as a follower", || {
+        zk.member(old).mode() == Some(ServerMode::Follower)
+    });
+    zk.wait_for_quorum().expect("all three serve");
+}
+
+/// Clients that came in through the relays lose a member whose clients are cut, and reach it
+/// again after heal; the member stays in the quorum all along.
+#[test]
+fn clients_cut_off_from_a_member_cannot_reach_it_until_heal() {
+    let zk = ZkEnsemble::builder()
+        .partitionable(true)
+        .force_sync(false)
+        .start()
+        .expect("ensemble starts");
+    let relays: Vec<u16> = zk
+        .connect_string()
+        .split(',')
+        .map(|a| a.rsplit(':').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(relays.len(), 3);
+    assert!(
+        relays
+            .iter()
+            .all(|p| zk.members().iter().all(|m| m.port() != *p))
+    );
+    let srvr = |port: u16| four_letter_word(port, "srvr").unwrap_or_default();
+    assert!(srvr(relays[1]).contains("Mode:"), "through the relay");
+    zk.cut_clients(1).expect("partitionable");
+    assert!(
+        !srvr(relays[1]).contains("Mode:"),
+        "a cut relay carries nothing"
+    );
+    assert!(srvr(relays[0]).contains("Mode:"));
+    assert!(
+        zk.member(1).mode().is_some(),
+        "the member still serves the quorum"
+    );
+    zk.heal();
+    assert!(srvr(relays[1]).contains("Mode:"));
+}
+
+#[test]
+fn an_ensemble_not_started_partitionable_refuses_a_partition() {
+    let zk = ZkEnsemble::builder()
+        .force_sync(false)
+        .start()
+        .expect("ensemble starts");
+    assert!(matches!(
+        zk.partition(&[0]),
+        Err(TestkitError::NotPartitionable)
+    ));
+    assert!(matches!(
+        zk.cut_clients(0),
+        Err(TestkitError::NotPartitionable)
+    ));
+}
+
 /// The way integration tests find "the member the client is connected to": after that
 /// member is killed, the session moves to another one, and `member_of_session` follows.
 #[cfg(feature = "zookeeper")]

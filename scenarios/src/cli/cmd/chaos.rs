@@ -2,9 +2,11 @@
 //!
 //! Each run works under a fresh chroot (`/avout-runs/<scenario>-<uuid>`), so runs against
 //! one server never see each other's nodes. With `--zk-ensemble N --kill-every D` the run
-//! starts N members through the test kit and, every D, does the next of three things in
+//! starts N members through the test kit and, every D, does the next of five things in
 //! turn: kill a member and restart it, freeze a member with SIGSTOP for a second and resume
-//! it, expire a client's current session (`ZkClient::expire_session`; its managed client opens
+//! it, cut a member off from the others for a second and heal, cut the clients off from a
+//! member for a second and heal (both through the test kit's relays), expire a client's
+//! current session (`ZkClient::expire_session`; its managed client opens
 //! the next one by itself). With `--duration` the workload runs again and again, each round
 //! under its own chroot and judged on its own, until the time is up; the nemesis runs across
 //! the rounds, and each round's report counts the nemesis events during it. The members are
@@ -108,28 +110,39 @@ async fn nemesis_loop(
     };
     for round in 0usize.. {
         tokio::time::sleep(every).await;
-        let member = (round / 3) % n;
-        match round % 3 {
-            0 | 1 => {
-                let kill = round % 3 == 0;
-                count(if kill {
-                    "member-kill"
-                } else {
-                    "member-sigstop"
-                });
+        let member = (round / 5) % n;
+        match round % 5 {
+            0..=3 => {
+                let what = [
+                    "member-kill",
+                    "member-sigstop",
+                    "member-partition",
+                    "client-partition",
+                ][round % 5];
+                count(what);
                 let e = ensemble.clone();
                 // Blocking (the test kit waits for processes): off the runtime's threads.
                 let back = tokio::task::spawn_blocking(move || {
-                    if kill {
-                        e.kill(member);
-                    } else if e.pause(member).is_err() {
+                    let down = match what {
+                        "member-kill" => {
+                            e.kill(member);
+                            Ok(())
+                        }
+                        "member-sigstop" => e.pause(member),
+                        "member-partition" => e.partition(&[member]),
+                        _ => e.cut_clients(member),
+                    };
+                    if down.is_err() {
                         return false;
                     }
                     std::thread::sleep(Duration::from_secs(1));
-                    if kill {
-                        e.restart(member).is_ok()
-                    } else {
-                        e.resume(member).is_ok()
+                    match what {
+                        "member-kill" => e.restart(member).is_ok(),
+                        "member-sigstop" => e.resume(member).is_ok(),
+                        _ => {
+                            e.heal();
+                            true
+                        }
                     }
                 })
                 .await
@@ -198,6 +211,7 @@ pub(crate) fn run_real(
             }
             let e = ZkEnsemble::builder()
                 .size(*size)
+                .partitionable(true)
                 .start()
                 .map_err(|source| ChaosError::Ensemble {
                     size: *size,

@@ -82,8 +82,9 @@ pub(crate) struct RunArgs {
     /// and stop it afterwards.
     #[arg(long, value_name = "N")]
     zk_ensemble: Option<usize>,
-    /// With --zk-ensemble: every this often (e.g. 5s, 500ms), kill and restart a member or
-    /// expire a client's session.
+    /// With --zk-ensemble: every this often (e.g. 5s, 500ms), the next nemesis event in turn:
+    /// kill and restart a member, SIGSTOP and resume one, cut one off from the others, cut the
+    /// clients off from one (each healed after a second), expire a client's session.
     #[arg(long, value_name = "DURATION", requires = "zk_ensemble")]
     kill_every: Option<String>,
     /// On real ZooKeeper: repeat the workload, round after round (each under its own chroot
