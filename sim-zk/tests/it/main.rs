@@ -7,3 +7,5 @@ mod determinism;
 mod differential;
 mod faults;
 mod kernel;
+#[cfg(madsim)]
+mod madsim_nodes;
