@@ -1,0 +1,16 @@
+//! The scheduler with its workers as madsim nodes, paused, killed and restarted
+//! (`RUSTFLAGS="--cfg madsim"` only).
+#![cfg(madsim)]
+
+use avout_example_scheduler::SchedulerOnNodes;
+use avout_scenarios::harness::Harness;
+
+/// Every job done exactly once and one leader per term, while one worker process is paused
+/// and another killed and started again, on 10 seeds (`AVOUT_SEEDS=A..B` for others).
+#[test]
+fn every_job_is_done_once_when_workers_are_paused_killed_and_restarted() {
+    let passed = Harness::new(SchedulerOnNodes)
+        .seeds(9_830_000_000..9_830_000_010)
+        .run();
+    assert_eq!(passed.seeds, 10);
+}
