@@ -48,6 +48,22 @@ impl std::fmt::Debug for SimNode {
 impl SimZk {
     /// Starts a client process named `name`, running `init()` on a madsim node of its own;
     /// a restart runs `init()` again. Must be called within the run.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// let (ran, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let ran = Arc::new(AtomicBool::new(false));
+    ///     let r = ran.clone();
+    ///     ctx.zk.node("worker", move || {
+    ///         let r = r.clone();
+    ///         async move { r.store(true, Ordering::SeqCst) }
+    ///     });
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     ran.load(Ordering::SeqCst)
+    /// });
+    /// assert!(ran);
+    /// ```
     pub fn node<F, Fut>(&self, name: &str, init: F) -> SimNode
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -67,6 +83,15 @@ impl SimZk {
 
 impl SimNode {
     /// The node's madsim id.
+    ///
+    /// ```
+    /// let (ids, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let a = ctx.zk.node("a", || async {});
+    ///     let b = ctx.zk.node("b", || async {});
+    ///     (a.id(), b.id())
+    /// });
+    /// assert_ne!(ids.0, ids.1);
+    /// ```
     pub fn id(&self) -> NodeId {
         self.id
     }
@@ -75,6 +100,32 @@ impl SimNode {
     /// meanwhile fire when it resumes), and its sessions' connections with them: a session
     /// whose timeout the pause outlives is expired by the service, and the node finds out
     /// only when it runs again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let ticks = Arc::new(AtomicU64::new(0));
+    ///     let t = ticks.clone();
+    ///     let node = ctx.zk.node("ticker", move || {
+    ///         let t = t.clone();
+    ///         async move {
+    ///             loop {
+    ///                 tokio::time::sleep(Duration::from_millis(10)).await;
+    ///                 t.fetch_add(1, Ordering::SeqCst);
+    ///             }
+    ///         }
+    ///     });
+    ///     tokio::time::sleep(Duration::from_millis(100)).await;
+    ///     node.pause(Duration::from_secs(1));
+    ///     let before = ticks.load(Ordering::SeqCst);
+    ///     tokio::time::sleep(Duration::from_millis(500)).await;
+    ///     assert_eq!(ticks.load(Ordering::SeqCst), before, "its timer is stopped");
+    ///     tokio::time::sleep(Duration::from_secs(1)).await;
+    ///     assert!(ticks.load(Ordering::SeqCst) > before, "and runs again");
+    /// });
+    /// ```
     pub fn pause(&self, duration: Duration) {
         self.shared.world().pause_node(self.id, duration);
         self.shared.kick();
@@ -82,6 +133,28 @@ impl SimNode {
 
     /// Kills the node: its tasks are dropped, its sessions go silent and expire after their
     /// timeout (their ephemeral nodes with them).
+    ///
+    /// ```
+    /// use avout::{Coordination, CreateMode};
+    /// use std::time::Duration;
+    /// let (_, _) = avout_sim_zk::Sim::builder().clients(1).build().run(|ctx| async move {
+    ///     let zk = ctx.zk.clone();
+    ///     let node = ctx.zk.node("worker", move || {
+    ///         let zk = zk.clone();
+    ///         async move {
+    ///             let s = zk.connect();
+    ///             s.create("/w", b"", &CreateMode::Ephemeral.into()).await.unwrap();
+    ///             std::future::pending::<()>().await;
+    ///         }
+    ///     });
+    ///     tokio::time::sleep(Duration::from_secs(1)).await;
+    ///     node.kill();
+    ///     let observer = &ctx.clients[0];
+    ///     assert!(observer.exists("/w").await.unwrap().is_some(), "nothing closed it");
+    ///     tokio::time::sleep(Duration::from_secs(11)).await;
+    ///     assert!(observer.exists("/w").await.unwrap().is_none(), "its session expired");
+    /// });
+    /// ```
     pub fn kill(&self) {
         self.shared.world().crash_node(self.id, false);
         // Unlocked: dropping the node's session handles takes the world's lock.
@@ -90,6 +163,28 @@ impl SimNode {
     }
 
     /// Kills the node and runs its initial task again, from scratch: new tasks, new sessions.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    /// let (starts, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let starts = Arc::new(AtomicU64::new(0));
+    ///     let s = starts.clone();
+    ///     let node = ctx.zk.node("worker", move || {
+    ///         let s = s.clone();
+    ///         async move {
+    ///             s.fetch_add(1, Ordering::SeqCst);
+    ///             std::future::pending::<()>().await;
+    ///         }
+    ///     });
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    ///     node.restart();
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    ///     starts.load(Ordering::SeqCst)
+    /// });
+    /// assert_eq!(starts, 2);
+    /// ```
     pub fn restart(&self) {
         self.shared.world().crash_node(self.id, true);
         Handle::current().restart(self.id);
