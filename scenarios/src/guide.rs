@@ -163,3 +163,29 @@
 //! `replay FILE`, `shrink FILE`, `soak` and `view` over avout's scenarios and yours
 //! ([`crate::cli::main_with`]). `run --zk HOST:PORT` runs the same workload on a real
 //! ZooKeeper.
+//!
+//! ## 6. Under madsim: your own tasks and timers too
+//!
+//! The simulator controls avout's calls and the tasks avout starts. Your application's own
+//! tasks, timers and retries are simulated too when the test is built for madsim. Name
+//! tokio as madsim's (`tokio = { package = "madsim-tokio", version = "0.2.30", features =
+//! [...] }`) and run:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR=target/madsim cargo test --test simulated
+//! ```
+//!
+//! Use a separate target dir: the cfg rebuilds every crate. A run is then a madsim simulation
+//! seeded by the run's seed, on madsim's clock and scheduler. Cases it keeps go to
+//! `tests/avout-regressions/madsim/`, since madsim orders tasks its own way and a case
+//! replays only under the runtime that found it. A workload can also start a client
+//! process as a madsim node: take the service from [`Cluster::sim_zk`], start the node with
+//! `SimZk::node(name, init)` and open the node's clients inside it with
+//! `SimCluster::new(zk)`. Then `pause`, `kill` and `restart` act on the whole process. A
+//! pause stops its tasks and timers, and its sessions go silent. A kill drops the tasks and
+//! leaves the sessions to expire. A restart runs `init` again with new sessions. The
+//! scheduler example's `SchedulerOnNodes` (`examples/scheduler/src/nodes.rs`) does this. It
+//! pauses one worker, kills another and restarts it, and checks that every job is still done
+//! exactly once.
+//!
+//! [`Cluster::sim_zk`]: crate::scenario::env::Cluster::sim_zk

@@ -63,6 +63,8 @@ mod fault;
 pub mod hash;
 pub mod kernel;
 mod log;
+#[cfg(madsim)]
+pub mod node;
 mod replay;
 pub mod rng;
 mod sim;
@@ -71,5 +73,7 @@ mod world;
 pub use client::{SimClient, SimZk};
 pub use fault::{Cut, Fault, FaultKind, FaultRates, When};
 pub use log::LogEvent;
+#[cfg(madsim)]
+pub use node::SimNode;
 pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
 pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};

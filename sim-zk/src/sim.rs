@@ -693,11 +693,19 @@ impl Sim {
         F: FnOnce(SimCtx) -> Fut,
         Fut: Future<Output = T>,
     {
+        #[cfg(not(madsim))]
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .build()
             .expect("a current-thread runtime builds");
+        // Under `--cfg madsim` the run is a madsim simulation of its own, seeded by the run's
+        // seed: madsim's clock is the virtual clock and its scheduler picks the task order.
+        #[cfg(madsim)]
+        let rt = madsim::runtime::Runtime::with_seed_and_config(
+            self.config.seed,
+            madsim::Config::default(),
+        );
         let config = self.config.clone();
         let (tapes, record) = (self.tapes.clone(), self.record);
         rt.block_on(async move {

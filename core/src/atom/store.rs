@@ -264,6 +264,8 @@ fn io_error(path: &Path, e: std::io::Error) -> StoreError {
 }
 
 /// Runs blocking file I/O off the async threads.
+// madsim deprecates blocking tasks: a file store has no place in a simulation.
+#[cfg_attr(madsim, allow(deprecated))]
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {

@@ -14,8 +14,12 @@
 //! the shrunk case in `tests/avout-regressions/`.
 
 mod check;
+#[cfg(madsim)]
+mod nodes;
 mod scenario;
 pub mod scheduler;
 
 pub use check::check;
+#[cfg(madsim)]
+pub use nodes::SchedulerOnNodes;
 pub use scenario::{SchedulerScenario, job};

@@ -91,7 +91,7 @@ where
 }
 
 /// Puts the `w.ops` jobs (again after any error: a job queued twice is handed out once).
-async fn submit(
+pub(crate) async fn submit(
     cluster: AnyCluster<'_>,
     w: &Workload,
     rec: &Recorder,
@@ -110,7 +110,7 @@ async fn submit(
 
 /// Worker `me`: campaign, hand out while leading, do its own jobs, until every job is handed
 /// out and its own are done.
-async fn work(
+pub(crate) async fn work(
     cluster: AnyCluster<'_>,
     w: &Workload,
     rec: &Recorder,
@@ -170,7 +170,7 @@ async fn finished(worker: &Worker, w: &Workload) -> bool {
 }
 
 /// Reads the completions once everyone is done.
-async fn final_read(
+pub(crate) async fn final_read(
     cluster: AnyCluster<'_>,
     w: &Workload,
     rec: &Recorder,

@@ -15,8 +15,9 @@
 //!    choices, confirming its event-log hash) and fails if the checker still finds the
 //!    anomaly: the replay command a failure prints.
 //! 2. It re-runs the cases kept in the regression directory (default
-//!    `tests/avout-regressions/`, files `SCENARIO-SEED.json`) from their seeds and schedules,
-//!    before any new seed, as proptest re-runs its persisted failures.
+//!    `tests/avout-regressions/`, files `SCENARIO-SEED.json`; `tests/avout-regressions/madsim/`
+//!    under `--cfg madsim`) from their seeds and schedules, before any new seed, as proptest
+//!    re-runs its persisted failures.
 //! 3. It checks determinism: the first seed runs twice and must give the same event-log hash
 //!    (madsim's `MADSIM_TEST_CHECK_DETERMINISM`).
 //! 4. It runs the seeds (fixed by [`Harness::seeds`], or `AVOUT_SEEDS=A..B`), stopping at the
@@ -49,7 +50,14 @@ pub const REPLAY_VAR: &str = "AVOUT_REPLAY";
 pub const BUDGET_VAR: &str = "AVOUT_SHRINK_BUDGET";
 
 /// The default regression directory, relative to the crate under test.
+#[cfg(not(madsim))]
 pub const DEFAULT_REGRESSIONS: &str = "tests/avout-regressions";
+
+/// The default regression directory under `--cfg madsim`: madsim orders tasks by its own
+/// seeded scheduler, so a case shrunk there replays only there (and one kept by the tokio
+/// runtime only there); the tokio runtime's loader does not descend into it.
+#[cfg(madsim)]
+pub const DEFAULT_REGRESSIONS: &str = "tests/avout-regressions/madsim";
 
 /// How many events of the shrunk run a failure shows.
 const SHOWN_EVENTS: usize = 60;

@@ -19,6 +19,7 @@ trait DynCluster {
     fn planted(&self) -> Bugs;
     fn ref_store(&self) -> Option<Arc<dyn RefStore>>;
     fn expire(&self, session: SessionId) -> LocalBoxFuture<'_, Result<(), avout::Error>>;
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk>;
 }
 
 impl<K: Cluster> DynCluster for K {
@@ -36,6 +37,9 @@ impl<K: Cluster> DynCluster for K {
     }
     fn expire(&self, session: SessionId) -> LocalBoxFuture<'_, Result<(), avout::Error>> {
         Box::pin(Cluster::expire(self, session))
+    }
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
+        Cluster::sim_zk(self)
     }
 }
 
@@ -86,5 +90,8 @@ impl Cluster for AnyCluster<'_> {
     }
     fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>> {
         self.0.expire(session)
+    }
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
+        self.0.sim_zk()
     }
 }

@@ -55,6 +55,21 @@ pub trait Cluster {
     /// go, its calls fail with [`avout::Error::SessionExpired`], and its client opens a new
     /// one. A session this cluster did not open, or that has already ended, is left alone.
     fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>>;
+    /// The simulated service, on the simulator (`None` on a real ensemble). Under
+    /// `--cfg madsim` a workload starts client processes on it with
+    /// [`SimZk::node`](avout_sim_zk::SimZk) (a madsim node each, which can be paused,
+    /// killed and restarted with its tasks and timers), and opens their clients there with
+    /// [`SimCluster::new`].
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::env::{Cluster, SimCluster};
+    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     assert!(SimCluster::new(ctx.zk.clone()).sim_zk().is_some());
+    /// });
+    /// ```
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
+        None
+    }
 }
 
 /// A [`Cluster`] whose workload plants `bugs` in its handles' configuration.
@@ -99,6 +114,10 @@ impl<K: Cluster> Cluster for Planted<'_, K> {
 
     fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>> {
         self.inner.expire(session)
+    }
+
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
+        self.inner.sim_zk()
     }
 }
 
@@ -164,6 +183,10 @@ impl Cluster for SimCluster {
             self.zk.expire_session(session);
         }
         Ok(())
+    }
+
+    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
+        Some(self.zk.clone())
     }
 }
 

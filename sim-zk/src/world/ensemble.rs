@@ -308,6 +308,11 @@ impl World {
         if let Some(gate) = &c.gate {
             gate.freeze();
         }
+        // A client of a madsim node: the whole node stops, whatever spawned its tasks.
+        #[cfg(madsim)]
+        if let Some(node) = c.node {
+            self.hold_node(node, until);
+        }
         self.schedule(until, Pending::Thaw { client });
     }
 

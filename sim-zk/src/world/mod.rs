@@ -41,6 +41,8 @@ use tokio::time::Instant;
 mod calls;
 mod ensemble;
 mod links;
+#[cfg(madsim)]
+mod nodes;
 mod queue;
 mod server;
 
@@ -182,6 +184,11 @@ struct Client {
     /// The process the client runs in, frozen by [`Fault::ClientFreeze`].
     gate: Option<avout::task::Gate>,
     frozen_until: Option<u64>,
+    /// Its process was killed: the session is never closed, it expires.
+    crashed: bool,
+    /// The madsim node that opened it (not the run's supervisor).
+    #[cfg(madsim)]
+    node: Option<madsim::task::NodeId>,
 }
 
 /// An old connection the service may still receive requests on.
@@ -228,6 +235,9 @@ enum Pending {
     Thaw {
         client: usize,
     },
+    /// A madsim node paused until now may resume.
+    #[cfg(madsim)]
+    NodeResume(madsim::task::NodeId),
     /// TTL nodes may be due for deletion.
     TtlCheck,
     TimeLimit,
@@ -282,6 +292,8 @@ pub(crate) struct World {
     stopped: Option<Stop>,
     pub(crate) fault_counts: BTreeMap<FaultKind, u64>,
     pub(crate) requests: u64,
+    #[cfg(madsim)]
+    nodes: nodes::Nodes,
 }
 
 impl World {
@@ -385,6 +397,8 @@ impl World {
             stopped: None,
             fault_counts: BTreeMap::new(),
             requests: 0,
+            #[cfg(madsim)]
+            nodes: nodes::Nodes::new(),
             config,
         };
         for (when, fault) in w.config.scheduled.clone() {
@@ -492,6 +506,9 @@ impl World {
             avoid: None,
             gate,
             frozen_until: None,
+            crashed: false,
+            #[cfg(madsim)]
+            node: self.nodes.of_caller(),
         });
         self.by_session.insert(session, index);
         let t = self.clock;
@@ -515,7 +532,7 @@ impl World {
     /// The last handle of a client is gone: close its session unless it already ended.
     pub(crate) fn release(&mut self, client: usize) {
         let c = &self.clients[client];
-        if c.terminal.is_none() && !c.closing {
+        if c.terminal.is_none() && !c.closing && !c.crashed {
             drop(self.close(client));
         }
     }
@@ -596,6 +613,8 @@ impl World {
             Pending::Notice { server } => self.notice_cut_off(server),
             Pending::Heal { server } => self.heal(server),
             Pending::Thaw { client } => self.thaw(client),
+            #[cfg(madsim)]
+            Pending::NodeResume(node) => self.node_resume(node),
             Pending::TtlCheck => {
                 if self.ttl_timer.is_some_and(|at| at <= self.clock) {
                     self.ttl_timer = None;

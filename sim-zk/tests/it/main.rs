@@ -8,3 +8,5 @@ mod differential;
 mod ensemble_differential;
 mod faults;
 mod kernel;
+#[cfg(madsim)]
+mod madsim_nodes;

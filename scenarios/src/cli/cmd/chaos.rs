@@ -122,6 +122,8 @@ async fn nemesis_loop(
                 count(what);
                 let e = ensemble.clone();
                 // Blocking (the test kit waits for processes): off the runtime's threads.
+                // (Deprecated under madsim, where real ensembles do not run.)
+                #[cfg_attr(madsim, allow(deprecated))]
                 let back = tokio::task::spawn_blocking(move || {
                     let down = match what {
                         "member-kill" => {

@@ -29,6 +29,15 @@ pub(crate) fn block_on<T: Send + 'static>(
     let task = runtime.spawn(task);
     match runtime.block_on(task) {
         Ok(result) => Ok(result),
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => rethrow(e),
     }
+}
+
+/// Raises again the panic a task ended with.
+pub(crate) fn rethrow(e: tokio::task::JoinError) -> ! {
+    #[cfg(not(madsim))]
+    std::panic::resume_unwind(e.into_panic());
+    // madsim's join error keeps no payload; its message names the panic.
+    #[cfg(madsim)]
+    panic!("a task panicked: {e}");
 }

@@ -109,9 +109,11 @@ pub(crate) enum ZkCmdError {
         flag: String,
     },
     /// A signal arrived while the servers started; they were stopped again.
+    #[cfg_attr(madsim, allow(dead_code))]
     #[error("interrupted; the servers that were starting are stopped")]
     Interrupted,
     /// Signal handling could not be set up.
+    #[cfg_attr(madsim, allow(dead_code))]
     #[error("cannot catch signals: {source}")]
     Signals {
         /// Why.
@@ -222,6 +224,7 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
 /// test kit's handles would kill them on drop, but a signal ends the process without dropping
 /// anything; so SIGINT, SIGTERM and SIGHUP are caught while the servers start, the start is
 /// let finish, and then undone.
+#[cfg(not(madsim))]
 fn start_interruptibly(
     start: impl FnOnce() -> Result<(String, DetachedZk), TestkitError> + Send + 'static,
 ) -> Result<(String, DetachedZk), ZkCmdError> {
@@ -254,7 +257,17 @@ fn start_interruptibly(
     })
 }
 
+/// Under `--cfg madsim` (a build for simulations, where real servers have no place) there are
+/// no process signals to catch: the start just runs.
+#[cfg(madsim)]
+fn start_interruptibly(
+    start: impl FnOnce() -> Result<(String, DetachedZk), TestkitError> + Send + 'static,
+) -> Result<(String, DetachedZk), ZkCmdError> {
+    Ok(start()?)
+}
+
 /// Waits until any of `signals` arrives.
+#[cfg(not(madsim))]
 async fn any_signal(signals: &mut [tokio::signal::unix::Signal]) {
     std::future::poll_fn(|cx| {
         for s in signals.iter_mut() {
@@ -268,12 +281,13 @@ async fn any_signal(signals: &mut [tokio::signal::unix::Signal]) {
 }
 
 /// A panic in the start is a bug: re-raise it here.
+#[cfg(not(madsim))]
 fn unwrap_join<T>(
     joined: Result<Result<T, TestkitError>, tokio::task::JoinError>,
 ) -> Result<T, ZkCmdError> {
     match joined {
         Ok(result) => Ok(result?),
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => super::rethrow(e),
     }
 }
 

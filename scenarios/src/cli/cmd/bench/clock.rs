@@ -68,7 +68,7 @@ where
     for task in tasks {
         match task.await {
             Ok(outcome) => outcomes.push(outcome),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => crate::cli::cmd::rethrow(e),
         }
     }
     (start.elapsed(), outcomes)
