@@ -130,12 +130,14 @@ pub(crate) async fn work(
             rec.complete(EventType::Ok, p, "lead", leadership.term().into(), None);
             // A leader hands out a few jobs, then lets the others have a turn.
             for _ in 0..3 {
-                let Ok(Some((job, to))) = worker.take_job().await else {
+                let Ok(Some(queued)) = worker.next_job().await else {
                     break;
                 };
-                rec.invoke(p, "assign", json!([job, to]), None);
-                let to = until_ok("an assignment", || worker.assign(&job, to)).await?;
+                let job = &queued.job;
+                rec.invoke(p, "assign", json!([job, queued.to]), None);
+                let to = until_ok("an assignment", || worker.assign(job, queued.to)).await?;
                 rec.complete(EventType::Ok, p, "assign", json!([job, to]), None);
+                until_ok("removing an assigned job", || worker.dequeue(&queued)).await?;
             }
             drop(leadership.resign().await);
         }

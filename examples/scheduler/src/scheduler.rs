@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use avout::Client;
 use avout::atom::{Atom, AtomError};
 use avout::lock::LockError;
 use avout::recipes::election::{Election, Leadership};
+use avout::recipes::queue::Element;
 use avout::recipes::queue::{Queue, QueueError};
+use avout::{Client, Coordination};
 
 /// Which worker each handed-out job went to.
 pub type Assignments = BTreeMap<String, usize>;
@@ -29,10 +30,26 @@ pub enum SchedulerError {
     /// An atom (assignments or completions) failed.
     #[error(transparent)]
     Atom(#[from] AtomError),
+    /// Reading or removing a queued job failed (a read changed nothing; a removal is
+    /// idempotent, so either may be retried).
+    #[error(transparent)]
+    Zk(#[from] avout::Error),
+}
+
+/// A job at the head of the queue, read but not yet removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Queued {
+    /// The job's name (the element's payload).
+    pub job: String,
+    /// The worker it goes to, unless an earlier leader assigned it already.
+    pub to: usize,
+    /// The queue element holding it, deleted once the job is assigned.
+    element: String,
 }
 
 /// A worker's handles, built once on its managed client (they outlive its sessions).
 pub struct Worker {
+    client: Client,
     me: usize,
     workers: usize,
     election: Election,
@@ -71,6 +88,7 @@ impl Worker {
         workers: usize,
     ) -> Result<Self, SchedulerError> {
         Ok(Worker {
+            client: client.clone(),
             me,
             workers,
             election: Election::new(client, format!("{root}/leader"))?,
@@ -88,18 +106,47 @@ impl Worker {
         self.election.campaign_for(patience).await
     }
 
-    /// As leader, takes the next job from the queue and hands it to the next worker (round
-    /// robin); `None` when the queue is empty.
-    ///
-    /// The assignment is an insert-if-absent, so doing it again after an error in doubt
-    /// changes nothing: the caller retries it with [`Worker::assign`] until it is in.
-    pub async fn take_job(&mut self) -> Result<Option<(String, usize)>, QueueError> {
-        let Some(job) = self.jobs.try_take().await? else {
-            return Ok(None);
+    /// As leader, reads the first job in the queue and picks the next worker (round robin)
+    /// for it; `None` when the queue is empty. The job stays queued until
+    /// [`Worker::dequeue`], after [`Worker::assign`].
+    pub async fn next_job(&mut self) -> Result<Option<Queued>, SchedulerError> {
+        let queue = self.jobs.path();
+        let mut elements: Vec<Element> = match self.client.get_children(queue).await {
+            Ok((children, _)) => children
+                .into_iter()
+                .map(|name| Element {
+                    name,
+                    data: Vec::new(),
+                })
+                .filter(|e| e.sequence().is_some())
+                .collect(),
+            Err(avout::Error::NoNode { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
         };
-        let to = self.next % self.workers;
-        self.next += 1;
-        Ok(Some((String::from_utf8_lossy(&job.data).into_owned(), to)))
+        elements.sort_by_key(|e| (e.priority(), e.sequence()));
+        for e in elements {
+            let element = format!("{queue}/{}", e.name);
+            let data = match self.client.get_data(&element).await {
+                Ok((data, _)) => data,
+                // Removed by another leader since the listing.
+                Err(avout::Error::NoNode { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let to = self.next % self.workers;
+            self.next += 1;
+            let job = String::from_utf8_lossy(&data).into_owned();
+            return Ok(Some(Queued { job, to, element }));
+        }
+        Ok(None)
+    }
+
+    /// Removes an assigned job from the queue; already removed counts as done, so it may be
+    /// retried after an error in doubt.
+    pub async fn dequeue(&self, queued: &Queued) -> Result<(), avout::Error> {
+        match self.client.delete(&queued.element, None).await {
+            Ok(()) | Err(avout::Error::NoNode { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Records that `job` goes to worker `to` (unless it went somewhere already).
