@@ -7,6 +7,7 @@ pub mod double_barrier;
 pub mod election;
 pub mod group;
 pub mod once;
+pub mod persistent_node;
 pub mod queue;
 pub mod semaphore;
 pub mod two_phase_commit;

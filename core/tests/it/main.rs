@@ -26,6 +26,8 @@ mod lock_recipes_sim;
 mod lock_release;
 mod locktable;
 mod locktable_sim;
+mod persistent_node;
+mod persistent_node_sim;
 mod queue;
 mod queue_sim;
 mod recipes_sim;
