@@ -10,4 +10,5 @@ pub mod once;
 pub mod persistent_node;
 pub mod queue;
 pub mod semaphore;
+pub mod shared_value;
 pub mod two_phase_commit;

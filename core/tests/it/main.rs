@@ -35,6 +35,8 @@ mod record_history;
 mod record_sim;
 mod rwlock;
 mod semaphore;
+mod shared_value;
+mod shared_value_sim;
 mod spawnable;
 mod standalone;
 mod stm;

@@ -21,17 +21,6 @@ fn truth(zk: &SimZk, path: &str) -> Option<(Vec<u8>, Stat)> {
     })
 }
 
-/// Only `kind`, at a rate that fires it several times in a run.
-fn rates_for(kind: FaultKind) -> FaultRates {
-    let mut rates = FaultRates::default();
-    *rates.rate_mut(kind) = match kind {
-        FaultKind::RequestLost | FaultKind::ReplyLost | FaultKind::SlowDisk => 0.03,
-        FaultKind::StaleReads => 0.05,
-        _ => 0.01,
-    };
-    rates
-}
-
 /// One run: returns the faults fired and a description of what was wrong, if anything.
 fn run(seed: u64, rates: FaultRates, mode: CreateMode) -> (u64, Option<String>) {
     let (out, _) = Sim::builder()
@@ -94,21 +83,16 @@ fn run(seed: u64, rates: FaultRates, mode: CreateMode) -> (u64, Option<String>) 
     out
 }
 
-/// Seeds per fault kind: `AVOUT_PN_SEEDS` (default 3, at most 1,000).
-fn seeds() -> u64 {
-    std::env::var("AVOUT_PN_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3)
-        .min(1_000)
-}
-
 #[test]
 fn an_ephemeral_node_comes_back_under_every_fault_kind() {
     for (k, kind) in FaultKind::ALL.into_iter().enumerate() {
-        for n in 0..seeds() {
+        for n in 0..crate::support::seeds_from_env("AVOUT_PN_SEEDS", 3, 1_000) {
             let seed = 9_820_100_000 + k as u64 * 1_000 + n;
-            let (faults, wrong) = run(seed, rates_for(kind), CreateMode::Ephemeral);
+            let (faults, wrong) = run(
+                seed,
+                crate::support::recipe_rates(kind),
+                CreateMode::Ephemeral,
+            );
             assert!(
                 wrong.is_none(),
                 "{kind:?}, seed {seed} ({faults} faults): {}",
@@ -122,7 +106,11 @@ fn an_ephemeral_node_comes_back_under_every_fault_kind() {
 fn a_persistent_node_comes_back_under_every_fault_kind() {
     for (k, kind) in FaultKind::ALL.into_iter().enumerate() {
         let seed = 9_820_110_000 + k as u64 * 100;
-        let (faults, wrong) = run(seed, rates_for(kind), CreateMode::Persistent);
+        let (faults, wrong) = run(
+            seed,
+            crate::support::recipe_rates(kind),
+            CreateMode::Persistent,
+        );
         assert!(
             wrong.is_none(),
             "{kind:?}, seed {seed} ({faults} faults): {}",
