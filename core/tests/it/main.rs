@@ -21,6 +21,8 @@ mod election;
 mod expiry;
 mod failover;
 mod group;
+mod leader_selector;
+mod leader_selector_sim;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
