@@ -7,6 +7,8 @@ pub mod double_barrier;
 pub mod election;
 pub mod group;
 pub mod once;
+pub mod persistent_node;
 pub mod queue;
 pub mod semaphore;
+pub mod shared_value;
 pub mod two_phase_commit;

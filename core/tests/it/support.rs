@@ -169,3 +169,24 @@ pub(crate) fn postgres() -> avout_testkit::postgres::PgServer {
     tokio::task::block_in_place(avout_testkit::postgres::PgServer::start)
         .unwrap_or_else(|e| panic!("cannot start a PostgreSQL server (tests never skip): {e}"))
 }
+
+/// Seeds per case of a sweep: the environment variable `var`, else `default`, at most `max`.
+pub(crate) fn seeds_from_env(var: &str, default: u64, max: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+        .min(max)
+}
+
+/// Only `kind`, at a rate that fires it several times in a recipe's run of a few hundred
+/// requests (any of the twelve kinds).
+pub(crate) fn recipe_rates(kind: FaultKind) -> FaultRates {
+    let mut rates = FaultRates::default();
+    *rates.rate_mut(kind) = match kind {
+        FaultKind::RequestLost | FaultKind::ReplyLost | FaultKind::SlowDisk => 0.03,
+        FaultKind::StaleReads => 0.05,
+        _ => 0.01,
+    };
+    rates
+}

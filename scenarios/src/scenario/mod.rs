@@ -22,6 +22,7 @@
 //! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`crate::check::two_phase_commit`]) |
 //! | `sessions` | one managed client per worker, its handles built once, across 2–4 expiries of its own session (and every drawn fault): atom increments and reads, STM transfers and reads, fenced increments under a mutex (expiries inside holds too), leadership through a `LeaderLatch` | each part by its scenario's checker (counter, bank, mutex, election), and every client makes progress after each of its expiries ([`sessions`]) |
 //!
+//! | `cache` | writers change a subtree under `/cache`; every client follows it with a cache (subtree, children or node scope) and records each event; once writes stop, each view is recorded beside the tree | every event for a real change (a write of that path and data, invoked before it); no change reported twice by a cache; each client's last cache converged to the tree ([`cache`]) |
 //! | `agents` | plain sends and sends from transactions (`--protocol`) to one agent whose value logs what was applied, failing actions, restarts, an executor per client; drained at the end | every acknowledged send applied exactly once, none from an aborted try; order per sender; a failed agent applies nothing until restarted ([`agents`]) |
 //!
 //! Every scenario also fails a run in which an operation did not finish within
@@ -31,6 +32,7 @@ pub mod agents;
 mod any_cluster;
 pub mod bank;
 pub mod barrier;
+pub mod cache;
 pub mod case;
 pub mod codes;
 pub mod counter;

@@ -49,6 +49,8 @@ impl ScenarioName {
     pub const Sessions: ScenarioName = ScenarioName("sessions");
     /// Agents: plain and transactional sends, failing actions, restarts.
     pub const Agents: ScenarioName = ScenarioName("agents");
+    /// The cache recipe following a subtree that writers change.
+    pub const Cache: ScenarioName = ScenarioName("cache");
 }
 
 impl ScenarioName {
@@ -68,6 +70,7 @@ impl ScenarioName {
         ScenarioName::TwoPhaseCommit,
         ScenarioName::Sessions,
         ScenarioName::Agents,
+        ScenarioName::Cache,
     ];
 
     /// The scenarios `avout soak` and the test suite run by default: every one but those

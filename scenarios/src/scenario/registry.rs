@@ -129,6 +129,7 @@ impl Registry {
             .with(two_phase_commit::TwoPhaseCommitScenario)
             .with(sessions::SessionsScenario)
             .with(agents::AgentsScenario)
+            .with(cache::CacheScenario)
     }
 
     /// The same, with `scenario` added.

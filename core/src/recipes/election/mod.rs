@@ -46,8 +46,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 mod latch;
+mod selector;
 
 pub use latch::{LatchEvents, LatchState, LeaderLatch};
+pub use selector::{LeaderObserver, LeaderSelector};
 
 use crate::client::Session;
 use crate::lock::{

@@ -26,7 +26,7 @@ use super::chaos;
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkloadArgs {
     /// The scenario: counter, lin-kv, mutex, rwlock, election, queue, barrier, bank,
-    /// list-append, lock-table, two-phase-commit, sessions or agents.
+    /// list-append, lock-table, two-phase-commit, sessions, agents or cache.
     scenario: String,
     /// Concurrent clients (default: the scenario's).
     #[arg(long)]
