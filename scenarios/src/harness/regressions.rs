@@ -18,14 +18,13 @@ pub(crate) fn load(dir: &Path, scenario: ScenarioName) -> Result<Vec<(PathBuf, C
             });
         }
     };
-    let prefix = format!("{}-", scenario.name());
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|e| e == "json")
-                && p.file_name()
+                && p.file_stem()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&prefix))
+                    .is_some_and(|stem| is_case_of(stem, scenario.name()))
         })
         .collect();
     files.sort();
@@ -35,6 +34,15 @@ pub(crate) fn load(dir: &Path, scenario: ScenarioName) -> Result<Vec<(PathBuf, C
         .collect()
 }
 
+/// Whether a file stem names a kept case of `scenario`: `{scenario}-{seed}`, as
+/// [`path_for`] names them (a prefix alone would give `scheduler` the cases of a scenario
+/// named `scheduler-nodes`).
+fn is_case_of(stem: &str, scenario: &str) -> bool {
+    stem.strip_prefix(scenario)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|seed| !seed.is_empty() && seed.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Where the shrunk case of a failure of `case`'s seed is kept in `dir`.
 pub(crate) fn path_for(dir: &Path, case: &Case) -> PathBuf {
     dir.join(format!(
@@ -42,4 +50,19 @@ pub(crate) fn path_for(dir: &Path, case: &Case) -> PathBuf {
         case.workload.scenario.name(),
         case.workload.seed
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_case_of;
+
+    #[test]
+    fn a_case_belongs_to_the_scenario_its_whole_name_says() {
+        assert!(is_case_of("scheduler-4", "scheduler"));
+        assert!(is_case_of("scheduler-nodes-9830000103", "scheduler-nodes"));
+        assert!(!is_case_of("scheduler-nodes-9830000103", "scheduler"));
+        assert!(!is_case_of("scheduler-", "scheduler"));
+        assert!(!is_case_of("scheduler4", "scheduler"));
+        assert!(!is_case_of("counter-1", "scheduler"));
+    }
 }
