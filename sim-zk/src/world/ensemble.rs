@@ -66,9 +66,7 @@ impl World {
     /// A server a reconnecting client reaches: any that is not cut off, other than `avoid`
     /// when there is a choice.
     fn pick_server(&mut self, avoid: Option<u8>) -> u8 {
-        let open: Vec<u8> = (0..self.servers)
-            .filter(|&s| !self.is_cut_off(s) && Some(s) != avoid)
-            .collect();
+        let open = self.open_servers(avoid);
         if open.is_empty() {
             return self.leader;
         }
@@ -76,9 +74,16 @@ impl World {
         open[usize::try_from(i).expect("small")]
     }
 
+    /// The servers a client can reach: not cut off, other than `avoid`.
+    fn open_servers(&self, avoid: Option<u8>) -> Vec<u8> {
+        (0..self.servers)
+            .filter(|&s| !self.is_cut_off(s) && Some(s) != avoid)
+            .collect()
+    }
+
     /// The server a new session connects to: any that is not cut off.
     pub(super) fn place(&mut self) -> u8 {
-        let open: Vec<u8> = (0..self.servers).filter(|&s| !self.is_cut_off(s)).collect();
+        let open = self.open_servers(None);
         if open.is_empty() {
             return self.leader;
         }
