@@ -107,6 +107,14 @@ impl World {
     /// reach: then it is held (dropped, since the server drops the connection when it
     /// notices) and so is everything after it.
     pub(super) fn held_by_cut(&mut self, client: usize, needs_leader: bool) -> bool {
+        if self.no_quorum && needs_leader {
+            // Nothing commits: the request waits, and so does everything after it, until the
+            // leader steps down and every connection breaks with it.
+            self.clients[client].stuck = true;
+        }
+        if self.no_quorum && self.clients[client].stuck {
+            return true;
+        }
         let c_server = self.clients[client].server;
         if !self.is_cut_off(c_server) || c_server == self.leader {
             return false;
@@ -169,20 +177,57 @@ impl World {
         }
     }
 
-    /// With a majority cut off, the leader has no quorum: it steps down, nobody can commit
-    /// and no election can end until a server is back. The simulated election takes every
-    /// client down for that long (real followers would serve reads until they notice).
+    /// With a majority cut off, the leader has no quorum. Until it notices (as a cut-off
+    /// follower does, or when the first server is back, if sooner) it commits nothing: writes
+    /// and `sync`s wait, while every server, the cut-off followers included until they notice,
+    /// still serves reads from what it has. Then it steps down (an election that cannot end
+    /// before a server is back), and the waiting calls fail with `ConnectionLoss`, unapplied.
     fn check_quorum(&mut self) {
         let reachable = (0..self.servers).filter(|&s| !self.is_cut_off(s)).count();
-        if reachable > usize::from(self.servers) / 2 {
+        if self.no_quorum || reachable > usize::from(self.servers) / 2 {
             return;
         }
         let Some(back) = self.cut_off.iter().flatten().copied().min() else {
             return;
         };
         self.timer("quorum-lost");
-        // The election ends a little after the first cut-off server is back.
+        self.no_quorum = true;
+        let notice = self.clock + nanos(self.config.session_timeout) / 3;
+        self.schedule(notice.min(back), Pending::StepDown);
+    }
+
+    /// The leader without a quorum gives up leading. The election ends a little after the
+    /// first cut-off server is back (at once if one already is); a real leader whose quorum
+    /// returned within its sync limit would carry on, which the simulator does not model.
+    pub(super) fn step_down(&mut self) {
+        if !self.no_quorum {
+            return;
+        }
+        self.no_quorum = false;
+        self.timer("leader-steps-down");
+        let back = self
+            .cut_off
+            .iter()
+            .flatten()
+            .copied()
+            .min()
+            .unwrap_or(self.clock);
         let window = back.saturating_sub(self.clock) + nanos(self.config.session_timeout) / 8;
+        for client in 0..self.clients.len() {
+            // A client that is not up (a frozen one) finds its connection dead on waking: its
+            // waiting calls fail then, not never.
+            if self.clients[client].stuck && !self.is_live_and_up(client) {
+                self.break_connection(client);
+            }
+        }
+        if let Some(until) = self.outage_until {
+            // Already down (an outage): the election runs on past it.
+            let until = until.max(self.clock + window);
+            self.outage_until = Some(until);
+            self.electing = true;
+            self.schedule(until, Pending::OutageEnd);
+            return;
+        }
         self.start_election(Duration::from_nanos(window));
     }
 

@@ -232,6 +232,8 @@ enum Pending {
     Heal {
         server: u8,
     },
+    /// The leader without a quorum notices and steps down.
+    StepDown,
     Thaw {
         client: usize,
     },
@@ -275,6 +277,9 @@ pub(crate) struct World {
     outage_until: Option<u64>,
     /// The outage is an election window: a new leader takes over when it ends.
     electing: bool,
+    /// The leader has lost its quorum and not noticed yet: it commits nothing (writes and
+    /// `sync`s wait), every server still serves reads.
+    no_quorum: bool,
     /// When each follower's pending timer fires, if one is pending.
     follower_timers: Vec<Option<u64>>,
     /// When the next TTL check is due (nanoseconds), if one is scheduled.
@@ -388,6 +393,7 @@ impl World {
             step_faults: BTreeMap::new(),
             outage_until: None,
             electing: false,
+            no_quorum: false,
             follower_timers: vec![None; slots],
             servers,
             leader: 0,
@@ -612,6 +618,7 @@ impl World {
             }
             Pending::Notice { server } => self.notice_cut_off(server),
             Pending::Heal { server } => self.heal(server),
+            Pending::StepDown => self.step_down(),
             Pending::Thaw { client } => self.thaw(client),
             #[cfg(madsim)]
             Pending::NodeResume(node) => self.node_resume(node),

@@ -393,3 +393,66 @@ fn with_a_majority_cut_off_nothing_commits_until_a_server_is_back() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     assert!(!new_leader);
 }
+
+/// Without a quorum, until the leader notices, reads are still served on the leader and on a
+/// cut-off follower (stale there), while a write waits and then fails unapplied.
+#[test]
+fn without_a_quorum_reads_are_served_until_the_leader_notices() {
+    let (_, summary) = sim(0)
+        .servers(3)
+        .session_timeout(Duration::from_secs(9))
+        .build()
+        .run(|ctx| async move {
+            let leader = ctx.zk.leader();
+            let follower = (0..3u8).find(|&s| s != leader).expect("a follower");
+            let on = |server: u8| {
+                std::iter::repeat_with(|| ctx.zk.connect())
+                    .take(100)
+                    .find(|c| ctx.zk.server_of(c) == server)
+                    .expect("a session on that server in 100 tries")
+            };
+            let (writer, reader) = (on(leader), on(follower));
+            let leader_reader = on(leader);
+            writer
+                .create("/q", b"0", &Default::default())
+                .await
+                .unwrap();
+            reader.sync("/q").await.unwrap();
+            for server in (0..3u8).filter(|&s| s != leader) {
+                ctx.zk.inject(Fault::Partition {
+                    cut: avout_sim_zk::Cut::Server { server },
+                    duration: Duration::from_secs(6),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let start = tokio::time::Instant::now();
+            let write = tokio::spawn({
+                let writer = writer.clone();
+                async move { writer.set_data("/q", b"1", None).await }
+            });
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // Reads on both sides of the cut, while the write waits for a quorum.
+            let (on_leader, _) = leader_reader.get_data("/q").await.unwrap();
+            assert_eq!(on_leader, b"0", "nothing committed without a quorum");
+            let (on_follower, _) = reader.get_data("/q").await.unwrap();
+            assert_eq!(on_follower, b"0");
+            assert!(!write.is_finished(), "a write committed without a quorum");
+            let failed = write.await.expect("the write's task");
+            assert_eq!(failed, Err(Error::ConnectionLoss));
+            // The leader noticed after a third of the session timeout and stepped down.
+            let noticed = start.elapsed();
+            assert!(noticed >= Duration::from_secs(2), "{noticed:?}");
+            assert!(noticed < Duration::from_secs(6), "{noticed:?}");
+            let (after, _) = loop {
+                match writer.get_data("/q").await {
+                    Ok(read) => break read,
+                    Err(e) if e.is_indeterminate() => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(e) => panic!("{e:?}"),
+                }
+            };
+            assert_eq!(after, b"0", "the write that waited was not applied");
+        });
+    assert_eq!(summary.fault_count(FaultKind::Partition), 2);
+}
