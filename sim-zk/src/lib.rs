@@ -33,6 +33,53 @@
 //! reaped right after the write that empties them (ZooKeeper: on a timer); session ids,
 //! zxids and times are the simulator's own.
 //!
+//! ## The ensemble
+//!
+//! With [`Builder::servers`] above one, or any ensemble fault kind drawn, the run has an
+//! ensemble. What it reproduces of a real one (a differential test runs the first four against
+//! Debian's ZooKeeper 3.8 in a three-member ensemble and requires the same behaviour):
+//!
+//! - reads served by the session's own server from its replica, which trails the leader by
+//!   its own lag; reads never go back in time for a session, across moves included; `sync`
+//!   and the session's own writes catch its server up; writes go through the leader;
+//! - new sessions connect to any member, and a session that reconnects moves to any reachable
+//!   member, keeping its id, its ephemerals and its watches;
+//! - a member lost under a client (cut off from the quorum, or killed): the session moves
+//!   and its calls in flight fail with `ConnectionLoss` only;
+//! - a leader lost: every client is disconnected for the election window, calls in flight
+//!   fail with `ConnectionLoss` whether applied or not, sessions and ephemerals survive, and
+//!   a member with every committed transaction leads;
+//! - a follower cut off from the leader serves reads from what it has until it notices (a
+//!   third of the session timeout, for ZooKeeper's `syncLimit` ticks), while its clients'
+//!   writes and `sync`s wait; then it drops them and they move;
+//! - quorum loss: nothing commits, every member still serves reads until it notices, then the
+//!   leader steps down and no election ends before a member is back;
+//! - `SessionMoved` for a request still on an old connection after its session moved;
+//! - a client cut off from its member both ways or one way (its requests still applied);
+//! - a frozen client process, whose tasks and timers stop with its network (under madsim, a
+//!   whole node), and which finds its session expired only after its code ran on;
+//! - a leader's disk stalling on fsync, and message latency with a long tail.
+//!
+//! What it does not reproduce:
+//!
+//! - `OperationTimeout` for a stalled call. Neither does the client avout uses on real
+//!   servers: `zookeeper-client` fails a call in flight with `ConnectionLoss` when its
+//!   connection drops, and reports a timeout only when it cannot reconnect within the session
+//!   timeout (the session is then lost), which the simulator reports as `Expired`;
+//! - an isolated *leader* serving reads to its own clients until it notices: its clients lose
+//!   their connection at once and the election starts;
+//! - a leader whose quorum comes back within its sync limit carrying on: once the quorum is
+//!   lost, the leader always steps down;
+//! - partitions between two followers: ZAB followers talk only to the leader, so in a steady
+//!   state such a cut changes nothing, and the simulated election does not model who can
+//!   vote for whom (any member that is not cut off can win);
+//! - a follower's crash as a fault of its own: to its clients it is a partition of the
+//!   client (both ways), to the quorum a partitioned follower that comes back, caught up;
+//! - clock drift between clients: no avout protocol compares clocks across processes;
+//! - observers, read-only mode, local sessions, and the negotiation of the session timeout
+//!   within the server's `minSessionTimeout`/`maxSessionTimeout` (the requested timeout is
+//!   granted).
+//!
 //! ```
 //! use avout::{Coordination, CreateMode};
 //! use avout_sim_zk::{Fault, Sim, When};
