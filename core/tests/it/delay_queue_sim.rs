@@ -6,7 +6,9 @@
 //! while a take waits for a due time: the handle takes the element on the next session, once
 //! due and not before.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,8 +38,9 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
         .build()
         .run(|ctx| async move {
             let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(EPOCH));
+            let producing = Rc::new(Cell::new(2));
             let producers = (0..2u64).map(|p| {
-                let (zk, clock) = (ctx.zk.clone(), clock.clone());
+                let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
                 async move {
                     let client = Client::connect(zk).await.expect("client");
                     let q = DelayQueue::with_clock(&client, PATH, clock).expect("queue");
@@ -52,11 +55,12 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
                         }
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
+                    producing.set(producing.get() - 1);
                     doubts
                 }
             });
             let consumers = (0..3).map(|_| {
-                let (zk, clock) = (ctx.zk.clone(), clock.clone());
+                let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
                 async move {
                     let client = Client::connect(zk).await.expect("client");
                     let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
@@ -68,7 +72,9 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
                                 let data = String::from_utf8(e.data).expect("utf-8");
                                 got.push((data, due, clock.now_ms()));
                             }
-                            Ok(None) => return (got, doubts),
+                            // Quiet, and nothing more to come (a paused producer may put late).
+                            Ok(None) if producing.get() == 0 => return (got, doubts),
+                            Ok(None) => {}
                             Err(QueueError::TakeInDoubt { .. }) => doubts += 1,
                             Err(QueueError::Zk(e)) if e.is_rejected() => panic!("take: {e}"),
                             Err(e) => {
@@ -91,6 +97,27 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
             for (got, d) in consumed {
                 seen.taken.extend(got);
                 seen.doubts += d;
+            }
+            // A timed take gives up during an outage: drain until the queue is truly empty.
+            let client = Client::connect(ctx.zk.clone()).await.expect("client");
+            let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
+            let mut errors = 0;
+            loop {
+                match q.take_for(Duration::from_secs(2)).await {
+                    Ok(Some(e)) => {
+                        let due = e.due_ms().expect("a delay element");
+                        let data = String::from_utf8(e.data).expect("utf-8");
+                        seen.taken.push((data, due, clock.now_ms()));
+                    }
+                    Ok(None) if q.count().await.is_ok_and(|n| n == 0) => break,
+                    Ok(None) => {}
+                    Err(QueueError::TakeInDoubt { .. }) => seen.doubts += 1,
+                    Err(e) => {
+                        errors += 1;
+                        assert!(errors < 200, "drain keeps failing: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
             }
             seen
         });

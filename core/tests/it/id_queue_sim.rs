@@ -38,6 +38,28 @@ where
     panic!("{what} kept failing")
 }
 
+/// Removes every element with `id`, carrying on after interruptions; the total removed.
+async fn remove(q: &IdQueue, id: &str, doubts: &mut usize) -> usize {
+    let mut total = 0;
+    for _ in 0..200 {
+        let error = match q.remove(id).await {
+            Ok(n) => return total + n,
+            Err(QueueError::Interrupted { removed, source }) => {
+                total += removed;
+                *source
+            }
+            Err(e) => e,
+        };
+        match error {
+            QueueError::TakeInDoubt { .. } => *doubts += 1,
+            QueueError::Zk(e) if e.is_rejected() => panic!("remove rejected: {e}"),
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("removing {id} kept failing")
+}
+
 /// What one run saw: taken payloads, removals per id, doubts.
 struct Seen {
     taken: Vec<String>,
@@ -70,8 +92,7 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
                 }
             }
             let mut removed = BTreeMap::new();
-            let n = patiently("remove k1", &mut doubts, || q.remove("k1")).await;
-            removed.insert("k1".to_owned(), n);
+            removed.insert("k1".to_owned(), remove(&q, "k1", &mut doubts).await);
             let consumers = (0..3).map(|_| {
                 let zk = ctx.zk.clone();
                 async move {
@@ -93,7 +114,7 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
             let remover = async {
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 let mut doubts = 0;
-                let n = patiently("remove k3", &mut doubts, || q.remove("k3")).await;
+                let n = remove(&q, "k3", &mut doubts).await;
                 (n, doubts)
             };
             let (consumed, (k3, more)) =
@@ -104,6 +125,14 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
             for (got, d) in consumed {
                 taken.extend(got);
                 doubts += d;
+            }
+            // A timed take gives up during an outage: drain until the queue is truly empty.
+            loop {
+                match patiently("drain", &mut doubts, || q.take_for(Duration::from_secs(2))).await {
+                    Some(e) => taken.push(String::from_utf8(e.data).expect("utf-8")),
+                    None if patiently("count", &mut doubts, || q.count()).await == 0 => break,
+                    None => {}
+                }
             }
             Seen {
                 taken,

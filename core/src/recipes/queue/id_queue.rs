@@ -94,6 +94,10 @@ impl IdQueue {
     /// Removes every element with `id` (including one a cancelled take of this handle kept);
     /// returns how many. None of them is ever delivered by a take.
     ///
+    /// An error after some elements were removed is [`QueueError::Interrupted`], which says
+    /// how many; a [`QueueError::TakeInDoubt`] (inside it or alone) means one more element
+    /// may have been removed uncounted.
+    ///
     /// ```no_run
     /// # async fn demo(q: avout::recipes::queue::IdQueue) -> Result<(), avout::recipes::queue::QueueError> {
     /// let removed = q.remove("job-1").await?;
@@ -108,15 +112,19 @@ impl IdQueue {
             before - stash.len()
         };
         let select = || Select::Id(id.to_owned());
-        while self
-            .queue
-            .take_selecting(Patience::None, select, false)
-            .await?
-            .is_some()
-        {
-            removed += 1;
+        loop {
+            match self.queue.take_selecting(Patience::None, select, false).await {
+                Ok(Some(_)) => removed += 1,
+                Ok(None) => return Ok(removed),
+                Err(e) if removed == 0 => return Err(e),
+                Err(e) => {
+                    return Err(QueueError::Interrupted {
+                        removed,
+                        source: Box::new(e),
+                    });
+                }
+            }
         }
-        Ok(removed)
     }
 
     /// Removes and returns the first element (of any id), waiting while the queue is empty.

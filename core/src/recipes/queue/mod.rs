@@ -98,6 +98,15 @@ pub enum QueueError {
     /// The coordination service refused a request (bad path, no access, data too large, …).
     #[error(transparent)]
     Zk(Error),
+    /// A removal ([`IdQueue::remove`]) stopped part-way: `removed` elements were removed (and
+    /// will never be delivered) before `source` ended it. Calling it again removes the rest.
+    #[error("removal interrupted after {removed} element(s): {source}")]
+    Interrupted {
+        /// How many elements were removed before the error.
+        removed: usize,
+        /// Why it stopped.
+        source: Box<QueueError>,
+    },
 }
 
 impl From<Error> for QueueError {
