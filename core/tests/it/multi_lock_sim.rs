@@ -91,6 +91,9 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Result<u64, String>) {
                                 continue;
                             }
                         };
+                        if guard.members().len() != 2 {
+                            return Err(format!("worker {who} holds {:?}", guard.fencing_tokens()));
+                        }
                         let members = guard
                             .members()
                             .iter()
