@@ -128,7 +128,10 @@ impl MultiLock {
     /// let guard = m.try_lock_for(std::time::Duration::from_secs(1)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiLockGuard>, LockError> {
+    pub async fn try_lock_for(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<MultiLockGuard>, LockError> {
         let deadline = tokio::time::Instant::now() + timeout;
         self.acquire(|m| {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());

@@ -20,7 +20,10 @@ async fn elements_come_out_when_due_in_due_order_on_a_real_server() {
     let now = producer.now_ms();
     producer.put(now + 1_500, b"third").await.expect("put");
     producer.put(now + 900, b"second").await.expect("put");
-    producer.put(now.saturating_sub(10), b"first").await.expect("put");
+    producer
+        .put(now.saturating_sub(10), b"first")
+        .await
+        .expect("put");
     let mut order = Vec::new();
     for _ in 0..3 {
         let e = tokio::time::timeout(Duration::from_secs(10), consumer.take())
@@ -30,13 +33,19 @@ async fn elements_come_out_when_due_in_due_order_on_a_real_server() {
         let at = consumer.now_ms();
         let due = e.due_ms().expect("a due time");
         assert!(at >= due, "taken at {at}, due at {due}");
-        assert!(at < due + 1_000, "taken at {at}, due at {due}: woken by the timer");
+        assert!(
+            at < due + 1_000,
+            "taken at {at}, due at {due}: woken by the timer"
+        );
         order.push(e.data);
     }
     assert_eq!(order, [&b"first"[..], b"second", b"third"]);
 
     // A take waiting for a far element wakes for an element put due sooner.
-    producer.put(consumer.now_ms() + 60_000, b"far").await.expect("put");
+    producer
+        .put(consumer.now_ms() + 60_000, b"far")
+        .await
+        .expect("put");
     let waiting = tokio::spawn(async move { consumer.take().await.map(|e| e.data) });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished());
@@ -50,7 +59,10 @@ async fn elements_come_out_when_due_in_due_order_on_a_real_server() {
         .expect("task")
         .expect("take");
     assert_eq!(soon, b"soon");
-    assert!(producer.try_take().await.expect("try").is_none(), "far is not due");
+    assert!(
+        producer.try_take().await.expect("try").is_none(),
+        "far is not due"
+    );
     assert_eq!(producer.count().await.expect("count"), 1);
 }
 
@@ -65,9 +77,11 @@ async fn a_delay_queue_carries_on_after_its_session_expires() {
         .await
         .expect("put");
     first.expire_session().await.expect("expire");
-    let e = support::eventually("a take on the next session", Duration::from_secs(20), || async {
-        q.take_for(Duration::from_secs(5)).await.ok().flatten()
-    })
+    let e = support::eventually(
+        "a take on the next session",
+        Duration::from_secs(20),
+        || async { q.take_for(Duration::from_secs(5)).await.ok().flatten() },
+    )
     .await;
     assert_eq!(e.data, b"later");
     assert!(q.now_ms() >= e.due_ms().expect("due"));

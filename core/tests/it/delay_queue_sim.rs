@@ -48,7 +48,10 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
                     for i in 0..EACH {
                         let delay = (i * 7 + p * 3) % 10 * 150;
                         let data = format!("p{p}-{i}");
-                        match q.put_after(Duration::from_millis(delay), data.as_bytes()).await {
+                        match q
+                            .put_after(Duration::from_millis(delay), data.as_bytes())
+                            .await
+                        {
                             Ok(()) => {}
                             Err(QueueError::Zk(e)) if e.is_rejected() => panic!("put: {e}"),
                             Err(_) => doubts += 1,
@@ -136,7 +139,11 @@ fn check(seen: &Seen) -> Option<String> {
     }
     let all = 2 * EACH as usize;
     if names.len() + seen.doubts < all {
-        return Some(format!("{} of {all} taken ({} in doubt)", names.len(), seen.doubts));
+        return Some(format!(
+            "{} of {all} taken ({} in doubt)",
+            names.len(),
+            seen.doubts
+        ));
     }
     None
 }
@@ -191,6 +198,9 @@ fn a_waiting_take_carries_on_after_an_expiry_and_takes_when_due() {
     });
     assert_eq!(data, b"later");
     assert!(at >= due, "taken at {at}, due at {due}");
-    assert!(at < due + 3_000, "taken at {at}, long after due at {due}: a timer, not a poll");
+    assert!(
+        at < due + 3_000,
+        "taken at {at}, long after due at {due}: a timer, not a poll"
+    );
     assert_eq!(generation, 2);
 }

@@ -24,13 +24,21 @@ async fn elements_are_removed_by_id_and_never_taken_on_a_real_server() {
             "{bad:?}: {refused:?}"
         );
     }
-    for (id, data) in [("o1", "a"), ("o2", "b"), ("o1", "c"), ("o3", "d"), ("o1", "e")] {
+    for (id, data) in [
+        ("o1", "a"),
+        ("o2", "b"),
+        ("o1", "c"),
+        ("o3", "d"),
+        ("o1", "e"),
+    ] {
         producer.put(id, data.as_bytes()).await.expect("put");
     }
     let observer = support::connect(&config).await;
     let (children, _) = observer.get_children("/idq/real").await.expect("ls");
     assert!(
-        children.iter().any(|c| c.starts_with("queue-") && c.contains("-|o2|")),
+        children
+            .iter()
+            .any(|c| c.starts_with("queue-") && c.contains("-|o2|")),
         "the id sits between separators: {children:?}"
     );
     assert_eq!(consumer.remove("o1").await.expect("remove"), 3);
@@ -41,7 +49,10 @@ async fn elements_are_removed_by_id_and_never_taken_on_a_real_server() {
     }
     assert_eq!(
         taken,
-        [("o2".to_owned(), b"b".to_vec()), ("o3".to_owned(), b"d".to_vec())],
+        [
+            ("o2".to_owned(), b"b".to_vec()),
+            ("o3".to_owned(), b"d".to_vec())
+        ],
         "the rest, in order"
     );
     assert_eq!(producer.count().await.expect("count"), 0);
@@ -58,11 +69,16 @@ async fn an_id_queue_carries_on_after_its_session_expires() {
     q.put("x", b"2").await.expect("put");
     q.put("y", b"3").await.expect("put");
     first.expire_session().await.expect("expire");
-    let removed = support::eventually("a removal on the next session", Duration::from_secs(20), || async {
-        q.remove("x").await.ok()
-    })
+    let removed = support::eventually(
+        "a removal on the next session",
+        Duration::from_secs(20),
+        || async { q.remove("x").await.ok() },
+    )
     .await;
     assert_eq!(removed, 2);
-    assert_eq!(q.try_take().await.expect("take").map(|e| e.data), Some(b"3".to_vec()));
+    assert_eq!(
+        q.try_take().await.expect("take").map(|e| e.data),
+        Some(b"3".to_vec())
+    );
     assert_eq!(client.generation(), 2);
 }

@@ -100,10 +100,9 @@ fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
                     let q = IdQueue::new(&client, PATH).expect("queue");
                     let (mut got, mut doubts) = (Vec::new(), 0);
                     loop {
-                        let e = patiently("take", &mut doubts, || {
-                            q.take_for(Duration::from_secs(3))
-                        })
-                        .await;
+                        let e =
+                            patiently("take", &mut doubts, || q.take_for(Duration::from_secs(3)))
+                                .await;
                         match e {
                             Some(e) => got.push(String::from_utf8(e.data).expect("utf-8")),
                             None => return (got, doubts),
@@ -169,7 +168,10 @@ fn check(seen: &Seen) -> Option<String> {
     for id in ["k0", "k2", "k4"] {
         let taken = with(&format!("{id}-"));
         if taken + seen.doubts < EACH {
-            return Some(format!("{id}: {taken} of {EACH} taken ({} in doubt)", seen.doubts));
+            return Some(format!(
+                "{id}: {taken} of {EACH} taken ({} in doubt)",
+                seen.doubts
+            ));
         }
     }
     None

@@ -28,7 +28,10 @@ async fn all_or_nothing_with_growing_tokens_on_a_real_server() {
 
     let held = a.lock().await.expect("lock");
     let first: Vec<(String, i64)> = held.fencing_tokens();
-    assert_eq!(first.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["/ml/a", "/ml/b"]);
+    assert_eq!(
+        first.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        ["/ml/a", "/ml/b"]
+    );
     assert!(b.try_lock().await.expect("try").is_none());
     assert!(
         b.try_lock_for(Duration::from_millis(300))

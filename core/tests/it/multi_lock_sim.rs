@@ -35,7 +35,12 @@ struct Record {
 
 impl Record {
     /// Worker `who` believes it holds `members` (lock path, node, token): check it.
-    fn enter(&mut self, zk: &SimZk, who: usize, members: Vec<(String, String, i64)>) -> Option<String> {
+    fn enter(
+        &mut self,
+        zk: &SimZk,
+        who: usize,
+        members: Vec<(String, String, i64)>,
+    ) -> Option<String> {
         let all_alive = members.iter().all(|(_, node, _)| alive(zk, node));
         for (lock, node, token) in &members {
             if !alive(zk, node) {

@@ -33,7 +33,10 @@ async fn n_leases_all_or_nothing_on_a_real_server() {
             "{n}: {refused:?}"
         );
     }
-    assert!(observer.exists("/semq").await.expect("exists").is_none(), "nothing created");
+    assert!(
+        observer.exists("/semq").await.expect("exists").is_none(),
+        "nothing created"
+    );
 
     let mut held = a.acquire_many(2).await.expect("two");
     assert_eq!(held.len(), 2);
@@ -48,7 +51,11 @@ async fn n_leases_all_or_nothing_on_a_real_server() {
     // The failed tries returned the lease they had taken and the mutex.
     wait_children(&observer, "/semq/leases", 2).await;
     wait_children(&observer, "/semq/locks", 0).await;
-    let one = b.try_acquire_many(1).await.expect("try").expect("one is free");
+    let one = b
+        .try_acquire_many(1)
+        .await
+        .expect("try")
+        .expect("one is free");
     drop(one);
     wait_children(&observer, "/semq/leases", 2).await;
 
@@ -56,7 +63,11 @@ async fn n_leases_all_or_nothing_on_a_real_server() {
     let waiting = tokio::spawn(async move { b.acquire_many(2).await.map(|l| l.len()) });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "one lease is free, two are wanted");
-    held.pop().expect("two held").release().await.expect("release");
+    held.pop()
+        .expect("two held")
+        .release()
+        .await
+        .expect("release");
     let got = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("served")

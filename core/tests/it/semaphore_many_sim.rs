@@ -101,7 +101,10 @@ fn quantity_acquisitions_never_exceed_the_leases_under_every_fault_kind() {
             most = most.max(out.unwrap_or_else(|wrong| panic!("{kind:?}, seed {seed}: {wrong}")));
         }
         assert!(faults > 0, "{kind:?} was injected");
-        assert!(most >= 2, "{kind:?}: holders overlapped (at most {most} at once)");
+        assert!(
+            most >= 2,
+            "{kind:?}: holders overlapped (at most {most} at once)"
+        );
     }
 }
 
@@ -122,7 +125,10 @@ fn leases_lost_with_their_session_are_taken_again_on_the_next() {
         assert!(lost.is_ok(), "the loss is reported");
         let status = held[1].status();
         drop(held);
-        let again = sem.acquire_many(2).await.expect("acquired on the next session");
+        let again = sem
+            .acquire_many(2)
+            .await
+            .expect("acquired on the next session");
         let alive_now = again.iter().all(|l| alive(&ctx.zk, l.node()));
         (status, again.len(), alive_now, client.generation())
     });

@@ -113,7 +113,11 @@ impl IdQueue {
         };
         let select = || Select::Id(id.to_owned());
         loop {
-            match self.queue.take_selecting(Patience::None, select, false).await {
+            match self
+                .queue
+                .take_selecting(Patience::None, select, false)
+                .await
+            {
                 Ok(Some(_)) => removed += 1,
                 Ok(None) => return Ok(removed),
                 Err(e) if removed == 0 => return Err(e),

@@ -32,6 +32,14 @@
 //! to the next element. An empty queue is waited on with a children watch, armed only when the
 //! queue was found empty.
 //!
+//! # Id and delay queues
+//!
+//! [`IdQueue`] (Curator's `DistributedIdQueue`) and [`DelayQueue`] (`DistributedDelayQueue`)
+//! are this queue with a tag in each element's name, between two `|` separators before the
+//! sequence number (`queue-<PPP>-<GUID>-|<tag>|<seq>`): an id, or a due time. Their takes are
+//! this take over a selection of the listing — one id's elements for a removal, the due ones
+//! by due time for a delay queue — so they keep the exactly-once claim and its recovery.
+//!
 //! # Guarantees
 //!
 //! - **Exactly once**: every element put is returned by exactly one take, however many

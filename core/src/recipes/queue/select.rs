@@ -117,7 +117,11 @@ mod tests {
         assert_eq!(tag(&named(0, Some("order-7"), 3)), Some("order-7"));
         assert_eq!(tag(&named(0, Some(""), 3)), Some(""));
         assert_eq!(tag(&named(0, None, 3)), None);
-        assert_eq!(tag("queue-000-x-|a|b|0000000001"), None, "a tag holds no separator");
+        assert_eq!(
+            tag("queue-000-x-|a|b|0000000001"),
+            None,
+            "a tag holds no separator"
+        );
         assert_eq!(tag("queue-000-x-|a|12"), None, "a sequence has ten digits");
         assert_eq!(due(&named(0, Some(&due_tag(0xbeef)), 1)), Some(0xbeef));
         assert_eq!(element_key(&named(4, Some("x"), 9)), Some((4, 9)));
@@ -133,7 +137,10 @@ mod tests {
             "_receipts".to_owned(),
         ];
         let offer = Select::Id("a".into()).offer(children.clone(), 0);
-        assert_eq!(offer.candidates, vec![named(0, Some("a"), 3), named(0, Some("a"), 5)]);
+        assert_eq!(
+            offer.candidates,
+            vec![named(0, Some("a"), 3), named(0, Some("a"), 5)]
+        );
         assert_eq!(Select::All.offer(children, 0).candidates.len(), 4);
     }
 
@@ -152,7 +159,10 @@ mod tests {
         let offer = select.offer(children.clone(), 100);
         assert_eq!(
             offer.candidates,
-            vec![named(0, Some(&due_tag(900)), 4), named(0, Some(&due_tag(1_100)), 2)]
+            vec![
+                named(0, Some(&due_tag(900)), 4),
+                named(0, Some(&due_tag(1_100)), 2)
+            ]
         );
         assert_eq!(offer.next_due, Some(1_300));
         assert_eq!(select.millis_at(1_300), Some(300));

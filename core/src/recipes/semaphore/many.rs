@@ -97,9 +97,7 @@ impl Semaphore {
             ))));
         }
         let deadline = match patience {
-            Patience::Millis(ms) => {
-                Some(tokio::time::Instant::now() + Duration::from_millis(ms))
-            }
+            Patience::Millis(ms) => Some(tokio::time::Instant::now() + Duration::from_millis(ms)),
             Patience::Forever | Patience::None => None,
         };
         let zk = self.client.current_session().await?;
@@ -121,9 +119,14 @@ impl Semaphore {
         let mut leases = Vec::new();
         for _ in 0..n {
             let patience = remaining(patience, deadline);
-            let machine =
-                SemaphoreMachine::new(&self.path, self.max_leases, zk.new_guid(), session, patience)
-                    .prelocked();
+            let machine = SemaphoreMachine::new(
+                &self.path,
+                self.max_leases,
+                zk.new_guid(),
+                session,
+                patience,
+            )
+            .prelocked();
             match self.drive_lease(zk.clone(), machine).await {
                 Ok(lease) => leases.push(lease),
                 Err(e) => {
