@@ -14,7 +14,9 @@
 //! some other lock outside the multi-lock can of course still deadlock; that is the caller's.)
 //!
 //! The nodes are the [`Mutex`]'s (Curator's names), so each member lock excludes a Java
-//! `InterProcessMutex` on the same path too.
+//! `InterProcessMutex` on the same path too. Reentrancy is the [`Mutex`]'s, per handle: a
+//! clone of a [`MultiLock`] shares its members, so locking it while a guard of the other is
+//! alive re-enters at once; give each task that must be excluded its own handle.
 //!
 //! # Connection loss, session expiry, cancellation
 //!

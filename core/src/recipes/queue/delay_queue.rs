@@ -274,8 +274,8 @@ impl DelayQueue {
 }
 
 impl Element {
-    /// The due time a [`DelayQueue`] element was put with (epoch milliseconds; `None` for
-    /// other queues' elements).
+    /// The due time a [`DelayQueue`] element was put with (epoch milliseconds): its tag read
+    /// as hex (`None` for a FIFO or priority queue's element, or an id that is not hex).
     ///
     /// ```
     /// # use avout::recipes::queue::Element;

@@ -178,7 +178,8 @@ impl IdQueue {
 }
 
 impl Element {
-    /// The id an [`IdQueue`] element was put with (`None` for other queues' elements).
+    /// The id an [`IdQueue`] element was put with: the tag in its name (`None` for a FIFO or
+    /// priority queue's element; a [`DelayQueue`]'s element reads as its due time in hex).
     ///
     /// ```
     /// # use avout::recipes::queue::Element;
