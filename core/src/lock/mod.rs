@@ -1,6 +1,7 @@
 //! Distributed locks on ZooKeeper's lock recipes: [`Mutex`] (exclusive, reentrant),
 //! [`RwLock`] (the shared-lock recipe: readers share, writers exclude everyone), both
-//! [revocable] on request, the acquisition machine they all run ([`AcquireMachine`]) and the
+//! [revocable] on request, [`MultiLock`] (all or nothing over several mutexes), the
+//! acquisition machine they all run ([`AcquireMachine`]) and the
 //! machine that watches a held node until it is lost ([`MonitorMachine`]). Every hold is a
 //! [`LockGuard`].
 //!
@@ -30,6 +31,7 @@
 
 mod acquire;
 mod monitor;
+mod multi;
 mod mutex;
 mod release;
 pub mod revocable;
@@ -37,6 +39,7 @@ mod rwlock;
 
 pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
 pub use monitor::MonitorMachine;
+pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
 pub(crate) use mutex::{
     acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,

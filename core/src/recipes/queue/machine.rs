@@ -1,5 +1,6 @@
 //! The consumer's machine: take the lowest element exactly once (see the [module docs](super)).
 
+use super::select::Select;
 use super::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +72,10 @@ pub struct TakeMachine {
     candidates: VecDeque<String>,
     /// The first candidate's data and version, once read.
     read: Option<(Vec<u8>, i32)>,
+    /// Which elements to take, in which order.
+    select: Select,
+    /// While waiting: when the earliest element not yet due becomes due (delay queue).
+    wake: Option<Millis>,
     phase: Phase,
     stall: Stall<Step>,
     outbox: Outbox<Result<Option<Element>, QueueError>>,
@@ -95,10 +100,18 @@ impl TakeMachine {
             watching: false,
             candidates: VecDeque::new(),
             read: None,
+            select: Select::All,
+            wake: None,
             phase: Phase::Done,
             stall: Stall::default(),
             outbox: Outbox::default(),
         }
+    }
+
+    /// The same machine taking only the elements `select` picks, in its order.
+    pub(crate) fn selecting(mut self, select: Select) -> Self {
+        self.select = select;
+        self
     }
 
     /// If a claim was sent whose outcome is unknown: the receipt that proves it and the element
@@ -135,6 +148,7 @@ impl TakeMachine {
 
     fn list(&mut self) {
         self.read = None;
+        self.wake = None;
         let list = self.outbox.send(Request::GetChildren {
             path: self.queue.clone(),
             watch: self.watching,
@@ -243,7 +257,10 @@ impl TakeMachine {
         self.phase != Phase::Done && self.in_doubt().is_none()
     }
 
-    fn empty(&mut self, now: Millis, watch: Option<Token>) {
+    fn empty(&mut self, now: Millis, watch: Option<Token>, next_due: Option<u64>) {
+        self.wake = next_due
+            .and_then(|due| self.select.millis_at(due))
+            .map(Millis);
         if self.patience == Patience::None || self.deadline.is_some_and(|d| now >= d) {
             return self.finish(Ok(None));
         }
@@ -269,14 +286,10 @@ impl Machine for TakeMachine {
         match self.phase.clone() {
             Phase::Listing { list } if token == list => match reply {
                 Ok(Reply::Children { children, .. }) => {
-                    let mut elements: Vec<_> = children
-                        .into_iter()
-                        .filter_map(|c| element_key(&c).map(|k| (k, c)))
-                        .collect();
-                    elements.sort();
-                    self.candidates = elements.into_iter().map(|(_, c)| c).collect();
+                    let offer = self.select.offer(children, now.0);
+                    self.candidates = offer.candidates.into();
                     if self.candidates.is_empty() {
-                        self.empty(now, self.watching.then_some(list));
+                        self.empty(now, self.watching.then_some(list), offer.next_due);
                     } else {
                         self.read_first();
                     }
@@ -375,6 +388,10 @@ impl Machine for TakeMachine {
         if let Some(step) = self.stall.due(now) {
             self.resume(step);
         }
+        // The earliest element not yet due has come due: look again (the watch covers puts).
+        if matches!(self.phase, Phase::Waiting { .. }) && self.wake.is_some_and(|w| now >= w) {
+            self.list();
+        }
         if let Some(deadline) = self.deadline
             && now >= deadline
             && self.may_give_up()
@@ -387,7 +404,10 @@ impl Machine for TakeMachine {
         // While a claim is in doubt the deadline is not armed: the take must settle it first
         // (and a past deadline would otherwise fire again and again).
         let deadline = self.deadline.filter(|_| self.may_give_up());
-        earliest(self.stall.deadline(), deadline)
+        let wake = self
+            .wake
+            .filter(|_| matches!(self.phase, Phase::Waiting { .. }));
+        earliest(earliest(self.stall.deadline(), deadline), wake)
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {

@@ -32,6 +32,14 @@
 //! to the next element. An empty queue is waited on with a children watch, armed only when the
 //! queue was found empty.
 //!
+//! # Id and delay queues
+//!
+//! [`IdQueue`] (Curator's `DistributedIdQueue`) and [`DelayQueue`] (`DistributedDelayQueue`)
+//! are this queue with a tag in each element's name, between two `|` separators before the
+//! sequence number (`queue-<PPP>-<GUID>-|<tag>|<seq>`): an id, or a due time. Their takes are
+//! this take over a selection of the listing — one id's elements for a removal, the due ones
+//! by due time for a delay queue — so they keep the exactly-once claim and its recovery.
+//!
 //! # Guarantees
 //!
 //! - **Exactly once**: every element put is returned by exactly one take, however many
@@ -98,6 +106,15 @@ pub enum QueueError {
     /// The coordination service refused a request (bad path, no access, data too large, …).
     #[error(transparent)]
     Zk(Error),
+    /// A removal ([`IdQueue::remove`]) stopped part-way: `removed` elements were removed (and
+    /// will never be delivered) before `source` ended it. Calling it again removes the rest.
+    #[error("removal interrupted after {removed} element(s): {source}")]
+    Interrupted {
+        /// How many elements were removed before the error.
+        removed: usize,
+        /// Why it stopped.
+        source: Box<QueueError>,
+    },
 }
 
 impl From<Error> for QueueError {
@@ -177,11 +194,28 @@ pub fn put_machine(
     guid: u128,
     session: i64,
 ) -> OnceMachine {
+    tagged_put_machine(queue, priority, None, data, guid, session)
+}
+
+/// [`put_machine`] for an element whose name carries `tag` between separators (the id and
+/// delay queues; see [`select`]).
+fn tagged_put_machine(
+    queue: &str,
+    priority: u8,
+    tag: Option<&str>,
+    data: Vec<u8>,
+    guid: u128,
+    session: i64,
+) -> OnceMachine {
+    let mut prefix = element_prefix(priority, guid);
+    if let Some(tag) = tag {
+        prefix = format!("{prefix}{SEPARATOR}{tag}{SEPARATOR}");
+    }
     let receipts = path::join(queue, RECEIPTS);
     let receipt = path::join(&receipts, &guid_hex(guid));
     let ops = vec![
         Op::create(
-            path::join(queue, &element_prefix(priority, guid)),
+            path::join(queue, &prefix),
             data,
             CreateMode::PersistentSequential,
         ),
@@ -192,8 +226,14 @@ pub fn put_machine(
         .cleanup(receipt)
 }
 
+mod delay_queue;
+mod id_queue;
 mod machine;
+mod select;
+pub use delay_queue::{Clock, DelayQueue, SystemClock, TokioClock};
+pub use id_queue::IdQueue;
 pub use machine::TakeMachine;
+use select::{SEPARATOR, Select};
 
 struct Inner {
     path: String,
@@ -276,10 +316,20 @@ impl Queue {
     }
 
     async fn put_priority(&self, priority: u8, data: &[u8]) -> Result<(), QueueError> {
+        self.put_tagged(priority, None, data).await
+    }
+
+    async fn put_tagged(
+        &self,
+        priority: u8,
+        tag: Option<&str>,
+        data: &[u8],
+    ) -> Result<(), QueueError> {
         let zk = &self.inner.client.current_session().await?;
-        let mut machine = put_machine(
+        let mut machine = tagged_put_machine(
             &self.inner.path,
             priority,
+            tag,
             data.to_vec(),
             zk.new_guid(),
             zk.session().id.0,
@@ -357,9 +407,24 @@ impl Queue {
         if let Some(element) = lock(&self.inner.stash).pop_front() {
             return Ok(Some(element));
         }
+        self.take_selecting(patience, || Select::All, true).await
+    }
+
+    /// Runs one take of the elements `select` picks; `select` is called once the session is
+    /// at hand, just before the machine starts (a delay queue reads its clock there). `stash`: whether a cancelled take keeps its element for the next take (a
+    /// removal's element is not to be delivered).
+    async fn take_selecting(
+        &self,
+        patience: Patience,
+        select: impl FnOnce() -> Select,
+        stash: bool,
+    ) -> Result<Option<Element>, QueueError> {
         let zk = &self.inner.client.current_session().await?;
+        let machine =
+            TakeMachine::new(&self.inner.path, zk.new_guid(), patience).selecting(select());
         let mut taking = Taking {
-            machine: TakeMachine::new(&self.inner.path, zk.new_guid(), patience),
+            machine,
+            stash,
             inner: Some((self.inner.clone(), zk.clone())),
         };
         let result = drive(&**zk, &mut taking.machine).await;
@@ -371,6 +436,8 @@ impl Queue {
 /// A take in progress; if dropped with a claim in doubt, settles it in the background.
 struct Taking {
     machine: TakeMachine,
+    /// Keep a claimed element for the next take (else the settling only drops the receipt).
+    stash: bool,
     /// `Some` until the take finishes: the queue, and the session the take runs on.
     inner: Option<(Arc<Inner>, Session)>,
 }
@@ -383,11 +450,14 @@ impl Drop for Taking {
         let Some((receipt, element)) = self.machine.in_doubt() else {
             return;
         };
+        let stash = self.stash;
         spawn_cleanup("settling a cancelled take", async move {
             let zk = &*session;
             // Sent after the claim on the same session, so it sees the claim's outcome.
             if idempotent(zk, || zk.exists(&receipt)).await?.is_some() {
-                lock(&inner.stash).push_back(element);
+                if stash {
+                    lock(&inner.stash).push_back(element);
+                }
                 idempotent(zk, || async {
                     match zk.delete(&receipt, None).await {
                         Err(Error::NoNode { .. }) => Ok(()),

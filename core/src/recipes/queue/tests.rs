@@ -288,3 +288,71 @@ fn a_put_whose_reply_is_lost_is_recovered_by_its_receipt_not_resent() {
         "only the receipt's cleanup: {sent:?}"
     );
 }
+
+/// A delay element named as a [`DelayQueue`] names it.
+fn due_name(due: u64, seq: i64) -> String {
+    format!(
+        "{}{SEPARATOR}{}{SEPARATOR}{}",
+        element_prefix(0, 0x1),
+        select::due_tag(due),
+        path::format_sequence(seq)
+    )
+}
+
+#[test]
+fn a_delay_take_waits_for_the_due_time_on_a_timer_and_a_watch_then_claims() {
+    let mut m = TakeMachine::new("/q", GUID, Patience::Forever).selecting(Select::Due {
+        epoch_at_start: 10_000,
+    });
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    let (later, sooner) = (due_name(10_900, 1), due_name(10_500, 2));
+    m.handle_reply(Millis(1), sent[0].0, children(&[&later, &sooner]));
+    // Nothing due: list again with a watch armed, then wait.
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { watch: true, .. })]),
+        "{sent:?}"
+    );
+    m.handle_reply(Millis(2), sent[0].0, children(&[&later, &sooner]));
+    assert!(drain(&mut m).is_empty(), "no polling");
+    assert_eq!(
+        m.poll_timer(),
+        Some(Millis(500)),
+        "woken when the earliest is due"
+    );
+    m.handle_timer(Millis(499));
+    assert!(drain(&mut m).is_empty(), "not before");
+    m.handle_timer(Millis(500));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { .. })]),
+        "{sent:?}"
+    );
+    m.handle_reply(Millis(501), sent[0].0, children(&[&later, &sooner]));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetData { path, .. })] if *path == format!("/q/{sooner}")),
+        "the due one, not the later one: {sent:?}"
+    );
+}
+
+#[test]
+fn a_removal_take_considers_only_its_id() {
+    let mut m = TakeMachine::new("/q", GUID, Patience::None).selecting(Select::Id("gone".into()));
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    let tagged = |id: &str, seq| {
+        format!(
+            "{}{SEPARATOR}{id}{SEPARATOR}{}",
+            element_prefix(0, 0x1),
+            path::format_sequence(seq)
+        )
+    };
+    m.handle_reply(
+        Millis(1),
+        sent[0].0,
+        children(&[&tagged("kept", 1), &name(0, 2)]),
+    );
+    assert_eq!(m.poll_output(), Some(Ok(None)), "nothing with that id");
+}

@@ -59,6 +59,9 @@ pub struct SemaphoreMachine {
     lock: AcquireMachine,
     routes: Routes<()>,
     lock_node: Option<String>,
+    /// The caller holds the semaphore's mutex already (a quantity acquisition): no locking
+    /// and no unlocking here.
+    prelocked: bool,
     lease: ProtectedCreate,
     phase: Phase,
     outbox: Outbox<Result<Acquired, LockError>>,
@@ -98,12 +101,29 @@ impl SemaphoreMachine {
             lock,
             routes: Routes::default(),
             lock_node: None,
+            prelocked: false,
             phase: Phase::Idle,
             outbox: Outbox::default(),
             give_up: None,
             pending: None,
             retry: Stall::default(),
         }
+    }
+
+    /// The same machine for a caller that already holds the semaphore's mutex: it creates and
+    /// counts its lease without taking or releasing the mutex (used to take several leases
+    /// under one hold of it).
+    ///
+    /// ```
+    /// use avout::machine::{Machine, Millis, Request};
+    /// use avout::{SessionState, lock::Patience, recipes::semaphore::SemaphoreMachine};
+    /// let mut m = SemaphoreMachine::new("/sem", 3, 0x42, 7, Patience::Forever).prelocked();
+    /// m.handle_session(Millis(0), SessionState::Connected);
+    /// assert!(matches!(m.poll_request(), Some((_, Request::Create { .. }))));
+    /// ```
+    pub fn prelocked(mut self) -> Self {
+        self.prelocked = true;
+        self
     }
 
     /// The prefix of this machine's lease node name (`_c_<GUID>-lease-`).
@@ -437,6 +457,9 @@ impl Machine for SemaphoreMachine {
                     Patience::Millis(ms) => Some(now.plus(ms)),
                     Patience::Forever | Patience::None => None,
                 };
+                if self.prelocked {
+                    return self.start_create(false);
+                }
                 self.phase = Phase::Locking;
             }
             SessionEvent::Reconnected | SessionEvent::Disconnected => {}

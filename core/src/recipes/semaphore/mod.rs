@@ -35,6 +35,17 @@
 //! - Dropping an acquisition future removes the mutex and lease nodes it created or may have
 //!   created (in a background task); dropping a [`Lease`] releases it like
 //!   [`Lease::release`].
+//!
+//! # Several leases at once
+//!
+//! [`Semaphore::acquire_many`] takes `n` leases all or nothing (Curator's `acquire(qty)`):
+//! it takes the mutex once, then creates and counts `n` lease nodes one after the other under
+//! that one hold, waiting for each to fit, then releases the mutex. Because only the mutex
+//! holder creates lease nodes, two processes each wanting several leases can never end up
+//! each holding part of what they want and waiting for the other (Curator takes the mutex per
+//! lease, so two `acquire(3)` on a semaphore of 4 can each get 2 and wait for ever). If it
+//! fails, times out or is cancelled part-way, the leases taken so far are released; they are
+//! never handed out partially nor leaked.
 
 use std::time::Duration;
 
@@ -50,6 +61,7 @@ use crate::{Client, Error, path};
 const LEASE_MARKER: &str = "lease-";
 
 mod machine;
+mod many;
 pub use machine::SemaphoreMachine;
 
 /// A distributed counting semaphore with `max_leases` leases; see the [module docs](self).
@@ -196,6 +208,16 @@ impl Semaphore {
             zk.session().id.0,
             patience,
         );
+        self.drive_lease(zk, machine).await
+    }
+
+    /// Runs `machine` to a lease. Cancellation-safe: if dropped first, the nodes the machine
+    /// created, or may have created, are removed in the background.
+    async fn drive_lease(
+        &self,
+        zk: Session,
+        machine: SemaphoreMachine,
+    ) -> Result<Lease, LockError> {
         let mut acquiring = Acquiring {
             machine,
             zk: Some(zk.clone()),
