@@ -75,7 +75,9 @@
 //!   vote for whom (any member that is not cut off can win);
 //! - a follower's crash as a fault of its own: to its clients it is a partition of the
 //!   client (both ways), to the quorum a partitioned follower that comes back, caught up;
-//! - clock drift between clients: no avout protocol compares clocks across processes;
+//! - clock drift between clients: every client reads one virtual clock. Only the delay
+//!   queue compares clocks across processes (a producer's due time, a consumer's now); its
+//!   docs say what a skew does;
 //! - observers, read-only mode, local sessions, and the negotiation of the session timeout
 //!   within the server's `minSessionTimeout`/`maxSessionTimeout` (the requested timeout is
 //!   granted).
