@@ -173,6 +173,10 @@ pub struct Config {
     pub bug: Option<Bug>,
     /// How to search.
     pub search: Search,
+    /// Whether the models that can read ahead do (a partial-order reduction, see
+    /// [`world::World::reading_ahead`]; the mvcc models, in exhaustive checks: random walks
+    /// do not keep states, so they walk the whole graph).
+    pub read_ahead: bool,
 }
 
 impl Default for Config {
@@ -184,6 +188,7 @@ impl Default for Config {
             kinds: FaultKind::CLASSIC.to_vec(),
             bug: None,
             search: Search::default(),
+            read_ahead: true,
         }
     }
 }
@@ -277,10 +282,12 @@ impl Config {
             Named::Mvcc => mvcc::Workload::Increments,
             _ => mvcc::Workload::Transfers,
         };
+        let walks = matches!(self.search.strategy, check::Strategy::Walks { .. });
         Ok(mvcc::MvccModel {
             workload,
             faults: self.faults(),
             bug: self.bug,
+            read_ahead: self.read_ahead && !walks,
             ..mvcc::MvccModel::new(self.clients)
         })
     }

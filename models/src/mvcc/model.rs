@@ -37,6 +37,9 @@ pub struct MvccModel {
     pub timers: u8,
     /// A planted bug, in the configuration of the clients' machines (feature `planted-bugs`).
     pub bug: Option<Bug>,
+    /// Whether clients read ahead (a partial-order reduction: the same verdicts from fewer
+    /// states; see [`World::reading_ahead`]).
+    pub read_ahead: bool,
     /// What the model's states share (see [`Space`]); [`crate::check()`] gives each check a
     /// fresh one.
     pub space: Space<MvccAgent>,
@@ -44,7 +47,7 @@ pub struct MvccModel {
 
 impl MvccModel {
     /// `clients` clients, no faults, production's retry limit, MAX-HISTORY 1, BARGE-WAIT to
-    /// pass, one timer firing per client. See [`MvccModel`].
+    /// pass, one timer firing per client, reading ahead. See [`MvccModel`].
     pub fn new(clients: u8) -> Self {
         MvccModel {
             clients,
@@ -55,6 +58,7 @@ impl MvccModel {
             barge_wait: true,
             timers: 1,
             bug: None,
+            read_ahead: true,
             space: Space::default(),
         }
     }
@@ -165,7 +169,11 @@ impl Model for MvccModel {
             Request::Multi(create_ref_ops(ROOT, "a", a.as_bytes())),
             Request::Multi(create_ref_ops(ROOT, "b", b"0")),
         ];
-        vec![World::new(agents, self.faults, &setup).batching_replies()]
+        let world = World::new(agents, self.faults, &setup).batching_replies();
+        vec![match self.read_ahead {
+            true => world.reading_ahead(&self.faults),
+            false => world,
+        }]
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {

@@ -25,6 +25,7 @@
 
 mod agent;
 mod faults;
+mod read_ahead;
 mod show;
 mod space;
 
@@ -39,6 +40,7 @@ use avout_sim_zk::kernel::{Fired, Kernel, Server};
 pub use agent::{Agent, Run};
 pub(crate) use faults::examples as fault_examples;
 pub use faults::{FaultKind, Faults};
+pub use read_ahead::ReadAhead;
 pub use space::Space;
 
 use crate::shared::Shared;
@@ -128,6 +130,56 @@ impl<A: Agent> Client<A> {
             self.watches.clear();
         }
     }
+
+    /// Client `i` reads the head of its inbox (with `batch`, every reply at its head; with
+    /// `expiry`, the expiry notice behind the watch events at its head, which it drops).
+    fn read(
+        &mut self,
+        i: usize,
+        expiry: bool,
+        batch: bool,
+        say: &mut impl FnMut(&dyn Fn() -> String),
+    ) {
+        if expiry {
+            while matches!(self.inbox.front(), Some(Msg::Watch { .. })) {
+                self.inbox.pop_front();
+            }
+        }
+        match self.inbox.pop_front().expect("a message") {
+            Msg::Reply { token, result } => {
+                let mut next = Some((token, result));
+                while let Some((token, result)) = next.take() {
+                    say(&|| format!("client {i} reads reply {}", show_result(&result)));
+                    self.agent.handle_reply(token, result);
+                    if batch
+                        && let Some(Msg::Reply { .. }) = self.inbox.front()
+                        && let Some(Msg::Reply { token, result }) = self.inbox.pop_front()
+                    {
+                        next = Some((token, result));
+                    }
+                }
+            }
+            Msg::Watch { token, event } => {
+                say(&|| format!("client {i} reads watch event {event}"));
+                self.agent.handle_watch(token, event);
+            }
+            Msg::Reconnected => {
+                say(&|| format!("client {i} learns it is connected again"));
+                self.agent.handle_session(SessionState::Connected);
+            }
+            Msg::Expired => {
+                say(&|| format!("client {i} learns its session EXPIRED"));
+                self.told_expired = true;
+                self.agent.handle_session(SessionState::Disconnected);
+                self.agent.handle_session(SessionState::Expired);
+                // The client library fails every call and fires every watch with the
+                // session event: the machines ended above, so both are moot.
+                self.outbox.clear();
+                self.inbox.clear();
+                self.watches.clear();
+            }
+        }
+    }
 }
 
 /// A move of the environment or of a client's script; see the [module docs](self).
@@ -202,6 +254,9 @@ pub struct World<A> {
     /// Whether a client reads every reply at the head of its inbox in one step (see
     /// [`World::batching_replies`]).
     pub batch_replies: bool,
+    /// Whether clients read what they must read next without the checker choosing when
+    /// (see [`World::reading_ahead`]).
+    pub read_ahead: Option<ReadAhead>,
 }
 
 impl<A: Agent> World<A> {
@@ -270,6 +325,7 @@ impl<A: Agent> World<A> {
             clients,
             faults_left: faults,
             batch_replies: false,
+            read_ahead: None,
         }
     }
 
@@ -495,46 +551,9 @@ impl<A: Agent> World<A> {
             | Action::DeliverWatch(i)
             | Action::DeliverExpiry(i)
             | Action::DeliverReconnected(i) => {
-                let c = self.clients[i].make_mut();
-                if matches!(action, Action::DeliverExpiry(_)) {
-                    while matches!(c.inbox.front(), Some(Msg::Watch { .. })) {
-                        c.inbox.pop_front();
-                    }
-                }
-                match c.inbox.pop_front().expect("a message") {
-                    Msg::Reply { token, result } => {
-                        let mut next = Some((token, result));
-                        while let Some((token, result)) = next.take() {
-                            say(&|| format!("client {i} reads reply {}", show_result(&result)));
-                            c.agent.handle_reply(token, result);
-                            if self.batch_replies
-                                && let Some(Msg::Reply { .. }) = c.inbox.front()
-                                && let Some(Msg::Reply { token, result }) = c.inbox.pop_front()
-                            {
-                                next = Some((token, result));
-                            }
-                        }
-                    }
-                    Msg::Watch { token, event } => {
-                        say(&|| format!("client {i} reads watch event {event}"));
-                        c.agent.handle_watch(token, event);
-                    }
-                    Msg::Reconnected => {
-                        say(&|| format!("client {i} learns it is connected again"));
-                        c.agent.handle_session(SessionState::Connected);
-                    }
-                    Msg::Expired => {
-                        say(&|| format!("client {i} learns its session EXPIRED"));
-                        c.told_expired = true;
-                        c.agent.handle_session(SessionState::Disconnected);
-                        c.agent.handle_session(SessionState::Expired);
-                        // The client library fails every call and fires every watch with
-                        // the session event: the machines ended above, so both are moot.
-                        c.outbox.clear();
-                        c.inbox.clear();
-                        c.watches.clear();
-                    }
-                }
+                let expiry = matches!(action, Action::DeliverExpiry(_));
+                let batch = self.batch_replies;
+                self.clients[i].make_mut().read(i, expiry, batch, &mut say);
             }
             Action::Timer(i) => {
                 let c = self.clients[i].make_mut();
@@ -566,6 +585,7 @@ impl<A: Agent> World<A> {
         if let Some(i) = action.client() {
             self.clients[i].make_mut().flush();
         }
+        self.read_ahead_all(&mut say);
         // A follower nobody reads from has nothing to show late: keep it caught up, so its
         // backlog does not tell states apart.
         if self.kernel.follower_backlog() > 0

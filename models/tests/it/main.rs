@@ -5,3 +5,4 @@ mod faults;
 mod models;
 #[cfg(feature = "planted-bugs")]
 mod planted;
+mod reduction;

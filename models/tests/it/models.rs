@@ -112,7 +112,8 @@ fn mvcc_bounded_increments_keep_every_safety_property() {
         ..Config::default()
     };
     let report = check_named("mvcc", &config).expect("a model");
-    assert_eq!(report.unique_states, 48377, "{report}");
+    // 48,377 in the whole graph; reading ahead covers more schedules within the bound.
+    assert_eq!(report.unique_states, 54708, "{report}");
     assert_eq!(report.coverage, Coverage::Bounded { depth: 18 });
     // The states share their parts: a few hundred kernels and a few thousand clients.
     let (kernels, clients) = report.kept;
@@ -152,7 +153,8 @@ fn mvcc_bank_whole_space_keeps_snapshots_and_totals() {
     };
     let report = check_named("mvcc-bank", &config).expect("a model");
     assert!(report.ok(), "{report}");
-    assert_eq!(report.unique_states, 70458);
+    // 70,458 in the whole graph (`--no-reduction`).
+    assert_eq!(report.unique_states, 41806);
     assert!(report.max_depth < 200, "the bound was reached: {report}");
 }
 

@@ -58,6 +58,10 @@ pub(crate) struct ModelArgs {
     /// Checker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Explore every moment a client may read what it must read next (mvcc, mvcc-bank:
+    /// by default a client reads ahead where no other move can tell the difference).
+    #[arg(long)]
+    no_reduction: bool,
     /// Stop after this many unique states (walks: steps) and report what was covered.
     #[arg(long, value_name = "N")]
     max_states: Option<usize>,
@@ -151,6 +155,7 @@ fn check(args: &ModelArgs) -> Result<Outcome, ModelError> {
             threads: args.threads,
             budget,
         },
+        read_ahead: !args.no_reduction,
     };
     config.validate()?;
     let name = args.name.name();
@@ -203,6 +208,9 @@ fn header(args: &ModelArgs, budget: &Budget) -> String {
     }
     if let Some(b) = args.planted {
         line.push_str(&format!(", planted bug {b}"));
+    }
+    if args.no_reduction {
+        line.push_str(", no reduction");
     }
     match (args.walks, args.seed) {
         (Some(w), Some(s)) => line.push_str(&format!(", {w} random walks from seed {s}")),
@@ -361,6 +369,7 @@ fn report_json(name: &str, args: &ModelArgs, budget: &Budget, report: &Report) -
             "walks": args.walks,
             "seed": args.seed,
             "threads": args.threads,
+            "reduction": !args.no_reduction,
             "planted": args.planted.map(|b| b.to_string()),
             "max_states": budget.max_states,
             "max_memory_bytes": budget.max_memory,
