@@ -3,14 +3,14 @@
 # scenarios/peers/CacheLag.java) on ONE throwaway standalone ZooKeeper, in alternating rounds
 # (avout first in odd rounds, Curator first in even ones), and writes reports/bench-cache.md:
 # every round's figures and the avout/Curator ratios per round. JSON lines go to $OUT.
-# Env: NODES (10000), RATE (1000), SECONDS (20), PORT (24381), FORCESYNC=no, AVOUT
+# Env: NODES (10000), RATE (1000), DURATION (seconds, 20), PORT (24381), FORCESYNC=no, AVOUT
 #      (target/release/avout), MD (reports/bench-cache.md).
 # Needs: cargo build --release -p avout-scenarios; apt-get install -y zookeeper zookeeper-bin
 #        netcat-openbsd libcurator-framework-java libcurator-recipes-java; javac (OpenJDK 17)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 peers=$(cd "$here/../../shared/peers" && pwd)   # for zk-standalone.sh only
-ROUNDS=${1:-3}; NODES=${NODES:-10000}; RATE=${RATE:-1000}; SECONDS_=${SECONDS:-20}; PORT=${PORT:-24381}
+ROUNDS=${1:-3}; NODES=${NODES:-10000}; RATE=${RATE:-1000}; SECS=${DURATION:-20}; PORT=${PORT:-24381}
 AVOUT=${AVOUT:-$here/../target/release/avout}
 OUT=${OUT:-$(mktemp "${TMPDIR:-/tmp}/bench-cache.XXXXXX.jsonl")}
 MD=${MD:-$here/bench-cache.md}
@@ -19,10 +19,10 @@ trap 'rm -rf "$build"' EXIT
 "$here/../scenarios/peers/cache-lag.sh" build "$build"
 connect=$("$peers/zk-standalone.sh" start "$PORT")
 trap '"$peers/zk-standalone.sh" stop "$PORT" 2>/dev/null; rm -rf "$build"' EXIT
-echo "# zookeeper $connect forceSync=${FORCESYNC:-yes} NODES=$NODES RATE=$RATE SECONDS=$SECONDS_ ROUNDS=$ROUNDS -> $OUT" >&2
+echo "# zookeeper $connect forceSync=${FORCESYNC:-yes} NODES=$NODES RATE=$RATE DURATION=$SECS ROUNDS=$ROUNDS -> $OUT" >&2
 
-avout() { "$AVOUT" bench cache-lag --zk "$connect" --nodes "$NODES" --rate "$RATE" --duration "${SECONDS_}s" --json; }
-curator() { "$here/../scenarios/peers/cache-lag.sh" run "$build" "$connect" "$NODES" "$RATE" "$SECONDS_"; }
+avout() { "$AVOUT" bench cache-lag --zk "$connect" --nodes "$NODES" --rate "$RATE" --duration "${SECS}s" --json; }
+curator() { "$here/../scenarios/peers/cache-lag.sh" run "$build" "$connect" "$NODES" "$RATE" "$SECS"; }
 
 : >"$OUT"
 loads=()
@@ -39,14 +39,14 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT" "$ROUNDS" "$NODES" "$RATE" "$SECONDS_" "${FORCESYNC:-yes}" "$(nproc)" "${loads[@]}" >"$MD" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$NODES" "$RATE" "$SECS" "${FORCESYNC:-yes}" "$(nproc)" "${loads[@]}" >"$MD" <<'PY'
 import json, statistics, sys
 out, rounds, nodes, rate, secs, fsync, cores = sys.argv[1:8]
 loads = sys.argv[8:]
 rows = [json.loads(l) for l in open(out)]
 get = {(x["peer"], x["round"]): x for x in rows}
 rs = sorted({x["round"] for x in rows})
-cmd = f"NODES={nodes} RATE={rate} SECONDS={secs}" + (" FORCESYNC=no" if fsync == "no" else "") + f" reports/bench-cache.sh {rounds}"
+cmd = f"NODES={nodes} RATE={rate} DURATION={secs}" + (" FORCESYNC=no" if fsync == "no" else "") + f" reports/bench-cache.sh {rounds}"
 print("# Cache lag: avout's `Cache` beside Curator's `CuratorCache`\n")
 print(f"Regenerate (after `cargo build --release -p avout-scenarios`):\n\n```sh\n{cmd}\n```\n")
 print(f"One throwaway standalone ZooKeeper 3.8 (Debian, forceSync={fsync}), {nodes} nodes, a writer at "

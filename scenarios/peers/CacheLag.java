@@ -79,6 +79,7 @@ public class CacheLag {
         int loaded = (int) cache.size();
 
         int total = (int) Math.round(rate * seconds);
+        if (total < 1) die("RATE * SECONDS must come to at least one write");
         double interval = 1e9 / rate;
         Ack[] acks = new Ack[total];
         AtomicLong ackCount = new AtomicLong();
