@@ -28,7 +28,11 @@ fn line(mut command: Command) -> (String, Map<String, Value>) {
 }
 
 fn check(peer: &str, line: &Map<String, Value>) {
-    let int = |k: &str| line[k].as_u64().unwrap_or_else(|| panic!("{k} in {line:?}"));
+    let int = |k: &str| {
+        line[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {line:?}"))
+    };
     assert_eq!(line["peer"], peer);
     assert_eq!(line["workload"], "cache-lag");
     assert_eq!((int("loaded"), int("sent"), int("acked")), (301, 400, 400));
@@ -73,5 +77,9 @@ fn avout_and_the_curator_peer_follow_the_same_writer() {
             .map(|kv| kv.split(':').next().unwrap_or_default().to_owned())
             .collect::<Vec<_>>()
     };
-    assert_eq!(keys(&ours), keys(&theirs), "the same fields in the same order");
+    assert_eq!(
+        keys(&ours),
+        keys(&theirs),
+        "the same fields in the same order"
+    );
 }
