@@ -11,6 +11,8 @@
 //! - `avout bench lock-cycle|lock-contended|rwlock-read|counter|counter-contended` runs the
 //!   recipe workloads of the Curator and kazoo peers (`../shared/peers`) and prints their JSON
 //!   line.
+//! - `avout bench cache-lag` times a subtree cache's initial load and its lag behind a
+//!   writer setting random nodes at a fixed rate (the Curator peer: `scenarios/peers/`).
 //! - `avout lock hold` takes an exclusive lock (Curator-compatible) for interop checks.
 //! - `avout run SCENARIO`, `avout explore SCENARIO --seeds A..B`, `avout replay FILE` and
 //!   `avout shrink FILE` run the scenario registry (`avout_scenarios::scenario`) on the

@@ -1,5 +1,6 @@
 //! Integration tests of the `avout` binary: one test binary with modules.
 
+mod cache_lag;
 mod check_cli;
 mod harness;
 mod lock_hold;

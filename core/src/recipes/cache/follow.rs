@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
 use futures::future::FusedFuture;
-use futures::stream::FuturesUnordered;
+use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 
 use crate::sync::lock;
@@ -40,6 +40,9 @@ enum Kind {
 }
 
 type Fired = BoxFuture<'static, (String, Kind, WatchedEvent)>;
+
+/// A pipelined read of a node the persistent watch named: the path and what was found.
+type Read<'a> = BoxFuture<'a, (String, Result<Option<(Vec<u8>, Stat)>>)>;
 
 pub(super) struct Follower<C: ?Sized> {
     zk: Arc<C>,
@@ -178,6 +181,15 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         self.emit(events);
     }
 
+    /// Follows the persistent watch. Each event's read is sent as the event arrives, without
+    /// waiting for the reads before it, and the replies are applied in the order they were
+    /// sent: one session answers in order, so each reply is as new as the one before it, and
+    /// the view moves as it would with one read at a time, at the pace of the server rather
+    /// than of one round trip per change.
+    ///
+    /// A read that fails indeterminately is not retried in place (a retry would be newer
+    /// than the replies queued behind it): the cache takes no more events, applies what is
+    /// in flight, and re-lists. So does the `Connected` event after a connection loss.
     async fn follow_persistent(
         &mut self,
         mut watch: PersistentWatch,
@@ -191,9 +203,26 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             return Err(e);
         }
         self.loaded(ready);
+        let mut reads: FuturesOrdered<Read> = FuturesOrdered::new();
+        let mut stale = false;
         loop {
+            if stale {
+                match reads.next().await {
+                    Some((path, found)) => self.apply_read(&path, found, &mut stale)?,
+                    None => {
+                        // Changes made while disconnected were not reported (ZOOKEEPER-4698).
+                        self.relist().await?;
+                        stale = false;
+                    }
+                }
+                continue;
+            }
             let event = futures::select! {
                 event = watch.next().fuse() => event,
+                (path, found) = reads.select_next_some() => {
+                    self.apply_read(&path, found, &mut stale)?;
+                    continue;
+                }
                 _ = &mut *stop => {
                     let _ = watch.remove().await;
                     return Ok(Ended::Stopped);
@@ -204,8 +233,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             };
             match event.kind {
                 EventKind::Session => match event.state {
-                    // Changes made while disconnected were not reported (ZOOKEEPER-4698).
-                    SessionState::Connected => self.relist().await?,
+                    SessionState::Connected => stale = true,
                     SessionState::Disconnected => {}
                     state => {
                         let error = state.terminal_error().unwrap_or(Error::Closed);
@@ -213,21 +241,49 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                     }
                 },
                 _ if self.scope.covers(&self.root, &event.path) => {
-                    let found = self.read(&event.path).await?;
-                    self.apply(&event.path, found);
+                    reads.push_back(self.send_read(event.path.clone()));
                     // A recursive watch reports no child changes: re-read the parent, so its
                     // cached `Stat` (children, `cversion`, `pzxid`) stays current too.
                     let parent = crate::path::parent(&event.path).map(str::to_owned);
                     if matches!(event.kind, EventKind::NodeCreated | EventKind::NodeDeleted)
                         && let Some(parent) = parent.filter(|p| self.scope.covers(&self.root, p))
                     {
-                        let found = self.read(&parent).await?;
-                        self.apply(&parent, found);
+                        reads.push_back(self.send_read(parent));
                     }
                 }
                 _ => {}
             }
         }
+    }
+
+    /// A read of `path`, sent now (the request goes out when `get_data` is called).
+    fn send_read(&self, path: String) -> Read<'_> {
+        let reply = self.zk.get_data(&path);
+        async move {
+            let found = match reply.await {
+                Ok(found) => Ok(Some(found)),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(e) => Err(e),
+            };
+            (path, found)
+        }
+        .boxed()
+    }
+
+    /// Applies a pipelined read's reply; an indeterminate failure marks the view `stale`
+    /// (to be re-listed), any other is returned.
+    fn apply_read(
+        &self,
+        path: &str,
+        found: Result<Option<(Vec<u8>, Stat)>>,
+        stale: &mut bool,
+    ) -> Result<()> {
+        match found {
+            Ok(found) => self.apply(path, found),
+            Err(e) if e.is_indeterminate() => *stale = true,
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     async fn follow_oneshot(
@@ -377,7 +433,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
     }
 
     /// Lists everything in scope (after a `sync`) and reports the differences with the view.
-    async fn relist(&mut self) -> Result<()> {
+    async fn relist(&self) -> Result<()> {
         let root = self.root.clone();
         retry(&*self.zk, &root, |zk, p| zk.sync(p)).await?;
         let mut fresh = BTreeMap::new();

@@ -1,7 +1,8 @@
 //! `avout bench`: benchmarks against a running ZooKeeper.
 //!
 //! The recipe workloads (`lock-cycle`, `lock-contended`, `rwlock-read`, `counter`,
-//! `counter-contended`) are in [`recipes`]; this module is `avout bench ops`, the cost of single
+//! `counter-contended`) are in [`recipes`], the cache's lag behind a writer in [`cache_lag`];
+//! this module is `avout bench ops`, the cost of single
 //! ZooKeeper operations through avout's real backend.
 //!
 //! Two figures matter. *Sequential* operations (one outstanding request) measure the round
@@ -30,7 +31,9 @@ use avout::{Coordination, CoordinationExt, CreateOptions};
 use clap::{Args, Subcommand};
 use zookeeper_client as zk;
 
+pub(crate) mod cache_lag;
 mod clock;
+mod lag;
 pub(crate) mod recipes;
 pub(crate) mod sim;
 pub(crate) mod stm;
@@ -52,6 +55,8 @@ pub(crate) enum BenchCommand {
     Counter(RecipeArgs),
     /// Atom increments on one atom from `--clients` sessions; the final value is checked.
     CounterContended(RecipeArgs),
+    /// How far a cache of a 10,000-node subtree trails a writer at 1,000 sets/s.
+    CacheLag(cache_lag::CacheLagArgs),
     /// Simulated ZooKeeper operations per wall-clock second (16 clients, faults on).
     Sim(sim::SimArgs),
     /// STM transactions altering one ref, from `--clients` sessions (see `bench::stm`).
@@ -82,6 +87,9 @@ impl BenchCommand {
             BenchCommand::Sim(_) => unreachable!("`bench sim` runs without a ZooKeeper (main.rs)"),
             BenchCommand::StmAlter(_) | BenchCommand::StmTransfer(_) => {
                 unreachable!("the STM workloads are dispatched by `stm` first (main.rs)")
+            }
+            BenchCommand::CacheLag(_) => {
+                unreachable!("`cache-lag` is dispatched before the recipes (`run`)")
             }
         }
     }
@@ -267,6 +275,9 @@ pub(crate) async fn connect(connect: &str) -> Result<Client, BenchError> {
 
 /// Runs a benchmark against a real ZooKeeper (every subcommand but `sim`).
 pub(crate) async fn run(command: BenchCommand) -> Result<(), BenchError> {
+    if let BenchCommand::CacheLag(args) = command {
+        return cache_lag::run(args).await;
+    }
     match command.stm() {
         Ok((workload, args)) => stm::run(workload, args).await,
         Err(command) => match command.recipe() {

@@ -41,3 +41,23 @@ pub(crate) fn rethrow(e: tokio::task::JoinError) -> ! {
     #[cfg(madsim)]
     panic!("a task panicked: {e}");
 }
+
+/// A positive duration written as a number and a unit: `500ms`, `5s`, `2m`.
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("bad duration {s:?}: expected e.g. 5s or 500ms");
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .ok_or_else(bad)?;
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(bad()),
+    };
+    if secs <= 0.0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}

@@ -196,22 +196,7 @@ impl Style {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, RunCmdError> {
-    let bad = || RunCmdError::Usage(format!("bad duration {s:?}: expected e.g. 5s or 500ms"));
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map(|i| s.split_at(i))
-        .ok_or_else(bad)?;
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(bad()),
-    };
-    if secs <= 0.0 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(secs))
+    super::parse_duration(s).map_err(RunCmdError::Usage)
 }
 
 /// A size: bytes, or a number with `KiB` or `MiB`.
