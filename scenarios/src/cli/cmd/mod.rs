@@ -59,5 +59,23 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     if secs <= 0.0 {
         return Err(bad());
     }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    // Too large to be a `Duration` is bad input too, not a panic.
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::parse_duration;
+
+    #[test]
+    fn durations_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "5", "s", "0s", "-1s", "5h", "1..2s", "99999999999999999999999s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }
