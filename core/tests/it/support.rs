@@ -190,3 +190,22 @@ pub(crate) fn recipe_rates(kind: FaultKind) -> FaultRates {
     };
     rates
 }
+
+/// Each of the twelve fault kinds alone, on `seeds_from_env(var, default, 1_000)` seeds each:
+/// seed `base + 1,000 × the kind's index + n`. `one(seed, kind)` runs one seed and says what
+/// was wrong with it, if anything; the first wrong run panics, naming its kind and seed.
+pub(crate) fn every_kind_alone(
+    var: &str,
+    default: u64,
+    base: u64,
+    mut one: impl FnMut(u64, FaultKind) -> Option<String>,
+) {
+    for (k, kind) in FaultKind::ALL.into_iter().enumerate() {
+        for n in 0..seeds_from_env(var, default, 1_000) {
+            let seed = base + k as u64 * 1_000 + n;
+            if let Some(wrong) = one(seed, kind) {
+                panic!("{kind:?}, seed {seed}: {wrong}");
+            }
+        }
+    }
+}
