@@ -55,7 +55,7 @@ print(f"One throwaway standalone ZooKeeper 3.8 (Debian, forceSync={fsync}), {nod
       "cache's first event for the node at the write's version or later, minus the write's "
       "acknowledgement, on one monotonic clock in one process. avout first in odd rounds, "
       f"Curator first in even ones. The machine has {cores} cores, shared with the server and "
-      "with other engineers' builds; load averages (1, 5, 15 min) when each round started:\n")
+      "whatever else runs; load averages (1, 5, 15 min) when each round started:\n")
 for l in loads: print(f"- {l}")
 print()
 cols = ["load_secs", "ops_per_sec", "events", "lag_p50_us", "lag_p99_us", "lag_p999_us", "lag_max_us",
