@@ -22,6 +22,15 @@ use super::{CacheEvent, CacheScope, Entry, Shared};
 /// How long to wait before retrying a read that failed indeterminately.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
+/// How many nodes a relist reads at once.
+const RELIST_PIPELINE: usize = 256;
+
+/// A node's data and `Stat`, as read.
+type Found = (Vec<u8>, Stat);
+
+/// A node's children and `Stat`, as listed.
+type Listed = (Vec<String>, Stat);
+
 /// How often to look whether a lost session was replaced.
 const REPLACE_POLL: Duration = Duration::from_millis(100);
 
@@ -433,40 +442,67 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
     }
 
     /// Lists everything in scope (after a `sync`) and reports the differences with the view.
+    ///
+    /// The tree is walked a level at a time, with up to [`RELIST_PIPELINE`] nodes' reads in
+    /// flight at once: one session answers in order, so this reads what one read after
+    /// another would, at the pace of the server rather than of one round trip per node.
     async fn relist(&self) -> Result<()> {
         let root = self.root.clone();
         retry(&*self.zk, &root, |zk, p| zk.sync(p)).await?;
         let mut fresh = BTreeMap::new();
-        let mut todo = vec![root.clone()];
-        while let Some(path) = todo.pop() {
-            if self.scope.covers(&root, &path) {
-                match self.read(&path).await? {
-                    Some((data, stat)) => {
-                        fresh.insert(path.clone(), Entry { data, stat });
-                    }
-                    None => continue,
+        let mut level = vec![root.clone()];
+        while !level.is_empty() {
+            let mut reads = futures::stream::iter(std::mem::take(&mut level))
+                .map(|path| self.read_node(&root, path))
+                .buffered(RELIST_PIPELINE);
+            while let Some(node) = reads.next().await {
+                let (path, data, children) = node?;
+                if let Some((data, stat)) = data {
+                    fresh.insert(path.clone(), Entry { data, stat });
                 }
-            }
-            if self.scope.lists_children_of(&root, &path) {
-                match retry(&*self.zk, &path, |zk, p| zk.get_children(p)).await {
-                    Ok((children, stat)) => {
-                        if let Some(entry) = fresh.get_mut(&path)
-                            && entry.stat.czxid == stat.czxid
-                            && entry.stat.mzxid == stat.mzxid
-                        {
-                            // Listed after its data was read: the later child fields.
-                            entry.stat = stat;
-                        }
-                        todo.extend(children.iter().map(|c| crate::path::join(&path, c)));
-                    }
-                    Err(Error::NoNode { .. }) => {}
-                    Err(e) => return Err(e),
+                let Some((children, stat)) = children else {
+                    continue;
+                };
+                if let Some(entry) = fresh.get_mut(&path)
+                    && entry.stat.czxid == stat.czxid
+                    && entry.stat.mzxid == stat.mzxid
+                {
+                    // Listed after its data was read: the later child fields.
+                    entry.stat = stat;
                 }
+                level.extend(children.iter().map(|c| crate::path::join(&path, c)));
             }
         }
         let events = lock(&self.shared).view.replace(fresh);
         self.emit(events);
         Ok(())
+    }
+
+    /// One node of a relist: its data if it is in scope, then its children if the scope lists
+    /// them (not for a node found gone).
+    async fn read_node(
+        &self,
+        root: &str,
+        path: String,
+    ) -> Result<(String, Option<Found>, Option<Listed>)> {
+        let data = if self.scope.covers(root, &path) {
+            match self.read(&path).await? {
+                Some(found) => Some(found),
+                None => return Ok((path, None, None)),
+            }
+        } else {
+            None
+        };
+        let children = if self.scope.lists_children_of(root, &path) {
+            match retry(&*self.zk, &path, |zk, p| zk.get_children(p)).await {
+                Ok(listed) => Some(listed),
+                Err(Error::NoNode { .. }) => None,
+                Err(e) => return Err(e),
+            }
+        } else {
+            None
+        };
+        Ok((path, data, children))
     }
 
     async fn read(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
