@@ -4,14 +4,18 @@
 # (avout first in odd rounds, Curator first in even ones), and writes reports/bench-cache.md:
 # every round's figures and the avout/Curator ratios per round. JSON lines go to $OUT.
 # Env: NODES (10000), RATE (1000), DURATION (seconds, 20), PORT (24381), FORCESYNC=no, AVOUT
-#      (target/release/avout), MD (reports/bench-cache.md).
+#      ($CARGO_TARGET_DIR or target, /release/avout), MD (reports/bench-cache.md).
 # Needs: cargo build --release -p avout-scenarios; apt-get install -y zookeeper zookeeper-bin
 #        netcat-openbsd libcurator-framework-java libcurator-recipes-java; javac (OpenJDK 17)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 peers=$(cd "$here/../../shared/peers" && pwd)   # for zk-standalone.sh only
 ROUNDS=${1:-3}; NODES=${NODES:-10000}; RATE=${RATE:-1000}; SECS=${DURATION:-20}; PORT=${PORT:-24381}
-AVOUT=${AVOUT:-$here/../target/release/avout}
+AVOUT=${AVOUT:-${CARGO_TARGET_DIR:-$here/../target}/release/avout}
+if [ ! -x "$AVOUT" ]; then
+  echo "no avout binary at $AVOUT: cargo build --release -p avout-scenarios, or set AVOUT" >&2
+  exit 2
+fi
 OUT=${OUT:-$(mktemp "${TMPDIR:-/tmp}/bench-cache.XXXXXX.jsonl")}
 MD=${MD:-$here/bench-cache.md}
 build=$(mktemp -d)
