@@ -16,7 +16,7 @@ use avout::recipes::queue::{Clock, DelayQueue, QueueError, TokioClock};
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, Sim};
 
-use crate::support::{every_kind_alone, recipe_rates};
+use crate::support::{every_kind_alone, recipe_sim};
 
 const EACH: u64 = 10;
 const PATH: &str = "/dq";
@@ -29,101 +29,94 @@ struct Seen {
 }
 
 fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
-    let (seen, summary) = Sim::builder()
-        .seed(seed)
-        .clients(0)
-        .rates(recipe_rates(kind))
-        .keep_log(false)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .run(|ctx| async move {
-            let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(EPOCH));
-            let producing = Rc::new(Cell::new(2));
-            let producers = (0..2u64).map(|p| {
-                let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
-                async move {
-                    let client = Client::connect(zk).await.expect("client");
-                    let q = DelayQueue::with_clock(&client, PATH, clock).expect("queue");
-                    let mut doubts = 0;
-                    for i in 0..EACH {
-                        let delay = (i * 7 + p * 3) % 10 * 150;
-                        let data = format!("p{p}-{i}");
-                        match q
-                            .put_after(Duration::from_millis(delay), data.as_bytes())
-                            .await
-                        {
-                            Ok(()) => {}
-                            Err(QueueError::Zk(e)) if e.is_rejected() => panic!("put: {e}"),
-                            Err(_) => doubts += 1,
-                        }
-                        tokio::time::sleep(Duration::from_millis(20)).await;
+    let (seen, summary) = recipe_sim(seed, kind).run(|ctx| async move {
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(EPOCH));
+        let producing = Rc::new(Cell::new(2));
+        let producers = (0..2u64).map(|p| {
+            let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
+            async move {
+                let client = Client::connect(zk).await.expect("client");
+                let q = DelayQueue::with_clock(&client, PATH, clock).expect("queue");
+                let mut doubts = 0;
+                for i in 0..EACH {
+                    let delay = (i * 7 + p * 3) % 10 * 150;
+                    let data = format!("p{p}-{i}");
+                    match q
+                        .put_after(Duration::from_millis(delay), data.as_bytes())
+                        .await
+                    {
+                        Ok(()) => {}
+                        Err(QueueError::Zk(e)) if e.is_rejected() => panic!("put: {e}"),
+                        Err(_) => doubts += 1,
                     }
-                    producing.set(producing.get() - 1);
-                    doubts
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-            });
-            let consumers = (0..3).map(|_| {
-                let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
-                async move {
-                    let client = Client::connect(zk).await.expect("client");
-                    let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
-                    let (mut got, mut doubts, mut errors) = (Vec::new(), 0, 0);
-                    loop {
-                        match q.take_for(Duration::from_secs(4)).await {
-                            Ok(Some(e)) => {
-                                let due = e.due_ms().expect("a delay element");
-                                let data = String::from_utf8(e.data).expect("utf-8");
-                                got.push((data, due, clock.now_ms()));
-                            }
-                            // Quiet, and nothing more to come (a paused producer may put late).
-                            Ok(None) if producing.get() == 0 => return (got, doubts),
-                            Ok(None) => {}
-                            Err(QueueError::TakeInDoubt { .. }) => doubts += 1,
-                            Err(QueueError::Zk(e)) if e.is_rejected() => panic!("take: {e}"),
-                            Err(e) => {
-                                errors += 1;
-                                assert!(errors < 200, "take keeps failing: {e}");
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                            }
-                        }
-                    }
-                }
-            });
-            let (put_doubts, consumed) = futures::join!(
-                futures::future::join_all(producers),
-                futures::future::join_all(consumers)
-            );
-            let mut seen = Seen {
-                taken: Vec::new(),
-                doubts: put_doubts.into_iter().sum(),
-            };
-            for (got, d) in consumed {
-                seen.taken.extend(got);
-                seen.doubts += d;
+                producing.set(producing.get() - 1);
+                doubts
             }
-            // A timed take gives up during an outage: drain until the queue is truly empty.
-            let client = Client::connect(ctx.zk.clone()).await.expect("client");
-            let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
-            let mut errors = 0;
-            loop {
-                match q.take_for(Duration::from_secs(2)).await {
-                    Ok(Some(e)) => {
-                        let due = e.due_ms().expect("a delay element");
-                        let data = String::from_utf8(e.data).expect("utf-8");
-                        seen.taken.push((data, due, clock.now_ms()));
-                    }
-                    Ok(None) if q.count().await.is_ok_and(|n| n == 0) => break,
-                    Ok(None) => {}
-                    Err(QueueError::TakeInDoubt { .. }) => seen.doubts += 1,
-                    Err(e) => {
-                        errors += 1;
-                        assert!(errors < 200, "drain keeps failing: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-            seen
         });
+        let consumers = (0..3).map(|_| {
+            let (zk, clock, producing) = (ctx.zk.clone(), clock.clone(), producing.clone());
+            async move {
+                let client = Client::connect(zk).await.expect("client");
+                let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
+                let (mut got, mut doubts, mut errors) = (Vec::new(), 0, 0);
+                loop {
+                    match q.take_for(Duration::from_secs(4)).await {
+                        Ok(Some(e)) => {
+                            let due = e.due_ms().expect("a delay element");
+                            let data = String::from_utf8(e.data).expect("utf-8");
+                            got.push((data, due, clock.now_ms()));
+                        }
+                        // Quiet, and nothing more to come (a paused producer may put late).
+                        Ok(None) if producing.get() == 0 => return (got, doubts),
+                        Ok(None) => {}
+                        Err(QueueError::TakeInDoubt { .. }) => doubts += 1,
+                        Err(QueueError::Zk(e)) if e.is_rejected() => panic!("take: {e}"),
+                        Err(e) => {
+                            errors += 1;
+                            assert!(errors < 200, "take keeps failing: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }
+        });
+        let (put_doubts, consumed) = futures::join!(
+            futures::future::join_all(producers),
+            futures::future::join_all(consumers)
+        );
+        let mut seen = Seen {
+            taken: Vec::new(),
+            doubts: put_doubts.into_iter().sum(),
+        };
+        for (got, d) in consumed {
+            seen.taken.extend(got);
+            seen.doubts += d;
+        }
+        // A timed take gives up during an outage: drain until the queue is truly empty.
+        let client = Client::connect(ctx.zk.clone()).await.expect("client");
+        let q = DelayQueue::with_clock(&client, PATH, clock.clone()).expect("queue");
+        let mut errors = 0;
+        loop {
+            match q.take_for(Duration::from_secs(2)).await {
+                Ok(Some(e)) => {
+                    let due = e.due_ms().expect("a delay element");
+                    let data = String::from_utf8(e.data).expect("utf-8");
+                    seen.taken.push((data, due, clock.now_ms()));
+                }
+                Ok(None) if q.count().await.is_ok_and(|n| n == 0) => break,
+                Ok(None) => {}
+                Err(QueueError::TakeInDoubt { .. }) => seen.doubts += 1,
+                Err(e) => {
+                    errors += 1;
+                    assert!(errors < 200, "drain keeps failing: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        seen
+    });
     (summary.fault_count(kind), seen)
 }
 

@@ -14,7 +14,7 @@ use avout::recipes::queue::{IdQueue, QueueError};
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, Sim};
 
-use crate::support::{every_kind_alone, recipe_rates};
+use crate::support::{every_kind_alone, recipe_sim};
 
 const IDS: usize = 5;
 const EACH: usize = 4;
@@ -68,77 +68,68 @@ struct Seen {
 }
 
 fn run(seed: u64, kind: FaultKind) -> (u64, Seen) {
-    let (seen, summary) = Sim::builder()
-        .seed(seed)
-        .clients(0)
-        .rates(recipe_rates(kind))
-        .keep_log(false)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .run(|ctx| async move {
-            let mut doubts = 0;
-            let producer = Client::connect(ctx.zk.clone()).await.expect("client");
-            let q = IdQueue::new(&producer, PATH).expect("queue");
-            for i in 0..EACH {
-                for id in 0..IDS {
-                    let (id, data) = (format!("k{id}"), format!("k{id}-{i}"));
-                    // Exactly once, unless its session expired with it in doubt: then it
-                    // is not sent again (it may be enqueued) and is allowed for below.
-                    match q.put(&id, data.as_bytes()).await {
-                        Ok(()) => {}
-                        Err(QueueError::Zk(e)) if e.is_rejected() => panic!("put rejected: {e}"),
-                        Err(_) => doubts += 1,
+    let (seen, summary) = recipe_sim(seed, kind).run(|ctx| async move {
+        let mut doubts = 0;
+        let producer = Client::connect(ctx.zk.clone()).await.expect("client");
+        let q = IdQueue::new(&producer, PATH).expect("queue");
+        for i in 0..EACH {
+            for id in 0..IDS {
+                let (id, data) = (format!("k{id}"), format!("k{id}-{i}"));
+                // Exactly once, unless its session expired with it in doubt: then it
+                // is not sent again (it may be enqueued) and is allowed for below.
+                match q.put(&id, data.as_bytes()).await {
+                    Ok(()) => {}
+                    Err(QueueError::Zk(e)) if e.is_rejected() => panic!("put rejected: {e}"),
+                    Err(_) => doubts += 1,
+                }
+            }
+        }
+        let mut removed = BTreeMap::new();
+        removed.insert("k1".to_owned(), remove(&q, "k1", &mut doubts).await);
+        let consumers = (0..3).map(|_| {
+            let zk = ctx.zk.clone();
+            async move {
+                let client = Client::connect(zk).await.expect("client");
+                let q = IdQueue::new(&client, PATH).expect("queue");
+                let (mut got, mut doubts) = (Vec::new(), 0);
+                loop {
+                    let e =
+                        patiently("take", &mut doubts, || q.take_for(Duration::from_secs(3))).await;
+                    match e {
+                        Some(e) => got.push(String::from_utf8(e.data).expect("utf-8")),
+                        None => return (got, doubts),
                     }
                 }
-            }
-            let mut removed = BTreeMap::new();
-            removed.insert("k1".to_owned(), remove(&q, "k1", &mut doubts).await);
-            let consumers = (0..3).map(|_| {
-                let zk = ctx.zk.clone();
-                async move {
-                    let client = Client::connect(zk).await.expect("client");
-                    let q = IdQueue::new(&client, PATH).expect("queue");
-                    let (mut got, mut doubts) = (Vec::new(), 0);
-                    loop {
-                        let e =
-                            patiently("take", &mut doubts, || q.take_for(Duration::from_secs(3)))
-                                .await;
-                        match e {
-                            Some(e) => got.push(String::from_utf8(e.data).expect("utf-8")),
-                            None => return (got, doubts),
-                        }
-                    }
-                }
-            });
-            let remover = async {
-                tokio::time::sleep(Duration::from_millis(30)).await;
-                let mut doubts = 0;
-                let n = remove(&q, "k3", &mut doubts).await;
-                (n, doubts)
-            };
-            let (consumed, (k3, more)) =
-                futures::join!(futures::future::join_all(consumers), remover);
-            removed.insert("k3".to_owned(), k3);
-            doubts += more;
-            let mut taken = Vec::new();
-            for (got, d) in consumed {
-                taken.extend(got);
-                doubts += d;
-            }
-            // A timed take gives up during an outage: drain until the queue is truly empty.
-            loop {
-                match patiently("drain", &mut doubts, || q.take_for(Duration::from_secs(2))).await {
-                    Some(e) => taken.push(String::from_utf8(e.data).expect("utf-8")),
-                    None if patiently("count", &mut doubts, || q.count()).await == 0 => break,
-                    None => {}
-                }
-            }
-            Seen {
-                taken,
-                removed,
-                doubts,
             }
         });
+        let remover = async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let mut doubts = 0;
+            let n = remove(&q, "k3", &mut doubts).await;
+            (n, doubts)
+        };
+        let (consumed, (k3, more)) = futures::join!(futures::future::join_all(consumers), remover);
+        removed.insert("k3".to_owned(), k3);
+        doubts += more;
+        let mut taken = Vec::new();
+        for (got, d) in consumed {
+            taken.extend(got);
+            doubts += d;
+        }
+        // A timed take gives up during an outage: drain until the queue is truly empty.
+        loop {
+            match patiently("drain", &mut doubts, || q.take_for(Duration::from_secs(2))).await {
+                Some(e) => taken.push(String::from_utf8(e.data).expect("utf-8")),
+                None if patiently("count", &mut doubts, || q.count()).await == 0 => break,
+                None => {}
+            }
+        }
+        Seen {
+            taken,
+            removed,
+            doubts,
+        }
+    });
     (summary.fault_count(kind), seen)
 }
 

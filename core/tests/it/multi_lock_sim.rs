@@ -16,7 +16,7 @@ use avout::lock::{LockStatus, MultiLock};
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, Sim, SimZk};
 
-use crate::support::{every_kind_alone, recipe_rates};
+use crate::support::{every_kind_alone, recipe_sim};
 
 const SETS: [[&str; 2]; 3] = [["/ml/a", "/ml/b"], ["/ml/b", "/ml/c"], ["/ml/c", "/ml/a"]];
 const ROUNDS: usize = 5;
@@ -70,58 +70,51 @@ impl Record {
 }
 
 fn run(seed: u64, kind: FaultKind) -> (u64, Result<u64, String>) {
-    let (out, summary) = Sim::builder()
-        .seed(seed)
-        .clients(0)
-        .rates(recipe_rates(kind))
-        .keep_log(false)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .run(|ctx| async move {
-            let record = Rc::new(RefCell::new(Record::default()));
-            let workers = SETS.iter().enumerate().map(|(who, set)| {
-                let (zk, record) = (ctx.zk.clone(), record.clone());
-                async move {
-                    let client = Client::connect(zk.clone()).await.expect("client");
-                    let multi = MultiLock::new(&client, *set).expect("handle");
-                    let mut done = 0;
-                    let mut failures = 0;
-                    while done < ROUNDS {
-                        let guard = match multi.lock().await {
-                            Ok(guard) => guard,
-                            Err(e) => {
-                                failures += 1;
-                                assert!(failures < 200, "worker {who} keeps failing: {e}");
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                                continue;
-                            }
-                        };
-                        if guard.members().len() != 2 {
-                            return Err(format!("worker {who} holds {:?}", guard.fencing_tokens()));
+    let (out, summary) = recipe_sim(seed, kind).run(|ctx| async move {
+        let record = Rc::new(RefCell::new(Record::default()));
+        let workers = SETS.iter().enumerate().map(|(who, set)| {
+            let (zk, record) = (ctx.zk.clone(), record.clone());
+            async move {
+                let client = Client::connect(zk.clone()).await.expect("client");
+                let multi = MultiLock::new(&client, *set).expect("handle");
+                let mut done = 0;
+                let mut failures = 0;
+                while done < ROUNDS {
+                    let guard = match multi.lock().await {
+                        Ok(guard) => guard,
+                        Err(e) => {
+                            failures += 1;
+                            assert!(failures < 200, "worker {who} keeps failing: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
                         }
-                        let members = guard
-                            .members()
-                            .iter()
-                            .zip(guard.fencing_tokens())
-                            .map(|(g, (lock, token))| (lock, g.node().to_owned(), token))
-                            .collect();
-                        if let Some(wrong) = record.borrow_mut().enter(&zk, who, members) {
-                            return Err(wrong);
-                        }
-                        tokio::time::sleep(Duration::from_millis(10 + 7 * who as u64)).await;
-                        record.borrow_mut().inside.remove(&who);
-                        let _ = guard.unlock().await;
-                        done += 1;
+                    };
+                    if guard.members().len() != 2 {
+                        return Err(format!("worker {who} holds {:?}", guard.fencing_tokens()));
                     }
-                    Ok(())
+                    let members = guard
+                        .members()
+                        .iter()
+                        .zip(guard.fencing_tokens())
+                        .map(|(g, (lock, token))| (lock, g.node().to_owned(), token))
+                        .collect();
+                    if let Some(wrong) = record.borrow_mut().enter(&zk, who, members) {
+                        return Err(wrong);
+                    }
+                    tokio::time::sleep(Duration::from_millis(10 + 7 * who as u64)).await;
+                    record.borrow_mut().inside.remove(&who);
+                    let _ = guard.unlock().await;
+                    done += 1;
                 }
-            });
-            for result in futures::future::join_all(workers).await {
-                result?;
+                Ok(())
             }
-            let holds = record.borrow().true_holds;
-            Ok(holds)
         });
+        for result in futures::future::join_all(workers).await {
+            result?;
+        }
+        let holds = record.borrow().true_holds;
+        Ok(holds)
+    });
     (summary.fault_count(kind), out)
 }
 

@@ -17,7 +17,7 @@ use avout::recipes::semaphore::Semaphore;
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, Sim, SimZk};
 
-use crate::support::{every_kind_alone, recipe_rates};
+use crate::support::{every_kind_alone, recipe_sim};
 
 const MAX: u32 = 3;
 const ROUNDS: usize = 5;
@@ -27,66 +27,58 @@ fn alive(zk: &SimZk, node: &str) -> bool {
 }
 
 fn run(seed: u64, kind: FaultKind) -> (u64, Result<usize, String>) {
-    let (out, summary) = Sim::builder()
-        .seed(seed)
-        .clients(0)
-        .rates(recipe_rates(kind))
-        .keep_log(false)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .run(|ctx| async move {
-            let inside: Rc<RefCell<BTreeMap<usize, Vec<String>>>> = Rc::default();
-            let most = Rc::new(RefCell::new(0));
-            let workers = (0..3usize).map(|who| {
-                let (zk, inside, most) = (ctx.zk.clone(), inside.clone(), most.clone());
-                async move {
-                    let client = Client::connect(zk.clone()).await.expect("client");
-                    let sem = Semaphore::new(&client, "/sem/many", MAX).expect("handle");
-                    let want = who as u32 + 1;
-                    let (mut done, mut failures) = (0, 0);
-                    while done < ROUNDS {
-                        let leases = match sem.acquire_many(want).await {
-                            Ok(leases) => leases,
-                            Err(e) => {
-                                failures += 1;
-                                assert!(failures < 200, "worker {who} keeps failing: {e}");
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                                continue;
-                            }
-                        };
-                        if leases.len() != want as usize {
-                            return Err(format!("asked {want} leases, got {}", leases.len()));
+    let (out, summary) = recipe_sim(seed, kind).run(|ctx| async move {
+        let inside: Rc<RefCell<BTreeMap<usize, Vec<String>>>> = Rc::default();
+        let most = Rc::new(RefCell::new(0));
+        let workers = (0..3usize).map(|who| {
+            let (zk, inside, most) = (ctx.zk.clone(), inside.clone(), most.clone());
+            async move {
+                let client = Client::connect(zk.clone()).await.expect("client");
+                let sem = Semaphore::new(&client, "/sem/many", MAX).expect("handle");
+                let want = who as u32 + 1;
+                let (mut done, mut failures) = (0, 0);
+                while done < ROUNDS {
+                    let leases = match sem.acquire_many(want).await {
+                        Ok(leases) => leases,
+                        Err(e) => {
+                            failures += 1;
+                            assert!(failures < 200, "worker {who} keeps failing: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
                         }
-                        let nodes: Vec<String> =
-                            leases.iter().map(|l| l.node().to_owned()).collect();
-                        inside.borrow_mut().insert(who, nodes);
-                        let held = inside
-                            .borrow()
-                            .values()
-                            .flatten()
-                            .filter(|n| alive(&zk, n))
-                            .count();
-                        if held > MAX as usize {
-                            return Err(format!("{held} leases truly held, at most {MAX}"));
-                        }
-                        let top = most.borrow().max(inside.borrow().len());
-                        *most.borrow_mut() = top;
-                        tokio::time::sleep(Duration::from_millis(10 + 5 * who as u64)).await;
-                        inside.borrow_mut().remove(&who);
-                        for lease in leases {
-                            let _ = lease.release().await;
-                        }
-                        done += 1;
+                    };
+                    if leases.len() != want as usize {
+                        return Err(format!("asked {want} leases, got {}", leases.len()));
                     }
-                    Ok(())
+                    let nodes: Vec<String> = leases.iter().map(|l| l.node().to_owned()).collect();
+                    inside.borrow_mut().insert(who, nodes);
+                    let held = inside
+                        .borrow()
+                        .values()
+                        .flatten()
+                        .filter(|n| alive(&zk, n))
+                        .count();
+                    if held > MAX as usize {
+                        return Err(format!("{held} leases truly held, at most {MAX}"));
+                    }
+                    let top = most.borrow().max(inside.borrow().len());
+                    *most.borrow_mut() = top;
+                    tokio::time::sleep(Duration::from_millis(10 + 5 * who as u64)).await;
+                    inside.borrow_mut().remove(&who);
+                    for lease in leases {
+                        let _ = lease.release().await;
+                    }
+                    done += 1;
                 }
-            });
-            for result in futures::future::join_all(workers).await {
-                result?;
+                Ok(())
             }
-            let most = *most.borrow();
-            Ok(most)
         });
+        for result in futures::future::join_all(workers).await {
+            result?;
+        }
+        let most = *most.borrow();
+        Ok(most)
+    });
     (summary.fault_count(kind), out)
 }
 

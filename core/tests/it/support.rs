@@ -191,6 +191,18 @@ pub(crate) fn recipe_rates(kind: FaultKind) -> FaultRates {
     rates
 }
 
+/// A recipe's run under `kind` alone (at [`recipe_rates`]): clients connected by the
+/// workload, an hour of virtual time, no event log kept.
+pub(crate) fn recipe_sim(seed: u64, kind: FaultKind) -> Sim {
+    Sim::builder()
+        .seed(seed)
+        .clients(0)
+        .rates(recipe_rates(kind))
+        .keep_log(false)
+        .time_limit(Duration::from_secs(3600))
+        .build()
+}
+
 /// Each of the twelve fault kinds alone, on `seeds_from_env(var, default, 1_000)` seeds each:
 /// seed `base + 1,000 × the kind's index + n`. `one(seed, kind)` runs one seed and says what
 /// was wrong with it, if anything; the first wrong run panics, naming its kind and seed.
