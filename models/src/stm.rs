@@ -13,7 +13,8 @@
 //! and the retry loop of `dosync` (`stm/tx.rs`):
 //!
 //! - a try's first read of a ref takes the client's cache ([`RefMap`], the production
-//!   cache's logic) or reads the node with a `ReadMachine` (no `sync`) and remembers it;
+//!   cache's logic) or reads the node with a `ReadMachine` (after a `sync`, sent with it)
+//!   and remembers it;
 //! - the commit is [`CommitSpec::of`] (production: the checks, the conditional writes with
 //!   the header carrying the commit's id and the history) of what the try saw, with a fresh
 //!   commit id, run by a `CommitMachine`;
@@ -229,7 +230,7 @@ impl StmAgent {
                 }
                 None => {
                     let generation = self.next_generation();
-                    let machine = ReadMachine::new(vec![path.into()], false);
+                    let machine = ReadMachine::new(vec![path.into()], true);
                     self.running = Some(Running::Reading(
                         path.into(),
                         Run::start(generation, machine),

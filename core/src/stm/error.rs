@@ -178,12 +178,20 @@ impl<E> StmError<E> {
     /// use avout::stm::StmError;
     /// let e: StmError = StmError::SessionLost(avout::Error::SessionExpired);
     /// assert!(!e.is_definite());
+    /// let lost: StmError = StmError::Zk(avout::Error::ConnectionLoss);
+    /// assert!(!lost.is_definite());
+    /// let refused: StmError = StmError::Zk(avout::Error::BadArguments("x".into()));
+    /// assert!(refused.is_definite());
     /// ```
     pub fn is_definite(&self) -> bool {
-        !matches!(
-            self,
-            StmError::Indeterminate { .. } | StmError::SessionLost(_)
-        )
+        match self {
+            StmError::Indeterminate { .. } | StmError::SessionLost(_) => false,
+            // Only a refusal is known to have changed nothing: an indeterminate error that
+            // reached the caller as it is (no path is meant to let one through, but the type
+            // allows it) may have been applied.
+            StmError::Zk(e) => e.is_rejected(),
+            _ => true,
+        }
     }
 
     /// The same error with the body's error mapped by `f`.

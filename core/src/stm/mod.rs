@@ -48,8 +48,8 @@
 //!
 //! - [`Protocol::Optimistic`] ([`optimistic`]): each ref is one node; a try reads versions
 //!   (a warm cache serves reads; the commit validates them) and commits with one `multi`
-//!   of version checks and conditional writes. Serializable; a single-ref `alter` with a warm
-//!   cache is one round trip.
+//!   of version checks and conditional writes. Strictly serializable; a single-ref `alter`
+//!   with a warm cache is one round trip.
 //! - [`Protocol::Mvcc`]: Avout's recipe (transaction points under `history`, per-ref locks,
 //!   history nodes and tags, barging), made safe and fast.
 //!
@@ -64,11 +64,11 @@
 //!
 //! | protocol | transaction | cache | requests | round trips |
 //! |---|---|---|---|---|
-//! | Optimistic | read-only, one ref | cold | 1 | 1 |
+//! | Optimistic | read-only, one ref | cold | 2 | 1 |
 //! | Optimistic | read-only, one ref | warm | 1 | 1 |
 //! | Optimistic | read-only, two refs | warm | 1 | 1 |
 //! | Optimistic | alter one ref | warm | 1 | 1 |
-//! | Optimistic | alter one ref | cold | 2 | 2 |
+//! | Optimistic | alter one ref | cold | 3 | 2 |
 //! | Optimistic | alter two refs | warm | 1 | 1 |
 //! | Optimistic | commute one ref | warm | 1 | 1 |
 //! | Mvcc | read-only, one ref | – | 3 | 1 |

@@ -245,7 +245,7 @@ fn round_trips_per_kind() {
                 let got: Vec<(u64, u64)> = rows.iter().map(|r| (r.1, r.2)).collect();
                 assert_eq!(
                     got,
-                    vec![(1, 1), (1, 1), (1, 1), (2, 2), (1, 1), (1, 1), (1, 1)],
+                    vec![(2, 1), (1, 1), (1, 1), (3, 2), (1, 1), (1, 1), (1, 1)],
                     "the table in the avout::stm docs"
                 );
             }

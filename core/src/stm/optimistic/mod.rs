@@ -10,19 +10,21 @@
 //! # The algorithm
 //!
 //! - **Read**: the first time a try touches a ref it takes the handle's cached node (data and
-//!   version) or, without one, reads the node (one round trip). Reads within a try are
-//!   repeatable.
+//!   version) or, without one, reads the node after a `sync` sent with it (one round trip).
+//!   Reads within a try are repeatable.
 //! - **Commit**: one `multi` — a `check` of the version read for every ref read or ensured
 //!   and not written, a `set_data` conditional on the version read for every written ref, and
 //!   last a `set_data` for every commuted ref, its value recomputed from the newest version
 //!   the handle knows. ZooKeeper applies the `multi` atomically, so the try commits exactly
 //!   if nothing it read or wrote changed since it read it: every committed transaction is
-//!   equivalent to running alone at its commit (serializable; strictly serializable for
-//!   transactions that write or check two or more refs, since the `multi` goes through the
-//!   leader).
+//!   equivalent to running alone at its commit, which lies within the `multi`'s round trip
+//!   through the leader: strictly serializable.
 //! - **Read-only**: validated too, by a `multi` of checks — unless the try read a single ref
-//!   from the server (not the cache), when the read itself is the transaction and nothing
-//!   is sent.
+//!   from the server (not the cache), when the synced read itself is the transaction and
+//!   nothing is sent. The `sync` is what keeps this case strictly serializable: without it a
+//!   lagging server could answer with a version older than a commit that had already
+//!   returned to its caller (a stale read; regression case
+//!   `list-append-optimistic-unsynced-single-read`).
 //! - **Conflict**: the `multi` fails at the first operation that does not hold; nothing was
 //!   written. The refs of the try are read again in the same step (one round trip) into the
 //!   cache, and the body runs again. If the failing operation is a commuted ref's write, the
@@ -389,22 +391,17 @@ impl Attempt for Try<'_> {
             let (node, fresh) = match self.engine.cached(name) {
                 Some(node) => (node, false),
                 None => {
-                    let mut node = self
+                    // Synced: a try that reads one ref from the server and writes nothing
+                    // sends no commit, so this read is its whole transaction and must see
+                    // every commit that finished before it began (a lagging server would
+                    // serve an older version). The sync travels with the read: no extra
+                    // round trip. It also makes a missing node a missing ref.
+                    let node = self
                         .engine
-                        .read_nodes(self.zk, &[name], false)
+                        .read_nodes(self.zk, &[name], true)
                         .await?
                         .pop()
                         .flatten();
-                    if node.is_none() {
-                        // A lagging server may not have the ref yet: only a read after a
-                        // sync says it does not exist.
-                        node = self
-                            .engine
-                            .read_nodes(self.zk, &[name], true)
-                            .await?
-                            .pop()
-                            .flatten();
-                    }
                     match node {
                         Some(node) => (node, true),
                         None => {
