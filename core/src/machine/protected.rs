@@ -93,7 +93,6 @@ pub struct ProtectedCreate {
     prefix: String,
     data: Vec<u8>,
     session: i64,
-    sync_first: bool,
     node: Node,
     phase: Phase,
 }
@@ -112,7 +111,6 @@ impl ProtectedCreate {
             prefix: prefix.into(),
             data: Vec::new(),
             session,
-            sync_first: true,
             node: Node::Absent,
             phase: Phase::Idle,
         }
@@ -126,19 +124,6 @@ impl ProtectedCreate {
     /// ```
     pub fn with_data(mut self, data: Vec<u8>) -> Self {
         self.data = data;
-        self
-    }
-
-    /// The same, listing the children during recovery without a `sync` before. Only for the
-    /// semaphore's lease nodes, which have always been recovered so (a lagging server may
-    /// then hide a lease the leader created; it is found again once counted).
-    ///
-    /// ```
-    /// let pc = avout::machine::ProtectedCreate::new("/s", "_c_1-lease-", 1).unsynced_recovery();
-    /// # let _ = pc;
-    /// ```
-    pub fn unsynced_recovery(mut self) -> Self {
-        self.sync_first = false;
         self
     }
 
@@ -247,11 +232,9 @@ impl ProtectedCreate {
     /// assert_eq!(std::iter::from_fn(|| out.pop()).count(), 2);
     /// ```
     pub fn recover<O>(&mut self, outbox: &mut Outbox<O>) {
-        if self.sync_first {
-            outbox.send(Request::Sync {
-                path: self.parent.clone(),
-            });
-        }
+        outbox.send(Request::Sync {
+            path: self.parent.clone(),
+        });
         let list = outbox.send(Request::GetChildren {
             path: self.parent.clone(),
             watch: false,
@@ -405,11 +388,10 @@ mod tests {
     #[test]
     fn another_sessions_node_with_our_prefix_is_not_adopted() {
         let mut out: Outbox<()> = Outbox::default();
-        let mut pc = ProtectedCreate::new("/l", "p-", 1).unsynced_recovery();
+        let mut pc = ProtectedCreate::new("/l", "p-", 1);
         pc.recover(&mut out);
-        let sent_now = sent(&mut out);
-        assert_eq!(sent_now.len(), 1, "no sync");
-        pc.handle_reply(&mut out, sent_now[0].0, listing(&["p-0000000001"]));
+        let list = sent(&mut out).last().unwrap().0;
+        pc.handle_reply(&mut out, list, listing(&["p-0000000001"]));
         let exists = sent(&mut out)[0].0;
         let theirs = Stat {
             ephemeral_owner: 2,

@@ -93,7 +93,7 @@ impl SemaphoreMachine {
         let leases_path = path::join(path, "leases");
         let lease_prefix = format!("_c_{}-{LEASE_MARKER}", uuid::Uuid::from_u128(guid));
         SemaphoreMachine {
-            lease: ProtectedCreate::new(&leases_path, lease_prefix, session).unsynced_recovery(),
+            lease: ProtectedCreate::new(&leases_path, lease_prefix, session),
             leases_path,
             max_leases,
             patience,

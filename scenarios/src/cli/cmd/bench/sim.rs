@@ -55,6 +55,9 @@ struct Measured {
     cpu: Option<Duration>,
     virtual_time: Duration,
     faults: BTreeMap<FaultKind, u64>,
+    /// The runs' event-log hashes folded together: two builds that print the same one
+    /// simulated the same schedules, so their speeds compare like for like.
+    schedule: u64,
 }
 
 /// Runs the benchmark and prints its figure.
@@ -97,6 +100,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
             "virtual_secs": m.virtual_time.as_secs_f64(),
             "virtual_per_wall": ratio,
             "faults": faults,
+            "schedule_hash": format!("{:016x}", m.schedule),
         });
         println!("{line}");
     } else {
@@ -121,6 +125,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), super::BenchError> {
             .map(|(k, n)| format!("{} {n}", k.name()))
             .collect();
         println!("faults: {}", faults.join(", "));
+        println!("schedule hash {:016x}", m.schedule);
     }
     Ok(())
 }
@@ -190,6 +195,7 @@ fn measure(params: &BenchParams, first_seed: u64, runs: u64) -> Measured {
         cpu: None,
         virtual_time: Duration::ZERO,
         faults: BTreeMap::new(),
+        schedule: 0,
     };
     let cpu_start = thread_cpu();
     let start = Instant::now();
@@ -199,6 +205,7 @@ fn measure(params: &BenchParams, first_seed: u64, runs: u64) -> Measured {
         m.calls += outcome.calls;
         m.errors += outcome.errors;
         m.virtual_time += summary.virtual_time;
+        m.schedule = m.schedule.rotate_left(5) ^ summary.hash;
         for (k, n) in summary.faults {
             *m.faults.entry(k).or_default() += n;
         }
@@ -236,6 +243,12 @@ mod tests {
         assert!(m.requests > m.calls / 2, "{m:?}");
         assert!(m.faults.values().sum::<u64>() > 0, "{m:?}");
         assert!(m.virtual_time > Duration::ZERO);
+        let again = measure(&params, 0, 2);
+        assert_eq!(
+            m.schedule, again.schedule,
+            "the same seeds simulate the same schedules"
+        );
+        assert_ne!(m.schedule, measure(&params, 1, 2).schedule);
     }
 
     #[test]
