@@ -34,7 +34,10 @@ pub enum ErrorClass {
     Rejected,
     /// The request may or may not have taken effect.
     Indeterminate,
-    /// The session, its ephemeral nodes and its watches are gone.
+    /// The session, its ephemeral nodes and its watches are gone. A request that failed so
+    /// may still have taken effect: a write the server applied just before the session
+    /// ended is answered by the session's end, as ZooKeeper's clients fail every call in
+    /// flight when they learn of an expiry.
     SessionLost,
 }
 
