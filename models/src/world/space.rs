@@ -4,14 +4,24 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use avout_sim_zk::kernel::Kernel;
+use avout_sim_zk::kernel::{Fired, Kernel};
 
 use super::{Action, Agent, Client, Faults, World};
-use crate::shared::Interner;
+use crate::shared::{ByAddress, Interner, Memo, Shared};
 
 /// What the states of one check share: one copy of each distinct kernel and client (see
-/// [`crate::shared`]), and whether the check was told to stop. A cheap handle: clones share
-/// it. Each model holds one; [`crate::check()`] gives the model a fresh one for every check.
+/// [`crate::shared`]), the moves taken on them, and whether the check was told to stop. A
+/// cheap handle: clones share it. Each model holds one; [`crate::check()`] gives the model a
+/// fresh one for every check.
+///
+/// A move depends on a few parts of a state only: a client's own move (a delivery, its timer,
+/// its script step) and its reading ahead on that client, the server's applying a client's
+/// request on the kernel and that client. The checker takes the same move on the same parts
+/// in many states (a state's successors are mostly states it meets again, and two clients'
+/// moves interleave in every order), so the space remembers what each move made of its
+/// parts, by their (interned) allocations, and a state that takes it again reuses the
+/// result: no copying, changing, hashing or comparing of kernels and clients. The moves are
+/// deterministic (time does not flow, see [`crate::world`]), so the states are the same.
 ///
 /// ```
 /// use avout_models::world::Space;
@@ -27,8 +37,18 @@ pub struct Space<A> {
 struct Inner<A> {
     kernels: Interner<Kernel>,
     clients: Interner<Client<A>>,
+    /// The kernel and the client after the server applied the client's next request (losing
+    /// the reply, or not), with the events it fired.
+    applied: Memo<(ByAddress<Kernel>, ByAddress<Client<A>>, bool), Applied<A>>,
+    /// A client after a move of its own (with replies read in batches, or not).
+    moved: Memo<(ByAddress<Client<A>>, Action, bool), Shared<Client<A>>>,
+    /// A client after it read ahead, if it must (its session expirable, or not; replies read
+    /// in batches, or not).
+    read_ahead: Memo<(ByAddress<Client<A>>, bool, bool), Option<Shared<Client<A>>>>,
     halted: AtomicBool,
 }
+
+type Applied<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
 
 impl<A> Default for Space<A> {
     fn default() -> Self {
@@ -36,6 +56,9 @@ impl<A> Default for Space<A> {
             inner: Arc::new(Inner {
                 kernels: Interner::default(),
                 clients: Interner::default(),
+                applied: Memo::default(),
+                moved: Memo::default(),
+                read_ahead: Memo::default(),
                 halted: AtomicBool::new(false),
             }),
         }
@@ -62,7 +85,7 @@ impl<A: Agent> Space<A> {
     /// equal parts of other states.
     pub fn after(&self, state: &World<A>, action: Action) -> World<A> {
         let mut next = state.clone();
-        next.step(action, None);
+        next.step_in(action, None, Some(self));
         next.kernel = self.inner.kernels.intern(next.kernel);
         for c in &mut next.clients {
             *c = self.inner.clients.intern(c.clone());
@@ -70,11 +93,63 @@ impl<A: Agent> Space<A> {
         next
     }
 
-    /// Forgets the kept kernels and clients (states holding them keep them alive; later
-    /// equal ones are no longer shared with them).
+    /// `kernel` and `client` after the server applied the client's next request, losing the
+    /// reply if `lost`, with the events it fired: remembered, or what `apply` makes of them.
+    pub(super) fn applied(
+        &self,
+        kernel: &Shared<Kernel>,
+        client: &Shared<Client<A>>,
+        lost: bool,
+        apply: impl FnOnce() -> Applied<A>,
+    ) -> Applied<A> {
+        let key = (ByAddress(kernel.clone()), ByAddress(client.clone()), lost);
+        self.inner.applied.get_or(key, || {
+            let (kernel, client, events) = apply();
+            (
+                self.inner.kernels.intern(kernel),
+                self.inner.clients.intern(client),
+                events,
+            )
+        })
+    }
+
+    /// `client` after `action`, a move of its own, reading replies in batches if `batch`:
+    /// remembered, or what `take` makes of it.
+    pub(super) fn moved(
+        &self,
+        client: &Shared<Client<A>>,
+        action: Action,
+        batch: bool,
+        take: impl FnOnce() -> Shared<Client<A>>,
+    ) -> Shared<Client<A>> {
+        let key = (ByAddress(client.clone()), action, batch);
+        self.inner
+            .moved
+            .get_or(key, || self.inner.clients.intern(take()))
+    }
+
+    /// `client` after it read ahead, if it must: remembered, or what `read` makes of it.
+    pub(super) fn read_ahead(
+        &self,
+        client: &Shared<Client<A>>,
+        expirable: bool,
+        batch: bool,
+        read: impl FnOnce() -> Option<Shared<Client<A>>>,
+    ) -> Option<Shared<Client<A>>> {
+        let key = (ByAddress(client.clone()), expirable, batch);
+        self.inner
+            .read_ahead
+            .get_or(key, || read().map(|c| self.inner.clients.intern(c)))
+    }
+
+    /// Forgets the kept kernels and clients and the moves taken on them (states holding
+    /// them keep them alive; later equal ones are no longer shared with them).
     pub fn forget(&self) {
         self.inner.kernels.clear();
         self.inner.clients.clear();
+        self.inner.applied.clear();
+        self.inner.moved.clear();
+        self.inner.read_ahead.clear();
     }
 
     /// How many distinct kernels and clients the states share.
