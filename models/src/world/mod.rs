@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use avout::machine::{Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
-use avout_sim_zk::kernel::{Fired, Kernel, Server};
+use avout_sim_zk::kernel::{Applied, Fired, Kernel, Server};
 
 pub use agent::{Agent, Run};
 pub(crate) use faults::examples as fault_examples;
@@ -177,33 +177,22 @@ impl<A: Agent> Client<A> {
 }
 
 impl<A: Agent> Client<A> {
-    /// The server applies this client's next request to `kernel` (losing the reply when
-    /// `lost`), and the client takes its share of what follows: the watch the reply arms,
-    /// the events `kernel` fires for it, the reply or its lost connection, and what its
-    /// agent sends then. Returns every event the request fired (said, each of them), for the
-    /// other clients.
-    fn apply(
+    /// The client takes its share of what follows the server's applying `request`, its
+    /// next request (`token`), losing the reply when `lost`: the watch the reply arms, the
+    /// events the server fired for it, the reply or its lost connection, and what its agent
+    /// sends then. Returns every event the request fired (said, each of them), for the other
+    /// clients.
+    fn take_applied(
         &mut self,
         i: usize,
-        kernel: &mut Kernel,
+        (token, request): (Token, Request),
+        served: Served,
         lost: bool,
         say: &mut Say<'_>,
     ) -> Vec<Fired> {
-        let (token, request) = self.outbox.pop_front().expect("a request");
-        let session = self.session;
-        if kernel.server_of(session) == Some(Server::Follower(0))
-            && kernel.follower_backlog() > 0
-            && !request.is_write()
-        {
+        let Served { applied, stale, .. } = served;
+        if stale {
             self.read_stale = true;
-        }
-        let mut applied = kernel.apply(0, session, &request);
-        // ZooKeeper answers a write, refused or not, from the client's server once it
-        // applied everything committed before it; the kernel's follower catches up only for
-        // writes that succeed, which would let a refused write go round on stale reads for
-        // ever.
-        if request.is_write() && kernel.server_of(session) == Some(Server::Follower(0)) {
-            applied.events.extend(kernel.sync_follower());
         }
         let result = applied.result;
         say(&|| {
@@ -229,7 +218,7 @@ impl<A: Agent> Client<A> {
         }
         self.agent.observe_applied(&request, &result, lost);
         for fired in &applied.events {
-            if fired.session == session {
+            if fired.session == self.session {
                 self.fire(fired);
             }
             say(&|| format!("    fires {}", fired.event));
@@ -331,6 +320,40 @@ fn watch_keys(fired: &Fired) -> impl Iterator<Item = (String, Table)> + Clone + 
         _ => &[],
     };
     tables.iter().map(|t| (fired.event.path.clone(), *t))
+}
+
+/// What the server did with a request: the kernel after it, the reply and the events.
+#[derive(Clone, Debug)]
+struct Served {
+    kernel: Shared<Kernel>,
+    applied: Applied,
+    /// Whether a follower that lagged behind the leader served it (a read).
+    stale: bool,
+}
+
+impl Served {
+    /// The server applies `request` of `session` to `kernel`.
+    fn new(kernel: &Shared<Kernel>, session: SessionId, request: &Request) -> Self {
+        let mut kernel = kernel.clone();
+        let stale = kernel.server_of(session) == Some(Server::Follower(0))
+            && kernel.follower_backlog() > 0
+            && !request.is_write();
+        let k = kernel.make_mut();
+        let mut applied = k.apply(0, session, request);
+        // ZooKeeper answers a write, refused or not, from the client's server once it
+        // applied everything committed before it; the kernel's follower catches up only for
+        // writes that succeed, which would let a refused write go round on stale reads for
+        // ever.
+        if request.is_write() && k.server_of(session) == Some(Server::Follower(0)) {
+            applied.events.extend(k.sync_follower());
+        }
+        kernel.rehash();
+        Served {
+            kernel,
+            applied,
+            stale,
+        }
+    }
 }
 
 /// Where a step says what happens (nowhere unless a trace is wanted).
@@ -607,12 +630,19 @@ impl<A: Agent> World<A> {
                     self.faults_left -= 1;
                 }
                 // The kernel and client `i` after it depend on nothing else: taken once per
-                // pair of them (see `Space::applied`).
-                let apply = |say: &mut dyn FnMut(&dyn Fn() -> String)| {
-                    let mut kernel = self.kernel.clone();
+                // pair of them (see `Space::applied`), and the kernel after it on the kernel
+                // and the request only (see `Space::served`).
+                let apply = |say: &mut Say<'_>| {
                     let mut client = self.clients[i].clone();
-                    let events = client.make_mut().apply(i, kernel.make_mut(), lost, say);
-                    kernel.rehash();
+                    let c = client.make_mut();
+                    let sent = c.outbox.pop_front().expect("a request");
+                    let serve = || Served::new(&self.kernel, c.session, &sent.1);
+                    let served = match space {
+                        Some(space) => space.served(&self.kernel, c.session, &sent.1, serve),
+                        None => serve(),
+                    };
+                    let kernel = served.kernel.clone();
+                    let events = c.take_applied(i, sent, served, lost, say);
                     client.rehash();
                     (kernel, client, events)
                 };

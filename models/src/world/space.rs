@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use avout_sim_zk::kernel::{Fired, Kernel};
 
-use super::{Action, Agent, Client, Faults, World};
+use avout::SessionId;
+use avout::machine::Request;
+
+use super::{Action, Agent, Client, Faults, Served, World};
 use crate::shared::{ByAddress, Interner, Memo, Shared};
 
 /// What the states of one check share: one copy of each distinct kernel and client (see
@@ -40,6 +43,8 @@ struct Inner<A> {
     /// The kernel and the client after the server applied the client's next request (losing
     /// the reply, or not), with the events it fired.
     applied: Memo<(ByAddress<Kernel>, ByAddress<Client<A>>, bool), Applied<A>>,
+    /// What the server did with a session's request on a kernel.
+    served: Memo<(ByAddress<Kernel>, SessionId, Request), Served>,
     /// A client after a move of its own (with replies read in batches, or not).
     moved: Memo<(ByAddress<Client<A>>, Action, bool), Shared<Client<A>>>,
     /// A client after it read ahead, if it must (its session expirable, or not; replies read
@@ -57,6 +62,7 @@ impl<A> Default for Space<A> {
                 kernels: Interner::default(),
                 clients: Interner::default(),
                 applied: Memo::default(),
+                served: Memo::default(),
                 moved: Memo::default(),
                 read_ahead: Memo::default(),
                 halted: AtomicBool::new(false),
@@ -105,11 +111,24 @@ impl<A: Agent> Space<A> {
         let key = (ByAddress(kernel.clone()), ByAddress(client.clone()), lost);
         self.inner.applied.get_or(key, || {
             let (kernel, client, events) = apply();
-            (
-                self.inner.kernels.intern(kernel),
-                self.inner.clients.intern(client),
-                events,
-            )
+            (kernel, self.inner.clients.intern(client), events)
+        })
+    }
+
+    /// What the server does with `session`'s `request` on `kernel`: remembered, or what
+    /// `serve` makes of it.
+    pub(super) fn served(
+        &self,
+        kernel: &Shared<Kernel>,
+        session: SessionId,
+        request: &Request,
+        serve: impl FnOnce() -> Served,
+    ) -> Served {
+        let key = (ByAddress(kernel.clone()), session, request.clone());
+        self.inner.served.get_or(key, || {
+            let mut served = serve();
+            served.kernel = self.inner.kernels.intern(served.kernel);
+            served
         })
     }
 
@@ -148,8 +167,23 @@ impl<A: Agent> Space<A> {
         self.inner.kernels.clear();
         self.inner.clients.clear();
         self.inner.applied.clear();
+        self.inner.served.clear();
         self.inner.moved.clear();
         self.inner.read_ahead.clear();
+    }
+
+    #[allow(missing_docs)]
+    pub fn memo_stats(&self) -> String {
+        let s = &self.inner;
+        format!(
+            "TEMP kernels {} clients {} applied {} served {} moved {} read_ahead {}",
+            s.kernels.len(),
+            s.clients.len(),
+            s.applied.len(),
+            s.served.len(),
+            s.moved.len(),
+            s.read_ahead.len()
+        )
     }
 
     /// How many distinct kernels and clients the states share.
