@@ -648,7 +648,9 @@ impl<A: Agent> World<A> {
                 };
                 let (kernel, client, events) = match space {
                     Some(space) => {
-                        space.applied(&self.kernel, &self.clients[i], lost, || apply(&mut |_| {}))
+                        space.served_client(&self.kernel, &self.clients[i], action, || {
+                            apply(&mut |_| {})
+                        })
                     }
                     None => apply(&mut say),
                 };
@@ -736,18 +738,55 @@ impl<A: Agent> World<A> {
             }
             Action::Expire(i) => {
                 self.faults_left -= 1;
-                let session = self.clients[i].session;
                 say(&|| format!("server EXPIRES client {i}'s session"));
-                let events = self.kernel.make_mut().expire_session(0, session);
-                self.route(events, None, &mut say);
-                self.clients[i].make_mut().inbox.push_back(Msg::Expired);
+                // As for `Apply`: the kernel after it depends on the kernel and the session,
+                // client `i` after it on them and the client.
+                let expire = |say: &mut Say<'_>| {
+                    let mut client = self.clients[i].clone();
+                    let c = client.make_mut();
+                    let session = c.session;
+                    let expire = || {
+                        let mut kernel = self.kernel.clone();
+                        let events = kernel.make_mut().expire_session(0, session);
+                        kernel.rehash();
+                        (kernel, events)
+                    };
+                    let (kernel, events) = match space {
+                        Some(space) => space.expired(&self.kernel, session, expire),
+                        None => expire(),
+                    };
+                    for fired in &events {
+                        if fired.session == session {
+                            c.fire(fired);
+                        }
+                        say(&|| format!("    fires {}", fired.event));
+                    }
+                    c.inbox.push_back(Msg::Expired);
+                    c.flush();
+                    client.rehash();
+                    (kernel, client, events)
+                };
+                let (kernel, client, events) = match space {
+                    Some(space) => {
+                        space.served_client(&self.kernel, &self.clients[i], action, || {
+                            expire(&mut |_| {})
+                        })
+                    }
+                    None => expire(&mut say),
+                };
+                self.kernel = kernel;
+                self.clients[i] = client;
+                self.route(events, Some(i), &mut |_| {});
             }
         }
         // Only the acting client's agent can have changed, so only it has requests to send
         // or may have finished (the moves above flushed it already).
         if let Some(i) = action.client()
             && !action.is_local()
-            && !matches!(action, Action::Apply(_) | Action::LoseReply(_))
+            && !matches!(
+                action,
+                Action::Apply(_) | Action::LoseReply(_) | Action::Expire(_)
+            )
         {
             self.clients[i].make_mut().flush();
         }

@@ -41,10 +41,12 @@ struct Inner<A> {
     kernels: Interner<Kernel>,
     clients: Interner<Client<A>>,
     /// The kernel and the client after the server applied the client's next request (losing
-    /// the reply, or not), with the events it fired.
-    applied: Memo<(ByAddress<Kernel>, ByAddress<Client<A>>, bool), Applied<A>>,
+    /// the reply, or not) or expired its session, with the events it fired.
+    served_clients: Memo<(ByAddress<Kernel>, ByAddress<Client<A>>, Action), ServedClient<A>>,
     /// What the server did with a session's request on a kernel.
     served: Memo<(ByAddress<Kernel>, SessionId, Request), Served>,
+    /// The kernel after it expired a session, and the events it fired.
+    expired: Memo<(ByAddress<Kernel>, SessionId), (Shared<Kernel>, Vec<Fired>)>,
     /// A client after a move of its own (with replies read in batches, or not).
     moved: Memo<(ByAddress<Client<A>>, Action, bool), Shared<Client<A>>>,
     /// A client after it read ahead, if it must (its session expirable, or not; replies read
@@ -53,7 +55,7 @@ struct Inner<A> {
     halted: AtomicBool,
 }
 
-type Applied<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
+type ServedClient<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
 
 impl<A> Default for Space<A> {
     fn default() -> Self {
@@ -61,8 +63,9 @@ impl<A> Default for Space<A> {
             inner: Arc::new(Inner {
                 kernels: Interner::default(),
                 clients: Interner::default(),
-                applied: Memo::default(),
+                served_clients: Memo::default(),
                 served: Memo::default(),
+                expired: Memo::default(),
                 moved: Memo::default(),
                 read_ahead: Memo::default(),
                 halted: AtomicBool::new(false),
@@ -99,19 +102,35 @@ impl<A: Agent> Space<A> {
         next
     }
 
-    /// `kernel` and `client` after the server applied the client's next request, losing the
-    /// reply if `lost`, with the events it fired: remembered, or what `apply` makes of them.
-    pub(super) fn applied(
+    /// `kernel` and `client` after `action`, the server's applying the client's next request
+    /// (`Apply`, `LoseReply`) or expiring its session (`Expire`), with the events it fired:
+    /// remembered, or what `serve` makes of them.
+    pub(super) fn served_client(
         &self,
         kernel: &Shared<Kernel>,
         client: &Shared<Client<A>>,
-        lost: bool,
-        apply: impl FnOnce() -> Applied<A>,
-    ) -> Applied<A> {
-        let key = (ByAddress(kernel.clone()), ByAddress(client.clone()), lost);
-        self.inner.applied.get_or(key, || {
-            let (kernel, client, events) = apply();
+        action: Action,
+        serve: impl FnOnce() -> ServedClient<A>,
+    ) -> ServedClient<A> {
+        let key = (ByAddress(kernel.clone()), ByAddress(client.clone()), action);
+        self.inner.served_clients.get_or(key, || {
+            let (kernel, client, events) = serve();
             (kernel, self.inner.clients.intern(client), events)
+        })
+    }
+
+    /// `kernel` after it expired `session`, with the events it fired: remembered, or what
+    /// `expire` makes of them.
+    pub(super) fn expired(
+        &self,
+        kernel: &Shared<Kernel>,
+        session: SessionId,
+        expire: impl FnOnce() -> (Shared<Kernel>, Vec<Fired>),
+    ) -> (Shared<Kernel>, Vec<Fired>) {
+        let key = (ByAddress(kernel.clone()), session);
+        self.inner.expired.get_or(key, || {
+            let (kernel, events) = expire();
+            (self.inner.kernels.intern(kernel), events)
         })
     }
 
@@ -166,8 +185,9 @@ impl<A: Agent> Space<A> {
     pub fn forget(&self) {
         self.inner.kernels.clear();
         self.inner.clients.clear();
-        self.inner.applied.clear();
+        self.inner.served_clients.clear();
         self.inner.served.clear();
+        self.inner.expired.clear();
         self.inner.moved.clear();
         self.inner.read_ahead.clear();
     }
@@ -179,7 +199,7 @@ impl<A: Agent> Space<A> {
             "TEMP kernels {} clients {} applied {} served {} moved {} read_ahead {}",
             s.kernels.len(),
             s.clients.len(),
-            s.applied.len(),
+            s.served_clients.len(),
             s.served.len(),
             s.moved.len(),
             s.read_ahead.len()
