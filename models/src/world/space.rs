@@ -52,6 +52,8 @@ struct Inner<A> {
     /// A client after it read ahead, if it must (its session expirable, or not; replies read
     /// in batches, or not).
     read_ahead: Memo<(ByAddress<Client<A>>, bool, bool), Option<Shared<Client<A>>>>,
+    /// Whether a kernel satisfies a named condition (see [`Space::holds`]).
+    judged: Memo<(ByAddress<Kernel>, &'static str), bool>,
     halted: AtomicBool,
 }
 
@@ -68,6 +70,7 @@ impl<A> Default for Space<A> {
                 expired: Memo::default(),
                 moved: Memo::default(),
                 read_ahead: Memo::default(),
+                judged: Memo::default(),
                 halted: AtomicBool::new(false),
             }),
         }
@@ -180,6 +183,26 @@ impl<A: Agent> Space<A> {
             .get_or(key, || read().map(|c| self.inner.clients.intern(c)))
     }
 
+    /// Whether `kernel` satisfies the condition `named`, which `holds` judges: remembered
+    /// by kernel (a property that reads only the server's state is judged once per distinct
+    /// kernel, not once per state). One name, one condition.
+    ///
+    /// ```
+    /// let space: avout_models::world::Space<avout_models::atom::AtomAgent> = Default::default();
+    /// let kernel = avout_models::shared::Shared::new(avout_sim_zk::kernel::Kernel::new());
+    /// assert!(space.holds(&kernel, "fresh", |k| k.last_zxid() == 0));
+    /// assert!(space.holds(&kernel, "fresh", |_| unreachable!("remembered")));
+    /// ```
+    pub fn holds(
+        &self,
+        kernel: &Shared<Kernel>,
+        named: &'static str,
+        holds: impl FnOnce(&Kernel) -> bool,
+    ) -> bool {
+        let key = (ByAddress(kernel.clone()), named);
+        self.inner.judged.get_or(key, || holds(kernel))
+    }
+
     /// Forgets the kept kernels and clients and the moves taken on them (states holding
     /// them keep them alive; later equal ones are no longer shared with them).
     pub fn forget(&self) {
@@ -190,6 +213,7 @@ impl<A: Agent> Space<A> {
         self.inner.expired.clear();
         self.inner.moved.clear();
         self.inner.read_ahead.clear();
+        self.inner.judged.clear();
     }
 
     #[allow(missing_docs)]
