@@ -216,20 +216,6 @@ impl<A: Agent> Space<A> {
         self.inner.judged.clear();
     }
 
-    #[allow(missing_docs)]
-    pub fn memo_stats(&self) -> String {
-        let s = &self.inner;
-        format!(
-            "TEMP kernels {} clients {} applied {} served {} moved {} read_ahead {}",
-            s.kernels.len(),
-            s.clients.len(),
-            s.served_clients.len(),
-            s.served.len(),
-            s.moved.len(),
-            s.read_ahead.len()
-        )
-    }
-
     /// How many distinct kernels and clients the states share.
     ///
     /// ```
