@@ -42,22 +42,28 @@ struct Inner<A> {
     clients: Interner<Client<A>>,
     /// The kernel and the client after the server applied the client's next request (losing
     /// the reply, or not) or expired its session, with the events it fired.
-    served_clients: Memo<(ByAddress<Kernel>, ByAddress<Client<A>>, Action), ServedClient<A>>,
+    served_clients: Memo<(KernelKey, ClientKey<A>, Action), ServedClient<A>>,
     /// What the server did with a session's request on a kernel.
     served: Memo<(ByAddress<Kernel>, SessionId, Request), Served>,
     /// The kernel after it expired a session, and the events it fired.
-    expired: Memo<(ByAddress<Kernel>, SessionId), (Shared<Kernel>, Vec<Fired>)>,
+    expired: Memo<(KernelKey, SessionId), Expired>,
     /// A client after a move of its own (with replies read in batches, or not).
-    moved: Memo<(ByAddress<Client<A>>, Action, bool), Shared<Client<A>>>,
+    moved: Memo<(ClientKey<A>, Action, bool), Shared<Client<A>>>,
     /// A client after it read ahead, if it must (its session expirable, or not; replies read
     /// in batches, or not).
-    read_ahead: Memo<(ByAddress<Client<A>>, bool, bool), Option<Shared<Client<A>>>>,
+    read_ahead: Memo<(ClientKey<A>, bool, bool), Option<SharedClient<A>>>,
     /// Whether a kernel satisfies a named condition (see [`Space::holds`]).
     judged: Memo<(ByAddress<Kernel>, &'static str), bool>,
     halted: AtomicBool,
 }
 
+type KernelKey = ByAddress<Kernel>;
+type ClientKey<A> = ByAddress<Client<A>>;
+type SharedClient<A> = Shared<Client<A>>;
+/// The kernel and a client after the server's move, and the events it fired.
 type ServedClient<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
+/// The kernel after an expiry, and the events it fired.
+type Expired = (Shared<Kernel>, Vec<Fired>);
 
 impl<A> Default for Space<A> {
     fn default() -> Self {
@@ -128,8 +134,8 @@ impl<A: Agent> Space<A> {
         &self,
         kernel: &Shared<Kernel>,
         session: SessionId,
-        expire: impl FnOnce() -> (Shared<Kernel>, Vec<Fired>),
-    ) -> (Shared<Kernel>, Vec<Fired>) {
+        expire: impl FnOnce() -> Expired,
+    ) -> Expired {
         let key = (ByAddress(kernel.clone()), session);
         self.inner.expired.get_or(key, || {
             let (kernel, events) = expire();

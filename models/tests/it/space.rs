@@ -8,7 +8,6 @@ use avout_models::check::WorldModel;
 use avout_models::lock::{Flavor, LockModel};
 use avout_models::mvcc::MvccModel;
 use avout_models::world::Faults;
-use stateright::Model;
 
 /// Walks `model`'s graph breadth-first for `states` states, comparing each successor the
 /// model gives (through its space) with `World::step`'s; returns how many successors it
