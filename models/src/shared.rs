@@ -8,6 +8,11 @@
 //! 2,596 distinct clients, each kernel 12.6 KB and each client 3.6 KB on the heap). A state
 //! that holds its parts as [`Shared`] handles costs a few words, and hashing it (the
 //! checker's fingerprint) reads one number per part instead of every node of the tree.
+//!
+//! Interned parts also make steps cheap to repeat: a [`Memo`] keyed by parts' allocations
+//! ([`ByAddress`]) remembers what a step made of them, so the next state that takes the
+//! same step on the same parts reuses the result instead of copying, changing and hashing
+//! them again.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -136,6 +141,134 @@ impl<T: Hash> Hash for Shared<T> {
 impl<T: fmt::Debug> fmt::Debug for Shared<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.value.fmt(f)
+    }
+}
+
+/// A [`Shared`] value as a key by its allocation, not its content: two keys are equal when
+/// they hold the same allocation. The key holds the value, so the allocation cannot be freed
+/// and reused for another value while the key is kept. Cheap to hash and compare; with
+/// interned values (see [`Interner`]), equal content is the same allocation.
+///
+/// ```
+/// use avout_models::shared::{ByAddress, Shared};
+/// let a = Shared::new(1u8);
+/// assert!(ByAddress(a.clone()) == ByAddress(a.clone()));
+/// assert!(ByAddress(a) != ByAddress(Shared::new(1u8)), "same content, another allocation");
+/// ```
+#[derive(Clone, Debug)]
+pub struct ByAddress<T>(pub Shared<T>);
+
+impl<T> PartialEq for ByAddress<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0.value, &other.0.value)
+    }
+}
+
+impl<T> Eq for ByAddress<T> {}
+
+impl<T> Hash for ByAddress<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(Arc::as_ptr(&self.0.value) as usize);
+    }
+}
+
+/// What was computed from a key, kept for the next time the same key comes (see the
+/// [module docs](self)). Safe to use from several checker threads; values are kept until
+/// [`Memo::clear`].
+///
+/// ```
+/// use avout_models::shared::Memo;
+/// let memo = Memo::default();
+/// assert_eq!(memo.get_or(3u8, || 9u8), 9);
+/// assert_eq!(memo.get_or(3u8, || unreachable!("kept")), 9);
+/// assert_eq!(memo.len(), 1);
+/// ```
+pub struct Memo<K, V> {
+    kept: Mutex<HashMap<K, V, BuildHasherDefault<Mixed>>>,
+}
+
+impl<K, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo {
+            kept: Mutex::new(HashMap::default()),
+        }
+    }
+}
+
+impl<K: Eq + Hash, V: Clone> Memo<K, V> {
+    /// The value kept for `key`, or what `compute` makes of it (then kept). `compute` runs
+    /// without the lock held, so two threads may compute the same key; both get equal values.
+    pub fn get_or(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        if let Some(value) = self.lock().get(&key) {
+            return value.clone();
+        }
+        let value = compute();
+        self.lock().insert(key, value.clone());
+        value
+    }
+
+    /// How many keys are kept. See [`Memo`].
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is kept.
+    ///
+    /// ```
+    /// assert!(avout_models::shared::Memo::<u8, u8>::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Forgets every kept value.
+    ///
+    /// ```
+    /// let memo = avout_models::shared::Memo::default();
+    /// memo.get_or(1u8, || 2u8);
+    /// memo.clear();
+    /// assert!(memo.is_empty());
+    /// ```
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, V, BuildHasherDefault<Mixed>>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<K, V> fmt::Debug for Memo<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kept = self.kept.lock().map_or(0, |k| k.len());
+        write!(f, "Memo({kept} kept)")
+    }
+}
+
+/// A fast hasher for a few words (addresses, flags, small enums): each is mixed in with a
+/// multiply, as rustc's FxHasher does, whose rotation at the end it copies too (the product's
+/// low bits, which pick the table's bucket, see only the low bits of what was mixed in, and
+/// addresses' low bits are zeros). Not for content: [`content_hash`] is for that.
+#[derive(Default)]
+struct Mixed(u64);
+
+impl Hasher for Mixed {
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
     }
 }
 

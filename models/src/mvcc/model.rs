@@ -3,6 +3,7 @@
 use avout::machine::Request;
 use avout::planted::Bug;
 use avout::stm::mvcc::{Halt, create_ref_ops, root_paths};
+use avout_sim_zk::kernel::Kernel;
 use stateright::{Model, Property};
 
 use super::agent::is_kill;
@@ -95,13 +96,17 @@ fn applied(state: &World<MvccAgent>, body: Body) -> u64 {
 
 /// No point is `KILLED` after having been `COMMITTING`, and no commit found its point
 /// killed.
-fn committing_never_killed(state: &World<MvccAgent>) -> bool {
-    let tree = state.kernel.tree();
-    let points = tree.node(POINTS).expect("the clock");
-    let killed_late = points.children.iter().any(|child| {
-        let node = tree.node(&format!("{POINTS}/{child}")).expect("a child");
-        is_kill(&node.data) && node.stat.version > 1
-    });
+fn committing_never_killed(m: &MvccModel, state: &World<MvccAgent>) -> bool {
+    let killed_late = !m
+        .space
+        .holds(&state.kernel, "no point killed late", |kernel| {
+            let tree = kernel.tree();
+            let points = tree.node(POINTS).expect("the clock");
+            !points.children.iter().any(|child| {
+                let node = tree.node(&format!("{POINTS}/{child}")).expect("a child");
+                is_kill(&node.data) && node.stat.version > 1
+            })
+        });
     let violated = state
         .clients
         .iter()
@@ -110,8 +115,16 @@ fn committing_never_killed(state: &World<MvccAgent>) -> bool {
 }
 
 /// Each ref's history holds the node created by the commit that set the ref's newest value.
-fn newest_kept(state: &World<MvccAgent>) -> bool {
-    let tree = state.kernel.tree();
+fn newest_kept(m: &MvccModel, state: &World<MvccAgent>) -> bool {
+    m.space.holds(&state.kernel, "newest kept", |kernel| {
+        newest_in_history(kernel)
+    })
+}
+
+/// Each ref's history in `kernel` holds the node created by the commit that set the ref's
+/// newest value.
+fn newest_in_history(kernel: &Kernel) -> bool {
+    let tree = kernel.tree();
     [REF_A, REF_B].into_iter().all(|r| {
         let newest = tree.node(r).expect("a ref").stat.mzxid;
         let history = format!("{r}/history");
@@ -197,16 +210,13 @@ impl Model for MvccModel {
             }),
             Property::always(
                 "a COMMITTING transaction is never killed",
-                |_, s: &World<MvccAgent>| committing_never_killed(s),
+                committing_never_killed,
             ),
             Property::always(
                 "only an older transaction barges, after BARGE-WAIT",
                 |_, s: &World<MvccAgent>| s.clients.iter().all(|c| c.agent.bad_barge.is_none()),
             ),
-            Property::always(
-                "the newest committed value is never trimmed",
-                |_, s: &World<MvccAgent>| newest_kept(s),
-            ),
+            Property::always("the newest committed value is never trimmed", newest_kept),
             Property::always(
                 "retries stay within the limit",
                 |_, s: &World<MvccAgent>| {

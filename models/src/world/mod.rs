@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use avout::machine::{Millis, Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
-use avout_sim_zk::kernel::{Fired, Kernel, Server};
+use avout_sim_zk::kernel::{Applied, Fired, Kernel, Server};
 
 pub use agent::{Agent, Run};
 pub(crate) use faults::examples as fault_examples;
@@ -133,13 +133,7 @@ impl<A: Agent> Client<A> {
 
     /// Client `i` reads the head of its inbox (with `batch`, every reply at its head; with
     /// `expiry`, the expiry notice behind the watch events at its head, which it drops).
-    fn read(
-        &mut self,
-        i: usize,
-        expiry: bool,
-        batch: bool,
-        say: &mut impl FnMut(&dyn Fn() -> String),
-    ) {
+    fn read(&mut self, i: usize, expiry: bool, batch: bool, say: &mut Say<'_>) {
         if expiry {
             while matches!(self.inbox.front(), Some(Msg::Watch { .. })) {
                 self.inbox.pop_front();
@@ -181,6 +175,189 @@ impl<A: Agent> Client<A> {
         }
     }
 }
+
+impl<A: Agent> Client<A> {
+    /// The client takes its share of what follows the server's applying `request`, its
+    /// next request (`token`), losing the reply when `lost`: the watch the reply arms, the
+    /// events the server fired for it, the reply or its lost connection, and what its agent
+    /// sends then. Returns every event the request fired (said, each of them), for the other
+    /// clients.
+    fn take_applied(
+        &mut self,
+        i: usize,
+        (token, request): (Token, Request),
+        served: Served,
+        lost: bool,
+        say: &mut Say<'_>,
+    ) -> Vec<Fired> {
+        let Served { applied, stale, .. } = served;
+        if stale {
+            self.read_stale = true;
+        }
+        let result = applied.result;
+        say(&|| {
+            format!(
+                "server applies client {i}'s {}: {}{}",
+                show_request(&request),
+                show_result(&result),
+                if lost { " — REPLY LOST" } else { "" }
+            )
+        });
+        // The client library registers a watch when the reply arrives: a lost reply leaves
+        // the server's watch with nobody to fan its event out to (found by trace
+        // conformance: the model used to deliver that event to the machine).
+        if result.is_ok() && !lost && request.arms_watch() {
+            let table = match request {
+                Request::GetChildren { .. } => Table::Child,
+                _ => Table::Data,
+            };
+            self.watches
+                .entry((request.path().to_owned(), table))
+                .or_default()
+                .push(token);
+        }
+        self.agent.observe_applied(&request, &result, lost);
+        for fired in &applied.events {
+            if fired.session == self.session {
+                self.fire(fired);
+            }
+            say(&|| format!("    fires {}", fired.event));
+        }
+        if lost {
+            self.break_connection(i, Some(token), say);
+        } else {
+            self.inbox.push_back(Msg::Reply { token, result });
+        }
+        self.flush();
+        applied.events
+    }
+
+    /// Client `i` takes `action`, a move of its own (see [`Action::is_local`]), reading
+    /// replies in batches if `batch`.
+    fn take(&mut self, i: usize, action: Action, batch: bool, say: &mut Say<'_>) {
+        match action {
+            Action::DeliverReply(_)
+            | Action::DeliverWatch(_)
+            | Action::DeliverExpiry(_)
+            | Action::DeliverReconnected(_) => {
+                let expiry = matches!(action, Action::DeliverExpiry(_));
+                self.read(i, expiry, batch, say);
+            }
+            Action::Timer(_) => {
+                let at = self.agent.poll_timer().expect("a timer");
+                say(&|| format!("client {i}'s timer fires"));
+                self.agent.handle_timer(at);
+            }
+            Action::Script(_) => {
+                let agent = &self.agent;
+                say(&|| format!("client {i} {}", agent.script_step().expect("a script step")));
+                self.agent.take_script_step();
+            }
+            other => unreachable!("{other} is not a move of the client's own"),
+        }
+        self.flush();
+    }
+
+    /// Whether the library holds a watch `fired` goes to (on this client's session).
+    fn watching(&self, fired: &Fired) -> bool {
+        watch_keys(fired).any(|key| self.watches.contains_key(&key))
+    }
+
+    /// The library fans `fired` out to the watches it holds for it (on this client's
+    /// session), which it forgets.
+    fn fire(&mut self, fired: &Fired) {
+        for key in watch_keys(fired) {
+            for token in self.watches.remove(&key).unwrap_or_default() {
+                self.inbox.push_back(Msg::Watch {
+                    token,
+                    event: fired.event.clone(),
+                });
+            }
+        }
+    }
+
+    /// Client `i`'s connection breaks, with `lost` the request it lost: the replies on their
+    /// way and every request not yet at the server go with it, and each of those calls, the
+    /// lost one in its place, fails with `ConnectionLoss` (as sim-zk and ZooKeeper's client
+    /// library do), ahead of anything else in its inbox. Watch events still come. The `Disconnected` state itself is not told:
+    /// no machine acts on it (only `Connected` and the terminal states change what they do),
+    /// and [`Action::Reconnect`] tells `Connected`.
+    fn break_connection(&mut self, i: usize, lost: Option<Token>, say: &mut Say<'_>) {
+        let c = self;
+        let mut failed = Vec::new();
+        c.inbox.retain(|m| match m {
+            Msg::Reply { token, .. } => {
+                failed.push(*token);
+                false
+            }
+            _ => true,
+        });
+        failed.extend(lost);
+        failed.extend(c.outbox.drain(..).map(|(token, _)| token));
+        say(&|| {
+            format!(
+                "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
+                failed.len()
+            )
+        });
+        // The failures reach the client at once, ahead of watch events still on their way.
+        for token in failed.into_iter().rev() {
+            c.inbox.push_front(Msg::Reply {
+                token,
+                result: Err(Error::ConnectionLoss),
+            });
+        }
+        c.connected = false;
+    }
+}
+
+/// The watches an event goes to: its path in the tables its kind fires.
+fn watch_keys(fired: &Fired) -> impl Iterator<Item = (String, Table)> + Clone + '_ {
+    let tables: &[Table] = match fired.event.kind {
+        EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
+        EventKind::NodeChildrenChanged => &[Table::Child],
+        EventKind::NodeDeleted => &[Table::Data, Table::Child],
+        _ => &[],
+    };
+    tables.iter().map(|t| (fired.event.path.clone(), *t))
+}
+
+/// What the server did with a request: the kernel after it, the reply and the events.
+#[derive(Clone, Debug)]
+struct Served {
+    kernel: Shared<Kernel>,
+    applied: Applied,
+    /// Whether a follower that lagged behind the leader served it (a read).
+    stale: bool,
+}
+
+impl Served {
+    /// The server applies `request` of `session` to `kernel`.
+    fn new(kernel: &Shared<Kernel>, session: SessionId, request: &Request) -> Self {
+        let mut kernel = kernel.clone();
+        let stale = kernel.server_of(session) == Some(Server::Follower(0))
+            && kernel.follower_backlog() > 0
+            && !request.is_write();
+        let k = kernel.make_mut();
+        let mut applied = k.apply(0, session, request);
+        // ZooKeeper answers a write, refused or not, from the client's server once it
+        // applied everything committed before it; the kernel's follower catches up only for
+        // writes that succeed, which would let a refused write go round on stale reads for
+        // ever.
+        if request.is_write() && k.server_of(session) == Some(Server::Follower(0)) {
+            applied.events.extend(k.sync_follower());
+        }
+        kernel.rehash();
+        Served {
+            kernel,
+            applied,
+            stale,
+        }
+    }
+}
+
+/// Where a step says what happens (nowhere unless a trace is wanted).
+type Say<'a> = dyn FnMut(&dyn Fn() -> String) + 'a;
 
 /// A move of the environment or of a client's script; see the [module docs](self).
 ///
@@ -423,7 +600,19 @@ impl<A: Agent> World<A> {
     }
 
     /// Takes `action`; with `log`, describes what happened. See [`World`].
-    pub fn step(&mut self, action: Action, mut log: Option<&mut Vec<String>>) {
+    pub fn step(&mut self, action: Action, log: Option<&mut Vec<String>>) {
+        self.step_in(action, log, None);
+    }
+
+    /// [`World::step`], taking the moves `space` remembers from it (see [`Space`]) unless a
+    /// log is wanted (a remembered move says nothing).
+    fn step_in(
+        &mut self,
+        action: Action,
+        mut log: Option<&mut Vec<String>>,
+        space: Option<&Space<A>>,
+    ) {
+        let space = space.filter(|_| log.is_none());
         let before: Vec<String> = match log {
             Some(_) => self.clients.iter().map(|c| c.agent.summary()).collect(),
             None => Vec::new(),
@@ -440,63 +629,35 @@ impl<A: Agent> World<A> {
                 if lost {
                     self.faults_left -= 1;
                 }
-                let client = self.clients[i].make_mut();
-                let (token, request) = client.outbox.pop_front().expect("a request");
-                let session = client.session;
-                if self.kernel.server_of(session) == Some(Server::Follower(0))
-                    && self.kernel.follower_backlog() > 0
-                    && !request.is_write()
-                {
-                    client.read_stale = true;
-                }
-                let mut applied = self.kernel.make_mut().apply(0, session, &request);
-                // ZooKeeper answers a write, refused or not, from the client's server once it
-                // applied everything committed before it; the kernel's follower catches up
-                // only for writes that succeed, which would let a refused write go round
-                // on stale reads for ever.
-                if request.is_write() && self.kernel.server_of(session) == Some(Server::Follower(0))
-                {
-                    applied
-                        .events
-                        .extend(self.kernel.make_mut().sync_follower());
-                }
-                let result = applied.result;
-                say(&|| {
-                    format!(
-                        "server applies client {i}'s {}: {}{}",
-                        show_request(&request),
-                        show_result(&result),
-                        if lost { " — REPLY LOST" } else { "" }
-                    )
-                });
-                // The client library registers a watch when the reply arrives: a lost reply
-                // leaves the server's watch with nobody to fan its event out to (found by
-                // trace conformance: the model used to deliver that event to the machine).
-                if result.is_ok() && !lost && request.arms_watch() {
-                    let table = match request {
-                        Request::GetChildren { .. } => Table::Child,
-                        _ => Table::Data,
+                // The kernel and client `i` after it depend on nothing else: taken once per
+                // pair of them (see `Space::applied`), and the kernel after it on the kernel
+                // and the request only (see `Space::served`).
+                let apply = |say: &mut Say<'_>| {
+                    let mut client = self.clients[i].clone();
+                    let c = client.make_mut();
+                    let sent = c.outbox.pop_front().expect("a request");
+                    let serve = || Served::new(&self.kernel, c.session, &sent.1);
+                    let served = match space {
+                        Some(space) => space.served(&self.kernel, c.session, &sent.1, serve),
+                        None => serve(),
                     };
-                    self.clients[i]
-                        .make_mut()
-                        .watches
-                        .entry((request.path().to_owned(), table))
-                        .or_default()
-                        .push(token);
-                }
-                self.clients[i]
-                    .make_mut()
-                    .agent
-                    .observe_applied(&request, &result, lost);
-                self.route(applied.events, &mut say);
-                if lost {
-                    self.break_connection(i, Some(token), &mut say);
-                } else {
-                    self.clients[i]
-                        .make_mut()
-                        .inbox
-                        .push_back(Msg::Reply { token, result });
-                }
+                    let kernel = served.kernel.clone();
+                    let events = c.take_applied(i, sent, served, lost, say);
+                    client.rehash();
+                    (kernel, client, events)
+                };
+                let (kernel, client, events) = match space {
+                    Some(space) => {
+                        space.served_client(&self.kernel, &self.clients[i], action, || {
+                            apply(&mut |_| {})
+                        })
+                    }
+                    None => apply(&mut say),
+                };
+                self.kernel = kernel;
+                self.clients[i] = client;
+                // Client `i` took its share of the events above, and said them all.
+                self.route(events, Some(i), &mut |_| {});
             }
             Action::LoseRequest(i) => {
                 self.faults_left -= 1;
@@ -511,13 +672,17 @@ impl<A: Agent> World<A> {
                         show_request(&request)
                     )
                 });
-                self.break_connection(i, Some(token), &mut say);
+                self.clients[i]
+                    .make_mut()
+                    .break_connection(i, Some(token), &mut say);
             }
             Action::Disconnect(i) => {
                 self.faults_left -= 1;
                 say(&|| format!("client {i}'s connection is CUT"));
                 self.clients[i].make_mut().cut = true;
-                self.break_connection(i, None, &mut say);
+                self.clients[i]
+                    .make_mut()
+                    .break_connection(i, None, &mut say);
             }
             Action::Outage => {
                 self.faults_left -= 1;
@@ -525,7 +690,9 @@ impl<A: Agent> World<A> {
                 for i in 0..self.clients.len() {
                     if self.breakable(&self.clients[i]) {
                         self.clients[i].make_mut().cut = true;
-                        self.break_connection(i, None, &mut say);
+                        self.clients[i]
+                            .make_mut()
+                            .break_connection(i, None, &mut say);
                     }
                 }
             }
@@ -534,12 +701,12 @@ impl<A: Agent> World<A> {
                 say(&|| format!("client {i}'s session MOVES to a lagging follower"));
                 let session = self.clients[i].session;
                 let events = self.kernel.make_mut().attach(session, Server::Follower(0));
-                self.route(events, &mut say);
+                self.route(events, None, &mut say);
             }
             Action::CatchUp => {
                 say(&|| "the follower catches up with the leader".into());
                 let events = self.kernel.make_mut().sync_follower();
-                self.route(events, &mut say);
+                self.route(events, None, &mut say);
             }
             Action::Reconnect(i) => {
                 say(&|| format!("client {i} is CONNECTED again"));
@@ -550,42 +717,80 @@ impl<A: Agent> World<A> {
             Action::DeliverReply(i)
             | Action::DeliverWatch(i)
             | Action::DeliverExpiry(i)
-            | Action::DeliverReconnected(i) => {
-                let expiry = matches!(action, Action::DeliverExpiry(_));
+            | Action::DeliverReconnected(i)
+            | Action::Timer(i)
+            | Action::Script(i) => {
+                // Client `i` after it depends on nothing else: taken once per client (see
+                // `Space::moved`).
                 let batch = self.batch_replies;
-                self.clients[i].make_mut().read(i, expiry, batch, &mut say);
-            }
-            Action::Timer(i) => {
-                let c = self.clients[i].make_mut();
-                let at = c.agent.poll_timer().expect("a timer");
-                say(&|| format!("client {i}'s timer fires"));
-                c.agent.handle_timer(at);
-            }
-            Action::Script(i) => {
-                let c = self.clients[i].make_mut();
-                say(&|| {
-                    format!(
-                        "client {i} {}",
-                        c.agent.script_step().expect("a script step")
-                    )
-                });
-                c.agent.take_script_step();
+                let take = |say: &mut dyn FnMut(&dyn Fn() -> String)| {
+                    let mut client = self.clients[i].clone();
+                    client.make_mut().take(i, action, batch, say);
+                    client.rehash();
+                    client
+                };
+                self.clients[i] = match space {
+                    Some(space) => {
+                        space.moved(&self.clients[i], action, batch, || take(&mut |_| {}))
+                    }
+                    None => take(&mut say),
+                };
             }
             Action::Expire(i) => {
                 self.faults_left -= 1;
-                let session = self.clients[i].session;
                 say(&|| format!("server EXPIRES client {i}'s session"));
-                let events = self.kernel.make_mut().expire_session(0, session);
-                self.route(events, &mut say);
-                self.clients[i].make_mut().inbox.push_back(Msg::Expired);
+                // As for `Apply`: the kernel after it depends on the kernel and the session,
+                // client `i` after it on them and the client.
+                let expire = |say: &mut Say<'_>| {
+                    let mut client = self.clients[i].clone();
+                    let c = client.make_mut();
+                    let session = c.session;
+                    let expire = || {
+                        let mut kernel = self.kernel.clone();
+                        let events = kernel.make_mut().expire_session(0, session);
+                        kernel.rehash();
+                        (kernel, events)
+                    };
+                    let (kernel, events) = match space {
+                        Some(space) => space.expired(&self.kernel, session, expire),
+                        None => expire(),
+                    };
+                    for fired in &events {
+                        if fired.session == session {
+                            c.fire(fired);
+                        }
+                        say(&|| format!("    fires {}", fired.event));
+                    }
+                    c.inbox.push_back(Msg::Expired);
+                    c.flush();
+                    client.rehash();
+                    (kernel, client, events)
+                };
+                let (kernel, client, events) = match space {
+                    Some(space) => {
+                        space.served_client(&self.kernel, &self.clients[i], action, || {
+                            expire(&mut |_| {})
+                        })
+                    }
+                    None => expire(&mut say),
+                };
+                self.kernel = kernel;
+                self.clients[i] = client;
+                self.route(events, Some(i), &mut |_| {});
             }
         }
         // Only the acting client's agent can have changed, so only it has requests to send
-        // or may have finished.
-        if let Some(i) = action.client() {
+        // or may have finished (the moves above flushed it already).
+        if let Some(i) = action.client()
+            && !action.is_local()
+            && !matches!(
+                action,
+                Action::Apply(_) | Action::LoseReply(_) | Action::Expire(_)
+            )
+        {
             self.clients[i].make_mut().flush();
         }
-        self.read_ahead_all(&mut say);
+        self.read_ahead_all(space, &mut say);
         // A follower nobody reads from has nothing to show late: keep it caught up, so its
         // backlog does not tell states apart.
         if self.kernel.follower_backlog() > 0
@@ -610,67 +815,19 @@ impl<A: Agent> World<A> {
         }
     }
 
-    /// Client `i`'s connection breaks, with `lost` the request it lost: the replies on their
-    /// way and every request not yet at the server go with it, and each of those calls, the
-    /// lost one in its place, fails with `ConnectionLoss` (as sim-zk and ZooKeeper's client
-    /// library do), ahead of anything else in its inbox. Watch events still come. The `Disconnected` state itself is not told:
-    /// no machine acts on it (only `Connected` and the terminal states change what they do),
-    /// and [`Action::Reconnect`] tells `Connected`.
-    fn break_connection(
-        &mut self,
-        i: usize,
-        lost: Option<Token>,
-        say: &mut impl FnMut(&dyn Fn() -> String),
-    ) {
-        let c = self.clients[i].make_mut();
-        let mut failed = Vec::new();
-        c.inbox.retain(|m| match m {
-            Msg::Reply { token, .. } => {
-                failed.push(*token);
-                false
-            }
-            _ => true,
-        });
-        failed.extend(lost);
-        failed.extend(c.outbox.drain(..).map(|(token, _)| token));
-        say(&|| {
-            format!(
-                "client {i}'s connection BREAKS: {} call(s) fail with ConnectionLoss",
-                failed.len()
-            )
-        });
-        // The failures reach the client at once, ahead of watch events still on their way.
-        for token in failed.into_iter().rev() {
-            c.inbox.push_front(Msg::Reply {
-                token,
-                result: Err(Error::ConnectionLoss),
-            });
-        }
-        c.connected = false;
-    }
-
-    /// Fans watch events out to the watches the clients' libraries hold.
-    fn route(&mut self, events: Vec<Fired>, say: &mut impl FnMut(&dyn Fn() -> String)) {
+    /// Fans watch events out to the watches the clients' libraries hold, but for client
+    /// `except`'s (which took its own).
+    fn route(&mut self, events: Vec<Fired>, except: Option<usize>, say: &mut Say<'_>) {
         for fired in events {
-            let tables: &[Table] = match fired.event.kind {
-                EventKind::NodeCreated | EventKind::NodeDataChanged => &[Table::Data],
-                EventKind::NodeChildrenChanged => &[Table::Child],
-                EventKind::NodeDeleted => &[Table::Data, Table::Child],
-                _ => &[],
-            };
-            let keys = tables.iter().map(|t| (fired.event.path.clone(), *t));
-            if let Some(c) = self.clients.iter_mut().find(|c| c.session == fired.session)
-                && keys.clone().any(|key| c.watches.contains_key(&key))
+            if let Some((i, c)) = self
+                .clients
+                .iter_mut()
+                .enumerate()
+                .find(|(_, c)| c.session == fired.session)
+                && Some(i) != except
+                && c.watching(&fired)
             {
-                let c = c.make_mut();
-                for key in keys {
-                    for token in c.watches.remove(&key).unwrap_or_default() {
-                        c.inbox.push_back(Msg::Watch {
-                            token,
-                            event: fired.event.clone(),
-                        });
-                    }
-                }
+                c.make_mut().fire(&fired);
             }
             say(&|| format!("    fires {}", fired.event));
         }
@@ -678,6 +835,26 @@ impl<A: Agent> World<A> {
 }
 
 impl Action {
+    /// Whether the action is a move of its client's own, which changes nothing but that
+    /// client: a delivery, its timer or its script step.
+    ///
+    /// ```
+    /// use avout_models::world::Action;
+    /// assert!(Action::Timer(0).is_local());
+    /// assert!(!Action::Apply(0).is_local());
+    /// ```
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            Action::DeliverReply(_)
+                | Action::DeliverWatch(_)
+                | Action::DeliverExpiry(_)
+                | Action::DeliverReconnected(_)
+                | Action::Timer(_)
+                | Action::Script(_)
+        )
+    }
+
     /// The client the action is about, if one.
     ///
     /// ```

@@ -30,7 +30,7 @@
 
 use std::cell::Cell;
 
-use super::{Agent, Client, Faults, Msg, World};
+use super::{Agent, Client, Faults, Msg, Say, Space, World};
 use crate::shared::Shared;
 
 /// That clients read ahead, and what it must know of the faults to do it soundly. See the
@@ -69,19 +69,35 @@ impl<A: Agent> World<A> {
     /// ```
     pub fn reading_ahead(mut self, faults: &Faults) -> Self {
         self.read_ahead = ReadAhead::allowed(faults);
-        self.read_ahead_all(&mut |_| {});
+        self.read_ahead_all(None, &mut |_| {});
         for c in &mut self.clients {
             c.rehash();
         }
         self
     }
 
-    /// Lets every client that reads ahead read, until none does.
-    pub(super) fn read_ahead_all(&mut self, say: &mut impl FnMut(&dyn Fn() -> String)) {
+    /// Lets every client that reads ahead read, until none does; with `space`, taking the
+    /// reads it remembers (see [`Space`]).
+    pub(super) fn read_ahead_all(&mut self, space: Option<&Space<A>>, say: &mut Say<'_>) {
         let Some(ahead) = self.read_ahead else { return };
+        let batch = self.batch_replies;
         // A client's reading changes nothing another client's depends on: one pass does.
         for i in 0..self.clients.len() {
-            while let Some(read) = self.forced_read(i, ahead) {
+            loop {
+                let c = &self.clients[i];
+                if !c.may_read_ahead() {
+                    break;
+                }
+                let expirable = ahead.expiry
+                    && self.faults_left > 0
+                    && self.kernel.is_alive(c.session)
+                    && !c.agent.finished();
+                let read = || c.forced_read(i, expirable, batch).map(Shared::new);
+                let read = match space {
+                    Some(space) => space.read_ahead(c, expirable, batch, read),
+                    None => read(),
+                };
+                let Some(read) = read else { break };
                 let said = Cell::new(false);
                 say(&|| {
                     said.set(true);
@@ -89,50 +105,51 @@ impl<A: Agent> World<A> {
                 });
                 if said.get() {
                     // A trace is wanted: read again, saying what happens.
-                    let batch = self.batch_replies;
                     let c = self.clients[i].make_mut();
                     c.read(i, false, batch, say);
                     c.flush();
-                    debug_assert!(*c == read, "reading is deterministic");
+                    debug_assert!(*c == *read, "reading is deterministic");
                 } else {
-                    self.clients[i] = Shared::new(read);
+                    self.clients[i] = read;
                 }
             }
         }
     }
+}
 
-    /// Client `i` after it read ahead, if it must (see the [module docs](self)).
-    fn forced_read(&self, i: usize, ahead: ReadAhead) -> Option<Client<A>> {
-        let c = &*self.clients[i];
+impl<A: Agent> Client<A> {
+    /// Whether client `i` may have to read ahead, on what is quick to see: the head of its
+    /// inbox is a reply, a watch event or the reconnection notice, its connection is up, its
+    /// outbox empty and its timer unable to fire (see the [module docs](self)).
+    fn may_read_ahead(&self) -> bool {
         let local = matches!(
-            c.inbox.front(),
+            self.inbox.front(),
             Some(Msg::Reply { .. } | Msg::Watch { .. } | Msg::Reconnected)
         );
-        if !local || !c.connected || !c.outbox.is_empty() || c.agent.poll_timer().is_some() {
-            return None;
-        }
+        local && self.connected && self.outbox.is_empty() && self.agent.poll_timer().is_none()
+    }
+
+    /// Client `i` after it read ahead, if it must (see the [module docs](self)), given that
+    /// it [may](Client::may_read_ahead) and whether its session may still be expired.
+    fn forced_read(&self, i: usize, expirable: bool, batch: bool) -> Option<Client<A>> {
         let read = |c: &Client<A>| {
             let mut c = c.clone();
-            c.read(i, false, self.batch_replies, &mut |_| {});
+            c.read(i, false, batch, &mut |_| {});
             c.flush();
             c
         };
-        let after = read(c);
-        let expirable = ahead.expiry
-            && self.faults_left > 0
-            && self.kernel.is_alive(c.session)
-            && !c.agent.finished();
+        let after = read(self);
         if expirable && after.agent.finished() {
             return None;
         }
-        if c.agent.script_step().is_some() {
+        if self.agent.script_step().is_some() {
             let step = |c: &Client<A>| {
                 let mut c = c.clone();
                 c.agent.take_script_step();
                 c.flush();
                 c
             };
-            let stepped = step(c);
+            let stepped = step(self);
             let quiet = stepped.outbox.is_empty() && stepped.agent.poll_timer().is_none();
             if after.agent.script_step().is_none() || !quiet || step(&after) != read(&stepped) {
                 return None;

@@ -6,3 +6,4 @@ mod models;
 #[cfg(feature = "planted-bugs")]
 mod planted;
 mod reduction;
+mod space;
