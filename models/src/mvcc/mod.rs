@@ -89,7 +89,8 @@ pub const BARGE_WAIT_TRIES: u32 = 2;
 /// checked to a bound — every schedule of at most this many steps, not counting the reads
 /// the clients take ahead ([`crate::world::World::reading_ahead`]), long enough for a barge
 /// and, with one fault, a lost commit reply recovered (two clients, one fault: 4,245,736
-/// unique states, 6.4 minutes of CPU and 1.3 GiB in a release build).
+/// unique states, about 35 seconds of CPU and 1.5 GiB in a release build, one checker
+/// thread).
 pub const DEFAULT_DEPTH: usize = 23;
 
 /// The depth bound `avout model mvcc` uses with `strategy` unless told otherwise:
