@@ -41,6 +41,7 @@ pub use agent::{Agent, Run};
 pub(crate) use faults::examples as fault_examples;
 pub use faults::{FaultKind, Faults};
 pub use read_ahead::ReadAhead;
+use space::ServedClient;
 pub use space::Space;
 
 use crate::shared::Shared;
@@ -632,32 +633,20 @@ impl<A: Agent> World<A> {
                 // The kernel and client `i` after it depend on nothing else: taken once per
                 // pair of them (see `Space::applied`), and the kernel after it on the kernel
                 // and the request only (see `Space::served`).
-                let apply = |say: &mut Say<'_>| {
-                    let mut client = self.clients[i].clone();
+                self.take_served(i, action, space, &mut say, |w, say| {
+                    let mut client = w.clients[i].clone();
                     let c = client.make_mut();
                     let sent = c.outbox.pop_front().expect("a request");
-                    let serve = || Served::new(&self.kernel, c.session, &sent.1);
+                    let serve = || Served::new(&w.kernel, c.session, &sent.1);
                     let served = match space {
-                        Some(space) => space.served(&self.kernel, c.session, &sent.1, serve),
+                        Some(space) => space.served(&w.kernel, c.session, &sent.1, serve),
                         None => serve(),
                     };
                     let kernel = served.kernel.clone();
                     let events = c.take_applied(i, sent, served, lost, say);
                     client.rehash();
                     (kernel, client, events)
-                };
-                let (kernel, client, events) = match space {
-                    Some(space) => {
-                        space.served_client(&self.kernel, &self.clients[i], action, || {
-                            apply(&mut |_| {})
-                        })
-                    }
-                    None => apply(&mut say),
-                };
-                self.kernel = kernel;
-                self.clients[i] = client;
-                // Client `i` took its share of the events above, and said them all.
-                self.route(events, Some(i), &mut |_| {});
+                });
             }
             Action::LoseRequest(i) => {
                 self.faults_left -= 1;
@@ -741,18 +730,18 @@ impl<A: Agent> World<A> {
                 say(&|| format!("server EXPIRES client {i}'s session"));
                 // As for `Apply`: the kernel after it depends on the kernel and the session,
                 // client `i` after it on them and the client.
-                let expire = |say: &mut Say<'_>| {
-                    let mut client = self.clients[i].clone();
+                self.take_served(i, action, space, &mut say, |w, say| {
+                    let mut client = w.clients[i].clone();
                     let c = client.make_mut();
                     let session = c.session;
                     let expire = || {
-                        let mut kernel = self.kernel.clone();
+                        let mut kernel = w.kernel.clone();
                         let events = kernel.make_mut().expire_session(0, session);
                         kernel.rehash();
                         (kernel, events)
                     };
                     let (kernel, events) = match space {
-                        Some(space) => space.expired(&self.kernel, session, expire),
+                        Some(space) => space.expired(&w.kernel, session, expire),
                         None => expire(),
                     };
                     for fired in &events {
@@ -765,18 +754,7 @@ impl<A: Agent> World<A> {
                     c.flush();
                     client.rehash();
                     (kernel, client, events)
-                };
-                let (kernel, client, events) = match space {
-                    Some(space) => {
-                        space.served_client(&self.kernel, &self.clients[i], action, || {
-                            expire(&mut |_| {})
-                        })
-                    }
-                    None => expire(&mut say),
-                };
-                self.kernel = kernel;
-                self.clients[i] = client;
-                self.route(events, Some(i), &mut |_| {});
+                });
             }
         }
         // Only the acting client's agent can have changed, so only it has requests to send
@@ -817,6 +795,29 @@ impl<A: Agent> World<A> {
 
     /// Fans watch events out to the watches the clients' libraries hold, but for client
     /// `except`'s (which took its own).
+    /// Takes a move of client `i` that changes the kernel too (`Apply`, `LoseReply`,
+    /// `Expire`): from `space` when it remembers it (a remembered move says nothing), else by
+    /// `take`; then routes the events to the other clients (client `i` took its share inside
+    /// `take`, and said them all).
+    fn take_served(
+        &mut self,
+        i: usize,
+        action: Action,
+        space: Option<&Space<A>>,
+        say: &mut Say<'_>,
+        take: impl FnOnce(&Self, &mut Say<'_>) -> ServedClient<A>,
+    ) {
+        let (kernel, client, events) = match space {
+            Some(space) => space.served_client(&self.kernel, &self.clients[i], action, || {
+                take(self, &mut |_| {})
+            }),
+            None => take(self, say),
+        };
+        self.kernel = kernel;
+        self.clients[i] = client;
+        self.route(events, Some(i), &mut |_| {});
+    }
+
     fn route(&mut self, events: Vec<Fired>, except: Option<usize>, say: &mut Say<'_>) {
         for fired in events {
             if let Some((i, c)) = self

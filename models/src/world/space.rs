@@ -61,7 +61,7 @@ type KernelKey = ByAddress<Kernel>;
 type ClientKey<A> = ByAddress<Client<A>>;
 type SharedClient<A> = Shared<Client<A>>;
 /// The kernel and a client after the server's move, and the events it fired.
-type ServedClient<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
+pub(super) type ServedClient<A> = (Shared<Kernel>, Shared<Client<A>>, Vec<Fired>);
 /// The kernel after an expiry, and the events it fired.
 type Expired = (Shared<Kernel>, Vec<Fired>);
 
