@@ -97,7 +97,7 @@ impl<T: Hash + Clone> Shared<T> {
     }
 }
 
-fn content_hash<T: Hash>(value: &T) -> u64 {
+pub(crate) fn content_hash<T: Hash>(value: &T) -> u64 {
     // SipHash with fixed keys: the same in every run, unlike `RandomState`.
     let mut hasher = DefaultHasher::new();
     value.hash(&mut hasher);
@@ -274,7 +274,7 @@ impl Hasher for Mixed {
 
 /// A hasher for keys that are already hashes.
 #[derive(Default)]
-struct Prehashed(u64);
+pub(crate) struct Prehashed(u64);
 
 impl Hasher for Prehashed {
     fn finish(&self) -> u64 {

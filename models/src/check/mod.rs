@@ -1,9 +1,10 @@
 //! Running a model: the checker within its budgets, its progress, each property's verdict
 //! and, for a counterexample or an example, the path as a readable step-by-step trace.
 //!
-//! Three ways to search ([`Strategy`]): stateright's breadth-first checker (the shortest
-//! traces, and "every schedule of at most N steps" when it stops), its depth-first one
-//! (deep states first), and seeded random walks ([`walk`]) for spaces too big for either.
+//! Three ways to search ([`Strategy`]): breadth-first (the shortest traces, and "every
+//! schedule of at most N steps" when it stops; a checker of ours, `bfs`, which checks as
+//! stateright's does in a fraction of its memory), stateright's depth-first checker (deep
+//! states first), and seeded random walks ([`walk`]) for spaces too big for either.
 //!
 //! A check runs on its own threads while the caller watches it: every
 //! [`Progress`] tick reports the states, the depth and the memory resident, and a [`Budget`]
@@ -11,6 +12,7 @@
 //! halted, so no state has a successor any more, the checker judges the states it already
 //! generated and stops, and the report says what was covered ([`Coverage::Incomplete`]).
 
+mod bfs;
 pub mod memory;
 mod report;
 pub mod walk;
@@ -251,16 +253,18 @@ pub fn check_with<M: WorldModel>(
         return walk::walk(&model, walks, seed, search, progress);
     }
     let started = Instant::now();
-    let mut builder = model.clone().checker().threads(search.threads.max(1));
-    if let Some(depth) = search.max_depth {
-        // stateright counts the initial state as depth 1 and does not judge the states at
-        // its target: `depth` steps are judged with a target two further.
-        builder = builder.target_max_depth(depth + 2);
-    }
+    // stateright counts the initial state as depth 1 and does not judge the states at its
+    // target: `depth` steps are judged with a target two further.
+    let target = search.max_depth.map(|depth| depth + 2);
     if search.strategy == Strategy::DepthFirst {
+        let mut builder = model.clone().checker().threads(search.threads.max(1));
+        if let Some(target) = target {
+            builder = builder.target_max_depth(target);
+        }
         run(&model, builder.spawn_dfs(), search, started, progress)
     } else {
-        run(&model, builder.spawn_bfs(), search, started, progress)
+        let checker = bfs::BfsChecker::spawn(model.clone(), search.threads, target);
+        run(&model, checker, search, started, progress)
     }
 }
 
@@ -321,11 +325,12 @@ fn run<M: WorldModel>(
                 }
             }
             discoveries.extend(eventually);
-            let exact = search.strategy == Strategy::BreadthFirst && search.threads <= 1;
+            let exact = search.strategy == Strategy::BreadthFirst;
             Coverage::Incomplete {
                 stopped: stop,
-                // Breadth-first on one thread: every state `depth` deep was generated once
-                // the first of them was expanded, and every one was judged before the end.
+                // Breadth-first (level by level on any number of threads, see `bfs`): every
+                // state `depth` deep was generated once the first of them was expanded, and
+                // every one was judged before the end.
                 steps: exact.then(|| depth.saturating_sub(1)),
             }
         }

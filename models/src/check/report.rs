@@ -173,7 +173,7 @@ pub enum Coverage {
         /// Which budget.
         stopped: Stop,
         /// Every schedule of at most this many steps was checked (known for a breadth-first
-        /// check on one thread).
+        /// check, on any number of threads).
         steps: Option<usize>,
     },
     /// Random walks from the initial state: a sample, not a proof.
