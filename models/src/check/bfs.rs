@@ -523,6 +523,8 @@ mod tests {
                 both(mvcc, Some(12), threads),
                 threads,
             );
+            let bank = config(0).mvcc(Named::MvccBank).unwrap();
+            same("mvcc-bank 2/0", both(bank, None, threads), threads);
             let agent = config(0).executor().unwrap();
             same("agent 2/0", both(agent, None, threads), threads);
         }
