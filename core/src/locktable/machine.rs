@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token};
 use crate::recipes::once::ancestor_creates;
-use crate::{CreateMode, Error, ErrorClass, Op, SessionState, WatchedEvent, path};
+use crate::{CreateMode, Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent, path};
 
 use super::LockTableError;
 use super::statement::{Change, Condition, Slot, Statement, Transaction, encode_name};
@@ -139,6 +139,8 @@ pub enum TxOutcome {
         applied: Vec<bool>,
         /// Whether the commit's reply was lost and its outcome found through the marker.
         resolved: bool,
+        /// The zxid of the `multi` that made the changes; `None` when it changed nothing.
+        zxid: Option<i64>,
     },
     /// Statement `index` did not hold; nothing was changed.
     Failed {
@@ -602,6 +604,19 @@ fn with_value(data: &[u8], value: &str) -> Vec<u8> {
     serde_json::to_vec(&entry).expect("entry data serialises")
 }
 
+/// The zxid of a writing commit, from its reply: every writing `multi` sets the data of
+/// each slot it changes, and a `setData` result carries the node's new `mzxid`, the
+/// `multi`'s own zxid. A `multi` of checks alone writes nothing: `None`.
+fn written_at(reply: &Reply) -> Option<i64> {
+    match reply {
+        Reply::Multi(results) => results.iter().find_map(|r| match r {
+            OpResult::SetData { stat } => Some(stat.mzxid),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 impl Machine for TxMachine {
     type Output = Result<TxOutcome, LockTableError>;
 
@@ -618,7 +633,7 @@ impl Machine for TxMachine {
                 marker_index,
                 ..
             } if token == multi => match reply {
-                Ok(_) => {
+                Ok(reply) => {
                     let outcome = match verdict {
                         Verdict::Commit(applied) => {
                             if marker_index.is_some() {
@@ -627,6 +642,7 @@ impl Machine for TxMachine {
                             TxOutcome::Committed {
                                 applied,
                                 resolved: self.resolved,
+                                zxid: written_at(&reply),
                             }
                         }
                         Verdict::Fail(index) => TxOutcome::Failed { index },
@@ -648,13 +664,15 @@ impl Machine for TxMachine {
                 Err(e) => self.failed(now, e, Retry::Commit),
             },
             Phase::Resolving { data, ops, applied } if token == data => match reply {
-                Ok(Reply::Data { data, .. }) => {
+                Ok(Reply::Data { data, stat }) => {
                     self.marker_exists = true;
                     self.resolved = true;
                     if data == self.txid_hex().into_bytes() {
+                        // The marker was last written by the deciding `multi`.
                         self.finish(Ok(TxOutcome::Committed {
                             applied,
                             resolved: true,
+                            zxid: Some(stat.mzxid),
                         }));
                     } else {
                         drop(ops);

@@ -172,15 +172,20 @@ fn a_commit_writes_slot_entry_and_marker_and_a_lost_reply_is_resolved() {
         sent[1].0,
         Ok(Reply::Data {
             data: format!("{:032x}", 0x42).into_bytes(),
-            stat: stat(0),
+            stat: Stat {
+                mzxid: 77,
+                ..stat(0)
+            },
         }),
     );
     assert_eq!(
         m.poll_output(),
         Some(Ok(TxOutcome::Committed {
             applied: vec![true, true],
-            resolved: true
-        }))
+            resolved: true,
+            zxid: Some(77),
+        })),
+        "the marker's last write is the multi: its zxid is the commit's"
     );
     assert!(m.marker_exists());
 }
@@ -220,4 +225,35 @@ fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
             .all(|(_, r)| matches!(r, Request::GetChildren { .. }))
     );
     assert!(m.poll_output().is_none());
+}
+
+/// The commit's zxid is a fencing token: it comes from the reply's `setData` of the slot.
+#[test]
+fn a_writing_commit_reports_the_zxid_of_its_multi() {
+    let mut m = start(review(), true);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&[]));
+    m.handle_reply(Millis(1), sent[1].0, children(&[]));
+    let sent = drain(&mut m);
+    let [(t, Request::Multi(ops))] = &sent[..] else {
+        panic!("{sent:?}")
+    };
+    let results = ops
+        .iter()
+        .map(|op| match op {
+            Op::SetData { .. } => OpResult::SetData {
+                stat: Stat {
+                    mzxid: 90,
+                    ..stat(1)
+                },
+            },
+            Op::Create { path, .. } => OpResult::Create { path: path.clone() },
+            _ => OpResult::Check,
+        })
+        .collect();
+    m.handle_reply(Millis(2), *t, Ok(Reply::Multi(results)));
+    let Some(Ok(TxOutcome::Committed { zxid, resolved, .. })) = m.poll_output() else {
+        panic!("not committed")
+    };
+    assert_eq!((zxid, resolved), (Some(90), false));
 }

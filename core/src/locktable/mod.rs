@@ -178,7 +178,7 @@ impl From<Error> for LockTableError {
 /// A committed transaction.
 ///
 /// ```
-/// let c = avout::locktable::Committed { applied: vec![true, false], resolved: false };
+/// let c = avout::locktable::Committed { applied: vec![true, false], resolved: false, zxid: Some(42) };
 /// assert!(!c.applied[1]);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -188,6 +188,12 @@ pub struct Committed {
     pub applied: Vec<bool>,
     /// Whether the commit's reply was lost and the outcome was found through the marker.
     pub resolved: bool,
+    /// The zxid of the `multi` that made the transaction's changes, `None` if it changed
+    /// nothing. A fencing token: commits that change the table are ordered by it as
+    /// ZooKeeper applied them, so of two clerks told they entered, the one whose entry was
+    /// made first has the smaller zxid, whichever heard of it first (a paused client may
+    /// hear late, after its session, and its entries, ended).
+    pub zxid: Option<i64>,
 }
 
 /// One session's entry in a slot, as [`LockTable::entries`] reads it.
@@ -336,7 +342,15 @@ impl LockTable {
         on.marker_exists =
             machine.marker_exists() && !matches!(outcome, Err(LockTableError::SessionLost(_)));
         match outcome? {
-            TxOutcome::Committed { applied, resolved } => Ok(Committed { applied, resolved }),
+            TxOutcome::Committed {
+                applied,
+                resolved,
+                zxid,
+            } => Ok(Committed {
+                applied,
+                resolved,
+                zxid,
+            }),
             TxOutcome::Failed { index } => Err(LockTableError::Failed {
                 index,
                 statement: tx.statements[index].clone(),

@@ -10,20 +10,25 @@
 //! (without a version check, but in a `multi` that checks its own entry still exists: a clerk
 //! whose session ended cannot write), then leaves with `delete_var`.
 //!
-//! History, in the mutex checker's format: `acquire` (`ok` value an increasing grant number),
-//! `write` (value `{"token", "counter"}`), `release` (`ok` when `delete_var` succeeded,
-//! `info` when the entry was lost with the session).
+//! History, in the mutex checker's format: `acquire` (`ok` value the grant's token: the zxid
+//! of the `multi` that made the entry, [`avout::locktable::Committed::zxid`]), `write` (value
+//! `{"token", "counter"}`), `release` (`ok` when `delete_var` succeeded, `info` when the entry
+//! was lost with the session).
 //!
 //! The checker: no two clerks inside at once (overlapping holds are allowed only when the
-//! earlier ended by losing its session: its entries vanished with it, as designed), and no
-//! increment lost between two clean holds.
+//! earlier, in ZooKeeper's order, ended by losing its session: its entries vanished with it,
+//! as designed), and no increment lost between two clean holds. The token must be ZooKeeper's
+//! order, not the order in which the clerks heard of their grants: a clerk can hear of its
+//! grant after its session, and its entry, ended, and after another clerk entered (seed
+//! 9970005842, kept as `lock-table-grant-heard-after-expiry`).
 
 use std::cell::Cell;
 use std::time::Duration;
 
 use avout::Op;
 use avout::locktable::{
-    LockTable, LockTableError, Transaction, assert, delete_var, encode_name, exists, not, set_var,
+    Committed, LockTable, LockTableError, Transaction, assert, delete_var, encode_name, exists,
+    not, set_var,
 };
 use rand::Rng;
 use serde_json::{Value, json};
@@ -66,11 +71,8 @@ impl Ends for LockTableError {
     }
 }
 
-/// One clerk: `me.w.ops` holds; `grants` numbers the holds of the run.
-pub(crate) async fn client<K: Cluster>(
-    mut me: Worker<'_, K>,
-    grants: &Cell<u64>,
-) -> Result<(), WorkloadError> {
+/// One clerk: `me.w.ops` holds, each named by its token (see the module docs).
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
     let me_name = format!("clerk-{}", me.index);
@@ -88,10 +90,11 @@ pub(crate) async fn client<K: Cluster>(
         let entering = enter(kind, &me_name);
         let op =
             Invoke::new("acquire", Value::Null).stall(format!("process {p}'s {}", KINDS[kind]));
-        // The grant number is drawn when the hold is recorded.
-        let grant = |_: &_| {
-            grants.set(grants.get() + 1);
-            grants.get().into()
+        let token = Cell::new(0);
+        let grant = |c: &Committed| {
+            // Entering always writes (its own entry), so its multi has a zxid.
+            token.set(c.zxid.expect("an entering transaction writes"));
+            token.get().into()
         };
         match me.caller.call(op, || table.execute(&entering), grant).await {
             Ended::Stuck => break,
@@ -103,7 +106,7 @@ pub(crate) async fn client<K: Cluster>(
             Ended::Ok(_) => {}
         }
         done += 1;
-        let token = grants.get();
+        let token = token.get();
         if let Ok(n) = read_counter(&client, RESOURCE).await {
             tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
             let value = json!({"token": token, "counter": n + 1});
@@ -180,11 +183,7 @@ impl super::Scenario for LockTableScenario {
         w: &'a super::Workload,
         rec: &'a super::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move {
-            let grants = std::cell::Cell::new(0);
-            let clerk = |me| client(me, &grants);
-            super::worker::all_workers(&cluster, w, rec, clerk).await
-        })
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
     fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
