@@ -106,6 +106,11 @@
 //! - Dropping [`LockTable::execute`]'s future abandons the transaction: a `multi` already
 //!   sent may still be applied (its entries are ephemeral, so at worst they live until the
 //!   session ends).
+//! - A caller can hear of its commit late: a paused process reads the reply after its session,
+//!   and its entries, ended, and after another session entered. So fence what an entry
+//!   guards, as the `lock-table` scenario does (a write in a `multi` that checks the writer's
+//!   own entry), and order holders by [`Committed::zxid`], the zxid of the `multi` that made
+//!   the entry, not by when each heard of its commit.
 
 mod machine;
 mod statement;
