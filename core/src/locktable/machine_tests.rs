@@ -190,8 +190,8 @@ fn a_commit_writes_slot_entry_and_marker_and_a_lost_reply_is_resolved() {
     assert!(m.marker_exists());
 }
 
-#[test]
-fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
+/// A review on a handle with a marker, both slots read empty: the machine and its commit.
+fn review_read_empty() -> (TxMachine, Token, Vec<Op>) {
     let mut m = start(review(), true);
     let sent = drain(&mut m);
     m.handle_reply(Millis(1), sent[0].0, children(&[]));
@@ -200,6 +200,13 @@ fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
     let [(t, Request::Multi(ops))] = &sent[..] else {
         panic!("{sent:?}")
     };
+    (m, *t, ops.clone())
+}
+
+#[test]
+fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
+    let (mut m, t, ops) = review_read_empty();
+    let (t, ops) = (&t, &ops);
     assert!(
         matches!(ops.last(), Some(Op::SetData { path, version: None, .. }) if path == "/ns/tx/m")
     );
@@ -230,14 +237,7 @@ fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
 /// The commit's zxid is a fencing token: it comes from the reply's `setData` of the slot.
 #[test]
 fn a_writing_commit_reports_the_zxid_of_its_multi() {
-    let mut m = start(review(), true);
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(1), sent[0].0, children(&[]));
-    m.handle_reply(Millis(1), sent[1].0, children(&[]));
-    let sent = drain(&mut m);
-    let [(t, Request::Multi(ops))] = &sent[..] else {
-        panic!("{sent:?}")
-    };
+    let (mut m, t, ops) = review_read_empty();
     let results = ops
         .iter()
         .map(|op| match op {
@@ -251,7 +251,7 @@ fn a_writing_commit_reports_the_zxid_of_its_multi() {
             _ => OpResult::Check,
         })
         .collect();
-    m.handle_reply(Millis(2), *t, Ok(Reply::Multi(results)));
+    m.handle_reply(Millis(2), t, Ok(Reply::Multi(results)));
     let Some(Ok(TxOutcome::Committed { zxid, resolved, .. })) = m.poll_output() else {
         panic!("not committed")
     };
