@@ -27,8 +27,8 @@ use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, To
 use crate::recipes::once::ancestor_creates;
 use crate::{CreateMode, Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent, path};
 
-use super::LockTableError;
 use super::statement::{Change, Condition, Slot, Statement, Transaction, encode_name};
+use super::{Committed, LockTableError};
 
 /// How many conflicting attempts a transaction makes before giving up with
 /// [`LockTableError::Contended`].
@@ -132,16 +132,8 @@ enum Retry {
 /// How a transaction ended, as the machine reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TxOutcome {
-    /// Applied. `applied[i]` says whether statement `i` took effect (an assert always did;
-    /// an anyway-continue-after only if its change could be applied).
-    Committed {
-        /// Per statement.
-        applied: Vec<bool>,
-        /// Whether the commit's reply was lost and its outcome found through the marker.
-        resolved: bool,
-        /// The zxid of the `multi` that made the changes; `None` when it changed nothing.
-        zxid: Option<i64>,
-    },
+    /// Applied: what [`LockTable::execute`](super::LockTable::execute) returns.
+    Committed(Committed),
     /// Statement `index` did not hold; nothing was changed.
     Failed {
         /// The failing statement's index.
@@ -639,11 +631,11 @@ impl Machine for TxMachine {
                             if marker_index.is_some() {
                                 self.marker_exists = true;
                             }
-                            TxOutcome::Committed {
+                            TxOutcome::Committed(Committed {
                                 applied,
                                 resolved: self.resolved,
                                 zxid: written_at(&reply),
-                            }
+                            })
                         }
                         Verdict::Fail(index) => TxOutcome::Failed { index },
                     };
@@ -669,11 +661,11 @@ impl Machine for TxMachine {
                     self.resolved = true;
                     if data == self.txid_hex().into_bytes() {
                         // The marker was last written by the deciding `multi`.
-                        self.finish(Ok(TxOutcome::Committed {
+                        self.finish(Ok(TxOutcome::Committed(Committed {
                             applied,
                             resolved: true,
                             zxid: Some(stat.mzxid),
-                        }));
+                        })));
                     } else {
                         drop(ops);
                         self.conflict();

@@ -180,11 +180,11 @@ fn a_commit_writes_slot_entry_and_marker_and_a_lost_reply_is_resolved() {
     );
     assert_eq!(
         m.poll_output(),
-        Some(Ok(TxOutcome::Committed {
+        Some(Ok(TxOutcome::Committed(Committed {
             applied: vec![true, true],
             resolved: true,
             zxid: Some(77),
-        })),
+        }))),
         "the marker's last write is the multi: its zxid is the commit's"
     );
     assert!(m.marker_exists());
@@ -206,11 +206,10 @@ fn review_read_empty() -> (TxMachine, Token, Vec<Op>) {
 #[test]
 fn a_marker_without_our_id_means_not_applied_and_the_transaction_runs_again() {
     let (mut m, t, ops) = review_read_empty();
-    let (t, ops) = (&t, &ops);
     assert!(
         matches!(ops.last(), Some(Op::SetData { path, version: None, .. }) if path == "/ns/tx/m")
     );
-    m.handle_reply(Millis(2), *t, Err(Error::ConnectionLoss));
+    m.handle_reply(Millis(2), t, Err(Error::ConnectionLoss));
     m.handle_timer(Millis(100));
     let sent = drain(&mut m);
     m.handle_reply(
@@ -252,7 +251,7 @@ fn a_writing_commit_reports_the_zxid_of_its_multi() {
         })
         .collect();
     m.handle_reply(Millis(2), t, Ok(Reply::Multi(results)));
-    let Some(Ok(TxOutcome::Committed { zxid, resolved, .. })) = m.poll_output() else {
+    let Some(Ok(TxOutcome::Committed(Committed { zxid, resolved, .. }))) = m.poll_output() else {
         panic!("not committed")
     };
     assert_eq!((zxid, resolved), (Some(90), false));

@@ -347,15 +347,7 @@ impl LockTable {
         on.marker_exists =
             machine.marker_exists() && !matches!(outcome, Err(LockTableError::SessionLost(_)));
         match outcome? {
-            TxOutcome::Committed {
-                applied,
-                resolved,
-                zxid,
-            } => Ok(Committed {
-                applied,
-                resolved,
-                zxid,
-            }),
+            TxOutcome::Committed(committed) => Ok(committed),
             TxOutcome::Failed { index } => Err(LockTableError::Failed {
                 index,
                 statement: tx.statements[index].clone(),

@@ -70,8 +70,6 @@ struct Run {
     discoveries: Mutex<BTreeMap<&'static str, Fingerprint>>,
     /// Every property has a discovery: stop.
     finished: AtomicBool,
-    /// The checking thread has ended.
-    done: AtomicBool,
 }
 
 impl Run {
@@ -108,16 +106,12 @@ where
             found: AtomicU64::new(0),
             discoveries: Mutex::new(BTreeMap::new()),
             finished: AtomicBool::new(false),
-            done: AtomicBool::new(false),
         });
         let handle = {
             let (model, run) = (Arc::clone(&model), Arc::clone(&run));
             std::thread::Builder::new()
                 .name("checker".into())
-                .spawn(move || {
-                    Explorer::new(&*model, &run, target).explore(threads.max(1));
-                    run.done.store(true, Ordering::Release);
-                })
+                .spawn(move || Explorer::new(&*model, &run, target).explore(threads.max(1)))
                 .expect("spawn the checker's thread")
         };
         BfsChecker {
@@ -197,7 +191,7 @@ where
     }
 
     fn is_done(&self) -> bool {
-        self.run.done.load(Ordering::Acquire)
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 }
 
@@ -281,6 +275,10 @@ where
             if self.run.finished.load(Ordering::Relaxed) {
                 return;
             }
+            // A chunk is of one depth, below the target (deeper states are never queued).
+            if let Some(job) = chunk.first() {
+                self.run.max_depth.fetch_max(job.depth, Ordering::Relaxed);
+            }
             if threads == 1 || chunk.len() < 2 * threads {
                 let next = self.take_all(chunk, &mut taken[0]);
                 enqueue(&mut queue, next);
@@ -352,10 +350,6 @@ where
         next: &mut Vec<Job<M::State>>,
         actions: &mut Vec<M::Action>,
     ) -> bool {
-        self.run.max_depth.fetch_max(job.depth, Ordering::Relaxed);
-        if self.target.is_some_and(|t| job.depth >= t) {
-            return true;
-        }
         let found = self.run.found.load(Ordering::Relaxed);
         let mut awaiting = false;
         for (i, p) in self.properties.iter().enumerate() {
