@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use avout_scenarios::history::{EventType, History};
+use avout_check::history::{EventType, History};
 use avout_scenarios::scenario::{Verdict, Workload, pairs};
 
 use crate::scenario::job;
@@ -10,7 +10,7 @@ use crate::scenario::job;
 /// Judges a history of the scheduler scenario of `w` (`w.ops` jobs).
 ///
 /// ```
-/// use avout_scenarios::history::{Event, F, History};
+/// use avout_check::history::{Event, F, History};
 /// use avout_scenarios::scenario::{registry, Workload};
 /// use serde_json::json;
 /// let w = { let mut w = Workload::new(registry::register(avout_example_scheduler::SchedulerScenario), 0); w.ops = 1; w };
@@ -80,7 +80,7 @@ pub fn check(w: &Workload, history: &History) -> Verdict {
 
 #[cfg(test)]
 mod tests {
-    use avout_scenarios::history::{Event, F, History};
+    use avout_check::history::{Event, F, History};
     use avout_scenarios::scenario::{Workload, registry};
     use serde_json::{Value, json};
 

@@ -8,5 +8,5 @@ use avout_example_scheduler::SchedulerScenario;
 use avout_scenarios::scenario::Registry;
 
 fn main() -> ExitCode {
-    avout_scenarios::cli::main_with(Registry::builtins().with(SchedulerScenario))
+    avout_cli::main_with(Registry::builtins().with(SchedulerScenario))
 }

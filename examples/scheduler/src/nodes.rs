@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout_scenarios::history::History;
+use avout_check::history::History;
 use avout_scenarios::scenario::env::{Cluster, Recorder, SimCluster};
 use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
 use avout_sim_zk::SimNode;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use avout_scenarios::history::{EventType, History};
+use avout_check::history::{EventType, History};
 use avout_scenarios::scenario::env::{Cluster, Recorder, client_rng};
 use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
 use futures::future::LocalBoxFuture;

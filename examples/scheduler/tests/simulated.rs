@@ -22,7 +22,7 @@ fn a_run_elects_leaders_that_hand_out_every_job() {
     let count = |f: &str| {
         avout_scenarios::scenario::pairs(&report.history)
             .iter()
-            .filter(|p| p.f == f && p.end == avout_scenarios::history::EventType::Ok)
+            .filter(|p| p.f == f && p.end == avout_check::history::EventType::Ok)
             .count()
     };
     eprintln!(

@@ -1,0 +1,760 @@
+//! The mutex checker: one holder at a time, except where fencing tokens make it safe.
+//!
+//! # History format
+//!
+//! Each process acquires, optionally writes to a fenced resource, and releases:
+//!
+//! ```text
+//! {"type":"invoke","process":0,"f":"acquire","value":null}
+//! {"type":"ok","process":0,"f":"acquire","value":7}
+//! {"type":"invoke","process":0,"f":"write","value":7}
+//! {"type":"ok","process":0,"f":"write","value":7}
+//! {"type":"invoke","process":0,"f":"release","value":7}
+//! {"type":"ok","process":0,"f":"release","value":7}
+//! ```
+//!
+//! - `acquire`: `null` on the invocation; an `ok` completion carries the hold's *fencing
+//!   token*, an integer the lock service makes larger for every grant (with ZooKeeper, the
+//!   lock node's sequence number or its czxid). `fail` means not acquired. `info` (or no
+//!   completion) means unknown: such a hold is not trusted — its client does not know it holds
+//!   the lock, so does not act on it — and is not checked.
+//! - `release`: ends the process's current hold (its last `ok` acquire). `ok` is a clean
+//!   release. `fail` or `info` means the hold ended by *losing* it: the client found its session
+//!   gone (or could not tell), so the lock may have passed to someone else at any moment after
+//!   the acquire. A release with no hold is ignored. A hold never released lasts to the end of
+//!   the history.
+//! - `write`: a write to a resource that enforces the fencing rule, value the token (an integer,
+//!   or an object with an integer `token` field). `ok` means the resource accepted it, `fail`
+//!   that it refused it (a stale token), `info` unknown.
+//!
+//! # What is checked
+//!
+//! A hold surely lasted from its acquire's completion to its release's invocation (the lock was
+//! granted before the client heard, and released after it asked). For every two holds whose
+//! sure intervals overlap, the one with the smaller token must have ended by losing: a holder
+//! that lost its session is fenced off by the token, not trusted. Which of the two heard of its
+//! grant first does not matter: a client told late (paused, or its reply delayed) may hold the
+//! older node, deleted by its session's end before the other was granted. Anything else is two
+//! live holders. Besides:
+//! - tokens grow with real time: an acquire that began after another completed has a larger
+//!   token, and no two holds share a token;
+//! - the resource accepts writes in token order: an accepted write that began after another
+//!   accepted write completed does not carry a smaller token.
+//!
+//! ```
+//! use avout_check::mutex::{check_mutex, MutexViolation};
+//! use avout_check::history::{Event, History, F};
+//! use serde_json::Value;
+//! let acquire = || F::Other("acquire".into());
+//! // Process 1 acquires while process 0 still holds, and 0 then releases cleanly.
+//! let h: History = [
+//!     Event::invoke(0, acquire(), Value::Null),
+//!     Event::ok(0, acquire(), 1.into()),
+//!     Event::invoke(1, acquire(), Value::Null),
+//!     Event::ok(1, acquire(), 2.into()),
+//!     Event::invoke(0, F::Other("release".into()), Value::Null),
+//!     Event::ok(0, F::Other("release".into()), Value::Null),
+//! ]
+//! .into_iter()
+//! .collect();
+//! let verdict = check_mutex(&h).unwrap();
+//! assert!(matches!(&verdict.violations[0], MutexViolation::Overlap { .. }));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::history::{F, History, HistoryError, Keys, Operation, Outcome};
+
+/// Why a mutex history could not be checked (as opposed to being found wrong).
+///
+/// ```
+/// use avout_check::mutex::{check_mutex, MutexError};
+/// use avout_check::history::{Event, History, F};
+/// let h: History = [
+///     Event::invoke(0, F::Other("acquire".into()), serde_json::Value::Null),
+///     Event::ok(0, F::Other("acquire".into()), "seven".into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(matches!(check_mutex(&h), Err(MutexError::MalformedToken { line: 2, .. })));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MutexError {
+    /// The history could not be read or paired.
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    /// An operation other than `acquire`, `release` or `write`.
+    #[error("line {line}: {f} is not an operation of the mutex model (acquire, release, write)")]
+    Unsupported {
+        /// The invocation's line.
+        line: usize,
+        /// The operation.
+        f: F,
+    },
+    /// An `ok` acquire or a write whose token is not an integer.
+    #[error("line {line}: {value} is not a fencing token (an integer)")]
+    MalformedToken {
+        /// The line of the event carrying the token.
+        line: usize,
+        /// The value found.
+        value: Value,
+    },
+}
+
+/// One trusted hold: an `ok` acquire and how it ended.
+///
+/// ```
+/// use avout_check::mutex::check_mutex;
+/// use avout_check::history::{Event, History, F};
+/// let h: History = [
+///     Event::invoke(3, F::Other("acquire".into()), serde_json::Value::Null),
+///     Event::ok(3, F::Other("acquire".into()), 9.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let verdict = check_mutex(&h).unwrap();
+/// assert_eq!(verdict.holds, 1);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hold {
+    /// Its fencing token.
+    pub token: i64,
+    /// The `ok` acquire.
+    pub acquire: Operation,
+    /// The release that ended it; `None` if it lasted to the end.
+    pub release: Option<Operation>,
+}
+
+impl Hold {
+    /// Whether it ended by losing the lock: a release that did not complete `ok`.
+    ///
+    /// ```
+    /// use avout_check::mutex::Hold;
+    /// use avout_check::history::{Operation, Outcome, Position, F};
+    /// let at = |index| Position { index, line: index + 1 };
+    /// let acquire = Operation {
+    ///     process: 0,
+    ///     f: F::Other("acquire".into()),
+    ///     key: None,
+    ///     value: 1.into(),
+    ///     outcome: Outcome::Ok,
+    ///     invoke: at(0),
+    ///     complete: Some(at(1)),
+    ///     error: None,
+    /// };
+    /// let hold = Hold { token: 1, acquire, release: None };
+    /// assert!(!hold.lost());
+    /// ```
+    pub fn lost(&self) -> bool {
+        self.release
+            .as_ref()
+            .is_some_and(|r| r.outcome != Outcome::Ok)
+    }
+
+    /// Where it surely began: its acquire's completion.
+    fn start(&self) -> usize {
+        self.acquire.complete.expect("ok acquires complete").index
+    }
+
+    /// Where it surely still held: up to its release's invocation.
+    fn end(&self) -> usize {
+        self.release.as_ref().map_or(usize::MAX, |r| r.invoke.index)
+    }
+}
+
+impl fmt::Display for Hold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "process {} held token {} from line {}",
+            self.acquire.process,
+            self.token,
+            self.acquire.complete.map_or(0, |c| c.line)
+        )?;
+        match &self.release {
+            None => write!(f, " to the end"),
+            Some(r) if r.outcome == Outcome::Ok => write!(f, " to line {}", r.invoke.line),
+            Some(r) => write!(
+                f,
+                " and lost it (release at line {} ended {})",
+                r.invoke.line, r.outcome
+            ),
+        }
+    }
+}
+
+/// A breach of mutual exclusion or of the fencing rule.
+///
+/// ```
+/// use avout_check::mutex::{check_mutex, MutexViolation};
+/// use avout_check::history::{Event, History, F};
+/// let a = || F::Other("acquire".into());
+/// let h: History = [
+///     Event::invoke(0, a(), serde_json::Value::Null),
+///     Event::ok(0, a(), 5.into()),
+///     Event::invoke(1, a(), serde_json::Value::Null),
+///     Event::ok(1, a(), 5.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let verdict = check_mutex(&h).unwrap();
+/// assert!(verdict.violations.iter().any(|v| matches!(v, MutexViolation::DuplicateToken { .. })));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum MutexViolation {
+    /// Two holds surely overlapped, and fencing does not excuse it: the earlier did not have the
+    /// smaller token or did not end by losing.
+    Overlap {
+        /// The hold whose acquire completed first.
+        first: Box<Hold>,
+        /// The hold that began while `first` surely held.
+        second: Box<Hold>,
+    },
+    /// An acquire that began after `earlier` completed got a token no larger.
+    TokenOrder {
+        /// The acquire with the larger token, completed first.
+        earlier: Operation,
+        /// The acquire that began after it.
+        later: Operation,
+    },
+    /// Two holds with the same token.
+    DuplicateToken {
+        /// The first acquire.
+        first: Operation,
+        /// The second.
+        second: Operation,
+    },
+    /// The resource accepted a write with a smaller token after accepting a larger one.
+    StaleWrite {
+        /// The accepted write with the larger token, completed first.
+        accepted: Operation,
+        /// The accepted write that began after it with a smaller token.
+        stale: Operation,
+    },
+}
+
+impl MutexViolation {
+    /// A short name: `overlap`, `token-order`, `duplicate-token` or `stale-write`.
+    ///
+    /// ```
+    /// use avout_check::mutex::check_mutex;
+    /// use avout_check::history::{Event, History, F};
+    /// let w = || F::Other("write".into());
+    /// let h: History = [
+    ///     Event::invoke(0, w(), 2.into()),
+    ///     Event::ok(0, w(), 2.into()),
+    ///     Event::invoke(1, w(), 1.into()),
+    ///     Event::ok(1, w(), 1.into()),
+    /// ]
+    /// .into_iter()
+    /// .collect();
+    /// assert_eq!(check_mutex(&h).unwrap().violations[0].name(), "stale-write");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            MutexViolation::Overlap { .. } => "overlap",
+            MutexViolation::TokenOrder { .. } => "token-order",
+            MutexViolation::DuplicateToken { .. } => "duplicate-token",
+            MutexViolation::StaleWrite { .. } => "stale-write",
+        }
+    }
+}
+
+impl fmt::Display for MutexViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MutexViolation::Overlap { first, second } => {
+                write!(f, "overlap: {first}, while {second}")?;
+                if first.token == second.token {
+                    write!(f, " (the same token)")
+                } else {
+                    let older = first.token.min(second.token);
+                    write!(
+                        f,
+                        " (the holder of the smaller token {older} did not lose its hold)"
+                    )
+                }
+            }
+            MutexViolation::TokenOrder { earlier, later } => write!(
+                f,
+                "token-order: {later} began after {earlier} and got a token no larger"
+            ),
+            MutexViolation::DuplicateToken { first, second } => {
+                write!(f, "duplicate-token: {first} and {second}")
+            }
+            MutexViolation::StaleWrite { accepted, stale } => write!(
+                f,
+                "stale-write: {stale} was accepted after {accepted} (token order broken)"
+            ),
+        }
+    }
+}
+
+/// The result of a mutex check.
+///
+/// ```
+/// use avout_check::mutex::check_mutex;
+/// let verdict = check_mutex(&Default::default()).unwrap();
+/// assert!(verdict.is_valid());
+/// assert!(verdict.to_string().starts_with("valid"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct MutexVerdict {
+    /// Trusted holds (`ok` acquires).
+    pub holds: usize,
+    /// Holds that ended by losing the lock.
+    pub lost: usize,
+    /// Accepted (`ok`) writes.
+    pub writes: usize,
+    /// Every breach found: overlaps first (by the second hold's start), then token order,
+    /// duplicate tokens and stale writes, each in history order.
+    pub violations: Vec<MutexViolation>,
+}
+
+impl MutexVerdict {
+    /// Whether no breach was found.
+    ///
+    /// ```
+    /// assert!(avout_check::mutex::check_mutex(&Default::default()).unwrap().is_valid());
+    /// ```
+    pub fn is_valid(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+impl fmt::Display for MutexVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} holds ({} lost), {} accepted writes, {} violations",
+            if self.is_valid() { "valid" } else { "invalid" },
+            self.holds,
+            self.lost,
+            self.writes,
+            self.violations.len()
+        )?;
+        for v in &self.violations {
+            writeln!(f, "  {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a mutex history (format in the [module docs](self)).
+///
+/// ```
+/// use avout_check::mutex::check_mutex;
+/// use avout_check::history::{Event, History, F};
+/// use serde_json::Value;
+/// let (a, r) = (|| F::Other("acquire".into()), || F::Other("release".into()));
+/// // Process 0 loses its session; process 1 acquires with a larger token: fenced, valid.
+/// let h: History = [
+///     Event::invoke(0, a(), Value::Null),
+///     Event::ok(0, a(), 1.into()),
+///     Event::invoke(1, a(), Value::Null),
+///     Event::ok(1, a(), 2.into()),
+///     Event::invoke(0, r(), Value::Null),
+///     Event::info(0, r(), Value::Null),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let verdict = check_mutex(&h).unwrap();
+/// assert!(verdict.is_valid(), "{verdict}");
+/// assert_eq!((verdict.holds, verdict.lost), (2, 1));
+/// ```
+pub fn check_mutex(history: &History) -> Result<MutexVerdict, MutexError> {
+    let ops = history.operations(Keys::Field)?;
+    let mut holds: Vec<Hold> = Vec::new();
+    // Each process's current hold, as an index into `holds`.
+    let mut holding: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut writes: Vec<(i64, Operation)> = Vec::new();
+    for op in ops {
+        match op.f.as_str() {
+            "acquire" => {
+                if op.outcome != Outcome::Ok {
+                    continue;
+                }
+                let line = op.complete.map_or(op.invoke.line, |c| c.line);
+                let token = token(&op.value, line)?;
+                holding.insert(op.process, holds.len());
+                holds.push(Hold {
+                    token,
+                    acquire: op,
+                    release: None,
+                });
+            }
+            "release" => {
+                if let Some(h) = holding.remove(&op.process) {
+                    holds[h].release = Some(op);
+                }
+            }
+            "write" => {
+                let token = token(&op.value, op.invoke.line)?;
+                if op.outcome == Outcome::Ok {
+                    writes.push((token, op));
+                }
+            }
+            _ => {
+                return Err(MutexError::Unsupported {
+                    line: op.invoke.line,
+                    f: op.f.clone(),
+                });
+            }
+        }
+    }
+    let mut violations = overlaps(&holds);
+    let acquires: Vec<(i64, &Operation)> = holds.iter().map(|h| (h.token, &h.acquire)).collect();
+    violations.extend(
+        out_of_order(&acquires, true)
+            .into_iter()
+            .map(|(earlier, later)| MutexViolation::TokenOrder { earlier, later }),
+    );
+    let mut first_with: BTreeMap<i64, &Operation> = BTreeMap::new();
+    for (token, op) in &acquires {
+        if let Some(first) = first_with.insert(*token, op) {
+            violations.push(MutexViolation::DuplicateToken {
+                first: first.clone(),
+                second: (*op).clone(),
+            });
+            first_with.insert(*token, first);
+        }
+    }
+    let accepted: Vec<(i64, &Operation)> = writes.iter().map(|(t, op)| (*t, op)).collect();
+    violations.extend(
+        out_of_order(&accepted, false)
+            .into_iter()
+            .map(|(accepted, stale)| MutexViolation::StaleWrite { accepted, stale }),
+    );
+    Ok(MutexVerdict {
+        holds: holds.len(),
+        lost: holds.iter().filter(|h| h.lost()).count(),
+        writes: writes.len(),
+        violations,
+    })
+}
+
+/// Overlapping holds not excused by fencing, by a sweep over holds in order of start.
+fn overlaps(holds: &[Hold]) -> Vec<MutexViolation> {
+    let mut by_start: Vec<&Hold> = holds.iter().collect();
+    by_start.sort_by_key(|h| h.start());
+    let mut found = Vec::new();
+    let mut active: Vec<&Hold> = Vec::new();
+    for second in by_start {
+        active.retain(|h| h.end() > second.start());
+        for first in &active {
+            // The smaller token must be the hold that ended by losing, whichever hold heard
+            // of its grant first: a client told late (paused, or its reply delayed) may hold
+            // the older node, which its session's end deleted before the other was granted.
+            let (older, newer) = if first.token < second.token {
+                (*first, second)
+            } else {
+                (second, *first)
+            };
+            let fenced = older.token < newer.token && older.lost();
+            if !fenced {
+                found.push(MutexViolation::Overlap {
+                    first: Box::new((*first).clone()),
+                    second: Box::new(second.clone()),
+                });
+            }
+        }
+        active.push(second);
+    }
+    found
+}
+
+/// Pairs (earlier, later) where `later` began after `earlier` completed and its token is smaller
+/// (or equal, when `strict`) than the largest token completed before it began. Each offender is
+/// reported once, against the operation holding that largest token.
+fn out_of_order(ops: &[(i64, &Operation)], strict: bool) -> Vec<(Operation, Operation)> {
+    // (position, is completion, op): at a completion the op's token becomes the floor for
+    // everything invoked afterwards.
+    let mut events: Vec<(usize, bool, usize)> = Vec::with_capacity(ops.len() * 2);
+    for (i, (_, op)) in ops.iter().enumerate() {
+        events.push((op.invoke.index, false, i));
+        events.push((op.complete.expect("ok operations complete").index, true, i));
+    }
+    events.sort_unstable();
+    let mut best: Option<usize> = None;
+    let mut floor_at_invoke: Vec<Option<usize>> = vec![None; ops.len()];
+    let mut found = Vec::new();
+    for (_, is_completion, i) in events {
+        if !is_completion {
+            floor_at_invoke[i] = best;
+            continue;
+        }
+        let token = ops[i].0;
+        if let Some(f) = floor_at_invoke[i] {
+            let floor = ops[f].0;
+            if token < floor || (strict && token == floor) {
+                found.push((ops[f].1.clone(), ops[i].1.clone()));
+            }
+        }
+        if best.is_none_or(|b| ops[b].0 < token) {
+            best = Some(i);
+        }
+    }
+    found.sort_by_key(|(_, later)| later.invoke.index);
+    found
+}
+
+fn token(value: &Value, line: usize) -> Result<i64, MutexError> {
+    let token = match value {
+        Value::Object(fields) => fields.get("token"),
+        other => Some(other),
+    };
+    token
+        .and_then(Value::as_i64)
+        .ok_or_else(|| MutexError::MalformedToken {
+            line,
+            value: value.clone(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{MutexError, MutexVerdict, MutexViolation, check_mutex};
+    use crate::history::{Event, F, History};
+
+    fn f(name: &str) -> F {
+        F::Other(name.into())
+    }
+
+    fn acquire(p: u64) -> Event {
+        Event::invoke(p, f("acquire"), Value::Null)
+    }
+
+    fn acquired(p: u64, token: i64) -> Event {
+        Event::ok(p, f("acquire"), token.into())
+    }
+
+    fn release(p: u64) -> Event {
+        Event::invoke(p, f("release"), Value::Null)
+    }
+
+    fn released(p: u64) -> Event {
+        Event::ok(p, f("release"), Value::Null)
+    }
+
+    /// The release failed: the session was gone, the hold lost.
+    fn lost(p: u64) -> Event {
+        Event::fail(p, f("release"), Value::Null)
+    }
+
+    fn write(p: u64, token: i64) -> Event {
+        Event::invoke(p, f("write"), token.into())
+    }
+
+    /// Process 0 acquires with token `t0`, then process 1 with `t1`, the first not yet
+    /// releasing.
+    fn both_acquire(t0: i64, t1: i64) -> Vec<Event> {
+        vec![acquire(0), acquired(0, t0), acquire(1), acquired(1, t1)]
+    }
+
+    /// Both ask, and process 0 hears of its grant (token 1) after process 1 of its (token 2).
+    fn granted_late() -> Vec<Event> {
+        vec![acquire(0), acquire(1), acquired(1, 2), acquired(0, 1)]
+    }
+
+    fn verdict(events: Vec<Event>) -> MutexVerdict {
+        let h: History = events.into_iter().collect();
+        check_mutex(&h).unwrap()
+    }
+
+    fn names(events: Vec<Event>) -> Vec<&'static str> {
+        verdict(events)
+            .violations
+            .iter()
+            .map(MutexViolation::name)
+            .collect()
+    }
+
+    #[test]
+    fn sequential_holds_with_writes_are_valid() {
+        let h: History = [
+            acquire(0),
+            acquire(1),
+            acquired(0, 1),
+            write(0, 1),
+            Event::ok(0, f("write"), 1.into()),
+            release(0),
+            released(0),
+            acquired(1, 2),
+            write(1, 2),
+            Event::ok(1, f("write"), json!({"token": 2, "data": "x"})),
+            release(1),
+            released(1),
+            // An acquire that failed or is unknown is not a hold.
+            acquire(2),
+            Event::fail(2, f("acquire"), Value::Null),
+            acquire(3),
+            Event::info(3, f("acquire"), Value::Null),
+            // A release with no hold is ignored.
+            release(3),
+            released(3),
+        ]
+        .into_iter()
+        .collect();
+        let verdict = check_mutex(&h).unwrap();
+        assert!(verdict.is_valid(), "{verdict}");
+        assert_eq!((verdict.holds, verdict.lost, verdict.writes), (2, 0, 2));
+    }
+
+    #[test]
+    fn two_live_holders_overlap() {
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), released(0), release(1), released(1)],
+        ]
+        .concat();
+        assert_eq!(names(events.clone()), vec!["overlap"]);
+        let verdict = verdict(events);
+        let MutexViolation::Overlap { first, second } = &verdict.violations[0] else {
+            unreachable!()
+        };
+        assert_eq!((first.acquire.process, second.acquire.process), (0, 1));
+        assert_eq!((first.token, second.token), (1, 2));
+        let text = verdict.to_string();
+        assert!(
+            text.contains("process 0 held token 1 from line 2 to line 5"),
+            "{text}"
+        );
+        assert!(text.contains("did not lose its hold"), "{text}");
+    }
+
+    #[test]
+    fn a_lost_hold_overlapping_a_larger_token_is_fenced() {
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), lost(0), release(1), released(1)],
+        ]
+        .concat();
+        assert!(names(events).is_empty());
+        // An info release counts as lost too.
+        let events = [
+            both_acquire(1, 2),
+            vec![release(0), Event::info(0, f("release"), Value::Null)],
+        ]
+        .concat();
+        assert!(names(events).is_empty());
+    }
+
+    #[test]
+    fn fencing_needs_the_smaller_token_and_the_loss() {
+        // The earlier holder lost, but its token is larger: no resource can fence it off.
+        let events = [both_acquire(5, 2), vec![release(0), lost(0)]].concat();
+        let found = names(events);
+        assert!(found.contains(&"overlap"), "{found:?}");
+        // Never released: it holds to the end, and was never lost.
+        let events = both_acquire(1, 2);
+        assert_eq!(names(events), vec!["overlap"]);
+        // Released only after the other acquired, but concurrent acquires do not overlap
+        // surely: 1 acquired after 0 asked to release.
+        let events = vec![
+            acquire(0),
+            acquired(0, 1),
+            acquire(1),
+            release(0),
+            acquired(1, 2),
+            released(0),
+        ];
+        assert!(names(events).is_empty());
+    }
+
+    /// A client told of its grant late (paused past its session, say) holds the older node:
+    /// the other hold, granted after that node died with the session, completed first. The
+    /// smaller token lost its hold, so fencing excuses the overlap; it must not if the
+    /// smaller token's holder released cleanly (mutex seed 20927, election seed 20264).
+    #[test]
+    fn the_smaller_token_must_be_the_lost_one_whichever_heard_first() {
+        let events = [
+            granted_late(),
+            vec![
+                release(0),
+                Event::info(0, f("release"), Value::Null),
+                release(1),
+                released(1),
+            ],
+        ]
+        .concat();
+        assert!(names(events).is_empty());
+        let events = [
+            granted_late(),
+            vec![release(0), released(0), release(1), lost(1)],
+        ]
+        .concat();
+        assert_eq!(names(events.clone()), vec!["overlap"]);
+        let text = verdict(events).to_string();
+        assert!(
+            text.contains("the holder of the smaller token 1 did not lose its hold"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn tokens_must_grow_with_real_time() {
+        let events = vec![
+            acquire(0),
+            acquired(0, 7),
+            release(0),
+            released(0),
+            acquire(1),
+            acquired(1, 3),
+        ];
+        assert_eq!(names(events), vec!["token-order"]);
+        let events = vec![
+            acquire(0),
+            acquire(1),
+            acquired(0, 4),
+            release(0),
+            released(0),
+            acquired(1, 4),
+        ];
+        assert_eq!(names(events), vec!["duplicate-token"]);
+    }
+
+    #[test]
+    fn a_stale_write_accepted_after_a_newer_one_is_caught() {
+        let base = [
+            both_acquire(1, 2),
+            vec![
+                release(0),
+                lost(0),
+                write(1, 2),
+                Event::ok(1, f("write"), 2.into()),
+                write(0, 1),
+            ],
+        ]
+        .concat();
+        let mut accepted = base.clone();
+        accepted.push(Event::ok(0, f("write"), 1.into()));
+        assert_eq!(names(accepted), vec!["stale-write"]);
+        let mut refused = base;
+        refused.push(Event::fail(0, f("write"), 1.into()));
+        assert!(names(refused).is_empty());
+    }
+
+    #[test]
+    fn malformed_histories_are_errors() {
+        let h: History = [acquire(0), Event::ok(0, f("acquire"), Value::Null)]
+            .into_iter()
+            .collect();
+        assert!(matches!(
+            check_mutex(&h),
+            Err(MutexError::MalformedToken { line: 2, .. })
+        ));
+        let h: History = [Event::invoke(0, F::Read, Value::Null)]
+            .into_iter()
+            .collect();
+        assert!(matches!(
+            check_mutex(&h),
+            Err(MutexError::Unsupported { line: 1, .. })
+        ));
+    }
+}

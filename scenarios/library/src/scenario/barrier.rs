@@ -1,0 +1,236 @@
+//! `barrier`: client 0 sets a [`Barrier`], the others wait on it, client 0 removes it.
+//!
+//! Each of `ops` rounds: client 0 sets the barrier (retrying until it is set), tells the
+//! others in-process, pauses, then removes it (retrying until removed). The others start
+//! waiting only after hearing that the barrier is set.
+//!
+//! History: `set` and `remove` (value the round), `wait` (value the round; `ok` when the
+//! waiter was let through).
+//!
+//! The checker: no `wait` of a round completed before that round's `remove` was invoked (a
+//! waiter that started after the barrier was set must not pass it while it stands).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use avout::recipes::barrier::{Barrier, BarrierError};
+use rand::Rng;
+use tokio::sync::watch;
+
+use super::env::{Cluster, Process, Recorder, client_rng, open_client};
+use super::error::{BoxError, WorkloadError};
+use super::{OP_DEADLINE, Verdict, Workload, pairs};
+use avout_check::history::{EventType, History};
+
+const PATH: &str = "/barrier";
+
+/// Runs `op` until it succeeds, recording each try (a try lost with its session is tried
+/// again, on the client's next session).
+async fn until_done<Fut>(
+    rec: &Recorder,
+    process: &mut Process,
+    f: &str,
+    round: u64,
+    op: impl Fn() -> Fut,
+) -> Result<(), WorkloadError>
+where
+    Fut: std::future::Future<Output = Result<(), BarrierError>>,
+{
+    for _ in 0..100 {
+        let p = process.id();
+        rec.invoke(p, f, round.into(), None);
+        match tokio::time::timeout(OP_DEADLINE, op()).await {
+            Ok(Ok(())) => {
+                rec.complete(EventType::Ok, p, f, round.into(), None);
+                return Ok(());
+            }
+            Ok(Err(_)) => {
+                rec.complete(EventType::Info, p, f, round.into(), None);
+                process.retire();
+            }
+            Err(_) => {
+                rec.complete(EventType::Info, p, f, round.into(), None);
+                rec.stall(format!("process {p}'s {f} of round {round}"));
+                return Err(WorkloadError::gave_up(
+                    format!("{f} of round {round} (stuck)"),
+                    None::<BoxError>,
+                ));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(WorkloadError::gave_up(
+        format!("{f} of round {round} (100 tries)"),
+        None::<BoxError>,
+    ))
+}
+
+async fn controller<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    rounds: watch::Sender<Option<u64>>,
+) -> Result<(), WorkloadError> {
+    let mut rng = client_rng(w.seed, 0);
+    let mut process = Process::new(0, w.clients);
+    let client = open_client(cluster).await?;
+    let barrier = Barrier::new(&client, PATH)?;
+    for round in 0..w.ops as u64 {
+        let set = until_done(rec, &mut process, "set", round, || barrier.set()).await;
+        if set.is_err() {
+            break;
+        }
+        rounds.send_replace(Some(round));
+        tokio::time::sleep(Duration::from_millis(rng.random_range(5..30))).await;
+        let removed = until_done(rec, &mut process, "remove", round, || barrier.remove()).await;
+        if removed.is_err() {
+            break;
+        }
+    }
+    rounds.send_replace(None);
+    Ok(())
+}
+
+async fn waiter<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+    index: usize,
+    mut rounds: watch::Receiver<Option<u64>>,
+) -> Result<(), WorkloadError> {
+    let process = Process::new(index, w.clients);
+    let client = open_client(cluster).await?;
+    let barrier = Barrier::new(&client, PATH)?;
+    let mut last = None;
+    loop {
+        // The next round announced (a slow waiter may skip rounds).
+        let round = loop {
+            if rounds.changed().await.is_err() {
+                return Ok(());
+            }
+            match *rounds.borrow_and_update() {
+                Some(r) if Some(r) != last => break r,
+                Some(_) => continue,
+                None => return Ok(()),
+            }
+        };
+        last = Some(round);
+        let p = process.id();
+        rec.invoke(p, "wait", round.into(), None);
+        match tokio::time::timeout(OP_DEADLINE, barrier.wait()).await {
+            Ok(Ok(())) => rec.complete(EventType::Ok, p, "wait", round.into(), None),
+            Ok(Err(_)) => rec.complete(EventType::Fail, p, "wait", round.into(), None),
+            Err(_) => {
+                rec.complete(EventType::Info, p, "wait", round.into(), None);
+                rec.stall(format!("process {p}'s wait in round {round}"));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The workload: one controller and `w.clients - 1` waiters, `w.ops` rounds.
+pub(crate) async fn workload<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let (tx, rx) = watch::channel(None);
+    let waiters: Vec<_> = (1..w.clients)
+        .map(|i| waiter(cluster, w, rec, i, rx.clone()))
+        .collect();
+    drop(rx);
+    let (c, ws) = futures::join!(
+        controller(cluster, w, rec, tx),
+        futures::future::join_all(waiters)
+    );
+    c?;
+    for r in ws {
+        r?;
+    }
+    Ok(())
+}
+
+/// Judges a barrier history.
+///
+/// ```
+/// use avout_check::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // The waiter of round 0 got through before the barrier was removed.
+/// let h: History = [
+///     Event::invoke(0, f("set"), 0.into()),
+///     Event::ok(0, f("set"), 0.into()),
+///     Event::invoke(1, f("wait"), 0.into()),
+///     Event::ok(1, f("wait"), 0.into()),
+///     Event::invoke(0, f("remove"), 0.into()),
+///     Event::ok(0, f("remove"), 0.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(!avout_scenarios::scenario::barrier::check(&h).valid);
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    // The first invocation of each round's remove.
+    let mut removed: BTreeMap<u64, usize> = BTreeMap::new();
+    for op in ops.iter().filter(|o| o.f == "remove") {
+        if let Some(r) = op.input.as_u64() {
+            removed.entry(r).or_insert(op.start);
+        }
+    }
+    let mut anomalies = Vec::new();
+    for op in ops
+        .iter()
+        .filter(|o| o.f == "wait" && o.end == EventType::Ok)
+    {
+        let Some(round) = op.input.as_u64() else {
+            continue;
+        };
+        let remove = removed.get(&round).copied().unwrap_or(usize::MAX);
+        if op.stop < remove {
+            anomalies.push(format!(
+                "process {} passed the barrier of round {round} while it stood (event {}, \
+                 before its removal{})",
+                op.process,
+                op.stop,
+                if remove == usize::MAX {
+                    String::new()
+                } else {
+                    format!(" at event {remove}")
+                }
+            ));
+        }
+    }
+    Verdict::new("barrier (nobody passes a set barrier)", anomalies)
+}
+
+/// The `barrier` scenario: one client sets and removes, others wait.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BarrierScenario;
+
+impl super::Scenario for BarrierScenario {
+    fn name(&self) -> &'static str {
+        "barrier"
+    }
+
+    fn about(&self) -> &'static str {
+        "one client sets and removes, others wait; checker: nobody passes a set barrier"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 10)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { workload(&cluster, w, rec).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
+}

@@ -1,0 +1,217 @@
+//! `counter`: clients increment one atom (`swap(n + 1)`) and read it (`deref`, linearizable).
+//!
+//! History: `add` (invoke value 1; an `ok` completion carries the value the increment
+//! produced) and `read` (`ok` with the value read); a final read after every client is done.
+//!
+//! The checker, for a counter that only grows by one: the `ok` adds returned distinct values
+//! (two equal ones are a lost update, or an increment applied twice); and every value observed
+//! — a read, or the result of an add — lies between the number of adds that surely happened
+//! before the observation began (acknowledged before its invocation) and the number that
+//! could have happened before it ended (invoked before its completion and not failed).
+
+use avout::Client;
+use avout::atom::Atom;
+use rand::Rng;
+use serde_json::Value;
+
+use super::env::{Cluster, Recorder, open_client, retry_open};
+use super::error::WorkloadError;
+use super::worker::{Ended, Invoke, Worker};
+use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
+use avout_check::history::{EventType, History};
+
+const PATH: &str = "/counter";
+
+/// Opens the counter's atom at `path` on `client` with `cluster`'s planted bugs (retried: the
+/// open writes the initial value if the node is missing).
+pub(crate) async fn open<K: Cluster>(
+    cluster: &K,
+    client: &Client,
+    path: &str,
+) -> Result<Atom<u64>, WorkloadError> {
+    let planted = cluster.planted();
+    retry_open(200, || {
+        Atom::builder(client, path).planted(planted).open(0u64)
+    })
+    .await
+}
+
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+    let client = me.client().await?;
+    let atom = open(me.cluster, &client, PATH).await?;
+    for _ in 0..me.w.ops {
+        let add = me.rng.random_bool(0.75);
+        let (f, value) = if add {
+            ("add", Value::from(1))
+        } else {
+            ("read", Value::Null)
+        };
+        let call = || async {
+            if add {
+                atom.swap(|n| n + 1).await
+            } else {
+                atom.deref().await
+            }
+        };
+        // A failed operation, session lost or not, is recorded as its error says; the atom
+        // works on the client's next session.
+        if let Ended::Stuck = me
+            .caller
+            .call(Invoke::new(f, value), call, |v| Value::from(*v))
+            .await
+        {
+            break;
+        }
+    }
+    let stats = atom.stats();
+    me.caller.rec.retries(stats.conflicts + stats.recoveries);
+    Ok(())
+}
+
+/// The final read, after every client is done.
+pub(crate) async fn final_read<K: Cluster>(
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let p = (w.clients * (w.ops + 1)) as u64;
+    let client = open_client(cluster).await?;
+    let atom = open(cluster, &client, PATH).await?;
+    read_until_answered(rec, p, "read", || atom.deref())
+        .await
+        .map_err(|last| WorkloadError::gave_up("the final read of the counter", Some(last)))
+}
+
+/// Records process `p`'s read `f` by `read` until one answers (a read changes nothing, so
+/// trying it again, on whichever session is current, is safe); `Err` with the last error if
+/// none did in 100 tries.
+pub(crate) async fn read_until_answered<T, E, Fut>(
+    rec: &Recorder,
+    p: u64,
+    f: &str,
+    mut read: impl FnMut() -> Fut,
+) -> Result<(), String>
+where
+    T: Into<Value>,
+    E: std::fmt::Display,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut last = String::new();
+    for _ in 0..100 {
+        rec.invoke(p, f, Value::Null, None);
+        match tokio::time::timeout(OP_DEADLINE, read()).await {
+            Ok(Ok(v)) => {
+                rec.complete(EventType::Ok, p, f, v.into(), None);
+                return Ok(());
+            }
+            Ok(Err(e)) => {
+                rec.complete(EventType::Fail, p, f, Value::Null, None);
+                last = e.to_string();
+            }
+            Err(_) => {
+                rec.complete(EventType::Fail, p, f, Value::Null, None);
+                last = format!("no answer within {}s", OP_DEADLINE.as_secs());
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err(last)
+}
+
+/// Judges a counter history.
+///
+/// ```
+/// use avout_check::history::{Event, History, F};
+/// let add = || F::Other("add".into());
+/// // Two increments both returned 1: one of them was lost.
+/// let h: History = [
+///     Event::invoke(0, add(), 1.into()),
+///     Event::invoke(1, add(), 1.into()),
+///     Event::ok(0, add(), 1.into()),
+///     Event::ok(1, add(), 1.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::counter::check(&h);
+/// assert!(!v.valid);
+/// assert!(v.anomalies[0].contains("returned 1"));
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let ops = pairs(history);
+    let mut anomalies = Vec::new();
+    let adds: Vec<&Pair> = ops
+        .iter()
+        .filter(|o| o.f == "add" && o.end != EventType::Fail)
+        .collect();
+    let mut seen = std::collections::BTreeMap::new();
+    for op in ops.iter().filter(|o| o.end == EventType::Ok) {
+        if op.f != "add" && op.f != "read" {
+            continue;
+        }
+        let Some(observed) = op.output.as_u64() else {
+            anomalies.push(format!(
+                "event {}: {} returned {}, not a count",
+                op.stop, op.f, op.output
+            ));
+            continue;
+        };
+        let surely = adds
+            .iter()
+            .filter(|a| a.end == EventType::Ok && a.stop < op.start)
+            .count() as u64;
+        let possibly = adds.iter().filter(|a| a.start < op.stop).count() as u64;
+        let low = surely + u64::from(op.f == "add");
+        if observed < low || observed > possibly {
+            anomalies.push(format!(
+                "event {}: process {} {} observed {observed}, but between {low} and {possibly} \
+                 increments had taken effect",
+                op.stop, op.process, op.f
+            ));
+        }
+        if op.f == "add"
+            && let Some(other) = seen.insert(observed, op.start)
+        {
+            anomalies.push(format!(
+                "two increments returned {observed} (invoked at events {other} and {}): \
+                     an update was lost or applied twice",
+                op.start
+            ));
+        }
+    }
+    Verdict::new("counter", anomalies)
+}
+
+/// The `counter` scenario: atom increments and reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CounterScenario;
+
+impl super::Scenario for CounterScenario {
+    fn name(&self) -> &'static str {
+        "counter"
+    }
+
+    fn about(&self) -> &'static str {
+        "atom increments and reads; checker: distinct increments, reads within bounds"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 50)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move {
+            super::worker::all_workers(&cluster, w, rec, client).await?;
+            final_read(&cluster, w, rec).await
+        })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
+}

@@ -1,0 +1,128 @@
+//! `election`: clients campaign in one [`Election`], do fenced work as leader, and resign.
+//!
+//! A leader reads a counter node and writes it plus one in a `multi` that also checks its
+//! candidate node still exists (a leader whose session ended cannot write), then resigns.
+//!
+//! History, in the mutex checker's format (leadership is a lock on the term):
+//! `acquire` (`ok` value the term), `write` (value `{"token": term, "counter"}`), `release`
+//! (`ok` for a clean resignation, `info` when leadership was lost).
+//!
+//! The checker: one leader per term (no two leaderships share a term), no two live leaders
+//! at once (overlapping leaderships are allowed only when the earlier one has the smaller
+//! term and ended by losing), and no fenced increment lost.
+
+use std::time::Duration;
+
+use avout::recipes::election::Election;
+use avout::{Coordination, Op};
+use rand::Rng;
+use serde_json::Value;
+
+use super::env::Cluster;
+use super::error::WorkloadError;
+use super::mutex::{check_holds, counter_node, fenced_write, read_counter, set_counter};
+use super::worker::{Ended, Invoke, Worker};
+use super::{OP_DEADLINE, Verdict};
+use avout_check::history::History;
+
+const PATH: &str = "/election";
+const RESOURCE: &str = "/election-resource";
+
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
+    let election = Election::new(&client, PATH)?;
+    for _ in 0..me.w.ops {
+        let p = me.caller.p();
+        let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
+        let leadership = match me
+            .caller
+            .call(campaign, || election.campaign(), |l| l.term().into())
+            .await
+        {
+            Ended::Stuck => break,
+            Ended::Ok(l) => l,
+            // Lost with its session or not, the next campaign runs on the client's session.
+            Ended::Err(_) => continue,
+        };
+        let term = leadership.term();
+        let mut lost = true;
+        if let Ok(n) = read_counter(&client, RESOURCE).await {
+            tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
+            let ops = [
+                Op::check(leadership.node().to_owned(), None),
+                set_counter(RESOURCE, n + 1),
+            ];
+            // Fenced by the leadership's node; sent on the client's current session, which
+            // is the leadership's while the node stands.
+            match fenced_write(&mut me.caller, term, n + 1, || client.multi(&ops)).await {
+                Ended::Stuck => break,
+                Ended::Ok(_) => lost = false,
+                Ended::Err(_) => {}
+            }
+        }
+        me.caller.rec.invoke(p, "release", term.into(), None);
+        let resigned = !lost
+            && matches!(
+                tokio::time::timeout(OP_DEADLINE, leadership.resign()).await,
+                Ok(Ok(()))
+            );
+        me.caller.released(term.into(), resigned);
+    }
+    Ok(())
+}
+
+/// Judges an election history: one leader per term, no two live leaders.
+///
+/// ```
+/// use avout_check::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // Two leaderships with the same term.
+/// let h: History = [
+///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
+///     Event::ok(0, f("acquire"), 7.into()),
+///     Event::invoke(0, f("release"), 7.into()),
+///     Event::ok(0, f("release"), 7.into()),
+///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
+///     Event::ok(1, f("acquire"), 7.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::election::check(&h);
+/// assert!(v.anomalies[0].contains("token 7"), "{v}");
+/// ```
+pub fn check(history: &History) -> Verdict {
+    check_holds(history, "election (one leader per term)")
+}
+
+/// The `election` scenario: campaign, fenced work, resign.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ElectionScenario;
+
+impl super::Scenario for ElectionScenario {
+    fn name(&self) -> &'static str {
+        "election"
+    }
+
+    fn about(&self) -> &'static str {
+        "campaign, fenced work, resign; checker: one leader per term, no two live leaders"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 10)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
+}

@@ -1,0 +1,146 @@
+//! `lin-kv`: Maelstrom's linearizable key-value workload on [`avout::atom::linkv::LinKv`].
+//!
+//! Each client issues random `read`, `write` and `cas` operations on three keys with values
+//! 0–4 (a cas from a random value to a random value, without `create_if_not_exists`, as
+//! Maelstrom's lin-kv workload does). A read of a missing key is an `ok` read of `null` (the
+//! register's initial value); a refused cas (codes 20 and 22) is a `fail`; an error that
+//! [`KvError::is_definite`] says may have taken effect is `info`. Every failed completion
+//! carries Maelstrom's error code (`error`, see [`super::codes`]): 20/22 for a refused cas,
+//! 13 for an indefinite failure, 0 for an operation that outran the deadline, and 11 for an
+//! operation refused without being sent because the client's connection was down. Each
+//! client ends with a `delete` of key `"0"`, which lin-kv does not offer: refused with 10
+//! (not-supported); the checker leaves operations refused with 10 out of the model.
+//!
+//! The checker is the linearizability checker ([`avout_check::linear`]) for a cas-register, per
+//! key (the `key` field).
+
+use avout::atom::linkv::{KvError, LinKv};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::REFUSED_PAUSE;
+use super::Verdict;
+use super::env::{Cluster, retry_open};
+use super::error::WorkloadError;
+use super::worker::{Ended, Invoke, Worker};
+use avout_check::history::{ErrorCode, History, Keys};
+use avout_check::linear::{Checker, Model};
+
+const BASE: &str = "/lin-kv";
+const KEYS: u64 = 3;
+const VALUES: u64 = 5;
+
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+    let client = me.client().await?;
+    let kv = retry_open(200, || LinKv::open(&client, BASE)).await?;
+    for _ in 0..me.w.ops {
+        let rng = &mut me.rng;
+        let key = rng.random_range(0..KEYS).to_string();
+        let k = Some(Value::from(key.clone()));
+        let (f, input) = match rng.random_range(0..3) {
+            0 => ("read", Value::Null),
+            1 => ("write", json!(rng.random_range(0..VALUES))),
+            _ => (
+                "cas",
+                json!([rng.random_range(0..VALUES), rng.random_range(0..VALUES)]),
+            ),
+        };
+        let kv = &kv;
+        let call = || async {
+            match f {
+                "read" => match kv.read(&key).await {
+                    Err(KvError::KeyDoesNotExist { .. }) => Ok(Value::Null),
+                    other => other,
+                },
+                "write" => kv.write(&key, input.clone()).await.map(|()| input.clone()),
+                _ => kv
+                    .cas(&key, &input[0], input[1].clone(), false)
+                    .await
+                    .map(|()| input.clone()),
+            }
+        };
+        let op = Invoke::new(f, input.clone())
+            .key(k)
+            .stall(format!("process {}'s {f} of key {key}", me.caller.p()));
+        if me.caller.unavailable(&client, &op) {
+            tokio::time::sleep(REFUSED_PAUSE).await;
+            continue;
+        }
+        if let Ended::Stuck = me.caller.call(op, call, Value::clone).await {
+            return Ok(());
+        }
+    }
+    // Last, a `delete`, which lin-kv (Maelstrom's and this one) does not offer: refused
+    // unsent with 10, not-supported.
+    let op = Invoke::new("delete", Value::Null).key(Some(Value::from("0")));
+    me.caller.refuse(&op, ErrorCode::NOT_SUPPORTED);
+    Ok(())
+}
+
+/// Judges a lin-kv history with the linearizability checker (cas-register per key).
+///
+/// ```
+/// use avout_check::history::{Event, History, F};
+/// // Key "0" is written 1, then read as null: a stale read.
+/// let h: History = [
+///     Event::invoke(0, F::Write, 1.into()).with_key("0".into()),
+///     Event::ok(0, F::Write, 1.into()).with_key("0".into()),
+///     Event::invoke(1, F::Read, serde_json::Value::Null).with_key("0".into()),
+///     Event::ok(1, F::Read, serde_json::Value::Null).with_key("0".into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// assert!(!avout_scenarios::scenario::linkv::check(&h).valid);
+/// ```
+pub fn check(history: &History) -> Verdict {
+    match Checker::new(Model::CasRegister)
+        .keys(Keys::Field)
+        .check(history)
+    {
+        Ok(v) if v.is_linearizable() => Verdict::new("linearizability (cas-register)", vec![]),
+        Ok(v) => Verdict::new(
+            "linearizability (cas-register)",
+            v.to_string()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Err(e) => Verdict::new(
+            "linearizability (cas-register)",
+            vec![format!("the checker could not judge the history: {e}")],
+        ),
+    }
+}
+
+/// The `lin-kv` scenario: Maelstrom lin-kv read/write/cas on 3 keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinKvScenario;
+
+impl super::Scenario for LinKvScenario {
+    fn name(&self) -> &'static str {
+        "lin-kv"
+    }
+
+    fn about(&self) -> &'static str {
+        "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 50)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
+}

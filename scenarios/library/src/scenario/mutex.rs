@@ -1,0 +1,338 @@
+//! `mutex`: clients take an exclusive lock ([`avout::lock::Mutex`]), increment a shared
+//! counter inside it by a fenced read–modify–write, and unlock.
+//!
+//! Inside the hold a client `sync`s and reads the counter node, then writes the value plus
+//! one with [`LockGuard::fenced`](avout::lock::LockGuard::fenced) — a `multi` that also
+//! checks its lock node still exists, so a holder whose session ended cannot write — and with
+//! *no* version check: only mutual exclusion keeps two increments apart.
+//!
+//! History (the mutex checker's format, [`avout_check::mutex`]): `acquire` (`ok` value the
+//! fencing token), `write` (value `{"token": t, "counter": n}`, `n` the value written) and
+//! `release` (`ok` clean: the lock node was confirmed to still stand when the release began,
+//! by an empty fenced `multi`; `info` when the hold was lost, or could not be confirmed).
+//!
+//! The checker: the `ok` writes wrote distinct counter values (two equal ones mean two
+//! holders were inside at once), and the fencing rule over holds: two holds whose sure
+//! intervals (acquire completion to release invocation) overlap are a violation unless the
+//! earlier one has the smaller token and ended by losing its lock.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use avout::lock::{LockError, Mutex};
+use avout::{Client, Coordination, Op};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::env::{Cluster, retry_open};
+use super::error::WorkloadError;
+use super::worker::{Caller, Ended, Ends, Invoke, Worker};
+use super::{OP_DEADLINE, Pair, Verdict, pairs};
+use avout_check::history::{EventType, History};
+
+const LOCK: &str = "/mutex";
+const RESOURCE: &str = "/mutex-resource";
+
+/// Creates the counter node at `path` if it is missing (idempotent, retried).
+pub(crate) async fn counter_node(client: &Client, path: &str) -> Result<(), WorkloadError> {
+    retry_open(200, || async move {
+        match client.create(path, b"0", &Default::default()).await {
+            Ok(_) | Err(avout::Error::NodeExists { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    })
+    .await
+}
+
+/// Reads the counter at `path` linearizably: a `sync` and the read, pipelined on one
+/// session (the client's current one).
+pub(crate) async fn read_counter(client: &Client, path: &str) -> Result<u64, avout::Error> {
+    let session = client.current_session().await?;
+    let sync = session.sync(path);
+    let read = session.get_data(path);
+    sync.await?;
+    let (data, _) = read.await?;
+    Ok(std::str::from_utf8(&data)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0))
+}
+
+/// The write of `n` to the counter at `path`.
+pub(crate) fn set_counter(path: &str, n: u64) -> Op {
+    Op::set_data(path, n.to_string().into_bytes(), None)
+}
+
+/// Records `process`'s fenced write of `counter` under the hold given `token`, sent by
+/// `write`; its output is its input.
+pub(crate) async fn fenced_write<T, E: Ends, Fut>(
+    caller: &mut Caller<'_>,
+    token: i64,
+    counter: u64,
+    write: impl FnOnce() -> Fut,
+) -> Ended<T, E>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    let value = json!({"token": token, "counter": counter});
+    let op = Invoke::new("write", value.clone())
+        .stall(format!("process {}'s fenced write", caller.p()))
+        .in_hold();
+    caller.call(op, write, |_| value).await
+}
+
+impl Ends for LockError {
+    fn end(&self) -> EventType {
+        match self {
+            LockError::Zk(z) if z.is_indeterminate() => EventType::Info,
+            _ => EventType::Fail,
+        }
+    }
+}
+
+/// One client: `me.w.ops` operations.
+pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+    let client = me.client().await?;
+    counter_node(&client, RESOURCE).await?;
+    let mutex = Mutex::new(&client, LOCK)?.planted(me.cluster.planted());
+    for _ in 0..me.w.ops {
+        let nothing = async |_: &mut Worker<'_, K>| Ended::Ok(());
+        if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..3))).await;
+    }
+    Ok(())
+}
+
+/// One hold of `mutex`: acquire, `inside` (what else the holder does, before its write), a
+/// fenced increment of the counter at `resource`, and the release, each recorded. A failed
+/// acquire (its session lost or not) ends the turn; the mutex acquires on the client's next
+/// session next time. `Stuck` if an operation missed its deadline.
+pub(crate) async fn fenced_increment<'a, K>(
+    me: &mut Worker<'a, K>,
+    client: &Client,
+    mutex: &Mutex,
+    resource: &str,
+    inside: impl AsyncFnOnce(&mut Worker<'a, K>) -> Ended<(), ()>,
+) -> Ended<(), ()> {
+    let p = me.caller.p();
+    let acquire = Invoke::new("acquire", Value::Null);
+    let guard = match me
+        .caller
+        .call(acquire, || mutex.lock(), |g| g.fencing_token().into())
+        .await
+    {
+        Ended::Stuck => return Ended::Stuck,
+        Ended::Ok(guard) => guard,
+        Ended::Err(_) => return Ended::Err(()),
+    };
+    let token = guard.fencing_token();
+    if let Ended::Stuck = inside(me).await {
+        return Ended::Stuck;
+    }
+    let mut lost = false;
+    match read_counter(client, resource).await {
+        Ok(n) => {
+            tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..5))).await;
+            let write = || guard.fenced(vec![set_counter(resource, n + 1)]);
+            match fenced_write(&mut me.caller, token, n + 1, write).await {
+                Ended::Stuck => return Ended::Stuck,
+                Ended::Ok(_) => {}
+                Ended::Err(e) => lost = e.end() == EventType::Fail,
+            }
+        }
+        Err(e) => lost = e.is_session_lost(),
+    }
+    me.caller.rec.invoke(p, "release", token.into(), None);
+    let released = if lost {
+        drop(guard);
+        false
+    } else {
+        // `unlock` returns once the delete is ordered on the session, so its `Ok` says
+        // nothing of a session that ended unnoticed (a client paused past its session
+        // that wakes into an outage sees only connection loss). The hold is known to have
+        // lasted to the release only if the lock node still stands now.
+        let intact = matches!(
+            tokio::time::timeout(OP_DEADLINE, guard.fenced(Vec::new())).await,
+            Ok(Ok(_))
+        );
+        let unlocked = matches!(
+            tokio::time::timeout(OP_DEADLINE, guard.unlock()).await,
+            Ok(Ok(()))
+        );
+        intact && unlocked
+    };
+    me.caller.released(token.into(), released);
+    Ended::Ok(())
+}
+
+/// One hold: from an `ok` acquire to the process's next release.
+#[derive(Debug)]
+struct Hold {
+    process: u64,
+    token: i64,
+    /// Event index of the acquire's completion.
+    from: usize,
+    /// Event index of the release's invocation (`usize::MAX`: never released).
+    to: usize,
+    lost: bool,
+}
+
+fn holds(ops: &[Pair]) -> Vec<Hold> {
+    let mut open: BTreeMap<u64, Hold> = BTreeMap::new();
+    let mut out = Vec::new();
+    for op in ops {
+        match (op.f.as_str(), op.end) {
+            ("acquire", EventType::Ok) => {
+                let Some(token) = op.output.as_i64() else {
+                    continue;
+                };
+                let hold = Hold {
+                    process: op.process,
+                    token,
+                    from: op.stop,
+                    to: usize::MAX,
+                    lost: false,
+                };
+                if let Some(prev) = open.insert(op.process, hold) {
+                    out.push(prev);
+                }
+            }
+            ("release", end) => {
+                if let Some(mut h) = open.remove(&op.process) {
+                    h.to = op.start;
+                    h.lost = end != EventType::Ok;
+                    out.push(h);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(open.into_values());
+    out.sort_by_key(|h| h.from);
+    out
+}
+
+/// Judges a mutex history: distinct fenced increments and the fencing rule over holds.
+///
+/// ```
+/// use avout_check::history::{Event, History, F};
+/// let f = |s: &str| F::Other(s.into());
+/// // Process 1 acquires while process 0 holds, and 0 releases cleanly afterwards.
+/// let h: History = [
+///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
+///     Event::ok(0, f("acquire"), 1.into()),
+///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
+///     Event::ok(1, f("acquire"), 2.into()),
+///     Event::invoke(0, f("release"), 1.into()),
+///     Event::ok(0, f("release"), 1.into()),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let v = avout_scenarios::scenario::mutex::check(&h);
+/// assert!(!v.valid, "{v}");
+/// ```
+pub fn check(history: &History) -> Verdict {
+    let mut verdict = check_holds(history, "mutex (fencing) and the mutex checker");
+    // The checker engineer's mutex checker (avout_check::mutex) judges the same history:
+    // overlapping holds, tokens growing with real time, writes accepted in token order.
+    match avout_check::mutex::check_mutex(history) {
+        Ok(v) => verdict
+            .anomalies
+            .extend(v.violations.iter().map(ToString::to_string)),
+        Err(e) => verdict.anomalies.push(format!(
+            "the mutex checker could not judge the history: {e}"
+        )),
+    }
+    verdict.valid = verdict.anomalies.is_empty();
+    verdict
+}
+
+/// The mutex check under another name (leader election is a lock on leadership).
+pub(crate) fn check_holds(history: &History, checker: &str) -> Verdict {
+    let ops = pairs(history);
+    let mut anomalies = Vec::new();
+    let mut written: BTreeMap<u64, u64> = BTreeMap::new();
+    for op in ops
+        .iter()
+        .filter(|o| o.f == "write" && o.end == EventType::Ok)
+    {
+        if let Some(n) = op.input["counter"].as_u64()
+            && let Some(other) = written.insert(n, op.process)
+        {
+            anomalies.push(format!(
+                "processes {other} and {} both wrote counter value {n} under the lock: \
+                 two holders were inside at once (an increment was lost)",
+                op.process
+            ));
+        }
+    }
+    let hs = holds(&ops);
+    let mut tokens: BTreeMap<i64, u64> = BTreeMap::new();
+    for h in &hs {
+        if let Some(other) = tokens.insert(h.token, h.process) {
+            anomalies.push(format!(
+                "processes {other} and {} were both granted token {}",
+                h.process, h.token
+            ));
+        }
+    }
+    for (i, a) in hs.iter().enumerate() {
+        for b in &hs[i + 1..] {
+            // `b` began after `a` (sorted by acquisition); they overlap if `a` had not yet
+            // started releasing when `b` was granted. Fencing excuses an overlap whose
+            // smaller-token hold ended by losing, whichever heard of its grant first: a
+            // holder told late (a paused client) may be the one with the older node.
+            let (older, newer) = if a.token < b.token { (a, b) } else { (b, a) };
+            if b.from < a.to && !(older.token < newer.token && older.lost) {
+                anomalies.push(format!(
+                    "holds overlap: process {} (token {}) still held the lock, {}, when process \
+                     {} (token {}) acquired it",
+                    a.process,
+                    a.token,
+                    if a.lost {
+                        "having lost it"
+                    } else {
+                        "and released it cleanly later"
+                    },
+                    b.process,
+                    b.token
+                ));
+            }
+        }
+    }
+    Verdict::new(checker, anomalies)
+}
+
+/// The `mutex` scenario: lock, fenced increment, unlock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MutexScenario;
+
+impl super::Scenario for MutexScenario {
+    fn name(&self) -> &'static str {
+        "mutex"
+    }
+
+    fn about(&self) -> &'static str {
+        "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        (4, 20)
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: super::AnyCluster<'a>,
+        w: &'a super::Workload,
+        rec: &'a super::env::Recorder,
+    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+    }
+
+    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
+        check(history)
+    }
+}
