@@ -4,7 +4,7 @@
 //! jobs from a [queue](avout::recipes::queue) and hands each to one worker in an assignments
 //! [atom](avout::atom); each worker does the jobs handed to it and records them in a
 //! completions atom. [`SchedulerScenario`] runs it under the simulator's faults and its
-//! checker ([`check()`]) asks that every job be done exactly once and that each term have one
+//! checker ([`SchedulerChecker`]) asks that every job be done exactly once and that each term have one
 //! leader.
 //!
 //! `tests/simulated.rs` hands the scenario to [`avout_scenarios::harness::Harness`]:
@@ -19,7 +19,7 @@ mod nodes;
 mod scenario;
 pub mod scheduler;
 
-pub use check::check;
+pub use check::SchedulerChecker;
 #[cfg(madsim)]
 pub use nodes::SchedulerOnNodes;
 pub use scenario::{SchedulerScenario, job};

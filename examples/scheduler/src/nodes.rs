@@ -4,13 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout_check::history::History;
 use avout_scenarios::scenario::env::{Cluster, Recorder, SimCluster};
-use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
 use avout_sim_zk::SimNode;
 use futures::future::LocalBoxFuture;
 
-use crate::check::check;
+use crate::check::SchedulerChecker;
 use crate::scenario::{final_read, submit, work};
 
 /// When worker 0 is paused, and for how long (its session's timeout is 10 s: it survives).
@@ -91,7 +90,7 @@ impl Scenario for SchedulerOnNodes {
         })
     }
 
-    fn check(&self, w: &Workload, history: &History) -> Verdict {
-        check(w, history)
+    fn checkers(&self, w: &Workload) -> Checks {
+        Checks::of(SchedulerChecker { jobs: w.ops })
     }
 }

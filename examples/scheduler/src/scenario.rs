@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use avout_check::history::{EventType, History};
+use avout_check::history::EventType;
 use avout_scenarios::scenario::env::{Cluster, Recorder, client_rng};
-use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
 use futures::future::LocalBoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::check::check;
+use crate::check::SchedulerChecker;
 use crate::scheduler::{self, Worker};
 
 /// Where the scenario's scheduler lives.
@@ -68,8 +68,8 @@ impl Scenario for SchedulerScenario {
         })
     }
 
-    fn check(&self, w: &Workload, history: &History) -> Verdict {
-        check(w, history)
+    fn checkers(&self, w: &Workload) -> Checks {
+        Checks::of(SchedulerChecker { jobs: w.ops })
     }
 }
 

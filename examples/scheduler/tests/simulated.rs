@@ -18,9 +18,9 @@ fn a_run_elects_leaders_that_hand_out_every_job() {
     use avout_scenarios::scenario::{FaultPlan, Workload, registry, run_sim};
     let w = Workload::new(registry::register(SchedulerScenario), 1);
     let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
-    assert!(report.verdict.valid, "{}", report.verdict);
+    assert!(report.verdict.is_valid(), "{}", report.verdict);
     let count = |f: &str| {
-        avout_scenarios::scenario::pairs(&report.history)
+        avout_check::history::pairs(&report.history)
             .iter()
             .filter(|p| p.f == f && p.end == avout_check::history::EventType::Ok)
             .count()

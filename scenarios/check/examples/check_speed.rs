@@ -7,9 +7,10 @@
 
 mod speed;
 
+use avout_check::Checker;
 use avout_check::history::{EventType, F, History};
 use avout_check::linear::synth::Synth;
-use avout_check::linear::{Model, check_history};
+use avout_check::linear::{Linearizable, Model};
 use speed::{arg, generate, timed};
 
 fn main() {
@@ -28,9 +29,13 @@ fn main() {
     };
     let history = generate(&synth, || synth.history());
 
-    let (verdict, elapsed) = timed(|| check_history(&history, model).expect("well-formed"));
-    println!("valid history: {elapsed:?}\n{verdict}");
-    assert!(verdict.is_linearizable());
+    let (verdict, elapsed) = timed(|| {
+        Linearizable::new(model)
+            .check(&history)
+            .expect("well-formed")
+    });
+    println!("valid history: {elapsed:?}\n{}", verdict.report());
+    assert!(verdict.is_valid());
 
     let mut events = history.events().to_vec();
     let reads: Vec<usize> = (0..events.len())
@@ -51,10 +56,15 @@ fn main() {
         events[i].value = "fresh".into();
     }
     let corrupted: History = events.into_iter().collect();
-    let (verdict, elapsed) = timed(|| check_history(&corrupted, model).expect("well-formed"));
+    let (verdict, elapsed) = timed(|| {
+        Linearizable::new(model)
+            .check(&corrupted)
+            .expect("well-formed")
+    });
     println!(
-        "read from the future at line {}: {elapsed:?}\n{verdict}",
-        target + 1
+        "read from the future at line {}: {elapsed:?}\n{}",
+        target + 1,
+        verdict.report()
     );
-    assert!(!verdict.violations.is_empty());
+    assert!(!verdict.anomalies.is_empty());
 }

@@ -7,7 +7,8 @@
 
 mod speed;
 
-use avout_check::list_append::check_list_append;
+use avout_check::Checker;
+use avout_check::list_append::ListAppend;
 use avout_check::list_append::synth::{ListAppendSynth, stale_read};
 use speed::{arg, generate, timed};
 
@@ -20,13 +21,19 @@ fn main() {
     };
     let history = generate(&synth, || synth.history());
 
-    let (verdict, elapsed) = timed(|| check_list_append(&history).expect("well-formed"));
-    println!("valid history: checked in {elapsed:?}\n{verdict}");
+    let (verdict, elapsed) = timed(|| ListAppend::new().check(&history).expect("well-formed"));
+    println!(
+        "valid history: checked in {elapsed:?}\n{}",
+        verdict.report()
+    );
     assert!(verdict.is_valid());
 
     // A stale read: the last element dropped from a read whose appender had completed before
     // the reader began.
     let (corrupted, target) = stale_read(&history).expect("a read to corrupt");
-    let (verdict, elapsed) = timed(|| check_list_append(&corrupted).expect("well-formed"));
-    println!("stale read at line {target}: checked in {elapsed:?}\n{verdict}");
+    let (verdict, elapsed) = timed(|| ListAppend::new().check(&corrupted).expect("well-formed"));
+    println!(
+        "stale read at line {target}: checked in {elapsed:?}\n{}",
+        verdict.report()
+    );
 }

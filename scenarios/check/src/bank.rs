@@ -17,20 +17,21 @@
 //!   account to its integer balance, read in one transaction.
 //! - `audit` (optional), value `null` on the invocation and on an `ok` completion an object
 //!   mapping accounts to their balances at past commit points, `[[point, balance], …]`: no
-//!   committed balance may be negative (unless [`BankChecker::allow_negative`]). Its failure
+//!   committed balance may be negative (unless [`Bank::allow_negative`]). Its failure
 //!   says nothing.
 //!
 //! Every `ok` read must be a snapshot of a state the transfers could produce, which this checker
 //! approximates as Jepsen's bank checker does: the balances sum to the expected total, no balance
-//! is negative (unless [`BankChecker::allow_negative`]), and, when the accounts are given, the
+//! is negative (unless [`Bank::allow_negative`]), and, when the accounts are given, the
 //! read shows exactly those accounts. A read that sees half a transfer (the debit without the
 //! credit) breaks the total; a lost update usually does too, or drives an account negative.
 //!
-//! The expected total is given ([`BankChecker::total`]) or, when not, taken from the first `ok`
+//! The expected total is given ([`Bank::total`]) or, when not, taken from the first `ok`
 //! read, and the report says which.
 //!
 //! ```
-//! use avout_check::bank::check_bank;
+//! use avout_check::Checker;
+//! use avout_check::bank::Bank;
 //! use avout_check::history::{Event, History, F};
 //! use serde_json::{json, Value};
 //!
@@ -42,9 +43,11 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! let verdict = check_bank(&h).unwrap();
+//! let verdict = Bank::new().check(&h).unwrap();
 //! assert!(!verdict.is_valid());
-//! assert_eq!(verdict.violations[0].read.process, 1);
+//! assert_eq!(verdict.kinds(), vec!["wrong-total"]);
+//! assert_eq!(verdict.anomalies[0].ops[0].op, 2, "the second read");
+//! assert!(verdict.summary.contains("total 20 (from the first read)"));
 //! ```
 
 use std::collections::BTreeSet;
@@ -52,62 +55,13 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::history::{F, History, HistoryError, Keys, Operation, Outcome};
-
-/// Why a bank history could not be checked (as opposed to being found wrong).
-///
-/// ```
-/// use avout_check::bank::{check_bank, BankError};
-/// use avout_check::history::{Event, History, F};
-/// let h: History = [
-///     Event::invoke(0, F::Read, serde_json::Value::Null),
-///     Event::ok(0, F::Read, serde_json::json!({"a": "lots"})),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(matches!(check_bank(&h), Err(BankError::MalformedRead { line: 2, .. })));
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BankError {
-    /// The history could not be read or paired.
-    #[error(transparent)]
-    History(#[from] HistoryError),
-    /// An operation other than `transfer` or `read`.
-    #[error("line {line}: {f} is not an operation of the bank model (transfer, read)")]
-    Unsupported {
-        /// The invocation's line.
-        line: usize,
-        /// The operation.
-        f: F,
-    },
-    /// An `ok` read whose value is not an object of integer balances.
-    #[error("line {line}: read value {value} is not an object of integer balances")]
-    MalformedRead {
-        /// The completion's line.
-        line: usize,
-        /// The value found.
-        value: Value,
-    },
-    /// A transfer whose value is not `{"from", "to", "amount"}` with an integer amount.
-    #[error("line {line}: transfer value {value} is not {{\"from\", \"to\", \"amount\"}}")]
-    MalformedTransfer {
-        /// The invocation's line.
-        line: usize,
-        /// The value found.
-        value: Value,
-    },
-}
+use crate::checker::{CheckError, Checker};
+use crate::history::{F, History, Keys, Operation, Outcome};
+use crate::verdict::{Anomaly, Role, Verdict};
 
 /// What is wrong with a read.
-///
-/// ```
-/// use avout_check::bank::Fault;
-/// let f = Fault::WrongTotal { sum: 19 };
-/// assert_eq!(f.to_string(), "balances sum to 19");
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The balances do not sum to the expected total.
     WrongTotal {
         /// What they sum to.
@@ -129,12 +83,7 @@ pub enum Fault {
 impl Fault {
     /// A short name: `wrong-total`, `negative-balance`, `missing-accounts` or
     /// `unexpected-accounts`.
-    ///
-    /// ```
-    /// use avout_check::bank::Fault;
-    /// assert_eq!(Fault::MissingAccounts(vec!["c".into()]).name(), "missing-accounts");
-    /// ```
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Fault::WrongTotal { .. } => "wrong-total",
             Fault::Negative { .. } => "negative-balance",
@@ -158,32 +107,16 @@ impl fmt::Display for Fault {
 }
 
 /// An `ok` read that no sequence of transfers could produce.
-///
-/// ```
-/// use avout_check::bank::BankChecker;
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::{json, Value};
-/// let h: History = [
-///     Event::invoke(0, F::Read, Value::Null),
-///     Event::ok(0, F::Read, json!({"a": -1, "b": 21})),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = BankChecker::new().total(20).check(&h).unwrap();
-/// let v = &verdict.violations[0];
-/// assert_eq!(v.read.complete.unwrap().line, 2);
-/// assert!(v.to_string().contains("account a is negative (-1)"));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct BankViolation {
+pub(crate) struct Violation {
     /// The offending read.
-    pub read: Operation,
+    pub(crate) read: Operation,
     /// Everything wrong with it, in a fixed order: total, negative accounts (by name), missing,
     /// unexpected.
-    pub faults: Vec<Fault>,
+    pub(crate) faults: Vec<Fault>,
 }
 
-impl fmt::Display for BankViolation {
+impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let faults: Vec<String> = self.faults.iter().map(Fault::to_string).collect();
         write!(f, "{}: {}", self.read, faults.join("; "))
@@ -191,65 +124,74 @@ impl fmt::Display for BankViolation {
 }
 
 /// The result of a bank check.
-///
-/// ```
-/// use avout_check::bank::check_bank;
-/// let verdict = check_bank(&avout_check::history::History::new()).unwrap();
-/// assert!(verdict.is_valid());
-/// assert_eq!(verdict.total, None);
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct BankVerdict {
+pub(crate) struct Findings {
     /// `ok` reads checked.
-    pub reads: usize,
+    pub(crate) reads: usize,
     /// Transfers by outcome: ok, fail, info.
-    pub transfers: [usize; 3],
+    pub(crate) transfers: [usize; 3],
     /// The expected total; `None` when not given and there was no `ok` read to take it from.
-    pub total: Option<i128>,
+    pub(crate) total: Option<i128>,
     /// Whether the total was taken from the first `ok` read rather than given.
-    pub total_inferred: bool,
+    pub(crate) total_inferred: bool,
     /// The offending reads, in history order.
-    pub violations: Vec<BankViolation>,
+    pub(crate) violations: Vec<Violation>,
 }
 
-impl BankVerdict {
+impl Findings {
     /// Whether every read was a possible state.
-    ///
-    /// ```
-    /// use avout_check::bank::check_bank;
-    /// assert!(check_bank(&Default::default()).unwrap().is_valid());
-    /// ```
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.violations.is_empty()
     }
 }
 
-impl fmt::Display for BankVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Findings {
+    /// The report's first line.
+    fn summary(&self) -> String {
         let [ok, fail, info] = self.transfers;
         let total = match (self.total, self.total_inferred) {
             (None, _) => "no total".to_owned(),
             (Some(t), false) => format!("total {t}"),
             (Some(t), true) => format!("total {t} (from the first read)"),
         };
-        writeln!(
-            f,
+        format!(
             "{}: {} reads, transfers {ok} ok / {fail} fail / {info} info, {total}, {} bad reads",
             if self.is_valid() { "valid" } else { "invalid" },
             self.reads,
             self.violations.len()
-        )?;
-        for v in &self.violations {
-            writeln!(f, "  {v}")?;
-        }
-        Ok(())
+        )
+    }
+
+    /// As one verdict of `checker`: each bad read, named by what is wrong with it.
+    fn verdict(&self, checker: String) -> Verdict {
+        let anomalies = self
+            .violations
+            .iter()
+            .map(|v| {
+                let names: Vec<&str> = v.faults.iter().map(Fault::name).collect();
+                let faults: Vec<String> = v.faults.iter().map(ToString::to_string).collect();
+                Anomaly::new(names.join(", "), v.to_string()).op(
+                    v.read.invoke.index,
+                    Role::Culprit,
+                    faults.join("; "),
+                )
+            })
+            .collect();
+        Verdict::new(checker, self.summary(), anomalies)
     }
 }
 
-/// A configured bank checker.
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.verdict(String::new()).report())
+    }
+}
+
+/// The bank checker (`bank`), configured.
 ///
 /// ```
-/// use avout_check::bank::BankChecker;
+/// use avout_check::Checker;
+/// use avout_check::bank::Bank;
 /// use avout_check::history::{Event, History, F};
 /// use serde_json::{json, Value};
 /// let h: History = [
@@ -258,69 +200,46 @@ impl fmt::Display for BankVerdict {
 /// ]
 /// .into_iter()
 /// .collect();
-/// let verdict = BankChecker::new().total(10).accounts(["a", "b"]).check(&h).unwrap();
-/// assert_eq!(verdict.violations[0].faults.len(), 1);
-/// assert!(verdict.to_string().contains("accounts missing: b"));
+/// let verdict = Bank::new().total(10).accounts(["a", "b"]).check(&h).unwrap();
+/// assert_eq!(verdict.kinds(), vec!["missing-accounts"]);
+/// assert!(verdict.report().contains("accounts missing: b"));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct BankChecker {
+pub struct Bank {
     total: Option<i128>,
     accounts: Option<BTreeSet<String>>,
     allow_negative: bool,
 }
 
-impl BankChecker {
+impl Bank {
     /// A checker that takes the total from the first `ok` read, does not check account names
     /// and forbids negative balances.
-    ///
-    /// ```
-    /// let _ = avout_check::bank::BankChecker::new();
-    /// ```
     pub fn new() -> Self {
-        BankChecker::default()
+        Bank::default()
     }
 
     /// The total every read must sum to.
-    ///
-    /// ```
-    /// let _ = avout_check::bank::BankChecker::new().total(100);
-    /// ```
     pub fn total(mut self, total: i64) -> Self {
         self.total = Some(i128::from(total));
         self
     }
 
     /// The accounts every read must show, no more and no fewer.
-    ///
-    /// ```
-    /// let _ = avout_check::bank::BankChecker::new().accounts(["a", "b"]);
-    /// ```
     pub fn accounts<S: Into<String>>(mut self, accounts: impl IntoIterator<Item = S>) -> Self {
         self.accounts = Some(accounts.into_iter().map(Into::into).collect());
         self
     }
 
     /// Accepts negative balances (for a bank whose transfers may overdraw).
-    ///
-    /// ```
-    /// let _ = avout_check::bank::BankChecker::new().allow_negative();
-    /// ```
     pub fn allow_negative(mut self) -> Self {
         self.allow_negative = true;
         self
     }
 
     /// Checks a history.
-    ///
-    /// ```
-    /// use avout_check::bank::{BankChecker, BankError};
-    /// use avout_check::history::{Event, History, F};
-    /// let h: History = [Event::invoke(0, F::Write, 1.into())].into_iter().collect();
-    /// assert!(matches!(BankChecker::new().check(&h), Err(BankError::Unsupported { .. })));
-    /// ```
-    pub fn check(&self, history: &History) -> Result<BankVerdict, BankError> {
+    pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
         let ops = history.operations(Keys::Field)?;
-        let mut verdict = BankVerdict {
+        let mut verdict = Findings {
             reads: 0,
             transfers: [0; 3],
             total: self.total,
@@ -335,9 +254,8 @@ impl BankChecker {
                     }
                     verdict.reads += 1;
                     let line = op.complete.map_or(op.invoke.line, |c| c.line);
-                    let balances = balances(&op.value).ok_or_else(|| BankError::MalformedRead {
-                        line,
-                        value: op.value.clone(),
+                    let balances = balances(&op.value).ok_or_else(|| {
+                        CheckError::malformed(line, &op.value, "an object of integer balances")
                     })?;
                     let sum: i128 = balances.iter().map(|(_, b)| i128::from(*b)).sum();
                     let total = *verdict.total.get_or_insert_with(|| {
@@ -346,7 +264,7 @@ impl BankChecker {
                     });
                     let faults = self.faults(&balances, sum, total);
                     if !faults.is_empty() {
-                        verdict.violations.push(BankViolation { read: op, faults });
+                        verdict.violations.push(Violation { read: op, faults });
                     }
                 }
                 F::Other(name) if name == "audit" => {
@@ -354,9 +272,12 @@ impl BankChecker {
                         continue;
                     }
                     let line = op.complete.map_or(op.invoke.line, |c| c.line);
-                    let past = audited(&op.value).ok_or_else(|| BankError::MalformedRead {
-                        line,
-                        value: op.value.clone(),
+                    let past = audited(&op.value).ok_or_else(|| {
+                        CheckError::malformed(
+                            line,
+                            &op.value,
+                            "an object of accounts' [[point, balance], …]",
+                        )
                     })?;
                     let faults: Vec<Fault> = past
                         .into_iter()
@@ -364,15 +285,16 @@ impl BankChecker {
                         .map(|(account, balance)| Fault::Negative { account, balance })
                         .collect();
                     if !faults.is_empty() {
-                        verdict.violations.push(BankViolation { read: op, faults });
+                        verdict.violations.push(Violation { read: op, faults });
                     }
                 }
                 F::Other(name) if name == "transfer" => {
                     if !is_transfer(&op.value) {
-                        return Err(BankError::MalformedTransfer {
-                            line: op.invoke.line,
-                            value: op.value.clone(),
-                        });
+                        return Err(CheckError::malformed(
+                            op.invoke.line,
+                            &op.value,
+                            "a transfer {\"from\", \"to\", \"amount\"}",
+                        ));
                     }
                     let slot = match op.outcome {
                         Outcome::Ok => 0,
@@ -382,9 +304,11 @@ impl BankChecker {
                     verdict.transfers[slot] += 1;
                 }
                 other => {
-                    return Err(BankError::Unsupported {
+                    return Err(CheckError::Unsupported {
                         line: op.invoke.line,
                         f: other.clone(),
+                        model: "bank",
+                        known: "transfer, read, audit",
                     });
                 }
             }
@@ -431,6 +355,25 @@ impl BankChecker {
     }
 }
 
+impl Checker for Bank {
+    fn name(&self) -> String {
+        let total = match self.total {
+            Some(t) => format!("total {t}"),
+            None => "total of the first read".to_owned(),
+        };
+        let negative = if self.allow_negative {
+            "negative balances allowed"
+        } else {
+            "no negative balance"
+        };
+        format!("bank ({total}, {negative})")
+    }
+
+    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
+        Ok(self.analyse(history)?.verdict(self.name()))
+    }
+}
+
 /// The balances of a read, sorted by account (serde_json's objects are sorted maps).
 fn balances(value: &Value) -> Option<Vec<(String, i64)>> {
     value
@@ -460,25 +403,9 @@ fn is_transfer(value: &Value) -> bool {
 }
 
 /// Checks a bank history, taking the total from the first `ok` read.
-///
-/// ```
-/// use avout_check::bank::check_bank;
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::{json, Value};
-/// let h: History = [
-///     Event::invoke(0, F::Other("transfer".into()), json!({"from": "a", "to": "b", "amount": 3})),
-///     Event::invoke(1, F::Read, Value::Null),
-///     Event::ok(0, F::Other("transfer".into()), json!({"from": "a", "to": "b", "amount": 3})),
-///     Event::ok(1, F::Read, json!({"a": 7, "b": 13})),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_bank(&h).unwrap();
-/// assert!(verdict.is_valid());
-/// assert_eq!((verdict.total, verdict.transfers), (Some(20), [1, 0, 0]));
-/// ```
-pub fn check_bank(history: &History) -> Result<BankVerdict, BankError> {
-    BankChecker::new().check(history)
+#[cfg(test)]
+pub(crate) fn check_bank(history: &History) -> Result<Findings, CheckError> {
+    Bank::new().analyse(history)
 }
 
 #[cfg(test)]
@@ -487,7 +414,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use serde_json::{Value, json};
 
-    use super::{BankChecker, BankError, Fault, check_bank};
+    use super::{Bank, CheckError, Fault, check_bank};
     use crate::history::{Event, F, History};
 
     fn transfer() -> F {
@@ -527,10 +454,10 @@ mod tests {
             ]
             .concat(),
         );
-        let verdict = BankChecker::new()
+        let verdict = Bank::new()
             .total(20)
             .accounts(["a", "b"])
-            .check(&h)
+            .analyse(&h)
             .unwrap();
         assert!(verdict.is_valid(), "{verdict}");
         assert_eq!(verdict.reads, 2);
@@ -564,10 +491,10 @@ mod tests {
     #[test]
     fn negative_balances_and_wrong_accounts_are_named() {
         let h = history(read(0, json!({"a": -5, "b": 20, "z": 5})).to_vec());
-        let verdict = BankChecker::new()
+        let verdict = Bank::new()
             .total(20)
             .accounts(["a", "b", "c"])
-            .check(&h)
+            .analyse(&h)
             .unwrap();
         assert_eq!(
             verdict.violations[0].faults,
@@ -580,13 +507,9 @@ mod tests {
                 Fault::UnexpectedAccounts(vec!["z".into()]),
             ]
         );
-        let lenient = BankChecker::new()
-            .total(20)
-            .allow_negative()
-            .check(&h)
-            .unwrap();
+        let lenient = Bank::new().total(20).allow_negative().analyse(&h).unwrap();
         assert!(lenient.is_valid(), "{lenient}");
-        let wrong_total = BankChecker::new().total(21).check(&h).unwrap();
+        let wrong_total = Bank::new().total(21).analyse(&h).unwrap();
         assert_eq!(
             wrong_total.violations[0].faults[0],
             Fault::WrongTotal { sum: 20 }
@@ -598,12 +521,12 @@ mod tests {
         let bad_read = history(read(0, json!([1, 2])).to_vec());
         assert!(matches!(
             check_bank(&bad_read),
-            Err(BankError::MalformedRead { line: 2, .. })
+            Err(CheckError::Malformed { line: 2, .. })
         ));
         let bad_transfer = history(vec![Event::invoke(0, transfer(), json!({"from": "a"}))]);
         assert!(matches!(
             check_bank(&bad_transfer),
-            Err(BankError::MalformedTransfer { line: 1, .. })
+            Err(CheckError::Malformed { line: 1, .. })
         ));
         let cas = history(vec![Event::invoke(0, F::Cas, json!([1, 2]))]);
         let err = check_bank(&cas).unwrap_err();
@@ -656,13 +579,13 @@ mod tests {
 
     #[test]
     fn a_simulated_bank_is_valid_and_a_non_atomic_one_is_caught() {
-        let checker = BankChecker::new()
+        let checker = Bank::new()
             .total(500)
             .accounts((0..5).map(|i| format!("acct{i}")));
-        let good = checker.check(&simulate(1, true)).unwrap();
+        let good = checker.analyse(&simulate(1, true)).unwrap();
         assert!(good.is_valid(), "{good}");
         assert!(good.reads > 500 && good.transfers[0] > 500, "{good}");
-        let bad = checker.check(&simulate(1, false)).unwrap();
+        let bad = checker.analyse(&simulate(1, false)).unwrap();
         assert!(!bad.is_valid());
         assert!(
             bad.violations

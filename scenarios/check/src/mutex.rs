@@ -42,7 +42,8 @@
 //!   accepted write completed does not carry a smaller token.
 //!
 //! ```
-//! use avout_check::mutex::{check_mutex, MutexViolation};
+//! use avout_check::Checker;
+//! use avout_check::mutex::Mutex;
 //! use avout_check::history::{Event, History, F};
 //! use serde_json::Value;
 //! let acquire = || F::Other("acquire".into());
@@ -57,8 +58,10 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! let verdict = check_mutex(&h).unwrap();
-//! assert!(matches!(&verdict.violations[0], MutexViolation::Overlap { .. }));
+//! let verdict = Mutex.check(&h).unwrap();
+//! assert_eq!(verdict.kinds(), vec!["overlap"]);
+//! let overlap = &verdict.anomalies[0].spans[0];
+//! assert_eq!((overlap.from, overlap.to), (3, Some(4)), "from the second grant to the release");
 //! ```
 
 use std::collections::BTreeMap;
@@ -66,90 +69,24 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::history::{F, History, HistoryError, Keys, Operation, Outcome};
-
-/// Why a mutex history could not be checked (as opposed to being found wrong).
-///
-/// ```
-/// use avout_check::mutex::{check_mutex, MutexError};
-/// use avout_check::history::{Event, History, F};
-/// let h: History = [
-///     Event::invoke(0, F::Other("acquire".into()), serde_json::Value::Null),
-///     Event::ok(0, F::Other("acquire".into()), "seven".into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(matches!(check_mutex(&h), Err(MutexError::MalformedToken { line: 2, .. })));
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MutexError {
-    /// The history could not be read or paired.
-    #[error(transparent)]
-    History(#[from] HistoryError),
-    /// An operation other than `acquire`, `release` or `write`.
-    #[error("line {line}: {f} is not an operation of the mutex model (acquire, release, write)")]
-    Unsupported {
-        /// The invocation's line.
-        line: usize,
-        /// The operation.
-        f: F,
-    },
-    /// An `ok` acquire or a write whose token is not an integer.
-    #[error("line {line}: {value} is not a fencing token (an integer)")]
-    MalformedToken {
-        /// The line of the event carrying the token.
-        line: usize,
-        /// The value found.
-        value: Value,
-    },
-}
+use crate::checker::{CheckError, Checker};
+use crate::history::{History, Keys, Operation, Outcome};
+use crate::verdict::{Anomaly, Interval, Role, Stretch, Verdict};
 
 /// One trusted hold: an `ok` acquire and how it ended.
-///
-/// ```
-/// use avout_check::mutex::check_mutex;
-/// use avout_check::history::{Event, History, F};
-/// let h: History = [
-///     Event::invoke(3, F::Other("acquire".into()), serde_json::Value::Null),
-///     Event::ok(3, F::Other("acquire".into()), 9.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_mutex(&h).unwrap();
-/// assert_eq!(verdict.holds, 1);
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct Hold {
+pub(crate) struct Hold {
     /// Its fencing token.
-    pub token: i64,
+    pub(crate) token: i64,
     /// The `ok` acquire.
-    pub acquire: Operation,
+    pub(crate) acquire: Operation,
     /// The release that ended it; `None` if it lasted to the end.
-    pub release: Option<Operation>,
+    pub(crate) release: Option<Operation>,
 }
 
 impl Hold {
     /// Whether it ended by losing the lock: a release that did not complete `ok`.
-    ///
-    /// ```
-    /// use avout_check::mutex::Hold;
-    /// use avout_check::history::{Operation, Outcome, Position, F};
-    /// let at = |index| Position { index, line: index + 1 };
-    /// let acquire = Operation {
-    ///     process: 0,
-    ///     f: F::Other("acquire".into()),
-    ///     key: None,
-    ///     value: 1.into(),
-    ///     outcome: Outcome::Ok,
-    ///     invoke: at(0),
-    ///     complete: Some(at(1)),
-    ///     error: None,
-    /// };
-    /// let hold = Hold { token: 1, acquire, release: None };
-    /// assert!(!hold.lost());
-    /// ```
-    pub fn lost(&self) -> bool {
+    pub(crate) fn lost(&self) -> bool {
         self.release
             .as_ref()
             .is_some_and(|r| r.outcome != Outcome::Ok)
@@ -188,24 +125,8 @@ impl fmt::Display for Hold {
 }
 
 /// A breach of mutual exclusion or of the fencing rule.
-///
-/// ```
-/// use avout_check::mutex::{check_mutex, MutexViolation};
-/// use avout_check::history::{Event, History, F};
-/// let a = || F::Other("acquire".into());
-/// let h: History = [
-///     Event::invoke(0, a(), serde_json::Value::Null),
-///     Event::ok(0, a(), 5.into()),
-///     Event::invoke(1, a(), serde_json::Value::Null),
-///     Event::ok(1, a(), 5.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_mutex(&h).unwrap();
-/// assert!(verdict.violations.iter().any(|v| matches!(v, MutexViolation::DuplicateToken { .. })));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub enum MutexViolation {
+pub(crate) enum MutexViolation {
     /// Two holds surely overlapped, and fencing does not excuse it: the earlier did not have the
     /// smaller token or did not end by losing.
     Overlap {
@@ -239,22 +160,7 @@ pub enum MutexViolation {
 
 impl MutexViolation {
     /// A short name: `overlap`, `token-order`, `duplicate-token` or `stale-write`.
-    ///
-    /// ```
-    /// use avout_check::mutex::check_mutex;
-    /// use avout_check::history::{Event, History, F};
-    /// let w = || F::Other("write".into());
-    /// let h: History = [
-    ///     Event::invoke(0, w(), 2.into()),
-    ///     Event::ok(0, w(), 2.into()),
-    ///     Event::invoke(1, w(), 1.into()),
-    ///     Event::ok(1, w(), 1.into()),
-    /// ]
-    /// .into_iter()
-    /// .collect();
-    /// assert_eq!(check_mutex(&h).unwrap().violations[0].name(), "stale-write");
-    /// ```
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             MutexViolation::Overlap { .. } => "overlap",
             MutexViolation::TokenOrder { .. } => "token-order",
@@ -295,59 +201,175 @@ impl fmt::Display for MutexViolation {
 }
 
 /// The result of a mutex check.
-///
-/// ```
-/// use avout_check::mutex::check_mutex;
-/// let verdict = check_mutex(&Default::default()).unwrap();
-/// assert!(verdict.is_valid());
-/// assert!(verdict.to_string().starts_with("valid"));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct MutexVerdict {
+pub(crate) struct Findings {
     /// Trusted holds (`ok` acquires).
-    pub holds: usize,
+    pub(crate) holds: usize,
     /// Holds that ended by losing the lock.
-    pub lost: usize,
+    pub(crate) lost: usize,
     /// Accepted (`ok`) writes.
-    pub writes: usize,
+    pub(crate) writes: usize,
     /// Every breach found: overlaps first (by the second hold's start), then token order,
     /// duplicate tokens and stale writes, each in history order.
-    pub violations: Vec<MutexViolation>,
+    pub(crate) violations: Vec<MutexViolation>,
 }
 
-impl MutexVerdict {
+impl Findings {
     /// Whether no breach was found.
-    ///
-    /// ```
-    /// assert!(avout_check::mutex::check_mutex(&Default::default()).unwrap().is_valid());
-    /// ```
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.violations.is_empty()
     }
 }
 
-impl fmt::Display for MutexVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
+impl Findings {
+    /// The report's first line.
+    fn summary(&self) -> String {
+        format!(
             "{}: {} holds ({} lost), {} accepted writes, {} violations",
             if self.is_valid() { "valid" } else { "invalid" },
             self.holds,
             self.lost,
             self.writes,
             self.violations.len()
-        )?;
-        for v in &self.violations {
-            writeln!(f, "  {v}")?;
-        }
-        Ok(())
+        )
+    }
+
+    /// As one verdict.
+    pub(crate) fn verdict(&self) -> Verdict {
+        Verdict::new(
+            Mutex.name(),
+            self.summary(),
+            self.violations
+                .iter()
+                .map(MutexViolation::reported)
+                .collect(),
+        )
     }
 }
 
-/// Checks a mutex history (format in the [module docs](self)).
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.verdict().report())
+    }
+}
+
+impl Hold {
+    /// Its stretch: from its acquire's completion to its release's invocation (or the end).
+    fn span(&self, label: String) -> Interval {
+        Interval {
+            ops: vec![self.acquire.invoke.index],
+            from: self.start(),
+            to: self.release.as_ref().map(|r| r.invoke.index),
+            role: Stretch::Hold,
+            label,
+        }
+    }
+
+    /// `holds token 7 (released cleanly)`.
+    fn label(&self) -> String {
+        let how = match &self.release {
+            None => "never released",
+            Some(r) if r.outcome == Outcome::Ok => "released cleanly",
+            Some(_) => "lost",
+        };
+        format!("holds token {} ({how})", self.token)
+    }
+}
+
+impl MutexViolation {
+    /// As a verdict reports it: the two holds at once with their tokens and their overlap,
+    /// or the acquires and writes out of token order.
+    fn reported(&self) -> Anomaly {
+        let a = Anomaly::new(self.name(), self.to_string());
+        let realtime = "began after it completed";
+        match self {
+            MutexViolation::Overlap { first, second } => {
+                let (pa, pb) = (first.acquire.process, second.acquire.process);
+                let (la, lb) = (first.label(), second.label());
+                let mut a = a.titled(format!(
+                    "two holders at once: process {pa} {la}; process {pb} {lb}"
+                ));
+                for h in [first, second] {
+                    a = a.op(
+                        h.acquire.invoke.index,
+                        Role::Party,
+                        format!("token {}", h.token),
+                    );
+                    if let Some(r) = &h.release {
+                        a = a.op(
+                            r.invoke.index,
+                            Role::Party,
+                            format!("release {}", r.outcome),
+                        );
+                    }
+                }
+                let (x, y) = (first.span(la), second.span(lb));
+                let to = match (x.to, y.to) {
+                    (Some(p), Some(q)) => Some(p.min(q)),
+                    (p, q) => p.or(q),
+                };
+                a.span(Interval {
+                    ops: vec![first.acquire.invoke.index, second.acquire.invoke.index],
+                    from: x.from.max(y.from),
+                    to,
+                    role: Stretch::Overlap,
+                    label: format!(
+                        "two holders: process {pa} with token {}, process {pb} with token {}",
+                        first.token, second.token
+                    ),
+                })
+                .span(x)
+                .span(y)
+            }
+            MutexViolation::TokenOrder { earlier, later } => a
+                .op(
+                    earlier.invoke.index,
+                    Role::Party,
+                    format!("token {}", earlier.value),
+                )
+                .op(
+                    later.invoke.index,
+                    Role::Culprit,
+                    format!("token {}", later.value),
+                )
+                .link(
+                    earlier.invoke.index,
+                    later.invoke.index,
+                    "realtime",
+                    "realtime",
+                    realtime,
+                ),
+            MutexViolation::DuplicateToken { first, second } => a
+                .op(
+                    first.invoke.index,
+                    Role::Party,
+                    format!("token {}", first.value),
+                )
+                .op(
+                    second.invoke.index,
+                    Role::Culprit,
+                    format!("token {}", second.value),
+                ),
+            MutexViolation::StaleWrite { accepted, stale } => a
+                .op(accepted.invoke.index, Role::Party, "accepted")
+                .op(stale.invoke.index, Role::Culprit, "stale, accepted")
+                .link(
+                    accepted.invoke.index,
+                    stale.invoke.index,
+                    "realtime",
+                    "realtime",
+                    realtime,
+                ),
+        }
+    }
+}
+
+/// The mutex checker (`mutex`): mutual exclusion of lock holds under fencing tokens (see the
+/// [module docs](self)).
 ///
 /// ```
-/// use avout_check::mutex::check_mutex;
+/// use avout_check::Checker;
+/// use avout_check::mutex::Mutex;
 /// use avout_check::history::{Event, History, F};
 /// use serde_json::Value;
 /// let (a, r) = (|| F::Other("acquire".into()), || F::Other("release".into()));
@@ -362,11 +384,25 @@ impl fmt::Display for MutexVerdict {
 /// ]
 /// .into_iter()
 /// .collect();
-/// let verdict = check_mutex(&h).unwrap();
+/// let verdict = Mutex.check(&h).unwrap();
 /// assert!(verdict.is_valid(), "{verdict}");
-/// assert_eq!((verdict.holds, verdict.lost), (2, 1));
+/// assert!(verdict.summary.contains("2 holds (1 lost)"));
 /// ```
-pub fn check_mutex(history: &History) -> Result<MutexVerdict, MutexError> {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mutex;
+
+impl Checker for Mutex {
+    fn name(&self) -> String {
+        "mutex".to_owned()
+    }
+
+    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
+        Ok(check_mutex(history)?.verdict())
+    }
+}
+
+/// Checks a mutex history (format in the [module docs](self)).
+pub(crate) fn check_mutex(history: &History) -> Result<Findings, CheckError> {
     let ops = history.operations(Keys::Field)?;
     let mut holds: Vec<Hold> = Vec::new();
     // Each process's current hold, as an index into `holds`.
@@ -399,9 +435,11 @@ pub fn check_mutex(history: &History) -> Result<MutexVerdict, MutexError> {
                 }
             }
             _ => {
-                return Err(MutexError::Unsupported {
+                return Err(CheckError::Unsupported {
                     line: op.invoke.line,
                     f: op.f.clone(),
+                    model: "mutex",
+                    known: "acquire, release, write",
                 });
             }
         }
@@ -429,7 +467,7 @@ pub fn check_mutex(history: &History) -> Result<MutexVerdict, MutexError> {
             .into_iter()
             .map(|(accepted, stale)| MutexViolation::StaleWrite { accepted, stale }),
     );
-    Ok(MutexVerdict {
+    Ok(Findings {
         holds: holds.len(),
         lost: holds.iter().filter(|h| h.lost()).count(),
         writes: writes.len(),
@@ -502,24 +540,21 @@ fn out_of_order(ops: &[(i64, &Operation)], strict: bool) -> Vec<(Operation, Oper
     found
 }
 
-fn token(value: &Value, line: usize) -> Result<i64, MutexError> {
+fn token(value: &Value, line: usize) -> Result<i64, CheckError> {
     let token = match value {
         Value::Object(fields) => fields.get("token"),
         other => Some(other),
     };
     token
         .and_then(Value::as_i64)
-        .ok_or_else(|| MutexError::MalformedToken {
-            line,
-            value: value.clone(),
-        })
+        .ok_or_else(|| CheckError::malformed(line, value, "a fencing token (an integer)"))
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{MutexError, MutexVerdict, MutexViolation, check_mutex};
+    use super::{CheckError, Findings, MutexViolation, check_mutex};
     use crate::history::{Event, F, History};
 
     fn f(name: &str) -> F {
@@ -562,7 +597,7 @@ mod tests {
         vec![acquire(0), acquire(1), acquired(1, 2), acquired(0, 1)]
     }
 
-    fn verdict(events: Vec<Event>) -> MutexVerdict {
+    fn verdict(events: Vec<Event>) -> Findings {
         let h: History = events.into_iter().collect();
         check_mutex(&h).unwrap()
     }
@@ -747,14 +782,14 @@ mod tests {
             .collect();
         assert!(matches!(
             check_mutex(&h),
-            Err(MutexError::MalformedToken { line: 2, .. })
+            Err(CheckError::Malformed { line: 2, .. })
         ));
         let h: History = [Event::invoke(0, F::Read, Value::Null)]
             .into_iter()
             .collect();
         assert!(matches!(
             check_mutex(&h),
-            Err(MutexError::Unsupported { line: 1, .. })
+            Err(CheckError::Unsupported { line: 1, .. })
         ));
     }
 }

@@ -31,13 +31,16 @@
 //! ## 2. A scenario: a workload and a checker
 //!
 //! A [`Scenario`](crate::scenario::Scenario) is a name, a line about it, a default size
-//! (clients, operations per client), a workload and a checker. The workload opens clients on
+//! (clients, operations per client), a workload and the checkers that judge its history. The workload opens clients on
 //! the cluster it is given (the simulator, or a real ensemble: the same code runs on both),
 //! draws its choices from [`client_rng`](crate::scenario::env::client_rng) and records every
 //! operation it makes, its invocation and how it ended, with the
 //! [`Recorder`](crate::scenario::env::Recorder): `ok` with its output, `fail` when it surely
-//! did not happen, `info` when it may have. The checker judges that history alone, and says
-//! what is wrong in one line per anomaly. Errors the workload cannot go on after are a
+//! did not happen, `info` when it may have. The checkers judge that history alone: one of
+//! avout-check's by name ([`avout_check::Checkers`], the same list `avout check --model`
+//! offers) or one of your own, anything that implements [`avout_check::Checker`] — for a rule
+//! in a few lines, an [`avout_check::Rule`]: a name and a function from the history to the
+//! anomalies found, each named and told. Errors the workload cannot go on after are a
 //! [`WorkloadError`](crate::scenario::WorkloadError) (`?` converts avout's).
 //!
 //! Here an application's hit counter, an [`Atom`](avout::atom::Atom), and a checker that
@@ -46,8 +49,9 @@
 //! ```
 //! use avout::atom::Atom;
 //! use avout_check::history::{EventType, History};
+//! use avout_check::{Anomaly, Rule};
 //! use avout_scenarios::scenario::env::{Cluster, Recorder};
-//! use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+//! use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
 //! use futures::future::LocalBoxFuture;
 //!
 //! pub struct Hits;
@@ -92,18 +96,25 @@
 //!         })
 //!     }
 //!
-//!     fn check(&self, _: &Workload, history: &History) -> Verdict {
-//!         let ended = |kind| history.events().iter()
-//!             .filter(|e| e.kind == kind && e.f.as_str() == "add").count() as u64;
-//!         let (ok, info) = (ended(EventType::Ok), ended(EventType::Info));
-//!         let read = history.events().iter().rev()
-//!             .find(|e| e.kind == EventType::Ok && e.f.as_str() == "read")
-//!             .and_then(|e| e.value.as_u64());
-//!         let anomalies = match read {
-//!             Some(n) if (ok..=ok + info).contains(&n) => vec![],
-//!             other => vec![format!("{ok} increments acknowledged ({info} in doubt), read {other:?}")],
-//!         };
-//!         Verdict::new("guide-hits", anomalies)
+//!     fn checkers(&self, _: &Workload) -> Checks {
+//!         Checks::of(Rule::new("guide-hits", none_lost))
+//!     }
+//! }
+//!
+//! /// Every acknowledged increment, and at most those in doubt besides, in the final read.
+//! fn none_lost(history: &History) -> Vec<Anomaly> {
+//!     let ended = |kind| history.events().iter()
+//!         .filter(|e| e.kind == kind && e.f.as_str() == "add").count() as u64;
+//!     let (ok, info) = (ended(EventType::Ok), ended(EventType::Info));
+//!     let read = history.events().iter().rev()
+//!         .find(|e| e.kind == EventType::Ok && e.f.as_str() == "read")
+//!         .and_then(|e| e.value.as_u64());
+//!     match read {
+//!         Some(n) if (ok..=ok + info).contains(&n) => vec![],
+//!         other => vec![Anomaly::new(
+//!             "lost-increment",
+//!             format!("{ok} increments acknowledged ({info} in doubt), read {other:?}"),
+//!         )],
 //!     }
 //! }
 //!

@@ -50,6 +50,7 @@
 pub mod code;
 pub mod edn;
 mod event;
+mod pairs;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -62,6 +63,7 @@ use serde_json::Value;
 pub use code::ErrorCode;
 pub use edn::EdnError;
 pub use event::{Event, EventType, F, Process};
+pub use pairs::{Pair, pairs};
 
 /// Where an event sits: its position among the history's events and its line in the file.
 ///

@@ -84,10 +84,11 @@ impl Synth {
     /// Generates the history.
     ///
     /// ```
+    /// use avout_check::Checker;
     /// use avout_check::linear::synth::Synth;
-    /// use avout_check::linear::{check_history, Model};
+    /// use avout_check::linear::{Linearizable, Model};
     /// let h = Synth { seed: 7, operations: 200, ..Synth::default() }.history();
-    /// assert!(check_history(&h, Model::CasRegister).unwrap().is_linearizable());
+    /// assert!(Linearizable::new(Model::CasRegister).check(&h).unwrap().is_valid());
     /// ```
     pub fn history(&self) -> History {
         assert!(self.processes > 0 && self.keys > 0 && self.values > 0);

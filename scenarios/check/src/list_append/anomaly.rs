@@ -8,15 +8,11 @@ use serde_json::Value;
 use super::Consistency;
 use super::graph::{PROCESS, REALTIME, RW, WR, WW};
 use crate::history::Operation;
+use crate::verdict::{Anomaly, Role, Verdict};
 
 /// Which cycle of the dependency graph, by Adya's phenomena.
-///
-/// ```
-/// use avout_check::list_append::CycleKind;
-/// assert_eq!(CycleKind::GSingle.to_string(), "G-single");
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CycleKind {
+pub(crate) enum CycleKind {
     /// Only write-write edges.
     G0,
     /// Write-write and write-read edges, at least one write-read.
@@ -43,13 +39,8 @@ impl fmt::Display for CycleKind {
 }
 
 /// The order edges a cycle needs besides dependencies.
-///
-/// ```
-/// use avout_check::list_append::Order;
-/// assert_eq!(Order::Realtime.suffix(), "-realtime");
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Order {
+pub(crate) enum Order {
     /// None: a serializability anomaly.
     None,
     /// Process order.
@@ -60,11 +51,7 @@ pub enum Order {
 
 impl Order {
     /// How the anomaly's name says so: `""`, `"-process"` or `"-realtime"`.
-    ///
-    /// ```
-    /// assert_eq!(avout_check::list_append::Order::None.suffix(), "");
-    /// ```
-    pub fn suffix(self) -> &'static str {
+    pub(crate) fn suffix(self) -> &'static str {
         match self {
             Order::None => "",
             Order::Process => "-process",
@@ -74,13 +61,8 @@ impl Order {
 }
 
 /// The kind of an edge of the dependency graph.
-///
-/// ```
-/// use avout_check::list_append::EdgeKind;
-/// assert_eq!(EdgeKind::Rw.to_string(), "rw");
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EdgeKind {
+pub(crate) enum EdgeKind {
     /// Write-write: the later append came right after the earlier's in the version order.
     Ww,
     /// Write-read: the reader saw the writer's append last.
@@ -119,32 +101,24 @@ impl fmt::Display for EdgeKind {
 }
 
 /// One edge of a cycle, with what shows it.
-///
-/// ```
-/// use avout_check::list_append::{Edge, EdgeKind};
-/// let e = Edge {
-///     from: 0, to: 1, kind: EdgeKind::Realtime, key: None, elements: vec![], unread: false,
-/// };
-/// assert_eq!(e.to_string(), "T0 -realtime-> T1: T0 completed before T1 began");
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct Edge {
+pub(crate) struct Edge {
     /// The transaction it leaves, as an index into [`Cycle::transactions`].
-    pub from: usize,
+    pub(crate) from: usize,
     /// The transaction it enters, likewise.
-    pub to: usize,
+    pub(crate) to: usize,
     /// Its kind.
-    pub kind: EdgeKind,
+    pub(crate) kind: EdgeKind,
     /// The key, for a dependency edge.
-    pub key: Option<Value>,
+    pub(crate) key: Option<Value>,
     /// The elements that show it: for `ww` the two consecutive appends; for `wr` the element
     /// read last; for `rw` the element read last (absent for an empty read) and the one appended
     /// next.
-    pub elements: Vec<Value>,
+    pub(crate) elements: Vec<Value>,
     /// For `ww` and `rw`: the later append was never read, so the version order only places it
     /// after every element read (the edge stands for a chain of edges through the appends
     /// between, as in Elle).
-    pub unread: bool,
+    pub(crate) unread: bool,
 }
 
 impl fmt::Display for Edge {
@@ -188,49 +162,21 @@ impl fmt::Display for Edge {
 }
 
 /// A cycle in the dependency graph: transactions `T0 … Tn-1` and the edges `T0 → T1 → … → T0`.
-///
-/// ```
-/// use avout_check::list_append::{check_list_append, Anomaly, CycleKind};
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let t = || F::Other("txn".into());
-/// // Each transaction's append to x comes before the other's, by the reads of y: G0.
-/// let h: History = [
-///     Event::invoke(0, t(), json!([["append", "x", 1], ["append", "y", 1]])),
-///     Event::invoke(1, t(), json!([["append", "x", 2], ["append", "y", 2]])),
-///     Event::ok(0, t(), json!([["append", "x", 1], ["append", "y", 1]])),
-///     Event::ok(1, t(), json!([["append", "x", 2], ["append", "y", 2]])),
-///     Event::invoke(2, t(), json!([["r", "x", null], ["r", "y", null]])),
-///     Event::ok(2, t(), json!([["r", "x", [1, 2]], ["r", "y", [2, 1]]])),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_list_append(&h).unwrap();
-/// let Anomaly::Cycle(cycle) = &verdict.anomalies[0] else { panic!("{verdict}") };
-/// assert_eq!(cycle.kind, CycleKind::G0);
-/// assert_eq!(cycle.transactions.len(), 2);
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cycle {
+pub(crate) struct Cycle {
     /// Which phenomenon.
-    pub kind: CycleKind,
+    pub(crate) kind: CycleKind,
     /// The order edges it needs.
-    pub order: Order,
+    pub(crate) order: Order,
     /// The transactions on it, as completed (an `info` one as invoked).
-    pub transactions: Vec<Operation>,
+    pub(crate) transactions: Vec<Operation>,
     /// Its edges, from `T0` round to `T0`.
-    pub edges: Vec<Edge>,
+    pub(crate) edges: Vec<Edge>,
 }
 
 impl Cycle {
     /// Its name, as Elle gives it: `G-single`, `G0-realtime`, …
-    ///
-    /// ```
-    /// use avout_check::list_append::{Cycle, CycleKind, Order};
-    /// let c = Cycle { kind: CycleKind::G2Item, order: Order::Process, transactions: vec![], edges: vec![] };
-    /// assert_eq!(c.name(), "G2-item-process");
-    /// ```
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{}{}", self.kind, self.order.suffix())
     }
 }
@@ -254,13 +200,8 @@ impl fmt::Display for Cycle {
 }
 
 /// What a transaction should have read of a key, by what it already knew.
-///
-/// ```
-/// use avout_check::list_append::Expected;
-/// assert_eq!(Expected::EndsWith(vec![3.into()]).to_string(), "a list ending [3]");
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub enum Expected {
+pub(crate) enum Expected {
     /// Exactly this list: an earlier read plus the transaction's appends since.
     Exactly(Vec<Value>),
     /// A list ending with the transaction's own appends (it had not read the key before).
@@ -281,26 +222,8 @@ fn list(values: &[Value]) -> String {
 }
 
 /// One anomaly found.
-///
-/// ```
-/// use avout_check::list_append::{check_list_append, Anomaly};
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let t = || F::Other("txn".into());
-/// let h: History = [
-///     Event::invoke(0, t(), json!([["append", "x", 1]])),
-///     Event::fail(0, t(), json!([["append", "x", 1]])),
-///     Event::invoke(1, t(), json!([["r", "x", null]])),
-///     Event::ok(1, t(), json!([["r", "x", [1]]])),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_list_append(&h).unwrap();
-/// assert!(matches!(&verdict.anomalies[0], Anomaly::AbortedRead { .. }));
-/// assert_eq!(verdict.anomalies[0].name(), "G1a");
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub enum Anomaly {
+pub(crate) enum ElleAnomaly {
     /// A cycle in the dependency graph (G0, G1c, G-single, G-nonadjacent, G2-item, with order
     /// suffixes).
     Cycle(Cycle),
@@ -389,42 +312,30 @@ pub enum Anomaly {
     },
 }
 
-impl Anomaly {
+impl ElleAnomaly {
     /// Its name, as Elle gives it: `G0`, `G1a`, `G1b`, `G1c`, `G-single`, `G-nonadjacent`,
     /// `G2-item` (with `-process` or `-realtime`), `internal`, `future-read`, `lost-update`,
     /// `incompatible-order`, `duplicate-elements`, `garbage-read`.
-    ///
-    /// ```
-    /// use avout_check::list_append::{Anomaly, Expected};
-    /// use avout_check::history::{Operation, Outcome, Position, F};
-    /// let at = |index| Position { index, line: index + 1 };
-    /// let op = Operation {
-    ///     process: 0, f: F::Other("txn".into()), key: None, value: serde_json::Value::Null,
-    ///     outcome: Outcome::Ok, invoke: at(0), complete: Some(at(1)), error: None,
-    /// };
-    /// let a = Anomaly::Internal { op, key: 1.into(), expected: Expected::Exactly(vec![]), read: vec![2.into()] };
-    /// assert_eq!(a.name(), "internal");
-    /// ```
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
-            Anomaly::Cycle(c) => c.name(),
-            Anomaly::AbortedRead { .. } => "G1a".into(),
-            Anomaly::IntermediateRead { .. } => "G1b".into(),
-            Anomaly::Internal { .. } => "internal".into(),
-            Anomaly::IncompatibleOrder { .. } => "incompatible-order".into(),
-            Anomaly::DuplicateElements { .. } => "duplicate-elements".into(),
-            Anomaly::GarbageRead { .. } => "garbage-read".into(),
-            Anomaly::FutureRead { .. } => "future-read".into(),
-            Anomaly::LostUpdate { .. } => "lost-update".into(),
+            ElleAnomaly::Cycle(c) => c.name(),
+            ElleAnomaly::AbortedRead { .. } => "G1a".into(),
+            ElleAnomaly::IntermediateRead { .. } => "G1b".into(),
+            ElleAnomaly::Internal { .. } => "internal".into(),
+            ElleAnomaly::IncompatibleOrder { .. } => "incompatible-order".into(),
+            ElleAnomaly::DuplicateElements { .. } => "duplicate-elements".into(),
+            ElleAnomaly::GarbageRead { .. } => "garbage-read".into(),
+            ElleAnomaly::FutureRead { .. } => "future-read".into(),
+            ElleAnomaly::LostUpdate { .. } => "lost-update".into(),
         }
     }
 }
 
-impl fmt::Display for Anomaly {
+impl fmt::Display for ElleAnomaly {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Anomaly::Cycle(c) => write!(f, "{c}"),
-            Anomaly::AbortedRead {
+            ElleAnomaly::Cycle(c) => write!(f, "{c}"),
+            ElleAnomaly::AbortedRead {
                 reader,
                 writer,
                 key,
@@ -433,7 +344,7 @@ impl fmt::Display for Anomaly {
                 f,
                 "G1a: {reader}\n    read {element} on key {key}, appended by the failed {writer}"
             ),
-            Anomaly::IntermediateRead {
+            ElleAnomaly::IntermediateRead {
                 reader,
                 writer,
                 key,
@@ -444,7 +355,7 @@ impl fmt::Display for Anomaly {
                 "G1b: {reader}\n    read key {key} ending in {element}, but {writer}\n    \
                  appended {later} to it afterwards in the same transaction"
             ),
-            Anomaly::Internal {
+            ElleAnomaly::Internal {
                 op,
                 key,
                 expected,
@@ -455,7 +366,7 @@ impl fmt::Display for Anomaly {
                  should have read {expected}",
                 list(read)
             ),
-            Anomaly::IncompatibleOrder {
+            ElleAnomaly::IncompatibleOrder {
                 key,
                 longest,
                 other,
@@ -468,20 +379,20 @@ impl fmt::Display for Anomaly {
                 other.0,
                 list(&other.1)
             ),
-            Anomaly::DuplicateElements { op, key, read } => writeln!(
+            ElleAnomaly::DuplicateElements { op, key, read } => writeln!(
                 f,
                 "duplicate-elements: {op}\n    read key {key} = {}",
                 list(read)
             ),
-            Anomaly::GarbageRead { op, key, element } => writeln!(
+            ElleAnomaly::GarbageRead { op, key, element } => writeln!(
                 f,
                 "garbage-read: {op}\n    read {element} on key {key}, which no transaction appended"
             ),
-            Anomaly::FutureRead { op, key, element } => writeln!(
+            ElleAnomaly::FutureRead { op, key, element } => writeln!(
                 f,
                 "future-read: {op}\n    read {element} on key {key} before appending it itself"
             ),
-            Anomaly::LostUpdate { key, read, txns } => {
+            ElleAnomaly::LostUpdate { key, read, txns } => {
                 writeln!(
                     f,
                     "lost-update on key {key}: {} committed transactions read {} and appended \
@@ -499,80 +410,132 @@ impl fmt::Display for Anomaly {
 }
 
 /// The result of a list-append check.
-///
-/// ```
-/// use avout_check::list_append::check_list_append;
-/// let verdict = check_list_append(&Default::default()).unwrap();
-/// assert!(verdict.is_valid());
-/// assert!(verdict.to_string().starts_with("valid as strict-serializable"));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct ListAppendVerdict {
+pub(crate) struct Findings {
     /// The model checked.
-    pub consistency: Consistency,
+    pub(crate) consistency: Consistency,
     /// Transactions by outcome: ok, fail, info.
-    pub transactions: [usize; 3],
+    pub(crate) transactions: [usize; 3],
     /// Distinct keys.
-    pub keys: usize,
+    pub(crate) keys: usize,
     /// Edges in the dependency graph (after deduplication).
-    pub edges: usize,
+    pub(crate) edges: usize,
     /// Every anomaly found: the others by check, each in history order, then cycles by
     /// component.
-    pub anomalies: Vec<Anomaly>,
+    pub(crate) anomalies: Vec<ElleAnomaly>,
 }
 
-impl ListAppendVerdict {
+impl Findings {
     /// Whether no anomaly was found.
-    ///
-    /// ```
-    /// use avout_check::list_append::check_list_append;
-    /// assert!(check_list_append(&Default::default()).unwrap().is_valid());
-    /// ```
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.anomalies.is_empty()
     }
 
     /// The names of the anomalies found, sorted and without repeats.
-    ///
-    /// ```
-    /// use avout_check::list_append::check_list_append;
-    /// assert!(check_list_append(&Default::default()).unwrap().anomaly_names().is_empty());
-    /// ```
-    pub fn anomaly_names(&self) -> Vec<String> {
-        let names: BTreeSet<String> = self.anomalies.iter().map(Anomaly::name).collect();
+    pub(crate) fn anomaly_names(&self) -> Vec<String> {
+        let names: BTreeSet<String> = self.anomalies.iter().map(ElleAnomaly::name).collect();
         names.into_iter().collect()
     }
 }
 
-/// How many anomalies of one name the report prints.
-const SHOWN_PER_NAME: usize = 8;
-
-impl fmt::Display for ListAppendVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Findings {
+    /// The report's first line.
+    fn summary(&self) -> String {
         let [ok, fail, info] = self.transactions;
-        write!(
-            f,
+        let mut line = format!(
             "{} as {}: {} transactions ({ok} ok, {fail} fail, {info} info), {} keys, {} edges",
             if self.is_valid() { "valid" } else { "invalid" },
             self.consistency,
             ok + fail + info,
             self.keys,
             self.edges,
-        )?;
-        if self.is_valid() {
-            return writeln!(f);
+        );
+        if !self.is_valid() {
+            line.push_str(&format!("; anomalies: {}", self.anomaly_names().join(", ")));
         }
-        writeln!(f, "; anomalies: {}", self.anomaly_names().join(", "))?;
-        for name in self.anomaly_names() {
-            let of_name: Vec<&Anomaly> =
-                self.anomalies.iter().filter(|a| a.name() == name).collect();
-            for a in of_name.iter().take(SHOWN_PER_NAME) {
-                write!(f, "  {a}")?;
+        line
+    }
+
+    /// As one verdict of `checker`, its anomalies by name (in history order within a name).
+    pub(crate) fn verdict(&self, checker: String) -> Verdict {
+        let mut anomalies: Vec<&ElleAnomaly> = self.anomalies.iter().collect();
+        anomalies.sort_by_key(|a| a.name());
+        Verdict::new(
+            checker,
+            self.summary(),
+            anomalies.into_iter().map(ElleAnomaly::reported).collect(),
+        )
+    }
+}
+
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.verdict(String::new()).report())
+    }
+}
+
+impl ElleAnomaly {
+    /// As a verdict reports it: a cycle's transactions and edges, or the reads and writes at
+    /// fault.
+    pub(crate) fn reported(&self) -> Anomaly {
+        let name = self.name();
+        let a = Anomaly::new(name.as_str(), self.to_string().trim_end());
+        match self {
+            ElleAnomaly::Cycle(c) => {
+                let mut path = String::from("T0");
+                for e in &c.edges {
+                    path.push_str(&format!(" -{}-> T{}", e.kind, e.to));
+                }
+                let mut a = a.titled(format!(
+                    "a cycle of {} transactions: {path}",
+                    c.transactions.len()
+                ));
+                for (i, tx) in c.transactions.iter().enumerate() {
+                    a = a.op(tx.invoke.index, Role::Party, format!("T{i}"));
+                }
+                for e in &c.edges {
+                    let key = match &e.key {
+                        Some(Value::String(k)) => format!(" {k}"),
+                        Some(k) => format!(" {k}"),
+                        None => String::new(),
+                    };
+                    a = a.link(
+                        c.transactions[e.from].invoke.index,
+                        c.transactions[e.to].invoke.index,
+                        e.kind.to_string(),
+                        format!("{}{key}", e.kind),
+                        e.to_string(),
+                    );
+                }
+                a
             }
-            if of_name.len() > SHOWN_PER_NAME {
-                writeln!(f, "  … and {} more {name}", of_name.len() - SHOWN_PER_NAME)?;
+            ElleAnomaly::AbortedRead { reader, writer, .. }
+            | ElleAnomaly::IntermediateRead { reader, writer, .. } => a
+                .op(reader.invoke.index, Role::Culprit, "reader")
+                .op(writer.invoke.index, Role::Party, "writer")
+                .link(
+                    writer.invoke.index,
+                    reader.invoke.index,
+                    "wr",
+                    "wr",
+                    self.to_string(),
+                ),
+            ElleAnomaly::Internal { op, .. }
+            | ElleAnomaly::DuplicateElements { op, .. }
+            | ElleAnomaly::GarbageRead { op, .. }
+            | ElleAnomaly::FutureRead { op, .. } => {
+                a.op(op.invoke.index, Role::Culprit, name.as_str())
+            }
+            ElleAnomaly::IncompatibleOrder { longest, other, .. } => a
+                .op(other.0.invoke.index, Role::Culprit, "not a prefix")
+                .op(longest.0.invoke.index, Role::Party, "longest read"),
+            ElleAnomaly::LostUpdate { txns, .. } => {
+                let mut a = a;
+                for (i, tx) in txns.iter().enumerate() {
+                    a = a.op(tx.invoke.index, Role::Party, format!("T{i}"));
+                }
+                a
             }
         }
-        Ok(())
     }
 }

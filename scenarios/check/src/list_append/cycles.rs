@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::graph::{CycleFinder, CycleSpec, Graph, Hop, PROCESS, REALTIME, RW, RwRule, WR, WW};
 use super::infer::Analysis;
 use super::parse::Mop;
-use super::{Anomaly, Cycle, CycleKind, Edge, EdgeKind, Order};
+use super::{Cycle, CycleKind, Edge, EdgeKind, ElleAnomaly, Order};
 
 /// Budget of node visits per cycle search in one component; past it, the shortest cycle found
 /// so far is reported (a longer one than necessary, never a wrong one).
@@ -87,7 +87,7 @@ impl Analysis<'_> {
                     };
                     let cycle = self.describe(&hops);
                     found.push(cycle.kind);
-                    self.anomalies.push(Anomaly::Cycle(cycle));
+                    self.anomalies.push(ElleAnomaly::Cycle(cycle));
                 }
             }
             if found.is_empty() {
@@ -102,7 +102,7 @@ impl Analysis<'_> {
                     .shortest(component, any, u64::MAX)
                     .expect("a strongly connected component has a cycle");
                 let cycle = self.describe(&hops);
-                self.anomalies.push(Anomaly::Cycle(cycle));
+                self.anomalies.push(ElleAnomaly::Cycle(cycle));
             }
         }
         self.graph = graph;

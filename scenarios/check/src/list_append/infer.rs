@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::graph::{Graph, PROCESS, REALTIME, RW, WR, WW};
 use super::parse::{Mop, Parsed};
-use super::{Anomaly, Consistency, Expected, ListAppendVerdict};
+use super::{Consistency, ElleAnomaly, Expected, Findings};
 use crate::history::{Operation, Outcome};
 
 pub(super) struct Analysis<'p> {
     pub(super) p: &'p Parsed,
-    pub(super) anomalies: Vec<Anomaly>,
+    pub(super) anomalies: Vec<ElleAnomaly>,
     /// Per key, the version order of the elements read (the longest read; empty if nobody read
     /// the key non-empty), unless the key's reads are incompatible or show an element twice.
     pub(super) order: Vec<Option<Vec<u32>>>,
@@ -24,7 +24,7 @@ pub(super) struct Analysis<'p> {
 }
 
 impl<'p> Analysis<'p> {
-    pub(super) fn run(p: &'p Parsed, consistency: Consistency) -> ListAppendVerdict {
+    pub(super) fn run(p: &'p Parsed, consistency: Consistency) -> Findings {
         let keys = p.keys.values.len();
         let mut a = Analysis {
             p,
@@ -56,7 +56,7 @@ impl<'p> Analysis<'p> {
                 Outcome::Info => 2,
             }] += 1;
         }
-        ListAppendVerdict {
+        Findings {
             consistency,
             transactions,
             keys,
@@ -109,7 +109,7 @@ impl<'p> Analysis<'p> {
                         if !ok {
                             let (whole, l) = &known[key];
                             let l = self.p.elems(l);
-                            self.anomalies.push(Anomaly::Internal {
+                            self.anomalies.push(ElleAnomaly::Internal {
                                 op: txn.op.clone(),
                                 key: self.p.key(*key),
                                 expected: if *whole {
@@ -148,7 +148,7 @@ impl<'p> Analysis<'p> {
                     .then_some((*key, *elem)),
             });
             if let Some((key, elem)) = future {
-                self.anomalies.push(Anomaly::FutureRead {
+                self.anomalies.push(ElleAnomaly::FutureRead {
                     op: txn.op.clone(),
                     key: self.p.key(key),
                     element: self.p.elem(elem),
@@ -172,7 +172,7 @@ impl<'p> Analysis<'p> {
             };
             if !incompatible[key as usize] && !l.starts_with(list) {
                 incompatible[key as usize] = true;
-                self.anomalies.push(Anomaly::IncompatibleOrder {
+                self.anomalies.push(ElleAnomaly::IncompatibleOrder {
                     key: self.p.key(key),
                     longest: (self.op(lt), self.p.elems(l)),
                     other: (self.op(t), self.p.elems(list)),
@@ -187,7 +187,7 @@ impl<'p> Analysis<'p> {
             };
             let mut seen = HashSet::with_capacity(l.len());
             if !l.iter().all(|e| seen.insert(*e)) {
-                self.anomalies.push(Anomaly::DuplicateElements {
+                self.anomalies.push(ElleAnomaly::DuplicateElements {
                     op: self.op(t),
                     key: self.p.key(key as u32),
                     read: self.p.elems(l),
@@ -228,7 +228,7 @@ impl<'p> Analysis<'p> {
                 match self.p.appender.get(&(key, e)) {
                     None => {
                         if garbage_seen.insert((key, e)) {
-                            self.anomalies.push(Anomaly::GarbageRead {
+                            self.anomalies.push(ElleAnomaly::GarbageRead {
                                 op: self.op(t),
                                 key: self.p.key(key),
                                 element: self.p.elem(e),
@@ -237,7 +237,7 @@ impl<'p> Analysis<'p> {
                     }
                     Some(&(w, _)) if self.p.outcome(w) == Outcome::Fail && !aborted_reported => {
                         aborted_reported = true;
-                        self.anomalies.push(Anomaly::AbortedRead {
+                        self.anomalies.push(ElleAnomaly::AbortedRead {
                             reader: self.op(t),
                             writer: self.op(w),
                             key: self.p.key(key),
@@ -261,7 +261,7 @@ impl<'p> Analysis<'p> {
                     _ => None,
                 });
             if let Some(later) = later {
-                self.anomalies.push(Anomaly::IntermediateRead {
+                self.anomalies.push(ElleAnomaly::IntermediateRead {
                     reader: self.op(t),
                     writer: self.op(w),
                     key: self.p.key(key),
@@ -302,11 +302,11 @@ impl<'p> Analysis<'p> {
                 }
             }
         }
-        let mut found: Vec<(u32, Anomaly)> = groups
+        let mut found: Vec<(u32, ElleAnomaly)> = groups
             .into_iter()
             .filter(|(_, txns)| txns.len() > 1)
             .map(|((key, read), txns)| {
-                let anomaly = Anomaly::LostUpdate {
+                let anomaly = ElleAnomaly::LostUpdate {
                     key: self.p.key(key),
                     read: self.p.elems(read),
                     txns: txns.iter().map(|&t| self.op(t)).collect(),

@@ -91,7 +91,8 @@
 //!   predicate reads.
 //!
 //! ```
-//! use avout_check::list_append::check_list_append;
+//! use avout_check::Checker;
+//! use avout_check::list_append::ListAppend;
 //! use avout_check::history::{Event, History, F};
 //! use serde_json::json;
 //!
@@ -110,9 +111,9 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! let verdict = check_list_append(&h).unwrap();
+//! let verdict = ListAppend::new().check(&h).unwrap();
 //! assert!(!verdict.is_valid());
-//! assert_eq!(verdict.anomaly_names(), vec!["G-single", "lost-update"]);
+//! assert_eq!(verdict.kinds(), vec!["G-single", "lost-update"]);
 //! ```
 
 mod anomaly;
@@ -126,12 +127,13 @@ pub mod synth;
 mod tests;
 
 use std::fmt;
-use std::path::Path;
 
-use serde_json::Value;
-
-use crate::history::{F, History, HistoryError};
-pub use anomaly::{Anomaly, Cycle, CycleKind, Edge, EdgeKind, Expected, ListAppendVerdict, Order};
+use crate::checker::{CheckError, Checker};
+use crate::history::History;
+use crate::verdict::Verdict;
+pub(crate) use anomaly::{
+    Cycle, CycleKind, Edge, EdgeKind, ElleAnomaly, Expected, Findings, Order,
+};
 use infer::Analysis;
 use parse::Parsed;
 
@@ -163,58 +165,11 @@ impl fmt::Display for Consistency {
     }
 }
 
-/// Why a history could not be checked (as opposed to being found anomalous).
+/// The list-append checker (`list-append`), Elle's rules for a consistency model.
 ///
 /// ```
-/// use avout_check::list_append::{check_list_append, ListAppendError};
-/// use avout_check::history::{Event, History, F};
-/// let h: History = [Event::invoke(0, F::Other("txn".into()), serde_json::json!([["inc", 1, 2]]))]
-///     .into_iter()
-///     .collect();
-/// assert!(matches!(check_list_append(&h), Err(ListAppendError::MalformedTxn { line: 1, .. })));
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ListAppendError {
-    /// The history could not be read or paired.
-    #[error(transparent)]
-    History(#[from] HistoryError),
-    /// An operation other than `txn`.
-    #[error("line {line}: {f} is not an operation of the list-append model (txn)")]
-    Unsupported {
-        /// The invocation's line.
-        line: usize,
-        /// The operation.
-        f: F,
-    },
-    /// A transaction value that is not a list of `["append", k, v]` / `["r", k, list|null]`.
-    #[error("line {line}: {value} is not a list of micro-operations: {why}")]
-    MalformedTxn {
-        /// The line of the event carrying the value.
-        line: usize,
-        /// The offending value.
-        value: Value,
-        /// What is wrong with it.
-        why: &'static str,
-    },
-    /// The same value appended to the same key twice: versions could not be told apart.
-    #[error("lines {first_line} and {line}: {element} appended to key {key} twice")]
-    DuplicateAppend {
-        /// The key.
-        key: Value,
-        /// The value.
-        element: Value,
-        /// The first append's invocation line.
-        first_line: usize,
-        /// The second's.
-        line: usize,
-    },
-}
-
-/// A configured list-append checker.
-///
-/// ```
-/// use avout_check::list_append::{Consistency, ListAppendChecker};
+/// use avout_check::Checker;
+/// use avout_check::list_append::{Consistency, ListAppend};
 /// use avout_check::history::{Event, History, F};
 /// use serde_json::json;
 /// let t = || F::Other("txn".into());
@@ -229,33 +184,24 @@ pub enum ListAppendError {
 /// ]
 /// .into_iter()
 /// .collect();
-/// let strict = ListAppendChecker::new().check(&h).unwrap();
-/// assert_eq!(strict.anomaly_names(), vec!["G-single-realtime"]);
-/// let plain = ListAppendChecker::new().consistency(Consistency::Serializable).check(&h).unwrap();
+/// let strict = ListAppend::new().check(&h).unwrap();
+/// assert_eq!(strict.kinds(), vec!["G-single-realtime"]);
+/// let plain = ListAppend::new().consistency(Consistency::Serializable).check(&h).unwrap();
 /// assert!(plain.is_valid());
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct ListAppendChecker {
+pub struct ListAppend {
     consistency: Consistency,
     allow_write_skew: bool,
 }
 
-impl ListAppendChecker {
+impl ListAppend {
     /// A checker for strict serializability.
-    ///
-    /// ```
-    /// let _ = avout_check::list_append::ListAppendChecker::new();
-    /// ```
     pub fn new() -> Self {
-        ListAppendChecker::default()
+        ListAppend::default()
     }
 
     /// The model to check.
-    ///
-    /// ```
-    /// use avout_check::list_append::{Consistency, ListAppendChecker};
-    /// let _ = ListAppendChecker::new().consistency(Consistency::Serializable);
-    /// ```
     pub fn consistency(mut self, consistency: Consistency) -> Self {
         self.consistency = consistency;
         self
@@ -268,7 +214,8 @@ impl ListAppendChecker {
     /// Gotsman.)
     ///
     /// ```
-    /// use avout_check::list_append::ListAppendChecker;
+    /// use avout_check::Checker;
+    /// use avout_check::list_append::ListAppend;
     /// use avout_check::history::{Event, History, F};
     /// use serde_json::json;
     /// let t = || F::Other("txn".into());
@@ -283,58 +230,50 @@ impl ListAppendChecker {
     /// ]
     /// .into_iter()
     /// .collect();
-    /// assert_eq!(ListAppendChecker::new().check(&h).unwrap().anomaly_names(), vec!["G2-item"]);
-    /// assert!(ListAppendChecker::new().allow_write_skew().check(&h).unwrap().is_valid());
+    /// assert_eq!(ListAppend::new().check(&h).unwrap().kinds(), vec!["G2-item"]);
+    /// let si = ListAppend::new().allow_write_skew();
+    /// assert!(si.check(&h).unwrap().is_valid());
+    /// assert!(si.name().contains("but G2-item: snapshot isolation"));
     /// ```
     pub fn allow_write_skew(mut self) -> Self {
         self.allow_write_skew = true;
         self
     }
 
-    /// Checks a history file, JSON lines or EDN ([`History::load`]).
-    ///
-    /// ```
-    /// use avout_check::list_append::{ListAppendChecker, ListAppendError};
-    /// let err = ListAppendChecker::new().check_file("/nonexistent.jsonl").unwrap_err();
-    /// assert!(matches!(err, ListAppendError::History(_)));
-    /// ```
-    pub fn check_file(&self, path: impl AsRef<Path>) -> Result<ListAppendVerdict, ListAppendError> {
-        self.check(&History::load(path)?)
-    }
-
-    /// Checks a history.
-    ///
-    /// ```
-    /// use avout_check::list_append::ListAppendChecker;
-    /// assert!(ListAppendChecker::new().check(&Default::default()).unwrap().is_valid());
-    /// ```
-    pub fn check(&self, history: &History) -> Result<ListAppendVerdict, ListAppendError> {
+    /// Judges a history, every anomaly in detail.
+    pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
         let parsed = Parsed::new(history)?;
-        let mut verdict = Analysis::run(&parsed, self.consistency);
+        let mut findings = Analysis::run(&parsed, self.consistency);
         if self.allow_write_skew {
-            verdict
+            findings
                 .anomalies
-                .retain(|a| !matches!(a, Anomaly::Cycle(c) if c.kind == CycleKind::G2Item));
+                .retain(|a| !matches!(a, ElleAnomaly::Cycle(c) if c.kind == CycleKind::G2Item));
         }
-        Ok(verdict)
+        Ok(findings)
     }
 }
 
-/// Checks a history for strict serializability.
-///
-/// ```
-/// use avout_check::list_append::check_list_append;
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let t = || F::Other("txn".into());
-/// let h: History = [
-///     Event::invoke(0, t(), json!([["append", 1, 1], ["r", 1, null]])),
-///     Event::ok(0, t(), json!([["append", 1, 1], ["r", 1, [1]]])),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(check_list_append(&h).unwrap().is_valid());
-/// ```
-pub fn check_list_append(history: &History) -> Result<ListAppendVerdict, ListAppendError> {
-    ListAppendChecker::new().check(history)
+impl Checker for ListAppend {
+    fn name(&self) -> String {
+        let model = match self.consistency {
+            Consistency::Serializable => "serializability",
+            Consistency::StrongSessionSerializable => "strong session serializability",
+            Consistency::StrictSerializable => "strict serializability",
+        };
+        if self.allow_write_skew {
+            format!("list-append (Elle, {model} but G2-item: snapshot isolation)")
+        } else {
+            format!("list-append (Elle, {model})")
+        }
+    }
+
+    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
+        Ok(self.analyse(history)?.verdict(self.name()))
+    }
+}
+
+/// Checks a history for strict serializability, every anomaly in detail.
+#[cfg(test)]
+pub(crate) fn check_list_append(history: &History) -> Result<Findings, CheckError> {
+    ListAppend::new().analyse(history)
 }

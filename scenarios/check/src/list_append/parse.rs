@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::ListAppendError;
+use super::CheckError;
 use crate::history::{History, Keys, Operation, Outcome};
 
 #[derive(Clone, Debug)]
@@ -54,7 +54,7 @@ pub(super) struct Parsed {
 }
 
 impl Parsed {
-    pub(super) fn new(history: &History) -> Result<Parsed, ListAppendError> {
+    pub(super) fn new(history: &History) -> Result<Parsed, CheckError> {
         let ops = history.operations(Keys::Field)?;
         let mut parsed = Parsed {
             txns: Vec::with_capacity(ops.len()),
@@ -64,9 +64,11 @@ impl Parsed {
         };
         for mut op in ops {
             if op.f.as_str() != "txn" {
-                return Err(ListAppendError::Unsupported {
+                return Err(CheckError::Unsupported {
                     line: op.invoke.line,
                     f: op.f,
+                    model: "list-append",
+                    known: "txn",
                 });
             }
             let invoked = &history.events()[op.invoke.index].value;
@@ -87,7 +89,7 @@ impl Parsed {
             for (m, mop) in mops.iter().enumerate() {
                 if let Mop::Append { key, elem } = *mop {
                     if let Some(&(first, _)) = parsed.appender.get(&(key, elem)) {
-                        return Err(ListAppendError::DuplicateAppend {
+                        return Err(CheckError::DuplicateAppend {
                             key: parsed.keys.values[key as usize].clone(),
                             element: parsed.elems.values[elem as usize].clone(),
                             first_line: parsed.txns[first as usize].op.invoke.line,
@@ -102,17 +104,9 @@ impl Parsed {
         Ok(parsed)
     }
 
-    fn mops(
-        &mut self,
-        value: &Value,
-        line: usize,
-        known: bool,
-    ) -> Result<Vec<Mop>, ListAppendError> {
-        let bad = |why| ListAppendError::MalformedTxn {
-            line,
-            value: value.clone(),
-            why,
-        };
+    fn mops(&mut self, value: &Value, line: usize, known: bool) -> Result<Vec<Mop>, CheckError> {
+        let bad =
+            |why| CheckError::malformed(line, value, format!("a list of micro-operations: {why}"));
         let Value::Array(items) = value else {
             return Err(bad("not a list"));
         };

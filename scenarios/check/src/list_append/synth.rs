@@ -24,11 +24,12 @@ use crate::history::{Event, F, History, Operation, Outcome};
 /// The shape of a synthetic list-append history.
 ///
 /// ```
+/// use avout_check::Checker;
+/// use avout_check::list_append::ListAppend;
 /// use avout_check::list_append::synth::ListAppendSynth;
-/// use avout_check::list_append::check_list_append;
 /// let h = ListAppendSynth { transactions: 300, ..ListAppendSynth::default() }.history();
 /// assert_eq!(h.operations(Default::default()).unwrap().len(), 300);
-/// assert!(check_list_append(&h).unwrap().is_valid());
+/// assert!(ListAppend::new().check(&h).unwrap().is_valid());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListAppendSynth {
@@ -210,11 +211,12 @@ impl ListAppendSynth {
 /// `None` if no read qualifies.
 ///
 /// ```
-/// use avout_check::list_append::check_list_append;
+/// use avout_check::Checker;
+/// use avout_check::list_append::ListAppend;
 /// use avout_check::list_append::synth::{ListAppendSynth, stale_read};
 /// let h = ListAppendSynth { transactions: 500, ..ListAppendSynth::default() }.history();
 /// let (bad, _line) = stale_read(&h).unwrap();
-/// assert!(!check_list_append(&bad).unwrap().is_valid());
+/// assert!(!ListAppend::new().check(&bad).unwrap().is_valid());
 /// ```
 pub fn stale_read(h: &History) -> Option<(History, usize)> {
     let mut events = h.events().to_vec();

@@ -47,7 +47,8 @@
 //! scenario's deadline judges liveness.
 //!
 //! ```
-//! use avout_check::two_phase_commit::check_two_phase_commit;
+//! use avout_check::Checker;
+//! use avout_check::two_phase_commit::TwoPhaseCommit;
 //! use avout_check::history::{Event, History, F};
 //! use serde_json::json;
 //! let f = |s: &str| F::Other(s.into());
@@ -62,8 +63,9 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! let verdict = check_two_phase_commit(&h).unwrap();
-//! assert_eq!(verdict.violations[0].name(), "commit-despite-abort");
+//! let verdict = TwoPhaseCommit.check(&h).unwrap();
+//! assert_eq!(verdict.kinds(), vec!["commit-despite-abort"]);
+//! assert_eq!(verdict.anomalies[0].ops[0].label, "the coordinator learned commit");
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,55 +73,13 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::history::{F, History, HistoryError, Keys, Operation, Outcome};
-
-/// Why a two-phase-commit history could not be checked (as opposed to being found wrong).
-///
-/// ```
-/// use avout_check::two_phase_commit::{check_two_phase_commit, TwoPhaseCheckError};
-/// use avout_check::history::{Event, History, F};
-/// let h: History = [Event::invoke(0, F::Other("vote".into()), serde_json::json!({"tx": 1}))]
-///     .into_iter()
-///     .collect();
-/// assert!(matches!(check_two_phase_commit(&h), Err(TwoPhaseCheckError::Malformed { line: 1, .. })));
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TwoPhaseCheckError {
-    /// The history could not be read or paired.
-    #[error(transparent)]
-    History(#[from] HistoryError),
-    /// An operation other than `begin`, `join`, `vote`, `leave` or `outcome`.
-    #[error(
-        "line {line}: {f} is not an operation of the two-phase-commit model \
-         (begin, join, vote, leave, outcome)"
-    )]
-    Unsupported {
-        /// The invocation's line.
-        line: usize,
-        /// The operation.
-        f: F,
-    },
-    /// A value without the fields its operation needs.
-    #[error("line {line}: {value} is not {expected}")]
-    Malformed {
-        /// The line of the event.
-        line: usize,
-        /// The value found.
-        value: Value,
-        /// What was expected there.
-        expected: &'static str,
-    },
-}
+use crate::checker::{CheckError, Checker};
+use crate::history::{History, Keys, Operation, Outcome};
+use crate::verdict::{Anomaly, Role, Verdict};
 
 /// Who learned an outcome.
-///
-/// ```
-/// use avout_check::two_phase_commit::Participant;
-/// assert_eq!(Participant::Site("c1".into()).to_string(), "site c1");
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Participant {
+pub(crate) enum Participant {
     /// The transaction's coordinator.
     Coordinator,
     /// A site, by name.
@@ -171,31 +131,14 @@ impl Decision {
 }
 
 /// An outcome some participant learned: an `ok` `outcome` operation.
-///
-/// ```
-/// use avout_check::two_phase_commit::{check_two_phase_commit, Decision};
-/// use avout_check::history::{Event, History, F};
-/// let f = || F::Other("outcome".into());
-/// let h: History = [
-///     Event::invoke(4, f(), serde_json::json!({"tx": 1, "site": "c2"})),
-///     Event::ok(4, f(), "abort".into()),
-///     Event::invoke(4, f(), serde_json::json!({"tx": 1, "site": "c2"})),
-///     Event::ok(4, f(), "commit".into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_two_phase_commit(&h).unwrap();
-/// assert!(verdict.violations[0].to_string().contains("site c2 learned abort"));
-/// # let _ = Decision::Abort;
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct Learned {
+pub(crate) struct Learned {
     /// Who learned it.
-    pub who: Participant,
+    pub(crate) who: Participant,
     /// What they learned.
-    pub outcome: Decision,
+    pub(crate) outcome: Decision,
     /// The `outcome` operation.
-    pub op: Operation,
+    pub(crate) op: Operation,
 }
 
 impl fmt::Display for Learned {
@@ -212,25 +155,8 @@ impl fmt::Display for Learned {
 }
 
 /// A breach of atomic commitment in one transaction.
-///
-/// ```
-/// use avout_check::two_phase_commit::{check_two_phase_commit, TwoPhaseViolation};
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let f = |s: &str| F::Other(s.into());
-/// let h: History = [
-///     Event::invoke(0, f("outcome"), json!({"tx": 1})),
-///     Event::ok(0, f("outcome"), "abort".into()),
-///     Event::invoke(1, f("outcome"), json!({"tx": 1, "site": "c1"})),
-///     Event::ok(1, f("outcome"), "commit".into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let verdict = check_two_phase_commit(&h).unwrap();
-/// assert!(matches!(&verdict.violations[0], TwoPhaseViolation::Disagreement { .. }));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub enum TwoPhaseViolation {
+pub(crate) enum TwoPhaseViolation {
     /// Two participants learned different outcomes.
     Disagreement {
         /// The transaction.
@@ -285,25 +211,7 @@ pub enum TwoPhaseViolation {
 impl TwoPhaseViolation {
     /// A short name: `disagreement`, `told-twice`, `commit-without-vote`,
     /// `commit-despite-abort` or `commit-after-leave`.
-    ///
-    /// ```
-    /// use avout_check::two_phase_commit::check_two_phase_commit;
-    /// use avout_check::history::{Event, History, F};
-    /// use serde_json::json;
-    /// let f = |s: &str| F::Other(s.into());
-    /// // Site c1 never voted, yet the coordinator learned commit.
-    /// let h: History = [
-    ///     Event::invoke(0, f("begin"), json!({"tx": "t", "sites": ["c1"]})),
-    ///     Event::ok(0, f("begin"), json!({"tx": "t", "sites": ["c1"]})),
-    ///     Event::invoke(0, f("outcome"), json!({"tx": "t"})),
-    ///     Event::ok(0, f("outcome"), "commit".into()),
-    /// ]
-    /// .into_iter()
-    /// .collect();
-    /// let verdict = check_two_phase_commit(&h).unwrap();
-    /// assert_eq!(verdict.violations[0].name(), "commit-without-vote");
-    /// ```
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             TwoPhaseViolation::Disagreement { .. } => "disagreement",
             TwoPhaseViolation::ToldTwice { .. } => "told-twice",
@@ -354,51 +262,34 @@ impl fmt::Display for TwoPhaseViolation {
 }
 
 /// The result of a two-phase-commit check.
-///
-/// ```
-/// use avout_check::two_phase_commit::check_two_phase_commit;
-/// let verdict = check_two_phase_commit(&Default::default()).unwrap();
-/// assert!(verdict.is_valid());
-/// assert!(verdict.to_string().starts_with("valid"));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct TwoPhaseVerdict {
+pub(crate) struct Findings {
     /// Transactions seen.
-    pub transactions: usize,
+    pub(crate) transactions: usize,
     /// Transactions someone learned commit of.
-    pub committed: usize,
+    pub(crate) committed: usize,
     /// Transactions someone learned the outcome of, all of them abort.
-    pub aborted: usize,
+    pub(crate) aborted: usize,
     /// Every breach found, transaction by transaction in order of first appearance.
-    pub violations: Vec<TwoPhaseViolation>,
+    pub(crate) violations: Vec<TwoPhaseViolation>,
 }
 
-impl TwoPhaseVerdict {
+impl Findings {
     /// Whether no breach was found.
-    ///
-    /// ```
-    /// use avout_check::two_phase_commit::check_two_phase_commit;
-    /// assert!(check_two_phase_commit(&Default::default()).unwrap().is_valid());
-    /// ```
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.violations.is_empty()
     }
 
     /// Transactions nobody learned the outcome of.
-    ///
-    /// ```
-    /// use avout_check::two_phase_commit::check_two_phase_commit;
-    /// assert_eq!(check_two_phase_commit(&Default::default()).unwrap().undecided(), 0);
-    /// ```
-    pub fn undecided(&self) -> usize {
+    pub(crate) fn undecided(&self) -> usize {
         self.transactions - self.committed - self.aborted
     }
 }
 
-impl fmt::Display for TwoPhaseVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
+impl Findings {
+    /// The report's first line.
+    fn summary(&self) -> String {
+        format!(
             "{}: {} transactions ({} committed, {} aborted, {} undecided), {} violations",
             if self.is_valid() { "valid" } else { "invalid" },
             self.transactions,
@@ -406,11 +297,72 @@ impl fmt::Display for TwoPhaseVerdict {
             self.aborted,
             self.undecided(),
             self.violations.len()
-        )?;
-        for v in &self.violations {
-            writeln!(f, "  {v}")?;
+        )
+    }
+
+    /// As one verdict.
+    fn verdict(&self) -> Verdict {
+        Verdict::new(
+            TwoPhaseCommit.name(),
+            self.summary(),
+            self.violations
+                .iter()
+                .map(TwoPhaseViolation::reported)
+                .collect(),
+        )
+    }
+}
+
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.verdict().report())
+    }
+}
+
+impl Learned {
+    /// `site c1 learned commit`.
+    fn label(&self) -> String {
+        format!("{} learned {}", self.who, self.outcome.name())
+    }
+}
+
+impl TwoPhaseViolation {
+    /// As a verdict reports it: the outcomes learned, and the vote or leave they contradict.
+    fn reported(&self) -> Anomaly {
+        let a = Anomaly::new(self.name(), self.to_string());
+        let learned = |a: Anomaly, l: &Learned, role| a.op(l.op.invoke.index, role, l.label());
+        match self {
+            TwoPhaseViolation::Disagreement {
+                reference, other, ..
+            } => learned(learned(a, other, Role::Culprit), reference, Role::Party),
+            TwoPhaseViolation::ToldTwice { first, second, .. } => {
+                learned(learned(a, second, Role::Culprit), first, Role::Party)
+            }
+            TwoPhaseViolation::CommitWithoutVote { commit, .. } => {
+                learned(a, commit, Role::Culprit)
+            }
+            TwoPhaseViolation::CommitDespiteAbort { vote, commit, .. } => {
+                learned(a, commit, Role::Culprit).op(vote.invoke.index, Role::Party, "abort vote")
+            }
+            TwoPhaseViolation::CommitAfterLeave { leave, commit, .. } => {
+                learned(a, commit, Role::Culprit).op(leave.invoke.index, Role::Party, "left")
+            }
         }
-        Ok(())
+    }
+}
+
+/// The two-phase-commit checker (`two-phase-commit`): atomic commitment (see the [module
+/// docs](self)).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TwoPhaseCommit;
+
+impl Checker for TwoPhaseCommit {
+    fn name(&self) -> String {
+        "two-phase-commit (atomic commitment)".to_owned()
+    }
+
+    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
+        Ok(check_two_phase_commit(history)?.verdict())
     }
 }
 
@@ -426,15 +378,11 @@ struct Tx {
     learned: Vec<Learned>,
 }
 
-fn malformed(line: usize, value: &Value, expected: &'static str) -> TwoPhaseCheckError {
-    TwoPhaseCheckError::Malformed {
-        line,
-        value: value.clone(),
-        expected,
-    }
+fn malformed(line: usize, value: &Value, expected: &'static str) -> CheckError {
+    CheckError::malformed(line, value, expected)
 }
 
-fn tx_of(op: &Operation) -> Result<String, TwoPhaseCheckError> {
+fn tx_of(op: &Operation) -> Result<String, CheckError> {
     match &op.value["tx"] {
         Value::Number(n) => Ok(n.to_string()),
         Value::String(s) => Ok(s.clone()),
@@ -446,7 +394,7 @@ fn tx_of(op: &Operation) -> Result<String, TwoPhaseCheckError> {
     }
 }
 
-fn site_of(op: &Operation) -> Result<String, TwoPhaseCheckError> {
+fn site_of(op: &Operation) -> Result<String, CheckError> {
     op.value["site"].as_str().map(str::to_owned).ok_or_else(|| {
         malformed(
             op.invoke.line,
@@ -456,7 +404,7 @@ fn site_of(op: &Operation) -> Result<String, TwoPhaseCheckError> {
     })
 }
 
-fn parse_decision(value: &Value, line: usize) -> Result<Decision, TwoPhaseCheckError> {
+fn parse_decision(value: &Value, line: usize) -> Result<Decision, CheckError> {
     value
         .as_str()
         .and_then(Decision::parse)
@@ -464,29 +412,7 @@ fn parse_decision(value: &Value, line: usize) -> Result<Decision, TwoPhaseCheckE
 }
 
 /// Checks a two-phase-commit history (format in the [module docs](self)).
-///
-/// ```
-/// use avout_check::two_phase_commit::check_two_phase_commit;
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let f = |s: &str| F::Other(s.into());
-/// // Both sites voted commit; everyone learned commit.
-/// let mut events = vec![
-///     Event::invoke(0, f("begin"), json!({"tx": 1, "sites": ["a", "b"]})),
-///     Event::ok(0, f("begin"), json!({"tx": 1, "sites": ["a", "b"]})),
-/// ];
-/// for (p, site) in [(1, "a"), (2, "b")] {
-///     let vote = json!({"tx": 1, "site": site, "vote": "commit"});
-///     events.push(Event::invoke(p, f("vote"), vote.clone()));
-///     events.push(Event::ok(p, f("vote"), vote));
-///     events.push(Event::invoke(p, f("outcome"), json!({"tx": 1, "site": site})));
-///     events.push(Event::ok(p, f("outcome"), "commit".into()));
-/// }
-/// let verdict = check_two_phase_commit(&events.into_iter().collect()).unwrap();
-/// assert!(verdict.is_valid(), "{verdict}");
-/// assert_eq!((verdict.transactions, verdict.committed), (1, 1));
-/// ```
-pub fn check_two_phase_commit(history: &History) -> Result<TwoPhaseVerdict, TwoPhaseCheckError> {
+pub(crate) fn check_two_phase_commit(history: &History) -> Result<Findings, CheckError> {
     let events = history.events();
     // Transactions in order of first appearance, so reports follow the history.
     let mut order: Vec<String> = Vec::new();
@@ -494,9 +420,11 @@ pub fn check_two_phase_commit(history: &History) -> Result<TwoPhaseVerdict, TwoP
     for op in history.operations(Keys::Field)? {
         let line = op.invoke.line;
         if !["begin", "join", "leave", "vote", "outcome"].contains(&op.f.as_str()) {
-            return Err(TwoPhaseCheckError::Unsupported {
+            return Err(CheckError::Unsupported {
                 line,
                 f: op.f.clone(),
+                model: "two-phase-commit",
+                known: "begin, join, vote, leave, outcome",
             });
         }
         let tx_name = tx_of(&op)?;
@@ -554,7 +482,7 @@ pub fn check_two_phase_commit(history: &History) -> Result<TwoPhaseVerdict, TwoP
             other => unreachable!("{other} was checked to be an operation of the model"),
         }
     }
-    let mut verdict = TwoPhaseVerdict {
+    let mut verdict = Findings {
         transactions: order.len(),
         committed: 0,
         aborted: 0,
@@ -579,7 +507,7 @@ fn may_have_voted<'a>(
         .map(|(_, _, op)| op)
 }
 
-fn judge(name: &str, tx: &Tx, verdict: &mut TwoPhaseVerdict) {
+fn judge(name: &str, tx: &Tx, verdict: &mut Findings) {
     let violations = &mut verdict.violations;
     let mut first_of: BTreeMap<&Participant, &Learned> = BTreeMap::new();
     for l in &tx.learned {

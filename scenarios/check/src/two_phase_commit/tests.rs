@@ -1,7 +1,7 @@
 //! The two-phase-commit checker on valid histories and on each rule's violations.
 
 use super::*;
-use crate::history::Event;
+use crate::history::{Event, F};
 use serde_json::json;
 
 fn f(name: &str) -> F {
@@ -47,12 +47,12 @@ impl H {
         done["outcome"] = outcome.into();
         self.op("ok", p, "outcome", v, done)
     }
-    fn check(self) -> TwoPhaseVerdict {
+    fn check(self) -> Findings {
         check_two_phase_commit(&self.0.into_iter().collect()).unwrap()
     }
 }
 
-fn names(v: &TwoPhaseVerdict) -> Vec<&'static str> {
+fn names(v: &Findings) -> Vec<&'static str> {
     v.violations.iter().map(TwoPhaseViolation::name).collect()
 }
 
@@ -224,7 +224,7 @@ fn malformed_histories_are_errors() {
     let bad = |events: Vec<Event>| check_two_phase_commit(&events.into_iter().collect());
     assert!(matches!(
         bad(vec![Event::invoke(0, F::Read, json!({"tx": 1}))]),
-        Err(TwoPhaseCheckError::Unsupported { line: 1, .. })
+        Err(CheckError::Unsupported { line: 1, .. })
     ));
     assert!(matches!(
         bad(vec![Event::invoke(
@@ -232,17 +232,17 @@ fn malformed_histories_are_errors() {
             f("begin"),
             json!({"tx": 1, "sites": "a"})
         )]),
-        Err(TwoPhaseCheckError::Malformed { line: 1, .. })
+        Err(CheckError::Malformed { line: 1, .. })
     ));
     assert!(matches!(
         bad(vec![Event::invoke(0, f("join"), json!({"site": "a"}))]),
-        Err(TwoPhaseCheckError::Malformed { line: 1, .. })
+        Err(CheckError::Malformed { line: 1, .. })
     ));
     assert!(matches!(
         bad(vec![
             Event::invoke(0, f("outcome"), json!({"tx": 1})),
             Event::ok(0, f("outcome"), "maybe".into()),
         ]),
-        Err(TwoPhaseCheckError::Malformed { line: 2, .. })
+        Err(CheckError::Malformed { line: 2, .. })
     ));
 }

@@ -102,7 +102,7 @@ pub enum HarnessError {
         /// Its seed.
         seed: u64,
         /// The checker's verdict.
-        verdict: crate::scenario::Verdict,
+        verdict: Box<avout_check::Verdict>,
         /// The test to run again.
         test: String,
     },
@@ -324,11 +324,11 @@ impl Harness {
         let kept = regressions::load(&self.regressions, self.scenario)?;
         for (file, case) in &kept {
             let report = case.rerun(None)?;
-            if !report.verdict.valid {
+            if !report.verdict.is_valid() {
                 return Err(HarnessError::Regression {
                     file: file.display().to_string(),
                     seed: case.workload.seed,
-                    verdict: report.verdict,
+                    verdict: Box::new(report.verdict),
                     test,
                 });
             }
@@ -400,7 +400,7 @@ impl Harness {
         HarnessError::Failed(Box::new(Failure {
             shrunk_history,
             seed,
-            anomalies: report.verdict.anomalies.clone(),
+            anomalies: report.verdict.problems().map(str::to_owned).collect(),
             case_file,
             shrunk_file,
             shrunk,
@@ -423,7 +423,7 @@ impl Harness {
             )));
         }
         eprintln!("{}", history_lines(&report.history).join("\n"));
-        if report.verdict.valid {
+        if report.verdict.is_valid() {
             Ok(())
         } else {
             Err(problem(format!("fails as recorded:\n{}", report.verdict)))

@@ -26,14 +26,15 @@ use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
 use super::REFUSED_PAUSE;
 use super::env::{Cluster, retry_open};
 use super::error::WorkloadError;
 use super::store::Padded;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Verdict, Workload};
-use avout_check::bank::BankChecker;
-use avout_check::history::History;
+use super::{Protocol, Workload};
 
 const ROOT: &str = "/bank";
 const ACCOUNTS: usize = 5;
@@ -245,34 +246,13 @@ async fn collect(stm: &Stm) -> Result<(), WorkloadError> {
     }
 }
 
-/// The bank checker as this scenario configures it: the total and the accounts it starts with.
-pub fn checker() -> BankChecker {
-    BankChecker::new()
-        .total(INITIAL * ACCOUNTS as i64)
-        .accounts(account_names(ACCOUNTS))
-}
-
-/// Judges a bank history with the bank checker (total 100 over `a0`…`a4`).
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let read = serde_json::json!({"a0": 20, "a1": 20, "a2": 20, "a3": 20, "a4": 15});
-/// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::ok(0, F::Read, read)]
-///     .into_iter()
-///     .collect();
-/// assert!(!avout_scenarios::scenario::bank::check(&h).valid);
-/// ```
-pub fn check(history: &History) -> Verdict {
-    match checker().check(history) {
-        Ok(v) if v.is_valid() => Verdict::new("bank (total 100, no negative balance)", vec![]),
-        Ok(v) => Verdict::new(
-            "bank (total 100, no negative balance)",
-            v.violations.iter().map(ToString::to_string).collect(),
-        ),
-        Err(e) => Verdict::new(
-            "bank (total 100, no negative balance)",
-            vec![format!("the checker could not judge the history: {e}")],
-        ),
+/// The bank checker's options for this scenario's history: the total and the accounts it
+/// starts with.
+pub(crate) fn checker_options() -> Options {
+    Options {
+        total: Some(INITIAL * ACCOUNTS as i64),
+        accounts: Some(account_names(ACCOUNTS)),
+        ..Options::default()
     }
 }
 
@@ -302,7 +282,7 @@ impl super::Scenario for BankScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("bank", &checker_options())
     }
 }

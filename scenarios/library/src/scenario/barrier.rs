@@ -10,17 +10,19 @@
 //! The checker: no `wait` of a round completed before that round's `remove` was invoked (a
 //! waiter that started after the barrier was set must not pass it while it stands).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use avout::recipes::barrier::{Barrier, BarrierError};
 use rand::Rng;
 use tokio::sync::watch;
 
+use avout_check::Options;
+
+use super::Checks;
 use super::env::{Cluster, Process, Recorder, client_rng, open_client};
 use super::error::{BoxError, WorkloadError};
-use super::{OP_DEADLINE, Verdict, Workload, pairs};
-use avout_check::history::{EventType, History};
+use super::{OP_DEADLINE, Workload};
+use avout_check::history::EventType;
 
 const PATH: &str = "/barrier";
 
@@ -151,59 +153,6 @@ pub(crate) async fn workload<K: Cluster>(
     Ok(())
 }
 
-/// Judges a barrier history.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let f = |s: &str| F::Other(s.into());
-/// // The waiter of round 0 got through before the barrier was removed.
-/// let h: History = [
-///     Event::invoke(0, f("set"), 0.into()),
-///     Event::ok(0, f("set"), 0.into()),
-///     Event::invoke(1, f("wait"), 0.into()),
-///     Event::ok(1, f("wait"), 0.into()),
-///     Event::invoke(0, f("remove"), 0.into()),
-///     Event::ok(0, f("remove"), 0.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(!avout_scenarios::scenario::barrier::check(&h).valid);
-/// ```
-pub fn check(history: &History) -> Verdict {
-    let ops = pairs(history);
-    // The first invocation of each round's remove.
-    let mut removed: BTreeMap<u64, usize> = BTreeMap::new();
-    for op in ops.iter().filter(|o| o.f == "remove") {
-        if let Some(r) = op.input.as_u64() {
-            removed.entry(r).or_insert(op.start);
-        }
-    }
-    let mut anomalies = Vec::new();
-    for op in ops
-        .iter()
-        .filter(|o| o.f == "wait" && o.end == EventType::Ok)
-    {
-        let Some(round) = op.input.as_u64() else {
-            continue;
-        };
-        let remove = removed.get(&round).copied().unwrap_or(usize::MAX);
-        if op.stop < remove {
-            anomalies.push(format!(
-                "process {} passed the barrier of round {round} while it stood (event {}, \
-                 before its removal{})",
-                op.process,
-                op.stop,
-                if remove == usize::MAX {
-                    String::new()
-                } else {
-                    format!(" at event {remove}")
-                }
-            ));
-        }
-    }
-    Verdict::new("barrier (nobody passes a set barrier)", anomalies)
-}
-
 /// The `barrier` scenario: one client sets and removes, others wait.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BarrierScenario;
@@ -230,7 +179,7 @@ impl super::Scenario for BarrierScenario {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("barrier", &Options::default())
     }
 }

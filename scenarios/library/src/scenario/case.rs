@@ -88,7 +88,7 @@ impl Case {
             workload: report.workload.clone(),
             planted: report.planted,
             plan: plan.clone(),
-            anomalies: report.verdict.anomalies.clone(),
+            anomalies: report.verdict.problems().map(str::to_owned).collect(),
             sim: report
                 .replay
                 .clone()

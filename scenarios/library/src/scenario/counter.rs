@@ -14,11 +14,14 @@ use avout::atom::Atom;
 use rand::Rng;
 use serde_json::Value;
 
+use avout_check::Options;
+
+use super::Checks;
 use super::env::{Cluster, Recorder, open_client, retry_open};
 use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Pair, Verdict, Workload, pairs};
-use avout_check::history::{EventType, History};
+use super::{OP_DEADLINE, Workload};
+use avout_check::history::EventType;
 
 const PATH: &str = "/counter";
 
@@ -119,69 +122,6 @@ where
     Err(last)
 }
 
-/// Judges a counter history.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let add = || F::Other("add".into());
-/// // Two increments both returned 1: one of them was lost.
-/// let h: History = [
-///     Event::invoke(0, add(), 1.into()),
-///     Event::invoke(1, add(), 1.into()),
-///     Event::ok(0, add(), 1.into()),
-///     Event::ok(1, add(), 1.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let v = avout_scenarios::scenario::counter::check(&h);
-/// assert!(!v.valid);
-/// assert!(v.anomalies[0].contains("returned 1"));
-/// ```
-pub fn check(history: &History) -> Verdict {
-    let ops = pairs(history);
-    let mut anomalies = Vec::new();
-    let adds: Vec<&Pair> = ops
-        .iter()
-        .filter(|o| o.f == "add" && o.end != EventType::Fail)
-        .collect();
-    let mut seen = std::collections::BTreeMap::new();
-    for op in ops.iter().filter(|o| o.end == EventType::Ok) {
-        if op.f != "add" && op.f != "read" {
-            continue;
-        }
-        let Some(observed) = op.output.as_u64() else {
-            anomalies.push(format!(
-                "event {}: {} returned {}, not a count",
-                op.stop, op.f, op.output
-            ));
-            continue;
-        };
-        let surely = adds
-            .iter()
-            .filter(|a| a.end == EventType::Ok && a.stop < op.start)
-            .count() as u64;
-        let possibly = adds.iter().filter(|a| a.start < op.stop).count() as u64;
-        let low = surely + u64::from(op.f == "add");
-        if observed < low || observed > possibly {
-            anomalies.push(format!(
-                "event {}: process {} {} observed {observed}, but between {low} and {possibly} \
-                 increments had taken effect",
-                op.stop, op.process, op.f
-            ));
-        }
-        if op.f == "add"
-            && let Some(other) = seen.insert(observed, op.start)
-        {
-            anomalies.push(format!(
-                "two increments returned {observed} (invoked at events {other} and {}): \
-                     an update was lost or applied twice",
-                op.start
-            ));
-        }
-    }
-    Verdict::new("counter", anomalies)
-}
-
 /// The `counter` scenario: atom increments and reads.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CounterScenario;
@@ -211,7 +151,7 @@ impl super::Scenario for CounterScenario {
         })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("counter", &Options::default())
     }
 }

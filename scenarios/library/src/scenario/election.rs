@@ -18,12 +18,14 @@ use avout::{Coordination, Op};
 use rand::Rng;
 use serde_json::Value;
 
+use avout_check::Options;
+
+use super::Checks;
+use super::OP_DEADLINE;
 use super::env::Cluster;
 use super::error::WorkloadError;
-use super::mutex::{check_holds, counter_node, fenced_write, read_counter, set_counter};
+use super::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict};
-use avout_check::history::History;
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
@@ -73,29 +75,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// Judges an election history: one leader per term, no two live leaders.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let f = |s: &str| F::Other(s.into());
-/// // Two leaderships with the same term.
-/// let h: History = [
-///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
-///     Event::ok(0, f("acquire"), 7.into()),
-///     Event::invoke(0, f("release"), 7.into()),
-///     Event::ok(0, f("release"), 7.into()),
-///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
-///     Event::ok(1, f("acquire"), 7.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let v = avout_scenarios::scenario::election::check(&h);
-/// assert!(v.anomalies[0].contains("token 7"), "{v}");
-/// ```
-pub fn check(history: &History) -> Verdict {
-    check_holds(history, "election (one leader per term)")
-}
-
 /// The `election` scenario: campaign, fenced work, resign.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ElectionScenario;
@@ -122,7 +101,7 @@ impl super::Scenario for ElectionScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("holds", &Options::default()).labelled("election (one leader per term)")
     }
 }

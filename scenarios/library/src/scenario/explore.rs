@@ -83,7 +83,7 @@ pub(crate) fn explore_runs(
                             f.runs += 1;
                             f.requests += report.requests.unwrap_or(0);
                             let done = f.runs;
-                            if !report.verdict.valid {
+                            if !report.verdict.is_valid() {
                                 lowest_failure.fetch_min(i, Ordering::SeqCst);
                                 f.failures.push((i, report));
                             }
@@ -149,7 +149,7 @@ pub fn explore(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Verdict;
+    use avout_check::{Anomaly, Verdict};
 
     fn report(valid: bool) -> Report {
         let w = Workload::new(crate::scenario::ScenarioName::Counter, 0);
@@ -164,7 +164,15 @@ mod tests {
             wall_time: Default::default(),
             hash: None,
             requests: Some(1),
-            verdict: Verdict::new("test", if valid { vec![] } else { vec!["bad".into()] }),
+            verdict: Verdict::new(
+                "test",
+                "",
+                if valid {
+                    vec![]
+                } else {
+                    vec![Anomaly::new("bad", "bad")]
+                },
+            ),
             replay: None,
         }
     }

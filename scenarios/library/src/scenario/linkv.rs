@@ -18,13 +18,14 @@ use avout::atom::linkv::{KvError, LinKv};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
 use super::REFUSED_PAUSE;
-use super::Verdict;
 use super::env::{Cluster, retry_open};
 use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
-use avout_check::history::{ErrorCode, History, Keys};
-use avout_check::linear::{Checker, Model};
+use avout_check::history::ErrorCode;
 
 const BASE: &str = "/lin-kv";
 const KEYS: u64 = 3;
@@ -78,42 +79,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// Judges a lin-kv history with the linearizability checker (cas-register per key).
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// // Key "0" is written 1, then read as null: a stale read.
-/// let h: History = [
-///     Event::invoke(0, F::Write, 1.into()).with_key("0".into()),
-///     Event::ok(0, F::Write, 1.into()).with_key("0".into()),
-///     Event::invoke(1, F::Read, serde_json::Value::Null).with_key("0".into()),
-///     Event::ok(1, F::Read, serde_json::Value::Null).with_key("0".into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(!avout_scenarios::scenario::linkv::check(&h).valid);
-/// ```
-pub fn check(history: &History) -> Verdict {
-    match Checker::new(Model::CasRegister)
-        .keys(Keys::Field)
-        .check(history)
-    {
-        Ok(v) if v.is_linearizable() => Verdict::new("linearizability (cas-register)", vec![]),
-        Ok(v) => Verdict::new(
-            "linearizability (cas-register)",
-            v.to_string()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_owned)
-                .collect(),
-        ),
-        Err(e) => Verdict::new(
-            "linearizability (cas-register)",
-            vec![format!("the checker could not judge the history: {e}")],
-        ),
-    }
-}
-
 /// The `lin-kv` scenario: Maelstrom lin-kv read/write/cas on 3 keys.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinKvScenario;
@@ -140,7 +105,7 @@ impl super::Scenario for LinKvScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("cas-register", &Options::default())
     }
 }

@@ -17,14 +17,15 @@
 use rand::Rng;
 use serde_json::{Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
+use super::Protocol;
 use super::REFUSED_PAUSE;
 use super::bank::open_refs_with;
 use super::env::Cluster;
 use super::error::WorkloadError;
 use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Verdict};
-use avout_check::history::History;
-use avout_check::list_append::ListAppendChecker;
 
 const ROOT: &str = "/list-append";
 const KEYS: u64 = 5;
@@ -111,52 +112,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// Judges a list-append history with the Elle-style checker: strict serializability for
-/// [`Protocol::Optimistic`]; for [`Protocol::Mvcc`], whose reads are Clojure's (snapshot
-/// isolation: only `ensure` prevents write skew), strong snapshot isolation: G2-item cycles
-/// (two or more rw edges, two of them adjacent) are allowed and everything else is not — G0,
-/// G1a–c, G-single, G-nonadjacent (rw edges none adjacent, which snapshot isolation forbids,
-/// per Cerone and Gotsman), lost-update (first committer wins), internal, future-read.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// use avout_scenarios::scenario::Protocol;
-/// use serde_json::json;
-/// let txn = || F::Other("txn".into());
-/// // A read of an element nobody appended.
-/// let h: History = [
-///     Event::invoke(0, txn(), json!([["r", 0, null]])),
-///     Event::ok(0, txn(), json!([["r", 0, [9]]])),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(!avout_scenarios::scenario::list_append::check(&h, Protocol::Mvcc).valid);
-/// ```
-pub fn check(history: &History, protocol: Protocol) -> Verdict {
-    let name = match protocol {
-        Protocol::Optimistic => "list-append (Elle, strict serializability)",
-        Protocol::Mvcc => {
-            "list-append (Elle, strict serializability but G2-item: snapshot isolation)"
-        }
-    };
-    match checker(protocol).check(history) {
-        Ok(v) => Verdict::new(name, v.anomalies.iter().map(ToString::to_string).collect()),
-        Err(e) => Verdict::new(
-            name,
-            vec![format!("the checker could not judge the history: {e}")],
-        ),
-    }
-}
-
-/// The list-append checker as this scenario configures it for `protocol`: write skew allowed
-/// under [`Protocol::Mvcc`] (see [`check`]).
-pub fn checker(protocol: Protocol) -> ListAppendChecker {
-    match protocol {
-        Protocol::Optimistic => ListAppendChecker::new(),
-        Protocol::Mvcc => ListAppendChecker::new().allow_write_skew(),
-    }
-}
-
 /// The `list-append` scenario: STM transactions of reads and appends.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ListAppendScenario;
@@ -183,7 +138,13 @@ impl super::Scenario for ListAppendScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, w: &super::Workload, history: &History) -> super::Verdict {
-        check(history, w.protocol)
+    fn checkers(&self, w: &super::Workload) -> super::Checks {
+        Checks::named(
+            "list-append",
+            &Options {
+                allow_write_skew: w.protocol == Protocol::Mvcc,
+                ..Options::default()
+            },
+        )
     }
 }

@@ -33,12 +33,15 @@ use avout::locktable::{
 use rand::Rng;
 use serde_json::{Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
+use super::OP_DEADLINE;
 use super::env::Cluster;
 use super::error::WorkloadError;
-use super::mutex::{check_holds, counter_node, read_counter, set_counter};
+use super::mutex::{counter_node, read_counter, set_counter};
 use super::worker::{Ended, Ends, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict};
-use avout_check::history::{EventType, History};
+use avout_check::history::EventType;
 
 const NAMESPACE: &str = "/locking/Clinical";
 const RESOURCE: &str = "/locking-record";
@@ -139,27 +142,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// Judges a lock-table history: one clerk inside at a time, no lost increment.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let f = |s: &str| F::Other(s.into());
-/// let h: History = [
-///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
-///     Event::ok(0, f("acquire"), 1.into()),
-///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
-///     Event::ok(1, f("acquire"), 2.into()),
-///     Event::invoke(0, f("release"), 1.into()),
-///     Event::ok(0, f("release"), 1.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(!avout_scenarios::scenario::locktable::check(&h).valid);
-/// ```
-pub fn check(history: &History) -> Verdict {
-    check_holds(history, "lock-table (one clerk inside at a time)")
-}
-
 /// The `lock-table` scenario: medical records: entry, review, month-end.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LockTableScenario;
@@ -186,7 +168,8 @@ impl super::Scenario for LockTableScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("holds", &Options::default())
+            .labelled("lock-table (one clerk inside at a time)")
     }
 }

@@ -34,6 +34,7 @@ pub mod bank;
 pub mod barrier;
 pub mod cache;
 pub mod case;
+mod checks;
 pub mod codes;
 pub mod counter;
 pub mod election;
@@ -56,7 +57,6 @@ pub mod two_phase_commit;
 mod worker;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use avout::planted::{Bug, Bugs};
@@ -65,6 +65,8 @@ use serde::{Deserialize, Serialize};
 
 pub use any_cluster::AnyCluster;
 use avout_check::history::{EventType, History};
+use avout_check::{Anomaly, Verdict};
+pub use checks::Checks;
 use env::{Cluster, Planted, Recorder, SimCluster};
 pub use error::{BoxError, WorkloadError};
 pub use name::{Protocol, ScenarioName, UnknownScenario};
@@ -197,55 +199,6 @@ impl FaultPlan {
     }
 }
 
-/// The judgement of a run.
-///
-/// ```
-/// let v = avout_scenarios::scenario::Verdict::new("counter", vec![]);
-/// assert!(v.valid);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// Which checker judged.
-    pub checker: String,
-    /// Whether the history passed.
-    pub valid: bool,
-    /// What was wrong, one line each (empty when valid).
-    pub anomalies: Vec<String>,
-}
-
-impl Verdict {
-    /// A verdict from the anomalies found.
-    pub fn new(checker: &str, anomalies: Vec<String>) -> Self {
-        Verdict {
-            checker: checker.to_owned(),
-            valid: anomalies.is_empty(),
-            anomalies,
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.valid {
-            write!(f, "valid ({})", self.checker)
-        } else {
-            writeln!(
-                f,
-                "ANOMALY ({}): {} problem(s)",
-                self.checker,
-                self.anomalies.len()
-            )?;
-            for a in self.anomalies.iter().take(10) {
-                writeln!(f, "  - {a}")?;
-            }
-            if self.anomalies.len() > 10 {
-                writeln!(f, "  … and {} more", self.anomalies.len() - 10)?;
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Counts of a history's operations by how they ended.
 ///
 /// ```
@@ -321,20 +274,26 @@ pub async fn drive<K: Cluster>(
     scenario.workload(AnyCluster::new(cluster), w, rec).await
 }
 
-/// Judges a history of `w`'s scenario with its [`Scenario::check`]; `stalls` are operations
-/// that missed the deadline.
+/// Judges a history of `w`'s scenario by the checkers it binds ([`Scenario::checkers`]);
+/// `stalls` are operations that missed the deadline (anomalies of kind `liveness`).
 pub fn judge(w: &Workload, history: &History, stalls: &[String]) -> Verdict {
-    let mut verdict = w.scenario.scenario().check(w, history);
-    if !stalls.is_empty() {
-        verdict.valid = false;
-        for s in stalls {
-            verdict.anomalies.push(format!(
+    let mut verdict = w.scenario.scenario().checkers(w).judge(history);
+    verdict.anomalies.extend(stalls.iter().map(|s| {
+        Anomaly::new(
+            "liveness",
+            format!(
                 "liveness: {s} did not finish within {}s",
                 OP_DEADLINE.as_secs()
-            ));
-        }
-    }
+            ),
+        )
+    }));
     verdict
+}
+
+/// The verdict of a run that did not end well: one anomaly of `kind` (`error`, `panic`),
+/// told by `message`.
+fn failed_run(kind: &str, message: String) -> Verdict {
+    Verdict::new("run", "", vec![Anomaly::new(kind, message)])
 }
 
 /// The simulator configuration of a run of `w` under `plan`.
@@ -398,7 +357,7 @@ pub static WORKLOAD_ERROR_HOOK: std::sync::OnceLock<fn(&Workload, &History) -> O
 /// let mut w = Workload::new(ScenarioName::Counter, 1);
 /// w.ops = 5;
 /// let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
-/// assert!(report.verdict.valid);
+/// assert!(report.verdict.is_valid());
 /// assert_eq!(report.counts.invoked as usize, 4 * 5 + 1);
 /// ```
 pub fn run_sim(
@@ -474,7 +433,7 @@ pub fn run_sim_inner(
                 wall_time,
                 hash: None,
                 requests: None,
-                verdict: Verdict::new("run", vec![format!("the run panicked: {message}")]),
+                verdict: failed_run("panic", format!("the run panicked: {message}")),
                 replay: record.then(|| ReplayFile {
                     format: avout_sim_zk::REPLAY_FORMAT,
                     config: sim.config().clone(),
@@ -496,7 +455,7 @@ pub fn run_sim_inner(
     // as an anomaly does: its seed is named, its history and replay file are kept.
     let verdict = match out {
         Ok(()) => judge(w, &history, &stalls),
-        Err(e) => Verdict::new("run", vec![format!("{ERROR_PREFIX}{e}")]),
+        Err(e) => failed_run("error", format!("{ERROR_PREFIX}{e}")),
     };
     let report = Report {
         workload: w.clone(),
@@ -551,64 +510,4 @@ pub async fn run_zk<K: Cluster>(
         verdict,
         replay: None,
     })
-}
-
-/// An invocation and its completion, with both values (the scenarios' own checkers need the
-/// completion's value for operations the register checkers do not know).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pair {
-    /// The process.
-    pub process: u64,
-    /// The function.
-    pub f: String,
-    /// The invocation's value.
-    pub input: serde_json::Value,
-    /// The completion's value (`null` if none).
-    pub output: serde_json::Value,
-    /// How it ended (`Info` if it never did).
-    pub end: EventType,
-    /// Index of the invocation among the events.
-    pub start: usize,
-    /// Index of the completion (`usize::MAX` if none).
-    pub stop: usize,
-    /// The invocation's time (nanoseconds since the start of the run).
-    pub time: u64,
-}
-
-/// Pairs each invocation with the next completion of its process.
-///
-/// ```
-/// use avout_check::history::{Event, History, F, EventType};
-/// let h: History = [Event::invoke(0, F::Read, serde_json::Value::Null), Event::ok(0, F::Read, 4.into())]
-///     .into_iter().collect();
-/// let p = avout_scenarios::scenario::pairs(&h);
-/// assert_eq!((p[0].output.clone(), p[0].end, p[0].stop), (4.into(), EventType::Ok, 1));
-/// ```
-pub fn pairs(history: &History) -> Vec<Pair> {
-    let mut out: Vec<Pair> = Vec::new();
-    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
-    for (i, e) in history.events().iter().enumerate() {
-        let avout_check::history::Process::Client(process) = e.process else {
-            continue;
-        };
-        if e.kind == EventType::Invoke {
-            open.insert(process, out.len());
-            out.push(Pair {
-                process,
-                f: e.f.as_str().to_owned(),
-                input: e.value.clone(),
-                output: serde_json::Value::Null,
-                end: EventType::Info,
-                start: i,
-                stop: usize::MAX,
-                time: e.time.unwrap_or(0),
-            });
-        } else if let Some(at) = open.remove(&process) {
-            let p = &mut out[at];
-            p.output = e.value.clone();
-            p.end = e.kind;
-            p.stop = i;
-        }
-    }
-    out
 }

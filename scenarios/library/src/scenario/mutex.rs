@@ -16,7 +16,6 @@
 //! intervals (acquire completion to release invocation) overlap are a violation unless the
 //! earlier one has the smaller token and ended by losing its lock.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -25,11 +24,14 @@ use avout::{Client, Coordination, Op};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
+use super::OP_DEADLINE;
 use super::env::{Cluster, retry_open};
 use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
-use super::{OP_DEADLINE, Pair, Verdict, pairs};
-use avout_check::history::{EventType, History};
+use avout_check::history::EventType;
 
 const LOCK: &str = "/mutex";
 const RESOURCE: &str = "/mutex-resource";
@@ -168,144 +170,6 @@ pub(crate) async fn fenced_increment<'a, K>(
     Ended::Ok(())
 }
 
-/// One hold: from an `ok` acquire to the process's next release.
-#[derive(Debug)]
-struct Hold {
-    process: u64,
-    token: i64,
-    /// Event index of the acquire's completion.
-    from: usize,
-    /// Event index of the release's invocation (`usize::MAX`: never released).
-    to: usize,
-    lost: bool,
-}
-
-fn holds(ops: &[Pair]) -> Vec<Hold> {
-    let mut open: BTreeMap<u64, Hold> = BTreeMap::new();
-    let mut out = Vec::new();
-    for op in ops {
-        match (op.f.as_str(), op.end) {
-            ("acquire", EventType::Ok) => {
-                let Some(token) = op.output.as_i64() else {
-                    continue;
-                };
-                let hold = Hold {
-                    process: op.process,
-                    token,
-                    from: op.stop,
-                    to: usize::MAX,
-                    lost: false,
-                };
-                if let Some(prev) = open.insert(op.process, hold) {
-                    out.push(prev);
-                }
-            }
-            ("release", end) => {
-                if let Some(mut h) = open.remove(&op.process) {
-                    h.to = op.start;
-                    h.lost = end != EventType::Ok;
-                    out.push(h);
-                }
-            }
-            _ => {}
-        }
-    }
-    out.extend(open.into_values());
-    out.sort_by_key(|h| h.from);
-    out
-}
-
-/// Judges a mutex history: distinct fenced increments and the fencing rule over holds.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let f = |s: &str| F::Other(s.into());
-/// // Process 1 acquires while process 0 holds, and 0 releases cleanly afterwards.
-/// let h: History = [
-///     Event::invoke(0, f("acquire"), serde_json::Value::Null),
-///     Event::ok(0, f("acquire"), 1.into()),
-///     Event::invoke(1, f("acquire"), serde_json::Value::Null),
-///     Event::ok(1, f("acquire"), 2.into()),
-///     Event::invoke(0, f("release"), 1.into()),
-///     Event::ok(0, f("release"), 1.into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let v = avout_scenarios::scenario::mutex::check(&h);
-/// assert!(!v.valid, "{v}");
-/// ```
-pub fn check(history: &History) -> Verdict {
-    let mut verdict = check_holds(history, "mutex (fencing) and the mutex checker");
-    // The checker engineer's mutex checker (avout_check::mutex) judges the same history:
-    // overlapping holds, tokens growing with real time, writes accepted in token order.
-    match avout_check::mutex::check_mutex(history) {
-        Ok(v) => verdict
-            .anomalies
-            .extend(v.violations.iter().map(ToString::to_string)),
-        Err(e) => verdict.anomalies.push(format!(
-            "the mutex checker could not judge the history: {e}"
-        )),
-    }
-    verdict.valid = verdict.anomalies.is_empty();
-    verdict
-}
-
-/// The mutex check under another name (leader election is a lock on leadership).
-pub(crate) fn check_holds(history: &History, checker: &str) -> Verdict {
-    let ops = pairs(history);
-    let mut anomalies = Vec::new();
-    let mut written: BTreeMap<u64, u64> = BTreeMap::new();
-    for op in ops
-        .iter()
-        .filter(|o| o.f == "write" && o.end == EventType::Ok)
-    {
-        if let Some(n) = op.input["counter"].as_u64()
-            && let Some(other) = written.insert(n, op.process)
-        {
-            anomalies.push(format!(
-                "processes {other} and {} both wrote counter value {n} under the lock: \
-                 two holders were inside at once (an increment was lost)",
-                op.process
-            ));
-        }
-    }
-    let hs = holds(&ops);
-    let mut tokens: BTreeMap<i64, u64> = BTreeMap::new();
-    for h in &hs {
-        if let Some(other) = tokens.insert(h.token, h.process) {
-            anomalies.push(format!(
-                "processes {other} and {} were both granted token {}",
-                h.process, h.token
-            ));
-        }
-    }
-    for (i, a) in hs.iter().enumerate() {
-        for b in &hs[i + 1..] {
-            // `b` began after `a` (sorted by acquisition); they overlap if `a` had not yet
-            // started releasing when `b` was granted. Fencing excuses an overlap whose
-            // smaller-token hold ended by losing, whichever heard of its grant first: a
-            // holder told late (a paused client) may be the one with the older node.
-            let (older, newer) = if a.token < b.token { (a, b) } else { (b, a) };
-            if b.from < a.to && !(older.token < newer.token && older.lost) {
-                anomalies.push(format!(
-                    "holds overlap: process {} (token {}) still held the lock, {}, when process \
-                     {} (token {}) acquired it",
-                    a.process,
-                    a.token,
-                    if a.lost {
-                        "having lost it"
-                    } else {
-                        "and released it cleanly later"
-                    },
-                    b.process,
-                    b.token
-                ));
-            }
-        }
-    }
-    Verdict::new(checker, anomalies)
-}
-
 /// The `mutex` scenario: lock, fenced increment, unlock.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MutexScenario;
@@ -332,7 +196,9 @@ impl super::Scenario for MutexScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("holds", &Options::default())
+            .and("mutex", &Options::default())
+            .labelled("mutex (fencing) and the mutex checker")
     }
 }

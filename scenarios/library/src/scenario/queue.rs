@@ -11,18 +11,20 @@
 //! item whose put was acknowledged was taken by the end, except at most as many as there
 //! were takes in doubt (an element claimed by a session that then died is gone).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use avout::recipes::queue::{Queue, QueueError};
 use rand::Rng;
 use serde_json::Value;
 
+use avout_check::Options;
+
+use super::Checks;
+use super::Workload;
 use super::env::{Cluster, Process, Recorder, open_client};
 use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke, Worker};
-use super::{Verdict, Workload, pairs};
-use avout_check::history::{EventType, History};
+use avout_check::history::EventType;
 
 const PATH: &str = "/queue";
 
@@ -105,81 +107,6 @@ pub(crate) async fn drain<K: Cluster>(
     }
 }
 
-/// Judges a queue history.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// let f = |s: &str| F::Other(s.into());
-/// // One item put once, taken twice.
-/// let h: History = [
-///     Event::invoke(0, f("put"), "a".into()),
-///     Event::ok(0, f("put"), "a".into()),
-///     Event::invoke(1, f("take"), serde_json::Value::Null),
-///     Event::ok(1, f("take"), "a".into()),
-///     Event::invoke(2, f("take"), serde_json::Value::Null),
-///     Event::ok(2, f("take"), "a".into()),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let v = avout_scenarios::scenario::queue::check(&h);
-/// assert!(v.anomalies[0].contains("twice"), "{v}");
-/// ```
-pub fn check(history: &History) -> Verdict {
-    let ops = pairs(history);
-    let mut anomalies = Vec::new();
-    let mut put: BTreeMap<String, EventType> = BTreeMap::new();
-    let mut taken: BTreeMap<String, u64> = BTreeMap::new();
-    let mut in_doubt = 0usize;
-    for op in &ops {
-        match (op.f.as_str(), op.end) {
-            ("put", end) => {
-                if let Some(item) = op.input.as_str() {
-                    put.insert(item.to_owned(), end);
-                }
-            }
-            ("take", EventType::Ok) => {
-                if let Some(item) = op.output.as_str()
-                    && let Some(first) = taken.insert(item.to_owned(), op.process)
-                {
-                    anomalies.push(format!(
-                        "{item} was delivered twice (to processes {first} and {})",
-                        op.process
-                    ));
-                }
-            }
-            ("take", EventType::Info) => in_doubt += 1,
-            _ => {}
-        }
-    }
-    for item in taken.keys() {
-        match put.get(item) {
-            None => anomalies.push(format!("{item} was taken but never put")),
-            Some(EventType::Fail) => {
-                anomalies.push(format!("{item} was taken, but its put failed"))
-            }
-            _ => {}
-        }
-    }
-    let lost: Vec<&String> = put
-        .iter()
-        .filter(|(item, end)| **end == EventType::Ok && !taken.contains_key(*item))
-        .map(|(item, _)| item)
-        .collect();
-    if lost.len() > in_doubt {
-        anomalies.push(format!(
-            "{} acknowledged item(s) never delivered (only {in_doubt} take(s) in doubt could \
-             explain it): {}",
-            lost.len(),
-            lost.iter()
-                .take(5)
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Verdict::new("queue (exactly once)", anomalies)
-}
-
 /// The `queue` scenario: put unique items, take, drain.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QueueScenario;
@@ -209,7 +136,7 @@ impl super::Scenario for QueueScenario {
         })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("queue", &Options::default())
     }
 }

@@ -15,24 +15,25 @@ use super::any_cluster::AnyCluster;
 use super::env::Recorder;
 use super::error::WorkloadError;
 use super::name::ScenarioName;
-use super::{Verdict, Workload};
-use avout_check::history::History;
+use super::{Checks, Workload};
 
-/// A workload against a cluster, and the checker of the history it records.
+/// A workload against a cluster, and the checkers that judge the history it records.
 ///
 /// The workload opens managed clients on the cluster ([`Cluster::client`]), draws every
 /// choice from the workload's seed ([`client_rng`]), and records each operation's invocation
 /// and completion with the [`Recorder`]. The same code runs on the simulator (where every run
-/// of a seed is the same run) and on a real ensemble. The checker judges the history alone.
+/// of a seed is the same run) and on a real ensemble. The checkers it binds
+/// ([`Scenario::checkers`]: avout-check's by name, or the user's own) judge the history alone.
 ///
 /// [`Cluster::client`]: super::env::Cluster::client
 /// [`client_rng`]: super::env::client_rng
 ///
 /// ```
 /// use avout::atom::Atom;
-/// use avout_check::history::{EventType, History};
+/// use avout_check::Options;
+/// use avout_check::history::EventType;
 /// use avout_scenarios::scenario::env::{Cluster, Recorder};
-/// use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+/// use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
 /// use futures::future::LocalBoxFuture;
 ///
 /// struct Hits;
@@ -56,9 +57,9 @@ use avout_check::history::History;
 ///             Ok(())
 ///         })
 ///     }
-///     fn check(&self, _: &Workload, history: &History) -> Verdict {
-///         let ok = history.events().iter().filter(|e| e.kind == EventType::Ok).count();
-///         Verdict::new("doc-hits", if ok > 0 { vec![] } else { vec!["no add".into()] })
+///     fn checkers(&self, _: &Workload) -> Checks {
+///         // Its adds, each producing the next count: avout-check's `counter` judges them.
+///         Checks::named("counter", &Options::default())
 ///     }
 /// }
 ///
@@ -66,7 +67,7 @@ use avout_check::history::History;
 /// let w = Workload::new(name, 1);
 /// let report = avout_scenarios::scenario::run_sim(
 ///     &w, &avout_scenarios::scenario::FaultPlan::none(), None, false, None).unwrap();
-/// assert!(report.verdict.valid, "{}", report.verdict);
+/// assert!(report.verdict.is_valid(), "{}", report.verdict);
 /// ```
 pub trait Scenario: Any + Send + Sync {
     /// The name on the command line and in case files (unique in the registry).
@@ -83,8 +84,8 @@ pub trait Scenario: Any + Send + Sync {
         w: &'a Workload,
         rec: &'a Recorder,
     ) -> LocalBoxFuture<'a, Result<(), WorkloadError>>;
-    /// Judges a history of `w`.
-    fn check(&self, w: &Workload, history: &History) -> Verdict;
+    /// The checkers that judge a history of `w`.
+    fn checkers(&self, w: &Workload) -> Checks;
 }
 
 /// Scenarios by name, in the order they were added.

@@ -12,7 +12,6 @@
 //! The checker: the `ok` writes wrote distinct values, and every confirmed read saw the same
 //! value twice (no writer inside a read hold).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use avout::Client;
@@ -20,12 +19,15 @@ use avout::lock::{LockGuard, RwLock};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use avout_check::Options;
+
+use super::Checks;
+use super::OP_DEADLINE;
 use super::env::Cluster;
 use super::error::WorkloadError;
 use super::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use super::worker::{Caller, Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Verdict, pairs};
-use avout_check::history::{EventType, History};
+use avout_check::history::EventType;
 
 const LOCK: &str = "/rwlock";
 const RESOURCE: &str = "/rwlock-resource";
@@ -117,51 +119,6 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// Judges a read-write lock history.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// // A confirmed read hold saw the counter change: a writer was inside.
-/// let h: History = [
-///     Event::invoke(0, F::Other("read".into()), serde_json::Value::Null),
-///     Event::ok(0, F::Other("read".into()), serde_json::json!([3, 4])),
-/// ]
-/// .into_iter()
-/// .collect();
-/// assert!(!avout_scenarios::scenario::rwlock::check(&h).valid);
-/// ```
-pub fn check(history: &History) -> Verdict {
-    let mut anomalies = Vec::new();
-    let mut written: BTreeMap<u64, u64> = BTreeMap::new();
-    for op in pairs(history) {
-        if op.end != EventType::Ok {
-            continue;
-        }
-        match op.f.as_str() {
-            "write" => {
-                if let Some(n) = op.input["counter"].as_u64()
-                    && let Some(other) = written.insert(n, op.process)
-                {
-                    anomalies.push(format!(
-                        "processes {other} and {} both wrote {n} under the write lock: two \
-                         writers were inside at once",
-                        op.process
-                    ));
-                }
-            }
-            "read" if op.output[0] != op.output[1] => {
-                anomalies.push(format!(
-                    "process {} read {} then {} under one confirmed read hold: a writer was \
-                     inside",
-                    op.process, op.output[0], op.output[1]
-                ));
-            }
-            _ => {}
-        }
-    }
-    Verdict::new("rwlock (exclusion)", anomalies)
-}
-
 /// The `rwlock` scenario: readers read twice, writers increment.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RwlockScenario;
@@ -188,7 +145,7 @@ impl super::Scenario for RwlockScenario {
         Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("rwlock", &Options::default())
     }
 }

@@ -328,7 +328,7 @@ pub struct Kept {
 /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../regressions");
 /// let kept = avout_scenarios::scenario::soak::rerun_kept(&dir).unwrap();
 /// assert!(!kept.is_empty());
-/// assert!(kept.iter().all(|k| k.report.verdict.valid), "{kept:?}");
+/// assert!(kept.iter().all(|k| k.report.verdict.is_valid()), "{kept:?}");
 /// ```
 pub fn rerun_kept(dir: &Path) -> Result<Vec<Kept>, CaseError> {
     let io = |source| CaseError::Io {

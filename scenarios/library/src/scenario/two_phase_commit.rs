@@ -39,12 +39,14 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use avout_check::Options;
+
+use super::Checks;
+use super::Workload;
 use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client, retry_open};
 use super::error::WorkloadError;
 use super::worker::{Caller, Ended, Ends, Invoke};
-use super::{Verdict, Workload};
-use avout_check::history::{EventType, History};
-use avout_check::two_phase_commit::check_two_phase_commit;
+use avout_check::history::EventType;
 
 const ROOT: &str = "/two-phase-commit";
 
@@ -384,38 +386,6 @@ pub(crate) async fn workload<K: Cluster>(
     coordinators.and(sites)
 }
 
-/// Judges a two-phase-commit history with the atomic-commitment checker.
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let f = |s: &str| F::Other(s.into());
-/// // The coordinator learned abort, a site commit.
-/// let h: History = [
-///     Event::invoke(0, f("outcome"), json!({"tx": 0})),
-///     Event::ok(0, f("outcome"), json!({"tx": 0, "outcome": "abort"})),
-///     Event::invoke(1, f("outcome"), json!({"tx": 0, "site": "c0"})),
-///     Event::ok(1, f("outcome"), json!({"tx": 0, "site": "c0", "outcome": "commit"})),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let v = avout_scenarios::scenario::two_phase_commit::check(&h);
-/// assert!(v.anomalies[0].starts_with("disagreement"), "{v}");
-/// ```
-pub fn check(history: &History) -> Verdict {
-    const CHECKER: &str = "two-phase-commit (atomic commitment)";
-    match check_two_phase_commit(history) {
-        Ok(v) => Verdict::new(
-            CHECKER,
-            v.violations.iter().map(ToString::to_string).collect(),
-        ),
-        Err(e) => Verdict::new(
-            CHECKER,
-            vec![format!("the checker could not judge the history: {e}")],
-        ),
-    }
-}
-
 /// The `two-phase-commit` scenario: transactions over every client as a site.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TwoPhaseCommitScenario;
@@ -442,21 +412,28 @@ impl super::Scenario for TwoPhaseCommitScenario {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("two-phase-commit", &Options::default())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{FaultPlan, ScenarioName, run_sim};
-    use avout_check::history::Event;
+    use crate::scenario::{FaultPlan, Scenario, ScenarioName, run_sim};
+    use avout_check::history::{Event, History};
+
+    /// The verdict the scenario's checkers give `history`.
+    fn check(history: &History) -> avout_check::Verdict {
+        TwoPhaseCommitScenario
+            .checkers(&Workload::new(ScenarioName::TwoPhaseCommit, 0))
+            .judge(history)
+    }
 
     fn recorded(seed: u64) -> History {
         let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
         let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
-        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         report.history
     }
 
@@ -495,10 +472,7 @@ mod tests {
             false
         });
         let v = check(&bad);
-        assert!(
-            v.anomalies.iter().any(|a| a.starts_with("disagreement")),
-            "{v}"
-        );
+        assert!(v.kinds().contains(&"disagreement".to_owned()), "{v}");
     }
 
     #[test]
@@ -520,9 +494,7 @@ mod tests {
         });
         let v = check(&bad);
         assert!(
-            v.anomalies
-                .iter()
-                .any(|a| a.starts_with("commit-despite-abort")),
+            v.kinds().contains(&"commit-despite-abort".to_owned()),
             "{v}"
         );
     }

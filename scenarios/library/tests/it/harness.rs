@@ -4,11 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use avout::Coordination;
 use avout_check::history::{EventType, History};
+use avout_check::{Anomaly, Rule};
 use avout_scenarios::harness::{Harness, HarnessError};
 use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{
-    AnyCluster, FaultPlan, Scenario, Verdict, Workload, WorkloadError,
-};
+use avout_scenarios::scenario::{AnyCluster, Checks, FaultPlan, Scenario, Workload, WorkloadError};
 use futures::future::LocalBoxFuture;
 
 /// Increments of one node by a read and a blind write: concurrent clients lose updates.
@@ -56,25 +55,28 @@ impl Scenario for LostUpdate {
             Ok(())
         })
     }
-    fn check(&self, _: &Workload, history: &History) -> Verdict {
-        let events = history.events();
-        let adds = events
-            .iter()
-            .filter(|e| e.kind == EventType::Ok && e.f.as_str() == "add")
-            .count() as u64;
-        let read = events
-            .iter()
-            .rfind(|e| e.kind == EventType::Ok && e.f.as_str() == "read")
-            .and_then(|e| e.value.as_u64());
-        match read {
-            Some(n) if n == adds => Verdict::new("test-lost-update", vec![]),
-            other => Verdict::new(
-                "test-lost-update",
-                vec![format!(
-                    "{adds} increments acknowledged, the node reads {other:?}"
-                )],
-            ),
-        }
+    fn checkers(&self, _: &Workload) -> Checks {
+        Checks::of(Rule::new("test-lost-update", no_lost_increment))
+    }
+}
+
+/// Every acknowledged increment is in the final read.
+fn no_lost_increment(history: &History) -> Vec<Anomaly> {
+    let events = history.events();
+    let adds = events
+        .iter()
+        .filter(|e| e.kind == EventType::Ok && e.f.as_str() == "add")
+        .count() as u64;
+    let read = events
+        .iter()
+        .rfind(|e| e.kind == EventType::Ok && e.f.as_str() == "read")
+        .and_then(|e| e.value.as_u64());
+    match read {
+        Some(n) if n == adds => vec![],
+        other => vec![Anomaly::new(
+            "lost-increment",
+            format!("{adds} increments acknowledged, the node reads {other:?}"),
+        )],
     }
 }
 
@@ -142,8 +144,8 @@ impl Scenario for Drifting {
             Ok(())
         })
     }
-    fn check(&self, _: &Workload, _: &History) -> Verdict {
-        Verdict::new("test-drifting", vec![])
+    fn checkers(&self, _: &Workload) -> Checks {
+        Checks::of(Rule::new("test-drifting", |_| vec![]))
     }
 }
 

@@ -3,12 +3,18 @@
 //! operation by its code: 10, 11, 30 (and every other named code but 0 and 13) as definitely
 //! not applied, 13 as perhaps applied, whatever the completion's `type` says.
 
+use avout_check::Verdict;
 use avout_check::history::{ErrorCode, Event, EventType, F, History, HistoryError};
-use avout_scenarios::scenario::{
-    FaultPlan, Protocol, ScenarioName, Workload, bank, linkv, list_append, run_sim,
-};
+use avout_scenarios::scenario::{FaultPlan, Protocol, ScenarioName, Workload, run_sim};
 use avout_sim_zk::FaultKind;
 use serde_json::{Value, json};
+
+/// The verdict `scenario`'s checkers give `history` of a run under `protocol`.
+fn judge(scenario: ScenarioName, protocol: Protocol, history: &History) -> Verdict {
+    let mut w = Workload::new(scenario, 0);
+    w.protocol = protocol;
+    scenario.scenario().checkers(&w).judge(history)
+}
 
 /// Runs `w` under `plan` with seeds from `base` until a history carries `code`; every run
 /// must be valid. Returns the seed that produced it.
@@ -17,9 +23,13 @@ fn produces(mut w: Workload, plan: &FaultPlan, base: u64, code: ErrorCode) -> u6
         w.seed = seed;
         let report = run_sim(&w, plan, None, false, None).unwrap();
         assert!(
-            report.verdict.valid,
+            report.verdict.is_valid(),
             "{} seed {seed}: {}\nreplay: avout run {} --seed {seed} --clients {} --ops {}",
-            w.scenario, report.verdict, w.scenario, w.clients, w.ops
+            w.scenario,
+            report.verdict,
+            w.scenario,
+            w.clients,
+            w.ops
         );
         let with: Vec<&Event> = report
             .history
@@ -106,7 +116,7 @@ fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
             .filter(|e| e.f.as_str() == "audit" && e.kind == EventType::Ok)
             .count();
         assert_eq!(audits, 2, "{protocol:?}");
-        assert!(report.verdict.valid);
+        assert!(report.verdict.is_valid());
     }
     // The transaction workloads refuse with 11 during a leader election, and record 13 for a
     // commit whose outcome a lost session hides.
@@ -156,13 +166,19 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
     ] {
         for kind in [EventType::Fail, EventType::Info] {
             let h = lin_kv_read_of_failed_write(kind, code);
-            assert!(!linkv::check(&h).valid, "{code} as {kind:?}");
+            assert!(
+                !judge(ScenarioName::LinKv, Protocol::Mvcc, &h).is_valid(),
+                "{code} as {kind:?}"
+            );
         }
     }
     // 13: the write may have happened, even if the client wrote `fail`.
     for kind in [EventType::Fail, EventType::Info] {
         let h = lin_kv_read_of_failed_write(kind, ErrorCode::CRASH);
-        assert!(linkv::check(&h).valid, "13 as {kind:?}");
+        assert!(
+            judge(ScenarioName::LinKv, Protocol::Mvcc, &h).is_valid(),
+            "13 as {kind:?}"
+        );
     }
     // An operation refused with 10 is left out of the model, whatever its function.
     let unknown: History = [
@@ -177,12 +193,12 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
     ]
     .into_iter()
     .collect();
-    assert!(linkv::check(&unknown).valid);
+    assert!(judge(ScenarioName::LinKv, Protocol::Mvcc, &unknown).is_valid());
     let mut without: Vec<Event> = unknown.events().to_vec();
     without[1].error = Some(ErrorCode::ABORT);
     let without: History = without.into_iter().collect();
     assert!(
-        !linkv::check(&without).valid,
+        !judge(ScenarioName::LinKv, Protocol::Mvcc, &without).is_valid(),
         "only 10 excuses an unknown function"
     );
     // An ok completion cannot carry an error.
@@ -196,7 +212,7 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
         bad.operations(Default::default()),
         Err(HistoryError::OkWithError { line: 2, .. })
     ));
-    assert!(!linkv::check(&bad).valid);
+    assert!(!judge(ScenarioName::LinKv, Protocol::Mvcc, &bad).is_valid());
 }
 
 #[test]
@@ -214,10 +230,28 @@ fn the_list_append_checker_judges_a_failure_by_its_code() {
     };
     for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
         // 30: the append was aborted, and reading it is G1a (aborted read).
-        let v = list_append::check(&history(ErrorCode::TXN_CONFLICT), protocol);
-        assert!(!v.valid, "30 under {protocol:?}");
-        assert!(!list_append::check(&history(ErrorCode::TEMPORARILY_UNAVAILABLE), protocol).valid);
-        assert!(list_append::check(&history(ErrorCode::CRASH), protocol).valid);
+        let v = judge(
+            ScenarioName::ListAppend,
+            protocol,
+            &history(ErrorCode::TXN_CONFLICT),
+        );
+        assert!(!v.is_valid(), "30 under {protocol:?}");
+        assert!(
+            !judge(
+                ScenarioName::ListAppend,
+                protocol,
+                &history(ErrorCode::TEMPORARILY_UNAVAILABLE)
+            )
+            .is_valid()
+        );
+        assert!(
+            judge(
+                ScenarioName::ListAppend,
+                protocol,
+                &history(ErrorCode::CRASH)
+            )
+            .is_valid()
+        );
     }
 }
 
@@ -230,13 +264,13 @@ fn the_bank_checker_ignores_a_refused_audit_and_judges_a_completed_one() {
             .collect()
     };
     let refused = Event::fail(0, audit(), Value::Null).with_error(ErrorCode::NOT_SUPPORTED);
-    assert!(bank::check(&h(refused)).valid);
+    assert!(judge(ScenarioName::Bank, Protocol::Mvcc, &h(refused)).is_valid());
     let fine = Event::ok(0, audit(), json!({"a0": [[4, 20], [9, 0]]}));
-    assert!(bank::check(&h(fine)).valid);
+    assert!(judge(ScenarioName::Bank, Protocol::Mvcc, &h(fine)).is_valid());
     let negative = Event::ok(0, audit(), json!({"a0": [[4, 20], [9, -3]]}));
-    assert!(!bank::check(&h(negative)).valid);
+    assert!(!judge(ScenarioName::Bank, Protocol::Mvcc, &h(negative)).is_valid());
     let malformed = Event::ok(0, audit(), json!({"a0": [4, 20]}));
-    assert!(!bank::check(&h(malformed)).valid);
+    assert!(!judge(ScenarioName::Bank, Protocol::Mvcc, &h(malformed)).is_valid());
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn every_scenario_is_valid_under_every_fault_kind() {
                 let w = small(scenario, 1000 + seed);
                 let report = run_sim(&w, &plan_for(kind), None, false, None).unwrap();
                 assert!(
-                    report.verdict.valid,
+                    report.verdict.is_valid(),
                     "{scenario} under {} with seed {}: {}\nreplay: avout run {scenario} --seed {} \
                      --clients {} --ops {} --faults {}",
                     kind.name(),
@@ -74,7 +74,7 @@ fn every_scenario_is_valid_under_all_faults_at_once() {
             let w = Workload::new(scenario, seed);
             let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
             assert!(
-                report.verdict.valid,
+                report.verdict.is_valid(),
                 "avout run {scenario} --seed {seed}: {}",
                 report.verdict
             );
@@ -90,7 +90,7 @@ fn two_phase_commit_runs_commit_abort_and_lose_sites() {
     for seed in 0..10 {
         let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
         let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
-        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         for e in report.history.events() {
             match (e.kind, e.f.as_str()) {
                 (EventType::Ok, "outcome") if e.value["outcome"] == "commit" => commits += 1,
@@ -152,7 +152,7 @@ fn the_same_workloads_pass_on_a_real_server() {
             run_zk(&cluster, &small(scenario, 5), None).await.unwrap()
         });
         assert!(
-            report.verdict.valid,
+            report.verdict.is_valid(),
             "{scenario} on a real server: {}",
             report.verdict
         );
@@ -191,7 +191,7 @@ fn the_correct_code_passes_every_kept_regression_schedule() {
         );
         let report = case.rerun(None).unwrap();
         assert!(
-            report.verdict.valid,
+            report.verdict.is_valid(),
             "{} without its planted bug: {}",
             file.display(),
             report.verdict

@@ -38,7 +38,7 @@ fn find_shrink_replay_under(
     assert_eq!(kept.planted, Some(bug));
     let with = kept.rerun(Some(bug)).unwrap();
     assert!(
-        !with.verdict.valid,
+        !with.verdict.is_valid(),
         "{bug}: the regression case no longer fails"
     );
 
@@ -60,7 +60,7 @@ fn find_shrink_replay_under(
     assert!(!small.anomalies.is_empty());
     let replayed = Case::from_json(&small.to_json()).unwrap().replay().unwrap();
     assert!(
-        !replayed.verdict.valid,
+        !replayed.verdict.is_valid(),
         "{bug}: the shrunk case replays valid"
     );
     assert_eq!(

@@ -15,8 +15,7 @@ const BUDGET: u64 = 5000;
 fn fails_alike(case: &Case, w: &Workload, plan: &FaultPlan) -> bool {
     let r = run_sim(w, plan, case.planted, false, None).unwrap();
     r.verdict
-        .anomalies
-        .iter()
+        .problems()
         .any(|a| same_failure(&case.anomalies[0], a))
 }
 
@@ -123,7 +122,7 @@ mod planted {
             .join("../regressions")
             .join(format!("{}.json", bug.name()));
         let kept = Case::load(&path).unwrap();
-        if kept.rerun(Some(bug)).unwrap().verdict.valid {
+        if kept.rerun(Some(bug)).unwrap().verdict.is_valid() {
             eprintln!("{bug}: the kept case no longer fails; shrinking an explored one");
             return explored_case(bug, kept.workload.scenario);
         }

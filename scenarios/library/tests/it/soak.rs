@@ -39,14 +39,10 @@ fn failing(seeds: std::ops::Range<u64>, plan: &FaultPlan) -> (Vec<u64>, Vec<u64>
     let (mut failed, mut erred) = (Vec::new(), Vec::new());
     for seed in seeds {
         let r = run_sim(&counter(seed), plan, None, false, None).unwrap();
-        if !r.verdict.valid {
+        if !r.verdict.is_valid() {
             failed.push(seed);
         }
-        if r.verdict
-            .anomalies
-            .iter()
-            .any(|a| a.starts_with(ERROR_PREFIX))
-        {
+        if r.verdict.problems().any(|a| a.starts_with(ERROR_PREFIX)) {
             erred.push(seed);
         }
     }
@@ -92,7 +88,10 @@ fn an_erring_run_is_a_failure_named_by_its_seed_recorded_replayed_and_shrunk() {
     let back = Case::from_json(&case.to_json()).unwrap();
     let replayed = back.replay().unwrap();
     assert_eq!(replayed.hash, Some(case.sim.hash));
-    assert_eq!(replayed.verdict.anomalies, case.anomalies);
+    assert_eq!(
+        replayed.verdict.problems().collect::<Vec<_>>(),
+        case.anomalies
+    );
 
     // And shrinks: one operation with the one fault that made it indeterminate.
     let shrunk = shrink(&case, 500).unwrap();

@@ -29,7 +29,7 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! let page = Page::of_history(&h, &Judge::Mutex, "two holders").unwrap();
+//! let page = Page::of_history(&h, &Judge::named("mutex"), "two holders").unwrap();
 //! assert!(!page.verdict.valid);
 //! assert_eq!(page.findings[0].name, "overlap");
 //! assert!(page.to_html().contains("id=\"avout-data\""));
@@ -186,11 +186,7 @@ impl Page {
     /// ```
     pub fn of_report(report: &Report, log: &[LogEvent], backend: &str) -> Result<Page, ViewError> {
         let w = &report.workload;
-        let judge = Judge::Scenario {
-            scenario: w.scenario,
-            protocol: w.protocol,
-            verdict: report.verdict.clone(),
-        };
+        let judge = Judge::Verdict(report.verdict.clone());
         let title = format!("{} · seed {}", w.scenario, w.seed);
         let mut page = Page::build(&report.history, Some(w.clients), &judge, title, log)?;
         let planted = report

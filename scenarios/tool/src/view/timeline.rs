@@ -99,6 +99,8 @@ pub(crate) struct Timeline {
     pub(crate) ops: Vec<Op>,
     /// For each history event, the operation it invokes or completes.
     by_event: Vec<Option<usize>>,
+    /// For each history event, its place on the axis.
+    times: Vec<u64>,
     /// The last time on the axis (the last event's).
     pub(crate) end: u64,
 }
@@ -181,13 +183,19 @@ impl Timeline {
             lanes,
             ops,
             by_event,
+            times: (0..events.len()).map(at).collect(),
             end,
         })
     }
 
-    /// The operation a checker's [`Operation`] stands for.
-    pub(crate) fn op_of(&self, op: &Operation) -> Option<usize> {
-        self.by_event.get(op.invoke.index).copied().flatten()
+    /// The operation the history's event `index` invokes (or completes).
+    pub(crate) fn op_invoked_at(&self, index: usize) -> Option<usize> {
+        self.by_event.get(index).copied().flatten()
+    }
+
+    /// The place on the axis of the history's event `index` (the end, past the last event).
+    pub(crate) fn at_event(&self, index: usize) -> u64 {
+        self.times.get(index).copied().unwrap_or(self.end)
     }
 
     /// The operation of `lane` open at `t` (the latest begun by then).

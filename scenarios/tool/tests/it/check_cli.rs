@@ -52,7 +52,12 @@ fn bad_input_exits_two_with_a_message() {
     let out = avout(&["check", "/nonexistent/history.jsonl", "--model", "register"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
-    let out = avout(&["check", &testdata("lin-kv.jsonl"), "--model", "queue"]);
+    let out = avout(&[
+        "check",
+        &testdata("lin-kv.jsonl"),
+        "--model",
+        "no-such-model",
+    ]);
     assert_eq!(
         out.status.code(),
         Some(2),

@@ -37,9 +37,10 @@ fn bank_with_the_memory_store_is_valid_under_every_fault_kind_with_both_protocol
             )
             .unwrap();
             assert!(
-                report.verdict.valid,
+                report.verdict.is_valid(),
                 "{protocol:?} {kind:?} seed {}: {}",
-                w.seed, report.verdict
+                w.seed,
+                report.verdict
             );
             assert!(
                 report.counts.ok >= 10,
@@ -180,7 +181,7 @@ fn a_collected_value_behind_a_cached_or_stale_pointer_does_not_livelock_optimist
         w.protocol = Protocol::Optimistic;
         w.ref_store = RefStoreKind::Memory;
         let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
-        assert!(report.verdict.valid, "seed {seed}: {}", report.verdict);
+        assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         assert!(
             report.retries < 1_000,
             "seed {seed}: {} retries",

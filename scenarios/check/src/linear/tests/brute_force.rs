@@ -96,7 +96,7 @@ proptest! {
         let ops = h.operations(Keys::Field).unwrap();
         let expected = brute_force(&ops);
         for checker in [Checker::new(Model::CasRegister), Checker::new(Model::CasRegister).without_precheck()] {
-            let verdict = checker.check(&h).unwrap();
+            let verdict = checker.analyse(&h).unwrap();
             prop_assert!(verdict.unknown.is_empty());
             prop_assert_eq!(verdict.is_linearizable(), expected, "{}", verdict);
         }

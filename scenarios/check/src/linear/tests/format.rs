@@ -72,7 +72,7 @@ fn tuple_keys_split_the_value() {
     ]);
     let verdict = Checker::new(Model::CasRegister)
         .keys(Keys::Tuple)
-        .check(&h)
+        .analyse(&h)
         .unwrap();
     assert!(verdict.is_linearizable(), "{verdict}");
     assert_eq!(verdict.keys, 2);

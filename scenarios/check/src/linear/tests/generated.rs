@@ -73,7 +73,7 @@ fn heavily_concurrent_histories_with_many_info_operations_settle() {
             .filter(|e| e.kind == EventType::Info)
             .count();
         assert!(infos > 600, "{infos} info operations");
-        let verdict = Checker::new(model).max_states(200_000).check(&h).unwrap();
+        let verdict = Checker::new(model).max_states(200_000).analyse(&h).unwrap();
         assert!(verdict.is_linearizable(), "{synth:?}: {verdict}");
     }
 }
@@ -104,7 +104,7 @@ fn a_violation_planted_in_a_history_with_many_info_operations_is_found() {
             } else {
                 checker.without_precheck()
             };
-            let verdict = checker.check(&h).unwrap();
+            let verdict = checker.analyse(&h).unwrap();
             assert_eq!(verdict.violations.len(), 1, "seed {seed}: {verdict}");
             let expected = if precheck {
                 Cause::NeverWritten
@@ -190,7 +190,7 @@ proptest! {
     ) {
         let h = Synth { seed, processes, operations: 200, keys: 1, values, cas: true, info_rate }.history();
         let Some((h, line)) = read_from_the_future(&h, nth) else { return Ok(()) };
-        let verdict = Checker::new(Model::CasRegister).without_precheck().check(&h).unwrap();
+        let verdict = Checker::new(Model::CasRegister).without_precheck().analyse(&h).unwrap();
         prop_assert_eq!(verdict.violations.len(), 1, "{}", verdict);
         prop_assert_eq!(verdict.violations[0].cause, Cause::NoOrder);
         prop_assert_eq!(verdict.violations[0].op.complete.map(|c| c.line), Some(line));

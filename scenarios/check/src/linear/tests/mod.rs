@@ -4,7 +4,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::synth::Synth;
-use super::{Cause, CheckError, Checker, Model, Verdict, check_history};
+use super::{Cause, Findings as Verdict, Linearizable as Checker, Model, check_history};
+use crate::checker::CheckError;
 use crate::history::{Event, EventType, F, History, HistoryError, Keys, Outcome};
 
 mod brute_force;

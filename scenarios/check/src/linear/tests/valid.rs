@@ -153,7 +153,7 @@ fn the_state_limit_gives_unknown_not_a_verdict() {
     .history();
     let verdict = Checker::new(Model::CasRegister)
         .max_states(3)
-        .check(&h)
+        .analyse(&h)
         .unwrap();
     assert_eq!(verdict.unknown, vec![None]);
     assert!(verdict.violations.is_empty() && !verdict.is_linearizable());

@@ -5,8 +5,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::history::History;
 use crate::list_append::{
-    Anomaly, Consistency, CycleKind, EdgeKind, Expected, ListAppendChecker, Order,
-    check_list_append,
+    Consistency, CycleKind, EdgeKind, ElleAnomaly, Expected, ListAppend, Order, check_list_append,
 };
 
 // ---- one history per anomaly ----
@@ -48,7 +47,7 @@ fn g1a_aborted_read() {
         .concat(),
     );
     assert_eq!(verdict.anomaly_names(), vec!["G1a"], "{verdict}");
-    let Anomaly::AbortedRead {
+    let ElleAnomaly::AbortedRead {
         reader,
         writer,
         key,
@@ -79,7 +78,7 @@ fn g1b_intermediate_read() {
         .iter()
         .find(|a| a.name() == "G1b")
         .unwrap();
-    let Anomaly::IntermediateRead {
+    let ElleAnomaly::IntermediateRead {
         reader,
         writer,
         element,
@@ -161,9 +160,9 @@ fn g2_item_write_skew() {
     assert_eq!(processes(c), vec![0, 1]);
     assert_eq!(edge_kinds(c), vec![EdgeKind::Rw, EdgeKind::Rw]);
     // Serializability forbids it too.
-    let plain = ListAppendChecker::new()
+    let plain = ListAppend::new()
         .consistency(Consistency::Serializable)
-        .check(&h)
+        .analyse(&h)
         .unwrap();
     assert_eq!(plain.anomaly_names(), vec!["G2-item"]);
 }
@@ -183,7 +182,7 @@ fn internal_inconsistency() {
         verdict.anomaly_names().contains(&"internal".to_owned()),
         "{verdict}"
     );
-    let Anomaly::Internal {
+    let ElleAnomaly::Internal {
         op, expected, read, ..
     } = &verdict.anomalies[0]
     else {
@@ -200,7 +199,7 @@ fn internal_inconsistency() {
         ]
         .concat(),
     );
-    let Anomaly::Internal { expected, .. } = &verdict.anomalies[0] else {
+    let ElleAnomaly::Internal { expected, .. } = &verdict.anomalies[0] else {
         panic!("{verdict}")
     };
     assert_eq!(expected, &Expected::EndsWith(vec![json!(2)]));
@@ -228,7 +227,7 @@ fn incompatible_order() {
             .contains(&"incompatible-order".to_owned()),
         "{verdict}"
     );
-    let Anomaly::IncompatibleOrder {
+    let ElleAnomaly::IncompatibleOrder {
         key,
         longest,
         other,
@@ -284,9 +283,9 @@ fn stale_read_is_a_realtime_anomaly_only() {
         Consistency::Serializable,
         Consistency::StrongSessionSerializable,
     ] {
-        let v = ListAppendChecker::new()
+        let v = ListAppend::new()
             .consistency(consistency)
-            .check(&h)
+            .analyse(&h)
             .unwrap();
         assert!(v.is_valid(), "{consistency}: {v}");
     }
@@ -301,9 +300,9 @@ fn a_process_that_misses_its_own_append_is_a_process_anomaly() {
     ]
     .concat();
     let h: History = events.into_iter().collect();
-    let v = ListAppendChecker::new()
+    let v = ListAppend::new()
         .consistency(Consistency::StrongSessionSerializable)
-        .check(&h)
+        .analyse(&h)
         .unwrap();
     assert_eq!(v.anomaly_names(), vec!["G-single-process"], "{v}");
     // Strict serializability names the weakest order that shows it: process.

@@ -7,23 +7,23 @@ use serde_json::json;
 use super::*;
 use crate::history::{Event, History};
 use crate::list_append::{
-    Anomaly, Consistency, CycleKind, EdgeKind, ListAppendChecker, ListAppendVerdict, Order,
+    Consistency, CycleKind, EdgeKind, ElleAnomaly, Findings, ListAppend, Order,
 };
 
 /// Strict serializability, but with write skew (G2-item) allowed: snapshot isolation, as the
 /// list-append scenario judges the Mvcc protocol.
-fn snapshot_isolation(h: &History) -> ListAppendVerdict {
-    ListAppendChecker::new()
+fn snapshot_isolation(h: &History) -> Findings {
+    ListAppend::new()
         .allow_write_skew()
-        .check(h)
+        .analyse(h)
         .expect("well-formed history")
 }
 
-fn check_as(consistency: Consistency, events: Vec<Event>) -> ListAppendVerdict {
+fn check_as(consistency: Consistency, events: Vec<Event>) -> Findings {
     let h: History = events.into_iter().collect();
-    ListAppendChecker::new()
+    ListAppend::new()
         .consistency(consistency)
-        .check(&h)
+        .analyse(&h)
         .expect("well-formed history")
 }
 
@@ -34,7 +34,7 @@ fn concurrent(txns: &[(u64, serde_json::Value)]) -> Vec<Event> {
     events
 }
 
-fn the_cycle(verdict: &ListAppendVerdict, name: &str) -> super::super::Cycle {
+fn the_cycle(verdict: &Findings, name: &str) -> super::super::Cycle {
     cycles(verdict)
         .into_iter()
         .find(|c| c.name() == name)
@@ -147,7 +147,7 @@ fn info_appends_nobody_read_infer_nothing() {
 fn a_read_of_its_own_later_append_is_a_future_read() {
     let verdict = check(solo(0, json!([["r", "x", [1]], ["append", "x", 1]])).to_vec());
     assert_eq!(verdict.anomaly_names(), vec!["future-read"], "{verdict}");
-    let Anomaly::FutureRead { op, key, element } = &verdict.anomalies[0] else {
+    let ElleAnomaly::FutureRead { op, key, element } = &verdict.anomalies[0] else {
         panic!("{verdict}")
     };
     assert_eq!((op.process, key, element), (0, &json!("x"), &json!(1)));
@@ -172,10 +172,10 @@ fn two_committed_appends_to_one_version_are_a_lost_update() {
     ]
     .concat();
     let verdict = check(events.clone());
-    let Some(Anomaly::LostUpdate { key, read, txns }) = verdict
+    let Some(ElleAnomaly::LostUpdate { key, read, txns }) = verdict
         .anomalies
         .iter()
-        .find(|a| matches!(a, Anomaly::LostUpdate { .. }))
+        .find(|a| matches!(a, ElleAnomaly::LostUpdate { .. }))
     else {
         panic!("{verdict}")
     };

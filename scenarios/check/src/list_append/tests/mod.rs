@@ -7,7 +7,7 @@ mod valid;
 
 use serde_json::{Value, json};
 
-use super::{Anomaly, EdgeKind, ListAppendVerdict, check_list_append};
+use super::{EdgeKind, ElleAnomaly, Findings, check_list_append};
 use crate::history::{Event, History};
 
 pub(super) fn txn() -> crate::history::F {
@@ -47,17 +47,17 @@ pub(super) fn unknown(p: u64, mops: Value) -> [Event; 2] {
     [invoke(p, mops.clone()), Event::info(p, txn(), mops)]
 }
 
-pub(super) fn check(events: Vec<Event>) -> ListAppendVerdict {
+pub(super) fn check(events: Vec<Event>) -> Findings {
     let h: History = events.into_iter().collect();
     check_list_append(&h).expect("well-formed history")
 }
 
-pub(super) fn cycles(verdict: &ListAppendVerdict) -> Vec<&super::Cycle> {
+pub(super) fn cycles(verdict: &Findings) -> Vec<&super::Cycle> {
     verdict
         .anomalies
         .iter()
         .filter_map(|a| match a {
-            Anomaly::Cycle(c) => Some(c),
+            ElleAnomaly::Cycle(c) => Some(c),
             _ => None,
         })
         .collect()

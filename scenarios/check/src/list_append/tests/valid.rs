@@ -4,9 +4,10 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::checker::CheckError;
 use crate::history::{Event, History};
 use crate::list_append::synth::{ListAppendSynth, stale_read};
-use crate::list_append::{Anomaly, ListAppendError, check_list_append};
+use crate::list_append::{ElleAnomaly, check_list_append};
 
 // ---- valid histories ----
 
@@ -102,7 +103,7 @@ fn malformed_input_is_an_error() {
         assert!(
             matches!(
                 check_list_append(&h(bad.clone())),
-                Err(ListAppendError::MalformedTxn { line: 1, .. })
+                Err(CheckError::Malformed { line: 1, .. })
             ),
             "{bad}"
         );
@@ -115,7 +116,7 @@ fn malformed_input_is_an_error() {
     .collect();
     assert!(matches!(
         check_list_append(&read_not_list),
-        Err(ListAppendError::MalformedTxn { line: 2, .. })
+        Err(CheckError::Malformed { line: 2, .. })
     ));
     let twice: History = [
         solo(0, json!([["append", 1, 1]])),
@@ -128,7 +129,7 @@ fn malformed_input_is_an_error() {
     assert!(
         matches!(
             err,
-            ListAppendError::DuplicateAppend {
+            CheckError::DuplicateAppend {
                 first_line: 1,
                 line: 3,
                 ..
@@ -141,7 +142,7 @@ fn malformed_input_is_an_error() {
         .collect();
     assert!(matches!(
         check_list_append(&other),
-        Err(ListAppendError::Unsupported { line: 1, .. })
+        Err(CheckError::Unsupported { line: 1, .. })
     ));
 }
 
@@ -178,7 +179,7 @@ fn a_stale_read_planted_in_a_generated_history_is_caught() {
         verdict
             .anomalies
             .iter()
-            .any(|a| matches!(a, Anomaly::Cycle(_))),
+            .any(|a| matches!(a, ElleAnomaly::Cycle(_))),
         "{verdict}"
     );
 }

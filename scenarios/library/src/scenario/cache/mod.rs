@@ -14,16 +14,13 @@
 //! (each cache's final view: `{cache, client, scope, nodes}`); `tree` (the last read of the
 //! tree: `{nodes}`), where `nodes` maps a path to `[data, czxid, mzxid]`.
 //!
-//! The checker ([`check`]): every event is for a real change (a write of that path with
+//! The checker (avout-check's `cache`, [`avout_check::recipes::cache`]): every event is for a real change (a write of that path with
 //! that data, not failed, invoked before the event; one write, one `mzxid`); no change to a
 //! path is reported twice by a cache (its events replay: no `Created` of a cached path, no
 //! `Changed` without a later `mzxid`, no `Deleted` of an uncached one); and each client's last
 //! cache converged: its events replay into its view, and its view is the tree's part in its
 //! scope.
 
-mod check;
-
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -34,16 +31,15 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-pub use check::check;
+use avout_check::Options;
+use avout_check::recipes::cache::{ROOT, Tree};
 
+use super::Checks;
 use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client};
 use super::error::{BoxError, WorkloadError};
 use super::worker::{Caller, Ended, Ends, Invoke};
 use super::{OP_DEADLINE, Workload};
-use avout_check::history::{EventType, History};
-
-/// The root every cache follows.
-pub const ROOT: &str = "/cache";
+use avout_check::history::EventType;
 
 /// The nodes the writers change, relative to [`ROOT`] (`""`: the root itself).
 const NAMES: [&str; 7] = ["", "a", "b", "a/x", "a/y", "b/x", "a/x/z"];
@@ -53,12 +49,6 @@ const CONVERGE: Duration = Duration::from_secs(90);
 
 /// Where the followers' process numbers start (apart from the writers').
 const FOLLOWER_BASE: u64 = 1 << 20;
-
-/// A cached or read node: data, `czxid`, `mzxid`.
-type Node = (String, i64, i64);
-
-/// Nodes by path.
-type Tree = BTreeMap<String, Node>;
 
 /// The scope of client `index`'s cache.
 fn scope_of(index: usize) -> CacheScope {
@@ -70,15 +60,6 @@ fn scope_name(scope: CacheScope) -> &'static str {
         CacheScope::Node => "node",
         CacheScope::Children => "children",
         CacheScope::Subtree => "subtree",
-    }
-}
-
-fn parse_scope(name: &str) -> Option<CacheScope> {
-    match name {
-        "node" => Some(CacheScope::Node),
-        "children" => Some(CacheScope::Children),
-        "subtree" => Some(CacheScope::Subtree),
-        _ => None,
     }
 }
 
@@ -421,7 +402,7 @@ impl super::Scenario for CacheScenario {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn check(&self, _w: &super::Workload, history: &History) -> super::Verdict {
-        check(history)
+    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+        Checks::named("cache", &Options::default())
     }
 }

@@ -20,17 +20,17 @@
 //!
 //! Beside its operations each client stands in one election through a [`LeaderLatch`], which
 //! re-enters on each new session. Its leadership is recorded under a second process set (from
-//! [`LEADER_BASE`]): `acquire` invoked when the latch stands as a candidate, `ok` with the term
+//! [`LEADER_BASE`](avout_check::recipes::sessions::LEADER_BASE)): `acquire` invoked when the latch stands as a candidate, `ok` with the term
 //! when it leads; then up to [`LEADER_WRITES`] fenced increments of another counter node
 //! (`write`, a `multi` that checks the leader's candidate node); `release` `info` when the
 //! latch reports the term lost, and at the end `release` `ok` if the candidate node was
 //! confirmed to stand before the latch closed. After every client is done, a fresh client
-//! reads the atom and the balances (processes from [`FINAL_BASE`]).
+//! reads the atom and the balances (processes from [`FINAL_BASE`](avout_check::recipes::sessions::FINAL_BASE)).
 //!
 //! With `--faults`, every drawn fault hits whichever session sends the request, the
 //! replacement sessions included.
 //!
-//! The checker ([`check`]) splits the history into its parts and judges each with the
+//! The checker (avout-check's `sessions`, [`avout_check::recipes::sessions`]) splits the history into its parts and judges each with the
 //! checker of its scenario: the atom's as `counter` (no acknowledged increment lost or applied
 //! twice; every read, the final one included, between the increments surely and possibly
 //! done), the bank's as `bank` (every read sums to 100, no negative balance), the mutex's as
@@ -39,7 +39,6 @@
 //! leaders); and, liveness, every client made progress after each of its expiries: an `ok`
 //! operation of its own invoked after the `expire` completed.
 
-mod check;
 /// The `sessions` scenario: atom, transfers, fenced lock, leader latch across own expiries.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SessionsScenario;
@@ -67,12 +66,14 @@ impl crate::scenario::Scenario for SessionsScenario {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn check(
-        &self,
-        w: &crate::scenario::Workload,
-        history: &avout_check::history::History,
-    ) -> crate::scenario::Verdict {
-        check(history, w.clients)
+    fn checkers(&self, w: &crate::scenario::Workload) -> crate::scenario::Checks {
+        crate::scenario::Checks::named(
+            "sessions",
+            &avout_check::Options {
+                clients: w.clients,
+                ..super::bank::checker_options()
+            },
+        )
     }
 }
 
@@ -100,8 +101,7 @@ use super::worker::{Caller, Ended, Invoke, Worker};
 use super::{OP_DEADLINE, Workload};
 use crate::scenario::error::WorkloadError;
 use avout_check::history::EventType;
-
-pub use check::check;
+use avout_check::recipes::sessions::{FINAL_BASE, LEADER_BASE};
 
 const COUNTER: &str = "/sessions/counter";
 const BANK: &str = "/sessions/bank";
@@ -110,13 +110,6 @@ const LOCKED: &str = "/sessions/lock-resource";
 const ELECTION: &str = "/sessions/leader";
 const LED: &str = "/sessions/leader-resource";
 const ACCOUNTS: usize = 5;
-
-/// The first process number of the clients' leadership (client `i`'s is `LEADER_BASE + i`,
-/// then one stride of `clients` per retirement, as its main loop's).
-pub const LEADER_BASE: u64 = 1 << 32;
-
-/// The first process number of the final reads.
-pub const FINAL_BASE: u64 = 1 << 33;
 
 /// How many times each client expires its own session (fewer in a run too short for them).
 const EXPIRIES: RangeInclusive<usize> = 2..=4;

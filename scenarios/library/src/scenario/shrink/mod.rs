@@ -141,7 +141,7 @@ pub fn shrink(case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
     let mut w = case.workload.clone();
     let mut plan = case.plan.clone();
     let first = run_sim_inner(&w, &plan, case.planted, false, None, false)?.0;
-    let Some(class) = first.verdict.anomalies.first().map(|a| Class::of(a)) else {
+    let Some(class) = first.verdict.problems().next().map(Class::of) else {
         return Err(ShrinkError::NotFailing);
     };
     let mut search = Search {
@@ -362,7 +362,11 @@ fn other_seeds(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) 
         // A run "fails" here only with the original failure's class.
         let hit = explore_runs(cands.len() as u64, threads, false, &|_| {}, &|i| {
             let mut r = run_sim(&cands[i as usize], &search_plan, planted, false, None)?;
-            r.verdict.valid = !r.verdict.anomalies.iter().any(|a| Class::of(a) == *class);
+            if !r.verdict.problems().any(|a| Class::of(a) == *class) {
+                // Another failure is no failure here: the run counts as valid.
+                r.verdict.anomalies.clear();
+                r.verdict.undecided.clear();
+            }
             Ok(r)
         });
         let Ok(hit) = hit else { break };

@@ -164,8 +164,7 @@ impl Search<'_> {
     pub(super) fn still_fails(&self, report: &Report) -> bool {
         report
             .verdict
-            .anomalies
-            .iter()
+            .problems()
             .any(|a| Class::of(a) == self.class)
     }
 

@@ -261,7 +261,7 @@ pub(crate) fn run_real(
                 }
             };
             report.faults = since(&before, &counts.lock().expect("not poisoned"));
-            let valid = report.verdict.valid;
+            let valid = report.verdict.is_valid();
             reports.push(report);
             if !valid || duration.is_none_or(|d| started.elapsed() >= d) {
                 break;

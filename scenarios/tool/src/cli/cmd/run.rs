@@ -341,9 +341,9 @@ fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
         "wall_time_s": r.wall_time.as_secs_f64(),
         "hash": r.hash.map(|h| format!("{h:#018x}")),
         "requests": r.requests,
-        "valid": r.verdict.valid,
+        "valid": r.verdict.is_valid(),
         "checker": r.verdict.checker,
-        "anomalies": r.verdict.anomalies,
+        "anomalies": r.verdict.problems().collect::<Vec<_>>(),
     });
     if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
         obj.extend(more);
@@ -395,13 +395,13 @@ fn print_report(r: &Report, backend: &str, style: &Style) {
         println!("event log   hash {h:#018x}, {n} requests");
     }
     let verdict = r.verdict.to_string();
-    let verdict = if r.verdict.valid {
+    let verdict = if r.verdict.is_valid() {
         style.paint("32", &verdict)
     } else {
         style.paint("31;1", &verdict)
     };
     print!("verdict     {verdict}");
-    if r.verdict.valid {
+    if r.verdict.is_valid() {
         println!();
     }
 }
@@ -463,7 +463,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
         }
         let plan = args.common.plan()?;
         let report = run_sim(&w, &plan, planted, true, None)?;
-        let case = (!report.verdict.valid).then(|| Case::from_report(&report, &plan));
+        let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
         (report, "simulator".to_owned(), case)
     };
     if let Some(dir) = history_path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -474,7 +474,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
     let page = match &case {
         Some(case) => write_case(case, &case_path)?,
         // A failing run on real ZooKeeper has no case file: its page goes beside its history.
-        None if !report.verdict.valid => real_page(&report, &backend, &history_path),
+        None if !report.verdict.is_valid() => real_page(&report, &backend, &history_path),
         None => None,
     };
     if args.common.json {
@@ -497,7 +497,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             println!("timeline    {}", page.display());
         }
     }
-    if report.verdict.valid {
+    if report.verdict.is_valid() {
         Ok(())
     } else {
         Err(RunCmdError::Anomaly(format!(
@@ -526,7 +526,11 @@ fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Va
                 r.workload.seed,
                 r.counts.invoked,
                 fault_list(&r.faults),
-                if r.verdict.valid { "valid" } else { "INVALID" }
+                if r.verdict.is_valid() {
+                    "valid"
+                } else {
+                    "INVALID"
+                }
             );
         }
         let list: Vec<String> = faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -548,7 +552,7 @@ fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Va
             "seed": r.workload.seed,
             "operations": r.counts.invoked,
             "faults": r.faults,
-            "valid": r.verdict.valid,
+            "valid": r.verdict.is_valid(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -694,7 +698,7 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
                     )
                 )
             );
-            for a in r.verdict.anomalies.iter().take(3) {
+            for a in r.verdict.problems().take(3) {
                 println!("  - {a}");
             }
             println!("replay      avout replay {}", path.display());
@@ -750,7 +754,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), RunCmdError> {
             found,
         });
     }
-    if report.verdict.valid {
+    if report.verdict.is_valid() {
         Ok(())
     } else {
         Err(RunCmdError::Anomaly(

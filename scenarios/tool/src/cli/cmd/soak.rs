@@ -166,15 +166,9 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
     if let Some(dir) = &args.regressions {
         let kept = rerun_kept(dir)?;
         let style = Style::stdout();
-        for k in kept.iter().filter(|k| !k.report.verdict.valid) {
+        for k in kept.iter().filter(|k| !k.report.verdict.is_valid()) {
             kept_failed += 1;
-            let first = k
-                .report
-                .verdict
-                .anomalies
-                .first()
-                .cloned()
-                .unwrap_or_default();
+            let first = k.report.verdict.problems().next().unwrap_or_default();
             let line = format!(
                 "REGRESSED   {} (kept for: {}): {}\nreplay      avout replay {}",
                 k.path.display(),

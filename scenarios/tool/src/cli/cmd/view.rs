@@ -11,13 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::view::{Judge, Page, ViewError, page_path};
-use avout_check::bank::BankChecker;
-use avout_check::history::{History, Keys};
-use avout_check::linear::Model;
-use avout_check::list_append::Consistency;
+use avout_check::history::History;
 use avout_scenarios::scenario::case::Case;
 
-use super::check::{CheckConsistency, CheckModel};
+use super::check::{CheckerArgs, model_names};
 
 /// Options of `avout view`.
 #[derive(Debug, clap::Args)]
@@ -29,14 +26,10 @@ pub(crate) struct ViewArgs {
     out: Option<PathBuf>,
     /// For a history: the checker whose verdict to draw (default: the one its operations
     /// call for).
-    #[arg(long, value_enum)]
-    model: Option<CheckModel>,
-    /// register, cas-register: keys travel in the value as `[key, value]` tuples.
-    #[arg(long)]
-    tuple_keys: bool,
-    /// list-append: the consistency model.
-    #[arg(long, value_enum, default_value = "strict-serializable")]
-    consistency: CheckConsistency,
+    #[arg(long, value_parser = model_names())]
+    model: Option<String>,
+    #[command(flatten)]
+    checker: CheckerArgs,
 }
 
 /// Whether `path` names a case file rather than a history: a `.json` file (histories are
@@ -47,31 +40,14 @@ fn is_case(path: &Path) -> bool {
 
 impl ViewArgs {
     fn judge(&self, history: &History) -> Judge {
-        let keys = if self.tuple_keys {
-            Keys::Tuple
-        } else {
-            Keys::Field
+        let name = match (&self.model, Judge::guess(history)) {
+            (Some(name), _) => name.clone(),
+            (None, Judge::Checker { name, .. }) => name,
+            (None, other) => return other,
         };
-        match self.model {
-            None => match Judge::guess(history) {
-                Judge::Linearizable(model, _) => Judge::Linearizable(model, keys),
-                Judge::ListAppend(_) => Judge::ListAppend(self.consistency()),
-                other => other,
-            },
-            Some(CheckModel::Register) => Judge::Linearizable(Model::Register, keys),
-            Some(CheckModel::CasRegister) => Judge::Linearizable(Model::CasRegister, keys),
-            Some(CheckModel::ListAppend) => Judge::ListAppend(self.consistency()),
-            Some(CheckModel::Bank) => Judge::Bank(BankChecker::new()),
-            Some(CheckModel::Mutex) => Judge::Mutex,
-            Some(CheckModel::TwoPhaseCommit) => Judge::TwoPhaseCommit,
-        }
-    }
-
-    fn consistency(&self) -> Consistency {
-        match self.consistency {
-            CheckConsistency::Serializable => Consistency::Serializable,
-            CheckConsistency::StrongSessionSerializable => Consistency::StrongSessionSerializable,
-            CheckConsistency::StrictSerializable => Consistency::StrictSerializable,
+        Judge::Checker {
+            name,
+            options: self.checker.options(),
         }
     }
 }

@@ -3,28 +3,22 @@
 //! `realtime`/`process` edges or the deepest linearization), the stretches of time it is about
 //! ([`Span`]s, e.g. two overlapping lock holds) and the faults that came before it.
 //!
-//! The findings come from the checkers' own structured verdicts ([`avout_check::linear`]), never from
-//! their text. A scenario run is judged by its scenario's checker, whose verdict the page
-//! shows as it is; the drawing runs the structured checker that verdict came from (the mutex
-//! checker for mutex, election and lock-table, linearizability for lin-kv, Elle for
-//! list-append with the scenario's allowance under snapshot isolation, bank, two-phase
-//! commit), plus the operations that missed the deadline. Scenarios whose checker is a
-//! private one (counter, rwlock, queue, barrier) get their verdict's text without drawings.
+//! The findings come from the verdict's anomalies ([`avout_check::Anomaly`]), never from
+//! their text: every checker names the operations an anomaly concerns, the orders between
+//! them and the stretches of time it is about, and this module puts them on the timeline,
+//! whichever checker it was — a scenario run's (its verdict as the run gave it) or the one
+//! `avout view --model` names — plus the operations that missed the deadline.
 
-mod checkers;
+mod drawn;
 mod waits;
 
+use avout_check::history::{History, Process};
+use avout_check::{CheckError, Checkers, Options, UnknownChecker, Verdict};
 use serde::Serialize;
 
 use super::sim::SimEvent;
 use super::timeline::Timeline;
-use avout_check::bank::{BankChecker, BankError};
-use avout_check::history::{History, Keys};
-use avout_check::linear::{CheckError, Checker, Model};
-use avout_check::list_append::{Consistency, ListAppendChecker, ListAppendError};
-use avout_check::mutex::{MutexError, check_mutex};
-use avout_check::two_phase_commit::{TwoPhaseCheckError, check_two_phase_commit};
-use avout_scenarios::scenario::{OP_DEADLINE, Protocol, ScenarioName, Verdict};
+use avout_scenarios::scenario::OP_DEADLINE;
 
 /// One anomaly, drawn.
 ///
@@ -41,7 +35,7 @@ use avout_scenarios::scenario::{OP_DEADLINE, Protocol, ScenarioName, Verdict};
 /// ]
 /// .into_iter()
 /// .collect();
-/// let page = Page::of_history(&h, &Judge::Mutex, "t").unwrap();
+/// let page = Page::of_history(&h, &Judge::named("mutex"), "t").unwrap();
 /// let f = &page.findings[0];
 /// assert_eq!(f.name, "overlap");
 /// assert_eq!(f.marks.len(), 2, "the two acquires");
@@ -148,7 +142,7 @@ pub struct Arrow {
 /// ]
 /// .into_iter()
 /// .collect();
-/// let page = Page::of_history(&h, &Judge::Mutex, "t").unwrap();
+/// let page = Page::of_history(&h, &Judge::named("mutex"), "t").unwrap();
 /// let hold = page.findings[0].spans.iter().find(|s| s.role == "hold").unwrap();
 /// assert_eq!((hold.lanes.clone(), hold.start), (vec![0], 1), "from the grant on");
 /// ```
@@ -170,39 +164,35 @@ pub struct Span {
 /// Which checker judges a history for the page.
 ///
 /// ```
-/// use avout_check::list_append::Consistency;
 /// use avout_cli::view::{Judge, Page};
-/// let page = Page::of_history(&Default::default(), &Judge::ListAppend(Consistency::Serializable), "t")
-///     .unwrap();
-/// assert_eq!(page.verdict.checker, "list-append (Elle)");
+/// let page = Page::of_history(&Default::default(), &Judge::named("list-append"), "t").unwrap();
+/// assert_eq!(page.verdict.checker, "list-append (Elle, strict serializability)");
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Judge {
-    /// A scenario run, with the verdict its scenario's checker gave.
-    Scenario {
-        /// The scenario.
-        scenario: ScenarioName,
-        /// The STM protocol it ran (list-append's allowance depends on it).
-        protocol: Protocol,
-        /// The verdict of the run.
-        verdict: Verdict,
+    /// A run already judged: its verdict, drawn as it is.
+    Verdict(Verdict),
+    /// A checker by name ([`Checkers::builtins`]), told its options.
+    Checker {
+        /// Its name.
+        name: String,
+        /// Its options.
+        options: Options,
     },
-    /// Linearizability of a register or cas-register.
-    Linearizable(Model, Keys),
-    /// Elle's list-append checker.
-    ListAppend(Consistency),
-    /// The bank checker.
-    Bank(BankChecker),
-    /// The mutex checker.
-    Mutex,
-    /// The two-phase-commit checker.
-    TwoPhaseCommit,
     /// None: the timeline alone.
     None,
 }
 
 impl Judge {
+    /// The checker `name`, with the default options.
+    pub fn named(name: &str) -> Judge {
+        Judge::Checker {
+            name: name.to_owned(),
+            options: Options::default(),
+        }
+    }
+
     /// The checker a history's operations call for, when none was named: transactions
     /// (`txn`) for Elle, `acquire`/`release` for the mutex checker, `transfer` for the bank,
     /// `begin`/`vote`/`outcome` for two-phase commit, and `read`/`write`/`cas` alone for a
@@ -214,27 +204,27 @@ impl Judge {
     /// let h: History = [Event::invoke(0, F::Other("acquire".into()), serde_json::Value::Null)]
     ///     .into_iter()
     ///     .collect();
-    /// assert!(matches!(Judge::guess(&h), Judge::Mutex));
+    /// assert!(matches!(Judge::guess(&h), Judge::Checker { name, .. } if name == "mutex"));
     /// assert!(matches!(Judge::guess(&History::new()), Judge::None));
     /// ```
     pub fn guess(history: &History) -> Judge {
         let fs: std::collections::BTreeSet<&str> = history
             .events()
             .iter()
-            .filter(|e| matches!(e.process, avout_check::history::Process::Client(_)))
+            .filter(|e| matches!(e.process, Process::Client(_)))
             .map(|e| e.f.as_str())
             .collect();
         let any = |names: &[&str]| names.iter().any(|n| fs.contains(n));
         if any(&["txn"]) {
-            Judge::ListAppend(Consistency::StrictSerializable)
+            Judge::named("list-append")
         } else if any(&["acquire", "release"]) {
-            Judge::Mutex
+            Judge::named("mutex")
         } else if any(&["transfer"]) {
-            Judge::Bank(BankChecker::new())
+            Judge::named("bank")
         } else if any(&["begin", "vote", "outcome"]) {
-            Judge::TwoPhaseCommit
+            Judge::named("two-phase-commit")
         } else if !fs.is_empty() && fs.iter().all(|f| ["read", "write", "cas"].contains(f)) {
-            Judge::Linearizable(Model::CasRegister, Keys::Field)
+            Judge::named("cas-register")
         } else {
             Judge::None
         }
@@ -248,34 +238,25 @@ impl Judge {
 /// use avout_cli::view::{Judge, JudgeError, Page, ViewError};
 /// // A transaction is not an operation of the mutex model.
 /// let h: History = [Event::invoke(0, F::Other("txn".into()), serde_json::json!([]))].into_iter().collect();
-/// let err = Page::of_history(&h, &Judge::Mutex, "t").unwrap_err();
-/// assert!(matches!(err, ViewError::Judge(JudgeError::Mutex(_))));
+/// let err = Page::of_history(&h, &Judge::named("mutex"), "t").unwrap_err();
+/// assert!(matches!(err, ViewError::Judge(JudgeError::Refused(_))));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JudgeError {
-    /// The linearizability checker refused the history.
+    /// No checker has that name.
     #[error(transparent)]
-    Linearizable(#[from] CheckError),
-    /// The list-append checker refused it.
+    Unknown(#[from] UnknownChecker),
+    /// The checker refused the history.
     #[error(transparent)]
-    ListAppend(#[from] ListAppendError),
-    /// The bank checker refused it.
-    #[error(transparent)]
-    Bank(#[from] BankError),
-    /// The mutex checker refused it.
-    #[error(transparent)]
-    Mutex(#[from] MutexError),
-    /// The two-phase-commit checker refused it.
-    #[error(transparent)]
-    TwoPhaseCommit(#[from] TwoPhaseCheckError),
+    Refused(#[from] CheckError),
 }
 
 /// A verdict as the page shows it.
 ///
 /// ```
 /// use avout_cli::view::{Judge, Page};
-/// let v = Page::of_history(&Default::default(), &Judge::Mutex, "t").unwrap().verdict;
+/// let v = Page::of_history(&Default::default(), &Judge::named("mutex"), "t").unwrap().verdict;
 /// assert!(v.valid);
 /// assert!(v.report[0].starts_with("valid"));
 /// ```
@@ -315,80 +296,47 @@ pub(crate) fn judge(
     history: &History,
     timeline: &Timeline,
 ) -> Result<(PageVerdict, Vec<Finding>), JudgeError> {
-    let text = |checker: &str, valid: bool, report: String| PageVerdict {
-        checker: checker.to_owned(),
-        valid,
-        report: capped(report.lines().map(str::to_owned)),
+    let verdict = match judge {
+        Judge::Verdict(v) => v.clone(),
+        Judge::Checker { name, options } => {
+            Checkers::builtins().get(name, options)?.check(history)?
+        }
+        Judge::None => {
+            return Ok((
+                PageVerdict {
+                    checker: "none".into(),
+                    valid: true,
+                    report: vec!["no checker was asked for: the timeline alone".into()],
+                },
+                Vec::new(),
+            ));
+        }
     };
-    Ok(match judge {
-        Judge::Scenario {
-            scenario,
-            protocol,
-            verdict,
-        } => {
-            let mut findings = if verdict.valid {
-                Vec::new()
-            } else {
-                // The scenario's verdict already says if its checker could not judge.
-                checkers::of_scenario(*scenario, *protocol, history, timeline).unwrap_or_default()
-            };
-            if verdict
-                .anomalies
-                .iter()
-                .any(|a| a.starts_with("liveness: "))
-            {
-                findings.extend(stalls(timeline));
-            }
-            let verdict = PageVerdict {
-                checker: verdict.checker.clone(),
-                valid: verdict.valid,
-                report: capped(verdict.anomalies.iter().cloned()),
-            };
-            (verdict, findings)
-        }
-        Judge::Linearizable(model, keys) => {
-            let v = Checker::new(*model).keys(*keys).check(history)?;
-            let name = format!("linearizability ({model})");
-            let findings = checkers::linear(&v, timeline);
-            (text(&name, v.is_linearizable(), v.to_string()), findings)
-        }
-        Judge::ListAppend(consistency) => {
-            let v = ListAppendChecker::new()
-                .consistency(*consistency)
-                .check(history)?;
-            let findings = checkers::list_append(&v.anomalies, timeline);
-            (
-                text("list-append (Elle)", v.is_valid(), v.to_string()),
-                findings,
-            )
-        }
-        Judge::Bank(checker) => {
-            let v = checker.check(history)?;
-            let findings = checkers::bank(&v, timeline);
-            (text("bank", v.is_valid(), v.to_string()), findings)
-        }
-        Judge::Mutex => {
-            let v = check_mutex(history)?;
-            let findings = checkers::mutex(&v, timeline);
-            (text("mutex", v.is_valid(), v.to_string()), findings)
-        }
-        Judge::TwoPhaseCommit => {
-            let v = check_two_phase_commit(history)?;
-            let findings = checkers::two_phase_commit(&v, timeline);
-            (
-                text("two-phase commit", v.is_valid(), v.to_string()),
-                findings,
-            )
-        }
-        Judge::None => (
-            PageVerdict {
-                checker: "none".into(),
-                valid: true,
-                report: vec!["no checker was asked for: the timeline alone".into()],
-            },
-            Vec::new(),
-        ),
-    })
+    let mut findings: Vec<Finding> = verdict
+        .anomalies
+        .iter()
+        .filter(|a| a.kind != "liveness")
+        .map(|a| drawn::drawn(a, timeline))
+        .collect();
+    findings.extend(verdict.undecided.iter().map(|u| Finding {
+        name: "unknown".into(),
+        title: u.clone(),
+        text: u.clone(),
+        marks: Vec::new(),
+        arrows: Vec::new(),
+        spans: Vec::new(),
+        events: Vec::new(),
+        focus: [0, 0],
+    }));
+    if verdict.anomalies.iter().any(|a| a.kind == "liveness") {
+        findings.extend(stalls(timeline));
+    }
+    let page = PageVerdict {
+        checker: verdict.checker.clone(),
+        valid: verdict.is_valid(),
+        report: capped(verdict.report().lines().map(str::to_owned)),
+    };
+    Ok((page, findings))
 }
 
 /// Operations that ended `info` no sooner than the deadline after they began: the stalls a

@@ -8,9 +8,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::super::{Judge, Page};
-use avout_check::history::{History, Keys};
-use avout_check::linear::Model;
-use avout_check::list_append::Consistency;
+use avout_check::history::History;
 
 fn path(dir: &str, name: &str) -> PathBuf {
     [env!("CARGO_MANIFEST_DIR"), dir, name].iter().collect()
@@ -45,7 +43,7 @@ fn history(name: &str) -> History {
 fn golden_linearizability_of_an_edn_history() {
     let page = Page::of_history(
         &history("knossos-cas-register-invalid.edn"),
-        &Judge::Linearizable(Model::CasRegister, Keys::Field),
+        &Judge::named("cas-register"),
         "knossos-cas-register-invalid.edn",
     )
     .unwrap();
@@ -57,7 +55,7 @@ fn golden_linearizability_of_an_edn_history() {
 fn golden_g_single_of_a_json_lines_history() {
     let page = Page::of_history(
         &history("list-append-g-single.jsonl"),
-        &Judge::ListAppend(Consistency::StrictSerializable),
+        &Judge::named("list-append"),
         "list-append-g-single.jsonl",
     )
     .unwrap();
@@ -69,7 +67,7 @@ fn golden_g_single_of_a_json_lines_history() {
 fn golden_mutex_overlap() {
     let page = Page::of_history(
         &history("mutex-overlap.jsonl"),
-        &Judge::Mutex,
+        &Judge::named("mutex"),
         "mutex-overlap.jsonl",
     )
     .unwrap();

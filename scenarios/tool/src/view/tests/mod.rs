@@ -11,9 +11,8 @@ use super::findings::{Finding, Judge};
 use super::sim::{kebab, read_entry};
 use super::timeline::{Axis, Timeline};
 use super::{Page, page_path};
-use avout_check::bank::BankChecker;
-use avout_check::history::{Event, F, History, Keys};
-use avout_check::linear::Model;
+use avout_check::Options;
+use avout_check::history::{Event, F, History};
 use avout_check::list_append::Consistency;
 use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
 
@@ -228,7 +227,7 @@ fn two_live_holders_are_drawn_as_holds_with_their_tokens_and_the_overlap() {
             Event::invoke(1, f("release"), Value::Null),
             Event::ok(1, f("release"), Value::Null),
         ],
-        Judge::Mutex,
+        Judge::named("mutex"),
     );
     let finding = &p.findings[0];
     assert_eq!(finding.name, "overlap");
@@ -279,7 +278,7 @@ fn token_order_duplicates_and_stale_writes_are_drawn() {
             Event::invoke(3, f("write"), 8.into()),
             Event::ok(3, f("write"), 8.into()),
         ],
-        Judge::Mutex,
+        Judge::named("mutex"),
     );
     let names: Vec<&str> = p.findings.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, vec!["token-order", "duplicate-token", "stale-write"]);
@@ -311,7 +310,7 @@ fn linearizability_draws_the_deepest_order_and_the_operation_nobody_could_place(
             Event::invoke(2, F::Cas, json!([1, 3])),
             Event::ok(2, F::Cas, json!([1, 3])),
         ],
-        Judge::Linearizable(Model::CasRegister, Keys::Field),
+        Judge::named("cas-register"),
     );
     let finding = &p.findings[0];
     assert_eq!(finding.name, "not-linearizable");
@@ -340,7 +339,7 @@ fn a_value_never_written_is_its_reader_alone() {
             Event::invoke(0, F::Read, Value::Null),
             Event::ok(0, F::Read, 4.into()),
         ],
-        Judge::Linearizable(Model::Register, Keys::Field),
+        Judge::named("register"),
     );
     let finding = &p.findings[0];
     assert_eq!(
@@ -367,7 +366,13 @@ fn a_cycle_is_its_transactions_and_its_edges_with_their_kinds() {
             Event::ok(1, t(), json!([["append", "x", 1], ["append", "z", 1]])),
             Event::ok(0, t(), json!([["r", "x", []], ["r", "z", [1]]])),
         ],
-        Judge::ListAppend(Consistency::Serializable),
+        Judge::Checker {
+            name: "list-append".into(),
+            options: Options {
+                consistency: Consistency::Serializable,
+                ..Options::default()
+            },
+        },
     );
     let finding = &p.findings[0];
     assert_eq!(finding.name, "G-single");
@@ -412,7 +417,7 @@ fn an_aborted_read_links_the_failed_writer_to_its_reader() {
             Event::invoke(1, t(), json!([["r", "x", null]])),
             Event::ok(1, t(), json!([["r", "x", [1]]])),
         ],
-        Judge::ListAppend(Consistency::StrictSerializable),
+        Judge::named("list-append"),
     );
     let finding = &p.findings[0];
     assert_eq!(finding.name, "G1a");
@@ -438,7 +443,7 @@ fn a_bank_read_that_breaks_the_total_is_marked_with_what_is_wrong() {
             Event::invoke(1, F::Read, Value::Null),
             Event::ok(1, F::Read, json!({"a": -1, "b": 10})),
         ],
-        Judge::Bank(BankChecker::new()),
+        Judge::named("bank"),
     );
     assert_eq!(
         marks(&p, &p.findings[0]),
@@ -477,7 +482,7 @@ fn a_two_phase_commit_disagreement_marks_both_outcomes() {
                 json!({"tx": "t", "site": "c1", "outcome": "abort"}),
             ),
         ],
-        Judge::TwoPhaseCommit,
+        Judge::named("two-phase-commit"),
     );
     let finding = &p.findings[0];
     assert_eq!(finding.name, "disagreement");
@@ -519,15 +524,19 @@ fn a_nemesis_gets_a_lane_and_its_events_are_the_faults_before_an_anomaly() {
 
 #[test]
 fn the_checker_is_guessed_from_the_operations() {
-    let guess = |name: &str| Judge::guess(&history(vec![Event::invoke(0, f(name), Value::Null)]));
-    assert!(matches!(guess("txn"), Judge::ListAppend(_)));
-    assert!(matches!(guess("release"), Judge::Mutex));
-    assert!(matches!(guess("transfer"), Judge::Bank(_)));
-    assert!(matches!(guess("vote"), Judge::TwoPhaseCommit));
-    assert!(matches!(guess("enqueue"), Judge::None));
+    let guess =
+        |name: &str| match Judge::guess(&history(vec![Event::invoke(0, f(name), Value::Null)])) {
+            Judge::Checker { name, .. } => name,
+            _ => "none".into(),
+        };
+    assert_eq!(guess("txn"), "list-append");
+    assert_eq!(guess("release"), "mutex");
+    assert_eq!(guess("transfer"), "bank");
+    assert_eq!(guess("vote"), "two-phase-commit");
+    assert_eq!(guess("enqueue"), "none");
     assert!(matches!(
         Judge::guess(&history(vec![Event::invoke(0, F::Cas, json!([1, 2]))])),
-        Judge::Linearizable(Model::CasRegister, Keys::Field)
+        Judge::Checker { name, .. } if name == "cas-register"
     ));
 }
 

@@ -1,13 +1,107 @@
-//! The `cache` checker: every event for a real change, no change reported twice, each
-//! client's last cache converged to the tree.
+//! The `cache` checker, for caches of a node, its children or a subtree that follow writers
+//! changing the tree under [`ROOT`].
+//!
+//! History: `create`, `set`, `delete` (value `{path, data}`; `ok`, `fail`, or `info` when in
+//! doubt); `event` (one per cache event: `{cache, kind, path, data, czxid, mzxid}`, `kind`
+//! `created`, `changed` or `deleted`); `view` (each cache's final view: `{cache, client,
+//! scope, nodes}`, `scope` a [`Scope`]'s name); `tree` (the last read of the tree:
+//! `{nodes}`), where `nodes` maps a path to `[data, czxid, mzxid]`.
+//!
+//! Every event is for a real change (a write of that path with that data, not failed,
+//! invoked before the event; one write, one `mzxid`); no change to a path is reported twice
+//! by a cache (its events replay: no `created` of a cached path, no `changed` without a later
+//! `mzxid`, no `deleted` of an uncached one); and each client's last cache converged: its
+//! events replay into its view, and its view is the tree's part in its scope.
+//!
+//! ```
+//! use avout_check::Checker;
+//! use avout_check::history::{Event, History, F};
+//! use serde_json::json;
+//! let f = |s: &str| F::Other(s.into());
+//! let event = json!({"cache": 0, "kind": "created", "path": "/cache", "data": "x",
+//!                    "czxid": 1, "mzxid": 1});
+//! // A cache reports a node nobody wrote.
+//! let h: History = [Event::invoke(9, f("event"), event.clone()), Event::ok(9, f("event"), event)]
+//!     .into_iter()
+//!     .collect();
+//! let v = avout_check::recipes::cache::CHECKER.check(&h).unwrap();
+//! assert!(v.anomalies.iter().any(|a| a.message.contains("no write")), "{v}");
+//! ```
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Node, ROOT, Tree, parse_scope};
-use crate::scenario::{Pair, Verdict, pairs};
-use avout_check::history::{EventType, History};
+use crate::Rule;
+use crate::history::{EventType, History, Pair, pairs};
+use crate::verdict::{Anomaly, Role};
+
+/// The checker.
+pub const CHECKER: Rule = Rule::new("cache (real, once, converged)", judge);
+
+/// The root every cache follows.
+pub const ROOT: &str = "/cache";
+
+/// A cached or read node: data, `czxid`, `mzxid`.
+pub type Node = (String, i64, i64);
+
+/// Nodes by path.
+pub type Tree = BTreeMap<String, Node>;
+
+/// Which nodes under its root a cache follows, as the history names it.
+///
+/// ```
+/// use avout_check::recipes::cache::Scope;
+/// assert!(Scope::Subtree.covers("/r", "/r/a/b"));
+/// assert!(!Scope::Children.covers("/r", "/r/a/b"));
+/// assert!(Scope::Node.covers("/r", "/r"));
+/// assert_eq!(Scope::parse(Scope::Children.name()), Some(Scope::Children));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The root alone.
+    Node,
+    /// The root's children.
+    Children,
+    /// The root and everything below it.
+    Subtree,
+}
+
+impl Scope {
+    /// Its name in a history: `node`, `children` or `subtree`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Node => "node",
+            Scope::Children => "children",
+            Scope::Subtree => "subtree",
+        }
+    }
+
+    /// The scope named `name`.
+    pub fn parse(name: &str) -> Option<Scope> {
+        [Scope::Node, Scope::Children, Scope::Subtree]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+
+    /// Whether a cache of this scope on `root` follows `path`.
+    pub fn covers(self, root: &str, path: &str) -> bool {
+        let below = path
+            .strip_prefix(root)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|rest| !rest.is_empty());
+        match self {
+            Scope::Node => path == root,
+            Scope::Children => below.is_some_and(|rest| !rest.contains('/')),
+            Scope::Subtree => path == root || below.is_some(),
+        }
+    }
+}
+
+/// An anomaly of the cache event `e`.
+fn event(e: &Seen<'_>, kind: &str, message: String) -> Anomaly {
+    Anomaly::new(kind, message).op(e.op.start, Role::Culprit, format!("{} {}", e.kind, e.path))
+}
 
 /// A cache event as recorded.
 struct Seen<'a> {
@@ -43,22 +137,7 @@ fn nodes(v: &Value) -> Option<Tree> {
         .collect()
 }
 
-/// Judges a `cache` history (see the [scenario](super)).
-///
-/// ```
-/// use avout_check::history::{Event, History, F};
-/// use serde_json::json;
-/// let f = |s: &str| F::Other(s.into());
-/// let event = json!({"cache": 0, "kind": "created", "path": "/cache", "data": "x",
-///                    "czxid": 1, "mzxid": 1});
-/// // A cache reports a node nobody wrote.
-/// let h: History = [Event::invoke(9, f("event"), event.clone()), Event::ok(9, f("event"), event)]
-///     .into_iter()
-///     .collect();
-/// let v = avout_scenarios::scenario::cache::check(&h);
-/// assert!(v.anomalies.iter().any(|a| a.contains("no write")), "{v}");
-/// ```
-pub fn check(history: &History) -> Verdict {
+fn judge(history: &History) -> Vec<Anomaly> {
     let ops = pairs(history);
     let mut anomalies = Vec::new();
     let writes: Vec<&Pair> = ops
@@ -73,14 +152,14 @@ pub fn check(history: &History) -> Verdict {
     real_changes(&writes, &events, &mut anomalies);
     let models = replays(&events, &mut anomalies);
     converged(&ops, &models, &mut anomalies);
-    Verdict::new("cache (real, once, converged)", anomalies)
+    anomalies
 }
 
 /// Every event is for a write of its path, not failed, invoked before it: a `Created` whose
 /// node was never changed for a `create` with its data, a `Changed` (or a `Created` of a node
 /// changed since) for a `set` with its data, a `Deleted` for a `delete`. A write applies once,
 /// so all the events naming its data agree on its `mzxid`.
-fn real_changes(writes: &[&Pair], events: &[Seen], anomalies: &mut Vec<String>) {
+fn real_changes(writes: &[&Pair], events: &[Seen], anomalies: &mut Vec<Anomaly>) {
     let mut zxid_of: BTreeMap<(&str, &str), (i64, u64)> = BTreeMap::new();
     for e in events {
         let (data, czxid, mzxid) = &e.node;
@@ -96,28 +175,36 @@ fn real_changes(writes: &[&Pair], events: &[Seen], anomalies: &mut Vec<String>) 
                 && w.start < e.op.start
         });
         if !found {
-            anomalies.push(format!(
-                "cache {} reported {} {} (data {data:?}, mzxid {mzxid}) at event {}, but no \
+            anomalies.push(event(
+                e,
+                "unreal-change",
+                format!(
+                    "cache {} reported {} {} (data {data:?}, mzxid {mzxid}) at event {}, but no \
                  write ({wanted} of it{}) was invoked before",
-                e.cache,
-                e.kind,
-                e.path,
-                e.op.start,
-                if wanted == "delete" {
-                    String::new()
-                } else {
-                    format!(" with data {data:?}")
-                }
+                    e.cache,
+                    e.kind,
+                    e.path,
+                    e.op.start,
+                    if wanted == "delete" {
+                        String::new()
+                    } else {
+                        format!(" with data {data:?}")
+                    }
+                ),
             ));
         }
         if e.kind != "deleted"
             && let Some((first, cache)) = zxid_of.insert((e.path, data.as_str()), (*mzxid, e.cache))
             && first != *mzxid
         {
-            anomalies.push(format!(
-                "{} with data {data:?} reported at mzxid {first} (cache {cache}) and {mzxid} \
+            anomalies.push(event(
+                e,
+                "two-changes",
+                format!(
+                    "{} with data {data:?} reported at mzxid {first} (cache {cache}) and {mzxid} \
                  (cache {}): one write, two changes",
-                e.path, e.cache
+                    e.path, e.cache
+                ),
             ));
         }
     }
@@ -126,7 +213,7 @@ fn real_changes(writes: &[&Pair], events: &[Seen], anomalies: &mut Vec<String>) 
 /// Replays each cache instance's events into its model of the tree: a `Created` of a cached
 /// path, a `Changed` without a later `mzxid` (or of another node), a `Deleted` of an uncached
 /// path report a change twice (or one never seen). Returns the models, by instance.
-fn replays(events: &[Seen], anomalies: &mut Vec<String>) -> BTreeMap<u64, Tree> {
+fn replays(events: &[Seen], anomalies: &mut Vec<Anomaly>) -> BTreeMap<u64, Tree> {
     let mut models: BTreeMap<u64, Tree> = BTreeMap::new();
     for e in events {
         let model = models.entry(e.cache).or_default();
@@ -134,26 +221,38 @@ fn replays(events: &[Seen], anomalies: &mut Vec<String>) -> BTreeMap<u64, Tree> 
         match e.kind {
             "created" => {
                 if let Some(old) = model.insert(e.path.to_owned(), e.node.clone()) {
-                    anomalies.push(format!(
+                    anomalies.push(event(e, "reported-twice", format!(
                         "{at}: created {} (czxid {}) while it held it (czxid {}): reported twice",
                         e.path, e.node.1, old.1
-                    ));
+                    )));
                 }
             }
             "changed" => match model.get_mut(e.path) {
                 Some(old) if old.1 == e.node.1 && e.node.2 > old.2 => *old = e.node.clone(),
-                Some(old) => anomalies.push(format!(
-                    "{at}: changed {} to mzxid {} (czxid {}) after mzxid {} (czxid {}): a \
+                Some(old) => anomalies.push(event(
+                    e,
+                    "reported-twice",
+                    format!(
+                        "{at}: changed {} to mzxid {} (czxid {}) after mzxid {} (czxid {}): a \
                      change reported twice or out of order",
-                    e.path, e.node.2, e.node.1, old.2, old.1
+                        e.path, e.node.2, e.node.1, old.2, old.1
+                    ),
                 )),
-                None => anomalies.push(format!("{at}: changed {}, which it did not hold", e.path)),
+                None => anomalies.push(event(
+                    e,
+                    "reported-twice",
+                    format!("{at}: changed {}, which it did not hold", e.path),
+                )),
             },
             _ => {
                 if model.remove(e.path).is_none() {
-                    anomalies.push(format!(
-                        "{at}: deleted {}, which it did not hold: reported twice",
-                        e.path
+                    anomalies.push(event(
+                        e,
+                        "reported-twice",
+                        format!(
+                            "{at}: deleted {}, which it did not hold: reported twice",
+                            e.path
+                        ),
                     ));
                 }
             }
@@ -164,13 +263,16 @@ fn replays(events: &[Seen], anomalies: &mut Vec<String>) -> BTreeMap<u64, Tree> 
 
 /// Each client's last cache recorded a view, its events replay into that view, and the view
 /// is the last tree's part in its scope.
-fn converged(ops: &[Pair], models: &BTreeMap<u64, Tree>, anomalies: &mut Vec<String>) {
+fn converged(ops: &[Pair], models: &BTreeMap<u64, Tree>, anomalies: &mut Vec<Anomaly>) {
     let Some(tree) = ops
         .iter()
         .rfind(|o| o.f == "tree" && o.end == EventType::Ok)
         .and_then(|o| nodes(&o.output["nodes"]))
     else {
-        anomalies.push("the tree was never read once the writes stopped".into());
+        anomalies.push(Anomaly::new(
+            "not-converged",
+            "the tree was never read once the writes stopped",
+        ));
         return;
     };
     let mut last: BTreeMap<u64, &Pair> = BTreeMap::new();
@@ -188,24 +290,33 @@ fn converged(ops: &[Pair], models: &BTreeMap<u64, Tree>, anomalies: &mut Vec<Str
     let missing: std::collections::BTreeSet<u64> =
         started.filter(|c| !last.contains_key(c)).collect();
     for client in missing {
-        anomalies.push(format!("client {client}'s cache never recorded its view"));
+        anomalies.push(Anomaly::new(
+            "not-converged",
+            format!("client {client}'s cache never recorded its view"),
+        ));
     }
     for (client, op) in last {
         let v = &op.output;
         let (Some(cache), Some(scope), Some(view)) = (
             v["cache"].as_u64(),
-            v["scope"].as_str().and_then(parse_scope),
+            v["scope"].as_str().and_then(Scope::parse),
             nodes(&v["nodes"]),
         ) else {
             continue;
         };
         let replayed = models.get(&cache).cloned().unwrap_or_default();
         if replayed != view {
-            anomalies.push(format!(
-                "cache {cache}: its events replay into {} but its view is {}",
-                show(&replayed),
-                show(&view)
-            ));
+            anomalies.push(
+                Anomaly::new(
+                    "not-converged",
+                    format!(
+                        "cache {cache}: its events replay into {} but its view is {}",
+                        show(&replayed),
+                        show(&view)
+                    ),
+                )
+                .op(op.start, Role::Culprit, "view"),
+            );
         }
         let want: Tree = tree
             .iter()
@@ -213,12 +324,18 @@ fn converged(ops: &[Pair], models: &BTreeMap<u64, Tree>, anomalies: &mut Vec<Str
             .map(|(p, n)| (p.clone(), n.clone()))
             .collect();
         if view != want {
-            anomalies.push(format!(
-                "client {client}'s cache {cache} ({scope:?}) did not converge: its view is {} \
-                 where the tree holds {}",
-                show(&view),
-                show(&want)
-            ));
+            anomalies.push(
+                Anomaly::new(
+                    "not-converged",
+                    format!(
+                        "client {client}'s cache {cache} ({scope:?}) did not converge: its view \
+                         is {} where the tree holds {}",
+                        show(&view),
+                        show(&want)
+                    ),
+                )
+                .op(op.start, Role::Culprit, "view"),
+            );
         }
     }
 }
@@ -235,8 +352,9 @@ fn show(tree: &Tree) -> String {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::check;
-    use avout_check::history::{Event, F, History};
+    use super::CHECKER;
+    use crate::Checker;
+    use crate::history::{Event, F, History};
 
     fn f(s: &str) -> F {
         F::Other(s.into())
@@ -303,8 +421,8 @@ mod tests {
     }
 
     fn anomalies(ops: &[(u64, &str, Value, Value)]) -> Vec<String> {
-        let v = check(&history(ops));
-        v.anomalies
+        let v = CHECKER.check(&history(ops)).unwrap();
+        v.anomalies.into_iter().map(|a| a.message).collect()
     }
 
     #[test]
