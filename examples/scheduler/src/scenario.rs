@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use avout_check::history::EventType;
-use avout_scenarios::scenario::env::{Cluster, Recorder, client_rng};
+use avout_scenarios::scenario::env::{Cluster, Recorder};
 use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
+use avout_sim_zk::rng::ClientStream;
 use futures::future::LocalBoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
@@ -117,7 +118,7 @@ pub(crate) async fn work(
     me: usize,
 ) -> Result<(), WorkloadError> {
     let p = me as u64;
-    let mut rng = client_rng(w.seed, me);
+    let mut rng = ClientStream::CHOICES.rng(w.seed, me);
     let client = cluster.client().await?;
     let mut worker = until_ok("opening a worker", || {
         Worker::open(&client, ROOT, me, w.clients)

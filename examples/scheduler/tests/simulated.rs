@@ -15,9 +15,10 @@ fn every_job_is_done_exactly_once_under_faults() {
 /// One run does the work it claims: every job put, handed out and done, by elected leaders.
 #[test]
 fn a_run_elects_leaders_that_hand_out_every_job() {
-    use avout_scenarios::scenario::{FaultPlan, Workload, registry, run_sim};
-    let w = Workload::new(registry::register(SchedulerScenario), 1);
-    let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+    use avout_scenarios::scenario::{FaultPlan, Registry, Workload};
+    let registry = Registry::empty().with(SchedulerScenario);
+    let w = Workload::new(&SchedulerScenario, 1);
+    let report = registry.run(&w).faults(&FaultPlan::all()).sim().unwrap();
     assert!(report.verdict.is_valid(), "{}", report.verdict);
     let count = |f: &str| {
         avout_check::history::pairs(&report.history)

@@ -33,7 +33,8 @@
 //! A [`Scenario`](crate::scenario::Scenario) is a name, a line about it, a default size
 //! (clients, operations per client), a workload and the checkers that judge its history. The workload opens clients on
 //! the cluster it is given (the simulator, or a real ensemble: the same code runs on both),
-//! draws its choices from [`client_rng`](crate::scenario::env::client_rng) and records every
+//! draws its choices from its clients' own streams
+//! ([`ClientStream`](avout_sim_zk::rng::ClientStream)) and records every
 //! operation it makes, its invocation and how it ended, with the
 //! [`Recorder`](crate::scenario::env::Recorder): `ok` with its output, `fail` when it surely
 //! did not happen, `info` when it may have. The checkers judge that history alone: one of

@@ -2,7 +2,7 @@
 //! range, every failure named by its seed, recorded, shrunk and kept as a regression case.
 //!
 //! ```no_run
-//! # use avout_scenarios::scenario::counter::CounterScenario as MyScenario;
+//! # use avout_scenarios::builtin::counter::CounterScenario as MyScenario;
 //! #[test]
 //! fn my_scheduler_survives_the_simulator() {
 //!     avout_scenarios::harness::Harness::new(MyScenario).seeds(0..50).run();
@@ -39,9 +39,7 @@ pub use seeds::{BadSeeds, SEEDS_VAR, parse_seeds};
 use crate::scenario::case::{Case, CaseError};
 use crate::scenario::explore::explore;
 use crate::scenario::shrink::{ShrinkError, Shrunk, shrink};
-use crate::scenario::{
-    FaultPlan, Report, RunError, Scenario, ScenarioName, Workload, registry, run_sim,
-};
+use crate::scenario::{FaultPlan, Registry, Report, RunError, Scenario, Workload};
 
 /// The environment variable naming a case file to replay instead of exploring.
 pub const REPLAY_VAR: &str = "AVOUT_REPLAY";
@@ -65,7 +63,9 @@ const SHOWN_EVENTS: usize = 60;
 /// A scenario run over seeds on the simulator (see the [module docs](self)).
 #[derive(Clone, Debug)]
 pub struct Harness {
-    scenario: ScenarioName,
+    /// The scenario, the only one its registry has: its case files name it.
+    registry: Registry,
+    scenario: &'static str,
     seeds: Range<u64>,
     plan: FaultPlan,
     clients: Option<usize>,
@@ -209,10 +209,11 @@ impl std::fmt::Display for Failure {
 /// The shrunk schedule in words: steps, the workload's size, every scheduled fault.
 ///
 /// ```
-/// # use avout_scenarios::scenario::{case::Case, shrink::Shrunk, FaultPlan, ScenarioName, Workload};
-/// let mut w = Workload::new(ScenarioName::Counter, 1);
+/// # use avout_scenarios::scenario::{case::Case, shrink::Shrunk, FaultPlan, Registry};
+/// let registry = Registry::builtins();
+/// let mut w = registry.workload("counter", 1).unwrap();
 /// w.ops = 1;
-/// let case = Case::record(&w, &FaultPlan::none(), None).unwrap();
+/// let case = Case::record(&registry, &w, &FaultPlan::none(), None).unwrap();
 /// let s = Shrunk { case, runs: 3, steps: (200, 4), ops: (200, 4), faults: (7, 0), scheduled: true };
 /// assert!(avout_scenarios::harness::schedule(&s).starts_with("200 steps → 4"));
 /// ```
@@ -239,11 +240,12 @@ pub fn schedule(shrunk: &Shrunk) -> String {
 }
 
 impl Harness {
-    /// `scenario` (registered by name in this process), on seeds `0..20` under every
-    /// default fault kind ([`FaultPlan::all`]), at its default size.
-    pub fn new(scenario: impl Scenario) -> Self {
+    /// `scenario`, on seeds `0..20` under every default fault kind ([`FaultPlan::all`]), at
+    /// its default size.
+    pub fn new(scenario: impl Scenario + 'static) -> Self {
         Harness {
-            scenario: registry::register(scenario),
+            scenario: scenario.name(),
+            registry: Registry::empty().with(scenario),
             seeds: 0..20,
             plan: FaultPlan::all(),
             clients: None,
@@ -323,7 +325,7 @@ impl Harness {
         }
         let kept = regressions::load(&self.regressions, self.scenario)?;
         for (file, case) in &kept {
-            let report = case.rerun(None)?;
+            let report = case.rerun(&self.registry, None)?;
             if !report.verdict.is_valid() {
                 return Err(HarnessError::Regression {
                     file: file.display().to_string(),
@@ -335,9 +337,10 @@ impl Harness {
         }
         let seeds = seeds::seeds_or(self.seeds.clone())?;
         let w = self.workload(seeds.start);
+        let run = self.registry.run(&w).faults(&self.plan);
         if self.determinism {
-            let first = run_sim(&w, &self.plan, None, false, None)?;
-            let second = run_sim(&w, &self.plan, None, false, None)?;
+            let first = run.sim()?;
+            let second = run.sim()?;
             if first.hash != second.hash {
                 return Err(HarnessError::Nondeterministic {
                     seed: w.seed,
@@ -346,7 +349,7 @@ impl Harness {
                 });
             }
         }
-        let found = explore(&w, &self.plan, None, seeds, self.threads, false, &|_| {})?;
+        let found = explore(&run, seeds, self.threads, false, &|_| {})?;
         match found.first_failure() {
             None => Ok(Passed {
                 regressions: kept.len(),
@@ -358,7 +361,8 @@ impl Harness {
 
     /// The workload of `seed`.
     fn workload(&self, seed: u64) -> Workload {
-        let mut w = Workload::new(self.scenario, seed);
+        let scenario = self.registry.get(self.scenario).expect("its own scenario");
+        let mut w = Workload::new(scenario, seed);
         w.clients = self.clients.unwrap_or(w.clients);
         w.ops = self.ops.unwrap_or(w.ops);
         w
@@ -367,11 +371,11 @@ impl Harness {
     /// Records, shrinks and keeps the failure of `report`.
     fn failed(&self, report: &Report, test: String) -> HarnessError {
         let seed = report.workload.seed;
-        let case = match Case::record(&report.workload, &self.plan, None) {
+        let case = match Case::record(&self.registry, &report.workload, &self.plan, None) {
             Ok(case) => case,
             Err(e) => return e.into(),
         };
-        let case_file = failures_dir().join(format!("{}-{seed}.json", self.scenario.name()));
+        let case_file = failures_dir().join(format!("{}-{seed}.json", self.scenario));
         if let Err(e) = save(&case, &case_file) {
             return e.into();
         }
@@ -379,7 +383,7 @@ impl Harness {
             .ok()
             .and_then(|b| b.parse().ok())
             .unwrap_or(self.budget);
-        let (shrunk, shrunk_file) = match shrink(&case, budget) {
+        let (shrunk, shrunk_file) = match shrink(&self.registry, &case, budget) {
             Ok(shrunk) => {
                 let file = regressions::path_for(&self.regressions, &shrunk.case);
                 if let Err(e) = save(&shrunk.case, &file) {
@@ -394,7 +398,7 @@ impl Harness {
         };
         let shrunk_history = shrunk
             .as_ref()
-            .and_then(|s| s.case.replay().ok())
+            .and_then(|s| s.case.replay(&self.registry).ok())
             .map(|report| history_lines(&report.history))
             .unwrap_or_default();
         HarnessError::Failed(Box::new(Failure {
@@ -411,7 +415,7 @@ impl Harness {
     /// Replays the case at `file`: it must replay to its hash, and fails if it still fails.
     fn replay(&self, file: &Path) -> Result<(), HarnessError> {
         let case = Case::load(file)?;
-        let report = case.replay()?;
+        let report = case.replay(&self.registry)?;
         let problem = |what: String| HarnessError::Replay {
             file: file.display().to_string(),
             what,

@@ -2,12 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::scenario::ScenarioName;
 use crate::scenario::case::{Case, CaseError};
 
 /// The cases kept for `scenario` in `dir` (files `SCENARIO-*.json`), in name order; none if
 /// the directory does not exist yet.
-pub(crate) fn load(dir: &Path, scenario: ScenarioName) -> Result<Vec<(PathBuf, Case)>, CaseError> {
+pub(crate) fn load(dir: &Path, scenario: &str) -> Result<Vec<(PathBuf, Case)>, CaseError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -24,7 +23,7 @@ pub(crate) fn load(dir: &Path, scenario: ScenarioName) -> Result<Vec<(PathBuf, C
             p.extension().is_some_and(|e| e == "json")
                 && p.file_stem()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|stem| is_case_of(stem, scenario.name()))
+                    .is_some_and(|stem| is_case_of(stem, scenario))
         })
         .collect();
     files.sort();
@@ -47,8 +46,7 @@ fn is_case_of(stem: &str, scenario: &str) -> bool {
 pub(crate) fn path_for(dir: &Path, case: &Case) -> PathBuf {
     dir.join(format!(
         "{}-{}.json",
-        case.workload.scenario.name(),
-        case.workload.seed
+        case.workload.scenario, case.workload.seed
     ))
 }
 

@@ -8,12 +8,13 @@
 //!
 //! ```
 //! use avout_scenarios::scenario::case::Case;
-//! use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
-//! let mut w = Workload::new(ScenarioName::Counter, 5);
+//! use avout_scenarios::scenario::{FaultPlan, Registry};
+//! let registry = Registry::builtins();
+//! let mut w = registry.workload("counter", 5).unwrap();
 //! w.ops = 3;
-//! let case = Case::record(&w, &FaultPlan::none(), None).unwrap();
+//! let case = Case::record(&registry, &w, &FaultPlan::none(), None).unwrap();
 //! let back = Case::from_json(&case.to_json()).unwrap();
-//! let replay = back.replay().unwrap();
+//! let replay = back.replay(&registry).unwrap();
 //! assert_eq!(replay.hash, Some(case.sim.hash));
 //! ```
 
@@ -23,7 +24,7 @@ use avout::planted::Bug;
 use avout_sim_zk::ReplayFile;
 use serde::{Deserialize, Serialize};
 
-use super::{FaultPlan, Report, RunError, Workload, run_sim};
+use super::{FaultPlan, Registry, Report, Run, RunError, Workload};
 
 /// The case-file format this crate writes and reads.
 pub const CASE_FORMAT: u32 = 1;
@@ -71,9 +72,20 @@ pub enum CaseError {
 }
 
 impl Case {
-    /// Runs `w` under `plan` (with `planted` on), recording its choices.
-    pub fn record(w: &Workload, plan: &FaultPlan, planted: Option<Bug>) -> Result<Case, RunError> {
-        let report = run_sim(w, plan, planted, true, None)?;
+    /// Runs `w` (its scenario found in `registry`) under `plan` with `planted` on, recording
+    /// its choices.
+    pub fn record(
+        registry: &Registry,
+        w: &Workload,
+        plan: &FaultPlan,
+        planted: Option<Bug>,
+    ) -> Result<Case, RunError> {
+        let report = registry
+            .run(w)
+            .faults(plan)
+            .planted(planted)
+            .recorded()
+            .sim()?;
         Ok(Case::from_report(&report, plan))
     }
 
@@ -96,45 +108,36 @@ impl Case {
         }
     }
 
-    /// Re-runs the case from its recorded choices.
-    pub fn replay(&self) -> Result<Report, RunError> {
-        self.check_seed()?;
-        run_sim(
-            &self.workload,
-            &self.plan,
-            self.planted,
-            false,
-            Some(&self.sim),
-        )
-    }
-
-    /// [`Case::replay`], keeping the simulator's event log (what `avout view` draws).
-    pub fn replay_logged(&self) -> Result<(Report, Vec<avout_sim_zk::LogEvent>), RunError> {
-        self.check_seed()?;
-        super::run_sim_inner(
-            &self.workload,
-            &self.plan,
-            self.planted,
-            false,
-            Some(&self.sim),
-            true,
-        )
-    }
-
-    fn check_seed(&self) -> Result<(), RunError> {
+    /// The run of the case from its recorded choices (add [`Run::logged`] for the
+    /// simulator's log, what `avout view` draws).
+    pub fn replay_run<'a>(&'a self, registry: &'a Registry) -> Result<Run<'a>, RunError> {
         if self.sim.config.seed != self.workload.seed {
             return Err(RunError::Case(format!(
                 "the simulator's seed {} is not the workload's seed {}",
                 self.sim.config.seed, self.workload.seed
             )));
         }
-        Ok(())
+        Ok(registry
+            .run(&self.workload)
+            .faults(&self.plan)
+            .planted(self.planted)
+            .replaying(&self.sim))
+    }
+
+    /// Re-runs the case from its recorded choices.
+    pub fn replay(&self, registry: &Registry) -> Result<Report, RunError> {
+        self.replay_run(registry)?.sim()
     }
 
     /// Re-runs the case from its seed and fault plan, without the recorded choices (what a
-    /// regression test does: it survives changes to how the simulator tapes its choices).
-    pub fn rerun(&self, planted: Option<Bug>) -> Result<Report, RunError> {
-        run_sim(&self.workload, &self.plan, planted, false, None)
+    /// regression test does: it survives changes to how the simulator tapes its choices), with
+    /// `planted` on.
+    pub fn rerun(&self, registry: &Registry, planted: Option<Bug>) -> Result<Report, RunError> {
+        registry
+            .run(&self.workload)
+            .faults(&self.plan)
+            .planted(planted)
+            .sim()
     }
 
     /// The case as pretty JSON.

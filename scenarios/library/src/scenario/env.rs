@@ -1,5 +1,7 @@
 //! What a workload runs against: a [`Cluster`] to open managed clients on (the simulator or a
-//! real ensemble), a [`Recorder`] that writes the history, and per-client random streams.
+//! real ensemble) and a [`Recorder`] that writes the history. Its clients draw their choices
+//! from their own streams, [`ClientStream`](avout_sim_zk::rng::ClientStream), beside the
+//! simulator's.
 //!
 //! Workloads are written once, generic over [`Cluster`], so the same code and the same
 //! checker run on the embedded simulator and on real ZooKeeper. Each workload client holds one
@@ -17,8 +19,6 @@ use avout::stm::store::RefStore;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, SessionId};
 use futures::future::BoxFuture;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use super::error::{BoxError, WorkloadError};
@@ -404,36 +404,6 @@ impl Default for Recorder {
     fn default() -> Self {
         Recorder::new()
     }
-}
-
-/// A client's own random stream: a function of the run's seed and the client's index only,
-/// so faults, latencies and the other clients never change what it decides.
-///
-/// ```
-/// use rand::Rng;
-/// let mut a = avout_scenarios::scenario::env::client_rng(7, 1);
-/// let mut b = avout_scenarios::scenario::env::client_rng(7, 1);
-/// assert_eq!(a.random::<u64>(), b.random::<u64>());
-/// ```
-pub fn client_rng(seed: u64, client: usize) -> ChaCha8Rng {
-    client_stream(seed, client, b"workload")
-}
-
-/// Another of a client's own random streams, named `name` (independent of [`client_rng`] and
-/// of every other name), for a part of the client that runs beside its main loop.
-///
-/// ```
-/// use rand::Rng;
-/// let mut a = avout_scenarios::scenario::env::client_stream(7, 1, b"leader..");
-/// let mut b = avout_scenarios::scenario::env::client_rng(7, 1);
-/// assert_ne!(a.random::<u64>(), b.random::<u64>());
-/// ```
-pub fn client_stream(seed: u64, client: usize, name: &[u8; 8]) -> ChaCha8Rng {
-    let mut key = [0u8; 32];
-    key[..8].copy_from_slice(&seed.to_le_bytes());
-    key[8..16].copy_from_slice(&(client as u64).to_le_bytes());
-    key[16..24].copy_from_slice(name);
-    ChaCha8Rng::from_seed(key)
 }
 
 /// A logical client's process number in the history. After an operation whose outcome is

@@ -8,7 +8,7 @@
 //! lowest failing seed of the range, whatever the thread timing.
 //!
 //! A failure is a run whose verdict is not valid: an anomaly the checker found, a missed
-//! deadline, a panic, or an error the workload gave up with (see [`super::run_sim`]). All
+//! deadline, a panic, or an error the workload gave up with (see [`Run::sim`]). All
 //! are counted and named by their seed alike. Only what no seed causes (a planted bug that
 //! is not compiled in) stops exploration with `Err`.
 //!
@@ -19,9 +19,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use avout::planted::Bug;
-
-use super::{FaultPlan, Report, RunError, Workload, run_sim};
+use super::{Report, Run, RunError};
 
 /// What an exploration found.
 #[derive(Debug, Default)]
@@ -110,22 +108,21 @@ pub(crate) fn explore_runs(
     Ok(found)
 }
 
-/// Runs `w` (its seed replaced) under `plan` for every seed in `seeds` on `threads` OS
-/// threads, stopping after the lowest failure unless `all`; `progress` is called after each
-/// run with the number of runs done.
+/// Makes `run` (its seed replaced) for every seed in `seeds` on `threads` OS threads,
+/// stopping after the lowest failure unless `all`; `progress` is called after each run with
+/// the number of runs done.
 ///
 /// ```
-/// use avout_scenarios::scenario::{explore::explore, FaultPlan, ScenarioName, Workload};
-/// let mut w = Workload::new(ScenarioName::Counter, 0);
+/// use avout_scenarios::scenario::{explore::explore, FaultPlan, Registry};
+/// let registry = Registry::builtins();
+/// let mut w = registry.workload("counter", 0).unwrap();
 /// w.ops = 3;
-/// let found = explore(&w, &FaultPlan::none(), None, 0..4, 2, false, &|_| {}).unwrap();
+/// let found = explore(&registry.run(&w), 0..4, 2, false, &|_| {}).unwrap();
 /// assert_eq!(found.runs, 4);
 /// assert!(found.failures.is_empty());
 /// ```
 pub fn explore(
-    w: &Workload,
-    plan: &FaultPlan,
-    planted: Option<Bug>,
+    run: &Run<'_>,
     seeds: Range<u64>,
     threads: usize,
     all: bool,
@@ -133,11 +130,7 @@ pub fn explore(
 ) -> Result<Exploration, RunError> {
     let count = seeds.end.saturating_sub(seeds.start);
     let found = explore_runs(count, threads, all, progress, &|i| {
-        let run = Workload {
-            seed: seeds.start + i,
-            ..w.clone()
-        };
-        run_sim(&run, plan, planted, false, None)
+        run.clone().seed(seeds.start + i).sim()
     })?;
     Ok(Exploration {
         runs: found.runs,
@@ -152,7 +145,9 @@ mod tests {
     use avout_check::{Anomaly, Verdict};
 
     fn report(valid: bool) -> Report {
-        let w = Workload::new(crate::scenario::ScenarioName::Counter, 0);
+        let w = crate::scenario::Registry::builtins()
+            .workload("counter", 0)
+            .expect("a built-in");
         Report {
             workload: w,
             planted: None,
@@ -164,6 +159,7 @@ mod tests {
             wall_time: Default::default(),
             hash: None,
             requests: Some(1),
+            log: Vec::new(),
             verdict: Verdict::new(
                 "test",
                 "",

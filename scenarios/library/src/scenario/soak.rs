@@ -13,10 +13,10 @@
 //!
 //! ```
 //! use avout_scenarios::scenario::soak::{FaultConfig, Soak, soak};
-//! use avout_scenarios::scenario::ScenarioName;
-//! let mut s = Soak::new(vec![ScenarioName::Counter], vec![FaultConfig::none()], 7, 3);
+//! use avout_scenarios::scenario::Registry;
+//! let mut s = Soak::new(vec!["counter".into()], vec![FaultConfig::none()], 7, 3);
 //! s.ops = Some(3);
-//! let report = soak(&s, &|_| {}).unwrap();
+//! let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
 //! assert_eq!((report.runs, report.rows[0].seeds, report.failed()), (3, 3, false));
 //! ```
 
@@ -29,7 +29,7 @@ use avout_sim_zk::FaultKind;
 use super::case::{Case, CaseError};
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{FaultPlan, Protocol, Report, RunError, ScenarioName, Workload, run_sim};
+use super::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
 
 /// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
 ///
@@ -109,8 +109,8 @@ impl FaultConfig {
 /// What to soak.
 #[derive(Clone, Debug)]
 pub struct Soak {
-    /// The scenarios.
-    pub scenarios: Vec<ScenarioName>,
+    /// The scenarios, by name.
+    pub scenarios: Vec<String>,
     /// The fault configurations.
     pub faults: Vec<FaultConfig>,
     /// The first seed.
@@ -128,17 +128,12 @@ pub struct Soak {
     /// Extra rows: a scenario run again with its refs' values in a store, under each fault
     /// configuration. By default bank with the in-process store, when bank is soaked (one
     /// row per configuration more: the soak grows by one scenario's share, about 1/13).
-    pub ref_store_rows: Vec<(ScenarioName, RefStoreKind)>,
+    pub ref_store_rows: Vec<(String, RefStoreKind)>,
 }
 
 impl Soak {
     /// `scenarios` × `faults` on seeds `base..base + seeds`, on every core.
-    pub fn new(
-        scenarios: Vec<ScenarioName>,
-        faults: Vec<FaultConfig>,
-        base: u64,
-        seeds: u64,
-    ) -> Self {
+    pub fn new(scenarios: Vec<String>, faults: Vec<FaultConfig>, base: u64, seeds: u64) -> Self {
         Soak {
             faults,
             base,
@@ -147,8 +142,8 @@ impl Soak {
             ops: None,
             planted: None,
             threads: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
-            ref_store_rows: if scenarios.contains(&ScenarioName::Bank) {
-                vec![(ScenarioName::Bank, RefStoreKind::Memory)]
+            ref_store_rows: if scenarios.iter().any(|s| s == "bank") {
+                vec![("bank".to_owned(), RefStoreKind::Memory)]
             } else {
                 Vec::new()
             },
@@ -160,8 +155,7 @@ impl Soak {
     ///
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Soak};
-    /// use avout_scenarios::scenario::ScenarioName;
-    /// let s = Soak::new(vec![ScenarioName::Bank, ScenarioName::Counter], FaultConfig::per_kind(), 1, 1);
+    /// let s = Soak::new(vec!["bank".into(), "counter".into()], FaultConfig::per_kind(), 1, 1);
     /// assert_eq!(s.rows(), (2 + 1) * 12); // bank again with the memory store
     /// ```
     pub fn rows(&self) -> usize {
@@ -169,23 +163,30 @@ impl Soak {
     }
 
     /// The rows of the grid, in order.
-    fn jobs(&self) -> Vec<(ScenarioName, RefStoreKind, &FaultConfig)> {
+    fn jobs(&self) -> Vec<(&str, RefStoreKind, &FaultConfig)> {
         self.scenarios
             .iter()
-            .map(|s| (*s, RefStoreKind::default()))
-            .chain(self.ref_store_rows.iter().copied())
+            .map(|s| (s.as_str(), RefStoreKind::default()))
+            .chain(self.ref_store_rows.iter().map(|(s, k)| (s.as_str(), *k)))
             .flat_map(|(s, k)| self.faults.iter().map(move |f| (s, k, f)))
             .collect()
     }
 
-    fn workload(&self, scenario: ScenarioName, ref_store: RefStoreKind, seed: u64) -> Workload {
-        let mut w = Workload::new(scenario, seed);
+    /// The workload of a row's `scenario` (found in `registry`) with `seed`.
+    fn workload(
+        &self,
+        registry: &Registry,
+        scenario: &str,
+        ref_store: RefStoreKind,
+        seed: u64,
+    ) -> Result<Workload, RunError> {
+        let mut w = registry.workload(scenario, seed)?;
         w.ref_store = ref_store;
         w.protocol = self.protocol;
         if let Some(ops) = self.ops {
             w.ops = ops;
         }
-        w
+        Ok(w)
     }
 }
 
@@ -193,7 +194,7 @@ impl Soak {
 #[derive(Clone, Debug)]
 pub struct Row {
     /// The scenario.
-    pub scenario: ScenarioName,
+    pub scenario: String,
     /// Where its refs' values lived.
     pub ref_store: RefStoreKind,
     /// The fault configuration.
@@ -212,15 +213,15 @@ impl Row {
     ///
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
-    /// use avout_scenarios::scenario::{ScenarioName, store::RefStoreKind};
-    /// let row = Row { scenario: ScenarioName::Bank, ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None };
+    /// use avout_scenarios::scenario::store::RefStoreKind;
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None };
     /// assert_eq!(row.label(), "bank+memory");
     /// ```
     pub fn label(&self) -> String {
         if self.ref_store.is_default() {
-            self.scenario.name().to_owned()
+            self.scenario.clone()
         } else {
-            format!("{}+{}", self.scenario.name(), self.ref_store.name())
+            format!("{}+{}", self.scenario, self.ref_store.name())
         }
     }
 }
@@ -251,7 +252,11 @@ impl SoakReport {
 /// # Panics
 ///
 /// If `base + seeds` overflows a `u64`.
-pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, RunError> {
+pub fn soak(
+    registry: &Registry,
+    s: &Soak,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SoakReport, RunError> {
     assert!(
         s.base.checked_add(s.seeds).is_some(),
         "seeds {}..{}+{} overflow",
@@ -261,6 +266,11 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
     );
     let wall = Instant::now();
     let jobs = s.jobs();
+    // Every row's scenario is known before any run is made.
+    let workloads = jobs
+        .iter()
+        .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
+        .collect::<Result<Vec<Workload>, RunError>>()?;
     let plans: Vec<FaultPlan> = jobs.iter().map(|(_, _, f)| f.plan()).collect();
     let per_job = s.seeds.max(1);
     let found = explore_runs(
@@ -270,18 +280,23 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
         progress,
         &|i| {
             let job = (i / per_job) as usize;
-            let w = s.workload(jobs[job].0, jobs[job].1, s.base + i % per_job);
             // Only the count and the seeds of failures are kept; the lowest is re-run below.
-            run_sim(&w, &plans[job], s.planted, false, None).map(|mut r| {
-                r.history = Default::default();
-                r
-            })
+            registry
+                .run(&workloads[job])
+                .seed(s.base + i % per_job)
+                .faults(&plans[job])
+                .planted(s.planted)
+                .sim()
+                .map(|mut r| {
+                    r.history = Default::default();
+                    r
+                })
         },
     )?;
     let mut rows: Vec<Row> = jobs
         .iter()
         .map(|(scenario, ref_store, faults)| Row {
-            scenario: *scenario,
+            scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
             faults: (*faults).clone(),
             seeds: s.seeds,
@@ -294,11 +309,11 @@ pub fn soak(s: &Soak, progress: &(dyn Fn(u64) + Sync)) -> Result<SoakReport, Run
             .failed
             .push(s.base + i % per_job);
     }
-    for (row, plan) in rows.iter_mut().zip(&plans) {
+    for ((row, plan), w) in rows.iter_mut().zip(&plans).zip(&workloads) {
         if let Some(&seed) = row.failed.first() {
             // The same run (a function of its seed), its choices taped for the case file.
-            let w = s.workload(row.scenario, row.ref_store, seed);
-            row.first = Some(Case::record(&w, plan, s.planted)?);
+            let w = Workload { seed, ..w.clone() };
+            row.first = Some(Case::record(registry, &w, plan, s.planted)?);
         }
     }
     Ok(SoakReport {
@@ -326,11 +341,12 @@ pub struct Kept {
 ///
 /// ```
 /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../regressions");
-/// let kept = avout_scenarios::scenario::soak::rerun_kept(&dir).unwrap();
+/// let registry = avout_scenarios::scenario::Registry::builtins();
+/// let kept = avout_scenarios::scenario::soak::rerun_kept(&registry, &dir).unwrap();
 /// assert!(!kept.is_empty());
 /// assert!(kept.iter().all(|k| k.report.verdict.is_valid()), "{kept:?}");
 /// ```
-pub fn rerun_kept(dir: &Path) -> Result<Vec<Kept>, CaseError> {
+pub fn rerun_kept(registry: &Registry, dir: &Path) -> Result<Vec<Kept>, CaseError> {
     let io = |source| CaseError::Io {
         path: dir.display().to_string(),
         source,
@@ -347,7 +363,7 @@ pub fn rerun_kept(dir: &Path) -> Result<Vec<Kept>, CaseError> {
         .into_iter()
         .map(|path| {
             let case = Case::load(&path)?;
-            let report = case.rerun(None)?;
+            let report = case.rerun(registry, None)?;
             let anomaly = case.anomalies.first().cloned().unwrap_or_default();
             Ok(Kept {
                 path,

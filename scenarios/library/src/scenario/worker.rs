@@ -12,7 +12,9 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use super::codes;
-use super::env::{Cluster, Process, Recorder, client_rng};
+use avout_sim_zk::rng::ClientStream;
+
+use super::env::{Cluster, Process, Recorder};
 use super::error::WorkloadError;
 use super::{OP_DEADLINE, Workload};
 use avout_check::history::{ErrorCode, EventType};
@@ -231,7 +233,7 @@ pub(crate) struct Worker<'a, K> {
     pub(crate) w: &'a Workload,
     /// The client's index, from 0.
     pub(crate) index: usize,
-    /// Its choices ([`client_rng`]).
+    /// Its choices ([`ClientStream::CHOICES`]).
     pub(crate) rng: ChaCha8Rng,
     /// Its process and recorder.
     pub(crate) caller: Caller<'a>,
@@ -252,7 +254,7 @@ impl<'a, K> Worker<'a, K> {
             cluster,
             w,
             index,
-            rng: client_rng(w.seed, index),
+            rng: ClientStream::CHOICES.rng(w.seed, index),
             caller: Caller::new(rec, Process::new(index, w.clients)),
         }
     }

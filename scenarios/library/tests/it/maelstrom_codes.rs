@@ -5,15 +5,19 @@
 
 use avout_check::Verdict;
 use avout_check::history::{ErrorCode, Event, EventType, F, History, HistoryError};
-use avout_scenarios::scenario::{FaultPlan, Protocol, ScenarioName, Workload, run_sim};
+use avout_scenarios::scenario::{FaultPlan, Protocol, Registry, Workload};
 use avout_sim_zk::FaultKind;
 use serde_json::{Value, json};
 
 /// The verdict `scenario`'s checkers give `history` of a run under `protocol`.
-fn judge(scenario: ScenarioName, protocol: Protocol, history: &History) -> Verdict {
-    let mut w = Workload::new(scenario, 0);
+fn judge(scenario: &str, protocol: Protocol, history: &History) -> Verdict {
+    let mut w = Registry::builtins().workload(scenario, 0).unwrap();
     w.protocol = protocol;
-    scenario.scenario().checkers(&w).judge(history)
+    Registry::builtins()
+        .get(scenario)
+        .unwrap()
+        .checkers(&w)
+        .judge(history)
 }
 
 /// Runs `w` under `plan` with seeds from `base` until a history carries `code`; every run
@@ -21,7 +25,7 @@ fn judge(scenario: ScenarioName, protocol: Protocol, history: &History) -> Verdi
 fn produces(mut w: Workload, plan: &FaultPlan, base: u64, code: ErrorCode) -> u64 {
     for seed in base..base + 40 {
         w.seed = seed;
-        let report = run_sim(&w, plan, None, false, None).unwrap();
+        let report = Registry::builtins().run(&w).faults(plan).sim().unwrap();
         assert!(
             report.verdict.is_valid(),
             "{} seed {seed}: {}\nreplay: avout run {} --seed {seed} --clients {} --ops {}",
@@ -52,8 +56,8 @@ fn produces(mut w: Workload, plan: &FaultPlan, base: u64, code: ErrorCode) -> u6
     panic!("{} never recorded {code} from seed {base}", w.scenario);
 }
 
-fn workload(scenario: ScenarioName, clients: usize, ops: usize) -> Workload {
-    let mut w = Workload::new(scenario, 0);
+fn workload(scenario: &str, clients: usize, ops: usize) -> Workload {
+    let mut w = Registry::builtins().workload(scenario, 0).unwrap();
     w.clients = clients;
     w.ops = ops;
     w
@@ -61,7 +65,7 @@ fn workload(scenario: ScenarioName, clients: usize, ops: usize) -> Workload {
 
 #[test]
 fn lin_kv_records_unavailable_crash_precondition_and_not_supported_codes() {
-    let w = workload(ScenarioName::LinKv, 3, 40);
+    let w = workload("lin-kv", 3, 40);
     // While every server is down, the client refuses with 11 rather than wait.
     let outage = FaultPlan::kinds(&[FaultKind::Outage], Some(0.03));
     produces(
@@ -90,7 +94,7 @@ fn lin_kv_records_unavailable_crash_precondition_and_not_supported_codes() {
 #[test]
 fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
     // One retry allowed: contended transactions give up with 30.
-    for scenario in [ScenarioName::Bank, ScenarioName::ListAppend] {
+    for scenario in ["bank", "list-append"] {
         for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
             let mut w = workload(scenario, 5, 20);
             w.protocol = protocol;
@@ -105,10 +109,10 @@ fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
     }
     // Every client's audit of past commit points succeeds, under both protocols.
     for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
-        let mut w = workload(ScenarioName::Bank, 2, 3);
+        let mut w = workload("bank", 2, 3);
         w.protocol = protocol;
         w.seed = 9_720_150_000;
-        let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
+        let report = Registry::builtins().run(&w).sim().unwrap();
         let audits = report
             .history
             .events()
@@ -122,7 +126,7 @@ fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
     // commit whose outcome a lost session hides.
     let election = FaultPlan::kinds(&[FaultKind::LeaderElection], Some(0.03));
     let expiries = FaultPlan::kinds(&[FaultKind::SessionExpiry], Some(0.01));
-    for scenario in [ScenarioName::Bank, ScenarioName::ListAppend] {
+    for scenario in ["bank", "list-append"] {
         let mut w = workload(scenario, 3, 30);
         w.protocol = Protocol::Mvcc;
         produces(
@@ -167,7 +171,7 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
         for kind in [EventType::Fail, EventType::Info] {
             let h = lin_kv_read_of_failed_write(kind, code);
             assert!(
-                !judge(ScenarioName::LinKv, Protocol::Mvcc, &h).is_valid(),
+                !judge("lin-kv", Protocol::Mvcc, &h).is_valid(),
                 "{code} as {kind:?}"
             );
         }
@@ -176,7 +180,7 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
     for kind in [EventType::Fail, EventType::Info] {
         let h = lin_kv_read_of_failed_write(kind, ErrorCode::CRASH);
         assert!(
-            judge(ScenarioName::LinKv, Protocol::Mvcc, &h).is_valid(),
+            judge("lin-kv", Protocol::Mvcc, &h).is_valid(),
             "13 as {kind:?}"
         );
     }
@@ -193,12 +197,12 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
     ]
     .into_iter()
     .collect();
-    assert!(judge(ScenarioName::LinKv, Protocol::Mvcc, &unknown).is_valid());
+    assert!(judge("lin-kv", Protocol::Mvcc, &unknown).is_valid());
     let mut without: Vec<Event> = unknown.events().to_vec();
     without[1].error = Some(ErrorCode::ABORT);
     let without: History = without.into_iter().collect();
     assert!(
-        !judge(ScenarioName::LinKv, Protocol::Mvcc, &without).is_valid(),
+        !judge("lin-kv", Protocol::Mvcc, &without).is_valid(),
         "only 10 excuses an unknown function"
     );
     // An ok completion cannot carry an error.
@@ -212,7 +216,7 @@ fn the_lin_kv_checker_judges_a_failure_by_its_code() {
         bad.operations(Default::default()),
         Err(HistoryError::OkWithError { line: 2, .. })
     ));
-    assert!(!judge(ScenarioName::LinKv, Protocol::Mvcc, &bad).is_valid());
+    assert!(!judge("lin-kv", Protocol::Mvcc, &bad).is_valid());
 }
 
 #[test]
@@ -230,28 +234,17 @@ fn the_list_append_checker_judges_a_failure_by_its_code() {
     };
     for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
         // 30: the append was aborted, and reading it is G1a (aborted read).
-        let v = judge(
-            ScenarioName::ListAppend,
-            protocol,
-            &history(ErrorCode::TXN_CONFLICT),
-        );
+        let v = judge("list-append", protocol, &history(ErrorCode::TXN_CONFLICT));
         assert!(!v.is_valid(), "30 under {protocol:?}");
         assert!(
             !judge(
-                ScenarioName::ListAppend,
+                "list-append",
                 protocol,
                 &history(ErrorCode::TEMPORARILY_UNAVAILABLE)
             )
             .is_valid()
         );
-        assert!(
-            judge(
-                ScenarioName::ListAppend,
-                protocol,
-                &history(ErrorCode::CRASH)
-            )
-            .is_valid()
-        );
+        assert!(judge("list-append", protocol, &history(ErrorCode::CRASH)).is_valid());
     }
 }
 
@@ -264,13 +257,13 @@ fn the_bank_checker_ignores_a_refused_audit_and_judges_a_completed_one() {
             .collect()
     };
     let refused = Event::fail(0, audit(), Value::Null).with_error(ErrorCode::NOT_SUPPORTED);
-    assert!(judge(ScenarioName::Bank, Protocol::Mvcc, &h(refused)).is_valid());
+    assert!(judge("bank", Protocol::Mvcc, &h(refused)).is_valid());
     let fine = Event::ok(0, audit(), json!({"a0": [[4, 20], [9, 0]]}));
-    assert!(judge(ScenarioName::Bank, Protocol::Mvcc, &h(fine)).is_valid());
+    assert!(judge("bank", Protocol::Mvcc, &h(fine)).is_valid());
     let negative = Event::ok(0, audit(), json!({"a0": [[4, 20], [9, -3]]}));
-    assert!(!judge(ScenarioName::Bank, Protocol::Mvcc, &h(negative)).is_valid());
+    assert!(!judge("bank", Protocol::Mvcc, &h(negative)).is_valid());
     let malformed = Event::ok(0, audit(), json!({"a0": [4, 20]}));
-    assert!(!judge(ScenarioName::Bank, Protocol::Mvcc, &h(malformed)).is_valid());
+    assert!(!judge("bank", Protocol::Mvcc, &h(malformed)).is_valid());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use avout_check::history::EventType;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::env::ZkCluster;
-use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload, run_sim, run_zk};
+use avout_scenarios::scenario::{FaultPlan, Registry, Workload};
 use avout_sim_zk::FaultKind;
 use avout_testkit::server::ZkServer;
 
@@ -23,8 +23,8 @@ fn plan_for(kind: FaultKind) -> FaultPlan {
     FaultPlan::kinds(&[kind], Some(total))
 }
 
-fn small(scenario: ScenarioName, seed: u64) -> Workload {
-    let mut w = Workload::new(scenario, seed);
+fn small(scenario: &str, seed: u64) -> Workload {
+    let mut w = Registry::builtins().workload(scenario, seed).unwrap();
     w.clients = 3;
     w.ops = w.ops.min(25);
     w
@@ -32,7 +32,7 @@ fn small(scenario: ScenarioName, seed: u64) -> Workload {
 
 #[test]
 fn every_scenario_is_valid_under_every_fault_kind() {
-    for &scenario in ScenarioName::SOAKED {
+    for scenario in Registry::builtins().soaked() {
         for kind in FaultKind::ALL {
             // Runs until the fault fired a few times (small workloads send few requests).
             let mut fired = 0;
@@ -41,7 +41,11 @@ fn every_scenario_is_valid_under_every_fault_kind() {
                     break;
                 }
                 let w = small(scenario, 1000 + seed);
-                let report = run_sim(&w, &plan_for(kind), None, false, None).unwrap();
+                let report = Registry::builtins()
+                    .run(&w)
+                    .faults(&plan_for(kind))
+                    .sim()
+                    .unwrap();
                 assert!(
                     report.verdict.is_valid(),
                     "{scenario} under {} with seed {}: {}\nreplay: avout run {scenario} --seed {} \
@@ -69,10 +73,14 @@ fn every_scenario_is_valid_under_every_fault_kind() {
 
 #[test]
 fn every_scenario_is_valid_under_all_faults_at_once() {
-    for &scenario in ScenarioName::SOAKED {
+    for scenario in Registry::builtins().soaked() {
         for seed in 0..6 {
-            let w = Workload::new(scenario, seed);
-            let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+            let w = Registry::builtins().workload(scenario, seed).unwrap();
+            let report = Registry::builtins()
+                .run(&w)
+                .faults(&FaultPlan::all())
+                .sim()
+                .unwrap();
             assert!(
                 report.verdict.is_valid(),
                 "avout run {scenario} --seed {seed}: {}",
@@ -88,8 +96,14 @@ fn every_scenario_is_valid_under_all_faults_at_once() {
 fn two_phase_commit_runs_commit_abort_and_lose_sites() {
     let (mut commits, mut aborts, mut leaves, mut in_doubt) = (0, 0, 0, 0);
     for seed in 0..10 {
-        let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
-        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        let w = Registry::builtins()
+            .workload("two-phase-commit", seed)
+            .unwrap();
+        let report = Registry::builtins()
+            .run(&w)
+            .faults(&FaultPlan::all())
+            .sim()
+            .unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         for e in report.history.events() {
             match (e.kind, e.f.as_str()) {
@@ -110,19 +124,30 @@ fn two_phase_commit_runs_commit_abort_and_lose_sites() {
 
 #[test]
 fn a_run_is_a_function_of_its_seed_and_a_case_replays_to_its_hash() {
-    for &scenario in ScenarioName::SOAKED {
+    for scenario in Registry::builtins().soaked() {
         let w = small(scenario, 77);
-        let a = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
-        let b = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        let a = Registry::builtins()
+            .run(&w)
+            .faults(&FaultPlan::all())
+            .sim()
+            .unwrap();
+        let b = Registry::builtins()
+            .run(&w)
+            .faults(&FaultPlan::all())
+            .sim()
+            .unwrap();
         assert_eq!(a.hash, b.hash, "{scenario}");
         assert_eq!(a.history, b.history, "{scenario}");
-        let case = Case::record(&w, &FaultPlan::all(), None).unwrap();
+        let case = Case::record(&Registry::builtins(), &w, &FaultPlan::all(), None).unwrap();
         assert_eq!(
             Some(case.sim.hash),
             a.hash,
             "recording does not change the run"
         );
-        let replayed = Case::from_json(&case.to_json()).unwrap().replay().unwrap();
+        let replayed = Case::from_json(&case.to_json())
+            .unwrap()
+            .replay(&Registry::builtins())
+            .unwrap();
         assert_eq!(replayed.hash, a.hash, "{scenario}");
     }
 }
@@ -134,9 +159,9 @@ fn the_same_workloads_pass_on_a_real_server() {
         .enable_all()
         .build()
         .unwrap();
-    for &scenario in ScenarioName::SOAKED {
+    for scenario in Registry::builtins().soaked() {
         // Each scenario under its own chroot, so that none sees another's nodes.
-        let base = format!("/{}", scenario.name());
+        let base = format!("/{scenario}");
         let connect = server.connect_string();
         let report = rt.block_on(async {
             let setup = avout::Client::connect(avout::zk::ZkConfig::new(connect.clone()))
@@ -149,7 +174,11 @@ fn the_same_workloads_pass_on_a_real_server() {
                 avout::zk::ZkConfig::new(format!("{connect}{base}"))
                     .with_session_timeout(std::time::Duration::from_secs(4)),
             );
-            run_zk(&cluster, &small(scenario, 5), None).await.unwrap()
+            Registry::builtins()
+                .run(&small(scenario, 5))
+                .zk(&cluster)
+                .await
+                .unwrap()
         });
         assert!(
             report.verdict.is_valid(),
@@ -189,7 +218,7 @@ fn the_correct_code_passes_every_kept_regression_schedule() {
             "{}: a kept case records its failure",
             file.display()
         );
-        let report = case.rerun(None).unwrap();
+        let report = case.rerun(&Registry::builtins(), None).unwrap();
         assert!(
             report.verdict.is_valid(),
             "{} without its planted bug: {}",

@@ -9,7 +9,7 @@ use avout::planted::Bug;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::shrink;
-use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, ScenarioName, Workload};
+use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, Registry};
 use avout_sim_zk::FaultKind;
 
 /// Seeds `explore` may try before the bug counts as not found.
@@ -22,13 +22,13 @@ fn regression(bug: Bug) -> Case {
     Case::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn find_shrink_replay(bug: Bug, scenario: ScenarioName, protocol: Protocol, shrink_budget: u64) {
+fn find_shrink_replay(bug: Bug, scenario: &str, protocol: Protocol, shrink_budget: u64) {
     find_shrink_replay_under(bug, scenario, protocol, &FaultPlan::all(), shrink_budget);
 }
 
 fn find_shrink_replay_under(
     bug: Bug,
-    scenario: ScenarioName,
+    scenario: &str,
     protocol: Protocol,
     plan: &FaultPlan,
     shrink_budget: u64,
@@ -36,29 +36,39 @@ fn find_shrink_replay_under(
     // The kept case first: it fails with the bug, and the correct code passes it.
     let kept = regression(bug);
     assert_eq!(kept.planted, Some(bug));
-    let with = kept.rerun(Some(bug)).unwrap();
+    let with = kept.rerun(&Registry::builtins(), Some(bug)).unwrap();
     assert!(
         !with.verdict.is_valid(),
         "{bug}: the regression case no longer fails"
     );
 
     // Explore.
-    let mut w = Workload::new(scenario, 0);
+    let mut w = Registry::builtins().workload(scenario, 0).unwrap();
     w.protocol = protocol;
-    let found = explore(&w, plan, Some(bug), 0..SEED_BUDGET, 2, false, &|_| {}).unwrap();
+    let found = explore(
+        &Registry::builtins().run(&w).faults(plan).planted(Some(bug)),
+        0..SEED_BUDGET,
+        2,
+        false,
+        &|_| {},
+    )
+    .unwrap();
     let failure = found
         .first_failure()
         .unwrap_or_else(|| panic!("{bug}: not found in {SEED_BUDGET} seeds"));
     let seeds_to_find = failure.workload.seed + 1;
 
     // The failing seed, recorded, shrunk, replayed.
-    let case = Case::record(&failure.workload, plan, Some(bug)).unwrap();
+    let case = Case::record(&Registry::builtins(), &failure.workload, plan, Some(bug)).unwrap();
     assert!(!case.anomalies.is_empty());
-    let shrunk = shrink(&case, shrink_budget).unwrap();
+    let shrunk = shrink(&Registry::builtins(), &case, shrink_budget).unwrap();
     let small = &shrunk.case;
     assert!(shrunk.ops.1 <= shrunk.ops.0);
     assert!(!small.anomalies.is_empty());
-    let replayed = Case::from_json(&small.to_json()).unwrap().replay().unwrap();
+    let replayed = Case::from_json(&small.to_json())
+        .unwrap()
+        .replay(&Registry::builtins())
+        .unwrap();
     assert!(
         !replayed.verdict.is_valid(),
         "{bug}: the shrunk case replays valid"
@@ -83,12 +93,7 @@ fn find_shrink_replay_under(
 
 #[test]
 fn planted_lock_without_guid_recovery_is_found_shrunk_and_replayed() {
-    find_shrink_replay(
-        Bug::LockNoGuidRecovery,
-        ScenarioName::Mutex,
-        Protocol::Mvcc,
-        300,
-    );
+    find_shrink_replay(Bug::LockNoGuidRecovery, "mutex", Protocol::Mvcc, 300);
 }
 
 #[test]
@@ -98,7 +103,7 @@ fn planted_lock_handoff_without_recheck_is_found_shrunk_and_replayed() {
     let plan = FaultPlan::kinds(&[FaultKind::SessionExpiry, FaultKind::Pause], Some(0.1));
     find_shrink_replay_under(
         Bug::LockHandoffWithoutRecheck,
-        ScenarioName::Mutex,
+        "mutex",
         Protocol::Mvcc,
         &plan,
         300,
@@ -107,30 +112,15 @@ fn planted_lock_handoff_without_recheck_is_found_shrunk_and_replayed() {
 
 #[test]
 fn planted_atom_write_without_version_check_is_found_shrunk_and_replayed() {
-    find_shrink_replay(
-        Bug::AtomUncheckedWrite,
-        ScenarioName::Counter,
-        Protocol::Mvcc,
-        300,
-    );
+    find_shrink_replay(Bug::AtomUncheckedWrite, "counter", Protocol::Mvcc, 300);
 }
 
 #[test]
 fn planted_stm_without_read_point_check_is_found_shrunk_and_replayed() {
-    find_shrink_replay(
-        Bug::StmNoReadPointCheck,
-        ScenarioName::ListAppend,
-        Protocol::Mvcc,
-        60,
-    );
+    find_shrink_replay(Bug::StmNoReadPointCheck, "list-append", Protocol::Mvcc, 60);
 }
 
 #[test]
 fn planted_stm_barging_committing_is_found_shrunk_and_replayed() {
-    find_shrink_replay(
-        Bug::StmBargeCommitting,
-        ScenarioName::Bank,
-        Protocol::Mvcc,
-        60,
-    );
+    find_shrink_replay(Bug::StmBargeCommitting, "bank", Protocol::Mvcc, 60);
 }

@@ -6,14 +6,19 @@
 
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::shrink::{Shrunk, fault_client, same_failure, shrink};
-use avout_scenarios::scenario::{FaultPlan, PANICKED, Workload, run_sim};
+use avout_scenarios::scenario::{FaultPlan, PANICKED, Registry, Workload};
 
 /// The shrinker's default budget (`avout shrink --budget`).
 const BUDGET: u64 = 5000;
 
 /// Whether `w` under `plan` fails as `case` does.
 fn fails_alike(case: &Case, w: &Workload, plan: &FaultPlan) -> bool {
-    let r = run_sim(w, plan, case.planted, false, None).unwrap();
+    let r = Registry::builtins()
+        .run(w)
+        .faults(plan)
+        .planted(case.planted)
+        .sim()
+        .unwrap();
     r.verdict
         .problems()
         .any(|a| same_failure(&case.anomalies[0], a))
@@ -22,7 +27,7 @@ fn fails_alike(case: &Case, w: &Workload, plan: &FaultPlan) -> bool {
 /// Shrinks `case` and checks the result: small, scheduled, replayable, 1-minimal.
 fn shrinks_to_the_minimum(case: &Case, what: &str) -> Shrunk {
     let wall = std::time::Instant::now();
-    let shrunk = shrink(case, BUDGET).unwrap();
+    let shrunk = shrink(&Registry::builtins(), case, BUDGET).unwrap();
     let small = &shrunk.case;
     let (w, plan) = (&small.workload, &small.plan);
     eprintln!(
@@ -42,7 +47,10 @@ fn shrinks_to_the_minimum(case: &Case, what: &str) -> Shrunk {
     assert_eq!(shrunk.steps.1, w.clients * w.ops + plan.scheduled.len());
     assert!(shrunk.scheduled && !plan.rates.any(), "{what}: {plan:?}");
     assert!(same_failure(&case.anomalies[0], &small.anomalies[0]));
-    let replayed = Case::from_json(&small.to_json()).unwrap().replay().unwrap();
+    let replayed = Case::from_json(&small.to_json())
+        .unwrap()
+        .replay(&Registry::builtins())
+        .unwrap();
     assert_eq!(replayed.hash.unwrap_or(PANICKED), small.sim.hash, "{what}");
 
     // 1-minimal.
@@ -90,11 +98,19 @@ fn shrinks_to_the_minimum(case: &Case, what: &str) -> Shrunk {
 #[test]
 fn an_erring_run_shrinks_to_the_minimum() {
     crate::soak::hook();
-    let mut w = Workload::new(avout_scenarios::scenario::ScenarioName::Counter, 0);
+    let mut w = Registry::builtins().workload("counter", 0).unwrap();
     w.ops = 6;
     let plan = FaultPlan::all();
     let case = (crate::soak::MARK..crate::soak::MARK + 100)
-        .map(|seed| Case::record(&Workload { seed, ..w.clone() }, &plan, None).unwrap())
+        .map(|seed| {
+            Case::record(
+                &Registry::builtins(),
+                &Workload { seed, ..w.clone() },
+                &plan,
+                None,
+            )
+            .unwrap()
+        })
         .find(|c| {
             c.anomalies
                 .first()
@@ -111,7 +127,7 @@ mod planted {
     use avout::planted::Bug;
     use avout_scenarios::scenario::case::Case;
     use avout_scenarios::scenario::explore::explore;
-    use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+    use avout_scenarios::scenario::{FaultPlan, Registry};
 
     use super::shrinks_to_the_minimum;
 
@@ -122,24 +138,39 @@ mod planted {
             .join("../regressions")
             .join(format!("{}.json", bug.name()));
         let kept = Case::load(&path).unwrap();
-        if kept.rerun(Some(bug)).unwrap().verdict.is_valid() {
+        if kept
+            .rerun(&Registry::builtins(), Some(bug))
+            .unwrap()
+            .verdict
+            .is_valid()
+        {
             eprintln!("{bug}: the kept case no longer fails; shrinking an explored one");
-            return explored_case(bug, kept.workload.scenario);
+            return explored_case(bug, &kept.workload.scenario);
         }
-        Case::record(&kept.workload, &kept.plan, Some(bug)).unwrap()
+        Case::record(&Registry::builtins(), &kept.workload, &kept.plan, Some(bug)).unwrap()
     }
 
     /// The first failing seed of `scenario` at its default size under every fault kind
     /// (what a user finds with `avout explore` and then shrinks).
-    fn explored_case(bug: Bug, scenario: ScenarioName) -> Case {
+    fn explored_case(bug: Bug, scenario: &str) -> Case {
         let plan = FaultPlan::all();
-        let w = Workload::new(scenario, 0);
-        let found = explore(&w, &plan, Some(bug), 0..200, 2, false, &|_| {}).unwrap();
+        let w = Registry::builtins().workload(scenario, 0).unwrap();
+        let found = explore(
+            &Registry::builtins()
+                .run(&w)
+                .faults(&plan)
+                .planted(Some(bug)),
+            0..200,
+            2,
+            false,
+            &|_| {},
+        )
+        .unwrap();
         let failure = found.first_failure().expect("the bug is found");
-        Case::record(&failure.workload, &plan, Some(bug)).unwrap()
+        Case::record(&Registry::builtins(), &failure.workload, &plan, Some(bug)).unwrap()
     }
 
-    fn both(bug: Bug, scenario: ScenarioName) {
+    fn both(bug: Bug, scenario: &str) {
         shrinks_to_the_minimum(&kept_case(bug), &format!("{bug}, kept case"));
         let explored = explored_case(bug, scenario);
         shrinks_to_the_minimum(&explored, &format!("{bug}, explored case"));
@@ -147,21 +178,21 @@ mod planted {
 
     #[test]
     fn lock_without_guid_recovery_shrinks_to_the_minimum() {
-        both(Bug::LockNoGuidRecovery, ScenarioName::Mutex);
+        both(Bug::LockNoGuidRecovery, "mutex");
     }
 
     #[test]
     fn atom_unchecked_write_shrinks_to_the_minimum() {
-        both(Bug::AtomUncheckedWrite, ScenarioName::Counter);
+        both(Bug::AtomUncheckedWrite, "counter");
     }
 
     #[test]
     fn stm_without_read_point_check_shrinks_to_the_minimum() {
-        both(Bug::StmNoReadPointCheck, ScenarioName::ListAppend);
+        both(Bug::StmNoReadPointCheck, "list-append");
     }
 
     #[test]
     fn stm_barging_committing_shrinks_to_the_minimum() {
-        both(Bug::StmBargeCommitting, ScenarioName::Bank);
+        both(Bug::StmBargeCommitting, "bank");
     }
 }

@@ -11,9 +11,7 @@ use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::shrink;
 use avout_scenarios::scenario::soak::{FaultConfig, Soak, soak};
-use avout_scenarios::scenario::{
-    ERROR_PREFIX, FaultPlan, ScenarioName, WORKLOAD_ERROR_HOOK, Workload, run_sim,
-};
+use avout_scenarios::scenario::{ERROR_PREFIX, FaultPlan, Registry, WORKLOAD_ERROR_HOOK, Workload};
 
 /// Seeds from here up may err (no other test uses them).
 pub(crate) const MARK: u64 = 1 << 40;
@@ -29,7 +27,7 @@ pub(crate) fn hook() {
 }
 
 fn counter(seed: u64) -> Workload {
-    let mut w = Workload::new(ScenarioName::Counter, seed);
+    let mut w = Registry::builtins().workload("counter", seed).unwrap();
     w.ops = 4;
     w
 }
@@ -38,7 +36,11 @@ fn counter(seed: u64) -> Workload {
 fn failing(seeds: std::ops::Range<u64>, plan: &FaultPlan) -> (Vec<u64>, Vec<u64>) {
     let (mut failed, mut erred) = (Vec::new(), Vec::new());
     for seed in seeds {
-        let r = run_sim(&counter(seed), plan, None, false, None).unwrap();
+        let r = Registry::builtins()
+            .run(&counter(seed))
+            .faults(plan)
+            .sim()
+            .unwrap();
         if !r.verdict.is_valid() {
             failed.push(seed);
         }
@@ -63,9 +65,7 @@ fn an_erring_run_is_a_failure_named_by_its_seed_recorded_replayed_and_shrunk() {
     // Explore stops at the lowest failing seed, errors included, on any number of threads.
     for threads in [1, 2] {
         let found = explore(
-            &counter(MARK),
-            &plan,
-            None,
+            &Registry::builtins().run(&counter(MARK)).faults(&plan),
             seeds.clone(),
             threads,
             false,
@@ -74,19 +74,26 @@ fn an_erring_run_is_a_failure_named_by_its_seed_recorded_replayed_and_shrunk() {
         .unwrap();
         assert_eq!(found.first_failure().unwrap().workload.seed, failed[0]);
     }
-    let all = explore(&counter(MARK), &plan, None, seeds.clone(), 2, true, &|_| {}).unwrap();
+    let all = explore(
+        &Registry::builtins().run(&counter(MARK)).faults(&plan),
+        seeds.clone(),
+        2,
+        true,
+        &|_| {},
+    )
+    .unwrap();
     let named: Vec<u64> = all.failures.iter().map(|r| r.workload.seed).collect();
     assert_eq!((all.runs, named), (40, failed));
 
     // The erring seed's case carries the error, and replays to it.
-    let case = Case::record(&counter(erred[0]), &plan, None).unwrap();
+    let case = Case::record(&Registry::builtins(), &counter(erred[0]), &plan, None).unwrap();
     assert!(
         case.anomalies[0].starts_with(ERROR_PREFIX),
         "{:?}",
         case.anomalies
     );
     let back = Case::from_json(&case.to_json()).unwrap();
-    let replayed = back.replay().unwrap();
+    let replayed = back.replay(&Registry::builtins()).unwrap();
     assert_eq!(replayed.hash, Some(case.sim.hash));
     assert_eq!(
         replayed.verdict.problems().collect::<Vec<_>>(),
@@ -94,7 +101,7 @@ fn an_erring_run_is_a_failure_named_by_its_seed_recorded_replayed_and_shrunk() {
     );
 
     // And shrinks: one operation with the one fault that made it indeterminate.
-    let shrunk = shrink(&case, 500).unwrap();
+    let shrunk = shrink(&Registry::builtins(), &case, 500).unwrap();
     assert!(shrunk.scheduled);
     assert!(shrunk.case.anomalies[0].starts_with(ERROR_PREFIX));
     assert!(shrunk.steps.1 <= 3, "{:?}", shrunk.case);
@@ -112,9 +119,9 @@ fn soak_counts_errors_and_anomalies_alike_and_records_the_lowest() {
     hook();
     let plan = FaultConfig::all();
     let (failed, _) = failing(MARK..MARK + 12, &plan.plan());
-    let mut s = Soak::new(vec![ScenarioName::Counter], vec![plan], MARK, 12);
+    let mut s = Soak::new(vec!["counter".into()], vec![plan], MARK, 12);
     s.ops = Some(4);
-    let report = soak(&s, &|_| {}).unwrap();
+    let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
     assert_eq!(report.runs, 12);
     let row = &report.rows[0];
     assert_eq!(row.failed, failed);

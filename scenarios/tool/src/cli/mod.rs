@@ -132,13 +132,27 @@ enum CliError {
 ///
 /// ```no_run
 /// use avout_scenarios::scenario::Registry;
-/// # use avout_scenarios::scenario::counter::CounterScenario as MyScenario;
+/// # use avout_scenarios::builtin::counter::CounterScenario;
+/// # struct MyScenario;
+/// # impl avout_scenarios::scenario::Scenario for MyScenario {
+/// #     fn name(&self) -> &'static str { "mine" }
+/// #     fn about(&self) -> &'static str { "" }
+/// #     fn defaults(&self) -> (usize, usize) { (1, 1) }
+/// #     fn workload<'a>(&'a self, c: avout_scenarios::scenario::AnyCluster<'a>,
+/// #         w: &'a avout_scenarios::scenario::Workload, r: &'a avout_scenarios::scenario::env::Recorder)
+/// #         -> futures::future::LocalBoxFuture<'a, Result<(), avout_scenarios::scenario::WorkloadError>> {
+/// #         CounterScenario.workload(c, w, r)
+/// #     }
+/// #     fn checkers(&self, w: &avout_scenarios::scenario::Workload) -> avout_scenarios::scenario::Checks {
+/// #         CounterScenario.checkers(w)
+/// #     }
+/// # }
+/// # use avout_scenarios::scenario::Scenario as _;
 /// fn main() -> std::process::ExitCode {
 ///     avout_cli::main_with(Registry::builtins().with(MyScenario))
 /// }
 /// ```
 pub fn main_with(registry: Registry) -> ExitCode {
-    registry.install();
     // A reader that stops early (`avout run bank | head`) ends the process quietly, as it
     // does other Unix tools, instead of a panic in the next `println!`.
     #[cfg(unix)]
@@ -147,7 +161,7 @@ pub fn main_with(registry: Registry) -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match dispatch(Cli::parse()) {
+    match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {
             eprintln!("FAIL: {what}");
@@ -164,15 +178,15 @@ pub fn main_with(registry: Registry) -> ExitCode {
     }
 }
 
-fn dispatch(cli: Cli) -> Result<(), CliError> {
+fn dispatch(cli: Cli, registry: &Registry) -> Result<(), CliError> {
     match cli.command {
-        Command::Run(args) => Ok(run::run(&args)?),
+        Command::Run(args) => Ok(run::run(registry, &args)?),
         Command::Model(args) => Ok(model::run(&args)?),
-        Command::Explore(args) => Ok(run::explore_cmd(&args)?),
-        Command::Replay(args) => Ok(run::replay(&args)?),
-        Command::Shrink(args) => Ok(run::shrink_cmd(&args)?),
-        Command::Soak(args) => Ok(soak::run(&args)?),
-        Command::View(args) => Ok(view::run(&args)?),
+        Command::Explore(args) => Ok(run::explore_cmd(registry, &args)?),
+        Command::Replay(args) => Ok(run::replay(registry, &args)?),
+        Command::Shrink(args) => Ok(run::shrink_cmd(registry, &args)?),
+        Command::Soak(args) => Ok(soak::run(registry, &args)?),
+        Command::View(args) => Ok(view::run(registry, &args)?),
         Command::Report(command) => crate::report::run(&command).map(drop).map_err(Into::into),
         Command::Check(args) => match check::run(&args)? {
             true => Ok(()),

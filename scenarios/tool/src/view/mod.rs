@@ -50,7 +50,7 @@ use serde::Serialize;
 
 use avout_check::history::{History, HistoryError};
 use avout_scenarios::scenario::case::{Case, CaseError};
-use avout_scenarios::scenario::{PANICKED, Protocol, Report, RunError, ScenarioName};
+use avout_scenarios::scenario::{PANICKED, Protocol, Registry, Report, RunError};
 pub use findings::{Finding, Judge, JudgeError, PageVerdict};
 use sim::SimEvent;
 use timeline::{Axis, Lane, Op, Timeline};
@@ -143,23 +143,24 @@ pub struct Page {
 }
 
 impl Page {
-    /// The page of a case file's run: the case replayed from its recorded choices with the
-    /// simulator's event log kept.
+    /// The page of a case file's run: the case (its scenario found in `registry`) replayed
+    /// from its recorded choices with the simulator's event log kept.
     ///
     /// ```
     /// use avout_scenarios::scenario::case::Case;
-    /// use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+    /// use avout_scenarios::scenario::{FaultPlan, Registry};
     /// use avout_cli::view::Page;
-    /// let mut w = Workload::new(ScenarioName::Counter, 5);
+    /// let registry = Registry::builtins();
+    /// let mut w = registry.workload("counter", 5).unwrap();
     /// w.ops = 3;
-    /// let case = Case::record(&w, &FaultPlan::all(), None).unwrap();
-    /// let page = Page::of_case(&case).unwrap();
+    /// let case = Case::record(&registry, &w, &FaultPlan::all(), None).unwrap();
+    /// let page = Page::of_case(&registry, &case).unwrap();
     /// assert!(page.verdict.valid);
     /// assert!(page.events.iter().any(|e| e.kind == "connect"), "the simulator's events");
     /// ```
-    pub fn of_case(case: &Case) -> Result<Page, ViewError> {
-        let (report, log) = case.replay_logged()?;
-        let mut page = Page::of_report(&report, &log, "simulator, replayed from its case file")?;
+    pub fn of_case(registry: &Registry, case: &Case) -> Result<Page, ViewError> {
+        let report = case.replay_run(registry)?.logged().sim()?;
+        let mut page = Page::of_report(&report, "simulator, replayed from its case file")?;
         let found = report.hash.unwrap_or(PANICKED);
         if found != case.sim.hash {
             page.about.push(format!(
@@ -171,33 +172,36 @@ impl Page {
         Ok(page)
     }
 
-    /// The page of a scenario run: its history judged by its scenario's checker, with the
-    /// simulator's event `log` (empty for a run on real ZooKeeper) on `backend`.
+    /// The page of a scenario run: its history and the verdict its scenario's checkers gave,
+    /// with the simulator's event log if the run kept it ([`Run::logged`]; none on real
+    /// ZooKeeper), on `backend`.
+    ///
+    /// [`Run::logged`]: avout_scenarios::scenario::Run::logged
     ///
     /// ```
-    /// use avout_scenarios::scenario::{run_sim, FaultPlan, ScenarioName, Workload};
+    /// use avout_scenarios::scenario::Registry;
     /// use avout_cli::view::Page;
-    /// let mut w = Workload::new(ScenarioName::Mutex, 2);
+    /// let registry = Registry::builtins();
+    /// let mut w = registry.workload("mutex", 2).unwrap();
     /// w.ops = 2;
-    /// let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
-    /// let page = Page::of_report(&report, &[], "a real server").unwrap();
+    /// let report = registry.run(&w).sim().unwrap();
+    /// let page = Page::of_report(&report, "a real server").unwrap();
     /// assert_eq!(page.lanes.len(), w.clients);
     /// assert!(page.about[0].ends_with("a real server"));
     /// ```
-    pub fn of_report(report: &Report, log: &[LogEvent], backend: &str) -> Result<Page, ViewError> {
+    pub fn of_report(report: &Report, backend: &str) -> Result<Page, ViewError> {
         let w = &report.workload;
         let judge = Judge::Verdict(report.verdict.clone());
         let title = format!("{} · seed {}", w.scenario, w.seed);
-        let mut page = Page::build(&report.history, Some(w.clients), &judge, title, log)?;
+        let mut page = Page::build(&report.history, Some(w.clients), &judge, title, &report.log)?;
         let planted = report
             .planted
             .map(|b| format!(" · planted bug {b}"))
             .unwrap_or_default();
-        let protocol = match (w.scenario, w.protocol) {
-            (ScenarioName::Bank | ScenarioName::ListAppend, Protocol::Mvcc) => " · protocol mvcc",
-            (ScenarioName::Bank | ScenarioName::ListAppend, Protocol::Optimistic) => {
-                " · protocol optimistic"
-            }
+        // The scenarios whose workloads are STM transactions, which run either protocol.
+        let protocol = match (w.scenario.as_str(), w.protocol) {
+            ("bank" | "list-append", Protocol::Mvcc) => " · protocol mvcc",
+            ("bank" | "list-append", Protocol::Optimistic) => " · protocol optimistic",
             _ => "",
         };
         page.about.push(format!(

@@ -25,11 +25,13 @@ use super::timeline::{Lane, Op};
 ///
 /// ```
 /// use avout_scenarios::scenario::case::Case;
-/// use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+/// use avout_scenarios::scenario::{FaultPlan, Registry};
 /// use avout_cli::view::Page;
-/// let mut w = Workload::new(ScenarioName::Counter, 9);
+/// let registry = Registry::builtins();
+/// let mut w = registry.workload("counter", 9).unwrap();
 /// w.ops = 4;
-/// let page = Page::of_case(&Case::record(&w, &FaultPlan::none(), None).unwrap()).unwrap();
+/// let case = Case::record(&registry, &w, &FaultPlan::none(), None).unwrap();
+/// let page = Page::of_case(&registry, &case).unwrap();
 /// let connect = page.events.iter().find(|e| e.kind == "connect").unwrap();
 /// assert_eq!(page.lanes[connect.lane].kind, "client", "in the lane of the client it is");
 /// ```

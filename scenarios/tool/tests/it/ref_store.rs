@@ -6,7 +6,7 @@
 use std::process::{Command, Output};
 
 use avout_scenarios::scenario::store::RefStoreKind;
-use avout_scenarios::scenario::{FaultPlan, Protocol, ScenarioName, Workload, run_sim};
+use avout_scenarios::scenario::{FaultPlan, Protocol, Registry};
 use avout_sim_zk::FaultKind;
 use avout_testkit::postgres::PgServer;
 use avout_testkit::server::ZkServer;
@@ -23,19 +23,18 @@ fn avout(args: &[&str], dir: &std::path::Path) -> Output {
 fn bank_with_the_memory_store_is_valid_under_every_fault_kind_with_both_protocols() {
     for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
         for (i, kind) in FaultKind::DEFAULT.into_iter().enumerate() {
-            let mut w = Workload::new(ScenarioName::Bank, 9_710_000_100 + i as u64);
+            let mut w = Registry::builtins()
+                .workload("bank", 9_710_000_100 + i as u64)
+                .unwrap();
             w.protocol = protocol;
             w.ref_store = RefStoreKind::Memory;
             w.clients = 3;
             w.ops = 20;
-            let report = run_sim(
-                &w,
-                &FaultPlan::kinds(&[kind], Some(0.02)),
-                None,
-                false,
-                None,
-            )
-            .unwrap();
+            let report = Registry::builtins()
+                .run(&w)
+                .faults(&FaultPlan::kinds(&[kind], Some(0.02)))
+                .sim()
+                .unwrap();
             assert!(
                 report.verdict.is_valid(),
                 "{protocol:?} {kind:?} seed {}: {}",
@@ -148,18 +147,18 @@ fn avout_run_refuses_ref_store_misuse_with_exit_two() {
 fn the_soak_runs_bank_again_with_the_memory_store() {
     use avout_scenarios::scenario::soak::{FaultConfig, Soak, soak};
     let mut s = Soak::new(
-        vec![ScenarioName::Bank],
+        vec!["bank".into()],
         vec![FaultConfig::all()],
         9_710_000_300,
         3,
     );
     s.ops = Some(10);
-    let report = soak(&s, &|_| {}).unwrap();
+    let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
     let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
     assert_eq!(labels, ["bank", "bank+memory"]);
     assert_eq!(report.runs, 6);
     assert!(!report.failed(), "{:?}", report.rows);
-    let without = Soak::new(vec![ScenarioName::Counter], vec![FaultConfig::all()], 1, 1);
+    let without = Soak::new(vec!["counter".into()], vec![FaultConfig::all()], 1, 1);
     assert_eq!(without.rows(), 1, "no store row without bank");
 }
 
@@ -177,10 +176,14 @@ fn a_collected_value_behind_a_cached_or_stale_pointer_does_not_livelock_optimist
         9_710_500_109,
         9_710_600_161,
     ] {
-        let mut w = Workload::new(ScenarioName::Bank, seed);
+        let mut w = Registry::builtins().workload("bank", seed).unwrap();
         w.protocol = Protocol::Optimistic;
         w.ref_store = RefStoreKind::Memory;
-        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        let report = Registry::builtins()
+            .run(&w)
+            .faults(&FaultPlan::all())
+            .sim()
+            .unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         assert!(
             report.retries < 1_000,

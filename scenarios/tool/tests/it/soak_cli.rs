@@ -75,8 +75,8 @@ fn avout_soak_per_kind_and_pairs_make_one_row_per_configuration() {
 #[test]
 fn avout_soak_names_the_first_failing_seed_writes_its_case_and_exits_one() {
     use avout::planted::Bug;
+    use avout_scenarios::scenario::Registry;
     use avout_scenarios::scenario::explore::explore;
-    use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
     let dir = tempfile::tempdir().unwrap();
     let args = [
         "soak",
@@ -98,12 +98,12 @@ fn avout_soak_names_the_first_failing_seed_writes_its_case_and_exits_one() {
     let out = avout(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let mut w = Workload::new(ScenarioName::Counter, 0);
+    let mut w = Registry::builtins().workload("counter", 0).unwrap();
     w.ops = 3;
     let found = explore(
-        &w,
-        &FaultPlan::none(),
-        Some(Bug::AtomUncheckedWrite),
+        &Registry::builtins()
+            .run(&w)
+            .planted(Some(Bug::AtomUncheckedWrite)),
         0..6,
         2,
         false,

@@ -64,7 +64,7 @@ use search::{SWEEP_OPS, Search, ddmin, rate_of, smallest};
 
 use super::case::Case;
 use super::explore::explore_runs;
-use super::{ERROR_PREFIX, FaultPlan, RunError, Workload, run_sim, run_sim_inner};
+use super::{ERROR_PREFIX, FaultPlan, Registry, RunError, Workload};
 
 /// What shrinking did.
 #[derive(Clone, Debug)]
@@ -136,15 +136,16 @@ fn steps(w: &Workload, plan: &FaultPlan) -> usize {
     w.clients * w.ops + plan.scheduled.len()
 }
 
-/// Shrinks a failing case within `budget` candidate runs.
-pub fn shrink(case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
+/// Shrinks a failing case, its scenario found in `registry`, within `budget` candidate runs.
+pub fn shrink(registry: &Registry, case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
     let mut w = case.workload.clone();
     let mut plan = case.plan.clone();
-    let first = run_sim_inner(&w, &plan, case.planted, false, None, false)?.0;
+    let first = case.rerun(registry, case.planted)?;
     let Some(class) = first.verdict.problems().next().map(Class::of) else {
         return Err(ShrinkError::NotFailing);
     };
     let mut search = Search {
+        registry,
         case,
         class,
         runs: 1,
@@ -192,7 +193,7 @@ pub fn shrink(case: &Case, budget: u64) -> Result<Shrunk, ShrinkError> {
             }
         }
     }
-    let shrunk = Case::record(&w, &plan, case.planted)?;
+    let shrunk = Case::record(registry, &w, &plan, case.planted)?;
     assert!(
         shrunk
             .anomalies
@@ -358,10 +359,14 @@ fn other_seeds(search: &mut Search<'_>, w: &mut Workload, plan: &mut FaultPlan) 
                 ..w.clone()
             })
             .collect();
-        let (planted, class) = (search.case.planted, &search.class);
+        let (planted, class, registry) = (search.case.planted, &search.class, search.registry);
         // A run "fails" here only with the original failure's class.
         let hit = explore_runs(cands.len() as u64, threads, false, &|_| {}, &|i| {
-            let mut r = run_sim(&cands[i as usize], &search_plan, planted, false, None)?;
+            let mut r = registry
+                .run(&cands[i as usize])
+                .faults(&search_plan)
+                .planted(planted)
+                .sim()?;
             if !r.verdict.problems().any(|a| Class::of(a) == *class) {
                 // Another failure is no failure here: the run counts as valid.
                 r.verdict.anomalies.clear();

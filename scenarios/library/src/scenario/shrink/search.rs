@@ -7,7 +7,8 @@ use std::time::Duration;
 use avout_sim_zk::{Fault, FaultKind, FaultRates, LogEvent, When};
 
 use super::schedule::{Arrival, arrivals, fault_client, map_client, retarget, schedule_from_log};
-use super::{Case, Class, FaultPlan, Workload, run_sim_inner};
+use super::{Case, Class, FaultPlan, Workload};
+use crate::scenario::Registry;
 use crate::scenario::{Report, SIM_SESSION_TIMEOUT};
 
 /// Delta debugging: a sublist of `items` for which `fails` holds and from which no single
@@ -78,6 +79,7 @@ pub(super) enum Anchor {
 }
 
 pub(super) struct Search<'a> {
+    pub(super) registry: &'a Registry,
     pub(super) case: &'a Case,
     pub(super) class: Class,
     pub(super) runs: u64,
@@ -113,7 +115,10 @@ impl Search<'_> {
             return None;
         }
         self.runs += 1;
-        run_sim_inner(w, plan, self.case.planted, false, None, keep_log).ok()
+        let run = self.registry.run(w).faults(plan).planted(self.case.planted);
+        let mut report = if keep_log { run.logged() } else { run }.sim().ok()?;
+        let log = std::mem::take(&mut report.log);
+        Some((report, log))
     }
 
     /// Whether every scheduled fault of `plan` names a client that exists when it fires.

@@ -22,7 +22,7 @@ use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
 use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::store::RefStoreKind;
-use avout_scenarios::scenario::{Report, RunError, Workload, run_zk};
+use avout_scenarios::scenario::{Registry, Report, RunError, Workload};
 use avout_testkit::server::ZkEnsemble;
 
 /// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).
@@ -199,6 +199,7 @@ async fn ref_store(
 /// runs across all of them. A round judged invalid ends the run. Each report's `faults` are
 /// the nemesis events of its round.
 pub(crate) fn run_real(
+    registry: &Registry,
     target: &Target,
     w: &Workload,
     planted: Option<Bug>,
@@ -233,7 +234,7 @@ pub(crate) fn run_real(
         for round in 0u64.. {
             let mut w = w.clone();
             w.seed = w.seed.wrapping_add(round);
-            let base = chroot(&connect, w.scenario.name()).await?;
+            let base = chroot(&connect, &w.scenario).await?;
             let store = ref_store(&w, pg, &format!("{connect}{base}")).await?;
             let cluster = ZkCluster::new(
                 ZkConfig::new(format!("{connect}{base}")).with_session_timeout(SESSION_TIMEOUT),
@@ -252,7 +253,7 @@ pub(crate) fn run_real(
                 )));
             }
             let before = counts.lock().expect("not poisoned").clone();
-            let report = run_zk(&cluster, &w, planted).await;
+            let report = registry.run(&w).planted(planted).zk(&cluster).await;
             let mut report = match report {
                 Ok(r) => r,
                 Err(e) => {

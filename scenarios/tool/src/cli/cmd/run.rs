@@ -16,7 +16,7 @@ use avout_scenarios::scenario::case::{Case, CaseError};
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::{ShrinkError, shrink};
 use avout_scenarios::scenario::{
-    FaultPlan, PANICKED, Protocol, Report, RunError, ScenarioName, Workload, run_sim,
+    FaultPlan, PANICKED, Protocol, Registry, Report, RunError, Workload,
 };
 use avout_sim_zk::FaultKind;
 
@@ -235,14 +235,10 @@ pub(crate) fn parse_kind(s: &str) -> Result<FaultKind, RunCmdError> {
 }
 
 impl WorkloadArgs {
-    fn workload(&self, seed: u64) -> Result<Workload, RunCmdError> {
-        let scenario: ScenarioName =
-            self.scenario
-                .parse()
-                .map_err(|e: avout_scenarios::scenario::UnknownScenario| {
-                    RunCmdError::Usage(e.to_string())
-                })?;
-        let mut w = Workload::new(scenario, seed);
+    fn workload(&self, registry: &Registry, seed: u64) -> Result<Workload, RunCmdError> {
+        let mut w = registry
+            .workload(&self.scenario, seed)
+            .map_err(|e| RunCmdError::Usage(e.to_string()))?;
         if let Some(c) = self.clients {
             if c == 0 {
                 return Err(RunCmdError::Usage("--clients must be at least 1".into()));
@@ -302,7 +298,11 @@ fn create_dir(dir: &Path) -> Result<(), RunCmdError> {
 /// Writes `case` to `path` and, when it failed, its timeline page beside it
 /// ([`page_path`]); returns the page's path. A page that cannot be made is reported on
 /// stderr and skipped: the case file is what the failure needs.
-pub(crate) fn write_case(case: &Case, path: &Path) -> Result<Option<PathBuf>, RunCmdError> {
+pub(crate) fn write_case(
+    registry: &Registry,
+    case: &Case,
+    path: &Path,
+) -> Result<Option<PathBuf>, RunCmdError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }
@@ -311,7 +311,7 @@ pub(crate) fn write_case(case: &Case, path: &Path) -> Result<Option<PathBuf>, Ru
         return Ok(None);
     }
     let page = page_path(path);
-    let written = Page::of_case(case).and_then(|mut p| {
+    let written = Page::of_case(registry, case).and_then(|mut p| {
         p.about
             .push(format!("replay: avout replay {}", path.display()));
         p.write(&page)
@@ -327,7 +327,7 @@ pub(crate) fn write_case(case: &Case, path: &Path) -> Result<Option<PathBuf>, Ru
 
 fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::Value {
     let mut v = serde_json::json!({
-        "scenario": r.workload.scenario.name(),
+        "scenario": r.workload.scenario,
         "seed": r.workload.seed,
         "clients": r.workload.clients,
         "ops_per_client": r.workload.ops,
@@ -407,8 +407,8 @@ fn print_report(r: &Report, backend: &str, style: &Style) {
 }
 
 /// `avout run`.
-pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
-    let w = args.common.workload(args.seed)?;
+pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError> {
+    let w = args.common.workload(registry, args.seed)?;
     let planted = args.common.planted()?;
     let style = Style::stdout();
     let out = &args.common.out;
@@ -442,7 +442,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
                     .unwrap_or_default()
             ),
         };
-        let mut rounds = chaos::run_real(&target, &w, planted, args.pg.as_deref(), duration)?;
+        let mut rounds =
+            chaos::run_real(registry, &target, &w, planted, args.pg.as_deref(), duration)?;
         let report = rounds.pop().expect("at least one round");
         if !rounds.is_empty() {
             rounds_json = print_rounds(&rounds, &report, args.common.json);
@@ -462,7 +463,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
             ));
         }
         let plan = args.common.plan()?;
-        let report = run_sim(&w, &plan, planted, true, None)?;
+        let report = registry
+            .run(&w)
+            .faults(&plan)
+            .planted(planted)
+            .recorded()
+            .sim()?;
         let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
         (report, "simulator".to_owned(), case)
     };
@@ -472,7 +478,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), RunCmdError> {
     report.history.write_file(&history_path)?;
     let case_path = out.join(format!("{}-seed{}.case.json", w.scenario, w.seed));
     let page = match &case {
-        Some(case) => write_case(case, &case_path)?,
+        Some(case) => write_case(registry, case, &case_path)?,
         // A failing run on real ZooKeeper has no case file: its page goes beside its history.
         None if !report.verdict.is_valid() => real_page(&report, &backend, &history_path),
         None => None,
@@ -569,7 +575,7 @@ fn fault_list(faults: &BTreeMap<String, u64>) -> String {
 /// skipped if it cannot be written.
 fn real_page(report: &Report, backend: &str, history: &Path) -> Option<PathBuf> {
     let path = page_path(history);
-    let written = Page::of_report(report, &[], backend).and_then(|mut p| {
+    let written = Page::of_report(report, backend).and_then(|mut p| {
         p.about.push(format!("history: {}", history.display()));
         p.write(&path)
     });
@@ -612,9 +618,9 @@ fn parse_seeds(s: &str) -> Result<std::ops::Range<u64>, RunCmdError> {
 }
 
 /// `avout explore`.
-pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
+pub(crate) fn explore_cmd(registry: &Registry, args: &ExploreArgs) -> Result<(), RunCmdError> {
     let seeds = parse_seeds(&args.seeds)?;
-    let w = args.common.workload(seeds.start)?;
+    let w = args.common.workload(registry, seeds.start)?;
     let plan = args.common.plan()?;
     let planted = args.common.planted()?;
     let threads = args.threads.unwrap_or_else(|| {
@@ -623,9 +629,7 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
     let bar = progress_bar(seeds.end - seeds.start, "seeds", !args.common.json);
     let wall = std::time::Instant::now();
     let found = explore(
-        &w,
-        &plan,
-        planted,
+        &registry.run(&w).faults(&plan).planted(planted),
         seeds.clone(),
         threads,
         args.all,
@@ -640,12 +644,12 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
     for failure in &found.failures {
         // Re-run the failing seed recording its choices (the same run: runs are a function
         // of their seed), for the case file.
-        let case = Case::record(&failure.workload, &plan, planted)?;
+        let case = Case::record(registry, &failure.workload, &plan, planted)?;
         let path = args.common.out.join(format!(
             "{}-seed{}.case.json",
             failure.workload.scenario, failure.workload.seed
         ));
-        let page = write_case(&case, &path)?;
+        let page = write_case(registry, &case, &path)?;
         cases.push((failure, path, page));
     }
     if args.common.json {
@@ -664,7 +668,7 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
         println!(
             "{}",
             serde_json::json!({
-                "scenario": w.scenario.name(),
+                "scenario": w.scenario,
                 "seeds": [seeds.start, seeds.end],
                 "runs": found.runs,
                 "threads": threads,
@@ -720,9 +724,9 @@ pub(crate) fn explore_cmd(args: &ExploreArgs) -> Result<(), RunCmdError> {
 }
 
 /// `avout replay`.
-pub(crate) fn replay(args: &ReplayArgs) -> Result<(), RunCmdError> {
+pub(crate) fn replay(registry: &Registry, args: &ReplayArgs) -> Result<(), RunCmdError> {
     let case = Case::load(&args.file)?;
-    let report = case.replay()?;
+    let report = case.replay(registry)?;
     // A run that panicked has no hash: it replays if it panics again.
     let found = report.hash.unwrap_or(PANICKED);
     let same = found == case.sim.hash;
@@ -764,10 +768,10 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), RunCmdError> {
 }
 
 /// `avout shrink`.
-pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
+pub(crate) fn shrink_cmd(registry: &Registry, args: &ShrinkArgs) -> Result<(), RunCmdError> {
     let case = Case::load(&args.file)?;
     let wall = std::time::Instant::now();
-    let shrunk = shrink(&case, args.budget)?;
+    let shrunk = shrink(registry, &case, args.budget)?;
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = args
             .file
@@ -777,7 +781,7 @@ pub(crate) fn shrink_cmd(args: &ShrinkArgs) -> Result<(), RunCmdError> {
             .unwrap_or("case");
         args.file.with_file_name(format!("{stem}.shrunk.json"))
     });
-    let page = write_case(&shrunk.case, &out)?;
+    let page = write_case(registry, &shrunk.case, &out)?;
     let w = &shrunk.case.workload;
     if args.json {
         println!(

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
-use avout_scenarios::scenario::{Protocol, ScenarioName};
+use avout_scenarios::scenario::{Protocol, Registry};
 
 use super::run::{RunCmdError, Style, parse_kind, progress_bar, write_case};
 
@@ -61,23 +61,14 @@ pub(crate) struct SoakArgs {
 }
 
 impl SoakArgs {
-    fn soak(&self) -> Result<Soak, RunCmdError> {
+    fn soak(&self, registry: &Registry) -> Result<Soak, RunCmdError> {
         let usage = |m: String| RunCmdError::Usage(m);
         let scenarios = match self.scenarios.as_deref() {
-            // The soaked built-ins, then the scenarios a user's binary registered.
-            None | Some("all") => ScenarioName::SOAKED
-                .iter()
-                .copied()
-                .chain(
-                    avout_scenarios::scenario::registry::names()
-                        .into_iter()
-                        .filter_map(|n| n.parse::<ScenarioName>().ok())
-                        .filter(|n| !ScenarioName::ALL.contains(n)),
-                )
-                .collect(),
+            // Every soaked scenario of the registry: the built-ins, then a user's binary's.
+            None | Some("all") => registry.soaked().into_iter().map(str::to_owned).collect(),
             Some(list) => list
                 .split(',')
-                .map(|s| s.trim().parse::<ScenarioName>())
+                .map(|s| registry.get(s.trim()).map(|s| s.name().to_owned()))
                 .collect::<Result<_, _>>()
                 .map_err(|e| usage(e.to_string()))?,
         };
@@ -140,8 +131,8 @@ fn case_path(args: &SoakArgs, row: &Row, seed: u64) -> PathBuf {
 }
 
 /// `avout soak`.
-pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
-    let s = args.soak()?;
+pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdError> {
+    let s = args.soak(registry)?;
     let rows = s.rows();
     let line = format!(
         "soak        base seed {} (seeds {}..{}): {} scenario(s) × {} fault configuration(s) × {} \
@@ -164,7 +155,7 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
     }
     let mut kept_failed = 0;
     if let Some(dir) = &args.regressions {
-        let kept = rerun_kept(dir)?;
+        let kept = rerun_kept(registry, dir)?;
         let style = Style::stdout();
         for k in kept.iter().filter(|k| !k.report.verdict.is_valid()) {
             kept_failed += 1;
@@ -199,14 +190,14 @@ pub(crate) fn run(args: &SoakArgs) -> Result<(), RunCmdError> {
         }
     }
     let bar = progress_bar(rows as u64 * s.seeds, "runs", !args.json);
-    let report = soak(&s, &|done| bar.set_position(done))?;
+    let report = soak(registry, &s, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
     let mut paths = Vec::new();
     for row in &report.rows {
         let path = match (&row.first, row.failed.first()) {
             (Some(case), Some(&seed)) => {
                 let path = case_path(args, row, seed);
-                let page = write_case(case, &path)?;
+                let page = write_case(registry, case, &path)?;
                 Some((path, page))
             }
             _ => None,
@@ -332,7 +323,7 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
         .zip(paths)
         .map(|(row, path)| {
             serde_json::json!({
-                "scenario": row.scenario.name(),
+                "scenario": row.scenario,
                 "ref_store": row.ref_store.name(),
                 "faults": row.faults.name,
                 "seeds": row.seeds,

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::view::{Judge, Page, ViewError, page_path};
 use avout_check::history::History;
+use avout_scenarios::scenario::Registry;
 use avout_scenarios::scenario::case::Case;
 
 use super::check::{CheckerArgs, model_names};
@@ -53,10 +54,10 @@ impl ViewArgs {
 }
 
 /// `avout view`.
-pub(crate) fn run(args: &ViewArgs) -> Result<(), ViewError> {
+pub(crate) fn run(registry: &Registry, args: &ViewArgs) -> Result<(), ViewError> {
     let page = if is_case(&args.file) {
         let case = Case::load(&args.file)?;
-        let mut page = Page::of_case(&case)?;
+        let mut page = Page::of_case(registry, &case)?;
         page.about
             .push(format!("replay: avout replay {}", args.file.display()));
         page

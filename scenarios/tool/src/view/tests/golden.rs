@@ -80,6 +80,7 @@ fn golden_mutex_overlap() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn golden_recorded_cases() {
+    use avout_scenarios::scenario::Registry;
     use avout_scenarios::scenario::case::Case;
     let cases = [
         (
@@ -93,7 +94,7 @@ fn golden_recorded_cases() {
     ];
     for (file, name) in cases {
         let case = Case::load(&file).unwrap();
-        let page = Page::of_case(&case).unwrap();
+        let page = Page::of_case(&Registry::builtins(), &case).unwrap();
         assert!(
             page.about.iter().all(|l| !l.starts_with("WARNING")),
             "{name}: the case no longer replays to its hash: {:?}",

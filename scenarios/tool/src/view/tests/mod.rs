@@ -14,7 +14,7 @@ use super::{Page, page_path};
 use avout_check::Options;
 use avout_check::history::{Event, F, History};
 use avout_check::list_append::Consistency;
-use avout_scenarios::scenario::{FaultPlan, ScenarioName, Workload};
+use avout_scenarios::scenario::{FaultPlan, Registry};
 
 fn f(name: &str) -> F {
     F::Other(name.into())
@@ -134,24 +134,12 @@ fn log_entries_are_read_by_their_fields_whatever_their_kind() {
 /// A faultless run: every session is its client's, and each client lane gets exactly one.
 #[test]
 fn each_session_is_matched_to_the_client_that_used_it() {
-    for scenario in [
-        ScenarioName::Mutex,
-        ScenarioName::ListAppend,
-        ScenarioName::Counter,
-    ] {
-        let mut w = Workload::new(scenario, 11);
+    for scenario in ["mutex", "list-append", "counter"] {
+        let mut w = Registry::builtins().workload(scenario, 11).unwrap();
         w.ops = 6;
-        let (report, log) = avout_scenarios::scenario::run_sim_inner(
-            &w,
-            &FaultPlan::none(),
-            None,
-            false,
-            None,
-            true,
-        )
-        .unwrap();
+        let report = Registry::builtins().run(&w).logged().sim().unwrap();
         let t = Timeline::build(&report.history, Some(w.clients)).unwrap();
-        let matched = super::sessions::match_sessions(&log, &t.ops, t.lanes.len());
+        let matched = super::sessions::match_sessions(&report.log, &t.ops, t.lanes.len());
         let mut lanes: Vec<usize> = matched.values().copied().collect();
         lanes.sort_unstable();
         lanes.dedup();
@@ -167,12 +155,16 @@ fn each_session_is_matched_to_the_client_that_used_it() {
 /// client's session suffered is drawn in that client's lane.
 #[test]
 fn renewed_sessions_and_their_faults_land_in_their_clients_lanes() {
-    let mut w = Workload::new(ScenarioName::Mutex, 3);
+    let mut w = Registry::builtins().workload("mutex", 3).unwrap();
     w.ops = 12;
     let plan = FaultPlan::kinds(&[avout_sim_zk::FaultKind::SessionExpiry], Some(0.05));
-    let (report, log) =
-        avout_scenarios::scenario::run_sim_inner(&w, &plan, None, false, None, true).unwrap();
-    let page = Page::of_report(&report, &log, "simulator").unwrap();
+    let report = Registry::builtins()
+        .run(&w)
+        .faults(&plan)
+        .logged()
+        .sim()
+        .unwrap();
+    let page = Page::of_report(&report, "simulator").unwrap();
     let faults: Vec<_> = page.events.iter().filter(|e| e.kind == "fault").collect();
     assert!(!faults.is_empty(), "the plan expires sessions");
     for e in &faults {
@@ -555,12 +547,16 @@ fn pages_go_beside_their_files() {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn stalled_acquires_show_what_they_wait_on() {
-    let w = Workload::new(ScenarioName::Mutex, 1);
+    let w = Registry::builtins().workload("mutex", 1).unwrap();
     let bug = Some(avout::planted::Bug::LockNoGuidRecovery);
-    let (report, log) =
-        avout_scenarios::scenario::run_sim_inner(&w, &FaultPlan::all(), bug, false, None, true)
-            .unwrap();
-    let page = Page::of_report(&report, &log, "simulator").unwrap();
+    let report = Registry::builtins()
+        .run(&w)
+        .faults(&FaultPlan::all())
+        .planted(bug)
+        .logged()
+        .sim()
+        .unwrap();
+    let page = Page::of_report(&report, "simulator").unwrap();
     let f = &page.findings[0];
     assert_eq!(f.name, "liveness");
     assert!(

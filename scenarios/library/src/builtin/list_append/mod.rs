@@ -6,7 +6,7 @@
 //!
 //! History: `f: "txn"`, value the micro-operations (`["r", k, null]` / `["append", k, v]`);
 //! an `ok` completion carries the lists read. A failed transaction carries Maelstrom's code
-//! (`error`, see [`super::codes`]): 30 when it gave up after the retry limit of conflicts
+//! (`error`, see [`crate::scenario::codes`]): 30 when it gave up after the retry limit of conflicts
 //! (the workload's `retry_limit`, else the protocol's), 13 when its commit's outcome is
 //! unknown, 11 when it was refused unsent because the client's connection was down.
 //!
@@ -19,13 +19,13 @@ use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::Protocol;
-use super::REFUSED_PAUSE;
-use super::bank::open_refs_with;
-use super::env::Cluster;
-use super::error::WorkloadError;
-use super::worker::{Ended, Invoke, Worker};
+use crate::builtin::bank::open_refs_with;
+use crate::scenario::Checks;
+use crate::scenario::Protocol;
+use crate::scenario::REFUSED_PAUSE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::Cluster;
+use crate::scenario::worker::{Ended, Invoke, Worker};
 
 const ROOT: &str = "/list-append";
 const KEYS: u64 = 5;
@@ -116,7 +116,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ListAppendScenario;
 
-impl super::Scenario for ListAppendScenario {
+impl crate::scenario::Scenario for ListAppendScenario {
     fn name(&self) -> &'static str {
         "list-append"
     }
@@ -131,14 +131,16 @@ impl super::Scenario for ListAppendScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, w: &super::Workload) -> super::Checks {
+    fn checkers(&self, w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named(
             "list-append",
             &Options {

@@ -17,7 +17,7 @@
 //! [`DECIDE_WAIT`] (the recipe's remedy for a site that never joins); its transaction handle
 //! outlives its sessions, so a wait or an abort cut off by a lost session is made again. A
 //! participant whose session is lost while waiting reads the outcome again, on the client's
-//! next session. A site waits up to [`OP_DEADLINE`](super::OP_DEADLINE), past which the run
+//! next session. A site waits up to [`OP_DEADLINE`](crate::scenario::OP_DEADLINE), past which the run
 //! fails as stuck.
 //!
 //! History ([`avout_check::two_phase_commit`]'s format): `begin` (`{"tx", "sites"}`), `join`
@@ -41,11 +41,13 @@ use tokio::sync::watch;
 
 use avout_check::Options;
 
-use super::Checks;
-use super::Workload;
-use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client, retry_open};
-use super::error::WorkloadError;
-use super::worker::{Caller, Ended, Ends, Invoke};
+use crate::scenario::Checks;
+use crate::scenario::Workload;
+use avout_sim_zk::rng::ClientStream;
+
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client, retry_open};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke};
 use avout_check::history::EventType;
 
 const ROOT: &str = "/two-phase-commit";
@@ -158,7 +160,7 @@ impl<'a> Role<'a> {
     }
 
     /// Reads the outcome until it is known, again after each lost session. Past
-    /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`](super::OP_DEADLINE) it is stuck.
+    /// `patience` (if given) it gives up, recording `info`; past [`OP_DEADLINE`](crate::scenario::OP_DEADLINE) it is stuck.
     async fn learn(
         &mut self,
         round: u64,
@@ -285,7 +287,7 @@ async fn site<K: Cluster>(
     base: &str,
     mut rounds: Vec<watch::Receiver<Option<bool>>>,
 ) -> Result<(), Stop> {
-    let mut rng = client_rng(w.seed, index);
+    let mut rng = ClientStream::CHOICES.rng(w.seed, index);
     let name = format!("c{index}");
     let process = Process::new(w.clients + index, 2 * w.clients);
     let mut role = Role::new(cluster, rec, process).await?;
@@ -390,7 +392,7 @@ pub(crate) async fn workload<K: Cluster>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TwoPhaseCommitScenario;
 
-impl super::Scenario for TwoPhaseCommitScenario {
+impl crate::scenario::Scenario for TwoPhaseCommitScenario {
     fn name(&self) -> &'static str {
         "two-phase-commit"
     }
@@ -405,34 +407,44 @@ impl super::Scenario for TwoPhaseCommitScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("two-phase-commit", &Options::default())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::scenario::{FaultPlan, Scenario, ScenarioName, run_sim};
-    use avout_check::history::{Event, History};
+    use super::TwoPhaseCommitScenario;
+    use crate::scenario::{FaultPlan, Registry, Scenario};
+    use avout_check::history::{Event, EventType, History};
 
     /// The verdict the scenario's checkers give `history`.
     fn check(history: &History) -> avout_check::Verdict {
         TwoPhaseCommitScenario
-            .checkers(&Workload::new(ScenarioName::TwoPhaseCommit, 0))
+            .checkers(
+                &Registry::builtins()
+                    .workload("two-phase-commit", 0)
+                    .unwrap(),
+            )
             .judge(history)
     }
 
     fn recorded(seed: u64) -> History {
-        let w = Workload::new(ScenarioName::TwoPhaseCommit, seed);
-        let report = run_sim(&w, &FaultPlan::all(), None, false, None).unwrap();
+        let w = Registry::builtins()
+            .workload("two-phase-commit", seed)
+            .unwrap();
+        let report = Registry::builtins()
+            .run(&w)
+            .faults(&FaultPlan::all())
+            .sim()
+            .unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         report.history
     }

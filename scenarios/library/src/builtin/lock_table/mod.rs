@@ -35,12 +35,12 @@ use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::OP_DEADLINE;
-use super::env::Cluster;
-use super::error::WorkloadError;
-use super::mutex::{counter_node, read_counter, set_counter};
-use super::worker::{Ended, Ends, Invoke, Worker};
+use crate::builtin::mutex::{counter_node, read_counter, set_counter};
+use crate::scenario::Checks;
+use crate::scenario::OP_DEADLINE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::Cluster;
+use crate::scenario::worker::{Ended, Ends, Invoke, Worker};
 use avout_check::history::EventType;
 
 const NAMESPACE: &str = "/locking/Clinical";
@@ -146,7 +146,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LockTableScenario;
 
-impl super::Scenario for LockTableScenario {
+impl crate::scenario::Scenario for LockTableScenario {
     fn name(&self) -> &'static str {
         "lock-table"
     }
@@ -161,14 +161,16 @@ impl super::Scenario for LockTableScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("holds", &Options::default())
             .labelled("lock-table (one clerk inside at a time)")
     }

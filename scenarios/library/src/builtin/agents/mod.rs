@@ -28,11 +28,11 @@ use serde_json::Value;
 use avout_check::Options;
 use avout_check::recipes::agents::marker;
 
-use super::Checks;
-use super::Workload;
-use super::env::{Cluster, Process, Recorder, open_client, retry_open};
-use super::error::{BoxError, WorkloadError};
-use super::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::Checks;
+use crate::scenario::Workload;
+use crate::scenario::env::{Cluster, Process, Recorder, open_client, retry_open};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::{BoxError, WorkloadError};
 use avout_check::history::EventType;
 
 const PATH: &str = "/agent";
@@ -113,7 +113,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     let log = open(&client).await?;
     let names = ["shared".to_owned()];
     let (stm, shared) =
-        super::bank::open_refs(me.cluster, &client, me.w, STM_ROOT, &names, 0i64).await?;
+        crate::builtin::bank::open_refs(me.cluster, &client, me.w, STM_ROOT, &names, 0i64).await?;
     let shared = shared.into_iter().next().expect("one ref");
     let executor = tokio::spawn({
         let log = log.clone();
@@ -227,7 +227,7 @@ pub(crate) async fn drain<K: Cluster>(
                 Err(e) => Err(e),
             }
         };
-        match tokio::time::timeout(super::OP_DEADLINE, settle).await {
+        match tokio::time::timeout(crate::scenario::OP_DEADLINE, settle).await {
             Ok(Ok((0, None))) => break,
             Ok(Ok((_, None))) => {}
             Ok(Ok((_, Some(m)))) => {
@@ -283,7 +283,7 @@ pub(crate) async fn drain<K: Cluster>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AgentsScenario;
 
-impl super::Scenario for AgentsScenario {
+impl crate::scenario::Scenario for AgentsScenario {
     fn name(&self) -> &'static str {
         "agents"
     }
@@ -299,17 +299,17 @@ impl super::Scenario for AgentsScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move {
-            super::worker::all_workers(&cluster, w, rec, client).await?;
+            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
             drain(&cluster, w, rec).await
         })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("agents", &Options::default())
     }
 }

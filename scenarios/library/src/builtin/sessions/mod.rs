@@ -71,7 +71,7 @@ impl crate::scenario::Scenario for SessionsScenario {
             "sessions",
             &avout_check::Options {
                 clients: w.clients,
-                ..super::bank::checker_options()
+                ..crate::builtin::bank::checker_options()
             },
         )
     }
@@ -93,13 +93,17 @@ use rand::seq::index::sample;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::bank::{balances, draw_transfer, open_accounts, transfer_of};
-use super::counter::read_until_answered;
-use super::env::{Cluster, Process, Recorder, client_stream, open_client};
-use super::mutex::{counter_node, fenced_increment, fenced_write, read_counter, set_counter};
-use super::worker::{Caller, Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Workload};
-use crate::scenario::error::WorkloadError;
+use crate::builtin::bank::{balances, draw_transfer, open_accounts, transfer_of};
+use crate::builtin::counter::read_until_answered;
+use avout_sim_zk::rng::ClientStream;
+
+use crate::builtin::mutex::{
+    counter_node, fenced_increment, fenced_write, read_counter, set_counter,
+};
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::worker::{Caller, Ended, Invoke, Worker};
+use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 use avout_check::recipes::sessions::{FINAL_BASE, LEADER_BASE};
 
@@ -124,7 +128,7 @@ pub const LEADER_WRITES: usize = 3;
 struct Handles {
     atom: Atom<u64>,
     stm: Stm,
-    accounts: Vec<super::bank::Account>,
+    accounts: Vec<crate::builtin::bank::Account>,
     mutex: Mutex,
     election: Election,
 }
@@ -135,7 +139,7 @@ impl Handles {
         client: &Client,
         w: &Workload,
     ) -> Result<Self, WorkloadError> {
-        let atom = super::counter::open(cluster, client, COUNTER).await?;
+        let atom = crate::builtin::counter::open(cluster, client, COUNTER).await?;
         let (stm, accounts) = open_accounts(cluster, client, w, BANK).await?;
         counter_node(client, LOCKED).await?;
         counter_node(client, LED).await?;
@@ -157,7 +161,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    super::worker::all_workers(cluster, w, rec, client).await?;
+    crate::scenario::worker::all_workers(cluster, w, rec, client).await?;
     final_reads(cluster, w, rec).await
 }
 
@@ -171,7 +175,7 @@ async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> 
             me.caller.rec,
             Process::new(me.index, me.w.clients).shifted(LEADER_BASE),
         ),
-        rng: client_stream(me.w.seed, me.index, b"leader.."),
+        rng: ClientStream::LEADER.rng(me.w.seed, me.index),
         client: client.clone(),
         election: h.election.clone(),
         holding: None,
@@ -503,7 +507,7 @@ async fn final_reads<K: Cluster>(
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let client = open_client(cluster).await?;
-    let atom = super::counter::open(cluster, &client, COUNTER).await?;
+    let atom = crate::builtin::counter::open(cluster, &client, COUNTER).await?;
     read_until_answered(rec, FINAL_BASE, "read", || atom.deref())
         .await
         .map_err(|last| WorkloadError::gave_up("the final read of the atom", Some(last)))?;

@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::OP_DEADLINE;
-use super::env::{Cluster, retry_open};
-use super::error::WorkloadError;
-use super::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::Checks;
+use crate::scenario::OP_DEADLINE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
 use avout_check::history::EventType;
 
 const LOCK: &str = "/mutex";
@@ -174,7 +174,7 @@ pub(crate) async fn fenced_increment<'a, K>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MutexScenario;
 
-impl super::Scenario for MutexScenario {
+impl crate::scenario::Scenario for MutexScenario {
     fn name(&self) -> &'static str {
         "mutex"
     }
@@ -189,14 +189,16 @@ impl super::Scenario for MutexScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("holds", &Options::default())
             .and("mutex", &Options::default())
             .labelled("mutex (fencing) and the mutex checker")

@@ -18,10 +18,12 @@ use tokio::sync::watch;
 
 use avout_check::Options;
 
-use super::Checks;
-use super::env::{Cluster, Process, Recorder, client_rng, open_client};
-use super::error::{BoxError, WorkloadError};
-use super::{OP_DEADLINE, Workload};
+use crate::scenario::Checks;
+use avout_sim_zk::rng::ClientStream;
+
+use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::{BoxError, WorkloadError};
+use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 
 const PATH: &str = "/barrier";
@@ -73,7 +75,7 @@ async fn controller<K: Cluster>(
     rec: &Recorder,
     rounds: watch::Sender<Option<u64>>,
 ) -> Result<(), WorkloadError> {
-    let mut rng = client_rng(w.seed, 0);
+    let mut rng = ClientStream::CHOICES.rng(w.seed, 0);
     let mut process = Process::new(0, w.clients);
     let client = open_client(cluster).await?;
     let barrier = Barrier::new(&client, PATH)?;
@@ -157,7 +159,7 @@ pub(crate) async fn workload<K: Cluster>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BarrierScenario;
 
-impl super::Scenario for BarrierScenario {
+impl crate::scenario::Scenario for BarrierScenario {
     fn name(&self) -> &'static str {
         "barrier"
     }
@@ -172,14 +174,14 @@ impl super::Scenario for BarrierScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("barrier", &Options::default())
     }
 }

@@ -16,11 +16,11 @@ use serde_json::Value;
 
 use avout_check::Options;
 
-use super::Checks;
-use super::env::{Cluster, Recorder, open_client, retry_open};
-use super::error::WorkloadError;
-use super::worker::{Ended, Invoke, Worker};
-use super::{OP_DEADLINE, Workload};
+use crate::scenario::Checks;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, Recorder, open_client, retry_open};
+use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 
 const PATH: &str = "/counter";
@@ -126,7 +126,7 @@ where
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CounterScenario;
 
-impl super::Scenario for CounterScenario {
+impl crate::scenario::Scenario for CounterScenario {
     fn name(&self) -> &'static str {
         "counter"
     }
@@ -141,17 +141,17 @@ impl super::Scenario for CounterScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move {
-            super::worker::all_workers(&cluster, w, rec, client).await?;
+            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
             final_read(&cluster, w, rec).await
         })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("counter", &Options::default())
     }
 }

@@ -5,7 +5,7 @@
 //! Maelstrom's lin-kv workload does). A read of a missing key is an `ok` read of `null` (the
 //! register's initial value); a refused cas (codes 20 and 22) is a `fail`; an error that
 //! [`KvError::is_definite`] says may have taken effect is `info`. Every failed completion
-//! carries Maelstrom's error code (`error`, see [`super::codes`]): 20/22 for a refused cas,
+//! carries Maelstrom's error code (`error`, see [`crate::scenario::codes`]): 20/22 for a refused cas,
 //! 13 for an indefinite failure, 0 for an operation that outran the deadline, and 11 for an
 //! operation refused without being sent because the client's connection was down. Each
 //! client ends with a `delete` of key `"0"`, which lin-kv does not offer: refused with 10
@@ -20,11 +20,11 @@ use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::REFUSED_PAUSE;
-use super::env::{Cluster, retry_open};
-use super::error::WorkloadError;
-use super::worker::{Ended, Invoke, Worker};
+use crate::scenario::Checks;
+use crate::scenario::REFUSED_PAUSE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::worker::{Ended, Invoke, Worker};
 use avout_check::history::ErrorCode;
 
 const BASE: &str = "/lin-kv";
@@ -83,7 +83,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinKvScenario;
 
-impl super::Scenario for LinKvScenario {
+impl crate::scenario::Scenario for LinKvScenario {
     fn name(&self) -> &'static str {
         "lin-kv"
     }
@@ -98,14 +98,16 @@ impl super::Scenario for LinKvScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("cas-register", &Options::default())
     }
 }

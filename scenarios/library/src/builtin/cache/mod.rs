@@ -34,11 +34,13 @@ use tokio::sync::watch;
 use avout_check::Options;
 use avout_check::recipes::cache::{ROOT, Tree};
 
-use super::Checks;
-use super::env::{Cluster, Process, Recorder, all_clients, client_rng, open_client};
-use super::error::{BoxError, WorkloadError};
-use super::worker::{Caller, Ended, Ends, Invoke};
-use super::{OP_DEADLINE, Workload};
+use crate::scenario::Checks;
+use avout_sim_zk::rng::ClientStream;
+
+use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke};
+use crate::scenario::{BoxError, WorkloadError};
+use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 
 /// The nodes the writers change, relative to [`ROOT`] (`""`: the root itself).
@@ -213,7 +215,7 @@ async fn write(
     rec: &Recorder,
     index: usize,
 ) -> Result<(), WorkloadError> {
-    let mut rng = client_rng(w.seed, index);
+    let mut rng = ClientStream::CHOICES.rng(w.seed, index);
     let mut caller = Caller::new(rec, Process::new(index, w.clients));
     for n in 0..w.ops {
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..40))).await;
@@ -379,7 +381,7 @@ pub(crate) async fn workload<K: Cluster>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CacheScenario;
 
-impl super::Scenario for CacheScenario {
+impl crate::scenario::Scenario for CacheScenario {
     fn name(&self) -> &'static str {
         "cache"
     }
@@ -395,14 +397,14 @@ impl super::Scenario for CacheScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
         rec: &'a Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move { workload(&cluster, w, rec).await })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("cache", &Options::default())
     }
 }

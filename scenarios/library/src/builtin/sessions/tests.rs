@@ -3,12 +3,12 @@
 use avout_check::history::{EventType, pairs};
 use avout_check::recipes::sessions::LEADER_BASE;
 
-use crate::scenario::{FaultPlan, ScenarioName, Workload, run_sim};
+use crate::scenario::Registry;
 
 #[test]
 fn clients_go_on_across_their_own_expiries_on_the_simulator() {
-    let w = Workload::new(ScenarioName::Sessions, 11);
-    let report = run_sim(&w, &FaultPlan::none(), None, false, None).unwrap();
+    let w = Registry::builtins().workload("sessions", 11).unwrap();
+    let report = Registry::builtins().run(&w).sim().unwrap();
     assert!(report.verdict.is_valid(), "{}", report.verdict);
     let ops = pairs(&report.history);
     let expiries = ops

@@ -19,11 +19,11 @@ use serde_json::Value;
 
 use avout_check::Options;
 
-use super::Checks;
-use super::Workload;
-use super::env::{Cluster, Process, Recorder, open_client};
-use super::error::WorkloadError;
-use super::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::Checks;
+use crate::scenario::Workload;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
 use avout_check::history::EventType;
 
 const PATH: &str = "/queue";
@@ -111,7 +111,7 @@ pub(crate) async fn drain<K: Cluster>(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QueueScenario;
 
-impl super::Scenario for QueueScenario {
+impl crate::scenario::Scenario for QueueScenario {
     fn name(&self) -> &'static str {
         "queue"
     }
@@ -126,17 +126,17 @@ impl super::Scenario for QueueScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move {
-            super::worker::all_workers(&cluster, w, rec, client).await?;
+            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
             drain(&cluster, w, rec).await
         })
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("queue", &Options::default())
     }
 }

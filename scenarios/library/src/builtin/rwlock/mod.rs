@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::OP_DEADLINE;
-use super::env::Cluster;
-use super::error::WorkloadError;
-use super::mutex::{counter_node, fenced_write, read_counter, set_counter};
-use super::worker::{Caller, Ended, Invoke, Worker};
+use crate::builtin::mutex::{counter_node, fenced_write, read_counter, set_counter};
+use crate::scenario::Checks;
+use crate::scenario::OP_DEADLINE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::Cluster;
+use crate::scenario::worker::{Caller, Ended, Invoke, Worker};
 use avout_check::history::EventType;
 
 const LOCK: &str = "/rwlock";
@@ -123,7 +123,7 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RwlockScenario;
 
-impl super::Scenario for RwlockScenario {
+impl crate::scenario::Scenario for RwlockScenario {
     fn name(&self) -> &'static str {
         "rwlock"
     }
@@ -138,14 +138,16 @@ impl super::Scenario for RwlockScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("rwlock", &Options::default())
     }
 }

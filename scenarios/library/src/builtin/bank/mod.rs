@@ -9,7 +9,7 @@
 //! Each client ends with an `audit`: account `a0`'s values at the past commit points the
 //! protocol keeps ([`Ref::history`]), none of which may be negative.
 //!
-//! Failed operations carry Maelstrom's code (`error`, see [`super::codes`]): 30 for a
+//! Failed operations carry Maelstrom's code (`error`, see [`crate::scenario::codes`]): 30 for a
 //! transfer that gave up after the retry limit of conflicts (the workload's `retry_limit`, else
 //! the protocol's), 14 for one a validator refused, 13 for an unknown commit outcome, 11 for
 //! an operation refused unsent because the client's connection was down (10, not-supported,
@@ -28,13 +28,13 @@ use serde_json::{Map, Value, json};
 
 use avout_check::Options;
 
-use super::Checks;
-use super::REFUSED_PAUSE;
-use super::env::{Cluster, retry_open};
-use super::error::WorkloadError;
-use super::store::Padded;
-use super::worker::{Ended, Invoke, Worker};
-use super::{Protocol, Workload};
+use crate::scenario::Checks;
+use crate::scenario::REFUSED_PAUSE;
+use crate::scenario::WorkloadError;
+use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::store::Padded;
+use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::{Protocol, Workload};
 
 const ROOT: &str = "/bank";
 const ACCOUNTS: usize = 5;
@@ -260,7 +260,7 @@ pub(crate) fn checker_options() -> Options {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BankScenario;
 
-impl super::Scenario for BankScenario {
+impl crate::scenario::Scenario for BankScenario {
     fn name(&self) -> &'static str {
         "bank"
     }
@@ -275,14 +275,16 @@ impl super::Scenario for BankScenario {
 
     fn workload<'a>(
         &'a self,
-        cluster: super::AnyCluster<'a>,
-        w: &'a super::Workload,
-        rec: &'a super::env::Recorder,
+        cluster: crate::scenario::AnyCluster<'a>,
+        w: &'a crate::scenario::Workload,
+        rec: &'a crate::scenario::env::Recorder,
     ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { super::worker::all_workers(&cluster, w, rec, client).await })
+        Box::pin(
+            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
+        )
     }
 
-    fn checkers(&self, _w: &super::Workload) -> super::Checks {
+    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
         Checks::named("bank", &checker_options())
     }
 }
