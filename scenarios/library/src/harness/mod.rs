@@ -2,7 +2,7 @@
 //! range, every failure named by its seed, recorded, shrunk and kept as a regression case.
 //!
 //! ```no_run
-//! # use avout_scenarios::builtin::counter::CounterScenario as MyScenario;
+//! # use avout_scenarios::builtin::counter::SCENARIO as MyScenario;
 //! #[test]
 //! fn my_scheduler_survives_the_simulator() {
 //!     avout_scenarios::harness::Harness::new(MyScenario).seeds(0..50).run();

@@ -36,7 +36,7 @@ pub use any_cluster::AnyCluster;
 pub use checks::Checks;
 pub use error::{BoxError, WorkloadError};
 pub use protocol::Protocol;
-pub use registry::{Registry, Scenario, UnknownScenario};
+pub use registry::{Described, Registry, Scenario, UnknownScenario, WorkloadFn};
 pub use run::{Counts, ERROR_PREFIX, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the
@@ -55,10 +55,10 @@ pub const SIM_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 /// draw their choices from.
 ///
 /// ```
-/// use avout_scenarios::builtin::counter::CounterScenario;
+/// use avout_scenarios::builtin::counter;
 /// use avout_scenarios::scenario::{Scenario, Workload};
-/// let w = Workload::new(&CounterScenario, 7);
-/// assert_eq!((w.clients, w.ops), CounterScenario.defaults());
+/// let w = Workload::new(&counter::SCENARIO, 7);
+/// assert_eq!((w.clients, w.ops), counter::SCENARIO.defaults());
 /// assert_eq!(w.scenario, "counter");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -96,6 +96,79 @@ pub trait Scenario: Send + Sync {
     }
 }
 
+/// The workload of a [`Described`] scenario ([`Scenario::workload`] as a function).
+pub type WorkloadFn = for<'a> fn(
+    AnyCluster<'a>,
+    &'a Workload,
+    &'a Recorder,
+) -> LocalBoxFuture<'a, Result<(), WorkloadError>>;
+
+/// A scenario given by its parts: what every built-in is, and the short way to write one's
+/// own.
+///
+/// ```
+/// use avout_check::Options;
+/// use avout_scenarios::scenario::{Checks, Described, Registry};
+/// const NOTHING: Described = Described {
+///     name: "nothing",
+///     about: "no operation; checker: a counter's, of nothing",
+///     defaults: (1, 0),
+///     checkers: |_| Checks::named("counter", &Options::default()),
+///     workload: |_, _, _| Box::pin(async { Ok(()) }),
+/// };
+/// let registry = Registry::empty().with(NOTHING);
+/// let w = registry.workload("nothing", 3).unwrap();
+/// assert!(registry.run(&w).sim().unwrap().verdict.is_valid());
+/// ```
+#[derive(Clone, Copy)]
+pub struct Described {
+    /// [`Scenario::name`].
+    pub name: &'static str,
+    /// [`Scenario::about`].
+    pub about: &'static str,
+    /// [`Scenario::defaults`].
+    pub defaults: (usize, usize),
+    /// [`Scenario::checkers`].
+    pub checkers: fn(&Workload) -> Checks,
+    /// [`Scenario::workload`].
+    pub workload: WorkloadFn,
+}
+
+impl std::fmt::Debug for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Described")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scenario for Described {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        self.defaults
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: AnyCluster<'a>,
+        w: &'a Workload,
+        rec: &'a Recorder,
+    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        (self.workload)(cluster, w, rec)
+    }
+
+    fn checkers(&self, w: &Workload) -> Checks {
+        (self.checkers)(w)
+    }
+}
+
 /// A name that is not a scenario's.
 ///
 /// ```
@@ -138,24 +211,24 @@ impl Registry {
         Registry::default()
     }
 
-    /// avout's own scenarios, in the order `avout soak` runs them.
+    /// avout's own scenarios ([`crate::builtin`]), in the order `avout soak` runs them.
     pub fn builtins() -> Self {
         use crate::builtin::*;
         Registry::empty()
-            .with(counter::CounterScenario)
-            .with(lin_kv::LinKvScenario)
-            .with(mutex::MutexScenario)
-            .with(rwlock::RwlockScenario)
-            .with(election::ElectionScenario)
-            .with(queue::QueueScenario)
-            .with(barrier::BarrierScenario)
-            .with(bank::BankScenario)
-            .with(list_append::ListAppendScenario)
-            .with(lock_table::LockTableScenario)
-            .with(two_phase_commit::TwoPhaseCommitScenario)
-            .with(sessions::SessionsScenario)
-            .with(agents::AgentsScenario)
-            .with(cache::CacheScenario)
+            .with(counter::SCENARIO)
+            .with(lin_kv::SCENARIO)
+            .with(mutex::SCENARIO)
+            .with(rwlock::SCENARIO)
+            .with(election::SCENARIO)
+            .with(queue::SCENARIO)
+            .with(barrier::SCENARIO)
+            .with(bank::SCENARIO)
+            .with(list_append::SCENARIO)
+            .with(lock_table::SCENARIO)
+            .with(two_phase_commit::SCENARIO)
+            .with(sessions::SCENARIO)
+            .with(agents::SCENARIO)
+            .with(cache::SCENARIO)
     }
 
     /// The same, with `scenario` added.

@@ -45,7 +45,7 @@ use clap::{Parser, Subcommand};
 
 use avout_scenarios::scenario::Registry;
 
-use cmd::{bench, check, demo, lock, model, run, soak, view, watch, zk};
+use cmd::{bench, check, demo, explore, lock, model, run, runs, soak, view, watch, zk};
 
 /// Distributed atoms, refs and locks on ZooKeeper: local servers and benchmarks.
 #[derive(Debug, Parser)]
@@ -79,11 +79,11 @@ enum Command {
     /// Run a scenario (simulator by default, or real ZooKeeper) and judge its history.
     Run(run::RunArgs),
     /// Run a scenario under many seeds on every core; stop at the first failure.
-    Explore(run::ExploreArgs),
+    Explore(explore::ExploreArgs),
     /// Re-run a case file from its recorded choices and confirm its event-log hash.
-    Replay(run::ReplayArgs),
+    Replay(explore::ReplayArgs),
     /// Minimise a failing case: a few scheduled faults, fewer clients and operations.
-    Shrink(run::ShrinkArgs),
+    Shrink(explore::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
     Soak(soak::SoakArgs),
     /// Write a run's timeline (a case file or any history) as one self-contained HTML page,
@@ -117,7 +117,7 @@ enum CliError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
-    RunCmd(#[from] run::RunCmdError),
+    RunCmd(#[from] runs::RunCmdError),
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
     #[error(transparent)]
@@ -132,24 +132,10 @@ enum CliError {
 ///
 /// ```no_run
 /// use avout_scenarios::scenario::Registry;
-/// # use avout_scenarios::builtin::counter::CounterScenario;
-/// # struct MyScenario;
-/// # impl avout_scenarios::scenario::Scenario for MyScenario {
-/// #     fn name(&self) -> &'static str { "mine" }
-/// #     fn about(&self) -> &'static str { "" }
-/// #     fn defaults(&self) -> (usize, usize) { (1, 1) }
-/// #     fn workload<'a>(&'a self, c: avout_scenarios::scenario::AnyCluster<'a>,
-/// #         w: &'a avout_scenarios::scenario::Workload, r: &'a avout_scenarios::scenario::env::Recorder)
-/// #         -> futures::future::LocalBoxFuture<'a, Result<(), avout_scenarios::scenario::WorkloadError>> {
-/// #         CounterScenario.workload(c, w, r)
-/// #     }
-/// #     fn checkers(&self, w: &avout_scenarios::scenario::Workload) -> avout_scenarios::scenario::Checks {
-/// #         CounterScenario.checkers(w)
-/// #     }
-/// # }
-/// # use avout_scenarios::scenario::Scenario as _;
+/// # use avout_scenarios::scenario::Described as MyScenario;
+/// # const MY_SCENARIO: MyScenario = avout_scenarios::builtin::counter::SCENARIO;
 /// fn main() -> std::process::ExitCode {
-///     avout_cli::main_with(Registry::builtins().with(MyScenario))
+///     avout_cli::main_with(Registry::builtins().with(MyScenario { name: "mine", ..MY_SCENARIO }))
 /// }
 /// ```
 pub fn main_with(registry: Registry) -> ExitCode {
@@ -167,7 +153,7 @@ pub fn main_with(registry: Registry) -> ExitCode {
             eprintln!("FAIL: {what}");
             ExitCode::from(1)
         }
-        Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(run::RunCmdError::Anomaly(_)))) => {
+        Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(runs::RunCmdError::Anomaly(_)))) => {
             eprintln!("avout: {e}");
             ExitCode::from(1)
         }
@@ -182,9 +168,9 @@ fn dispatch(cli: Cli, registry: &Registry) -> Result<(), CliError> {
     match cli.command {
         Command::Run(args) => Ok(run::run(registry, &args)?),
         Command::Model(args) => Ok(model::run(&args)?),
-        Command::Explore(args) => Ok(run::explore_cmd(registry, &args)?),
-        Command::Replay(args) => Ok(run::replay(registry, &args)?),
-        Command::Shrink(args) => Ok(run::shrink_cmd(registry, &args)?),
+        Command::Explore(args) => Ok(explore::explore_cmd(registry, &args)?),
+        Command::Replay(args) => Ok(explore::replay(registry, &args)?),
+        Command::Shrink(args) => Ok(explore::shrink_cmd(registry, &args)?),
         Command::Soak(args) => Ok(soak::run(registry, &args)?),
         Command::View(args) => Ok(view::run(registry, &args)?),
         Command::Report(command) => crate::report::run(&command).map(drop).map_err(Into::into),

@@ -29,9 +29,10 @@ use avout_check::Options;
 use avout_check::recipes::agents::marker;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::Workload;
 use crate::scenario::env::{Cluster, Process, Recorder, open_client, retry_open};
-use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use crate::scenario::{BoxError, WorkloadError};
 use avout_check::history::EventType;
 
@@ -280,36 +281,16 @@ pub(crate) async fn drain<K: Cluster>(
 }
 
 /// The `agents` scenario: sends, sends from transactions, failing actions, restarts, an executor per client.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AgentsScenario;
-
-impl crate::scenario::Scenario for AgentsScenario {
-    fn name(&self) -> &'static str {
-        "agents"
-    }
-
-    fn about(&self) -> &'static str {
-        "sends, sends from transactions, failing actions, restarts, an executor per \
-         client; checker: exactly once, order per sender, stop until restarted"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (3, 20)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+pub const SCENARIO: Described = Described {
+    name: "agents",
+    about: "sends, sends from transactions, failing actions, restarts, an executor per \
+        client; checker: exactly once, order per sender, stop until restarted",
+    defaults: (3, 20),
+    checkers: |_w| Checks::named("agents", &Options::default()),
+    workload: |cluster, w, rec| {
         Box::pin(async move {
-            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
+            all_workers(&cluster, w, rec, client).await?;
             drain(&cluster, w, rec).await
         })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("agents", &Options::default())
-    }
-}
+    },
+};

@@ -29,11 +29,12 @@ use serde_json::{Map, Value, json};
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, retry_open};
 use crate::scenario::store::Padded;
-use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use crate::scenario::{Protocol, Workload};
 
 const ROOT: &str = "/bank";
@@ -257,34 +258,12 @@ pub(crate) fn checker_options() -> Options {
 }
 
 /// The `bank` scenario: STM transfers and whole-bank reads.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BankScenario;
-
-impl crate::scenario::Scenario for BankScenario {
-    fn name(&self) -> &'static str {
-        "bank"
-    }
-
-    fn about(&self) -> &'static str {
-        "STM transfers and whole-bank reads; checker: totals kept, no negative balance"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 25)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("bank", &checker_options())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "bank",
+    about: "STM transfers and whole-bank reads; checker: totals kept, no negative balance",
+    defaults: (4, 25),
+    checkers: |_w| Checks::named("bank", &checker_options()),
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

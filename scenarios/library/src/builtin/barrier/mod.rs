@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use avout_sim_zk::rng::ClientStream;
 
 use crate::scenario::env::{Cluster, Process, Recorder, open_client};
@@ -156,32 +157,10 @@ pub(crate) async fn workload<K: Cluster>(
 }
 
 /// The `barrier` scenario: one client sets and removes, others wait.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BarrierScenario;
-
-impl crate::scenario::Scenario for BarrierScenario {
-    fn name(&self) -> &'static str {
-        "barrier"
-    }
-
-    fn about(&self) -> &'static str {
-        "one client sets and removes, others wait; checker: nobody passes a set barrier"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 10)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { workload(&cluster, w, rec).await })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("barrier", &Options::default())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "barrier",
+    about: "one client sets and removes, others wait; checker: nobody passes a set barrier",
+    defaults: (4, 10),
+    checkers: |_w| Checks::named("barrier", &Options::default()),
+    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+};

@@ -35,6 +35,7 @@ use avout_check::Options;
 use avout_check::recipes::cache::{ROOT, Tree};
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use avout_sim_zk::rng::ClientStream;
 
 use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client};
@@ -378,33 +379,11 @@ pub(crate) async fn workload<K: Cluster>(
 }
 
 /// The `cache` scenario: writers change a subtree, every client follows it with a cache.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CacheScenario;
-
-impl crate::scenario::Scenario for CacheScenario {
-    fn name(&self) -> &'static str {
-        "cache"
-    }
-
-    fn about(&self) -> &'static str {
-        "writers change a subtree, each client follows it with a cache; checker: every event \
-         for a real change, none reported twice, each view converges to the tree"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 30)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { workload(&cluster, w, rec).await })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("cache", &Options::default())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "cache",
+    about: "writers change a subtree, each client follows it with a cache; checker: every event \
+        for a real change, none reported twice, each view converges to the tree",
+    defaults: (4, 30),
+    checkers: |_w| Checks::named("cache", &Options::default()),
+    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+};

@@ -17,9 +17,10 @@ use serde_json::Value;
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, Recorder, open_client, retry_open};
-use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 
@@ -123,35 +124,15 @@ where
 }
 
 /// The `counter` scenario: atom increments and reads.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CounterScenario;
-
-impl crate::scenario::Scenario for CounterScenario {
-    fn name(&self) -> &'static str {
-        "counter"
-    }
-
-    fn about(&self) -> &'static str {
-        "atom increments and reads; checker: distinct increments, reads within bounds"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 50)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+pub const SCENARIO: Described = Described {
+    name: "counter",
+    about: "atom increments and reads; checker: distinct increments, reads within bounds",
+    defaults: (4, 50),
+    checkers: |_w| Checks::named("counter", &Options::default()),
+    workload: |cluster, w, rec| {
         Box::pin(async move {
-            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
+            all_workers(&cluster, w, rec, client).await?;
             final_read(&cluster, w, rec).await
         })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("counter", &Options::default())
-    }
-}
+    },
+};

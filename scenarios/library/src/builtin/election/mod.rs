@@ -22,10 +22,11 @@ use avout_check::Options;
 
 use crate::builtin::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::Cluster;
-use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
@@ -76,34 +77,14 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The `election` scenario: campaign, fenced work, resign.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ElectionScenario;
-
-impl crate::scenario::Scenario for ElectionScenario {
-    fn name(&self) -> &'static str {
-        "election"
-    }
-
-    fn about(&self) -> &'static str {
-        "campaign, fenced work, resign; checker: one leader per term, no two live leaders"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 10)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
+pub const SCENARIO: Described = Described {
+    name: "election",
+    about: "campaign, fenced work, resign; checker: one leader per term, no two live leaders",
+    defaults: (4, 10),
+    checkers: |_w| {
         Checks::named("holds", &Options::default()).labelled("election (one leader per term)")
-    }
-}
+    },
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

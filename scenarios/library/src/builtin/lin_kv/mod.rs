@@ -21,10 +21,11 @@ use serde_json::{Value, json};
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, retry_open};
-use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use avout_check::history::ErrorCode;
 
 const BASE: &str = "/lin-kv";
@@ -80,34 +81,12 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The `lin-kv` scenario: Maelstrom lin-kv read/write/cas on 3 keys.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LinKvScenario;
-
-impl crate::scenario::Scenario for LinKvScenario {
-    fn name(&self) -> &'static str {
-        "lin-kv"
-    }
-
-    fn about(&self) -> &'static str {
-        "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 50)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("cas-register", &Options::default())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "lin-kv",
+    about: "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key",
+    defaults: (4, 50),
+    checkers: |_w| Checks::named("cas-register", &Options::default()),
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

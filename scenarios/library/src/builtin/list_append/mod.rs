@@ -21,11 +21,12 @@ use avout_check::Options;
 
 use crate::builtin::bank::open_refs_with;
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::Protocol;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::Cluster;
-use crate::scenario::worker::{Ended, Invoke, Worker};
+use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 
 const ROOT: &str = "/list-append";
 const KEYS: u64 = 5;
@@ -113,34 +114,11 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The `list-append` scenario: STM transactions of reads and appends.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ListAppendScenario;
-
-impl crate::scenario::Scenario for ListAppendScenario {
-    fn name(&self) -> &'static str {
-        "list-append"
-    }
-
-    fn about(&self) -> &'static str {
-        "STM transactions of reads and appends; checker: Elle (G0…G2, internal)"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 25)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, w: &crate::scenario::Workload) -> crate::scenario::Checks {
+pub const SCENARIO: Described = Described {
+    name: "list-append",
+    about: "STM transactions of reads and appends; checker: Elle (G0…G2, internal)",
+    defaults: (4, 25),
+    checkers: |w| {
         Checks::named(
             "list-append",
             &Options {
@@ -148,5 +126,8 @@ impl crate::scenario::Scenario for ListAppendScenario {
                 ..Options::default()
             },
         )
-    }
-}
+    },
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

@@ -37,10 +37,11 @@ use avout_check::Options;
 
 use crate::builtin::mutex::{counter_node, read_counter, set_counter};
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::Cluster;
-use crate::scenario::worker::{Ended, Ends, Invoke, Worker};
+use crate::scenario::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
 const NAMESPACE: &str = "/locking/Clinical";
@@ -143,35 +144,15 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The `lock-table` scenario: medical records: entry, review, month-end.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LockTableScenario;
-
-impl crate::scenario::Scenario for LockTableScenario {
-    fn name(&self) -> &'static str {
-        "lock-table"
-    }
-
-    fn about(&self) -> &'static str {
-        "medical records: entry, review, month-end; checker: one clerk inside at a time"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 10)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
+pub const SCENARIO: Described = Described {
+    name: "lock-table",
+    about: "medical records: entry, review, month-end; checker: one clerk inside at a time",
+    defaults: (4, 10),
+    checkers: |_w| {
         Checks::named("holds", &Options::default())
             .labelled("lock-table (one clerk inside at a time)")
-    }
-}
+    },
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

@@ -27,10 +27,11 @@ use serde_json::{Value, json};
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, retry_open};
-use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
 const LOCK: &str = "/mutex";
@@ -171,36 +172,16 @@ pub(crate) async fn fenced_increment<'a, K>(
 }
 
 /// The `mutex` scenario: lock, fenced increment, unlock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MutexScenario;
-
-impl crate::scenario::Scenario for MutexScenario {
-    fn name(&self) -> &'static str {
-        "mutex"
-    }
-
-    fn about(&self) -> &'static str {
-        "lock, fenced increment, unlock; checker: no lost increment, fencing rule"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 20)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
+pub const SCENARIO: Described = Described {
+    name: "mutex",
+    about: "lock, fenced increment, unlock; checker: no lost increment, fencing rule",
+    defaults: (4, 20),
+    checkers: |_w| {
         Checks::named("holds", &Options::default())
             .and("mutex", &Options::default())
             .labelled("mutex (fencing) and the mutex checker")
-    }
-}
+    },
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

@@ -20,10 +20,11 @@ use serde_json::Value;
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::Workload;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, Process, Recorder, open_client};
-use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker};
+use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
 const PATH: &str = "/queue";
@@ -108,35 +109,15 @@ pub(crate) async fn drain<K: Cluster>(
 }
 
 /// The `queue` scenario: put unique items, take, drain.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct QueueScenario;
-
-impl crate::scenario::Scenario for QueueScenario {
-    fn name(&self) -> &'static str {
-        "queue"
-    }
-
-    fn about(&self) -> &'static str {
-        "put unique items, take, drain; checker: nothing lost, nothing delivered twice"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 40)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
+pub const SCENARIO: Described = Described {
+    name: "queue",
+    about: "put unique items, take, drain; checker: nothing lost, nothing delivered twice",
+    defaults: (4, 40),
+    checkers: |_w| Checks::named("queue", &Options::default()),
+    workload: |cluster, w, rec| {
         Box::pin(async move {
-            crate::scenario::worker::all_workers(&cluster, w, rec, client).await?;
+            all_workers(&cluster, w, rec, client).await?;
             drain(&cluster, w, rec).await
         })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("queue", &Options::default())
-    }
-}
+    },
+};

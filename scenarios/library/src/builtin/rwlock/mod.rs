@@ -23,10 +23,11 @@ use avout_check::Options;
 
 use crate::builtin::mutex::{counter_node, fenced_write, read_counter, set_counter};
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::Cluster;
-use crate::scenario::worker::{Caller, Ended, Invoke, Worker};
+use crate::scenario::worker::{Caller, Ended, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
 const LOCK: &str = "/rwlock";
@@ -120,34 +121,12 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The `rwlock` scenario: readers read twice, writers increment.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RwlockScenario;
-
-impl crate::scenario::Scenario for RwlockScenario {
-    fn name(&self) -> &'static str {
-        "rwlock"
-    }
-
-    fn about(&self) -> &'static str {
-        "readers read twice, writers increment; checker: no writer inside a read hold"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 20)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(
-            async move { crate::scenario::worker::all_workers(&cluster, w, rec, client).await },
-        )
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("rwlock", &Options::default())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "rwlock",
+    about: "readers read twice, writers increment; checker: no writer inside a read hold",
+    defaults: (4, 20),
+    checkers: |_w| Checks::named("rwlock", &Options::default()),
+    workload: |cluster, w, rec| {
+        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
+    },
+};

@@ -40,33 +40,12 @@
 //! operation of its own invoked after the `expire` completed.
 
 /// The `sessions` scenario: atom, transfers, fenced lock, leader latch across own expiries.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SessionsScenario;
-
-impl crate::scenario::Scenario for SessionsScenario {
-    fn name(&self) -> &'static str {
-        "sessions"
-    }
-
-    fn about(&self) -> &'static str {
-        "atom, transfers, fenced lock, leader latch across own expiries; checker: \
-         each part's, and progress after every expiry"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 40)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { workload(&cluster, w, rec).await })
-    }
-
-    fn checkers(&self, w: &crate::scenario::Workload) -> crate::scenario::Checks {
+pub const SCENARIO: Described = Described {
+    name: "sessions",
+    about: "atom, transfers, fenced lock, leader latch across own expiries; checker: \
+        each part's, and progress after every expiry",
+    defaults: (4, 40),
+    checkers: |w| {
         crate::scenario::Checks::named(
             "sessions",
             &avout_check::Options {
@@ -74,8 +53,9 @@ impl crate::scenario::Scenario for SessionsScenario {
                 ..crate::builtin::bank::checker_options()
             },
         )
-    }
-}
+    },
+    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+};
 
 #[cfg(test)]
 mod tests;
@@ -100,8 +80,10 @@ use avout_sim_zk::rng::ClientStream;
 use crate::builtin::mutex::{
     counter_node, fenced_increment, fenced_write, read_counter, set_counter,
 };
+use crate::scenario::Described;
 use crate::scenario::WorkloadError;
 use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::worker::all_workers;
 use crate::scenario::worker::{Caller, Ended, Invoke, Worker};
 use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
@@ -161,7 +143,7 @@ pub(crate) async fn workload<K: Cluster>(
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    crate::scenario::worker::all_workers(cluster, w, rec, client).await?;
+    all_workers(cluster, w, rec, client).await?;
     final_reads(cluster, w, rec).await
 }
 

@@ -42,6 +42,7 @@ use tokio::sync::watch;
 use avout_check::Options;
 
 use crate::scenario::Checks;
+use crate::scenario::Described;
 use crate::scenario::Workload;
 use avout_sim_zk::rng::ClientStream;
 
@@ -389,45 +390,23 @@ pub(crate) async fn workload<K: Cluster>(
 }
 
 /// The `two-phase-commit` scenario: transactions over every client as a site.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TwoPhaseCommitScenario;
-
-impl crate::scenario::Scenario for TwoPhaseCommitScenario {
-    fn name(&self) -> &'static str {
-        "two-phase-commit"
-    }
-
-    fn about(&self) -> &'static str {
-        "transactions over every client as a site; checker: atomic commitment"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (4, 15)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: crate::scenario::AnyCluster<'a>,
-        w: &'a crate::scenario::Workload,
-        rec: &'a crate::scenario::env::Recorder,
-    ) -> futures::future::LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move { workload(&cluster, w, rec).await })
-    }
-
-    fn checkers(&self, _w: &crate::scenario::Workload) -> crate::scenario::Checks {
-        Checks::named("two-phase-commit", &Options::default())
-    }
-}
+pub const SCENARIO: Described = Described {
+    name: "two-phase-commit",
+    about: "transactions over every client as a site; checker: atomic commitment",
+    defaults: (4, 15),
+    checkers: |_w| Checks::named("two-phase-commit", &Options::default()),
+    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+};
 
 #[cfg(test)]
 mod tests {
-    use super::TwoPhaseCommitScenario;
+    use super::SCENARIO;
     use crate::scenario::{FaultPlan, Registry, Scenario};
     use avout_check::history::{Event, EventType, History};
 
     /// The verdict the scenario's checkers give `history`.
     fn check(history: &History) -> avout_check::Verdict {
-        TwoPhaseCommitScenario
+        SCENARIO
             .checkers(
                 &Registry::builtins()
                     .workload("two-phase-commit", 0)

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
 use avout_scenarios::scenario::{Protocol, Registry};
 
-use super::run::{RunCmdError, Style, parse_kind, progress_bar, write_case};
+use super::runs::{RunCmdError, Style, parse_kind, progress_bar, write_case};
 
 /// Options of `avout soak`.
 #[derive(Debug, clap::Args)]
