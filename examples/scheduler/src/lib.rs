@@ -3,7 +3,7 @@
 //! Workers elect a leader (avout's [election](avout::recipes::election)); the leader takes
 //! jobs from a [queue](avout::recipes::queue) and hands each to one worker in an assignments
 //! [atom](avout::atom); each worker does the jobs handed to it and records them in a
-//! completions atom. [`SchedulerScenario`] runs it under the simulator's faults and its
+//! completions atom. [`SCHEDULER`] runs it under the simulator's faults and its
 //! checker ([`SchedulerChecker`]) asks that every job be done exactly once and that each term have one
 //! leader.
 //!
@@ -21,5 +21,5 @@ pub mod scheduler;
 
 pub use check::SchedulerChecker;
 #[cfg(madsim)]
-pub use nodes::SchedulerOnNodes;
-pub use scenario::{SchedulerScenario, job};
+pub use nodes::SCHEDULER_ON_NODES;
+pub use scenario::{SCHEDULER, job};

@@ -1,6 +1,6 @@
 //! The scheduler under the simulator, through avout's harness.
 
-use avout_example_scheduler::SchedulerScenario;
+use avout_example_scheduler::SCHEDULER;
 use avout_scenarios::harness::Harness;
 
 /// Every job done exactly once and one leader per term, on 20 seeds under every default
@@ -8,7 +8,7 @@ use avout_scenarios::harness::Harness;
 /// harness prints the seed and replay command and shrinks the failure.
 #[test]
 fn every_job_is_done_exactly_once_under_faults() {
-    let passed = Harness::new(SchedulerScenario).seeds(0..20).run();
+    let passed = Harness::new(SCHEDULER).seeds(0..20).run();
     assert!(passed.seeds > 0);
 }
 
@@ -16,8 +16,8 @@ fn every_job_is_done_exactly_once_under_faults() {
 #[test]
 fn a_run_elects_leaders_that_hand_out_every_job() {
     use avout_scenarios::scenario::{FaultPlan, Registry, Workload};
-    let registry = Registry::empty().with(SchedulerScenario);
-    let w = Workload::new(&SchedulerScenario, 1);
+    let registry = Registry::empty().with(SCHEDULER);
+    let w = Workload::new(&SCHEDULER, 1);
     let report = registry.run(&w).faults(&FaultPlan::all()).sim().unwrap();
     assert!(report.verdict.is_valid(), "{}", report.verdict);
     let count = |f: &str| {

@@ -321,35 +321,14 @@ impl MutexViolation {
                 .span(x)
                 .span(y)
             }
-            MutexViolation::TokenOrder { earlier, later } => a
-                .op(
-                    earlier.invoke.index,
-                    Role::Party,
-                    format!("token {}", earlier.value),
-                )
-                .op(
-                    later.invoke.index,
-                    Role::Culprit,
-                    format!("token {}", later.value),
-                )
-                .link(
-                    earlier.invoke.index,
-                    later.invoke.index,
-                    "realtime",
-                    "realtime",
-                    realtime,
-                ),
-            MutexViolation::DuplicateToken { first, second } => a
-                .op(
-                    first.invoke.index,
-                    Role::Party,
-                    format!("token {}", first.value),
-                )
-                .op(
-                    second.invoke.index,
-                    Role::Culprit,
-                    format!("token {}", second.value),
-                ),
+            MutexViolation::TokenOrder { earlier, later } => tokens(a, earlier, later).link(
+                earlier.invoke.index,
+                later.invoke.index,
+                "realtime",
+                "realtime",
+                realtime,
+            ),
+            MutexViolation::DuplicateToken { first, second } => tokens(a, first, second),
             MutexViolation::StaleWrite { accepted, stale } => a
                 .op(accepted.invoke.index, Role::Party, "accepted")
                 .op(stale.invoke.index, Role::Culprit, "stale, accepted")
@@ -362,6 +341,20 @@ impl MutexViolation {
                 ),
         }
     }
+}
+
+/// `a` with two acquires and their tokens: `party` the first, `culprit` the second.
+fn tokens(a: Anomaly, party: &Operation, culprit: &Operation) -> Anomaly {
+    a.op(
+        party.invoke.index,
+        Role::Party,
+        format!("token {}", party.value),
+    )
+    .op(
+        culprit.invoke.index,
+        Role::Culprit,
+        format!("token {}", culprit.value),
+    )
 }
 
 /// The mutex checker (`mutex`): mutual exclusion of lock holds under fencing tokens (see the

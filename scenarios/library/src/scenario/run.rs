@@ -273,18 +273,8 @@ impl<'a> Run<'a> {
                     .map(String::as_str)
                     .or_else(|| panic.downcast_ref::<&str>().copied())
                     .unwrap_or("a panic without a message");
+                let verdict = failed("panic", format!("the run panicked: {message}"));
                 return Ok(Report {
-                    workload: w.clone(),
-                    planted: self.planted,
-                    history: History::default(),
-                    counts: Counts::default(),
-                    retries: 0,
-                    faults: BTreeMap::new(),
-                    virtual_time: None,
-                    wall_time,
-                    hash: None,
-                    requests: None,
-                    verdict: failed("panic", format!("the run panicked: {message}")),
                     replay: self.record.then(|| ReplayFile {
                         format: avout_sim_zk::REPLAY_FORMAT,
                         config: sim.config().clone(),
@@ -292,7 +282,7 @@ impl<'a> Run<'a> {
                         choices: Default::default(),
                         hash: PANICKED,
                     }),
-                    log: Vec::new(),
+                    ..self.report(History::default(), 0, verdict, wall_time)
                 });
             }
         };
@@ -309,23 +299,17 @@ impl<'a> Run<'a> {
             Err(e) => failed("error", format!("{ERROR_PREFIX}{e}")),
         };
         Ok(Report {
-            workload: w.clone(),
-            planted: self.planted,
-            counts: Counts::of(&history),
-            history,
-            retries,
             faults: summary
                 .faults
                 .iter()
                 .map(|(k, n)| (k.name().to_owned(), *n))
                 .collect(),
             virtual_time: Some(summary.virtual_time),
-            wall_time,
             hash: Some(summary.hash),
             requests: Some(summary.requests),
-            verdict,
             replay: summary.replay,
             log: summary.log,
+            ..self.report(history, retries, verdict, wall_time)
         })
     }
 
@@ -346,21 +330,33 @@ impl<'a> Run<'a> {
         drive(scenario, &cluster, w, &rec).await?;
         let (history, retries, stalls) = rec.finish();
         let verdict = judge(scenario, w, &history, &stalls);
-        Ok(Report {
-            workload: w.clone(),
+        Ok(self.report(history, retries, verdict, wall.elapsed()))
+    }
+
+    /// The report of this run with `history`: what any backend knows of it (no faults, no
+    /// virtual time, no hash: the simulator adds those).
+    fn report(
+        &self,
+        history: History,
+        retries: u64,
+        verdict: Verdict,
+        wall_time: Duration,
+    ) -> Report {
+        Report {
+            workload: self.workload.clone(),
             planted: self.planted,
             counts: Counts::of(&history),
             history,
             retries,
             faults: BTreeMap::new(),
             virtual_time: None,
-            wall_time: wall.elapsed(),
+            wall_time,
             hash: None,
             requests: None,
             verdict,
             replay: None,
             log: Vec::new(),
-        })
+        }
     }
 }
 

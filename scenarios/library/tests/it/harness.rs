@@ -7,7 +7,9 @@ use avout_check::history::{EventType, History};
 use avout_check::{Anomaly, Rule};
 use avout_scenarios::harness::{Harness, HarnessError};
 use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{AnyCluster, Checks, FaultPlan, Scenario, Workload, WorkloadError};
+use avout_scenarios::scenario::{
+    AnyCluster, Checks, Described, FaultPlan, Scenario, Workload, WorkloadError,
+};
 use futures::future::LocalBoxFuture;
 
 /// Increments of one node by a read and a blind write: concurrent clients lose updates.
@@ -115,27 +117,15 @@ fn a_failure_is_shrunk_kept_and_then_run_first() {
     }
 }
 
-/// Makes one more request each run: the same seed gives another run.
-struct Drifting;
-
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
-impl Scenario for Drifting {
-    fn name(&self) -> &'static str {
-        "test-drifting"
-    }
-    fn about(&self) -> &'static str {
-        "one more request each run; checker: none"
-    }
-    fn defaults(&self) -> (usize, usize) {
-        (1, 1)
-    }
-    fn workload<'a>(
-        &'a self,
-        cluster: AnyCluster<'a>,
-        _: &'a Workload,
-        _: &'a Recorder,
-    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
+/// Makes one more request each run: the same seed gives another run.
+const DRIFTING: Described = Described {
+    name: "test-drifting",
+    about: "one more request each run; checker: none",
+    defaults: (1, 1),
+    checkers: |_| Checks::of(Rule::new("test-drifting", |_| vec![])),
+    workload: |cluster, _, _| {
         Box::pin(async move {
             let client = cluster.client().await?;
             for _ in 0..=RUNS.fetch_add(1, Ordering::SeqCst) {
@@ -143,16 +133,13 @@ impl Scenario for Drifting {
             }
             Ok(())
         })
-    }
-    fn checkers(&self, _: &Workload) -> Checks {
-        Checks::of(Rule::new("test-drifting", |_| vec![]))
-    }
-}
+    },
+};
 
 #[test]
 fn a_run_that_is_not_a_function_of_its_seed_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Harness::new(Drifting)
+    let out = Harness::new(DRIFTING)
         .faults(FaultPlan::none())
         .regressions(dir.path())
         .seeds(5..6)

@@ -95,15 +95,10 @@ fn every_scenario_is_valid_under_all_faults_at_once() {
 #[test]
 fn two_phase_commit_runs_commit_abort_and_lose_sites() {
     let (mut commits, mut aborts, mut leaves, mut in_doubt) = (0, 0, 0, 0);
+    let registry = Registry::builtins();
     for seed in 0..10 {
-        let w = Registry::builtins()
-            .workload("two-phase-commit", seed)
-            .unwrap();
-        let report = Registry::builtins()
-            .run(&w)
-            .faults(&FaultPlan::all())
-            .sim()
-            .unwrap();
+        let w = registry.workload("two-phase-commit", seed).unwrap();
+        let report = registry.run(&w).faults(&FaultPlan::all()).sim().unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         for e in report.history.events() {
             match (e.kind, e.f.as_str()) {

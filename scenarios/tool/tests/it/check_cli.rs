@@ -2,14 +2,9 @@
 //! them: exit status 0 for a valid history or a replayed run, 1 for an anomaly, 2 for bad input.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-pub(crate) fn avout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_avout"))
-        .args(args)
-        .output()
-        .expect("the avout binary runs")
-}
+use crate::avout;
 
 pub(crate) fn testdata(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

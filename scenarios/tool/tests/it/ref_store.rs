@@ -3,21 +3,13 @@
 //! real ZooKeeper and a real PostgreSQL (both started here; a server that cannot start fails
 //! the test); and the command line's refusals.
 
-use std::process::{Command, Output};
+use crate::avout_in;
 
 use avout_scenarios::scenario::store::RefStoreKind;
 use avout_scenarios::scenario::{FaultPlan, Protocol, Registry};
 use avout_sim_zk::FaultKind;
 use avout_testkit::postgres::PgServer;
 use avout_testkit::server::ZkServer;
-
-fn avout(args: &[&str], dir: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_avout"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the avout binary runs")
-}
 
 #[test]
 fn bank_with_the_memory_store_is_valid_under_every_fault_kind_with_both_protocols() {
@@ -53,7 +45,7 @@ fn bank_with_the_memory_store_is_valid_under_every_fault_kind_with_both_protocol
 #[test]
 fn avout_run_bank_with_two_mib_values_in_memory_on_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
-    let out = avout(
+    let out = avout_in(
         &[
             "run",
             "bank",
@@ -85,7 +77,7 @@ fn avout_run_bank_with_two_mib_values_in_postgres_on_a_real_server() {
         .unwrap_or_else(|e| panic!("cannot start PostgreSQL (tests never skip): {e}"));
     let dir = tempfile::tempdir().unwrap();
     for protocol in ["optimistic", "mvcc"] {
-        let out = avout(
+        let out = avout_in(
             &[
                 "run",
                 "bank",
@@ -136,7 +128,7 @@ fn avout_run_refuses_ref_store_misuse_with_exit_two() {
             "--pg needs real ZooKeeper",
         ),
     ] {
-        let out = avout(args, dir.path());
+        let out = avout_in(args, dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
@@ -176,14 +168,11 @@ fn a_collected_value_behind_a_cached_or_stale_pointer_does_not_livelock_optimist
         9_710_500_109,
         9_710_600_161,
     ] {
-        let mut w = Registry::builtins().workload("bank", seed).unwrap();
+        let registry = Registry::builtins();
+        let mut w = registry.workload("bank", seed).unwrap();
         w.protocol = Protocol::Optimistic;
         w.ref_store = RefStoreKind::Memory;
-        let report = Registry::builtins()
-            .run(&w)
-            .faults(&FaultPlan::all())
-            .sim()
-            .unwrap();
+        let report = registry.run(&w).faults(&FaultPlan::all()).sim().unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         assert!(
             report.retries < 1_000,

@@ -1,20 +1,14 @@
 //! `avout run` / `replay` from the shell: the history written, the exit-status contract, bad
 //! arguments refused, an unreachable server named, a run on its own ensemble.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn avout(args: &[&str], dir: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_avout"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the avout binary runs")
-}
+use crate::avout_in;
 
 #[test]
 fn avout_run_writes_the_history_and_exits_zero_when_valid() {
     let dir = tempfile::tempdir().unwrap();
-    let out = avout(
+    let out = avout_in(
         &["run", "counter", "--seed", "4", "--ops", "10", "--json"],
         dir.path(),
     );
@@ -50,7 +44,7 @@ fn avout_run_refuses_bad_arguments_with_exit_two() {
         (&["explore", "counter", "--seeds", "9..3"], "empty"),
         (&["replay", "missing.json"], "missing.json"),
     ] {
-        let out = avout(args, dir.path());
+        let out = avout_in(args, dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
@@ -83,7 +77,7 @@ fn avout_run_says_when_the_server_is_unreachable() {
         .local_addr()
         .unwrap()
         .port();
-    let out = avout(
+    let out = avout_in(
         &["run", "counter", "--zk", &format!("127.0.0.1:{port}")],
         dir.path(),
     );
@@ -99,7 +93,7 @@ fn avout_run_says_when_the_server_is_unreachable() {
 #[test]
 fn avout_run_on_its_own_ensemble_runs_for_its_duration_under_a_nemesis_and_is_judged_valid() {
     let dir = tempfile::tempdir().unwrap();
-    let out = avout(
+    let out = avout_in(
         &[
             "run",
             "counter",
@@ -150,7 +144,7 @@ fn avout_run_on_its_own_ensemble_runs_for_its_duration_under_a_nemesis_and_is_ju
 #[test]
 fn avout_run_refuses_a_duration_on_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
-    let out = avout(&["run", "counter", "--duration", "5s"], dir.path());
+    let out = avout_in(&["run", "counter", "--duration", "5s"], dir.path());
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--duration needs real ZooKeeper"),

@@ -1,13 +1,6 @@
 //! `avout soak` from the shell: its table, its JSON, and a failing seed's case file.
 
-use std::process::{Command, Output};
-
-fn avout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_avout"))
-        .args(args)
-        .output()
-        .expect("the avout binary runs")
-}
+use crate::avout;
 
 #[test]
 fn avout_soak_prints_its_base_and_a_table_and_exits_zero_when_every_run_passes() {

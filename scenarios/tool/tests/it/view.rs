@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::check_cli::{avout, testdata};
+use super::check_cli::testdata;
+use crate::avout;
 
 /// The browser: `$AVOUT_CHROMIUM`, or `chromium` on the path.
 fn chromium() -> PathBuf {

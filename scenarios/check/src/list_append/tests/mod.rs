@@ -47,6 +47,13 @@ pub(super) fn unknown(p: u64, mops: Value) -> [Event; 2] {
     [invoke(p, mops.clone()), Event::info(p, txn(), mops)]
 }
 
+/// The findings on `events`, which must be exactly one kind of anomaly, `name`.
+pub(super) fn only(name: &str, events: &[Event]) -> Findings {
+    let verdict = check(events.to_vec());
+    assert_eq!(verdict.anomaly_names(), vec![name], "{verdict}");
+    verdict
+}
+
 pub(super) fn check(events: Vec<Event>) -> Findings {
     let h: History = events.into_iter().collect();
     check_list_append(&h).expect("well-formed history")

@@ -20,6 +20,7 @@
 use std::time::Duration;
 
 use avout::agent::{Action, Agent, AgentError};
+use avout::atom::Json;
 use avout::stm::{Abort, StmError};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -113,8 +114,10 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     let client = me.client().await?;
     let log = open(&client).await?;
     let names = ["shared".to_owned()];
-    let (stm, shared) =
-        crate::builtin::bank::open_refs(me.cluster, &client, me.w, STM_ROOT, &names, 0i64).await?;
+    let (stm, shared) = crate::builtin::bank::open_refs_with(
+        me.cluster, &client, me.w, STM_ROOT, &names, 0i64, Json,
+    )
+    .await?;
     let shared = shared.into_iter().next().expect("one ref");
     let executor = tokio::spawn({
         let log = log.clone();

@@ -20,7 +20,7 @@
 //! balance.
 
 use avout::Client;
-use avout::atom::{Codec, Json};
+use avout::atom::Codec;
 use avout::planted::Bugs;
 use avout::stm::{Ref, Stm, StmConfig, StmError};
 use rand::Rng;
@@ -55,22 +55,8 @@ pub(crate) fn stm_config(p: Protocol, planted: Bugs, retry_limit: Option<u32>) -
 }
 
 /// Opens an STM at `root` on `client` (the workload's protocol, the cluster's planted bugs)
-/// and makes a ref per name with `initial` (retried: both write when the nodes are missing).
-pub(crate) async fn open_refs<K: Cluster, T>(
-    cluster: &K,
-    client: &Client,
-    w: &Workload,
-    root: &str,
-    names: &[String],
-    initial: T,
-) -> Result<Refs<T>, WorkloadError>
-where
-    T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
-{
-    open_refs_with(cluster, client, w, root, names, initial, Json).await
-}
-
-/// [`open_refs`] with another codec. The STM keeps its values where the cluster says
+/// and makes a ref per name with `initial` (retried: both write when the nodes are missing),
+/// its values in `codec`. The STM keeps its values where the cluster says
 /// ([`Cluster::ref_store`]), under the workload's protocol and retry limit.
 pub(crate) async fn open_refs_with<K: Cluster, T, C: Codec>(
     cluster: &K,
@@ -106,9 +92,6 @@ where
 pub(crate) fn account_names(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("a{i}")).collect()
 }
-
-/// An STM and refs of `T` on it.
-pub(crate) type Refs<T> = (Stm, Vec<Ref<T>>);
 
 /// A bank account: a balance, padded to the workload's value size.
 pub(crate) type Account = Ref<i64, Padded>;

@@ -416,14 +416,9 @@ mod tests {
     }
 
     fn recorded(seed: u64) -> History {
-        let w = Registry::builtins()
-            .workload("two-phase-commit", seed)
-            .unwrap();
-        let report = Registry::builtins()
-            .run(&w)
-            .faults(&FaultPlan::all())
-            .sim()
-            .unwrap();
+        let registry = Registry::builtins();
+        let w = registry.workload("two-phase-commit", seed).unwrap();
+        let report = registry.run(&w).faults(&FaultPlan::all()).sim().unwrap();
         assert!(report.verdict.is_valid(), "seed {seed}: {}", report.verdict);
         report.history
     }
