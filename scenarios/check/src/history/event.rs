@@ -40,7 +40,7 @@ pub enum EventType {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Process {
-    /// A client process; only these perform [`Operation`]s.
+    /// A client process; only these perform [`Operation`](super::Operation)s.
     Client(u64),
     /// Anything else (Jepsen's `"nemesis"`); its events are not client operations.
     Named(String),

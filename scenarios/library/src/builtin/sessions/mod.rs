@@ -20,12 +20,12 @@
 //!
 //! Beside its operations each client stands in one election through a [`LeaderLatch`], which
 //! re-enters on each new session. Its leadership is recorded under a second process set (from
-//! [`LEADER_BASE`](avout_check::recipes::sessions::LEADER_BASE)): `acquire` invoked when the latch stands as a candidate, `ok` with the term
+//! [`LEADER_BASE`]): `acquire` invoked when the latch stands as a candidate, `ok` with the term
 //! when it leads; then up to [`LEADER_WRITES`] fenced increments of another counter node
 //! (`write`, a `multi` that checks the leader's candidate node); `release` `info` when the
 //! latch reports the term lost, and at the end `release` `ok` if the candidate node was
 //! confirmed to stand before the latch closed. After every client is done, a fresh client
-//! reads the atom and the balances (processes from [`FINAL_BASE`](avout_check::recipes::sessions::FINAL_BASE)).
+//! reads the atom and the balances (processes from [`FINAL_BASE`]).
 //!
 //! With `--faults`, every drawn fault hits whichever session sends the request, the
 //! replacement sessions included.
