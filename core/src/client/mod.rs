@@ -83,9 +83,9 @@ pub use session::Session;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::task::watch;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::watch;
 
 use crate::fanout::Fanout;
 use crate::{

@@ -86,6 +86,7 @@ pub(crate) async fn hold(args: &HoldArgs, out: &mut impl Write) -> Result<(), Lo
     // caller was told HELD and must learn the lock did not last (the client would open a new
     // session, but the hold was the old one's).
     tokio::select! {
+        biased;
         () = tokio::time::sleep(args.seconds) => {}
         lost = guard.lost() => return Err(lock_error(lost)),
     }

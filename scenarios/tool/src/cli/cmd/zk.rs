@@ -246,6 +246,7 @@ fn start_interruptibly(
         let mut starting = tokio::task::spawn_blocking(start);
         let signalled = any_signal(&mut signals);
         tokio::select! {
+            biased;
             started = &mut starting => return unwrap_join(started),
             () = signalled => {}
         }

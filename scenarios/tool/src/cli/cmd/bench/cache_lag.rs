@@ -267,6 +267,7 @@ async fn write(zk: &Client, args: &CacheLagArgs, epoch: Instant) -> Result<Vec<A
     let mut next = 0;
     while next < total || !pending.is_empty() {
         tokio::select! {
+            biased;
             () = tokio::time::sleep_until(due(next).into()), if next < total => {
                 // Everything due is sent now, so a late wake-up does not lower the rate.
                 let now = Instant::now();
@@ -310,6 +311,7 @@ async fn listen(
         }
         let deadline = want.as_ref().map(|(_, d)| *d);
         tokio::select! {
+            biased;
             event = cache.next_event() => match event {
                 Some(CacheEvent::Changed { path, stat, .. } | CacheEvent::Created { path, stat, .. }) => {
                     let at = epoch.elapsed();
