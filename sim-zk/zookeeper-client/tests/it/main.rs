@@ -1,4 +1,7 @@
 //! avout-zookeeper-client's tests: one body against the real crate and the simulation
-//! (`api`), and the simulation's own behaviour under madsim (`sim`).
+//! (`api`), and, under madsim, every fault kind reaching an application's sessions
+//! (`faults`).
 
 mod api;
+#[cfg(madsim)]
+mod faults;
