@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use avout::zk::convert::{from_zk_acl, from_zk_watch_mode, to_zk_acls, to_zk_error, to_zk_stat};
+use avout::zk::convert::{from_zk_acl, from_zk_watch_mode, to_zk_acls, to_zk_stat};
 use avout::{Coordination, OpFuture, Reply, Request, Watch};
 
 use super::path::Chroot;
@@ -17,8 +17,8 @@ use super::session::{Session, WatcherKind};
 use super::types::Version;
 use super::watcher::{terminal_error, OneshotWatcher, PersistentWatcher, StateWatcher};
 use super::{
-    Acl, AddWatchMode, AuthUser, Connector, CreateOptions, CreateSequence, EnsembleUpdate, Error,
-    Result, SessionId, SessionInfo, SessionState, Stat,
+    call_error, Acl, AddWatchMode, AuthUser, Connector, CreateOptions, CreateSequence,
+    EnsembleUpdate, Error, Result, SessionId, SessionInfo, SessionState, Stat,
 };
 
 /// A ZooKeeper session with a root: every path is below the root.
@@ -63,7 +63,7 @@ fn unexpected(reply: Reply) -> Error {
 
 /// Awaits a sent request's reply, mapping the simulator's error.
 async fn reply(sent: Result<Sent>) -> Result<(Reply, Option<Watch>)> {
-    sent?.await.map_err(|e| to_zk_error(&e))
+    sent?.await.map_err(|e| call_error(&e))
 }
 
 /// `Reply::Data` as data and `Stat`.
@@ -237,7 +237,7 @@ impl Client {
     /// # }
     /// ```
     pub fn state(&self) -> SessionState {
-        self.states.peek_state()
+        self.session.state()
     }
 
     /// A [`StateWatcher`] of the session's states from now on.
@@ -351,7 +351,7 @@ impl Client {
         let old_server = self.version < Version(3, 5, 0);
         async move {
             let (sent, sequential) = sent?;
-            let (server_path, stat) = match sent.await.map_err(|e| to_zk_error(&e))?.0 {
+            let (server_path, stat) = match sent.await.map_err(|e| call_error(&e))?.0 {
                 Reply::Created { path, stat } => (path, stat),
                 other => return Err(unexpected(other)),
             };
@@ -770,7 +770,7 @@ impl Client {
                 .client()
                 .add_watch(&server, from_zk_watch_mode(mode))
                 .await
-                .map_err(|e| to_zk_error(&e))?;
+                .map_err(|e| call_error(&e))?;
             Ok(PersistentWatcher::new(
                 &self.session,
                 self.chroot.clone(),

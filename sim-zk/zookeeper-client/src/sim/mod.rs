@@ -44,3 +44,15 @@ pub use self::watcher::{OneshotWatcher, PersistentWatcher, StateWatcher};
 
 /// `zookeeper-client`'s result type.
 type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error a call of the real client reports for the simulator's: as
+/// [`to_zk_error`](avout::zk::convert::to_zk_error), but a call refused because its session
+/// moved is a `ConnectionLoss`: the simulator refuses calls still travelling on the
+/// connection a session left, and the real client has failed every call of a connection it
+/// left with `ConnectionLoss` already.
+pub(crate) fn call_error(error: &avout::Error) -> Error {
+    match error {
+        avout::Error::SessionMoved => Error::ConnectionLoss,
+        other => avout::zk::convert::to_zk_error(other),
+    }
+}

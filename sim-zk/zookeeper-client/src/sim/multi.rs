@@ -3,12 +3,12 @@
 
 use std::future::Future;
 
-use avout::zk::convert::{to_zk_error, to_zk_stat};
+use avout::zk::convert::to_zk_stat;
 use avout::{Op, ReadOp, ReadResult, Reply, Request};
 
 use super::client::invalid_stat;
 use super::{
-    CheckWriteError, Client, CreateOptions, Error, MultiReadResult, MultiWriteError,
+    call_error, CheckWriteError, Client, CreateOptions, Error, MultiReadResult, MultiWriteError,
     MultiWriteResult, Result,
 };
 
@@ -83,7 +83,7 @@ impl<'a> MultiReader<'a> {
             let Some(sent) = sent else {
                 return Ok(Vec::new());
             };
-            match sent.await.map_err(|e| to_zk_error(&e))?.0 {
+            match sent.await.map_err(|e| call_error(&e))?.0 {
                 Reply::MultiRead(results) => Ok(results.into_iter().map(read_result).collect()),
                 other => Err(Error::UnexpectedError(format!(
                     "unexpected reply {other:?}"
@@ -264,12 +264,12 @@ impl<'a> MultiWriter<'a> {
                     return Err(MultiWriteError::RequestFailed { source });
                 }
                 Err(avout::Error::Multi { index, source }) => {
-                    let source = to_zk_error(&source);
+                    let source = call_error(&source);
                     return Err(MultiWriteError::OperationFailed { index, source });
                 }
                 Err(e) => {
                     return Err(MultiWriteError::RequestFailed {
-                        source: to_zk_error(&e),
+                        source: call_error(&e),
                     })
                 }
             };

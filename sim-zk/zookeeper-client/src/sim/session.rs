@@ -90,9 +90,15 @@ impl Session {
         self.state.subscribe()
     }
 
-    /// The session's state now.
+    /// The session's state now: the simulated session's own, so that a call that failed
+    /// because the session ended finds it ended here too, as the real client's session task
+    /// changes its state before it fails the calls.
     pub(crate) fn state(&self) -> SessionState {
-        *self.state.borrow()
+        let reported = *self.state.borrow();
+        if reported.is_terminated() {
+            return reported;
+        }
+        to_zk_state(self.client().session_state())
     }
 
     /// Registers a watcher on `path` (a server path); its id.

@@ -8,14 +8,14 @@
 
 use std::sync::{Arc, Weak};
 
-use avout::zk::convert::{to_zk_error, to_zk_event};
+use avout::zk::convert::to_zk_event;
 use avout::Request;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::watch;
 
 use super::path::Chroot;
 use super::session::{Session, WatcherKind};
-use super::{Error, EventType, SessionState, WatchedEvent};
+use super::{call_error, Error, EventType, SessionState, WatchedEvent};
 
 /// Tracks a session's state.
 ///
@@ -120,7 +120,7 @@ impl Registration {
             path: self.path.clone(),
         });
         drop(session);
-        sent.await.map(drop).map_err(|e| to_zk_error(&e))
+        sent.await.map(drop).map_err(|e| call_error(&e))
     }
 }
 
@@ -296,6 +296,6 @@ impl PersistentWatcher {
         if !last {
             return Ok(());
         }
-        self.watch.remove().await.map_err(|e| to_zk_error(&e))
+        self.watch.remove().await.map_err(|e| call_error(&e))
     }
 }
