@@ -24,6 +24,7 @@
 //! node it creates (for example with [`Acl::creator_all`]).
 
 pub mod convert;
+mod reads;
 
 use std::sync::Arc as StdArc;
 use std::sync::Mutex;
@@ -37,8 +38,8 @@ use zookeeper_client as zk;
 use crate::sync::lock;
 use crate::{
     Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
-    PersistentWatch, ReadOp, ReadResult, Reply, Request, Result, SessionId, SessionInfo,
-    SessionState, SessionStatePublisher, SessionStates, Watch,
+    PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,
+    SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
 
@@ -706,20 +707,7 @@ impl Coordination for ZkClient {
                  (PersistentWatch::remove)"
             ))),
             Request::MultiRead(reads) => self.multi_read_all(reads),
-            Request::WhoAmI => self.call(
-                "",
-                |client, _| client.list_auth_users().boxed(),
-                |users| {
-                    let ids = users
-                        .iter()
-                        .map(|u| crate::Identity {
-                            scheme: u.scheme().to_owned(),
-                            user: u.user().to_owned(),
-                        })
-                        .collect();
-                    (Reply::WhoAmI(ids), None)
-                },
-            ),
+            Request::WhoAmI => self.who_am_i(),
         }
     }
 
@@ -755,57 +743,6 @@ impl Coordination for ZkClient {
             })
             .await;
             ended.map_err(|_| Error::OperationTimeout)
-        }
-        .boxed()
-    }
-}
-
-impl ZkClient {
-    /// A `multiRead` through the client crate's `MultiReader`: each read's own failure
-    /// (`NoNode`, `NoAuth`) is its result; any other fails the request.
-    fn multi_read_all(&self, reads: Vec<ReadOp>) -> OpFuture<'_, (Reply, Option<Watch>)> {
-        let paths: Vec<String> = reads.iter().map(|r| r.path().to_owned()).collect();
-        let reply = self.call(
-            "",
-            |client, _| {
-                let mut reader = client.new_multi_reader();
-                for read in &reads {
-                    let added = match read {
-                        ReadOp::GetData { path } => reader.add_get_data(path),
-                        ReadOp::GetChildren { path } => reader.add_get_children(path),
-                    };
-                    if let Err(e) = added {
-                        return futures::future::ready(Err(e)).boxed();
-                    }
-                }
-                reader.commit().boxed()
-            },
-            |results| results,
-        );
-        async move {
-            let results = reply.await?;
-            let read = results
-                .into_iter()
-                .zip(paths)
-                .map(|(result, path)| match result {
-                    zk::MultiReadResult::Data { data, stat } => Ok(ReadResult::Data {
-                        data,
-                        stat: from_zk_stat(&stat),
-                    }),
-                    zk::MultiReadResult::Children { children } => {
-                        Ok(ReadResult::Children { children })
-                    }
-                    zk::MultiReadResult::Error {
-                        err: zk::Error::NoNode,
-                    } => Ok(ReadResult::NoNode { path }),
-                    zk::MultiReadResult::Error {
-                        err: zk::Error::NoAuth,
-                    } => Ok(ReadResult::NoAuth { path }),
-                    zk::MultiReadResult::Error { err } => Err(from_zk_error(err, &path)),
-                    other => Err(Error::Other(format!("multiRead answered {other:?}"))),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok((Reply::MultiRead(read), None))
         }
         .boxed()
     }

@@ -9,16 +9,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use avout::zk::convert::{from_zk_acl, from_zk_watch_mode, to_zk_acls, to_zk_stat};
-use avout::{Coordination, OpFuture, Reply, Request, Watch};
+use avout::zk::convert::to_zk_stat;
+use avout::{OpFuture, Reply, Request, Watch};
 
 use super::path::Chroot;
 use super::session::{Session, WatcherKind};
 use super::types::Version;
-use super::watcher::{terminal_error, OneshotWatcher, PersistentWatcher, StateWatcher};
+use super::watcher::{OneshotWatcher, StateWatcher};
 use super::{
-    call_error, Acl, AddWatchMode, AuthUser, Connector, CreateOptions, CreateSequence,
-    EnsembleUpdate, Error, Result, SessionId, SessionInfo, SessionState, Stat,
+    call_error, Connector, CreateOptions, CreateSequence, Error, Result, SessionId, SessionInfo,
+    SessionState, Stat,
 };
 
 /// A ZooKeeper session with a root: every path is below the root.
@@ -45,29 +45,29 @@ use super::{
 /// ```
 #[derive(Clone, Debug)]
 pub struct Client {
-    chroot: Chroot,
+    pub(super) chroot: Chroot,
     version: Version,
-    session: Arc<Session>,
+    pub(super) session: Arc<Session>,
     info: SessionInfo,
     timeout: Duration,
     states: StateWatcher,
 }
 
 /// What a sent request's reply gives, before it is checked.
-type Sent = OpFuture<'static, (Reply, Option<Watch>)>;
+pub(super) type Sent = OpFuture<'static, (Reply, Option<Watch>)>;
 
 /// The error for a reply of the wrong shape (the simulator broke its contract).
-fn unexpected(reply: Reply) -> Error {
+pub(super) fn unexpected(reply: Reply) -> Error {
     Error::UnexpectedError(format!("unexpected reply {reply:?}"))
 }
 
 /// Awaits a sent request's reply, mapping the simulator's error.
-async fn reply(sent: Result<Sent>) -> Result<(Reply, Option<Watch>)> {
+pub(super) async fn reply(sent: Result<Sent>) -> Result<(Reply, Option<Watch>)> {
     sent?.await.map_err(|e| call_error(&e))
 }
 
 /// `Reply::Data` as data and `Stat`.
-fn data(reply: Reply) -> Result<(Vec<u8>, Stat)> {
+pub(super) fn data(reply: Reply) -> Result<(Vec<u8>, Stat)> {
     match reply {
         Reply::Data { data, stat } => Ok((data, to_zk_stat(&stat))),
         other => Err(unexpected(other)),
@@ -91,13 +91,11 @@ fn exists(reply: Reply) -> Result<Option<Stat>> {
 }
 
 /// The watch a watched read armed.
-fn armed(watch: Option<Watch>) -> Result<Watch> {
+pub(super) fn armed(watch: Option<Watch>) -> Result<Watch> {
     watch.ok_or_else(|| Error::UnexpectedError("a watched read armed no watch".into()))
 }
 
 impl Client {
-    const CONFIG_NODE: &'static str = "/zookeeper/config";
-
     pub(crate) fn new(
         chroot: Chroot,
         version: Version,
@@ -167,7 +165,7 @@ impl Client {
     }
 
     /// Checks `path` and sends the request `make` builds for its server path.
-    fn send_at(&self, path: &str, make: impl FnOnce(String) -> Request) -> Result<Sent> {
+    pub(super) fn send_at(&self, path: &str, make: impl FnOnce(String) -> Request) -> Result<Sent> {
         let (server, _) = self.server_path(path, false)?;
         Ok(self.send(make(server)))
     }
@@ -688,235 +686,6 @@ impl Client {
                 Reply::Ephemerals(paths) => paths.iter().map(|p| self.client_path(p)).collect(),
                 other => Err(unexpected(other)),
             }
-        }
-    }
-
-    /// The node's ACL and [`Stat`]. Errors: `NoNode`.
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// let (acl, _stat) = client.get_acl("/app").await?;
-    /// # let _ = acl;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn get_acl(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + '_ {
-        let sent = self.send_at(path, |path| Request::GetAcl { path });
-        async move {
-            match reply(sent).await?.0 {
-                Reply::Acl { acl, stat } => Ok((to_zk_acls(&acl), to_zk_stat(&stat))),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    /// Sets the node's ACL if its ACL version matches (`None`: any); its new [`Stat`].
-    ///
-    /// Errors: `NoNode`, `BadVersion`.
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// use avout_zookeeper_client::Acls;
-    /// client.set_acl("/app", &Acls::anyone_read(), None).await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn set_acl(
-        &self,
-        path: &str,
-        acl: &[Acl],
-        expected_acl_version: Option<i32>,
-    ) -> impl Future<Output = Result<Stat>> + Send + '_ {
-        let acl = acl.iter().map(from_zk_acl).collect();
-        let sent = self.send_at(path, |path| Request::SetAcl {
-            path,
-            acl,
-            version: expected_acl_version,
-        });
-        async move {
-            match reply(sent).await?.0 {
-                Reply::AclSet(stat) => Ok(to_zk_stat(&stat)),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    /// Watches `path` (which need not exist) for good: its own events, or its subtree's too
-    /// ([`AddWatchMode::PersistentRecursive`]), and the session's states. Events during a
-    /// disconnection are not reported (ZOOKEEPER-4698).
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// use avout_zookeeper_client::AddWatchMode;
-    /// let mut watcher = client.watch("/config", AddWatchMode::PersistentRecursive).await?;
-    /// let first = watcher.changed().await;
-    /// # let _ = first;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = Result<PersistentWatcher>> + Send + '_ {
-        let checked = self.server_path(path, false);
-        async move {
-            let (server, _) = checked?;
-            let watch = self
-                .session
-                .client()
-                .add_watch(&server, from_zk_watch_mode(mode))
-                .await
-                .map_err(|e| call_error(&e))?;
-            Ok(PersistentWatcher::new(
-                &self.session,
-                self.chroot.clone(),
-                &server,
-                watch,
-            ))
-        }
-    }
-
-    /// Waits until the session's server has caught up with the leader (`sync`, then read, is
-    /// still not linearizable: ZOOKEEPER-1675).
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// client.sync("/").await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + '_ {
-        let sent = self.send_at(path, |path| Request::Sync { path });
-        async move {
-            match reply(sent).await?.0 {
-                Reply::Synced => Ok(()),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    /// Adds an identity to the session (for `digest`, `auth` is `user:password`); later
-    /// operations are checked with it. Errors: `AuthFailed` for a scheme the server does not
-    /// know (the simulated server knows `digest`).
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// client.auth("digest", b"bob:secret").await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn auth(&self, scheme: &str, auth: &[u8]) -> impl Future<Output = Result<()>> + Send + '_ {
-        let sent = Ok(self.send(Request::AddAuth {
-            scheme: scheme.to_owned(),
-            auth: auth.to_vec(),
-        }));
-        async move {
-            match reply(sent).await?.0 {
-                Reply::AuthAdded => Ok(()),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    /// The identities the session holds (ZooKeeper 3.7's `whoAmI`).
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// for user in client.list_auth_users().await? {
-    ///     println!("{}:{}", user.scheme(), user.user());
-    /// }
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn list_auth_users(&self) -> impl Future<Output = Result<Vec<AuthUser>>> + Send {
-        let sent = Ok(self.send(Request::WhoAmI));
-        async move {
-            match reply(sent).await?.0 {
-                Reply::WhoAmI(ids) => Ok(ids
-                    .iter()
-                    .map(|id| AuthUser::new(&id.scheme, &id.user))
-                    .collect()),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    /// The data and [`Stat`] of the configuration node, `/zookeeper/config` (whatever the
-    /// root).
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// let (config, _stat) = client.get_config().await?;
-    /// # let _ = config;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
-        let sent = Ok(self.send(Request::GetData {
-            path: Self::CONFIG_NODE.to_owned(),
-            watch: false,
-        }));
-        async move { data(reply(sent).await?.0) }
-    }
-
-    /// [`get_config`](Self::get_config) and a watcher of the configuration's next change.
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
-    /// let (_config, _stat, watcher) = client.get_and_watch_config().await?;
-    /// watcher.changed().await;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn get_and_watch_config(
-        &self,
-    ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send {
-        let sent = Ok(self.send(Request::GetData {
-            path: Self::CONFIG_NODE.to_owned(),
-            watch: true,
-        }));
-        let session = self.session.clone();
-        async move {
-            let (reply, watch) = reply(sent).await?;
-            let (data, stat) = data(reply)?;
-            let watcher = OneshotWatcher::new(
-                &session,
-                Chroot::default(),
-                Self::CONFIG_NODE,
-                WatcherKind::Data,
-                armed(watch)?,
-            );
-            Ok((data, stat, watcher))
-        }
-    }
-
-    /// Changes the ensemble's membership (dynamic reconfiguration). The simulated ensemble
-    /// has none: it answers `ReconfigDisabled`, as a server with `reconfigEnabled=false` (the
-    /// default) does.
-    ///
-    /// ```
-    /// # async fn demo(client: &avout_zookeeper_client::Client) {
-    /// use avout_zookeeper_client::{EnsembleUpdate, Error};
-    /// let update = EnsembleUpdate::New { ensemble: ["server.1=zk1:2888:3888;2181"].into_iter() };
-    /// assert_eq!(client.update_ensemble(update, None).await.unwrap_err(), Error::ReconfigDisabled);
-    /// # }
-    /// ```
-    pub fn update_ensemble<'a, I: Iterator<Item = &'a str> + Clone>(
-        &self,
-        update: EnsembleUpdate<'a, I>,
-        expected_zxid: Option<i64>,
-    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
-        drop((update, expected_zxid));
-        let state = self.session.state();
-        async move {
-            if state.is_terminated() {
-                return Err(terminal_error(state));
-            }
-            Err(Error::ReconfigDisabled)
         }
     }
 }

@@ -8,6 +8,7 @@
 //! lock, and the types whose fields the real crate keeps private ([`CreateMode`],
 //! [`CreateOptions`], [`CreateSequence`], [`SessionInfo`]).
 
+mod admin;
 mod client;
 mod connect;
 mod lock;
