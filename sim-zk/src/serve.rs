@@ -32,7 +32,8 @@
 
 use std::sync::Arc;
 
-use avout::{Result, SessionId};
+use avout::{OpFuture, Request, Result, SessionId};
+use futures::FutureExt;
 use madsim::runtime::Handle;
 
 use crate::world::{Shared, Stop, drive};
@@ -47,6 +48,15 @@ impl SimZk {
     ///
     /// Outside a madsim runtime; and, from the service's node, when the simulation is still
     /// running after `config.time_limit` of virtual time.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// assert!(zk.connect().exists("/").await.unwrap().is_some());
+    /// # });
+    /// ```
     pub fn start(config: SimConfig) -> SimZk {
         let shared = Shared::new(config, tokio::time::Instant::now(), None, false);
         let driver = drive(shared.clone());
@@ -71,6 +81,18 @@ impl SimZk {
     ///
     /// `SessionExpired` if the service no longer has the session (it expired, or was closed);
     /// `SessionMoved` if a live handle still holds it.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let client = zk.connect();
+    /// let id = client.session().id;
+    /// client.detach();
+    /// assert_eq!(zk.resume(id).unwrap().session().id, id);
+    /// # });
+    /// ```
     pub fn resume(&self, session: SessionId) -> Result<SimClient> {
         let index = self.shared.world().resume(session)?;
         self.shared.kick();
@@ -81,6 +103,21 @@ impl SimZk {
     /// watch event reaches it (the calls in flight fail with `ConnectionLoss`, as on any
     /// broken connection, and the client reconnects), as a proxy between client and server
     /// that stops forwarding after a notification does.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::{Coordination, SessionState};
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let (reader, writer) = (zk.connect(), zk.connect());
+    /// let (_, watch) = reader.exists_and_watch("/a").await.unwrap();
+    /// let mut states = reader.session_states();
+    /// zk.cut_after_event(reader.index());
+    /// writer.create("/a", b"", &Default::default()).await.unwrap();
+    /// watch.await;
+    /// assert_eq!(states.next().await, Some(SessionState::Disconnected));
+    /// # });
+    /// ```
     pub fn cut_after_event(&self, client: usize) {
         self.with_client(client, |w, c| w.cut_after_event(c));
     }
@@ -89,23 +126,70 @@ impl SimZk {
     /// does when it has reached no server for 7/5 of the session timeout: the session is over
     /// for that client (`Expired`: every call fails with `SessionExpired`, every watch fires),
     /// and the service, hearing nothing more from it, expires it after its timeout.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::{Coordination, Error};
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let client = zk.connect();
+    /// zk.give_up(client.index());
+    /// assert_eq!(client.exists("/").await.unwrap_err(), Error::SessionExpired);
+    /// # });
+    /// ```
     pub fn give_up(&self, client: usize) {
         self.with_client(client, |w, c| w.give_up(c));
     }
 
     /// Sets the superuser's digest identity (see
     /// [`Kernel::set_super_digest`](crate::kernel::Kernel::set_super_digest)).
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::{Acl, Coordination, Identity, Perms, Reply, Request};
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// zk.set_super_digest(Some(Acl::digest("super", "test", Perms::ALL).id));
+    /// let client = zk.connect();
+    /// let auth = Request::AddAuth { scheme: "digest".into(), auth: b"super:test".to_vec() };
+    /// client.submit(auth).await.unwrap();
+    /// let (ids, _) = client.submit(Request::WhoAmI).await.unwrap();
+    /// let me = Identity { scheme: "super".into(), user: String::new() };
+    /// assert!(matches!(ids, Reply::WhoAmI(ids) if ids.contains(&me)));
+    /// # });
+    /// ```
     pub fn set_super_digest(&self, digest: Option<String>) {
         self.shared.world().kernel.set_super_digest(digest);
     }
 
     /// The stable hash of the service's event log so far: a run of the same seed and the
     /// same workload has the same.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let before = zk.log_hash();
+    /// zk.connect().create("/a", b"", &Default::default()).await.unwrap();
+    /// assert_ne!(zk.log_hash(), before);
+    /// # });
+    /// ```
     pub fn log_hash(&self) -> u64 {
         self.shared.world().log.hash()
     }
 
-    /// A handle that does not keep the service alive.
+    /// A handle that does not itself keep the service alive (its driver does, while its
+    /// simulation runs): for a registry of services that lives longer than one simulation,
+    /// such as the drop-in client's registry of addresses.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// let weak = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default()).downgrade();
+    /// assert!(weak.upgrade().is_some(), "its driver serves until the simulation ends");
+    /// # });
+    /// ```
     pub fn downgrade(&self) -> WeakSimZk {
         WeakSimZk {
             shared: Arc::downgrade(&self.shared),
@@ -118,14 +202,25 @@ impl SimZk {
     }
 }
 
-/// A [`SimZk`] that does not keep its service alive ([`SimZk::downgrade`]).
+/// A [`SimZk`] that does not keep its service alive beyond its simulation
+/// ([`SimZk::downgrade`]).
 #[derive(Clone, Debug)]
 pub struct WeakSimZk {
     shared: std::sync::Weak<Shared>,
 }
 
 impl WeakSimZk {
-    /// The service, if it still runs.
+    /// The service, if its simulation still runs.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let weak = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default()).downgrade();
+    /// let zk = weak.upgrade().expect("the simulation runs");
+    /// assert!(zk.connect().exists("/").await.unwrap().is_some());
+    /// # });
+    /// ```
     pub fn upgrade(&self) -> Option<SimZk> {
         self.shared.upgrade().map(|shared| SimZk { shared })
     }
@@ -136,8 +231,53 @@ impl SimClient {
     /// does when it drops its last handle: the session goes silent, and the service expires it
     /// after its timeout unless [`SimZk::resume`] takes it up first. Clones of this handle
     /// MUST be gone: they would act on a session that is no longer theirs.
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let client = zk.connect();
+    /// let id = client.session().id;
+    /// client.detach();
+    /// tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    /// assert_eq!(zk.resume(id).unwrap_err(), avout::Error::SessionExpired);
+    /// # });
+    /// ```
     pub fn detach(self) {
         self.zk().with_client(self.index(), |w, c| w.detach(c));
+    }
+
+    /// Removes the session's watches on `path`, one-shot and persistent, here and at the
+    /// service (`removeWatches` of every kind), as a client library does when the last of
+    /// its watchers there goes before its event: no event reaches them any more (a
+    /// [`Watch`](avout::Watch) still held resolves at once as if the session had closed; the
+    /// drop-in calls this only when no watcher of its is left there). Resolves with the
+    /// service's answer (`NoWatcher` when it had none there).
+    ///
+    /// ```
+    /// # #[cfg(madsim)]
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout::Coordination;
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let client = zk.connect();
+    /// let (_, watch) = client.exists_and_watch("/a").await.unwrap();
+    /// client.remove_watches("/a").await.unwrap();
+    /// assert_eq!(watch.await.kind, avout::EventKind::Session);
+    /// assert_eq!(client.remove_watches("/a").await.unwrap_err(), avout::Error::NoWatcher { path: "/a".into() });
+    /// # });
+    /// ```
+    pub fn remove_watches(&self, path: &str) -> OpFuture<'static, ()> {
+        if let Err(e) = avout::path::validate_path(path, false) {
+            return futures::future::ready(Err(e)).boxed();
+        }
+        self.zk()
+            .with_client(self.index(), |w, c| w.forget_watches(c, path));
+        self.send(Request::RemoveWatches {
+            path: path.to_owned(),
+        })
+        .map(|answer| answer.map(drop))
+        .boxed()
     }
 
     /// The service this client belongs to.

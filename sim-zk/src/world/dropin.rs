@@ -62,6 +62,12 @@ impl World {
         self.terminate(client, SessionState::Expired);
     }
 
+    /// The client forgets its watches on `path`: none of them fires any more (the caller
+    /// asks the service to remove them).
+    pub(crate) fn forget_watches(&mut self, client: usize, path: &str) {
+        self.clients[client].watches.remove(path);
+    }
+
     /// The client's connection drops right after the next watch event reaches it.
     pub(crate) fn cut_after_event(&mut self, client: usize) {
         self.dropin.cut_after_event.insert(client);

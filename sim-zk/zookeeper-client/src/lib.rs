@@ -20,8 +20,7 @@
 //! #[madsim::test]
 //! async fn my_service_survives_faults() {
 //!     let _zk = avout_zookeeper_client::SimServer::builder()
-//!         .servers(3)
-//!         .rates(avout_sim_zk::FaultRates::chaos())
+//!         .sim(|sim| sim.servers(3).rates(avout_sim_zk::FaultRates::chaos()))
 //!         .start(["10.0.0.1:2181", "10.0.0.2:2181", "10.0.0.3:2181"]);
 //!     my_service::run("10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/app").await;
 //! }

@@ -9,7 +9,7 @@ use avout::{Coordination, Reply, Request};
 use super::client::{armed, data, reply, unexpected};
 use super::path::Chroot;
 use super::session::WatcherKind;
-use super::watcher::{terminal_error, OneshotWatcher, PersistentWatcher};
+use super::watcher::{terminal_error, OneshotWatcher, PersistentWatcher, Registration};
 use super::{call_error, Acl, AddWatchMode, AuthUser, Client, EnsembleUpdate, Error, Result, Stat};
 
 /// The configuration node, whatever the root.
@@ -87,19 +87,20 @@ impl Client {
         path: &str,
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher>> + Send + '_ {
-        let checked = self.server_path(path, false);
-        async move {
-            let (server, _) = checked?;
-            let watch = self
+        let sent = self.server_path(path, false).map(|(server, _)| {
+            let registration = Registration::new(&self.session, &server, WatcherKind::Persistent);
+            let adding = self
                 .session
                 .client()
-                .add_watch(&server, from_zk_watch_mode(mode))
-                .await
-                .map_err(|e| call_error(&e))?;
+                .add_watch(&server, from_zk_watch_mode(mode));
+            (adding, registration)
+        });
+        async move {
+            let (adding, registration) = sent?;
+            let watch = adding.await.map_err(|e| call_error(&e))?;
             Ok(PersistentWatcher::new(
-                &self.session,
                 self.chroot.clone(),
-                &server,
+                registration,
                 watch,
             ))
         }
@@ -200,21 +201,15 @@ impl Client {
     pub fn get_and_watch_config(
         &self,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send {
+        let registration = Registration::new(&self.session, CONFIG_NODE, WatcherKind::Data);
         let sent = Ok(self.send(Request::GetData {
             path: CONFIG_NODE.to_owned(),
             watch: true,
         }));
-        let session = self.session.clone();
         async move {
             let (reply, watch) = reply(sent).await?;
             let (data, stat) = data(reply)?;
-            let watcher = OneshotWatcher::new(
-                &session,
-                Chroot::default(),
-                CONFIG_NODE,
-                WatcherKind::Data,
-                armed(watch)?,
-            );
+            let watcher = OneshotWatcher::new(Chroot::default(), registration, armed(watch)?);
             Ok((data, stat, watcher))
         }
     }

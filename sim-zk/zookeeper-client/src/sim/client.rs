@@ -15,7 +15,7 @@ use avout::{OpFuture, Reply, Request, Watch};
 use super::path::Chroot;
 use super::session::{Session, WatcherKind};
 use super::types::Version;
-use super::watcher::{OneshotWatcher, StateWatcher};
+use super::watcher::{OneshotWatcher, Registration, StateWatcher};
 use super::{
     call_error, Connector, CreateOptions, CreateSequence, Error, Result, SessionId, SessionInfo,
     SessionState, Stat,
@@ -450,27 +450,38 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send + '_ {
-        let sent = self.send_at(path, |path| Request::GetData { path, watch: true });
-        let server = path_of(&self.chroot, path);
+        let watched = self.send_watched(path, WatcherKind::Data, |path| Request::GetData {
+            path,
+            watch: true,
+        });
         async move {
-            let (reply, watch) = reply(sent).await?;
+            let (sent, registration) = watched?;
+            let (reply, watch) = reply(Ok(sent)).await?;
             let (data, stat) = data(reply)?;
-            Ok((
-                data,
-                stat,
-                self.watcher(server, WatcherKind::Data, armed(watch)?),
-            ))
+            Ok((data, stat, self.watcher(registration, watch)?))
         }
     }
 
-    fn watcher(&self, server_path: String, kind: WatcherKind, watch: Watch) -> OneshotWatcher {
-        OneshotWatcher::new(
-            &self.session,
+    /// Checks `path`, registers a watcher of `kind` there, and sends the watched read `make`
+    /// builds for its server path.
+    pub(super) fn send_watched(
+        &self,
+        path: &str,
+        kind: WatcherKind,
+        make: impl FnOnce(String) -> Request,
+    ) -> Result<(Sent, Registration)> {
+        let (server, _) = self.server_path(path, false)?;
+        let registration = Registration::new(&self.session, &server, kind);
+        Ok((self.send(make(server)), registration))
+    }
+
+    /// The watcher of a watched read that armed `watch`.
+    fn watcher(&self, registration: Registration, watch: Option<Watch>) -> Result<OneshotWatcher> {
+        Ok(OneshotWatcher::new(
             self.chroot.clone(),
-            &server_path,
-            kind,
-            watch,
-        )
+            registration,
+            armed(watch)?,
+        ))
     }
 
     /// The node's [`Stat`], or `None` if it does not exist.
@@ -502,12 +513,15 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + '_ {
-        let sent = self.send_at(path, |path| Request::Exists { path, watch: true });
-        let server = path_of(&self.chroot, path);
+        let watched = self.send_watched(path, WatcherKind::Data, |path| Request::Exists {
+            path,
+            watch: true,
+        });
         async move {
-            let (reply, watch) = reply(sent).await?;
+            let (sent, registration) = watched?;
+            let (reply, watch) = reply(Ok(sent)).await?;
             let stat = exists(reply)?;
-            Ok((stat, self.watcher(server, WatcherKind::Data, armed(watch)?)))
+            Ok((stat, self.watcher(registration, watch)?))
         }
     }
 
@@ -630,16 +644,15 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat, OneshotWatcher)>> + Send + '_ {
-        let sent = self.send_at(path, |path| Request::GetChildren { path, watch: true });
-        let server = path_of(&self.chroot, path);
+        let watched = self.send_watched(path, WatcherKind::Child, |path| Request::GetChildren {
+            path,
+            watch: true,
+        });
         async move {
-            let (reply, watch) = reply(sent).await?;
+            let (sent, registration) = watched?;
+            let (reply, watch) = reply(Ok(sent)).await?;
             let (children, stat) = children(reply)?;
-            Ok((
-                children,
-                stat,
-                self.watcher(server, WatcherKind::Child, armed(watch)?),
-            ))
+            Ok((children, stat, self.watcher(registration, watch)?))
         }
     }
 
@@ -688,14 +701,6 @@ impl Client {
             }
         }
     }
-}
-
-/// The server path of a path already checked by the request that armed its watch.
-fn path_of(chroot: &Chroot, path: &str) -> String {
-    chroot
-        .server_path(path, false)
-        .map(|(server, _)| server)
-        .unwrap_or_else(|_| path.to_owned())
 }
 
 /// A stat that says "none": what a server before 3.5 answers a create with.

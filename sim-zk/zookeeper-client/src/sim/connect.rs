@@ -297,6 +297,12 @@ impl Connector {
 
     /// TLS options. There is no TLS handshake in the simulation: the connection is the
     /// simulated one, whatever certificates the options hold.
+    ///
+    /// ```
+    /// use avout_zookeeper_client::{Client, TlsOptions};
+    /// let c = Client::connector().with_tls(TlsOptions::new());
+    /// # let _ = c;
+    /// ```
     #[cfg(feature = "tls")]
     pub fn with_tls(mut self, options: super::TlsOptions) -> Self {
         self.tls = Some(options);
@@ -313,6 +319,15 @@ impl Connector {
 
     /// SASL options. No SASL mechanism runs in the simulation: the session is established
     /// without it (and gets no SASL identity).
+    ///
+    /// ```
+    /// # #[cfg(feature = "sasl-digest-md5")]
+    /// # {
+    /// use avout_zookeeper_client::{Client, SaslOptions};
+    /// let c = Client::connector().with_sasl(SaslOptions::digest_md5("bob", "secret"));
+    /// # let _ = c;
+    /// # }
+    /// ```
     #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
     pub fn with_sasl(mut self, options: impl Into<super::SaslOptions>) -> Self {
         self.sasl = Some(options.into());
@@ -348,6 +363,18 @@ impl Connector {
 
     /// Connects as [`connect`](Self::connect) does: `tcp+tls://` hosts and plain ones alike
     /// reach the simulated server.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), avout_zookeeper_client::Error> {
+    /// use avout_zookeeper_client::{Client, TlsOptions};
+    /// let client = Client::connector()
+    ///     .with_tls(TlsOptions::new())
+    ///     .secure_connect("tcp+tls://zk1:2281")
+    ///     .await?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[cfg(feature = "tls")]
     pub async fn secure_connect(self, cluster: &str) -> Result<Client> {
         self.connect(cluster).await

@@ -98,13 +98,13 @@ fn normalize(addr: &str) -> String {
 /// so `MADSIM_TEST_SEED` fixes the whole run).
 ///
 /// ```
-/// # #[madsim::test]
-/// # async fn doc() {
+/// # madsim::runtime::Runtime::new().block_on(async {
 /// use avout_zookeeper_client::{Acls, Client, CreateMode, SimServer};
 /// let _server = SimServer::builder().start(["10.0.0.1:2181"]);
-/// let client = Client::connect("10.0.0.1:2181/app").await.unwrap();
-/// client.mkdir("/", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap_err();
-/// # }
+/// let client = Client::connect("10.0.0.1:2181").await.unwrap();
+/// client.create("/app", b"v1", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+/// assert_eq!(client.get_data("/app").await.unwrap().0, b"v1");
+/// # });
 /// ```
 #[derive(Clone, Debug)]
 #[must_use = "a server does nothing until started"]
@@ -203,6 +203,17 @@ impl SimServer {
     /// session on a member itself), and returns its handle. It serves until the simulation
     /// ends.
     ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Client, SimServer};
+    /// let server = SimServer::builder()
+    ///     .sim(|sim| sim.servers(3))
+    ///     .start(["zk1:2181", "zk2:2181", "zk3:2181"]);
+    /// let client = Client::connect("zk1:2181,zk2:2181,zk3:2181").await.unwrap();
+    /// assert_eq!(client.session_id().0, server.zk().with_kernel(|k| k.sessions().next().unwrap().0));
+    /// # });
+    /// ```
+    ///
     /// # Panics
     ///
     /// Outside a madsim simulation, or for an address that is not `host:port`.
@@ -220,15 +231,14 @@ impl SimServer {
     /// `SimServer::serve` does: run it as the task of a node of its own.
     ///
     /// ```
-    /// # #[madsim::test]
-    /// # async fn doc() {
+    /// # madsim::runtime::Runtime::new().block_on(async {
     /// let handle = madsim::runtime::Handle::current();
     /// handle.create_node().name("zk").build().spawn(async {
     ///     avout_zookeeper_client::SimServer::builder().serve("zk:2181").await
     /// });
     /// let client = avout_zookeeper_client::Client::connect("zk:2181").await.unwrap();
-    /// # let _ = client;
-    /// # }
+    /// assert!(client.check_stat("/").await.unwrap().is_some());
+    /// # });
     /// ```
     pub async fn serve(self, addr: &str) {
         let _server = self.start([addr]);
@@ -238,6 +248,16 @@ impl SimServer {
     /// Serves a service that is already running (a run of avout's harness or `Sim::run`, its
     /// `SimCtx::zk`) at every address in `addrs`, with ZooKeeper's default session timeout
     /// bounds.
+    ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Client, SimServer};
+    /// let zk = avout_sim_zk::SimZk::start(avout_sim_zk::SimConfig::default());
+    /// let _server = SimServer::attach(&zk, ["zk:2181"]);
+    /// let client = Client::connect("zk:2181").await.unwrap();
+    /// assert!(client.check_stat("/").await.unwrap().is_some());
+    /// # });
+    /// ```
     ///
     /// # Panics
     ///
@@ -281,6 +301,17 @@ impl SimServerHandle {
     }
 
     /// The simulated service: inject faults (`inject`), expire sessions, read the kernel.
+    ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Client, Error, SimServer};
+    /// let server = SimServer::builder().start(["zk:2181"]);
+    /// let client = Client::connect("zk:2181").await.unwrap();
+    /// server.zk().expire_session(avout::SessionId(client.session_id().0));
+    /// tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    /// assert_eq!(client.check_stat("/").await.unwrap_err(), Error::SessionExpired);
+    /// # });
+    /// ```
     pub fn zk(&self) -> &SimZk {
         &self.zk
     }
@@ -289,6 +320,18 @@ impl SimServerHandle {
     /// and every session is cut off. The clients see `Disconnected`, and each gives up on its
     /// session after 7/5 of its timeout (`Expired`), as `zookeeper-client` does when it
     /// reaches no server.
+    ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Client, SessionState, SimServer};
+    /// let server = SimServer::builder().start(["zk:2181"]);
+    /// let client = Client::connect("zk:2181").await.unwrap();
+    /// let mut states = client.state_watcher();
+    /// server.stop();
+    /// assert_eq!(states.changed().await, SessionState::Disconnected);
+    /// assert_eq!(states.changed().await, SessionState::Expired);
+    /// # });
+    /// ```
     pub fn stop(&self) {
         *self.settings.stopped.lock().expect("never poisoned") = true;
         self.zk.inject(Fault::Outage {
@@ -298,6 +341,17 @@ impl SimServerHandle {
 
     /// Serves at `addr` too, as a proxy in front of the server would: what connects through
     /// it can be cut off after a notification ([`SimForwarder::cut_after_next_event`]).
+    ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Client, SimServer};
+    /// let server = SimServer::builder().start(["zk:2181"]);
+    /// let proxy = server.forwarder("proxy:2181");
+    /// let client = Client::connect("proxy:2181").await.unwrap();
+    /// assert!(proxy.cut_after_next_event(), "a session came through it");
+    /// # drop(client);
+    /// # });
+    /// ```
     pub fn forwarder(&self, addr: &str) -> SimForwarder {
         let sessions = Arc::new(Mutex::new(Vec::new()));
         let entry = Entry {
@@ -325,6 +379,23 @@ impl SimForwarder {
     /// Cuts the connection of the session that last connected through this address right
     /// after the next watch notification reaches it: the proxy forwards the notification,
     /// then closes both sides. `false` if no session connected through it yet.
+    ///
+    /// ```
+    /// # madsim::runtime::Runtime::new().block_on(async {
+    /// use avout_zookeeper_client::{Acls, Client, CreateMode, EventType, SessionState, SimServer};
+    /// let server = SimServer::builder().start(["zk:2181"]);
+    /// let proxy = server.forwarder("proxy:2181");
+    /// assert!(!proxy.cut_after_next_event(), "nothing came through it yet");
+    /// let watched = Client::connect("proxy:2181").await.unwrap();
+    /// let writer = Client::connect("zk:2181").await.unwrap();
+    /// let (_, watcher) = watched.check_and_watch_stat("/a").await.unwrap();
+    /// let mut states = watched.state_watcher();
+    /// proxy.cut_after_next_event();
+    /// writer.create("/a", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    /// assert_eq!(watcher.changed().await.event_type, EventType::NodeCreated);
+    /// assert_eq!(states.changed().await, SessionState::Disconnected);
+    /// # });
+    /// ```
     pub fn cut_after_next_event(&self) -> bool {
         let last = self
             .sessions

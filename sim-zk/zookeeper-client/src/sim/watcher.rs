@@ -9,7 +9,6 @@
 use std::sync::{Arc, Weak};
 
 use avout::zk::convert::to_zk_event;
-use avout::Request;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::watch;
 
@@ -79,21 +78,41 @@ impl StateWatcher {
     }
 }
 
-/// What a watcher needs of its session to be removed.
+/// A watcher's place in its session's book of watchers, taken when its watched read is sent
+/// (so the session knows a watch may be on its way there), and what removing it does at the
+/// server.
+///
+/// `zookeeper-client` disarms a watch at the server when its last watcher on the path goes
+/// (dropped, or [`remove`](OneshotWatcher::remove)d) before it fired: a `removeWatches` of
+/// every kind when no watcher and no watched read is left on the path, else only the gone
+/// watcher's kind if none of the rest has it. The simulated server removes watches of
+/// every kind only, so here the watch is disarmed in the first case, and left armed in the
+/// second (it fires to no watcher).
 #[derive(Debug)]
-struct Registration {
+pub(crate) struct Registration {
     session: Weak<Session>,
     path: String,
     id: u64,
+    /// Whether dropping it disarms the server's watch: set once the watch is armed, cleared
+    /// once it fired.
+    disarm: bool,
 }
 
 impl Registration {
-    fn new(session: &Arc<Session>, path: &str, kind: WatcherKind) -> Registration {
+    /// Registers a watcher of `kind` on the server path `path`, whose watch is not armed yet.
+    pub(crate) fn new(session: &Arc<Session>, path: &str, kind: WatcherKind) -> Registration {
         Registration {
             session: Arc::downgrade(session),
             path: path.to_owned(),
             id: session.add_watcher(path, kind),
+            disarm: false,
         }
+    }
+
+    /// The same registration, its watch armed at the server.
+    fn armed(mut self) -> Registration {
+        self.disarm = true;
+        self
     }
 
     /// Unregisters; the session, and whether this was its last watcher on the path.
@@ -105,7 +124,8 @@ impl Registration {
 
     /// `zookeeper-client`'s removal: refused once the session is over, asked of the server
     /// only for the last watcher of the path.
-    async fn remove(self, fired: bool) -> Result<(), Error> {
+    async fn remove(mut self, fired: bool) -> Result<(), Error> {
+        self.disarm = false;
         let Some((session, last)) = self.unregister() else {
             return Err(Error::ClientClosed);
         };
@@ -116,17 +136,22 @@ impl Registration {
         if fired || !last {
             return Ok(());
         }
-        let sent = session.client().send(Request::RemoveWatches {
-            path: self.path.clone(),
-        });
+        let sent = session.client().remove_watches(&self.path);
         drop(session);
-        sent.await.map(drop).map_err(|e| call_error(&e))
+        sent.await.map_err(|e| call_error(&e))
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.unregister();
+        let Some((session, last)) = self.unregister() else {
+            return;
+        };
+        if self.disarm && last && !session.state().is_terminated() {
+            // As the real client's, a removal nobody waits for: its answer (`NoWatcher` if the
+            // watch fired meanwhile) goes unheard.
+            drop(session.client().remove_watches(&self.path));
+        }
     }
 }
 
@@ -152,25 +177,43 @@ fn relative(chroot: &Chroot, event: &avout::WatchedEvent) -> WatchedEvent {
 }
 
 /// Waits for one node event (data, children, creation, deletion) or the session's end.
+///
+/// A disconnection is no event: the watch is set again when the session reconnects, and
+/// reports a change it missed meanwhile. When the session ends (expired, closed, failed
+/// authentication) the watcher gets that session event. Dropping it before its event (a
+/// cancelled [`changed`](Self::changed) included) removes it, and disarms the watch at the
+/// server if it was the session's last watcher on the path.
+///
+/// ```
+/// # async fn demo(client: avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
+/// use avout_zookeeper_client::EventType;
+/// let (_data, _stat, watcher) = client.get_and_watch_data("/config").await?;
+/// match watcher.changed().await.event_type {
+///     EventType::Session => println!("the session ended"),
+///     other => println!("/config: {other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct OneshotWatcher {
     chroot: Chroot,
-    watch: avout::Watch,
-    registration: Registration,
+    /// Taken by `changed` and `remove`.
+    watch: Option<avout::Watch>,
+    registration: Option<Registration>,
 }
 
 impl OneshotWatcher {
+    /// The watcher of a watched read whose reply came with `watch`.
     pub(crate) fn new(
-        session: &Arc<Session>,
         chroot: Chroot,
-        path: &str,
-        kind: WatcherKind,
+        registration: Registration,
         watch: avout::Watch,
     ) -> OneshotWatcher {
         OneshotWatcher {
             chroot,
-            watch,
-            registration: Registration::new(session, path, kind),
+            watch: Some(watch),
+            registration: Some(registration.armed()),
         }
     }
 
@@ -186,15 +229,16 @@ impl OneshotWatcher {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn changed(self) -> WatchedEvent {
-        let OneshotWatcher {
-            chroot,
-            watch,
-            registration,
-        } = self;
+    pub async fn changed(mut self) -> WatchedEvent {
+        let watch = self
+            .watch
+            .take()
+            .expect("taken only by a method that consumes it");
         let event = watch.await;
-        drop(registration);
-        relative(&chroot, &event)
+        if let Some(registration) = &mut self.registration {
+            registration.disarm = false;
+        }
+        relative(&self.chroot, &event)
     }
 
     /// Removes the watcher. Errors: `ClientClosed` or `SessionExpired` once the session is
@@ -209,14 +253,27 @@ impl OneshotWatcher {
     /// # }
     /// ```
     #[deprecated(since = "0.10.0", note = "Rust has Drop")]
-    pub async fn remove(self) -> Result<(), Error> {
-        let OneshotWatcher {
-            watch,
-            registration,
-            ..
-        } = self;
+    pub async fn remove(mut self) -> Result<(), Error> {
+        let watch = self
+            .watch
+            .take()
+            .expect("taken only by a method that consumes it");
         let fired = watch.now_or_never().is_some();
+        let registration = self.registration.take().expect("registered until removed");
         registration.remove(fired).await
+    }
+}
+
+impl Drop for OneshotWatcher {
+    fn drop(&mut self) {
+        // An event already here means the watch fired: nothing is left to disarm.
+        let fired = self
+            .watch
+            .as_mut()
+            .is_some_and(|w| w.now_or_never().is_some());
+        if let (true, Some(registration)) = (fired, &mut self.registration) {
+            registration.disarm = false;
+        }
     }
 }
 
@@ -230,16 +287,16 @@ pub struct PersistentWatcher {
 }
 
 impl PersistentWatcher {
+    /// The watcher of an `addWatch` that armed `watch`.
     pub(crate) fn new(
-        session: &Arc<Session>,
         chroot: Chroot,
-        path: &str,
+        registration: Registration,
         watch: avout::PersistentWatch,
     ) -> PersistentWatcher {
         PersistentWatcher {
             chroot,
             watch,
-            registration: Some(Registration::new(session, path, WatcherKind::Persistent)),
+            registration: Some(registration.armed()),
         }
     }
 

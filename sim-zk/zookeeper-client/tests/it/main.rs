@@ -5,3 +5,5 @@
 mod api;
 #[cfg(madsim)]
 mod faults;
+#[cfg(madsim)]
+mod watchers;
