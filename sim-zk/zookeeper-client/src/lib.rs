@@ -58,6 +58,11 @@
 //! - **ZooKeeper 3.9's event zxids**: node events carry [`WatchedEvent::NO_ZXID`], as from a
 //!   server before 3.9; and a one-shot watch armed on a path where the session has a
 //!   persistent one replaces it at the server, as 3.8 does (ZOOKEEPER-4466).
+//! - **Removing one kind of watch**: when a session's last watcher of a path goes before its
+//!   event, its watches there are removed at the server, as the real client does; when
+//!   other watchers stay, the real client also removes the gone watcher's kind if none of
+//!   them has it, and the simulated server, which removes all kinds or none, leaves it
+//!   armed (it fires to no watcher).
 //! - Timing: a connection's loss is known at once (no ping timeout), and an oversized request
 //!   fails with `ConnectionLoss` without breaking the connection.
 //!

@@ -30,7 +30,8 @@ use super::{
 /// one dropped closes it (unless it was opened [detached](Connector::with_detached)).
 ///
 /// Every method sends its request when it is called, not when its future is first polled:
-/// requests reach the server in call order.
+/// requests reach the server in call order. Dropping a call's future does not take its
+/// request back: it may still be applied.
 ///
 /// ```
 /// # async fn demo() -> Result<(), avout_zookeeper_client::Error> {

@@ -16,7 +16,9 @@ use super::path::Chroot;
 use super::session::{Session, WatcherKind};
 use super::{call_error, Error, EventType, SessionState, WatchedEvent};
 
-/// Tracks a session's state.
+/// Tracks a session's state: `SyncConnected`, `Disconnected` while the connection is lost,
+/// and one terminal state (`Expired`, `Closed`, `AuthFailed`), after which
+/// [`changed`](Self::changed) waits for ever.
 ///
 /// ```
 /// # async fn demo(client: avout_zookeeper_client::Client) {
@@ -279,6 +281,28 @@ impl Drop for OneshotWatcher {
 
 /// A stream of node events from a persistent (or recursive) watch, and of the session's
 /// state changes.
+///
+/// A disconnection is reported (`Disconnected`, then `SyncConnected` once the session is
+/// back), and changes made meanwhile are not (ZOOKEEPER-4698): read again after
+/// `SyncConnected`. The session's end is its last event. Dropping it removes it, and disarms
+/// the watch at the server if it was the session's last watcher on the path.
+///
+/// ```
+/// # async fn demo(client: avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {
+/// use avout_zookeeper_client::{AddWatchMode, EventType, SessionState};
+/// let mut watcher = client.watch("/config", AddWatchMode::PersistentRecursive).await?;
+/// loop {
+///     let event = watcher.changed().await;
+///     match (event.event_type, event.session_state) {
+///         (EventType::Session, state) if state.is_terminated() => break,
+///         (EventType::Session, SessionState::SyncConnected) => println!("re-read /config"),
+///         (EventType::Session, _) => {}
+///         (kind, _) => println!("{kind:?} {}", event.path),
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct PersistentWatcher {
     chroot: Chroot,
