@@ -13,7 +13,7 @@
 //! - Under `RUSTFLAGS="--cfg madsim"` the same items are a simulation: sessions of avout's
 //!   simulated ZooKeeper (`avout-sim-zk`), in the madsim simulation the application's own
 //!   tasks and timers run in (`tokio` as `madsim-tokio`). A test starts the simulated
-//!   ensemble on an address with [`SimServer`](SimServer) (madsim builds only), and the
+//!   ensemble on an address with `SimServer` (madsim builds only), and the
 //!   application's unchanged connect string reaches it:
 //!
 //! ```ignore
@@ -27,7 +27,8 @@
 //! ```
 //!
 //! Every random choice comes from one seed (madsim's: `MADSIM_TEST_SEED` replays a run, and
-//! a failing `#[madsim::test]` prints it).
+//! a failing `#[madsim::test]` prints it). [The guide](guide) takes an application from an
+//! empty crate to runs judged by avout's checkers on many seeds, shrunk and kept.
 //!
 //! ## What the simulation serves
 //!
@@ -70,6 +71,8 @@
 //!
 #![doc = include_str!("../PEER_SUITE.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod guide;
 
 #[cfg(not(madsim))]
 pub use zookeeper_client::*;
