@@ -22,7 +22,7 @@ fn main() -> std::process::ExitCode {
         .with(judge::ZK_COUNTER)
         .with(judge::ZK_ELECTION)
         .with(judge::ZK_COUNTER_TRUSTING);
-    avout_scenarios::cli::main_with(scenarios)
+    avout_cli::main_with(scenarios)
 }
 
 #[cfg(not(madsim))]

@@ -47,7 +47,7 @@ fn the_finding_in_zookeeper_clients_lock_still_reproduces() {
                 verdict
                     .anomalies
                     .iter()
-                    .any(|a| a.contains("never succeeded")),
+                    .any(|a| a.message.contains("never succeeded")),
                 "{file}: {verdict}"
             );
         }

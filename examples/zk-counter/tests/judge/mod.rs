@@ -6,13 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout_example_zk_counter::{Config, Events, GaveUp, Role, Step, run};
-use avout_scenarios::history::{EventType, History};
+use avout_check::history::EventType;
+use avout_scenarios::builtin::{election, mutex};
 use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{
-    AnyCluster, FaultPlan, Scenario, Verdict, Workload, WorkloadError,
-};
+use avout_scenarios::scenario::{AnyCluster, Described, FaultPlan, Workload, WorkloadError};
 use avout_sim_zk::FaultKind;
-use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 use zookeeper_client as zk;
 
@@ -118,85 +116,49 @@ async fn processes(
     Ok(())
 }
 
-/// One of the application's scenarios: its processes in one role, with or without the
-/// session renewal after a timed-out wait, and the checker of that role.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ZkScenario {
-    name: &'static str,
-    about: &'static str,
-    role: Role,
-    /// Renews the session after a timed-out lock wait (the application's fix of the lock's
-    /// leak); `false` is the application as it first was.
-    renews: bool,
+/// Where the application is given its ensemble, and whether it renews its session after a
+/// timed-out lock wait (the application's fix of the lock's leak; `false` is the
+/// application as it first was).
+fn config(renews: bool) -> Config {
+    Config {
+        renew_session_after_timeout: renews,
+        ..Config::new(ADDRESS)
+    }
 }
 
-/// The counter: processes add one under the lock; avout's mutex checker.
-pub(crate) const ZK_COUNTER: ZkScenario = ZkScenario {
+/// The counter: processes add one under the lock; judged by the checkers avout binds to its
+/// own mutex scenario (the history is in their format).
+pub(crate) const ZK_COUNTER: Described = Described {
     name: "zk-counter",
     about: "a counter under zookeeper-client's Curator-compatible lock, on the drop-in \
             client; checker: avout's mutex (one holder at a time, fencing, no lost increment)",
-    role: Role::Counter,
-    renews: true,
+    defaults: (3, 5),
+    checkers: mutex::SCENARIO.checkers,
+    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Counter, config(true))),
 };
 
-/// The election: processes take leadership and add one to the epoch; avout's election
-/// checker.
-pub(crate) const ZK_ELECTION: ZkScenario = ZkScenario {
+/// The election: processes take leadership and add one to the epoch; judged by the checkers
+/// of avout's own election scenario.
+pub(crate) const ZK_ELECTION: Described = Described {
     name: "zk-election",
     about: "leadership by zookeeper-client's lock under Curator's LeaderLatch names, on the \
             drop-in client; checker: avout's election (one leader per term, no two live \
             leaders)",
-    role: Role::Leader,
-    renews: true,
+    defaults: (3, 4),
+    checkers: election::SCENARIO.checkers,
+    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Leader, config(true))),
 };
 
 /// The counter as the application first had it: trusting `Client::lock`'s documented
 /// cancellation safety, a process that waited for the lock in vain tries again on the same
 /// session. The simulator found what that costs (`tests/findings/madsim/`).
-pub(crate) const ZK_COUNTER_TRUSTING: ZkScenario = ZkScenario {
+pub(crate) const ZK_COUNTER_TRUSTING: Described = Described {
     name: "zk-counter-trusting",
     about: "zk-counter with timed-out lock waits retried on the same session, trusting \
             zookeeper-client's cancellation safety; checker: avout's mutex",
-    role: Role::Counter,
-    renews: false,
+    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Counter, config(false))),
+    ..ZK_COUNTER
 };
-
-impl Scenario for ZkScenario {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        match self.role {
-            Role::Counter => (3, 5),
-            Role::Leader => (3, 4),
-        }
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: AnyCluster<'a>,
-        w: &'a Workload,
-        rec: &'a Recorder,
-    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        let config = Config {
-            renew_session_after_timeout: self.renews,
-            ..Config::new(ADDRESS)
-        };
-        Box::pin(processes(cluster, w, rec, self.role, config))
-    }
-
-    fn check(&self, _w: &Workload, history: &History) -> Verdict {
-        match self.role {
-            Role::Counter => avout_scenarios::scenario::mutex::check(history),
-            Role::Leader => avout_scenarios::scenario::election::check(history),
-        }
-    }
-}
 
 /// Every fault kind of the simulator, the ensemble's included.
 pub(crate) fn every_fault() -> FaultPlan {
