@@ -27,8 +27,9 @@
 //! ```
 //!
 //! Every random choice comes from one seed (madsim's: `MADSIM_TEST_SEED` replays a run, and
-//! a failing `#[madsim::test]` prints it). [The guide](guide) takes an application from an
-//! empty crate to runs judged by avout's checkers on many seeds, shrunk and kept.
+//! a failing `#[madsim::test]` prints it). The guide, `avout_scenarios::guide_zk` (beside
+//! avout's other guide, in the `avout-scenarios` crate), takes an application from an empty
+//! crate to runs judged by avout's checkers on many seeds, shrunk and kept.
 //!
 //! ## What the simulation serves
 //!
@@ -71,8 +72,6 @@
 //!
 #![doc = include_str!("../PEER_SUITE.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-
-pub mod guide;
 
 #[cfg(not(madsim))]
 pub use zookeeper_client::*;

@@ -5,7 +5,7 @@
 //! timers on a seeded clock, avout's simulator serves its sessions with every fault kind
 //! (lost requests and replies, disconnections, expiries, pauses, stale reads, outages, and an
 //! ensemble's partitions, elections, moved sessions, frozen processes, slow disks), and
-//! avout's harness (`avout_scenarios::harness`) runs it on many seeds, judges each run with a checker,
+//! avout's [harness](crate::harness) runs it on many seeds, judges each run with a checker,
 //! shrinks a failure to a few steps and keeps it. The workspace's `examples/zk-counter` is
 //! this guide carried out: a counter under `zookeeper-client`'s Curator-compatible lock and a
 //! leader election, in which the simulator found a bug of the lock itself (step 6).
@@ -26,6 +26,7 @@
 //! [dev-dependencies]
 //! avout-scenarios = "0.1"
 //! avout-sim-zk = "0.1"
+//! avout-cli = "0.1" # step 5: the case's page
 //! madsim = "0.2.34"
 //! futures = "0.3"
 //! serde_json = "1"
@@ -43,7 +44,6 @@
 //! logging or metrics; the test records a history through it):
 //!
 //! ```no_run
-//! # extern crate avout_zookeeper_client as zookeeper_client;
 //! use std::time::Duration;
 //! use zookeeper_client as zk;
 //!
@@ -86,7 +86,6 @@
 //! string reaches it. Its body:
 //!
 //! ```
-//! # extern crate avout_zookeeper_client as zookeeper_client;
 //! # #[cfg(madsim)]
 //! # madsim::runtime::Runtime::new().block_on(async {
 //! use avout_sim_zk::FaultRates;
@@ -117,39 +116,47 @@
 //! ## 4. Runs judged by a checker, through the harness
 //!
 //! For many seeds, shrinking and kept cases, the service becomes a scenario of avout's
-//! harness, an `avout_scenarios::scenario::Scenario` (`avout_scenarios::guide` explains the
-//! trait): its workload starts the service's processes as madsim nodes on the run's
-//! simulated ensemble, served at an address, and records what they report with the run's
-//! `Recorder`; its checker judges the history. A lock's history in the mutex checker's format
-//! (`acquire` with its token, `write` with `{"token", "counter"}`, `release` `ok` when the
-//! hold lasted) is judged by `avout_scenarios::scenario::mutex::check`; an election's, by
-//! `avout_scenarios::scenario::election::check`. `examples/zk-counter/tests/judge/mod.rs` is
-//! the whole of it, compiled and run in CI; the gist:
+//! harness, a [`Described`](crate::scenario::Described) scenario ([the other guide](crate::guide)
+//! explains scenarios): its workload starts the service's processes as madsim nodes on the
+//! run's simulated ensemble, served at an address, and records what they report with the
+//! run's [`Recorder`](crate::scenario::env::Recorder); its checkers judge the history. A
+//! lock's history in the mutex checker's format (`acquire` with its token, `write` with
+//! `{"token", "counter"}`, `release` `ok` when the hold lasted) is judged by the checkers avout
+//! binds to its own [`mutex`](crate::builtin::mutex) scenario (`holds`, the fencing rule, and
+//! `mutex`); an election's, by those of its [`election`](crate::builtin::election) scenario
+//! (`holds`). `examples/zk-counter/tests/judge/mod.rs` is the whole of it, compiled and run in
+//! CI; the gist:
 //!
 //! ```ignore
-//! fn workload<'a>(&'a self, cluster: AnyCluster<'a>, w: &'a Workload, rec: &'a Recorder)
-//!     -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
-//!     Box::pin(async move {
-//!         let zk = cluster.sim_zk().expect("the simulator");
-//!         // The run's simulated ensemble, where the service's connect string leads.
-//!         let _served = zookeeper_client::SimServer::attach(&zk, ["zk:2181"]);
-//!         let done = Arc::new(Mutex::new(0));
-//!         for me in 0..w.clients {
+//! const MY_COUNTER: Described = Described {
+//!     name: "my-counter",
+//!     about: "the counter under zookeeper-client's lock; checker: avout's mutex",
+//!     defaults: (3, 5),
+//!     checkers: avout_scenarios::builtin::mutex::SCENARIO.checkers,
+//!     workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec)),
+//! };
+//!
+//! async fn processes(cluster: AnyCluster<'_>, w: &Workload, rec: &Recorder)
+//!     -> Result<(), WorkloadError> {
+//!     let zk = cluster.sim_zk().expect("the simulator");
+//!     // The run's simulated ensemble, where the service's connect string leads.
+//!     let _served = zookeeper_client::SimServer::attach(&zk, ["zk:2181"]);
+//!     let done = Arc::new(Mutex::new(0));
+//!     for me in 0..w.clients {
+//!         let (rec, done) = (rec.clone(), done.clone());
+//!         // A process of its own: faults freeze, and a test may pause or kill, all of it.
+//!         zk.node(&format!("process-{me}"), move || {
 //!             let (rec, done) = (rec.clone(), done.clone());
-//!             // A process of its own: faults freeze, and a test may pause or kill, all of it.
-//!             zk.node(&format!("process-{me}"), move || {
-//!                 let (rec, done) = (rec.clone(), done.clone());
-//!                 async move {
-//!                     my_service::run("zk:2181", &Recording::new(rec, me)).await;
-//!                     *done.lock().unwrap() += 1;
-//!                 }
-//!             });
-//!         }
-//!         while *done.lock().unwrap() < w.clients {
-//!             tokio::time::sleep(Duration::from_millis(50)).await;
-//!         }
-//!         Ok(())
-//!     })
+//!             async move {
+//!                 my_service::run("zk:2181", &Recording::new(rec, me)).await;
+//!                 *done.lock().unwrap() += 1;
+//!             }
+//!         });
+//!     }
+//!     while *done.lock().unwrap() < w.clients {
+//!         tokio::time::sleep(Duration::from_millis(50)).await;
+//!     }
+//!     Ok(())
 //! }
 //! ```
 //!
@@ -158,7 +165,7 @@
 //! #[test]
 //! fn the_counter_holds_under_every_fault_kind() {
 //!     let every = FaultPlan::kinds(&avout_sim_zk::FaultKind::ALL, None);
-//!     avout_scenarios::harness::Harness::new(MyCounter).faults(every).seeds(0..20).run();
+//!     avout_scenarios::harness::Harness::new(MY_COUNTER).faults(every).seeds(0..20).run();
 //! }
 //! ```
 //!
@@ -177,7 +184,7 @@
 //! ```ignore
 //! // examples/my-avout.rs
 //! fn main() -> std::process::ExitCode {
-//!     avout_scenarios::cli::main_with(avout_scenarios::scenario::Registry::builtins().with(MyCounter))
+//!     avout_cli::main_with(avout_scenarios::scenario::Registry::builtins().with(MY_COUNTER))
 //! }
 //! ```
 //!
