@@ -29,18 +29,20 @@ fn main() {
 }
 
 /// The directory of the peer crate's package, as `cargo metadata` finds it.
+///
+/// Not `--offline`: the build has downloaded zookeeper-client itself (it is a dependency), but
+/// metadata resolves the whole workspace, and on a fresh machine some of the workspace's
+/// packages for this platform and cfg may not be in cargo's cache yet; cargo downloads those,
+/// and makes no request when it has them all. `--filter-platform` keeps that to this
+/// platform's packages; `--locked` keeps it from touching `Cargo.lock`.
 fn peer_dir() -> PathBuf {
     let cargo = std::env::var_os("CARGO").expect("cargo sets CARGO for build scripts");
     let manifest = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"))
         .join("Cargo.toml");
+    let target = std::env::var("TARGET").expect("cargo sets TARGET for build scripts");
     let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .args(["--filter-platform", &target, "--manifest-path"])
         .arg(&manifest)
         .output()
         .expect("running cargo metadata");
