@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout_example_zk_counter::{Config, Events, GaveUp, Role, Step, run};
 use avout_check::history::EventType;
+use avout_example_zk_counter::{Config, Events, GaveUp, Role, Step, run};
 use avout_scenarios::builtin::{election, mutex};
 use avout_scenarios::scenario::env::{Cluster, Recorder};
 use avout_scenarios::scenario::{AnyCluster, Described, FaultPlan, Workload, WorkloadError};
