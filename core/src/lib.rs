@@ -61,7 +61,7 @@ pub use coord::{Coordination, OpFuture};
 pub use error::{Error, ErrorClass, Result};
 pub use ext::CoordinationExt;
 pub use node::{Acl, CreateMode, CreateOptions, MAX_TTL, Perms, Stat};
-pub use op::{Op, OpResult};
+pub use op::{Identity, Op, OpResult, ReadOp, ReadResult};
 pub use path::MAX_DATA_LEN;
 pub use persistent_watch::{AddWatchMode, PersistentSender, PersistentWatch, Remover};
 pub use request::{Reply, Request};

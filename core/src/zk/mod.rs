@@ -23,7 +23,8 @@
 //! ACL of nodes created without one, so a deployment can keep other clients away from every
 //! node it creates (for example with [`Acl::creator_all`]).
 
-mod convert;
+pub mod convert;
+mod reads;
 
 use std::sync::Arc as StdArc;
 use std::sync::Mutex;
@@ -705,6 +706,8 @@ impl Coordination for ZkClient {
                 "removeWatches on {path}: the client crate removes a watch through its handle \
                  (PersistentWatch::remove)"
             ))),
+            Request::MultiRead(reads) => self.multi_read_all(reads),
+            Request::WhoAmI => self.who_am_i(),
         }
     }
 
