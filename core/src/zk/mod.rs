@@ -23,7 +23,10 @@
 //! ACL of nodes created without one, so a deployment can keep other clients away from every
 //! node it creates (for example with [`Acl::creator_all`]).
 
+mod config;
 mod convert;
+
+pub use config::ZkConfig;
 
 use std::sync::Arc as StdArc;
 use std::sync::Mutex;
@@ -36,104 +39,11 @@ use zookeeper_client as zk;
 
 use crate::sync::lock;
 use crate::{
-    Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
+    AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
     PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,
     SessionStatePublisher, SessionStates, Watch,
 };
 use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
-
-/// How to reach a ZooKeeper ensemble.
-///
-/// ```
-/// use std::time::Duration;
-/// use avout::{Acl, zk::ZkConfig};
-///
-/// let config = ZkConfig::new("10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/my-app")
-///     .with_session_timeout(Duration::from_secs(6))
-///     .with_digest("app", "secret")
-///     .with_default_acl(Acl::creator_all());
-/// assert_eq!(config.session_timeout, Duration::from_secs(6));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkConfig {
-    /// Comma-separated `host:port` list, optionally followed by a chroot path (`/my-app`) under
-    /// which every path of the session lives. The chroot node must exist.
-    pub connect: String,
-    /// The session timeout to ask for; the server bounds it to between 2 and 20 ticks.
-    pub session_timeout: Duration,
-    /// How long [`ZkClient::connect`] tries before failing with [`Error::Unreachable`].
-    pub connect_timeout: Duration,
-    /// Authentication sent when the session is established: (scheme, credentials).
-    pub auth: Vec<(String, Vec<u8>)>,
-    /// The ACL of nodes created without an explicit one.
-    pub default_acl: Vec<Acl>,
-}
-
-impl ZkConfig {
-    /// A configuration with a 10 s session timeout, a 10 s connect timeout, no
-    /// authentication and the open ACL.
-    ///
-    /// ```
-    /// let config = avout::zk::ZkConfig::new("127.0.0.1:2181");
-    /// assert_eq!(config.default_acl, avout::Acl::open_unsafe());
-    /// ```
-    pub fn new(connect: impl Into<String>) -> Self {
-        ZkConfig {
-            connect: connect.into(),
-            session_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(10),
-            auth: Vec::new(),
-            default_acl: Acl::open_unsafe(),
-        }
-    }
-
-    /// Sets the session timeout to ask for.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4));
-    /// assert_eq!(c.session_timeout.as_secs(), 4);
-    /// ```
-    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// Sets how long connecting may take.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_connect_timeout(Duration::from_secs(1));
-    /// assert_eq!(c.connect_timeout.as_secs(), 1);
-    /// ```
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Authenticates the session with ZooKeeper's `digest` scheme as `user:password`.
-    ///
-    /// ```
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_digest("app", "secret");
-    /// assert_eq!(c.auth[0], ("digest".to_string(), b"app:secret".to_vec()));
-    /// ```
-    pub fn with_digest(mut self, user: &str, password: &str) -> Self {
-        self.auth
-            .push(("digest".into(), format!("{user}:{password}").into_bytes()));
-        self
-    }
-
-    /// Sets the ACL of nodes created without one.
-    ///
-    /// ```
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_default_acl(avout::Acl::creator_all());
-    /// assert_eq!(c.default_acl[0].scheme, "auth");
-    /// ```
-    pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.default_acl = acl;
-        self
-    }
-}
 
 /// One session with a real ZooKeeper ensemble; see the [module docs](self).
 ///
