@@ -16,3 +16,5 @@
 pub mod conformance;
 pub mod postgres;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;

@@ -116,7 +116,8 @@ use crate::{
 pub trait Connect: Send + Sync + 'static {
     /// Opens a new session. Errors are those of connecting ([`Error::Unreachable`],
     /// [`Error::AuthFailed`], …); the client retries them as its [`RetryPolicy`] says,
-    /// except [`Error::AuthFailed`] and [`Error::BadArguments`], which no retry can mend.
+    /// except refused credentials ([`Error::is_credentials_refused`]: a refused TLS
+    /// certificate or SASL secret) and [`Error::BadArguments`], which no retry can mend.
     fn connect(&self) -> BoxFuture<'_, Result<Arc<dyn Coordination>>>;
 
     /// A uniformly random number for the reconnection backoff's jitter. The default draws

@@ -66,7 +66,11 @@ async fn open(shared: &Shared, connector: &dyn Connect) -> Result<Arc<dyn Coordi
     loop {
         match connector.connect().await {
             Ok(zk) => return Ok(zk),
-            Err(error @ (Error::AuthFailed | Error::BadArguments(_))) => return Err(error),
+            Err(error)
+                if error.is_credentials_refused() || matches!(error, Error::BadArguments(_)) =>
+            {
+                return Err(error);
+            }
             Err(error) => {
                 failures += 1;
                 if shared.policy.gives_up(failures) {

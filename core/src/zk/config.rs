@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use crate::Acl;
 
+#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+use super::Sasl;
+#[cfg(feature = "tls")]
+use super::TlsConfig;
+
 /// How to reach a ZooKeeper ensemble.
 ///
 /// ```
@@ -29,6 +34,14 @@ pub struct ZkConfig {
     pub auth: Vec<(String, Vec<u8>)>,
     /// The ACL of nodes created without an explicit one.
     pub default_acl: Vec<Acl>,
+    /// TLS to the servers' secure client ports (feature `tls`); `None` for plaintext. With
+    /// TLS, every server of the connect string is dialled over TLS except those written
+    /// `tcp://host:port`.
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
+    /// SASL authentication of the session (features `sasl-digest-md5`, `sasl-gssapi`).
+    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    pub sasl: Option<Sasl>,
 }
 
 impl ZkConfig {
@@ -46,6 +59,10 @@ impl ZkConfig {
             connect_timeout: Duration::from_secs(10),
             auth: Vec::new(),
             default_acl: Acl::open_unsafe(),
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            sasl: None,
         }
     }
 
@@ -93,6 +110,36 @@ impl ZkConfig {
     /// ```
     pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
         self.default_acl = acl;
+        self
+    }
+
+    /// Connects over TLS (feature `tls`); see [`TlsConfig`].
+    ///
+    /// ```
+    /// # fn demo(ca_pem: &str) -> avout::Result<()> {
+    /// use avout::zk::{TlsConfig, ZkConfig};
+    /// let config = ZkConfig::new("zk1:2281").with_tls(TlsConfig::from_pem(ca_pem)?);
+    /// assert!(config.tls.is_some());
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates the session with SASL (features `sasl-digest-md5`, `sasl-gssapi`).
+    ///
+    /// ```
+    /// # #[cfg(feature = "sasl-digest-md5")] {
+    /// use avout::zk::{Sasl, ZkConfig};
+    /// let config = ZkConfig::new("zk1:2181").with_sasl(Sasl::digest_md5("app", "secret"));
+    /// assert_eq!(config.sasl.unwrap().mechanism(), "DIGEST-MD5");
+    /// # }
+    /// ```
+    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    pub fn with_sasl(mut self, sasl: Sasl) -> Self {
+        self.sasl = Some(sasl);
         self
     }
 }

@@ -21,12 +21,54 @@
 //!
 //! [`ZkConfig::with_digest`] authenticates the session; [`ZkConfig::with_default_acl`] sets the
 //! ACL of nodes created without one, so a deployment can keep other clients away from every
-//! node it creates (for example with [`Acl::creator_all`]).
+//! node it creates (for example with [`Acl::creator_all`](crate::Acl::creator_all)).
+//!
+//! # TLS and SASL
+//!
+//! Behind cargo features, so that a deployment that needs neither builds no rustls nor SASL:
+//!
+//! - `tls`: [`ZkConfig::with_tls`] reaches the servers' secure client ports
+//!   (`secureClientPort`, ZooKeeper 3.5+) with a [`TlsConfig`]: the CA, this client's
+//!   certificate and key, hostname verification. A refused certificate, on either side, fails
+//!   [`ZkClient::connect`] with [`Error::TlsRefused`] and a [`TlsRefusal`](crate::TlsRefusal)
+//!   saying why, as soon as every TLS server refused. (zookeeper-client takes a failed
+//!   handshake for a connection loss and tries again until the connect times out, so the
+//!   connect makes one handshake of its own with each TLS server, with the same settings,
+//!   beside it, to learn why: one extra handshake per server per connect.)
+//! - `sasl-digest-md5`, `sasl-gssapi`: [`ZkConfig::with_sasl`] authenticates the session with a
+//!   [`Sasl`] mechanism; a refused secret fails the connect with [`Error::SaslRefused`] at
+//!   once.
+//!
+//! Both errors are [credentials refused](Error::is_credentials_refused): the managed
+//! [`Client`](crate::Client) does not retry them.
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "tls", feature = "sasl-digest-md5"))]
+//! # async fn demo() -> avout::Result<()> {
+//! use avout::zk::{Sasl, TlsConfig, ZkClient, ZkConfig};
+//! let tls = TlsConfig::from_ca_file("ca.pem")?.with_identity_files("app.pem", "app.key")?;
+//! let config = ZkConfig::new("zk1:2281,zk2:2281/app")
+//!     .with_tls(tls)
+//!     .with_sasl(Sasl::digest_md5("app", "secret"));
+//! match ZkClient::connect(&config).await {
+//!     Err(avout::Error::TlsRefused { server, reason }) => eprintln!("{server}: {reason}"),
+//!     other => drop(other?),
+//! }
+//! # Ok(()) }
+//! ```
 
 mod config;
 mod convert;
+#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+mod sasl;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use config::ZkConfig;
+#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+pub use sasl::Sasl;
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
 
 use std::sync::Arc as StdArc;
 use std::sync::Mutex;
@@ -99,8 +141,10 @@ impl ZkClient {
     /// Establishes a session. Must be called within a tokio runtime.
     ///
     /// Fails with [`Error::Unreachable`] if no server answers within
-    /// [`ZkConfig::connect_timeout`], [`Error::AuthFailed`] if authentication is refused, and
-    /// [`Error::BadArguments`] for a malformed connect string.
+    /// [`ZkConfig::connect_timeout`], [`Error::TlsRefused`] if a TLS certificate is refused,
+    /// [`Error::SaslRefused`] (or [`Error::AuthFailed`] without SASL) if authentication is
+    /// refused, and [`Error::BadArguments`] for a malformed connect string. It returns within
+    /// the connect timeout whatever happens.
     ///
     /// ```no_run
     /// # async fn demo() {
@@ -153,16 +197,44 @@ impl ZkClient {
         for (scheme, credentials) in &config.auth {
             connector = connector.with_auth(scheme, credentials);
         }
-        let unreachable = || Error::Unreachable {
-            servers: config.connect.clone(),
-            timeout: config.connect_timeout,
-        };
-        match tokio::time::timeout(config.connect_timeout, connector.connect(&config.connect)).await
-        {
-            Err(_elapsed) => Err(unreachable()),
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(unreachable()),
-            Ok(Err(e)) => Err(from_zk_error(e, "")),
+        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        if let Some(sasl) = &config.sasl {
+            connector = connector.with_sasl(sasl.zk_options());
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &config.tls {
+            let connector = connector.with_tls(tls.zk_options()?);
+            let probes = tls.probes(&config.connect);
+            let connect = connector.secure_connect(&config.connect);
+            let outcome = tls::explained(config.connect_timeout, connect, probes).await?;
+            return Self::settle(config, outcome);
+        }
+        let outcome =
+            tokio::time::timeout(config.connect_timeout, connector.connect(&config.connect)).await;
+        Self::settle(config, outcome.ok())
+    }
+
+    /// What a connect's outcome (`None`: it timed out) means for the caller.
+    fn settle(
+        config: &ZkConfig,
+        outcome: Option<std::result::Result<zk::Client, zk::Error>>,
+    ) -> Result<zk::Client> {
+        match outcome {
+            Some(Ok(client)) => Ok(client),
+            None | Some(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(Error::Unreachable {
+                servers: config.connect.clone(),
+                timeout: config.connect_timeout,
+            }),
+            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            Some(Err(zk::Error::AuthFailed)) if config.sasl.is_some() => {
+                let sasl = config.sasl.as_ref().expect("checked by the guard");
+                Err(Error::SaslRefused {
+                    servers: config.connect.clone(),
+                    mechanism: sasl.mechanism().to_owned(),
+                    user: sasl.user().to_owned(),
+                })
+            }
+            Some(Err(e)) => Err(from_zk_error(e, "")),
         }
     }
 

@@ -42,6 +42,8 @@ mod recipes_sim;
 mod record_history;
 mod record_sim;
 mod rwlock;
+#[cfg(feature = "sasl-digest-md5")]
+mod sasl;
 mod semaphore;
 mod semaphore_many;
 mod semaphore_many_sim;
@@ -60,5 +62,7 @@ mod stm_store;
 mod stm_store_cases;
 mod stm_store_zk;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;
 mod two_phase_commit;
 mod watch_count;

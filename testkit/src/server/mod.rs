@@ -36,8 +36,13 @@
 //! `tokio::task::spawn_blocking` when other tasks must keep running meanwhile (on a
 //! current-thread runtime a blocking call freezes every task, including a client's heartbeats).
 //!
+//! - **TLS and SASL** ([`ZkServerBuilder::tls`], [`ZkServerBuilder::sasl_digest_user`], the
+//!   same on [`ZkEnsembleBuilder`]): a secure client port of its own beside the plain one,
+//!   and DIGEST-MD5 users in a JAAS file; see `security`. The test CA to make certificates
+//!   with is [`crate::tls::TestCa`] (feature `tls`).
+//!
 //! The parts: `config` (ports, directories, `zoo.cfg`, classpath, the options both builders
-//! share), `process` (one `java` process and its signals, and the accessors every server
+//! share), `security` (TLS and SASL), `process` (one `java` process and its signals, and the accessors every server
 //! handle shares), `standalone` ([`ZkServer`]), `ensemble` ([`ZkEnsemble`], [`ZkMember`]),
 //! `detached` ([`DetachedZk`]) and `error` ([`TestkitError`]).
 
@@ -51,6 +56,7 @@ mod ensemble;
 mod error;
 mod process;
 mod relay;
+mod security;
 mod standalone;
 #[cfg(test)]
 mod tests;
@@ -58,6 +64,7 @@ mod tests;
 pub use detached::{DetachedProcess, DetachedZk};
 pub use ensemble::{ZkEnsemble, ZkEnsembleBuilder, ZkMember};
 pub use error::TestkitError;
+pub use security::{ClientAuth, ServerTls};
 pub use standalone::{ZkServer, ZkServerBuilder};
 
 /// Where Debian's `zookeeper` package installs its jars.
