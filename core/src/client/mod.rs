@@ -71,6 +71,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acl;
 mod events;
 mod policy;
 mod session;
@@ -212,6 +213,8 @@ impl Drop for Handle {
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
+    /// The ACL this view's creates carry ([`Client::with_acl`]); `None` for the backend's.
+    acl: Option<Arc<[crate::Acl]>>,
 }
 
 impl fmt::Debug for Client {
@@ -327,6 +330,54 @@ impl Client {
                 shared,
                 supervisor: supervisor.abort_handle(),
             }),
+            acl: None,
+        }
+    }
+
+    /// The same client (its sessions, events and supervisor) as a view whose creates carry
+    /// `acl`: every node made through it, by any recipe handle opened on it, gets that ACL
+    /// (its root and parents too), unless a create names its own. Fails with
+    /// [`Error::BadArguments`] for an empty ACL.
+    ///
+    /// This is the per-handle ACL: a recipe given a view creates every node it makes with the
+    /// view's ACL, while other handles keep the backend's default
+    /// ([`ZkConfig::with_default_acl`](crate::zk::ZkConfig::with_default_acl), the
+    /// deployment-wide one). It works the same on every backend, the simulator's included.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: avout::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use avout::{Acl, lock::Mutex};
+    /// client.add_auth("digest", b"app:secret").await?;
+    /// let private = client.with_acl(Acl::creator_all())?;
+    /// let lock = Mutex::new(&private, "/locks/ledger")?; // /locks, /locks/ledger and its nodes: app only
+    /// # Ok(()) }
+    /// ```
+    pub fn with_acl(&self, acl: Vec<crate::Acl>) -> Result<Client> {
+        Ok(Client {
+            handle: self.handle.clone(),
+            acl: Some(acl::checked(acl)?),
+        })
+    }
+
+    /// The ACL this view's creates carry, if it is a view made by [`with_acl`](Self::with_acl).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(client.acl().is_none());
+    /// # }
+    /// ```
+    pub fn acl(&self) -> Option<&[crate::Acl]> {
+        self.acl.as_deref()
+    }
+
+    /// `session` as this view hands it out: with its ACL on every create.
+    fn view(&self, session: Session) -> Session {
+        match &self.acl {
+            None => session,
+            Some(acl) => session.wrapped(Arc::new(acl::WithAcl {
+                inner: session.coordination().clone(),
+                acl: acl.clone(),
+            })),
         }
     }
 
@@ -345,7 +396,9 @@ impl Client {
                 let slot = slots.borrow_and_update();
                 match &slot.phase {
                     Phase::Ended(error) => return Err(error.clone()),
-                    Phase::Live if !slot.session.has_ended() => return Ok(slot.session.clone()),
+                    Phase::Live if !slot.session.has_ended() => {
+                        return Ok(self.view(slot.session.clone()));
+                    }
                     Phase::Live | Phase::Replacing => {}
                 }
             }
@@ -429,8 +482,11 @@ impl Client {
         closed
     }
 
+    /// The slot, its session as this view hands it out.
     fn slot(&self) -> Slot {
-        self.shared().slot.borrow().clone()
+        let mut slot = self.shared().slot.borrow().clone();
+        slot.session = self.view(slot.session);
+        slot
     }
 }
 

@@ -6,6 +6,7 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --test it`.
 
+mod acl;
 mod agent;
 mod agent_sim;
 mod atom;
