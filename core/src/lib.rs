@@ -41,6 +41,7 @@ mod fanout;
 pub mod lock;
 pub mod locktable;
 pub mod machine;
+pub mod metrics;
 mod node;
 mod op;
 pub mod path;

@@ -190,8 +190,17 @@ impl Shared {
             session: session.session().id,
             new_session,
         };
-        self.events
-            .publish_if(event, state.is_final(), |current| *current != event);
+        let mut previous = None;
+        self.events.publish_if(event, state.is_final(), |current| {
+            let accept = *current != event;
+            if accept {
+                previous = Some(current.state);
+            }
+            accept
+        });
+        if previous.is_some() {
+            crate::metrics::connection_state(previous, state, new_session);
+        }
     }
 }
 
@@ -204,6 +213,11 @@ struct Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.supervisor.abort();
+        // The client lets go of its session (which closes once nothing pins it).
+        if matches!(self.shared.slot.borrow().phase, Phase::Live) {
+            crate::metrics::session_ended("closed");
+        }
+        crate::metrics::client_dropped(self.shared.events.current().state);
     }
 }
 
@@ -324,6 +338,8 @@ impl Client {
             slot,
             events: Fanout::new(event),
         });
+        crate::metrics::session_opened();
+        crate::metrics::connection_state(None, ConnectionState::Connected, false);
         let supervisor = crate::task::spawn(supervisor::supervise(shared.clone(), session));
         Client {
             handle: Arc::new(Handle {
@@ -430,7 +446,9 @@ impl Client {
         loop {
             let session = self.current_session().await?;
             match op(session).await {
-                Err(e) if session_lost(&e) && !self.has_ended() => continue,
+                Err(e) if session_lost(&e) && !self.has_ended() => {
+                    crate::metrics::retried("session_lost");
+                }
                 other => return other,
             }
         }
@@ -474,6 +492,7 @@ impl Client {
             return Ok(());
         };
         let closed = if was_live {
+            crate::metrics::session_ended("closed");
             session.close().await
         } else {
             Ok(())

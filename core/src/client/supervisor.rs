@@ -11,6 +11,11 @@ use super::{Connect, ConnectionState, Phase, Session, Shared, Slot};
 pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
     loop {
         let end = follow(&shared, &session).await;
+        crate::metrics::session_ended(match end {
+            SessionState::Expired => "expired",
+            SessionState::AuthFailed => "auth_failed",
+            _ => "closed",
+        });
         if end == SessionState::AuthFailed {
             shared.end(Error::AuthFailed);
             return;
@@ -32,6 +37,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
             }
         };
         session = Session::new(zk, session.generation() + 1);
+        crate::metrics::session_opened();
         shared.slot.send_replace(Slot {
             session: session.clone(),
             phase: Phase::Live,
@@ -72,6 +78,7 @@ async fn open(shared: &Shared, connector: &dyn Connect) -> Result<Arc<dyn Coordi
                 return Err(error);
             }
             Err(error) => {
+                crate::metrics::session_open_failed(&error);
                 failures += 1;
                 if shared.policy.gives_up(failures) {
                     return Err(error);

@@ -543,20 +543,22 @@ impl Coordination for ZkClient {
         self.states.current()
     }
 
-    /// Validates, then sends.
+    /// Validates, then sends (timed for [`crate::metrics::REQUEST_DURATION`]).
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
         check!(request.validate());
-        self.send(request)
+        let op = request.name();
+        send::timed(op, self.send(request))
     }
 
     fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
         check!(crate::path::validate_path(path, false));
         let owned = path.to_owned();
-        self.call(
+        let reply = self.call(
             path,
             |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
             move |watcher| self.persistent(watcher, &owned, mode),
-        )
+        );
+        send::timed("addWatch", reply)
     }
 
     fn close(&self) -> OpFuture<'_, ()> {

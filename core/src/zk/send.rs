@@ -1,4 +1,4 @@
-//! Sending one request: [`ZkClient::send`], an arm per operation.
+//! Sending one request: [`ZkClient::send`], an arm per operation, and its timing.
 
 use futures::FutureExt;
 
@@ -153,4 +153,16 @@ impl ZkClient {
             ))),
         }
     }
+}
+
+/// `reply`, recording how long it took from now and how it ended under `op`
+/// ([`crate::metrics::request`]).
+pub(super) fn timed<'a, T: Send + 'a>(op: &'static str, reply: OpFuture<'a, T>) -> OpFuture<'a, T> {
+    let sent = std::time::Instant::now();
+    reply
+        .map(move |result| {
+            crate::metrics::request(op, sent.elapsed(), result.as_ref().err());
+            result
+        })
+        .boxed()
 }

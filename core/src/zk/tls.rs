@@ -443,21 +443,7 @@ fn unquoted(name: &str) -> String {
 
 /// An alert as TLS's specification spells it (`certificate_unknown`), as servers log it.
 fn alert_name(alert: AlertDescription) -> String {
-    let camel = format!("{alert:?}");
-    let mut name = String::with_capacity(camel.len() + 4);
-    let mut after_upper = true;
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            if !after_upper {
-                name.push('_');
-            }
-            name.push(c.to_ascii_lowercase());
-        } else {
-            name.push(c);
-        }
-        after_upper = c.is_ascii_uppercase();
-    }
-    name
+    crate::metrics::snake_case(&format!("{alert:?}"))
 }
 
 /// The TLS servers of a connect string, as zookeeper-client's `secure_connect` reads it:

@@ -33,6 +33,8 @@ mod lock_recipes_sim;
 mod lock_release;
 mod locktable;
 mod locktable_sim;
+mod metrics_sim;
+mod metrics_zk;
 mod multi_lock;
 mod multi_lock_sim;
 mod persistent_node;
