@@ -156,17 +156,22 @@ pub enum Error {
         /// Why.
         reason: TlsRefusal,
     },
-    /// The servers refused the session's SASL authentication (a wrong secret, an unknown
-    /// user or principal). Reported by [`ZkClient::connect`](crate::zk::ZkClient::connect)
-    /// (features `sasl-digest-md5`, `sasl-gssapi`).
-    #[error("SASL {mechanism} authentication as {user:?} refused by {servers}")]
+    /// The session's SASL authentication was refused: by the servers (a wrong secret, an
+    /// unknown user), or for GSSAPI by Kerberos before any server was asked (no ticket, a
+    /// servers' principal the KDC does not know). Reported by
+    /// [`ZkClient::connect`](crate::zk::ZkClient::connect) (features `sasl-digest-md5`,
+    /// `sasl-gssapi`).
+    #[error("SASL {mechanism} authentication ({principal}) to {servers} refused: {reason}")]
     SaslRefused {
         /// The connect string.
         servers: String,
         /// The mechanism, as SASL names it (`DIGEST-MD5`, `GSSAPI`).
         mechanism: String,
-        /// Who the client said it was (the user, or the Kerberos service it asked for).
-        user: String,
+        /// Who authenticates to whom: the user (DIGEST-MD5), or the servers' Kerberos
+        /// principal asked for (GSSAPI: `zookeeper/HOST`; the client's own is its ticket's).
+        principal: String,
+        /// Why, in the server's or Kerberos' words.
+        reason: String,
     },
     /// One operation of a `multi` failed, so none was applied.
     #[error("multi failed at operation {index}: {source}")]

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod conformance;
+pub mod kdc;
 pub mod postgres;
 pub mod server;
 #[cfg(feature = "tls")]

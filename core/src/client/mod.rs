@@ -360,10 +360,14 @@ impl Client {
     /// ([`ZkConfig::with_default_acl`](crate::zk::ZkConfig::with_default_acl), the
     /// deployment-wide one). It works the same on every backend, the simulator's included.
     ///
+    /// An ACL naming the session's own identity (`Acl::creator_all`) needs every session of
+    /// the client authenticated: give the credentials to the configuration, which sends them
+    /// with each new session, rather than to one session with `add_auth`.
+    ///
     /// ```no_run
-    /// # async fn demo(client: avout::Client) -> Result<(), Box<dyn std::error::Error>> {
-    /// use avout::{Acl, lock::Mutex};
-    /// client.add_auth("digest", b"app:secret").await?;
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use avout::{Acl, Client, lock::Mutex, zk::ZkConfig};
+    /// let client = Client::connect(ZkConfig::new("zk1:2181").with_digest("app", "secret")).await?;
     /// let private = client.with_acl(Acl::creator_all())?;
     /// let lock = Mutex::new(&private, "/locks/ledger")?; // /locks, /locks/ledger and its nodes: app only
     /// # Ok(()) }

@@ -143,3 +143,86 @@ impl ZkConfig {
         self
     }
 }
+
+/// How a server of a connect string is marked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Scheme {
+    /// `tcp://`: plaintext.
+    Tcp,
+    /// `tcp+tls://`: TLS.
+    TcpTls,
+}
+
+/// One server of a connect string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Server {
+    pub(super) host: String,
+    pub(super) port: u16,
+    /// `None` when unmarked (TLS with [`ZkConfig::tls`], plaintext without).
+    pub(super) scheme: Option<Scheme>,
+}
+
+/// The servers of a connect string as zookeeper-client reads it: `[scheme://]host[:port]`,
+/// comma-separated, the host possibly a bracketed IPv6 address, the port 2181 by default,
+/// the chroot (from the first `/` after the host) dropped. What does not parse is left out:
+/// the connect itself reports it.
+#[cfg_attr(
+    not(any(feature = "tls", feature = "sasl-gssapi")),
+    allow(dead_code, reason = "only TLS and GSSAPI look at single servers")
+)]
+pub(super) fn servers(connect: &str) -> Vec<Server> {
+    let mut servers = Vec::new();
+    for part in connect.split(',') {
+        let (scheme, address) = match (part.strip_prefix("tcp://"), part.strip_prefix("tcp+tls://"))
+        {
+            (Some(rest), _) => (Some(Scheme::Tcp), rest),
+            (_, Some(rest)) => (Some(Scheme::TcpTls), rest),
+            (None, None) => (None, part),
+        };
+        let address = address.split('/').next().unwrap_or_default();
+        let (host, port) = match address.strip_prefix('[') {
+            Some(rest) => match rest.split_once(']') {
+                Some((host, port)) => (host, port.strip_prefix(':').unwrap_or(port)),
+                None => continue,
+            },
+            None => address.rsplit_once(':').unwrap_or((address, "")),
+        };
+        let port = if port.is_empty() {
+            Some(2181)
+        } else {
+            port.parse().ok()
+        };
+        if let (false, Some(port)) = (host.is_empty(), port) {
+            servers.push(Server {
+                host: host.to_owned(),
+                port,
+                scheme,
+            });
+        }
+    }
+    servers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_of_a_connect_string() {
+        let hosts: Vec<_> = servers("a:1,tcp://b:2,tcp+tls://c:3,[::1]:4,d/chroot")
+            .into_iter()
+            .map(|s| (s.host, s.port, s.scheme))
+            .collect();
+        assert_eq!(
+            hosts,
+            vec![
+                ("a".to_owned(), 1, None),
+                ("b".to_owned(), 2, Some(Scheme::Tcp)),
+                ("c".to_owned(), 3, Some(Scheme::TcpTls)),
+                ("::1".to_owned(), 4, None),
+                ("d".to_owned(), 2181, None),
+            ]
+        );
+        assert!(servers("f:notaport,:7").is_empty());
+    }
+}

@@ -200,6 +200,7 @@ impl ZkClient {
         }
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
         if let Some(sasl) = &config.sasl {
+            sasl.ready(&config.connect, config.connect_timeout).await?;
             connector = connector.with_sasl(sasl.zk_options());
         }
         #[cfg(feature = "tls")]
@@ -229,11 +230,10 @@ impl ZkClient {
             #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
             Some(Err(zk::Error::AuthFailed)) if config.sasl.is_some() => {
                 let sasl = config.sasl.as_ref().expect("checked by the guard");
-                Err(Error::SaslRefused {
-                    servers: config.connect.clone(),
-                    mechanism: sasl.mechanism().to_owned(),
-                    user: sasl.user().to_owned(),
-                })
+                Err(sasl.refused(
+                    &config.connect,
+                    "the server answered AUTHFAILED and closed the session",
+                ))
             }
             Some(Err(e)) => Err(from_zk_error(e, "")),
         }

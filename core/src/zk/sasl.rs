@@ -4,12 +4,16 @@
 //! connection of the session. A server that refuses it (ZooKeeper's
 //! `SASLAuthenticationProvider` with a JAAS `Server` section) answers `AUTHFAILED` and closes
 //! the session, which [`ZkClient::connect`](super::ZkClient::connect) reports as
-//! [`Error::SaslRefused`](crate::Error::SaslRefused), at once rather than after the connect
-//! timeout.
+//! [`Error::SaslRefused`], at once rather than after the connect timeout. For GSSAPI, the
+//! connect first asks Kerberos for this process's ticket to the servers' principal, so a
+//! missing ticket or an unknown principal is named too, before any server is dialled.
 
 use std::fmt;
+use std::time::Duration;
 
 use zookeeper_client as zk;
+
+use crate::{Error, Result};
 
 /// A SASL mechanism and its credentials.
 ///
@@ -100,13 +104,73 @@ impl Sasl {
         }
     }
 
-    /// Who the client says it is: the user, or the Kerberos service it asks for.
-    pub fn user(&self) -> &str {
+    /// Who authenticates to whom: the user (DIGEST-MD5), or the servers' principal asked for
+    /// (GSSAPI: `SERVICE/HOST`, HOST the given one or the host of `connect`'s first server).
+    ///
+    /// ```
+    /// # #[cfg(feature = "sasl-digest-md5")] {
+    /// assert_eq!(avout::zk::Sasl::digest_md5("app", "pw").principal("zk1:2181"), "app");
+    /// # }
+    /// # #[cfg(feature = "sasl-gssapi")] {
+    /// assert_eq!(avout::zk::Sasl::gssapi().principal("zk1:2181,zk2:2181"), "zookeeper/zk1");
+    /// # }
+    /// ```
+    pub fn principal(&self, connect: &str) -> String {
+        let _ = connect;
         match self {
             #[cfg(feature = "sasl-digest-md5")]
-            Sasl::DigestMd5 { user, .. } => user,
+            Sasl::DigestMd5 { user, .. } => user.clone(),
             #[cfg(feature = "sasl-gssapi")]
-            Sasl::Gssapi { service, .. } => service,
+            Sasl::Gssapi { service, hostname } => {
+                let host = hostname.clone().or_else(|| {
+                    super::config::servers(connect)
+                        .into_iter()
+                        .next()
+                        .map(|server| server.host)
+                });
+                format!("{service}/{}", host.unwrap_or_default())
+            }
+        }
+    }
+
+    /// The error for a refusal, `reason` in the server's or Kerberos' words.
+    pub(super) fn refused(&self, connect: &str, reason: impl Into<String>) -> Error {
+        Error::SaslRefused {
+            servers: connect.to_owned(),
+            mechanism: self.mechanism().to_owned(),
+            principal: self.principal(connect),
+            reason: reason.into(),
+        }
+    }
+
+    /// Checks, before connecting, what can be checked without a server: for GSSAPI, that
+    /// Kerberos gives this process credentials and a ticket for the servers' principal.
+    /// zookeeper-client starts its GSSAPI exchange only once connected, and when Kerberos
+    /// fails it there, it counts a connection loss and tries again until the connect times
+    /// out: this names the reason instead. DIGEST-MD5 has nothing to check.
+    pub(super) async fn ready(&self, connect: &str, timeout: Duration) -> Result<()> {
+        match self {
+            #[cfg(feature = "sasl-digest-md5")]
+            Sasl::DigestMd5 { .. } => {
+                let _ = (connect, timeout);
+                Ok(())
+            }
+            #[cfg(feature = "sasl-gssapi")]
+            Sasl::Gssapi { .. } => {
+                let principal = self.principal(connect);
+                let target = principal.replacen('/', "@", 1);
+                // Kerberos blocks on the KDC; a stuck KDC is waited for no longer than a connect.
+                let ticket = tokio::task::spawn_blocking(move || kerberos_ticket(&target));
+                match tokio::time::timeout(timeout, ticket).await {
+                    Ok(Ok(Ok(()))) => Ok(()),
+                    Ok(Ok(Err(reason))) => Err(self.refused(connect, reason)),
+                    Ok(Err(joined)) => Err(self.refused(connect, joined.to_string())),
+                    Err(_elapsed) => Err(self.refused(
+                        connect,
+                        format!("Kerberos gave no ticket for {principal} within {timeout:?}"),
+                    )),
+                }
+            }
         }
     }
 
@@ -127,4 +191,30 @@ impl Sasl {
             }
         }
     }
+}
+
+/// Gets this process's Kerberos credentials and a ticket for `target` (`service@host`), as
+/// the GSSAPI exchange will: the reason, in GSSAPI's words, if either fails.
+#[cfg(feature = "sasl-gssapi")]
+fn kerberos_ticket(target: &str) -> std::result::Result<(), String> {
+    use libgssapi::context::{ClientCtx, CtxFlags};
+    use libgssapi::credential::{Cred, CredUsage};
+    use libgssapi::name::Name;
+    use libgssapi::oid::{GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE, OidSet};
+
+    let mut kerberos = OidSet::new().map_err(|e| e.to_string())?;
+    kerberos.add(&GSS_MECH_KRB5).map_err(|e| e.to_string())?;
+    let credentials = Cred::acquire(None, None, CredUsage::Initiate, Some(&kerberos))
+        .map_err(|e| format!("no Kerberos credentials: {e}"))?;
+    let name = Name::new(target.as_bytes(), Some(&GSS_NT_HOSTBASED_SERVICE))
+        .map_err(|e| format!("the service name {target}: {e}"))?;
+    ClientCtx::new(
+        Some(credentials),
+        name,
+        CtxFlags::GSS_C_MUTUAL_FLAG,
+        Some(&GSS_MECH_KRB5),
+    )
+    .step(None, None)
+    .map(drop)
+    .map_err(|e| format!("no Kerberos ticket for {target}: {e}"))
 }

@@ -15,6 +15,9 @@
 //!   A server that accepts the certificate waits for ZooKeeper's `ConnectRequest` and sends
 //!   nothing, so that read simply waits until the connect beside it is over.
 //!
+//! A handshake that learns nothing (the server does not listen yet, or closes the connection
+//! without a word) is tried again, a little later each time, while the connect runs.
+//!
 //! Once every TLS server refused, the connect fails at once with [`Error::TlsRefused`]; if
 //! some did and the connect then times out, it fails with the first refusal rather than
 //! [`Error::Unreachable`]. A successful connect drops the extra connection: the cost is one
@@ -24,6 +27,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::AsyncReadExt;
 use rustls::client::WebPkiServerVerifier;
@@ -233,10 +237,9 @@ impl TlsConfig {
         Ok(Arc::new(config))
     }
 
-    /// One explaining handshake per TLS server of `connect`, each resolving to what it
-    /// learnt (see the [module docs](self)); a handshake that learns nothing may never
-    /// resolve. Empty if the connect string has no TLS server.
-    pub(super) fn probes(&self, connect: &str) -> Vec<futures::future::BoxFuture<'static, Probe>> {
+    /// One explaining [`probe`] per TLS server of `connect`, each resolving once it meets a
+    /// refusal (see the [module docs](self)). Empty if the connect string has no TLS server.
+    pub(super) fn probes(&self, connect: &str) -> Vec<Probe> {
         let Ok(config) = self.client_config() else {
             return Vec::new();
         };
@@ -247,23 +250,24 @@ impl TlsConfig {
         });
         tls_servers(connect)
             .into_iter()
-            .map(|(host, port)| {
-                let probe: futures::future::BoxFuture<'static, Probe> =
-                    Box::pin(probe(config.clone(), host, port, own.clone()));
-                probe
+            .map(|(host, port)| -> Probe {
+                Box::pin(probe(config.clone(), host, port, own.clone()))
             })
             .collect()
     }
 }
+
+/// The explaining handshakes with one server: resolves with the server and its refusal.
+pub(super) type Probe = futures::future::BoxFuture<'static, (String, TlsRefusal)>;
 
 /// Runs `connect` for at most `timeout` beside the explaining handshakes `probes`: `Ok` with
 /// its outcome (`None`: it timed out) unless a refusal explains the failure, then `Err` with
 /// [`Error::TlsRefused`]: as soon as every probed server refused, or once `connect` failed
 /// to reach anyone after one did.
 pub(super) async fn explained(
-    timeout: std::time::Duration,
+    timeout: Duration,
     connect: impl Future<Output = std::result::Result<zk::Client, zk::Error>>,
-    probes: Vec<futures::future::BoxFuture<'static, Probe>>,
+    probes: Vec<Probe>,
 ) -> Result<Option<std::result::Result<zk::Client, zk::Error>>> {
     use futures::StreamExt;
     let servers = probes.len();
@@ -275,12 +279,10 @@ pub(super) async fn explained(
         tokio::select! {
             outcome = &mut connect => break Some(outcome),
             () = &mut deadline => break None,
-            Some(probe) = probes.next(), if !probes.is_empty() => {
-                if let Probe::Refused { server, reason } = probe {
-                    refusals.push(Error::TlsRefused { server, reason });
-                    if refusals.len() == servers {
-                        break None;
-                    }
+            Some((server, reason)) = probes.next(), if !probes.is_empty() => {
+                refusals.push(Error::TlsRefused { server, reason });
+                if refusals.len() == servers {
+                    break None;
                 }
             }
         }
@@ -292,57 +294,51 @@ pub(super) async fn explained(
     }
 }
 
-/// What one explaining handshake learnt.
-#[derive(Debug)]
-pub(super) enum Probe {
-    /// This server refused, or was refused, for this reason.
-    Refused {
-        /// `host:port`.
-        server: String,
-        /// Why.
-        reason: TlsRefusal,
-    },
-    /// Nothing that explains a failure (the server is down, or it closed the connection
-    /// without a word).
-    Inconclusive,
-}
-
-/// One explaining handshake with `host:port`; `own` is this client's certificate, if any.
+/// Explains `host:port`: resolves with the server and the refusal once a handshake meets one
+/// (this client's own certificate is `own`). While a handshake learns nothing (the server does
+/// not listen yet, or closes the connection without a word) it tries again, 50 ms and then
+/// doubling up to 1 s later, for as long as the connect beside it runs; a handshake that
+/// succeeds waits on its read (see the [module docs](self)).
 async fn probe(
     config: Arc<ClientConfig>,
     host: String,
     port: u16,
     own: Option<CertificateDer<'static>>,
-) -> Probe {
+) -> (String, TlsRefusal) {
     let server = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
     };
-    let Ok(name) = ServerName::try_from(host.clone()) else {
-        return Probe::Inconclusive;
-    };
-    let Ok(tcp) = async_net::TcpStream::connect((host.as_str(), port)).await else {
-        return Probe::Inconclusive;
-    };
-    let classify = |e: io::Error| match refusal(&e, &host, own.as_ref(), &config) {
-        Some(reason) => Probe::Refused {
-            server: server.clone(),
-            reason,
-        },
-        None => Probe::Inconclusive,
-    };
-    let mut stream = match futures_rustls::TlsConnector::from(config.clone())
-        .connect(name, tcp)
-        .await
-    {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        if let Some(reason) = handshake(&config, &host, port, own.as_ref()).await {
+            return (server, reason);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// One handshake with `host:port`, then a read: the refusal it met, `None` if it learnt
+/// nothing.
+async fn handshake(
+    config: &Arc<ClientConfig>,
+    host: &str,
+    port: u16,
+    own: Option<&CertificateDer<'static>>,
+) -> Option<TlsRefusal> {
+    let name = ServerName::try_from(host.to_owned()).ok()?;
+    let tcp = async_net::TcpStream::connect((host, port)).await.ok()?;
+    let connector = futures_rustls::TlsConnector::from(config.clone());
+    let mut stream = match connector.connect(name, tcp).await {
         Ok(stream) => stream,
-        Err(e) => return classify(e),
+        Err(e) => return refusal(&e, host, own, config),
     };
     let mut byte = [0u8; 1];
     match stream.read(&mut byte).await {
-        Err(e) => classify(e),
-        Ok(_) => Probe::Inconclusive,
+        Err(e) => refusal(&e, host, own, config),
+        Ok(_) => None,
     }
 }
 
@@ -447,34 +443,13 @@ fn alert_name(alert: AlertDescription) -> String {
 }
 
 /// The TLS servers of a connect string, as zookeeper-client's `secure_connect` reads it:
-/// every `host:port` without a scheme, and those marked `tcp+tls://` (`tcp://` ones are
-/// plaintext). Hosts may be bracketed IPv6 addresses; the port defaults to 2181; the chroot
-/// is dropped. What does not parse is left out (the connect itself reports it).
+/// every server but those marked `tcp://` (plaintext).
 fn tls_servers(connect: &str) -> Vec<(String, u16)> {
-    let mut servers = Vec::new();
-    for part in connect.split(',') {
-        let address = match part.strip_prefix("tcp://") {
-            Some(_) => continue,
-            None => part.strip_prefix("tcp+tls://").unwrap_or(part),
-        };
-        let address = address.split('/').next().unwrap_or_default();
-        let (host, port) = match address.strip_prefix('[') {
-            Some(rest) => match rest.split_once(']') {
-                Some((host, port)) => (host, port.strip_prefix(':').unwrap_or(port)),
-                None => continue,
-            },
-            None => address.rsplit_once(':').unwrap_or((address, "")),
-        };
-        let port = if port.is_empty() {
-            Some(2181)
-        } else {
-            port.parse().ok()
-        };
-        if let (false, Some(port)) = (host.is_empty(), port) {
-            servers.push((host.to_owned(), port));
-        }
-    }
-    servers
+    super::config::servers(connect)
+        .into_iter()
+        .filter(|server| server.scheme != Some(super::config::Scheme::Tcp))
+        .map(|server| (server.host, server.port))
+        .collect()
 }
 
 /// WebPKI verification that accepts a certificate for any host
@@ -542,7 +517,6 @@ mod tests {
             ]
         );
         assert_eq!(tls_servers("e:5/app/x"), vec![("e".to_owned(), 5)]);
-        assert!(tls_servers("f:notaport,:7").is_empty());
     }
 
     #[test]

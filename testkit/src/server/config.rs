@@ -197,6 +197,14 @@ macro_rules! process_options {
                 .push((user.to_owned(), password.to_owned()));
             self
         }
+
+        #[doc = concat!("Lets clients authenticate to ", $server, " with SASL GSSAPI (Kerberos) as")]
+        /// `kerberos` says: its service principal and keytab, and the realm's `krb5.conf`
+        /// (for a test KDC's: `Kdc::service`).
+        pub fn kerberos(mut self, kerberos: super::ServerKerberos) -> Self {
+            self.options.security.kerberos = Some(kerberos);
+            self
+        }
     };
 }
 pub(super) use process_options;

@@ -126,7 +126,9 @@ impl Proc {
             if let Some(status) = self.exit_status()? {
                 return Err(self.exited(status));
             }
-            if let Some(mode) = self.mode() {
+            // The secure port is Netty's channel of its own, which may open after `srvr`
+            // answers on the plain one.
+            if let Some(mode) = self.mode().filter(|_| self.secure_port_listens()) {
                 return Ok(mode);
             }
             if Instant::now() >= deadline {
@@ -138,6 +140,14 @@ impl Proc {
             }
             thread::sleep(POLL);
         }
+    }
+
+    /// Whether the TLS client port accepts connections (true without one).
+    fn secure_port_listens(&self) -> bool {
+        self.secure_port.is_none_or(|port| {
+            let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        })
     }
 
     /// The error for a server that exited while starting: a taken port is named as such.

@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::JAVA_LIB_DIR;
 use super::error::{Result, io_err};
@@ -75,12 +75,24 @@ impl ServerTls {
     }
 }
 
+/// A server's Kerberos identity, for SASL GSSAPI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerKerberos {
+    /// The keytab holding the service principal's key.
+    pub keytab: PathBuf,
+    /// The service principal, with its realm (`zookeeper/localhost@AVOUT.TEST`).
+    pub principal: String,
+    /// The realm's `krb5.conf`.
+    pub krb5_conf: PathBuf,
+}
+
 /// TLS and SASL, as both builders keep them.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Security {
     pub(super) tls: Option<ServerTls>,
     /// DIGEST-MD5 users and their passwords.
     pub(super) sasl_users: Vec<(String, String)>,
+    pub(super) kerberos: Option<ServerKerberos>,
 }
 
 impl Security {
@@ -107,7 +119,7 @@ impl Security {
                 tls.client_auth.config_value(),
             ));
         }
-        if !self.sasl_users.is_empty() {
+        if self.sasl() {
             write(&dir.join("jaas.conf"), &self.jaas())?;
             lines.push_str(
                 "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
@@ -118,13 +130,24 @@ impl Security {
 
     /// The JVM options the server needs beyond the defaults, given its directory.
     pub(super) fn jvm_options(&self, dir: &Path) -> Vec<String> {
-        if self.sasl_users.is_empty() {
-            return Vec::new();
+        let mut options = Vec::new();
+        if self.sasl() {
+            options.push(format!(
+                "-Djava.security.auth.login.config={}",
+                dir.join("jaas.conf").display()
+            ));
         }
-        vec![format!(
-            "-Djava.security.auth.login.config={}",
-            dir.join("jaas.conf").display()
-        )]
+        if let Some(kerberos) = &self.kerberos {
+            options.push(format!(
+                "-Djava.security.krb5.conf={}",
+                kerberos.krb5_conf.display()
+            ));
+        }
+        options
+    }
+
+    fn sasl(&self) -> bool {
+        !self.sasl_users.is_empty() || self.kerberos.is_some()
     }
 
     /// Jars the server needs beyond the defaults.
@@ -135,17 +158,30 @@ impl Security {
         }
     }
 
+    /// The JAAS `Server` section: a login module per mechanism.
     fn jaas(&self) -> String {
-        let users: String = self
-            .sasl_users
-            .iter()
-            .map(|(user, password)| {
-                format!("\n    user_{user}=\"{}\"", password.replace('"', "\\\""))
-            })
-            .collect();
-        format!(
-            "Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"
-        )
+        let mut modules = String::new();
+        if !self.sasl_users.is_empty() {
+            let users: String = self
+                .sasl_users
+                .iter()
+                .map(|(user, password)| {
+                    format!("\n    user_{user}=\"{}\"", password.replace('"', "\\\""))
+                })
+                .collect();
+            modules.push_str(&format!(
+                "    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n"
+            ));
+        }
+        if let Some(kerberos) = &self.kerberos {
+            modules.push_str(&format!(
+                "    com.sun.security.auth.module.Krb5LoginModule required\n    useKeyTab=true\n    \
+                 keyTab=\"{}\"\n    storeKey=true\n    useTicketCache=false\n    principal=\"{}\";\n",
+                kerberos.keytab.display(),
+                kerberos.principal
+            ));
+        }
+        format!("Server {{\n{modules}}};\n")
     }
 }
 
@@ -161,6 +197,7 @@ mod tests {
     fn the_jaas_file_lists_every_user() {
         let security = Security {
             tls: None,
+            kerberos: None,
             sasl_users: vec![
                 ("alice".into(), "s3cret".into()),
                 ("bob".into(), "a\"b".into()),
