@@ -142,6 +142,39 @@ impl ZkConfig {
         self.sasl = Some(sasl);
         self
     }
+
+    /// zookeeper-client's connector with these settings (timeouts, `auth`, TLS, SASL), for
+    /// code that talks to ZooKeeper through that crate directly; [`ZkClient::connect`]
+    /// connects with it. With TLS, connect with its `secure_connect`, so that servers the
+    /// connect string does not mark `tcp://` are dialled over TLS. Fails with
+    /// [`Error::BadArguments`](crate::Error::BadArguments) for TLS settings the crate refuses.
+    ///
+    /// [`ZkClient::connect`]: super::ZkClient::connect
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = avout::zk::ZkConfig::new("127.0.0.1:2181");
+    /// let raw = config.connector()?.connect(&config.connect).await?;
+    /// println!("session {}", raw.session_id());
+    /// # Ok(()) }
+    /// ```
+    pub fn connector(&self) -> crate::Result<zookeeper_client::Connector> {
+        let mut connector = zookeeper_client::Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_connection_timeout(self.connect_timeout);
+        for (scheme, credentials) in &self.auth {
+            connector = connector.with_auth(scheme, credentials);
+        }
+        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        if let Some(sasl) = &self.sasl {
+            connector = connector.with_sasl(sasl.zk_options());
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(tls.zk_options()?);
+        }
+        Ok(connector)
+    }
 }
 
 /// How a server of a connect string is marked.

@@ -192,20 +192,13 @@ impl ZkClient {
     }
 
     async fn open(config: &ZkConfig) -> Result<zk::Client> {
-        let mut connector = zk::Client::connector()
-            .with_session_timeout(config.session_timeout)
-            .with_connection_timeout(config.connect_timeout);
-        for (scheme, credentials) in &config.auth {
-            connector = connector.with_auth(scheme, credentials);
-        }
+        let connector = config.connector()?;
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
         if let Some(sasl) = &config.sasl {
             sasl.ready(&config.connect, config.connect_timeout).await?;
-            connector = connector.with_sasl(sasl.zk_options());
         }
         #[cfg(feature = "tls")]
         if let Some(tls) = &config.tls {
-            let connector = connector.with_tls(tls.zk_options()?);
             let probes = tls.probes(&config.connect);
             let connect = connector.secure_connect(&config.connect);
             let outcome = tls::explained(config.connect_timeout, connect, probes).await?;
