@@ -153,26 +153,23 @@ pub enum Error {
     TlsRefused {
         /// The server (`host:port`) whose handshake failed.
         server: String,
-        /// Why.
-        reason: TlsRefusal,
+        /// Why (boxed, so that every `Result` of this crate stays small).
+        reason: Box<TlsRefusal>,
     },
     /// The session's SASL authentication was refused: by the servers (a wrong secret, an
     /// unknown user), or for GSSAPI by Kerberos before any server was asked (no ticket, a
     /// servers' principal the KDC does not know). Reported by
     /// [`ZkClient::connect`](crate::zk::ZkClient::connect) (features `sasl-digest-md5`,
     /// `sasl-gssapi`).
-    #[error("SASL {mechanism} authentication ({principal}) to {servers} refused: {reason}")]
-    SaslRefused {
-        /// The connect string.
-        servers: String,
-        /// The mechanism, as SASL names it (`DIGEST-MD5`, `GSSAPI`).
-        mechanism: String,
-        /// Who authenticates to whom: the user (DIGEST-MD5), or the servers' Kerberos
-        /// principal asked for (GSSAPI: `zookeeper/HOST`; the client's own is its ticket's).
-        principal: String,
-        /// Why, in the server's or Kerberos' words.
-        reason: String,
-    },
+    /// Boxed, so that every `Result` of this crate stays small.
+    #[error(
+        "SASL {} authentication ({}) to {} refused: {}",
+        .0.mechanism,
+        .0.principal,
+        .0.servers,
+        .0.reason
+    )]
+    SaslRefused(Box<SaslRefusal>),
     /// One operation of a `multi` failed, so none was applied.
     #[error("multi failed at operation {index}: {source}")]
     Multi {
@@ -236,7 +233,7 @@ impl Error {
             | Error::BadArguments(_)
             | Error::Unreachable { .. }
             | Error::TlsRefused { .. }
-            | Error::SaslRefused { .. }
+            | Error::SaslRefused(_)
             | Error::NoWatcher { .. }
             | Error::Unimplemented(_) => ErrorClass::Rejected,
         }
@@ -295,7 +292,7 @@ impl Error {
             Error::Closed => "Closed",
             Error::AuthFailed => "AuthFailed",
             Error::TlsRefused { .. } => "TlsRefused",
-            Error::SaslRefused { .. } => "SaslRefused",
+            Error::SaslRefused(_) => "SaslRefused",
             Error::Multi { .. } => "Multi",
             Error::NoWatcher { .. } => "NoWatcher",
             Error::Unimplemented(_) => "Unimplemented",
@@ -310,14 +307,15 @@ impl Error {
     ///
     /// ```
     /// use avout::{Error, TlsRefusal};
-    /// let e = Error::TlsRefused { server: "zk1:2281".into(), reason: TlsRefusal::UnknownIssuer };
+    /// let reason = Box::new(TlsRefusal::UnknownIssuer);
+    /// let e = Error::TlsRefused { server: "zk1:2281".into(), reason };
     /// assert!(e.is_credentials_refused() && e.is_rejected());
     /// assert!(!Error::ConnectionLoss.is_credentials_refused());
     /// ```
     pub fn is_credentials_refused(&self) -> bool {
         matches!(
             self,
-            Error::AuthFailed | Error::TlsRefused { .. } | Error::SaslRefused { .. }
+            Error::AuthFailed | Error::TlsRefused { .. } | Error::SaslRefused(_)
         )
     }
 
@@ -334,6 +332,31 @@ impl Error {
             other => other,
         }
     }
+}
+
+/// Who was refused SASL authentication, and why ([`Error::SaslRefused`]).
+///
+/// ```
+/// use avout::{Error, SaslRefusal};
+/// let e = Error::SaslRefused(Box::new(SaslRefusal {
+///     servers: "zk1:2181".into(),
+///     mechanism: "DIGEST-MD5".into(),
+///     principal: "app".into(),
+///     reason: "the server answered AUTHFAILED".into(),
+/// }));
+/// assert!(e.is_credentials_refused());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SaslRefusal {
+    /// The connect string.
+    pub servers: String,
+    /// The mechanism, as SASL names it (`DIGEST-MD5`, `GSSAPI`).
+    pub mechanism: String,
+    /// Who authenticates to whom: the user (DIGEST-MD5), or the servers' Kerberos
+    /// principal asked for (GSSAPI: `zookeeper/HOST`; the client's own is its ticket's).
+    pub principal: String,
+    /// Why, in the server's or Kerberos' words.
+    pub reason: String,
 }
 
 /// Why a TLS handshake was refused ([`Error::TlsRefused`]): by this client, which checked

@@ -59,7 +59,7 @@ pub mod zk;
 
 pub use client::Client;
 pub use coord::{Coordination, OpFuture};
-pub use error::{Error, ErrorClass, Result, TlsRefusal};
+pub use error::{Error, ErrorClass, Result, SaslRefusal, TlsRefusal};
 pub use ext::CoordinationExt;
 pub use node::{Acl, CreateMode, CreateOptions, MAX_TTL, Perms, Stat};
 pub use op::{Op, OpResult};

@@ -29,15 +29,11 @@ async fn connect(connect: String) -> avout::Result<ZkClient> {
 async fn refused(to: String, principal: &str) -> String {
     let started = Instant::now();
     match connect(to.clone()).await {
-        Err(Error::SaslRefused {
-            mechanism,
-            principal: asked,
-            reason,
-            ..
-        }) => {
-            assert_eq!((mechanism.as_str(), asked.as_str()), ("GSSAPI", principal));
+        Err(Error::SaslRefused(refusal)) => {
+            let asked = (refusal.mechanism.as_str(), refusal.principal.as_str());
+            assert_eq!(asked, ("GSSAPI", principal));
             assert!(started.elapsed() < CONNECT, "{:?}", started.elapsed());
-            reason
+            refusal.reason
         }
         other => panic!("{to}: want a GSSAPI refusal, got {other:?}"),
     }

@@ -135,12 +135,12 @@ impl Sasl {
 
     /// The error for a refusal, `reason` in the server's or Kerberos' words.
     pub(super) fn refused(&self, connect: &str, reason: impl Into<String>) -> Error {
-        Error::SaslRefused {
+        Error::SaslRefused(Box::new(crate::SaslRefusal {
             servers: connect.to_owned(),
             mechanism: self.mechanism().to_owned(),
             principal: self.principal(connect),
             reason: reason.into(),
-        }
+        }))
     }
 
     /// Checks, before connecting, what can be checked without a server: for GSSAPI, that

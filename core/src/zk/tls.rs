@@ -280,7 +280,10 @@ pub(super) async fn explained(
             outcome = &mut connect => break Some(outcome),
             () = &mut deadline => break None,
             Some((server, reason)) = probes.next(), if !probes.is_empty() => {
-                refusals.push(Error::TlsRefused { server, reason });
+                refusals.push(Error::TlsRefused {
+                    server,
+                    reason: Box::new(reason),
+                });
                 if refusals.len() == servers {
                     break None;
                 }

@@ -45,7 +45,7 @@ async fn refused(connect: &str, tls: TlsConfig) -> TlsRefusal {
         Err(Error::TlsRefused { server, reason }) => {
             assert!(took < CONNECT, "the refusal took {took:?}");
             assert_eq!(server, connect, "the refusing server is named");
-            reason
+            *reason
         }
         Err(other) => panic!("{connect}: want a TLS refusal, got {other:?} after {took:?}"),
         Ok(_) => panic!("{connect}: connected with a certificate that must be refused"),
@@ -126,7 +126,7 @@ async fn a_good_client_works_and_each_bad_one_is_refused_for_its_reason() {
         .with_connect_timeout(CONNECT)
         .with_tls(client_tls(&other));
     match Client::connect(bad).await {
-        Err(Error::TlsRefused { reason, .. }) => assert_eq!(reason, TlsRefusal::UnknownIssuer),
+        Err(Error::TlsRefused { reason, .. }) => assert_eq!(*reason, TlsRefusal::UnknownIssuer),
         other => panic!("the managed client reports the refusal: {other:?}"),
     }
     server.stop().unwrap();

@@ -103,7 +103,7 @@ pub(crate) struct OpsArgs {
     #[arg(long, value_name = "CONNECT")]
     zk: String,
     #[command(flatten)]
-    zk_auth: ZkAuth,
+    zk_auth: Box<ZkAuth>,
     /// Operations per figure.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
     n: u32,

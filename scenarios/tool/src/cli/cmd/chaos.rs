@@ -32,7 +32,7 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
     /// A running server or ensemble, reached with this configuration (TLS, SASL).
-    Server(ZkConfig),
+    Server(Box<ZkConfig>),
     /// An ensemble started for the run, with a nemesis every `kill_every`.
     Ensemble {
         size: usize,
@@ -207,7 +207,7 @@ pub(crate) fn run_real(
     duration: Option<Duration>,
 ) -> Result<Vec<Report>, ChaosError> {
     let (ensemble, config, every) = match target {
-        Target::Server(config) => (None, config.clone(), None),
+        Target::Server(config) => (None, (**config).clone(), None),
         Target::Ensemble { size, kill_every } => {
             if *size == 0 {
                 return Err(ChaosError::NoMembers);

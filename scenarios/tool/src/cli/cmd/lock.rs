@@ -28,7 +28,7 @@ pub(crate) struct HoldArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The lock's path (its nodes are created under it).
     #[arg(long, value_name = "P")]
     pub(crate) path: String,
@@ -124,7 +124,7 @@ mod tests {
             .expect("a real ZooKeeper server (Debian's zookeeper package)");
         let args = |secs| HoldArgs {
             zk: server.connect_string(),
-            zk_auth: ZkAuth::default(),
+            zk_auth: Box::default(),
             path: "/interop/hold".to_owned(),
             seconds: Duration::from_secs_f64(secs),
         };

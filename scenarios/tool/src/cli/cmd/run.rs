@@ -31,7 +31,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "CONNECT", conflicts_with = "zk_ensemble")]
     zk: Option<String>,
     #[command(flatten)]
-    zk_auth: ZkAuth,
+    zk_auth: Box<ZkAuth>,
     /// Start a ZooKeeper ensemble of this many members for the run (Debian's ZooKeeper),
     /// and stop it afterwards.
     #[arg(long, value_name = "N")]
@@ -76,11 +76,11 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
         // Refused before an ensemble is started; the run plants it in its handles.
         avout::planted::Bugs::plant(planted).map_err(RunError::from)?;
         let target = match (&args.zk, args.zk_ensemble) {
-            (Some(connect), _) => chaos::Target::Server(
+            (Some(connect), _) => chaos::Target::Server(Box::new(
                 args.zk_auth
                     .config(connect)
                     .map_err(|e| RunCmdError::Usage(e.to_string()))?,
-            ),
+            )),
             (None, Some(n)) => chaos::Target::Ensemble {
                 size: n,
                 kill_every,

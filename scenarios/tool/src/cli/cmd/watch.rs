@@ -27,7 +27,7 @@ pub(crate) struct WatchArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The node to watch (it need not exist).
     pub(crate) path: String,
     /// Watch every descendant too.
@@ -45,7 +45,7 @@ pub(crate) struct TreeArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The subtree's root.
     pub(crate) path: String,
 }
@@ -196,7 +196,7 @@ mod tests {
 
         let args = WatchArgs {
             zk: connect_string.clone(),
-            zk_auth: ZkAuth::default(),
+            zk_auth: Box::default(),
             path: "/cli".into(),
             recursive: true,
             count: Some(3),
@@ -232,7 +232,7 @@ mod tests {
         tree(
             &TreeArgs {
                 zk: connect_string,
-                zk_auth: ZkAuth::default(),
+                zk_auth: Box::default(),
                 path: "/cli".into(),
             },
             &mut out,

@@ -22,7 +22,8 @@ use clap::Args;
 /// Where `--zk-sasl-user`'s password comes from when no file is given.
 const PASSWORD_VAR: &str = "AVOUT_ZK_SASL_PASSWORD";
 
-/// TLS and SASL options beside `--zk`; see the [module docs](self).
+/// TLS and SASL options beside `--zk`; see the [module docs](self). Commands flatten it
+/// boxed, which keeps their options (and the command enums holding them) small.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ZkAuth {
     /// With --zk: connect over TLS (the servers' secure client port), trusting the CA

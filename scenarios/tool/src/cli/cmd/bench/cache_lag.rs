@@ -52,7 +52,7 @@ pub(crate) struct CacheLagArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Children of the cached root.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) nodes: u32,
@@ -399,7 +399,7 @@ mod tests {
             .expect("a real ZooKeeper server (Debian's zookeeper package)");
         let args = CacheLagArgs {
             zk: server.connect_string(),
-            zk_auth: ZkAuth::default(),
+            zk_auth: Box::default(),
             nodes: 300,
             rate: 200,
             duration: Duration::from_secs(2),

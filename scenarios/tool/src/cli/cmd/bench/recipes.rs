@@ -68,7 +68,7 @@ pub(crate) struct RecipeArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Sessions working at once in the `*-contended` workloads (ignored by the others).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) clients: u32,

@@ -48,7 +48,7 @@ pub(crate) struct StmArgs {
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
     #[command(flatten)]
-    pub(crate) zk_auth: ZkAuth,
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Sessions running transactions at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) clients: u32,
