@@ -41,6 +41,7 @@ mod fanout;
 pub mod lock;
 pub mod locktable;
 pub mod machine;
+pub mod metrics;
 mod node;
 mod op;
 pub mod path;
@@ -58,7 +59,7 @@ pub mod zk;
 
 pub use client::Client;
 pub use coord::{Coordination, OpFuture};
-pub use error::{Error, ErrorClass, Result};
+pub use error::{Error, ErrorClass, Result, SaslRefusal, TlsRefusal};
 pub use ext::CoordinationExt;
 pub use node::{Acl, CreateMode, CreateOptions, MAX_TTL, Perms, Stat};
 pub use op::{Identity, Op, OpResult, ReadOp, ReadResult};

@@ -15,7 +15,7 @@ use std::time::Duration;
 use avout::zk::convert::to_zk_state;
 use avout::{Coordination, SessionStates};
 use avout_sim_zk::{SimClient, SimZk};
-use tokio::sync::watch;
+use avout::task::watch;
 
 use super::SessionState;
 

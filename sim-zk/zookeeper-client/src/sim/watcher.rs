@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 
 use avout::zk::convert::to_zk_event;
 use futures::{FutureExt, StreamExt};
-use tokio::sync::watch;
+use avout::task::watch;
 
 use super::path::Chroot;
 use super::session::{Session, WatcherKind};

@@ -157,7 +157,8 @@ impl Cluster {
             .members
             .iter()
             .map(|m| {
-                let explicit: bool = rand::random();
+                // As upstream's fixture draws it; madsim answers getrandom from its seed.
+                let explicit: bool = rand::random(); // determinism: madsim-only
                 let protocol = if explicit { "tcp://" } else { "" };
                 format!("{protocol}127.0.0.1:{}", m.port)
             })
