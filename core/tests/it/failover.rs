@@ -7,10 +7,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use avout::task::watch;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateMode, Error, SessionState};
 use avout_testkit::conformance::{CASES, ZkBackend};
-use avout::task::watch;
 use tokio::time::Instant;
 
 use crate::support;

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use avout::task::watch;
 use avout::zk::convert::to_zk_state;
 use avout::{Coordination, SessionStates};
 use avout_sim_zk::{SimClient, SimZk};
-use avout::task::watch;
 
 use super::SessionState;
 

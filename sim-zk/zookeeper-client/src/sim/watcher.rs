@@ -8,9 +8,9 @@
 
 use std::sync::{Arc, Weak};
 
+use avout::task::watch;
 use avout::zk::convert::to_zk_event;
 use futures::{FutureExt, StreamExt};
-use avout::task::watch;
 
 use super::path::Chroot;
 use super::session::{Session, WatcherKind};
