@@ -756,9 +756,9 @@ impl Sim {
                 hash: w.log.hash(),
                 log_len: w.log.len(),
                 log: w.log.take(),
-                faults: w.fault_counts.clone(),
+                faults: w.fault_counts().clone(),
                 requests: w.requests,
-                buggified: w.buggify_fired,
+                buggified: w.buggified(),
                 virtual_time,
             };
             (output, summary)
