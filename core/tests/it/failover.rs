@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateMode, Error, SessionState};
-use avout_testkit::conformance::{CASES, ZkBackend};
+use avout_testkit::backend::ZkBackend;
+use avout_testkit::conformance::CASES;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use avout::Client;
 use avout::zk::{ZkClient, ZkConfig};
 use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimCtx, SimZk};
-use avout_testkit::conformance::{self, Backend};
+use avout_testkit::backend::Backend;
+use avout_testkit::conformance;
 use avout_testkit::server::{ZkEnsemble, ZkServer};
 
 /// Starts a standalone server, or fails the test: a missing server is a failure, not a skip.
@@ -79,7 +80,7 @@ pub(crate) fn single(session: &SimClient) -> Client {
 
 /// Runs `cases` concurrently, each under `{base}/{case}`, to the end, and returns the names of
 /// those that failed (each failure's message is printed when it happens).
-pub(crate) async fn run_cases<'a, B: Backend>(
+pub(crate) async fn run_cases<'a, B: Backend + ?Sized>(
     backend: &B,
     base: &str,
     cases: &[&'a str],
