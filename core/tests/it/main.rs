@@ -7,7 +7,6 @@
 //! `cargo test -p avout --test it`.
 
 mod agent;
-mod agent_sim;
 mod atom;
 mod atom_failover;
 mod atom_probe;
@@ -26,7 +25,6 @@ mod group;
 mod id_queue;
 mod id_queue_sim;
 mod leader_selector;
-mod leader_selector_sim;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
@@ -35,9 +33,7 @@ mod locktable_sim;
 mod multi_lock;
 mod multi_lock_sim;
 mod persistent_node;
-mod persistent_node_sim;
 mod queue;
-mod queue_sim;
 mod recipes_sim;
 mod record_history;
 mod record_sim;
@@ -46,7 +42,6 @@ mod semaphore;
 mod semaphore_many;
 mod semaphore_many_sim;
 mod shared_value;
-mod shared_value_sim;
 mod spawnable;
 mod standalone;
 mod stm;
