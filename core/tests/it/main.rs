@@ -29,7 +29,6 @@ mod lock_release;
 mod locktable;
 mod locktable_sim;
 mod multi_lock;
-mod multi_lock_sim;
 mod persistent_node;
 mod queue;
 mod recipes_sim;
