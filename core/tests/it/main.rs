@@ -27,7 +27,6 @@ mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
 mod locktable;
-mod locktable_sim;
 mod multi_lock;
 mod persistent_node;
 mod queue;
