@@ -16,7 +16,6 @@ mod cache;
 mod client_sim;
 mod client_zk;
 mod delay_queue;
-mod delay_queue_sim;
 mod election;
 mod expiry;
 mod failover;
