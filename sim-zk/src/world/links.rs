@@ -172,14 +172,7 @@ impl World {
         match msg {
             ClientMsg::Reply { xid, result } => {
                 if !current {
-                    self.log.push(
-                        LogEvent::Dropped {
-                            t,
-                            client,
-                            xid: Some(xid),
-                        },
-                        |_| {},
-                    );
+                    self.log.dropped(t, client, xid);
                     return;
                 }
                 let Some(call) = self.sessions.take_call(client, xid) else {

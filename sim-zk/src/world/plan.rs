@@ -15,19 +15,17 @@ use crate::{Cut, Fault, FaultKind, FaultRates, SimConfig};
 /// A buggify point: file, line, column.
 pub(super) type Site = (&'static str, u32, u32);
 
-/// The kinds drawn per request after the message faults, in the order they are drawn.
-const SESSION_KINDS: [FaultKind; 10] = [
-    FaultKind::Disconnect,
-    FaultKind::SessionExpiry,
-    FaultKind::Pause,
-    FaultKind::StaleReads,
-    FaultKind::Outage,
-    FaultKind::Partition,
-    FaultKind::LeaderElection,
-    FaultKind::SessionMoved,
-    FaultKind::ClientFreeze,
-    FaultKind::SlowDisk,
-];
+/// The kinds drawn per request after the two message faults, in the order they are drawn:
+/// [`FaultKind::ALL`]'s order (so reordering `ALL` changes every faulty run's draws).
+const SESSION_KINDS: [FaultKind; 10] = {
+    let mut kinds = [FaultKind::Disconnect; 10];
+    let mut i = 0;
+    while i < kinds.len() {
+        kinds[i] = FaultKind::ALL[i + 2];
+        i += 1;
+    }
+    kinds
+};
 
 /// What the plan decided for one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,6 +255,15 @@ mod tests {
 
     fn plan(config: &SimConfig) -> FaultPlan {
         FaultPlan::new(Rng::new(config.seed, Stream::Faults), config)
+    }
+
+    #[test]
+    fn session_kinds_are_every_kind_after_the_message_faults() {
+        assert_eq!(
+            FaultKind::ALL[..2],
+            [FaultKind::RequestLost, FaultKind::ReplyLost]
+        );
+        assert_eq!(SESSION_KINDS[..], FaultKind::ALL[2..]);
     }
 
     #[test]

@@ -46,14 +46,7 @@ impl World {
         };
         let deaf = old == Some(OldConn::Deaf);
         if self.held_by_cut(client, needs_leader) || (self.net.epoch(client) != epoch && !deaf) {
-            self.log.push(
-                LogEvent::Dropped {
-                    t,
-                    client,
-                    xid: Some(xid),
-                },
-                |_| {},
-            );
+            self.log.dropped(t, client, xid);
             return;
         }
         for fault in self.plan.next_request() {
