@@ -15,21 +15,13 @@ use avout_sim_zk::kernel::Features;
 use avout_sim_zk::{FaultKind, FaultRates, Sim};
 use avout_testkit::backend::Backend;
 
-use crate::support::{client_of, on_both, plain_sim, simulate};
+use crate::support::{client_of, on_both, plain_sim, session_of, simulate};
 
 async fn next(cache: &mut Cache) -> CacheEvent {
     tokio::time::timeout(Duration::from_secs(15), cache.next_event())
         .await
         .expect("a cache event within 15 s")
         .expect("the cache is running")
-}
-
-/// A plain session of `backend`, or a failed test.
-async fn session_of(backend: &dyn Backend) -> Arc<dyn Coordination> {
-    backend
-        .session()
-        .await
-        .unwrap_or_else(|e| panic!("cannot open a session: {e}"))
 }
 
 /// Initial load, then a writer's changes, in order.

@@ -17,7 +17,7 @@ use avout_sim_zk::FaultKind;
 use avout_testkit::backend::Backend;
 
 use crate::support::{
-    self, client_of, every_kind_alone, expire, on_both, plain_sim, recipe_sim, simulate,
+    self, client_of, every_kind_alone, expire, on_both, plain_sim, recipe_sim, session_of, simulate,
 };
 
 /// Ids in the node name, refusals, a removal counted exactly and never taken.
@@ -40,7 +40,7 @@ async fn removed_by_id(backend: &dyn Backend) {
     ] {
         producer.put(id, data.as_bytes()).await.expect("put");
     }
-    let observer = backend.session().await.expect("observer");
+    let observer = session_of(backend).await;
     let (children, _) = observer.get_children("/idq/real").await.expect("ls");
     assert!(
         children

@@ -20,7 +20,9 @@ use avout_sim_zk::{FaultKind, FaultRates};
 use avout_testkit::backend::{Backend, SimBackend};
 use futures::FutureExt;
 
-use crate::support::{client_of, expire, on_both, one_kind, plain_sim, sim_clients, sweep_sim};
+use crate::support::{
+    client_of, expire, on_both, one_kind, plain_sim, session_of, sim_clients, sweep_sim,
+};
 
 pub(crate) const NS: &str = "/locking/Clinical";
 pub(crate) const FACILITY: &str = "CGROVE-35";
@@ -316,7 +318,7 @@ async fn entries(backend: &dyn Backend, table: &str) -> BTreeMap<i64, String> {
                 .collect()
         });
     }
-    let session = backend.session().await.expect("a session");
+    let session = session_of(backend).await;
     let Ok((children, _)) = session.get_children(&slot).await else {
         return BTreeMap::new();
     };
@@ -343,7 +345,7 @@ async fn with_lost_commit(
     BTreeMap<i64, String>,
 ) {
     let lossy = Arc::new(Lossy {
-        inner: backend.session().await.expect("a session"),
+        inner: session_of(backend).await,
         armed: StdMutex::new(None),
     });
     // Exactly the lossy session.

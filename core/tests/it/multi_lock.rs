@@ -19,7 +19,8 @@ use avout_sim_zk::FaultKind;
 use avout_testkit::backend::Backend;
 
 use crate::support::{
-    client_of, every_kind_alone, expire, node_of, on_both, plain_sim, recipe_sim, simulate,
+    client_of, every_kind_alone, expire, node_of, on_both, plain_sim, recipe_sim, session_of,
+    simulate,
 };
 use crate::watch_count::wait_children;
 
@@ -30,7 +31,7 @@ async fn alive(backend: &dyn Backend, node: &str) -> bool {
 
 /// All or nothing, growing tokens, a timed try that leaves nothing behind.
 async fn all_or_nothing(backend: &dyn Backend) {
-    let observer = backend.session().await.expect("observer");
+    let observer = session_of(backend).await;
     let a = MultiLock::new(&client_of(backend).await, ["/ml/a", "/ml/b"]).expect("a");
     let b = MultiLock::new(&client_of(backend).await, ["/ml/b", "/ml/a"]).expect("b");
     assert_eq!(b.paths(), ["/ml/a", "/ml/b"], "one canonical order");

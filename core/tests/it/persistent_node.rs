@@ -7,7 +7,6 @@
 //! managed client loses connections and sessions: once the vandal stops, the node stands,
 //! with the handle's latest data, owned by the owner's current session.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use avout::recipes::persistent_node::PersistentNode;
@@ -16,18 +15,11 @@ use avout_sim_zk::{FaultKind, Sim};
 use avout_testkit::backend::Backend;
 
 use crate::support::{
-    self, client_of, expire, node_of, on_both, plain_sim, recipe_rates, seeds_from_env, simulate,
+    self, client_of, expire, node_of, on_both, plain_sim, recipe_rates, seeds_from_env, session_of,
+    simulate,
 };
 
 const WITHIN: Duration = Duration::from_secs(15);
-
-/// A plain session of `backend`, or a failed test.
-async fn session_of(backend: &dyn Backend) -> Arc<dyn Coordination> {
-    backend
-        .session()
-        .await
-        .unwrap_or_else(|e| panic!("cannot open a session: {e}"))
-}
 
 /// Created, created again after a deletion and after an expiry, data set, deleted on close.
 async fn comes_back_after_deletion_and_expiry(backend: &dyn Backend) {

@@ -20,7 +20,8 @@ use avout_sim_zk::FaultKind;
 use avout_testkit::backend::Backend;
 
 use crate::support::{
-    client_of, every_kind_alone, expire, node_of, on_both, plain_sim, recipe_sim, simulate,
+    client_of, every_kind_alone, expire, node_of, on_both, plain_sim, recipe_sim, session_of,
+    simulate,
 };
 use crate::watch_count::wait_children;
 
@@ -31,7 +32,7 @@ async fn alive(backend: &dyn Backend, node: &str) -> bool {
 
 /// All or nothing, refusals that change nothing, tries that leave nothing, a waiter served.
 async fn all_or_nothing(backend: &dyn Backend) {
-    let observer = backend.session().await.expect("observer");
+    let observer = session_of(backend).await;
     let a = Semaphore::new(&client_of(backend).await, "/semq", 3).expect("a");
     let b = Semaphore::new(&client_of(backend).await, "/semq", 3).expect("b");
 

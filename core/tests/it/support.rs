@@ -84,13 +84,19 @@ pub(crate) async fn node_of(backend: &dyn Backend, path: &str) -> Option<(Vec<u8
     if let Some(zk) = backend.simulator() {
         return zk.with_kernel(|k| k.tree().node(path).map(|n| (n.data.clone(), n.stat)));
     }
-    let session = backend
-        .session()
-        .await
-        .unwrap_or_else(|e| panic!("cannot open a session: {e}"));
+    let session = session_of(backend).await;
     avout::CoordinationExt::get_data_opt(&*session, path)
         .await
         .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// A plain session of `backend` (not managed: when it ends, it stays ended), or a failed
+/// test.
+pub(crate) async fn session_of(backend: &dyn Backend) -> Arc<dyn avout::Coordination> {
+    backend
+        .session()
+        .await
+        .unwrap_or_else(|e| panic!("cannot open a session: {e}"))
 }
 
 /// Has `backend`'s service expire `client`'s current session, or fails the test.
