@@ -44,7 +44,6 @@ mod stm_failover;
 mod stm_mvcc;
 mod stm_mvcc_barge;
 mod stm_mvcc_zk;
-mod stm_sim;
 mod stm_store;
 mod stm_store_cases;
 mod stm_store_zk;
