@@ -31,7 +31,6 @@ mod persistent_node;
 mod queue;
 mod recipes_sim;
 mod record_history;
-mod record_sim;
 mod rwlock;
 mod semaphore;
 mod semaphore_many;
