@@ -16,5 +16,8 @@
 
 pub mod backend;
 pub mod conformance;
+pub mod kdc;
 pub mod postgres;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;

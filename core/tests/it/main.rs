@@ -6,6 +6,7 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --test it`.
 
+mod acl;
 mod agent;
 mod atom;
 mod atom_failover;
@@ -26,12 +27,16 @@ mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
 mod locktable;
+mod metrics_sim;
+mod metrics_zk;
 mod multi_lock;
 mod persistent_node;
 mod queue;
 mod recipes_sim;
 mod record_history;
 mod rwlock;
+#[cfg(feature = "sasl-digest-md5")]
+mod sasl;
 mod semaphore;
 mod semaphore_many;
 mod shared_value;
@@ -47,5 +52,7 @@ mod stm_store;
 mod stm_store_cases;
 mod stm_store_zk;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;
 mod two_phase_commit;
 mod watch_count;

@@ -216,6 +216,12 @@ impl Watches {
         true
     }
 
+    /// Forgets every watch on `path`: none of them fires any more.
+    #[cfg(madsim)]
+    pub(super) fn forget(&mut self, path: &str) {
+        self.0.remove(path);
+    }
+
     /// Reports a connection change to every persistent watch.
     pub(super) fn tell(&mut self, state: SessionState) {
         for set in self.0.values_mut() {

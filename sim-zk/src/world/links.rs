@@ -198,6 +198,8 @@ impl World {
                 self.sessions
                     .watches_mut(client)
                     .fire(event, held || !current);
+                #[cfg(madsim)]
+                self.after_event(client);
             }
             ClientMsg::Expired => self.terminate(client, SessionState::Expired),
         }

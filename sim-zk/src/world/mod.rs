@@ -57,6 +57,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 mod calls;
+#[cfg(madsim)]
+mod dropin;
 mod ensemble;
 mod faults;
 mod links;
@@ -236,6 +238,8 @@ pub(crate) struct World {
     pub(crate) requests: u64,
     #[cfg(madsim)]
     nodes: nodes::Nodes,
+    #[cfg(madsim)]
+    dropin: dropin::DropIn,
 }
 
 /// A session check scheduled by a close: the session times out unless the close completes.
@@ -268,6 +272,8 @@ impl World {
             requests: 0,
             #[cfg(madsim)]
             nodes: nodes::Nodes::new(),
+            #[cfg(madsim)]
+            dropin: dropin::DropIn::default(),
             config,
         };
         for (when, fault) in w.config.scheduled.clone() {

@@ -91,7 +91,7 @@ impl World {
 
     /// The client's process died: its connection goes silent, and the service expires the
     /// session when its timeout passes.
-    fn crash(&mut self, client: usize) {
+    pub(super) fn crash(&mut self, client: usize) {
         if !self.sessions.crash(client) {
             return;
         }

@@ -239,6 +239,27 @@ impl Sessions {
         true
     }
 
+    /// Whether the client's process died (or let go of its session: detached).
+    #[cfg(madsim)]
+    pub(super) fn crashed(&self, client: usize) -> bool {
+        self.clients[client].crashed
+    }
+
+    /// A process takes up the crashed (detached) session again: it runs under `gate`, on
+    /// madsim node `node`.
+    #[cfg(madsim)]
+    pub(super) fn resume(
+        &mut self,
+        client: usize,
+        gate: Option<avout::task::Gate>,
+        node: Option<madsim::task::NodeId>,
+    ) {
+        let s = &mut self.clients[client];
+        s.crashed = false;
+        s.gate = gate;
+        s.node = node;
+    }
+
     /// The clients opened by madsim node `node`.
     #[cfg(madsim)]
     pub(super) fn clients_of(&self, node: madsim::task::NodeId) -> Vec<usize> {

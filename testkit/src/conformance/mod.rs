@@ -29,10 +29,10 @@
 //! hanging; nothing sleeps on the wall clock, so the suite also runs on a paused tokio clock.
 //!
 //! The cases live in one module per area (`nodes`, `children`, `sessions`, `watches`,
-//! `persistent`, `multi`, `acl`, `extended`, `limits`) and are listed once, in the `cases!`
-//! table below; what they share (sessions that must open, calls that must succeed, refusals
-//! matching a pattern, bounded waits, and one table of the requests that name a single path,
-//! for cases that expect many of them refused alike) is in `check`.
+//! `persistent`, `multi`, `reads`, `acl`, `extended`, `limits`) and are listed once, in the
+//! `cases!` table below; what they share (sessions that must open, calls that must succeed,
+//! refusals matching a pattern, bounded waits, and one table of the requests that name a
+//! single path, for cases that expect many of them refused alike) is in `check`.
 //!
 //! ```no_run
 //! # async fn demo(backend: &dyn avout_testkit::backend::Backend) {
@@ -62,6 +62,7 @@ mod limits;
 mod multi;
 mod nodes;
 mod persistent;
+mod reads;
 mod sessions;
 mod watches;
 
@@ -116,6 +117,8 @@ cases![
     persistent::persistent_watch_end,
     multi::multi_success,
     multi::multi_atomicity,
+    reads::multi_read,
+    reads::who_am_i,
     sessions::sync,
     acl::acl_digest,
     acl::acl_creator_all,
