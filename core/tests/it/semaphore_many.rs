@@ -20,15 +20,10 @@ use avout_sim_zk::FaultKind;
 use avout_testkit::backend::Backend;
 
 use crate::support::{
-    client_of, every_kind_alone, expire, node_of, on_both, plain_sim, recipe_sim, session_of,
+    alive, client_of, every_kind_alone, expire, on_both, plain_sim, recipe_sim, session_of,
     simulate,
 };
 use crate::watch_count::wait_children;
-
-/// Whether the service holds `node`.
-async fn alive(backend: &dyn Backend, node: &str) -> bool {
-    node_of(backend, node).await.is_some()
-}
 
 /// All or nothing, refusals that change nothing, tries that leave nothing, a waiter served.
 async fn all_or_nothing(backend: &dyn Backend) {

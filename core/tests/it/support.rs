@@ -90,6 +90,11 @@ pub(crate) async fn node_of(backend: &dyn Backend, path: &str) -> Option<(Vec<u8
         .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
 }
 
+/// Whether the service holds `node` (see [`node_of`]).
+pub(crate) async fn alive(backend: &dyn Backend, node: &str) -> bool {
+    node_of(backend, node).await.is_some()
+}
+
 /// A plain session of `backend` (not managed: when it ends, it stays ended), or a failed
 /// test.
 pub(crate) async fn session_of(backend: &dyn Backend) -> Arc<dyn avout::Coordination> {
