@@ -390,6 +390,53 @@ pub trait Coordination: Send + Sync {
     }
 }
 
+/// A shared handle is a backend too: an `Arc<dyn Coordination>` (what a
+/// [`Connect`](crate::client::Connect)or opens) goes wherever a `C: Coordination` is asked
+/// for. It forwards what a backend implements; the typed methods are derived as for any
+/// backend.
+///
+/// ```
+/// use std::sync::Arc;
+/// use avout::Coordination;
+///
+/// fn timeout_of<C: Coordination>(zk: &C) -> std::time::Duration {
+///     zk.session().timeout
+/// }
+///
+/// fn shared(zk: Arc<dyn Coordination>) -> std::time::Duration {
+///     timeout_of(&zk)
+/// }
+/// ```
+impl<C: Coordination + ?Sized> Coordination for std::sync::Arc<C> {
+    fn session(&self) -> SessionInfo {
+        (**self).session()
+    }
+
+    fn session_states(&self) -> SessionStates {
+        (**self).session_states()
+    }
+
+    fn session_state(&self) -> SessionState {
+        (**self).session_state()
+    }
+
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        (**self).submit(request)
+    }
+
+    fn new_guid(&self) -> u128 {
+        (**self).new_guid()
+    }
+
+    fn close(&self) -> OpFuture<'_, ()> {
+        (**self).close()
+    }
+
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        (**self).add_watch(path, mode)
+    }
+}
+
 /// Submits `request` and unpacks its reply with `unpack`, which hands back a reply of the
 /// wrong shape (or a watched read's missing watch) to become
 /// [`crate::Error::UnexpectedReply`].

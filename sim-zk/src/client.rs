@@ -128,7 +128,7 @@ impl SimZk {
     /// assert_eq!(n, 2);
     /// ```
     pub fn with_kernel<R>(&self, f: impl FnOnce(&Kernel) -> R) -> R {
-        f(&self.shared.world().kernel)
+        f(self.shared.world().kernel())
     }
 
     /// The server `client`'s session is connected to now (0 with one server); it changes
@@ -167,7 +167,7 @@ impl SimZk {
     pub fn fault_count(&self, kind: FaultKind) -> u64 {
         self.shared
             .world()
-            .fault_counts
+            .fault_counts()
             .get(&kind)
             .copied()
             .unwrap_or(0)

@@ -159,7 +159,7 @@ impl SimZk {
     /// # });
     /// ```
     pub fn set_super_digest(&self, digest: Option<String>) {
-        self.shared.world().kernel.set_super_digest(digest);
+        self.shared.world().set_super_digest(digest);
     }
 
     /// The stable hash of the service's event log so far: a run of the same seed and the

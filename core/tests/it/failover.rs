@@ -10,7 +10,8 @@ use std::time::Duration;
 use avout::task::watch;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateMode, Error, SessionState};
-use avout_testkit::conformance::{CASES, ZkBackend};
+use avout_testkit::backend::ZkBackend;
+use avout_testkit::conformance::CASES;
 use tokio::time::Instant;
 
 use crate::support;

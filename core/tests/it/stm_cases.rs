@@ -1,5 +1,5 @@
 //! STM test bodies written once, generic over the backend (real ZooKeeper in `stm.rs`, the
-//! simulator in `stm_sim.rs`) and over the protocol: every case takes a [`Protocol`] and
+//! simulator in `stm.rs`) and over the protocol: every case takes a [`Protocol`] and
 //! runs for each of [`protocols`].
 
 use std::collections::BTreeMap;

@@ -15,8 +15,8 @@ use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, FaultRates, Sim};
 
+use crate::stm::{Kind, clients, run_kind, sim};
 use crate::stm_cases;
-use crate::stm_sim::{Kind, clients, run_kind, sim};
 
 const MVCC: Protocol = Protocol::Mvcc;
 
@@ -77,7 +77,7 @@ fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
 
 #[test]
 fn mvcc_session_loss_aborts_cleanly() {
-    crate::stm_sim::session_loss_both_ways(0x3c5, config(|_| ()));
+    crate::stm::session_loss_both_ways(0x3c5, config(|_| ()));
 }
 
 /// The planted bug that retries a transaction whose session was lost (as a conflict) is

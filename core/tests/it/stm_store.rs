@@ -10,8 +10,8 @@ use avout::stm::store::{MemoryStore, RefStore};
 use avout::stm::{Protocol, Stm, StmConfig};
 use avout_sim_zk::{FaultKind, FaultRates};
 
+use crate::stm::{clients, sim};
 use crate::stm_cases::{self, protocols};
-use crate::stm_sim::{clients, sim};
 use crate::stm_store_cases as cases;
 use crate::support::one_kind;
 

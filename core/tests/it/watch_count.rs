@@ -70,7 +70,11 @@ impl Coordination for Counting {
 }
 
 /// Waits until `dir` has `n` children (ignoring a missing directory).
-pub(crate) async fn wait_children(zk: &ZkClient, dir: &str, n: usize) -> Vec<String> {
+pub(crate) async fn wait_children<C: Coordination + ?Sized>(
+    zk: &C,
+    dir: &str,
+    n: usize,
+) -> Vec<String> {
     support::eventually(
         &format!("{n} children under {dir}"),
         std::time::Duration::from_secs(10),

@@ -20,7 +20,7 @@ impl World {
     /// session does when it drops its last handle: the session goes silent and the service
     /// expires it after its timeout, unless [`resume`](Self::resume) takes it up first.
     pub(crate) fn detach(&mut self, client: usize) {
-        self.clock = self.now();
+        self.time.catch_up();
         self.timer("detach");
         self.crash(client);
     }
@@ -29,21 +29,21 @@ impl World {
     /// `SessionExpired` if the service no longer has it, `SessionMoved` if a live handle still
     /// holds it.
     pub(crate) fn resume(&mut self, session: SessionId) -> Result<usize> {
-        self.clock = self.now();
+        self.time.catch_up();
         let client = self.client_of(session).ok_or(Error::SessionExpired)?;
-        let c = &self.clients[client];
-        if c.terminal.is_some() || c.server_expired || !self.kernel.is_alive(session) {
+        if self.sessions.terminal(client).is_some()
+            || self.sessions.server_expired(client)
+            || !self.kernel().is_alive(session)
+        {
             return Err(Error::SessionExpired);
         }
-        if !c.crashed {
+        if !self.sessions.crashed(client) {
             return Err(Error::SessionMoved);
         }
         self.timer("resume");
         let node = self.nodes.of_caller();
-        let c = &mut self.clients[client];
-        c.crashed = false;
-        c.gate = avout::task::Gate::current();
-        c.node = node;
+        self.sessions
+            .resume(client, avout::task::Gate::current(), node);
         self.link_up(client);
         Ok(client)
     }
@@ -53,8 +53,8 @@ impl World {
     /// `Expired` (every call and watch hears it), and, silent from now on, the service
     /// expires it after its timeout.
     pub(crate) fn give_up(&mut self, client: usize) {
-        self.clock = self.now();
-        if self.clients[client].terminal.is_some() {
+        self.time.catch_up();
+        if self.sessions.terminal(client).is_some() {
             return;
         }
         self.timer("give-up");
@@ -62,10 +62,16 @@ impl World {
         self.terminate(client, SessionState::Expired);
     }
 
+    /// Sets the digest that authenticates as ZooKeeper's super user (`None`: none does), as
+    /// a server's `zookeeper.DigestAuthenticationProvider.superDigest` property does.
+    pub(crate) fn set_super_digest(&mut self, digest: Option<String>) {
+        self.ensemble.kernel_mut().set_super_digest(digest);
+    }
+
     /// The client forgets its watches on `path`: none of them fires any more (the caller
     /// asks the service to remove them).
     pub(crate) fn forget_watches(&mut self, client: usize, path: &str) {
-        self.clients[client].watches.remove(path);
+        self.sessions.watches_mut(client).forget(path);
     }
 
     /// The client's connection drops right after the next watch event reaches it.

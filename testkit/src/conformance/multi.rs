@@ -3,13 +3,14 @@
 use avout::path;
 use avout::{Coordination, CreateMode, Error, Op, OpResult};
 
-use super::Backend;
+use super::check;
 use super::check::{ok, opts, persistent, sorted_children};
+use crate::backend::Backend;
 
 /// A successful multi applies every op in order and returns their results in order, with the
 /// sequential create's actual path.
-pub(super) async fn multi_success<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn multi_success<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let sid = c.session().id.0;
     let m = path::join(root, "m");
     ok("create m", c.create(&m, b"0", &persistent()).await);
@@ -92,8 +93,8 @@ pub(super) async fn multi_success<B: Backend>(backend: &B, root: &str) {
 }
 
 /// A failing multi changes nothing and reports the first failing op's index and error.
-pub(super) async fn multi_atomicity<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn multi_atomicity<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let m = path::join(root, "m");
     ok("create m", c.create(&m, b"0", &persistent()).await);
     let (_, before) = ok("get m", c.get_data(&m).await);

@@ -3,14 +3,14 @@
 use avout::path;
 use avout::{Acl, Coordination, Identity, Perms, ReadOp, ReadResult};
 
-use super::Backend;
-use super::check::{ok, persistent};
+use super::check::{self, ok, persistent};
+use crate::backend::Backend;
 
 /// A `multiRead` answers every read in order: data with the node's `Stat`, children, and a
 /// missing or forbidden node as that read's own result, leaving the others alone.
-pub(super) async fn multi_read<B: Backend>(backend: &B, root: &str) {
-    let alice = backend.connect_with_digest("alice", "secret").await;
-    let anon = backend.connect().await;
+pub(super) async fn multi_read<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let alice = check::digest_session(backend, "alice", "secret").await;
+    let anon = check::session(backend).await;
     let (a, b, secret, gone) = (
         path::join(root, "a"),
         path::join(root, "b"),
@@ -63,9 +63,9 @@ pub(super) async fn multi_read<B: Backend>(backend: &B, root: &str) {
 }
 
 /// `whoAmI` shows the session's address, and the user of each digest identity it added.
-pub(super) async fn who_am_i<B: Backend>(backend: &B, _root: &str) {
-    let anon = backend.connect().await;
-    let alice = backend.connect_with_digest("alice", "secret").await;
+pub(super) async fn who_am_i<B: Backend + ?Sized>(backend: &B, _root: &str) {
+    let anon = check::session(backend).await;
+    let alice = check::digest_session(backend, "alice", "secret").await;
     let anon_ids = ok(
         "whoAmI of an unauthenticated session",
         anon.who_am_i().await,
