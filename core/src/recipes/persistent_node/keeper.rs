@@ -109,17 +109,22 @@ impl Keeper {
             };
             let mut watch = watch.fuse();
             let mut data = self.data.clone();
+            // A stop wins over everything else ready with it; the data's change is marked seen
+            // once taken, or every later turn would find it changed again and spin.
             futures::select_biased! {
+                _ = &mut *stop => return Ok(Stopped),
                 event = watch => {
                     if event.kind == EventKind::Session {
                         return Err(event.state.terminal_error().unwrap_or(Error::Closed));
                     }
                     // Deleted: created again by the next turn; anything else: watched again.
                 }
-                changed = data.changed().fuse() => {
+                changed = data.changed().fuse() => match changed {
                     // The handle wrote it already; the next turn checks it is there.
-                    let _ = changed;
-                }
+                    Ok(()) => self.data.mark_unchanged(),
+                    // The handle is gone (its stop with it).
+                    Err(_) => return Ok(Stopped),
+                },
                 () = tokio::time::sleep(touch).fuse() => {
                     let data = self.data.borrow().clone();
                     match session.set_data(&self.path, &data, None).await {
@@ -127,7 +132,6 @@ impl Keeper {
                         Err(e) => return Err(e),
                     }
                 }
-                _ = &mut *stop => return Ok(Stopped),
             }
         }
     }
