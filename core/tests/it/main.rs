@@ -34,6 +34,8 @@ mod locktable;
 mod locktable_sim;
 mod multi_lock;
 mod multi_lock_sim;
+#[cfg(feature = "planted-bugs")]
+mod museum_sim;
 mod persistent_node;
 mod persistent_node_sim;
 mod queue;

@@ -40,6 +40,7 @@ use crate::client::Session;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
+use crate::planted::{Bug, Bugs};
 use crate::{Client, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
 
 use super::barrier::BarrierError;
@@ -111,6 +112,7 @@ pub struct EnterMachine {
     phase: EnterPhase,
     stall: Stall<()>,
     outbox: Outbox<Result<(), BarrierError>>,
+    planted: Bugs,
 }
 
 impl EnterMachine {
@@ -130,7 +132,26 @@ impl EnterMachine {
             phase: EnterPhase::Done,
             stall: Stall::default(),
             outbox: Outbox::default(),
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on (none by default; see [`crate::planted`]).
+    ///
+    /// ```
+    /// let m = avout::recipes::double_barrier::EnterMachine::new("/r", 2, 1)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.node().starts_with("/r/p-"));
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
+    }
+
+    /// The planted ZOOKEEPER-1011: the tutorial's barrier, which counts the participants on
+    /// every change of them and never looks at `ready`.
+    fn counts_only(&self) -> bool {
+        self.planted.contains(Bug::Zookeeper1011)
     }
 
     /// Our participant node's path.
@@ -159,7 +180,7 @@ impl EnterMachine {
         });
         let list = self.outbox.send(Request::GetChildren {
             path: self.barrier.clone(),
-            watch: false,
+            watch: self.counts_only(),
         });
         self.phase = EnterPhase::Entering {
             exists,
@@ -203,6 +224,7 @@ impl EnterMachine {
     fn decide(&mut self) {
         let EnterPhase::Entering {
             exists,
+            list,
             ready: Some(ready),
             created: true,
             present: Some(present),
@@ -211,7 +233,14 @@ impl EnterMachine {
         else {
             return;
         };
-        if ready {
+        if self.counts_only() {
+            if present >= self.count {
+                self.finish(Ok(()));
+            } else {
+                // Woken by the listing's child watch.
+                self.phase = EnterPhase::Waiting { exists: list };
+            }
+        } else if ready {
             self.finish(Ok(()));
         } else if present >= self.count {
             self.create_ready();
@@ -300,6 +329,9 @@ impl Machine for EnterMachine {
     }
 
     fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
+        if self.phase == (EnterPhase::Waiting { exists: token }) && self.counts_only() {
+            return self.enter();
+        }
         if self.phase == (EnterPhase::Waiting { exists: token }) {
             let exists = self.outbox.send(Request::Exists {
                 path: self.ready_path(),
@@ -310,10 +342,20 @@ impl Machine for EnterMachine {
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        let waiting = matches!(self.phase, EnterPhase::Waiting { .. });
         match self.outbox.session_stalled(state, &mut self.stall) {
             Resumed::Start => self.enter(),
             Resumed::Ended(error) => self.finish(Err(error.into())),
             Resumed::Redo(()) => self.enter(),
+            // The planted Curator GH-1290: the reconnection wakes the waiter, which takes any
+            // wake-up for the barrier being ready.
+            Resumed::Quiet
+                if waiting
+                    && state == SessionState::Connected
+                    && self.planted.contains(Bug::CuratorGh1290) =>
+            {
+                self.finish(Ok(()))
+            }
             Resumed::Quiet => {}
         }
     }
@@ -558,6 +600,7 @@ pub struct DoubleBarrier {
     client: Client,
     path: String,
     count: usize,
+    planted: Bugs,
 }
 
 impl Clone for DoubleBarrier {
@@ -566,6 +609,7 @@ impl Clone for DoubleBarrier {
             client: self.client.clone(),
             path: self.path.clone(),
             count: self.count,
+            planted: self.planted,
         }
     }
 }
@@ -604,7 +648,22 @@ impl DoubleBarrier {
             client: client.clone(),
             path,
             count,
+            planted: Bugs::NONE,
         })
+    }
+
+    /// The same handle with `bugs` planted in its entries (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// use avout::recipes::double_barrier::DoubleBarrier;
+    /// let b = DoubleBarrier::new(client, "/r", 3).unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        self.planted = bugs;
+        self
     }
 
     /// Enters the barrier: returns once `count` participants have entered.
@@ -618,7 +677,7 @@ impl DoubleBarrier {
     pub async fn enter(&self) -> Result<DoubleBarrierGuard, BarrierError> {
         let zk = self.client.current_session().await?;
         let mut entering = Entering {
-            machine: EnterMachine::new(&self.path, self.count, zk.new_guid()),
+            machine: EnterMachine::new(&self.path, self.count, zk.new_guid()).planted(self.planted),
             zk: Some(zk.clone()),
         };
         let result = drive(&*zk, &mut entering.machine).await;
