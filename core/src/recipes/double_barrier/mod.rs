@@ -72,6 +72,10 @@ enum EnterPhase {
         ready: Option<bool>,
         created: bool,
         present: Option<usize>,
+        /// The watch armed by `exists` fired before the decision: the driver hands watch
+        /// events over before replies, so `ready`'s creation can be heard before the listing
+        /// made ahead of it.
+        woken: bool,
     },
     /// Creating the barrier node's ancestors, then entering again.
     Ensuring {
@@ -192,6 +196,7 @@ impl EnterMachine {
             ready: None,
             created: false,
             present: None,
+            woken: false,
         };
     }
 
@@ -231,6 +236,7 @@ impl EnterMachine {
             ready: Some(ready),
             created: true,
             present: Some(present),
+            woken,
             ..
         } = self.phase
         else {
@@ -247,9 +253,20 @@ impl EnterMachine {
             self.finish(Ok(()));
         } else if present >= self.count {
             self.create_ready();
+        } else if woken {
+            self.check_ready();
         } else {
             self.phase = EnterPhase::Waiting { exists };
         }
+    }
+
+    /// Looks at `ready` again (re-arming its watch).
+    fn check_ready(&mut self) {
+        let exists = self.outbox.send(Request::Exists {
+            path: self.ready_path(),
+            watch: true,
+        });
+        self.phase = EnterPhase::Checking { exists };
     }
 }
 
@@ -335,12 +352,10 @@ impl Machine for EnterMachine {
         if self.phase == (EnterPhase::Waiting { exists: token }) && self.counts_only() {
             return self.enter();
         }
-        if self.phase == (EnterPhase::Waiting { exists: token }) {
-            let exists = self.outbox.send(Request::Exists {
-                path: self.ready_path(),
-                watch: true,
-            });
-            self.phase = EnterPhase::Checking { exists };
+        match &mut self.phase {
+            EnterPhase::Waiting { exists } if *exists == token => self.check_ready(),
+            EnterPhase::Entering { exists, woken, .. } if *exists == token => *woken = true,
+            _ => {}
         }
     }
 

@@ -229,6 +229,37 @@ fn ready_lets_a_waiter_in_after_a_participant_left() {
     assert_eq!(m.poll_output(), Some(Ok(())));
 }
 
+/// `ready` is created after our listing was made but heard before its reply is handed over
+/// (the driver gives watch events first): the entrant looks at `ready` again instead of
+/// waiting for a watch that already fired (found by the `double-barrier` scenario: every
+/// client reconnecting at once after an outage, each entrant waited for ever).
+#[test]
+fn ready_heard_before_the_listing_is_looked_at_again() {
+    let mut m = EnterMachine::new("/b", 3, 1);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, Ok(Reply::Exists(None)));
+    let event = WatchedEvent {
+        kind: EventKind::NodeCreated,
+        ..deleted()
+    };
+    m.handle_watch(Millis(2), sent[0].0, event);
+    m.handle_reply(Millis(2), sent[1].0, created(m.node()));
+    let ours = path::name(m.node()).to_owned();
+    m.handle_reply(Millis(2), sent[2].0, children(&["p-0a", &ours]));
+    let again = drain(&mut m);
+    assert!(
+        matches!(&again[..], [(_, Request::Exists { path, watch: true })] if path == "/b/ready"),
+        "{again:?}"
+    );
+    m.handle_reply(
+        Millis(3),
+        again[0].0,
+        Ok(Reply::Exists(Some(Stat::default()))),
+    );
+    assert_eq!(m.poll_output(), Some(Ok(())));
+}
+
 #[cfg(feature = "planted-bugs")]
 mod planted {
     use super::*;
