@@ -184,7 +184,11 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
         let op = Invoke::new(f, wait.input());
         let guard = match me
             .caller
-            .call(op, || acquire(&lock, write, wait), |g| g.fencing_token().into())
+            .call(
+                op,
+                || acquire(&lock, write, wait),
+                |g| g.fencing_token().into(),
+            )
             .await
         {
             Ended::Stuck => break,
