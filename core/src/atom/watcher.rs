@@ -169,6 +169,7 @@ where
                     // Wait for a state change (reconnection), or retry after a pause.
                     let pause = tokio::time::sleep(std::time::Duration::from_millis(50));
                     tokio::select! {
+                        biased;
                         _ = states.next() => {}
                         () = pause => {}
                     }

@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::task::watch;
 use futures::FutureExt;
 use futures::channel::oneshot;
-use tokio::sync::watch;
 
 use crate::client::Session;
 use crate::sync::lock;
@@ -33,7 +33,7 @@ impl Keeper {
     pub(super) async fn run(mut self, stop: oneshot::Receiver<()>) {
         let mut stop = stop.fuse();
         loop {
-            let session = futures::select! {
+            let session = futures::select_biased! {
                 session = self.client.current_session().fuse() => session,
                 _ = stop => return,
             };
@@ -47,7 +47,7 @@ impl Keeper {
             };
             self.stat.send_replace(None);
             if error.is_indeterminate() {
-                futures::select! {
+                futures::select_biased! {
                     () = tokio::time::sleep(RETRY_PAUSE).fuse() => {}
                     _ = stop => return,
                 }
@@ -109,7 +109,7 @@ impl Keeper {
             };
             let mut watch = watch.fuse();
             let mut data = self.data.clone();
-            futures::select! {
+            futures::select_biased! {
                 event = watch => {
                     if event.kind == EventKind::Session {
                         return Err(event.state.terminal_error().unwrap_or(Error::Closed));
