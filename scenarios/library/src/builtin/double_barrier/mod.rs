@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
+use avout::task::watch;
 
 use avout::recipes::barrier::BarrierError;
 use avout::recipes::double_barrier::DoubleBarrier;
@@ -143,7 +143,7 @@ pub const SCENARIO: Described = Described {
     checkers: |_w| Checks::named("double-barrier", &Options::default()),
     workload: |cluster, w, rec| {
         Box::pin(async move {
-            let rounds = Rounds((0..w.ops).map(|_| watch::Sender::new(0)).collect());
+            let rounds = Rounds((0..w.ops).map(|_| watch::channel(0).0).collect());
             let rounds = &rounds;
             all_workers(&cluster, w, rec, |me| client(me, rounds)).await
         })

@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use avout::lock::{LockError, LockStatus};
 use avout::recipes::semaphore::{Lease, Semaphore};
+use avout::task::watch;
 use avout::{Client, Coordination, Op};
 use rand::Rng;
 use serde_json::json;
-use tokio::sync::watch;
 
 use avout_check::Options;
 use avout_check::history::EventType;
@@ -168,7 +168,7 @@ pub const SCENARIO: Described = Described {
         Box::pin(async move {
             let phase = Phase {
                 working: Cell::new(w.clients),
-                counted: watch::Sender::new(false),
+                counted: watch::channel(false).0,
             };
             let phase = &phase;
             let workers = all_workers(&cluster, w, rec, |me| client(me, phase));
