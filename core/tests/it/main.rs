@@ -30,6 +30,8 @@ mod locktable;
 mod metrics_sim;
 mod metrics_zk;
 mod multi_lock;
+#[cfg(feature = "planted-bugs")]
+mod museum_sim;
 mod persistent_node;
 mod queue;
 mod recipes_sim;

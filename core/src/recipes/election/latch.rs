@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::fanout::{Fanout, Subscription};
 use crate::lock::{LockError, LockStatus};
+use crate::planted::Bug;
 
 use super::{Election, Leadership};
 
@@ -243,7 +244,12 @@ async fn stand(
         };
         let leadership: Leadership = match elected {
             Ok(leadership) => leadership,
-            Err(LockError::SessionLost(_)) if !client.has_ended() => continue,
+            // The planted CURATOR-16 stops standing here, as if the client had ended.
+            Err(LockError::SessionLost(_))
+                if !client.has_ended() && !election.planted.contains(Bug::Curator16) =>
+            {
+                continue;
+            }
             Err(why) => {
                 publish(&states, LatchState::Closed(why));
                 return;

@@ -359,3 +359,42 @@ fn a_removal_take_considers_only_its_id() {
     );
     assert_eq!(m.poll_output(), Some(Ok(None)), "nothing with that id");
 }
+
+/// An empty queue: the listing that arms the watch is lost with the connection. Returns the
+/// machine after the reconnection and what it sent then.
+fn watch_listing_lost(planted: crate::planted::Bugs) -> (TakeMachine, Vec<(Token, Request)>) {
+    let mut m = TakeMachine::new("/q", GUID, Patience::Forever).planted(planted);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&["_receipts"]));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { watch: true, .. })]),
+        "looks again with a watch: {sent:?}"
+    );
+    m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+    m.handle_session(Millis(3), SessionState::Disconnected);
+    m.handle_session(Millis(4), SessionState::Connected);
+    let sent = drain(&mut m);
+    (m, sent)
+}
+
+#[test]
+fn a_lost_watch_listing_is_listed_again() {
+    let (_, sent) = watch_listing_lost(crate::planted::Bugs::NONE);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { watch: true, .. })]),
+        "{sent:?}"
+    );
+}
+
+/// CURATOR-623: the consumer waits for a watch that was never armed, for ever.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn curator_623_a_lost_watch_listing_is_waited_on() {
+    use crate::planted::{Bug, Bugs};
+    let (mut m, sent) = watch_listing_lost(Bugs::plant([Bug::Curator623]).unwrap());
+    assert!(sent.is_empty(), "{sent:?}");
+    assert_eq!(m.poll_timer(), None, "nothing will wake it");
+    assert_eq!(m.poll_output(), None);
+}

@@ -229,6 +229,10 @@ impl Registry {
             .with(sessions::SCENARIO)
             .with(agents::SCENARIO)
             .with(cache::SCENARIO)
+            .with(semaphore::SCENARIO)
+            .with(double_barrier::SCENARIO)
+            .with(latch::SCENARIO)
+            .with(work_queue::SCENARIO)
     }
 
     /// The same, with `scenario` added.

@@ -35,7 +35,7 @@ const RESOURCE: &str = "/election-resource";
 pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let election = Election::new(&client, PATH)?;
+    let election = Election::new(&client, PATH)?.planted(me.cluster.planted());
     for _ in 0..me.w.ops {
         let p = me.caller.p();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));

@@ -80,16 +80,17 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// The drain, after every client is done: takes until the queue is empty.
+/// The drain of the queue at `path`, after every client is done: takes until it is empty.
 pub(crate) async fn drain<K: Cluster>(
     cluster: &K,
     w: &Workload,
     rec: &Recorder,
+    path: &str,
 ) -> Result<(), WorkloadError> {
     // The drain's process numbers follow one another.
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
     let client = open_client(cluster).await?;
-    let queue = Queue::new(&client, PATH)?;
+    let queue = Queue::new(&client, path)?;
     let mut failures = 0;
     loop {
         let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
@@ -117,7 +118,7 @@ pub const SCENARIO: Described = Described {
     workload: |cluster, w, rec| {
         Box::pin(async move {
             all_workers(&cluster, w, rec, client).await?;
-            drain(&cluster, w, rec).await
+            drain(&cluster, w, rec, PATH).await
         })
     },
 };
