@@ -246,3 +246,39 @@ fn a_persistent_node_comes_back_under_every_fault_kind() {
         under(kind, 9_820_110_000 + k as u64 * 100, CreateMode::Persistent);
     }
 }
+
+/// The requests of one simulated run that keeps an ephemeral node, sets its data, then waits
+/// `quiet` of virtual time.
+fn requests_keeping(quiet: Duration) -> u64 {
+    let sim = Sim::builder()
+        .seed(9_820_160_000)
+        .clients(0)
+        .time_limit(Duration::from_secs(3600))
+        .build();
+    let ((), summary) = sim.run(|ctx| async move {
+        let owner = Client::connect(ctx.zk.clone()).await.expect("owner");
+        let node = PersistentNode::start(&owner, "/pn/quiet", b"a", CreateMode::Ephemeral, None)
+            .expect("start");
+        node.wait_created(Duration::from_secs(5))
+            .await
+            .expect("created");
+        node.set_data(b"b").await.expect("set");
+        tokio::time::sleep(quiet).await;
+        drop(node);
+    });
+    summary.requests
+}
+
+/// Regression: after `set_data` the keeper found the data changed again on every turn and
+/// re-sent its create and exists without end (unseen while select! was unbiased, which only
+/// thinned the storm). Kept and quiet, a node costs its watch and the session's pings.
+#[test]
+fn a_kept_node_sends_nothing_more_after_set_data() {
+    let short = requests_keeping(Duration::from_secs(1));
+    let long = requests_keeping(Duration::from_secs(120));
+    assert!(
+        long <= short + 2 * 120,
+        "{} more requests in 119 s of quiet (a spin?)",
+        long - short
+    );
+}
