@@ -282,10 +282,19 @@ mod tests {
 
     use super::*;
 
+    /// Opens session `id` of a process under `gate` (and of no madsim node).
+    fn open(s: &mut Sessions, id: i64, gate: Option<avout::task::Gate>) -> usize {
+        #[cfg(not(madsim))]
+        let index = s.open(SessionId(id), Duration::from_secs(5), gate);
+        #[cfg(madsim)]
+        let index = s.open(SessionId(id), Duration::from_secs(5), gate, None);
+        index
+    }
+
     fn sessions(n: i64) -> Sessions {
         let mut s = Sessions::default();
         for id in 0..n {
-            s.open(SessionId(100 + id), Duration::from_secs(5), None);
+            open(&mut s, 100 + id, None);
         }
         s
     }
@@ -373,7 +382,7 @@ mod tests {
         let mut s = Sessions::default();
         let gate = avout::task::Gate::new();
         for id in 0..2 {
-            s.open(SessionId(id), Duration::from_secs(5), Some(gate.clone()));
+            open(&mut s, id, Some(gate.clone()));
         }
         s.freeze(0, 100);
         s.freeze(1, 200);
