@@ -36,7 +36,7 @@ pub use any_cluster::AnyCluster;
 pub use checks::Checks;
 pub use error::{BoxError, WorkloadError};
 pub use protocol::Protocol;
-pub use registry::{Described, Registry, Scenario, UnknownScenario, WorkloadFn};
+pub use registry::{Described, KnownFailure, Registry, Scenario, UnknownScenario, WorkloadFn};
 pub use run::{Counts, ERROR_PREFIX, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the

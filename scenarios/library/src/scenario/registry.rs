@@ -90,7 +90,7 @@ pub trait Scenario: Send + Sync {
     fn checkers(&self, w: &Workload) -> Checks;
     /// Whether `avout soak` and the test suite run it by default: every scenario but one
     /// with a known failure not fixed yet, which runs by name until it is (its cases are kept
-    /// in `scenarios/known-failures/`). None of the built-ins has one today.
+    /// in `scenarios/known-failures/`; [`KnownFailure`] marks a built-in so).
     fn soaked(&self) -> bool {
         true
     }
@@ -169,6 +169,50 @@ impl Scenario for Described {
     }
 }
 
+/// A built-in scenario with a known failure not fixed yet: it runs by name, and is left out
+/// of the default soak (and CI's) until its bug is fixed; its failing cases are kept in
+/// `scenarios/known-failures/`.
+///
+/// ```
+/// use avout_scenarios::scenario::{KnownFailure, Registry, Scenario};
+/// let known = KnownFailure(avout_scenarios::builtin::counter::SCENARIO);
+/// assert!(!known.soaked());
+/// let registry = Registry::empty().with(known);
+/// assert!(registry.soaked().is_empty() && registry.get("counter").is_ok());
+/// ```
+pub struct KnownFailure(pub Described);
+
+impl Scenario for KnownFailure {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn about(&self) -> &'static str {
+        self.0.about()
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        self.0.defaults()
+    }
+
+    fn workload<'a>(
+        &'a self,
+        cluster: AnyCluster<'a>,
+        w: &'a Workload,
+        rec: &'a Recorder,
+    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        self.0.workload(cluster, w, rec)
+    }
+
+    fn checkers(&self, w: &Workload) -> Checks {
+        self.0.checkers(w)
+    }
+
+    fn soaked(&self) -> bool {
+        false
+    }
+}
+
 /// A name that is not a scenario's.
 ///
 /// ```
@@ -230,7 +274,9 @@ impl Registry {
             .with(agents::SCENARIO)
             .with(cache::SCENARIO)
             .with(semaphore::SCENARIO)
-            .with(double_barrier::SCENARIO)
+            // 6 of 10,000 seeds under every fault kind end with a participant stuck in enter or
+            // leave (scenarios/known-failures/double-barrier-*.json): runs by name until fixed.
+            .with(KnownFailure(double_barrier::SCENARIO))
             .with(latch::SCENARIO)
             .with(work_queue::SCENARIO)
     }
