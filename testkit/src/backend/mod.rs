@@ -32,7 +32,7 @@
 //! backend, not in it.
 //!
 //! ```
-//! use avout::CoordinationExt;
+//! use avout::{Coordination, CoordinationExt};
 //! use avout_testkit::backend::{Backend, SimBackend};
 //!
 //! /// A body written once.

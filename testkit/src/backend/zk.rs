@@ -23,7 +23,7 @@ const EXPIRE_ATTEMPTS: usize = 4;
 /// [`ensemble`](Self::ensemble)), which stop when the last clone of the backend is dropped.
 ///
 /// ```no_run
-/// use avout::CoordinationExt;
+/// use avout::{Coordination, CoordinationExt};
 /// use avout_testkit::backend::{Backend, ZkBackend};
 ///
 /// # async fn demo() {
