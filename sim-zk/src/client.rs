@@ -121,6 +121,10 @@ impl SimZk {
 
     /// Reads the kernel's state (for assertions in tests).
     ///
+    /// `f` runs under the simulator's lock: it must not call back into the simulation (a
+    /// client's `session()`, say), which would wait for that lock forever. Read what it
+    /// needs first.
+    ///
     /// ```
     /// let (n, _) = avout_sim_zk::Sim::builder().clients(2).build().run(|ctx| async move {
     ///     ctx.zk.with_kernel(|k| k.sessions().count())

@@ -19,8 +19,10 @@ use super::Backend;
 /// let (expired, _) = avout_sim_zk::Sim::builder().clients(0).build().run(|ctx| async move {
 ///     let backend = SimBackend::new(ctx.zk.clone());
 ///     let session = backend.session().await.unwrap();
-///     backend.expire(session.session().id).await.unwrap();
-///     backend.simulator().unwrap().with_kernel(|k| !k.is_alive(session.session().id))
+///     let id = session.session().id;
+///     backend.expire(id).await.unwrap();
+///     // Not `session.session()` inside: `with_kernel` holds the simulator's lock.
+///     backend.simulator().unwrap().with_kernel(|k| !k.is_alive(id))
 /// });
 /// assert!(expired);
 /// ```
