@@ -69,3 +69,4 @@ mod support;
 mod tls;
 mod two_phase_commit;
 mod watch_count;
+mod zk_in_flight;
