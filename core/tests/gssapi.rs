@@ -47,7 +47,8 @@ fn a_kerberos_ticket_authenticates_and_no_ticket_or_an_unknown_service_is_refuse
         // SAFETY: this binary holds this one test and no thread of it has started yet (the
         // runtime below, the KDC and the server are started after), so nothing reads the
         // environment while it changes.
-        unsafe { std::env::set_var(key, value) };
+        #[allow(unsafe_code)]
+        let () = unsafe { std::env::set_var(key, value) };
     }
     let server = ZkServer::builder()
         .kerberos(kdc.service("zookeeper/localhost").unwrap())

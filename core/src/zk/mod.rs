@@ -450,6 +450,12 @@ impl ZkClient {
     /// both borrowed for as long as the reply future lives: several of the client's futures
     /// borrow them until the reply arrives, while ours must outlive the caller's `path`.
     /// `finish` maps the reply; errors are mapped with the path attached.
+    ///
+    /// The reply is awaited on a task of its own, which owns the handle until the reply is
+    /// in: so a request's answer arrives whether or not its caller polls (as on the
+    /// simulator), a caller dropping its future cancels nothing already sent, and `close`,
+    /// which ends the session once every handle is let go, waits for the replies in flight
+    /// and never for a caller that holds a request unpolled (the task that closes, say).
     fn call<'s, R, T>(
         &'s self,
         path: &str,
@@ -467,19 +473,26 @@ impl ZkClient {
         let path: StdArc<str> = StdArc::from(path);
         // SAFETY: both references point into `Arc` allocations that are never mutated and that
         // `Borrowing` keeps alive after `reply`: struct fields drop in declaration order, so
-        // the future holding the references is always dropped before what they point to.
+        // the future holding the references is always dropped before what they point to, and
+        // `Borrowing::wait` takes the struct by value, so its future owns every field.
+        #[allow(unsafe_code)]
         let (client_ref, path_ref): (&'static zk::Client, &'static str) =
             unsafe { (&*StdArc::as_ptr(&client), &*StdArc::as_ptr(&path)) };
         let reply = send(client_ref, path_ref);
-        let mut held = Borrowing {
-            reply,
-            _client: client,
-            path,
-        };
+        let answer = crate::task::spawn(
+            Borrowing {
+                reply,
+                _client: client,
+                _path: path.clone(),
+            }
+            .wait(),
+        );
         async move {
-            match (&mut held.reply).await {
-                Ok(reply) => Ok(finish(reply)),
-                Err(e) => Err(from_zk_error(e, &held.path)),
+            match answer.await {
+                Ok(Ok(reply)) => Ok(finish(reply)),
+                Ok(Err(e)) => Err(from_zk_error(e, &path)),
+                // The runtime is shutting down: the request may have been applied.
+                Err(_cancelled) => Err(Error::ConnectionLoss),
             }
         }
         .boxed()
@@ -507,8 +520,21 @@ type ZkReply<R> = BoxFuture<'static, std::result::Result<R, zk::Error>>;
 /// is dropped before them.
 struct Borrowing<R> {
     reply: ZkReply<R>,
+    /// Held, never read: what `reply` borrows.
     _client: StdArc<zk::Client>,
-    path: StdArc<str>,
+    /// Held, never read: what `reply` borrows.
+    _path: StdArc<str>,
+}
+
+impl<R> Borrowing<R> {
+    /// Awaits the reply. By value, so that the future owns every field: an `async move`
+    /// block naming only `held.reply` captures just that field (edition 2021's disjoint
+    /// captures apply to async blocks too), and the handle was dropped when the request was
+    /// sent, leaving `reply` to read it freed once `close` let go of the last other one (a
+    /// SIGSEGV in CI on 2026-11-29).
+    async fn wait(mut self) -> std::result::Result<R, zk::Error> {
+        (&mut self.reply).await
+    }
 }
 
 /// An already-failed operation: bad input never reaches the server.

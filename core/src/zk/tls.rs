@@ -185,7 +185,9 @@ impl TlsConfig {
         if !self.hostname_verification {
             // SAFETY: not memory safety: the crate marks the man-in-the-middle risk this way,
             // and `without_hostname_verification` documents it to our users.
-            options = unsafe { options.with_no_hostname_verification() };
+            #[allow(unsafe_code)]
+            let unverified = unsafe { options.with_no_hostname_verification() };
+            options = unverified;
         }
         Ok(options)
     }

@@ -58,3 +58,4 @@ mod support;
 mod tls;
 mod two_phase_commit;
 mod watch_count;
+mod zk_in_flight;

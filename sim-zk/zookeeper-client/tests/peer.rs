@@ -4,7 +4,9 @@
 //! is in `PEER_SUITE.md`; `peer/run.sh` runs it and prints the table.
 // Its TLS tests need rcgen and a TLS server: the suite runs without the `tls` feature.
 #![cfg(all(madsim, not(feature = "tls")))]
+// The upstream suite is run as it is written, its `unsafe` blocks included.
 #![allow(
+    unsafe_code,
     deprecated,
     dead_code,
     unused,

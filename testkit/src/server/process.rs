@@ -289,6 +289,7 @@ pub(super) fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours. Callers only signal
     // processes they own (an unreaped child, so its pid cannot have been reused) or whose
     // command line they have just checked.
+    #[allow(unsafe_code)]
     let rc = unsafe { libc::kill(pid, sig) };
     if rc == 0 {
         Ok(())

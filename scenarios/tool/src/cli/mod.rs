@@ -143,12 +143,11 @@ enum CliError {
 pub fn main_with(registry: Registry) -> ExitCode {
     // A reader that stops early (`avout run bank | head`) ends the process quietly, as it
     // does other Unix tools, instead of a panic in the next `println!`.
-    #[cfg(unix)]
     // SAFETY: called first thing in main, before any other thread exists; restoring the
     // default disposition of SIGPIPE has no other effect on this process.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {

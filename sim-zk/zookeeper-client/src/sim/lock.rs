@@ -791,6 +791,7 @@ impl OwnedLockClient {
 impl Drop for OwnedLockClient {
     fn drop(&mut self) {
         // SAFETY: the client is taken once, here, and never used after.
+        #[allow(unsafe_code)]
         let client = unsafe { ManuallyDrop::take(&mut self.client) };
         let path = std::mem::take(&mut self.lock);
         client.delete_background(path);
