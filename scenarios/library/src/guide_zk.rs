@@ -133,12 +133,12 @@
 //!     about: "the counter under zookeeper-client's lock; checker: avout's mutex",
 //!     defaults: (3, 5),
 //!     checkers: avout_scenarios::builtin::mutex::SCENARIO.checkers,
-//!     workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec)),
+//!     workload: |env, w, rec| Box::pin(processes(env, w, rec)),
 //! };
 //!
-//! async fn processes(cluster: AnyCluster<'_>, w: &Workload, rec: &Recorder)
+//! async fn processes(env: &Env<'_>, w: &Workload, rec: &Recorder)
 //!     -> Result<(), WorkloadError> {
-//!     let zk = cluster.sim_zk().expect("the simulator");
+//!     let zk = env.backend.simulator().cloned().expect("the simulator");
 //!     // The run's simulated ensemble, where the service's connect string leads.
 //!     let _served = zookeeper_client::SimServer::attach(&zk, ["zk:2181"]);
 //!     let done = Arc::new(Mutex::new(0));

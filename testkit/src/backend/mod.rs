@@ -27,9 +27,17 @@
 //! # For workloads too
 //!
 //! The trait is object safe (its futures are boxed), so a registry of scenarios can hand its
-//! workloads a `&dyn Backend` whichever service the run is on. Settings of a run that are not
-//! about the service (planted bugs, where the STM keeps its values) belong beside the
-//! backend, not in it.
+//! workloads a `&dyn Backend` whichever service the run is on: `avout-scenarios` does, in its
+//! `scenario::env::Env`. Settings of a run that are not about the service (planted bugs,
+//! where the STM keeps its values) belong beside the backend, there, not in it.
+//!
+//! # One trait
+//!
+//! Somewhere new to run tests and workloads implements this trait, and nothing else of the
+//! kit's: it is what the conformance suite ([`conformance`](crate::conformance)), avout's
+//! recipe tests and the scenarios' workloads all take (the suite once had a trait of its own,
+//! and the scenarios a `Cluster`; both are folded into this one). Its connector is core's
+//! [`Connect`], which a managed [`Client`] needs anyway.
 //!
 //! ```
 //! use avout::{Coordination, CoordinationExt};

@@ -8,8 +8,8 @@ use std::time::Duration;
 use avout_check::history::EventType;
 use avout_example_zk_counter::{Config, Events, GaveUp, Role, Step, run};
 use avout_scenarios::builtin::{election, mutex};
-use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{AnyCluster, Described, FaultPlan, Workload, WorkloadError};
+use avout_scenarios::scenario::env::{Env, Recorder};
+use avout_scenarios::scenario::{Described, FaultPlan, Workload, WorkloadError};
 use avout_sim_zk::FaultKind;
 use serde_json::{Value, json};
 use zookeeper_client as zk;
@@ -69,13 +69,13 @@ type Outcomes = Arc<Mutex<Vec<Option<Result<(), GaveUp>>>>>;
 /// The application's processes in `role`, each a madsim node, on the run's simulated
 /// ensemble, with `config`; the run fails if one gives up.
 async fn processes(
-    cluster: AnyCluster<'_>,
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     role: Role,
     config: Config,
 ) -> Result<(), WorkloadError> {
-    let zk = cluster.sim_zk().ok_or_else(|| {
+    let zk = env.backend.simulator().cloned().ok_or_else(|| {
         WorkloadError::gave_up(
             "processes as madsim nodes (the simulator only)",
             None::<WorkloadError>,
@@ -134,7 +134,7 @@ pub(crate) const ZK_COUNTER: Described = Described {
             client; checker: avout's mutex (one holder at a time, fencing, no lost increment)",
     defaults: (3, 5),
     checkers: mutex::SCENARIO.checkers,
-    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Counter, config(true))),
+    workload: |env, w, rec| Box::pin(processes(env, w, rec, Role::Counter, config(true))),
 };
 
 /// The election: processes take leadership and add one to the epoch; judged by the checkers
@@ -146,7 +146,7 @@ pub(crate) const ZK_ELECTION: Described = Described {
             leaders)",
     defaults: (3, 4),
     checkers: election::SCENARIO.checkers,
-    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Leader, config(true))),
+    workload: |env, w, rec| Box::pin(processes(env, w, rec, Role::Leader, config(true))),
 };
 
 /// The counter as the application first had it: trusting `Client::lock`'s documented
@@ -156,7 +156,7 @@ pub(crate) const ZK_COUNTER_TRUSTING: Described = Described {
     name: "zk-counter-trusting",
     about: "zk-counter with timed-out lock waits retried on the same session, trusting \
             zookeeper-client's cancellation safety; checker: avout's mutex",
-    workload: |cluster, w, rec| Box::pin(processes(cluster, w, rec, Role::Counter, config(false))),
+    workload: |env, w, rec| Box::pin(processes(env, w, rec, Role::Counter, config(false))),
     ..ZK_COUNTER
 };
 

@@ -39,7 +39,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use avout_sim_zk::rng::ClientStream;
 
-use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client};
+use crate::scenario::env::{Env, Process, Recorder, all_clients};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke};
 use crate::scenario::{BoxError, WorkloadError};
 use crate::scenario::{OP_DEADLINE, Workload};
@@ -356,12 +356,12 @@ async fn coordinate(client: &Client, rec: &Recorder, phase: &Phase) -> Result<()
 }
 
 /// The workload: the root, then every client writing and following, and the coordinator.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn workload(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    let coordinator = open_client(cluster).await?;
+    let coordinator = env.backend.client().await?;
     setup(
         &coordinator,
         rec,
@@ -375,14 +375,14 @@ pub(crate) async fn workload<K: Cluster>(
     };
     let phase = &phase;
     let clients = all_clients(w.clients, |index| async move {
-        let client = open_client(cluster).await?;
+        let client = env.backend.client().await?;
         let writer = async {
             let written = write(&client, w, rec, index).await;
             phase.writing.fetch_sub(1, Ordering::SeqCst);
             written
         };
         let follower = async {
-            let followed = follow(&client, w, rec, index, phase, cluster.planted()).await;
+            let followed = follow(&client, w, rec, index, phase, env.planted).await;
             phase.following.fetch_sub(1, Ordering::SeqCst);
             followed
         };
@@ -402,5 +402,5 @@ pub const SCENARIO: Described = Described {
         for a real change, none reported twice, each view converges to the tree",
     defaults: (4, 30),
     checkers: |_w| Checks::named("cache", &Options::default()),
-    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };

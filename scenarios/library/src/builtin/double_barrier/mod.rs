@@ -30,7 +30,6 @@ use serde_json::json;
 use avout_check::Options;
 use avout_check::history::EventType;
 
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use crate::scenario::{Checks, Described, WorkloadError};
 
@@ -79,12 +78,12 @@ impl Rounds {
 }
 
 /// One client: `me.w.ops` rounds.
-async fn client<K: Cluster>(mut me: Worker<'_, K>, rounds: &Rounds) -> Result<(), WorkloadError> {
+async fn client(mut me: Worker<'_>, rounds: &Rounds) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let count = me.w.clients;
     for round in 0..me.w.ops {
-        let barrier = DoubleBarrier::new(&client, format!("{PATH}/r{round}"), count)?
-            .planted(me.cluster.planted());
+        let barrier =
+            DoubleBarrier::new(&client, format!("{PATH}/r{round}"), count)?.planted(me.env.planted);
         let input = json!({"round": round, "client": me.index, "count": count});
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..20))).await;
         let (mut inside, mut over) = (None, false);
@@ -141,11 +140,11 @@ pub const SCENARIO: Described = Described {
             before all came, nobody out before all began to leave",
     defaults: (4, 6),
     checkers: |_w| Checks::named("double-barrier", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
             let rounds = Rounds((0..w.ops).map(|_| watch::channel(0).0).collect());
             let rounds = &rounds;
-            all_workers(&cluster, w, rec, |me| client(me, rounds)).await
+            all_workers(env, w, rec, |me| client(me, rounds)).await
         })
     },
 };

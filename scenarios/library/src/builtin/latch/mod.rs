@@ -30,7 +30,6 @@ use avout_check::Options;
 use avout_check::history::EventType;
 
 use crate::builtin::mutex::{counter_node, fenced_write, read_counter, set_counter};
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use crate::scenario::{Checks, Described, OP_DEADLINE, WorkloadError};
 
@@ -88,7 +87,7 @@ async fn node_of(election: &Election, term: i64) -> Option<String> {
 
 /// One turn: the latch opened, led, written under, closed. False if an operation missed its
 /// deadline.
-async fn turn(me: &mut Worker<'_, impl Cluster>, client: &Client, election: &Election) -> bool {
+async fn turn(me: &mut Worker<'_>, client: &Client, election: &Election) -> bool {
     let latch = election.latch();
     let p = me.caller.p();
     me.caller.rec.invoke(p, "acquire", Value::Null, None);
@@ -146,12 +145,12 @@ async fn turn(me: &mut Worker<'_, impl Cluster>, client: &Client, election: &Ele
 }
 
 /// One client: `me.w.ops` turns, each after two look-ups of the leader.
-async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
     let election = Election::new(&client, PATH)?
         .with_id(format!("c{}", me.index))
-        .planted(me.cluster.planted());
+        .planted(me.env.planted);
     for _ in 0..me.w.ops {
         for _ in 0..2 {
             if !look_up(&election, &mut me.caller).await {
@@ -178,7 +177,5 @@ pub const SCENARIO: Described = Described {
             .and("latch", &Options::default())
             .labelled("latch (one leader per term, stands until closed, look-ups answer)")
     },
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

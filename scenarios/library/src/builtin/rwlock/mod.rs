@@ -31,7 +31,6 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
@@ -169,10 +168,10 @@ async fn downgrade(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let lock = RwLock::new(&client, LOCK)?.planted(me.cluster.planted());
+    let lock = RwLock::new(&client, LOCK)?.planted(me.env.planted);
     for _ in 0..me.w.ops {
         let write = me.rng.random_bool(0.4);
         let wait = Wait::draw(&mut me.rng);
@@ -230,7 +229,5 @@ pub const SCENARIO: Described = Described {
     about: "readers read twice, writers increment; checker: no writer inside a read hold",
     defaults: (4, 20),
     checkers: |_w| Checks::named("rwlock", &Options::default()),
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

@@ -32,7 +32,7 @@ use serde_json::json;
 use avout_check::Options;
 use avout_check::history::EventType;
 
-use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::env::{Env, Process, Recorder};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use crate::scenario::{Checks, Described, OP_DEADLINE, WorkloadError};
 
@@ -100,9 +100,9 @@ struct Phase {
 }
 
 /// One client: `me.w.ops` acquisitions, then its session kept until the count is done.
-async fn client<K: Cluster>(mut me: Worker<'_, K>, phase: &Phase) -> Result<(), WorkloadError> {
+async fn client(mut me: Worker<'_>, phase: &Phase) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let semaphore = Semaphore::new(&client, PATH, LEASES)?.planted(me.cluster.planted());
+    let semaphore = Semaphore::new(&client, PATH, LEASES)?.planted(me.env.planted);
     let mut counted = phase.counted.subscribe();
     for _ in 0..me.w.ops {
         let wait = draw_wait(&mut me.rng);
@@ -125,15 +125,11 @@ async fn client<K: Cluster>(mut me: Worker<'_, K>, phase: &Phase) -> Result<(), 
 
 /// The last count, once every client is done: leases taken with `try_acquire_for` until
 /// [`LEASES`] are held or one does not come.
-async fn count<K: Cluster>(
-    cluster: &K,
-    rec: &Recorder,
-    phase: &Phase,
-) -> Result<(), WorkloadError> {
+async fn count(env: &Env<'_>, rec: &Recorder, phase: &Phase) -> Result<(), WorkloadError> {
     while phase.working.get() > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let client = open_client(cluster).await?;
+    let client = env.backend.client().await?;
     let semaphore = Semaphore::new(&client, PATH, LEASES)?;
     let mut caller = Caller::new(rec, Process::new(0, 1).shifted(CAPACITY_PROCESS));
     let op = Invoke::new("capacity", json!({ "leases": LEASES }));
@@ -164,15 +160,15 @@ pub const SCENARIO: Described = Described {
             counted at the end; checker: at most N holds, no lease lost",
     defaults: (4, 10),
     checkers: |_w| Checks::named("semaphore", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
             let phase = Phase {
                 working: Cell::new(w.clients),
                 counted: watch::channel(false).0,
             };
             let phase = &phase;
-            let workers = all_workers(&cluster, w, rec, |me| client(me, phase));
-            let (done, counted) = futures::join!(workers, count(&cluster, rec, phase));
+            let workers = all_workers(env, w, rec, |me| client(me, phase));
+            let (done, counted) = futures::join!(workers, count(env, rec, phase));
             done.and(counted)
         })
     },

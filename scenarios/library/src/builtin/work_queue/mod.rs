@@ -23,7 +23,7 @@ use serde_json::Value;
 use avout_check::Options;
 
 use crate::builtin::queue::drain;
-use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::env::{Env, Process, Recorder};
 use crate::scenario::worker::{Caller, Ended, Invoke, Worker, all_workers};
 use crate::scenario::{Checks, Described, WorkloadError};
 
@@ -77,9 +77,9 @@ async fn consume(queue: &Queue, caller: &mut Caller<'_>) -> bool {
 }
 
 /// One client: its producer and its consumer.
-async fn client<K: Cluster>(mut me: Worker<'_, K>, phase: &Phase) -> Result<(), WorkloadError> {
+async fn client(mut me: Worker<'_>, phase: &Phase) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let queue = Queue::new(&client, PATH)?.planted(me.cluster.planted());
+    let queue = Queue::new(&client, PATH)?.planted(me.env.planted);
     let consumer = Process::new(me.index, me.w.clients).shifted(CONSUMER_BASE);
     let mut consumer = Caller::new(me.caller.rec, consumer);
     let consuming = async {
@@ -100,11 +100,11 @@ async fn client<K: Cluster>(mut me: Worker<'_, K>, phase: &Phase) -> Result<(), 
 }
 
 /// Once every producer is done: a stop item every 100 ms until every consumer took one.
-async fn stop<K: Cluster>(cluster: &K, rec: &Recorder, phase: &Phase) -> Result<(), WorkloadError> {
+async fn stop(env: &Env<'_>, rec: &Recorder, phase: &Phase) -> Result<(), WorkloadError> {
     while phase.producing.get() > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let client = open_client(cluster).await?;
+    let client = env.backend.client().await?;
     let queue = Queue::new(&client, PATH)?;
     let mut caller = Caller::new(rec, Process::new(0, 1).shifted(COORDINATOR));
     let mut k = 0;
@@ -125,17 +125,17 @@ pub const SCENARIO: Described = Described {
             drain; checker: nothing lost, nothing delivered twice, no consumer stuck",
     defaults: (4, 10),
     checkers: |_w| Checks::named("queue", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
             let phase = Phase {
                 producing: Cell::new(w.clients),
                 consuming: Cell::new(w.clients),
             };
             let phase = &phase;
-            let workers = all_workers(&cluster, w, rec, |me| client(me, phase));
-            let (done, stopped) = futures::join!(workers, stop(&cluster, rec, phase));
+            let workers = all_workers(env, w, rec, |me| client(me, phase));
+            let (done, stopped) = futures::join!(workers, stop(env, rec, phase));
             done.and(stopped)?;
-            drain(&cluster, w, rec, PATH).await
+            drain(env, w, rec, PATH).await
         })
     },
 };

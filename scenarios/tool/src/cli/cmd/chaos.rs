@@ -20,9 +20,9 @@ use avout::planted::Bug;
 use avout::stm::store::{PostgresStore, RefStore};
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
-use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::store::RefStoreKind;
 use avout_scenarios::scenario::{Registry, Report, RunError, Workload};
+use avout_testkit::backend::ZkBackend;
 use avout_testkit::server::ZkEnsemble;
 
 /// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).
@@ -96,7 +96,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ChaosError> {
 
 async fn nemesis_loop(
     ensemble: Arc<ZkEnsemble>,
-    cluster: Arc<Mutex<ZkCluster>>,
+    backend: Arc<Mutex<ZkBackend>>,
     every: Duration,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
 ) {
@@ -155,7 +155,7 @@ async fn nemesis_loop(
             }
             _ => {
                 // The current round's clients.
-                let live = cluster.lock().expect("not poisoned").sessions();
+                let live = backend.lock().expect("not poisoned").sessions();
                 if let Some(c) = live.get(round % live.len().max(1)) {
                     count("session-expiry");
                     if c.expire_session().await.is_err() {
@@ -228,7 +228,7 @@ pub(crate) fn run_real(
     let result = rt.block_on(async {
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
         let mut nemesis = None;
-        let mut current: Option<Arc<Mutex<ZkCluster>>> = None;
+        let mut current: Option<Arc<Mutex<ZkBackend>>> = None;
         let started = std::time::Instant::now();
         let mut reports = Vec::new();
         for round in 0u64.. {
@@ -237,17 +237,16 @@ pub(crate) fn run_real(
             let base = chroot(&config, &w.scenario).await?;
             let connect = format!("{}{base}", config.connect);
             let store = ref_store(&w, pg, &connect).await?;
-            let cluster = ZkCluster::new(
+            let backend = ZkBackend::new(
                 ZkConfig {
                     connect,
                     ..config.clone()
                 }
                 .with_session_timeout(SESSION_TIMEOUT),
-            )
-            .with_ref_store(store);
+            );
             match &current {
-                Some(c) => *c.lock().expect("not poisoned") = cluster.clone(),
-                None => current = Some(Arc::new(Mutex::new(cluster.clone()))),
+                Some(c) => *c.lock().expect("not poisoned") = backend.clone(),
+                None => current = Some(Arc::new(Mutex::new(backend.clone()))),
             }
             if let (None, Some(e), Some(every), Some(c)) = (&nemesis, &ensemble, every, &current) {
                 nemesis = Some(tokio::spawn(nemesis_loop(
@@ -258,7 +257,12 @@ pub(crate) fn run_real(
                 )));
             }
             let before = counts.lock().expect("not poisoned").clone();
-            let report = registry.run(&w).planted(planted).zk(&cluster).await;
+            let report = registry
+                .run(&w)
+                .planted(planted)
+                .ref_store(store)
+                .zk(&backend)
+                .await;
             let mut report = match report {
                 Ok(r) => r,
                 Err(e) => {
