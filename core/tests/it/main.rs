@@ -11,7 +11,7 @@ mod agent;
 mod atom;
 mod atom_failover;
 mod atom_probe;
-mod atom_sim;
+mod atom_faults;
 mod barrier;
 mod cache;
 mod client_sim;
