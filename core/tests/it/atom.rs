@@ -15,7 +15,7 @@ use serde_json::json;
 
 use avout_testkit::backend::Backend;
 
-use crate::atom_probe::Probe;
+use crate::atom_probe;
 use crate::support::{self, on_both};
 
 /// Runs `per` increments from each of `clients` at once; returns the atoms used.
@@ -90,18 +90,22 @@ async fn concurrent_swaps_never_lose_an_update_and_promotion_bounds_retries() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_twice() {
     let server = support::standalone();
-    let probe = Probe::new(support::connect(&ZkConfig::new(server.connect_string())).await);
+    let probe = atom_probe::probe(support::connect(&ZkConfig::new(server.connect_string())).await);
     // Exactly the probed session: the counts are of its requests.
     let atom: Atom<u64> = Atom::open(&Client::single(probe.clone()), "/atoms/probe", 0)
         .await
         .unwrap();
     atom.swap(|n| n + 1).await.unwrap();
 
-    let before = probe.requests();
+    let before = probe.intercept().requests();
     for _ in 0..10 {
         atom.swap(|n| n + 1).await.unwrap();
     }
-    assert_eq!(probe.requests() - before, 10, "one set_data per warm swap");
+    assert_eq!(
+        probe.intercept().requests() - before,
+        10,
+        "one set_data per warm swap"
+    );
     // Eleven swaps and the create in `open`.
     assert_eq!(atom.stats().optimistic_tries, 12);
     // A rough figure for the uncontended path (the benchmark proper lives in the CLI).
@@ -115,16 +119,16 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
 
     // The set is applied but its reply is lost: recovery reads the node, finds its write id,
     // and does not apply the increment again.
-    probe.lose_next_set_reply();
+    probe.intercept().lose_next_set_reply();
     assert_eq!(atom.swap(|n| n + 1).await.unwrap(), 12);
-    assert_eq!(probe.lost(), 1);
+    assert_eq!(probe.intercept().lost(), 1);
     assert_eq!(atom.stats().recoveries, 1);
     assert_eq!(atom.deref().await.unwrap(), 12);
 
     // The same with another writer in between: the id is found one version back.
     let other_client = support::client(&ZkConfig::new(server.connect_string())).await;
     let other: Atom<u64> = Atom::open(&other_client, "/atoms/probe", 0).await.unwrap();
-    probe.lose_next_set_reply();
+    probe.intercept().lose_next_set_reply();
     let mut calls = 0;
     let result = atom
         .swap(|n| {
