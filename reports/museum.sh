@@ -7,8 +7,9 @@
 # For each bug: `avout soak --planted BUG` over every scenario (which scenarios fail it, on how
 # many seeds); the scenario failing at the lowest seed is its finder, `avout explore` times the
 # search there, `avout shrink` makes its first failing case small, and `avout view` draws the
-# shrunk case's page into reports/museum/BUG.html (its case file beside it, its row of the table
-# in BUG.row, so a run for a few bugs keeps the others' rows). The table replaces
+# shrunk case's page into reports/museum/BUG.html (not kept in git: each page carries the whole
+# viewer, so the pages were 13 copies of it; the case file beside it is kept, and its row of the
+# table in BUG.row, so a run for a few bugs keeps the others' rows). The table replaces
 # the text between the markers in reports/museum.md; the notes below them are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ for bug in "${bugs[@]}"; do
   shrunk=$("$avout" shrink "$case" --budget 1000 --json --out "reports/museum/$bug.json" || true)
   steps=$(jq -r '"\(.steps_after) steps (\(.clients) × \(.ops_per_client) ops, \(.faults_fired_before) → \(.faults_scheduled_after) faults)"' <<<"$shrunk")
   "$avout" view "reports/museum/$bug.json" --out "reports/museum/$bug.html" >/dev/null
-  row "| \`$bug\` | $finder | $to_find ($secs s) | $steps | $failing | [page](museum/$bug.html): ${anomaly//|/\\|} |"
+  row "| \`$bug\` | $finder | $to_find ($secs s) | $steps | $failing | [case](museum/$bug.json): ${anomaly//|/\\|} |"
 done
 # Every bug's row, the museum's order (a run for a few bugs keeps the others' rows).
 mapfile -t all < <("$avout" run counter --planted '?' 2>&1 | sed -n 's/.*(known: \(.*\))$/\1/p' |

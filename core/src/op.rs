@@ -165,11 +165,18 @@ impl Op {
                 path,
                 data,
                 options,
-            } => {
-                crate::path::validate_write(path, options.mode.is_sequential(), data)?;
-                options.validate(path)
-            }
+            } => Op::validate_create(path, data, options),
         }
+    }
+
+    /// Checks a create's path, data and options (an operation's or a request's).
+    pub(crate) fn validate_create(
+        path: &str,
+        data: &[u8],
+        options: &crate::CreateOptions,
+    ) -> crate::Result<()> {
+        crate::path::validate_write(path, options.mode.is_sequential(), data)?;
+        options.validate(path)
     }
 }
 

@@ -244,27 +244,15 @@ impl Request {
                 path,
                 data,
                 options,
-            } => {
-                crate::path::validate_write(path, options.mode.is_sequential(), data)?;
-                options.validate(path)
-            }
+            } => Op::validate_create(path, data, options),
             Request::SetData { path, data, .. } => crate::path::validate_write(path, false, data),
-            Request::Delete { path, .. }
-            | Request::GetData { path, .. }
-            | Request::Exists { path, .. }
-            | Request::GetChildren { path, .. }
-            | Request::Sync { path }
-            | Request::GetAcl { path }
-            | Request::SetAcl { path, .. }
-            | Request::GetAllChildrenNumber { path }
-            | Request::AddWatch { path, .. }
-            | Request::RemoveWatches { path } => crate::path::validate_path(path, false),
-            Request::GetEphemerals { prefix } => crate::path::validate_path(prefix, false),
             Request::Multi(ops) => Op::validate_all(ops),
             Request::MultiRead(ops) => ops
                 .iter()
                 .try_for_each(|op| crate::path::validate_path(op.path(), false)),
             Request::AddAuth { .. } | Request::WhoAmI => Ok(()),
+            // Every other request names one path (`getEphemerals` a prefix, checked as one).
+            _ => crate::path::validate_path(self.path(), false),
         }
     }
 }

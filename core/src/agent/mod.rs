@@ -109,7 +109,6 @@ pub use state::{
 };
 pub use step::{StepError, StepMachine, Stepped};
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -170,15 +169,7 @@ struct Inner<T> {
     sending: tokio::sync::Mutex<()>,
     validator: StdMutex<Option<Validator<T>>>,
     handler: StdMutex<Option<ErrorHandler>>,
-    watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
-}
-
-impl<T> Drop for Inner<T> {
-    fn drop(&mut self) {
-        for (_, task) in std::mem::take(&mut *lock(&self.watches)) {
-            task.abort();
-        }
-    }
+    watches: crate::task::WatchTasks,
 }
 
 /// A distributed agent holding a `T` and applying actions of type `A`; see the
@@ -279,7 +270,7 @@ where
                 sending: tokio::sync::Mutex::new(()),
                 validator: StdMutex::new(None),
                 handler: StdMutex::new(None),
-                watches: StdMutex::new(BTreeMap::new()),
+                watches: Default::default(),
             }),
             _action: PhantomData,
         })
@@ -606,9 +597,7 @@ where
                 }
             }
         });
-        if let Some(previous) = lock(&self.inner.watches).insert(key.into(), task) {
-            previous.abort();
-        }
+        self.inner.watches.insert(key.into(), task);
         Ok(())
     }
 
@@ -618,13 +607,7 @@ where
     /// # fn demo(a: avout::agent::Agent<u64, ()>) { a.remove_watch("log"); }
     /// ```
     pub fn remove_watch(&self, key: &str) -> bool {
-        match lock(&self.inner.watches).remove(key) {
-            Some(task) => {
-                task.abort();
-                true
-            }
-            None => false,
-        }
+        self.inner.watches.remove(key)
     }
 
     fn clone_weakly(&self) -> WeakAgent<T, A> {

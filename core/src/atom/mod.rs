@@ -77,7 +77,6 @@ pub use machine::{CasMachine, Outcome, Step, StepError, Versioned};
 pub use store::{FileStore, StateContainer, StoreError, ZkNode};
 pub use watcher::{AtomWatcher, Change};
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -188,15 +187,7 @@ struct Inner<T, K> {
     writer: u64,
     writing: tokio::sync::Mutex<()>,
     counters: Counters,
-    watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
-}
-
-impl<T, K> Drop for Inner<T, K> {
-    fn drop(&mut self) {
-        for (_, task) in std::mem::take(&mut *lock(&self.watches)) {
-            task.abort();
-        }
-    }
+    watches: crate::task::WatchTasks,
 }
 
 /// A distributed atom holding a `T` in a ZooKeeper node, encoded with codec `K`; see the
@@ -492,9 +483,7 @@ where
                 }
             }
         });
-        if let Some(old) = lock(&self.inner.watches).insert(key, task) {
-            old.abort();
-        }
+        self.inner.watches.insert(key, task);
         Ok(())
     }
 
@@ -506,13 +495,7 @@ where
     /// # }
     /// ```
     pub fn remove_watch(&self, key: &str) -> bool {
-        match lock(&self.inner.watches).remove(key) {
-            Some(task) => {
-                task.abort();
-                true
-            }
-            None => false,
-        }
+        self.inner.watches.remove(key)
     }
 
     fn missing(&self) -> AtomError {

@@ -394,10 +394,10 @@ impl Client {
     fn view(&self, session: Session) -> Session {
         match &self.acl {
             None => session,
-            Some(acl) => session.wrapped(Arc::new(acl::WithAcl {
-                inner: session.coordination().clone(),
-                acl: acl.clone(),
-            })),
+            Some(acl) => session.wrapped(Arc::new(crate::Intercepted::new(
+                session.coordination().clone(),
+                acl::WithAcl(acl.clone()),
+            ))),
         }
     }
 

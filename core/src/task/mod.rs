@@ -30,6 +30,9 @@ use std::task::{Context, Poll, Waker};
 use tokio::task::JoinHandle;
 
 pub mod watch;
+mod watches;
+
+pub(crate) use watches::WatchTasks;
 
 tokio::task_local! {
     static CURRENT: Gate;

@@ -13,8 +13,8 @@ use avout::locktable::{
     set_var,
 };
 use avout::{
-    Client, Coordination, Error, Op, OpFuture, Reply, Request, SessionId, SessionInfo,
-    SessionState, SessionStates, Watch,
+    Client, Coordination, Error, Intercept, Intercepted, Op, OpFuture, Reply, Request, SessionId,
+    Watch,
 };
 use avout_sim_zk::{FaultKind, FaultRates};
 use avout_testkit::backend::{Backend, SimBackend};
@@ -246,33 +246,25 @@ enum Loss {
     Request,
 }
 
-/// A session whose next writing `multi` is lost as armed: the lock table's commit.
-struct Lossy {
-    inner: Arc<dyn Coordination>,
-    armed: StdMutex<Option<Loss>>,
-}
+/// Loses a session's next writing `multi` as armed: the lock table's commit.
+struct Armed(StdMutex<Option<Loss>>);
 
-impl Coordination for Lossy {
-    fn session(&self) -> SessionInfo {
-        self.inner.session()
-    }
-    fn session_states(&self) -> SessionStates {
-        self.inner.session_states()
-    }
-    fn session_state(&self) -> SessionState {
-        self.inner.session_state()
-    }
-    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+impl Intercept for Armed {
+    fn submit<'a>(
+        &'a self,
+        inner: &'a dyn Coordination,
+        request: Request,
+    ) -> OpFuture<'a, (Reply, Option<Watch>)> {
         let writes = matches!(&request, Request::Multi(ops)
             if ops.iter().any(|op| !matches!(op, Op::Check { .. })));
         let loss = if writes {
-            self.armed.lock().unwrap().take()
+            self.0.lock().unwrap().take()
         } else {
             None
         };
         match loss {
             Some(Loss::Reply) => {
-                let applied = self.inner.submit(request);
+                let applied = inner.submit(request);
                 async move {
                     applied.await.expect("the lost multi itself succeeds");
                     Err(Error::ConnectionLoss)
@@ -280,14 +272,8 @@ impl Coordination for Lossy {
                 .boxed()
             }
             Some(Loss::Request) => async { Err(Error::ConnectionLoss) }.boxed(),
-            None => self.inner.submit(request),
+            None => inner.submit(request),
         }
-    }
-    fn new_guid(&self) -> u128 {
-        self.inner.new_guid()
-    }
-    fn close(&self) -> OpFuture<'_, ()> {
-        self.inner.close()
     }
 }
 
@@ -344,18 +330,21 @@ async fn with_lost_commit(
     Result<avout::locktable::Committed, LockTableError>,
     BTreeMap<i64, String>,
 ) {
-    let lossy = Arc::new(Lossy {
-        inner: session_of(backend).await,
-        armed: StdMutex::new(None),
-    });
+    let lossy = Arc::new(Intercepted::new(
+        session_of(backend).await,
+        Armed(StdMutex::new(None)),
+    ));
     // Exactly the lossy session.
     let table_handle = LockTable::new(&Client::single(lossy.clone()), NS).expect("ns");
     for t in setup {
         table_handle.execute(&t).await.expect("setup");
     }
-    *lossy.armed.lock().unwrap() = Some(loss);
+    *lossy.intercept().0.lock().unwrap() = Some(loss);
     let outcome = table_handle.execute(&tx).await;
-    assert!(lossy.armed.lock().unwrap().is_none(), "the commit was lost");
+    assert!(
+        lossy.intercept().0.lock().unwrap().is_none(),
+        "the commit was lost"
+    );
     let left = entries(backend, table).await;
     // Leave the tables empty for the next case.
     let _ = table_handle.execute(&mds_entry_done()).await;

@@ -45,6 +45,7 @@ pub use faults::{FaultKind, Faults};
 pub use read_ahead::ReadAhead;
 use space::ServedClient;
 pub use space::Space;
+pub(crate) use space::world_moves;
 
 use crate::shared::Shared;
 pub(crate) use show::{shorten, show_request, show_result};

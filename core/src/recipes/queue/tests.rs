@@ -2,21 +2,10 @@
 
 use super::*;
 use crate::machine::RETRY_PAUSE_MS;
-use crate::machine::testing::{children, drain};
+use crate::machine::testing::{children, drain, synced};
 use crate::{EventKind, OpResult, Stat};
 
 const GUID: u128 = 0xabc;
-
-/// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
-fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
-    let sent = drain(m);
-    assert!(
-        matches!(&sent[..], [(_, Request::Sync { .. })]),
-        "sync first: {sent:?}"
-    );
-    m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
-    drain(m)
-}
 
 fn data(bytes: &[u8]) -> crate::Result<Reply> {
     Ok(Reply::Data {
@@ -42,6 +31,18 @@ fn start(patience: Patience) -> (TakeMachine, Vec<(Token, Request)>) {
 
 fn receipt() -> String {
     format!("/q/_receipts/{}", guid_hex(GUID))
+}
+
+/// A take whose claim of its one element `a` (returned) lost its connection at 3 ms.
+fn claim_lost() -> (TakeMachine, String) {
+    let (mut m, sent) = start(Patience::Forever);
+    let a = name(0, 1);
+    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    (m, a)
 }
 
 #[test]
@@ -85,13 +86,7 @@ fn takes_the_lowest_by_priority_then_sequence() {
 
 #[test]
 fn a_lost_claim_reply_is_settled_by_the_receipt_without_a_second_claim() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     assert_eq!(
         m.in_doubt().map(|(r, e)| (r, e.name)),
         Some((receipt(), a.clone()))
@@ -115,13 +110,7 @@ fn a_lost_claim_reply_is_settled_by_the_receipt_without_a_second_claim() {
 
 #[test]
 fn a_lost_claim_request_is_retried_only_after_the_receipt_is_found_absent() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     m.handle_timer(Millis(3 + RETRY_PAUSE_MS));
     let sent = synced(&mut m);
     m.handle_reply(Millis(30), sent[0].0, Ok(Reply::Exists(None)));
@@ -245,13 +234,7 @@ fn a_deadline_never_abandons_a_claim_in_doubt() {
 
 #[test]
 fn session_expiry_with_a_claim_in_doubt_names_the_element() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     m.handle_session(Millis(4), SessionState::Expired);
     assert_eq!(
         m.poll_output(),

@@ -45,6 +45,24 @@ fn take_mutex(m: &mut SemaphoreMachine) -> String {
     lock
 }
 
+/// Answers the lease create (`ours`, zxid 20) and the listing sent with it (`other`, `ours`).
+fn lease_listed(m: &mut SemaphoreMachine, sent: &[(Token, Request)], ours: &str, other: &str) {
+    m.handle_reply(
+        Millis(2),
+        sent[0].0,
+        created(format!("/s/leases/{ours}"), 20),
+    );
+    m.handle_reply(Millis(2), sent[1].0, children(&[other, ours]));
+}
+
+/// An unconditional delete of `path`.
+fn delete(path: String) -> Request {
+    Request::Delete {
+        path,
+        version: None,
+    }
+}
+
 #[test]
 fn a_free_lease_takes_lock_lease_unlock() {
     let mut m = start(2, Patience::Forever);
@@ -58,24 +76,12 @@ fn a_free_lease_takes_lock_lease_unlock() {
         Request::GetChildren { watch: false, .. }
     ));
     let ours = format!("{}0000000004", m.lease_prefix());
-    m.handle_reply(
-        Millis(2),
-        sent[0].0,
-        created(format!("/s/leases/{ours}"), 20),
-    );
-    m.handle_reply(
-        Millis(2),
-        sent[1].0,
-        children(&["_c_x-lease-0000000003", &ours]),
-    );
+    lease_listed(&mut m, &sent, &ours, "_c_x-lease-0000000003");
     let sent = drain(&mut m);
     assert_eq!(sent.len(), 1);
     assert_eq!(
         sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        },
+        delete(lock),
         "the mutex is released before the lease is handed out"
     );
     assert_eq!(m.poll_output(), None);
@@ -91,16 +97,7 @@ fn a_full_semaphore_waits_on_one_child_watch_while_holding_the_mutex() {
     take_mutex(&mut m);
     let sent = drain(&mut m);
     let ours = format!("{}0000000002", m.lease_prefix());
-    m.handle_reply(
-        Millis(2),
-        sent[0].0,
-        created(format!("/s/leases/{ours}"), 20),
-    );
-    m.handle_reply(
-        Millis(2),
-        sent[1].0,
-        children(&["_c_x-lease-0000000001", &ours]),
-    );
+    lease_listed(&mut m, &sent, &ours, "_c_x-lease-0000000001");
     let sent = drain(&mut m);
     assert_eq!(sent.len(), 1);
     assert!(
@@ -236,22 +233,10 @@ fn try_acquire_gives_up_when_full() {
         children(&["_c_x-lease-0000000001", path::name(&ours)]),
     );
     let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: ours,
-            version: None
-        }
-    );
+    assert_eq!(sent[0].1, delete(ours));
     m.handle_reply(Millis(3), sent[0].0, Ok(Reply::Deleted));
     let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        }
-    );
+    assert_eq!(sent[0].1, delete(lock));
     m.handle_reply(
         Millis(4),
         sent[0].0,
@@ -286,13 +271,7 @@ fn a_count_lost_with_the_connection_is_counted_again() {
     );
     m.handle_reply(Millis(3), sent[0].0, children(&[path::name(&ours)]));
     let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        }
-    );
+    assert_eq!(sent[0].1, delete(lock));
     m.handle_reply(Millis(4), sent[0].0, Ok(Reply::Deleted));
     assert_eq!(m.poll_output().expect("done").expect("leased").node, ours);
 }
