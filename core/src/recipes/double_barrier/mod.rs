@@ -16,8 +16,10 @@
 //! `ready` in the second case, which wakes everyone waiting); otherwise we wait for the watch.
 //! Waiting participants wake only when it is time to go.
 //!
-//! **Leave** is the recipe's lowest/highest protocol: list the participant nodes; none left:
-//! done; only ours: delete it (with `ready`, atomically, so the path can be used again) and go;
+//! **Leave** is the recipe's lowest/highest protocol: list the participant nodes; none left,
+//! or ours and `ready` both gone (the round is over: a node there now is a newcomer's, who
+//! never entered it): done; only ours: delete it (with `ready`, atomically, so the path can be
+//! used again) and go;
 //! ours is the lowest: watch the highest and look again when it goes; otherwise delete ours and
 //! watch the lowest. Each deletion wakes one process, except the last, which wakes the rest.
 //!

@@ -118,17 +118,13 @@ fn an_early_entrant_waits_for_ready() {
     assert_eq!(m.poll_output(), Some(Ok(())));
 }
 
-#[test]
-fn leaving_follows_lowest_and_highest() {
-    // Not the lowest: delete ours, watch the lowest.
+/// `p-2` leaving with `listing` present (`p-1` the lowest): it deletes its node and watches
+/// `p-1`, which then goes. Returns the machine's next requests (a listing).
+fn left_and_lowest_gone(listing: &[&str]) -> (LeaveMachine, Vec<(Token, Request)>) {
     let mut m = LeaveMachine::new("/b", "/b/p-2");
     m.handle_session(Millis(0), SessionState::Connected);
     let sent = drain(&mut m);
-    m.handle_reply(
-        Millis(1),
-        sent[0].0,
-        children(&["p-3", "ready", "p-2", "p-1"]),
-    );
+    m.handle_reply(Millis(1), sent[0].0, children(listing));
     let sent = drain(&mut m);
     assert!(matches!(&sent[0].1, Request::Delete { path, .. } if path == "/b/p-2"));
     assert!(matches!(&sent[1].1, Request::Exists { path, watch: true } if path == "/b/p-1"));
@@ -140,6 +136,13 @@ fn leaving_follows_lowest_and_highest() {
     );
     m.handle_watch(Millis(3), sent[1].0, deleted());
     let sent = drain(&mut m);
+    (m, sent)
+}
+
+#[test]
+fn leaving_follows_lowest_and_highest() {
+    // Not the lowest: delete ours, watch the lowest.
+    let (mut m, sent) = left_and_lowest_gone(&["p-3", "ready", "p-2", "p-1"]);
     m.handle_reply(Millis(4), sent[0].0, children(&["ready"]));
     assert_eq!(m.poll_output(), Some(Ok(())));
 
@@ -161,6 +164,30 @@ fn leaving_follows_lowest_and_highest() {
     // The close went through before the connection dropped: nobody is left.
     m.handle_reply(Millis(30), sent[0].0, children(&[]));
     assert_eq!(m.poll_output(), Some(Ok(())));
+}
+
+#[test]
+fn a_newcomer_after_the_round_closed_is_not_waited_for() {
+    // Not the lowest: our node deleted, the lowest watched. The lowest closed the round (its
+    // node and `ready`), and a participant whose session ended inside the round entered again
+    // on its next session: its node is all there is.
+    let (mut m, sent) = left_and_lowest_gone(&["p-1", "p-2", "ready"]);
+    m.handle_reply(Millis(4), sent[0].0, children(&["p-0"]));
+    assert_eq!(
+        m.poll_output(),
+        Some(Ok(())),
+        "the round is over: nobody to wait for"
+    );
+    assert!(drain(&mut m).is_empty());
+
+    // While `ready` stands, a node present is a participant still leaving: wait for it.
+    let mut m = LeaveMachine::new("/b", "/b/p-2");
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&["p-1", "ready"]));
+    let sent = drain(&mut m);
+    assert!(matches!(&sent[..], [(_, Request::Exists { path, watch: true })] if path == "/b/p-1"));
+    assert_eq!(m.poll_output(), None);
 }
 
 #[test]

@@ -271,9 +271,7 @@ impl Registry {
             .with(agents::SCENARIO)
             .with(cache::SCENARIO)
             .with(semaphore::SCENARIO)
-            // 6 of 10,000 seeds under every fault kind end with a participant stuck in enter or
-            // leave (scenarios/known-failures/double-barrier-*.json): runs by name until fixed.
-            .with(KnownFailure(double_barrier::SCENARIO))
+            .with(double_barrier::SCENARIO)
             .with(latch::SCENARIO)
             .with(work_queue::SCENARIO)
     }

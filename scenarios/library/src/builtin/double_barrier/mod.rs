@@ -8,7 +8,11 @@
 //! Every enter races the end of its round: a client whose session ended after the barrier
 //! filled counted as a participant, and the others may have left the round without it (its
 //! node went with its session, which counts as leaving); its enter then stops, `fail`, and it
-//! goes on to the next round.
+//! goes on to the next round. An enter tried again stops the same way as soon as another
+//! client's enter of the round has returned: the barrier opens only with every client's node
+//! present, so the round opened with the old session's node counted, and an enter now would
+//! wait for a `ready` that the round's last leaver deletes (two such clients waited for each
+//! other for ever under every fault kind, seed 12010007427).
 //!
 //! History: `enter` and `leave` (input `{"round", "client", "count"}`; `ok` when it returned,
 //! `fail` for an enter stopped because the round was over).
@@ -62,18 +66,42 @@ impl Ends for Entered {
     }
 }
 
-/// How many clients are done with each round (left it, or gone past it).
-struct Rounds(Vec<watch::Sender<usize>>);
+/// Per round: how many clients are done with it (left it, or gone past it), and whether it
+/// opened (some client's enter returned).
+struct Rounds {
+    done: Vec<watch::Sender<usize>>,
+    opened: Vec<watch::Sender<bool>>,
+}
 
 impl Rounds {
+    fn new(rounds: usize) -> Self {
+        Rounds {
+            done: (0..rounds).map(|_| watch::channel(0).0).collect(),
+            opened: (0..rounds).map(|_| watch::channel(false).0).collect(),
+        }
+    }
+
     fn done(&self, round: usize) {
-        self.0[round].send_modify(|n| *n += 1);
+        self.done[round].send_modify(|n| *n += 1);
+    }
+
+    fn open(&self, round: usize) {
+        self.opened[round].send_replace(true);
     }
 
     /// Returns once every other client of `count` is done with `round`.
     async fn over(&self, round: usize, count: usize) {
-        let mut done = self.0[round].subscribe();
+        let mut done = self.done[round].subscribe();
         let _ = done.wait_for(|n| *n + 1 >= count).await;
+    }
+
+    /// Returns once `round` has opened. The barrier opens only when every client's node is
+    /// present, so a client whose enter failed (its session ended) and that sees the round
+    /// open was counted by its old node: the round went on without it, and entering again
+    /// would wait for a `ready` the round's last leaver has deleted, or will.
+    async fn opened(&self, round: usize) {
+        let mut opened = self.opened[round].subscribe();
+        let _ = opened.wait_for(|o| *o).await;
     }
 }
 
@@ -87,17 +115,25 @@ async fn client(mut me: Worker<'_>, rounds: &Rounds) -> Result<(), WorkloadError
         let input = json!({"round": round, "client": me.index, "count": count});
         tokio::time::sleep(Duration::from_millis(me.rng.random_range(0..20))).await;
         let (mut inside, mut over) = (None, false);
-        for _ in 0..TRIES {
+        for attempt in 0..TRIES {
             let op = Invoke::new("enter", input.clone());
             let enter = || async {
+                let missed = async {
+                    if attempt == 0 {
+                        std::future::pending::<()>().await;
+                    }
+                    rounds.opened(round).await;
+                };
                 tokio::select! {
                     biased;
                     () = rounds.over(round, count) => Err(Entered::RoundOver),
+                    () = missed => Err(Entered::RoundOver),
                     entered = barrier.enter() => entered.map_err(Entered::Barrier),
                 }
             };
             match me.caller.call(op, enter, |_| input.clone()).await {
                 Ended::Ok(guard) => {
+                    rounds.open(round);
                     inside = Some(guard);
                     break;
                 }
@@ -142,7 +178,7 @@ pub const SCENARIO: Described = Described {
     checkers: |_w| Checks::named("double-barrier", &Options::default()),
     workload: |env, w, rec| {
         Box::pin(async move {
-            let rounds = Rounds((0..w.ops).map(|_| watch::channel(0).0).collect());
+            let rounds = Rounds::new(w.ops);
             let rounds = &rounds;
             all_workers(env, w, rec, |me| client(me, rounds)).await
         })
