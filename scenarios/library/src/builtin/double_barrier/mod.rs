@@ -118,16 +118,10 @@ async fn client(mut me: Worker<'_>, rounds: &Rounds) -> Result<(), WorkloadError
         for attempt in 0..TRIES {
             let op = Invoke::new("enter", input.clone());
             let enter = || async {
-                let missed = async {
-                    if attempt == 0 {
-                        std::future::pending::<()>().await;
-                    }
-                    rounds.opened(round).await;
-                };
                 tokio::select! {
                     biased;
                     () = rounds.over(round, count) => Err(Entered::RoundOver),
-                    () = missed => Err(Entered::RoundOver),
+                    () = rounds.opened(round), if attempt > 0 => Err(Entered::RoundOver),
                     entered = barrier.enter() => entered.map_err(Entered::Barrier),
                 }
             };
