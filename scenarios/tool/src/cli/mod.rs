@@ -40,6 +40,7 @@
 //! line to stderr and exits with status 2.
 
 mod cmd;
+mod panic;
 
 use std::process::ExitCode;
 
@@ -148,6 +149,7 @@ pub fn main_with(registry: Registry) -> ExitCode {
     #[cfg(unix)]
     #[allow(unsafe_code)]
     let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    panic::install();
     match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {
@@ -157,6 +159,10 @@ pub fn main_with(registry: Registry) -> ExitCode {
         Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(runs::RunCmdError::Anomaly(_)))) => {
             eprintln!("avout: {e}");
             ExitCode::from(1)
+        }
+        Err(CliError::RunCmd(runs::RunCmdError::Interrupted(signal))) => {
+            eprintln!("avout: the run was ended by {}", signal.name());
+            ExitCode::from(signal.exit_status())
         }
         Err(e) => {
             eprintln!("avout: {e}");

@@ -1,0 +1,88 @@
+//! The nemesis of a real run on an ensemble of our own: every `every`, the next of five
+//! faults in turn, each healed after a second.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use avout_testkit::backend::ZkBackend;
+use avout_testkit::server::ZkEnsemble;
+
+/// Counts of nemesis events by kind, shared with the rounds (each reports those during it).
+pub(super) type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+
+/// Kills and restarts a member, freezes one (SIGSTOP) and resumes it, cuts one off from the
+/// others, cuts the clients off from one, expires a client's session of the current round
+/// (`backend`): in turn, one every `every`, for ever (the caller aborts it).
+pub(super) async fn nemesis_loop(
+    ensemble: Arc<ZkEnsemble>,
+    backend: Arc<Mutex<ZkBackend>>,
+    every: Duration,
+    counts: Counts,
+) {
+    let n = ensemble.members().len();
+    let count = |what: &str| {
+        *counts
+            .lock()
+            .expect("not poisoned")
+            .entry(what.to_owned())
+            .or_default() += 1;
+    };
+    for round in 0usize.. {
+        tokio::time::sleep(every).await;
+        let member = (round / 5) % n;
+        match round % 5 {
+            0..=3 => {
+                let what = [
+                    "member-kill",
+                    "member-sigstop",
+                    "member-partition",
+                    "client-partition",
+                ][round % 5];
+                count(what);
+                let e = ensemble.clone();
+                // Blocking (the test kit waits for processes): off the runtime's threads.
+                // (Deprecated under madsim, where real ensembles do not run.)
+                #[cfg_attr(madsim, allow(deprecated))]
+                let back = tokio::task::spawn_blocking(move || {
+                    let down = match what {
+                        "member-kill" => {
+                            e.kill(member);
+                            Ok(())
+                        }
+                        "member-sigstop" => e.pause(member),
+                        "member-partition" => e.partition(&[member]),
+                        _ => e.cut_clients(member),
+                    };
+                    if down.is_err() {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_secs(1));
+                    match what {
+                        "member-kill" => e.restart(member).is_ok(),
+                        "member-sigstop" => e.resume(member).is_ok(),
+                        _ => {
+                            e.heal();
+                            true
+                        }
+                    }
+                })
+                .await
+                .unwrap_or(false);
+                if !back {
+                    count("member-restart-failed");
+                }
+            }
+            _ => {
+                // The current round's clients.
+                let live = backend.lock().expect("not poisoned").sessions();
+                if let Some(c) = live.get(round % live.len().max(1)) {
+                    count("session-expiry");
+                    if c.expire_session().await.is_err() {
+                        count("session-expiry-failed");
+                    }
+                }
+            }
+        }
+    }
+}
