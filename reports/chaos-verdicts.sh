@@ -39,9 +39,13 @@ for entry in "${scenarios[@]}"; do
     declare -A nemesis=()
     for i in $(seq 1 "$runs"); do
         log="$out/$entry-$i"
+        # The run's servers keep their directories under its own TMPDIR, so that its JVMs
+        # (and only its: other work on the machine has its own) can be found afterwards.
+        tmp="$PWD/$out/tmp/$entry-$i"
+        rm -rf "$tmp" && mkdir -p "$tmp"
         start=$(date +%s)
         set +e
-        timeout -s KILL 600 "$AVOUT" run "$scenario" "${extra[@]}" --seed $((i * 1000)) \
+        TMPDIR="$tmp" timeout -s KILL 600 "$AVOUT" run "$scenario" "${extra[@]}" --seed $((i * 1000)) \
             --zk-ensemble 3 --kill-every "$every" --duration "$duration" --json \
             --out "$out/runs" >"$log.json" 2>"$log.err"
         code=$?
@@ -50,9 +54,10 @@ for entry in "${scenarios[@]}"; do
         codes+="$code "
         # The servers a run started die with it; give the kernel a moment to reap them.
         sleep 0.5
-        n=$(pgrep -fc 'org.apache.zookeeper.server.quorum.QuorumPeerMain' || true)
+        n=$(pgrep -fc "QuorumPeerMain $tmp/" || true)
         left=$((left + n))
-        [ "$n" -gt 0 ] && pkill -9 -f org.apache.zookeeper.server.quorum.QuorumPeerMain || true
+        [ "$n" -gt 0 ] && pkill -9 -f "QuorumPeerMain $tmp/" || true
+        rm -rf "$tmp"
         if [ "$code" -le 1 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$log.json" 2>/dev/null; then
             read -r j u v f < <(python3 - "$log.json" <<'PY'
 import json, sys

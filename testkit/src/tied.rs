@@ -97,6 +97,29 @@ mod tests {
     }
 
     #[test]
+    fn tied_children_asked_for_by_many_short_threads_all_live() {
+        let mut children: Vec<Child> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let mut c = Command::new("sleep");
+                    c.arg("30");
+                    spawn(c).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        for (i, child) in children.iter_mut().enumerate() {
+            assert_eq!(child.try_wait().unwrap(), None, "child {i} was killed");
+        }
+        for mut child in children {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    #[test]
     fn a_missing_program_is_an_error() {
         let err = spawn(Command::new("/nonexistent/avout-no-such-program")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);

@@ -89,6 +89,10 @@ enum Command {
     Shrink(explore::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
     Soak(soak::SoakArgs),
+    /// Run every scenario at once on a real ensemble of our own under every nemesis for a
+    /// long time, sampling memory, tasks, nodes and watches; fails on an anomaly, a hang or
+    /// a leak (reports/endurance.md).
+    Endure(cmd::chaos::endure::EndureArgs),
     /// Write a run's timeline (a case file or any history) as one self-contained HTML page,
     /// the checker's verdict drawn on it.
     View(view::ViewArgs),
@@ -179,6 +183,7 @@ fn dispatch(cli: Cli, registry: &Registry) -> Result<(), CliError> {
         Command::Replay(args) => Ok(explore::replay(registry, &args)?),
         Command::Shrink(args) => Ok(explore::shrink_cmd(registry, &args)?),
         Command::Soak(args) => Ok(soak::run(registry, &args)?),
+        Command::Endure(args) => Ok(cmd::chaos::endure::run(registry, &args)?),
         Command::View(args) => Ok(view::run(registry, &args)?),
         Command::Report(command) => crate::report::run(&command).map(drop).map_err(Into::into),
         Command::Check(args) => match check::run(&args)? {

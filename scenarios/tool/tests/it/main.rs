@@ -3,6 +3,7 @@
 mod cache_lag;
 mod chaos_ends;
 mod check_cli;
+mod endure_cli;
 mod lock_hold;
 mod model_cli;
 mod ref_store;

@@ -62,10 +62,6 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
     let planted = args.common.planted()?;
     let style = Style::stdout();
     let out = &args.common.out;
-    let history_path = args
-        .history
-        .clone()
-        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
     let mut rounds_json = serde_json::Value::Null;
     let mut interrupted = None;
     let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
@@ -125,6 +121,11 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
         let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
         (report, "simulator".to_owned(), case)
     };
+    // Named by the reported round's seed: the last judged round of a real run, not the first.
+    let history_path = args
+        .history
+        .clone()
+        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, report.workload.seed)));
     if let Some(dir) = history_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }

@@ -31,7 +31,9 @@
 //! - **A panic** prints its message, then the run's seed and the command that runs it again
 //!   (`cli::panic`).
 
+pub(crate) mod endure;
 mod nemesis;
+mod sample;
 mod setup;
 
 use std::collections::BTreeMap;
@@ -247,7 +249,7 @@ pub(crate) fn run_real(
                 {
                     nemesis = Some(tokio::spawn(nemesis::nemesis_loop(
                         e.clone(),
-                        c.clone(),
+                        nemesis::sessions_of(c.clone()),
                         every,
                         counts.clone(),
                     )));
