@@ -41,6 +41,7 @@ mod rwlock;
 mod sasl;
 mod semaphore;
 mod semaphore_many;
+mod session_lost_retry;
 mod shared_value;
 mod spawnable;
 mod standalone;
