@@ -28,13 +28,23 @@
 //!   usually applied before our create (one session's requests are applied in order); if it
 //!   was lost, the node is ours and is being deleted again, and while it lingers it blocks
 //!   only other owners, which is safe.
+//! - **A release rides with the next create.** A handle whose previous release is deferred
+//!   (see [`LockGuard::unlock`](super::LockGuard::unlock)) hands that node to
+//!   [`AcquireMachine::with_riding`]: the create becomes one `multi` that deletes the old node
+//!   and creates the new one (with the [stamp](crate::machine::ProtectedCreate::create_riding)
+//!   that gives the new node's `czxid`), so a warm lock–unlock cycle costs one write. The
+//!   `multi` is all or nothing, and the create's recovery decides both: a node adopted after a
+//!   connection loss means the old one is gone, no node means it is still there and the next
+//!   create carries it again. If the delete is refused (the node was already gone: done;
+//!   anything else, such as an ACL) the machine creates alone and leaves the old node to the
+//!   caller ([`AcquireMachine::unreleased`]); it never waits for it meanwhile.
 
 use crate::machine::{
     Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, Resumed, Stall, Token,
     earliest,
 };
 use crate::planted::{Bug, Bugs};
-use crate::{Error, ErrorClass, EventKind, SessionState, WatchedEvent, path};
+use crate::{Error, ErrorClass, EventKind, Op, SessionState, WatchedEvent, path};
 
 use super::LockError;
 
@@ -129,6 +139,10 @@ pub struct AcquireMachine {
     own: Vec<String>,
     /// Names of this owner's nodes whose delete is in flight: they never block.
     releasing: Vec<String>,
+    /// This owner's released node (its path) whose delete rides with our create, until the
+    /// ride is applied; `ride_dropped` once the machine stopped carrying it (refused).
+    riding: Option<String>,
+    ride_dropped: bool,
     patience: Patience,
     deadline: Option<Millis>,
     phase: Phase,
@@ -163,6 +177,8 @@ impl AcquireMachine {
             node: ProtectedCreate::new(lock_path, prefix, session),
             own,
             releasing: Vec::new(),
+            riding: None,
+            ride_dropped: false,
             patience,
             deadline: None,
             phase: Phase::Done,
@@ -216,6 +232,38 @@ impl AcquireMachine {
         self
     }
 
+    /// The same machine, deleting `node` (the path of a node this owner released, under the
+    /// same lock path) in the same `multi` as it creates its own; see the
+    /// [module docs](self). The node never blocks this machine meanwhile.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// use avout::machine::{Machine, Millis, Request};
+    /// let mut m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![])
+    ///     .with_riding("/l/_c_0-lock-0000000007".into());
+    /// m.handle_session(Millis(0), avout::SessionState::Connected);
+    /// assert!(matches!(m.poll_request(), Some((_, Request::Multi(ops))) if ops.len() == 5));
+    /// assert_eq!(m.unreleased(), Some("/l/_c_0-lock-0000000007"));
+    /// ```
+    pub fn with_riding(mut self, node: String) -> Self {
+        self.releasing.push(path::name(&node).to_owned());
+        self.riding = Some(node);
+        self
+    }
+
+    /// The node given to [`with_riding`](Self::with_riding), while the machine does not know
+    /// its delete applied (and its session lives): after the machine finishes, the caller
+    /// releases it as any other.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![]);
+    /// assert_eq!(m.unreleased(), None);
+    /// ```
+    pub fn unreleased(&self) -> Option<&str> {
+        self.riding.as_deref()
+    }
+
     /// The prefix of this machine's node name (`_c_<GUID>-<marker>`).
     ///
     /// ```
@@ -262,10 +310,15 @@ impl AcquireMachine {
         self.outbox.finish(result);
     }
 
-    /// Sends the ancestors' creates (when `with_parents`), our create and the children read,
-    /// back to back.
+    /// Sends the ancestors' creates (when `with_parents`), our create (with the ride, if any)
+    /// and the children read, back to back.
     fn start_create(&mut self, with_parents: bool) {
-        self.node.create(&mut self.outbox, with_parents);
+        let riding = match (&self.riding, self.ride_dropped) {
+            (Some(node), false) => vec![Op::delete(node.clone(), None)],
+            _ => Vec::new(),
+        };
+        self.node
+            .create_riding(&mut self.outbox, with_parents, riding);
         let children = self.send(Request::GetChildren {
             path: self.lock_path.clone(),
             watch: false,
@@ -308,6 +361,10 @@ impl AcquireMachine {
 
     /// Goes on from a step of the protected create.
     fn protected(&mut self, now: Millis, outcome: Protected, listed: Option<Vec<String>>) {
+        if matches!(outcome, Protected::Created | Protected::Adopted) && !self.ride_dropped {
+            // The ride shares the create's fate.
+            self.riding = None;
+        }
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
             (Protected::Created, None) => {
@@ -319,6 +376,19 @@ impl AcquireMachine {
             (Protected::Absent { .. }, Some(reason)) => self.finish(Err(reason)),
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
             (Protected::Failed(e), _) => self.failed(now, e, Retry::Recover),
+            (Protected::Refused { op, error }, give_up) => {
+                match (op, error) {
+                    // Already gone: nothing left to release.
+                    (Some(_), Error::NoNode { .. }) => self.riding = None,
+                    // The release cannot ride (or the stamp is refused): create alone; the
+                    // caller releases the node afterwards.
+                    _ => self.ride_dropped = true,
+                }
+                match give_up {
+                    Some(reason) => self.finish(Err(reason)),
+                    None => self.start_create(false),
+                }
+            }
         }
     }
 
@@ -404,7 +474,10 @@ impl AcquireMachine {
     fn failed(&mut self, now: Millis, error: Error, step: Retry) {
         match error.class() {
             ErrorClass::Indeterminate => self.retry.start(step, now),
-            ErrorClass::SessionLost => self.finish(Err(LockError::SessionLost(error))),
+            ErrorClass::SessionLost => {
+                self.riding = None;
+                self.finish(Err(LockError::SessionLost(error)))
+            }
             ErrorClass::Rejected => self.finish(Err(LockError::Zk(error))),
         }
     }
@@ -533,8 +606,9 @@ impl Machine for AcquireMachine {
         match self.outbox.session_stalled(state, &mut self.retry) {
             Resumed::Start => self.start_create(false),
             Resumed::Ended(error) => {
-                // The session's ephemerals, ours included, are gone with it.
+                // The session's ephemerals, ours and the ridden one included, are gone with it.
                 self.node.forget();
+                self.riding = None;
                 self.finish(Err(LockError::SessionLost(error)));
             }
             Resumed::Redo(step) => self.run_retry(step),
