@@ -36,18 +36,18 @@ mod mutex;
 mod release;
 pub mod revocable;
 mod rwlock;
+mod side;
 
 pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
 pub use monitor::MonitorMachine;
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
-pub(crate) use mutex::{
-    acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,
-};
+pub(crate) use mutex::{node_lost, session_status};
 pub use release::ReleaseMachine;
 pub(crate) use revocable::pause_for_retry;
 pub use revocable::{REVOKE_MESSAGE, RevocationMachine, holders, revoke, revoke_holders};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};
+pub(crate) use side::{acquire_node, delete_idempotent, find_own_node, spawn_cleanup};
 
 use crate::Error;
 

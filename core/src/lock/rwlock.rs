@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::{Client, path};
 
-use super::mutex::{Side, immediate, patience_for, timed};
+use super::mutex::{immediate, patience_for, timed};
+use super::side::Side;
 use super::{LockError, LockGuard, LockKind, Patience};
 
 /// The guard of a [`RwLock`]'s read side.
