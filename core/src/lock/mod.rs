@@ -22,12 +22,18 @@
 //!   handle's next acquisition runs on the client's next session (it does not join the lost
 //!   hold), queueing behind the old session's node until the service has removed it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
-//!   `Drop` cannot wait); dropping a guard releases like [`LockGuard::unlock`].
-//! - [`LockGuard::unlock`] returns once the release is *ordered on the session* (its delete
-//!   sent, ahead of everything the session sends later), not once other sessions see it; a
-//!   background task checks the delete's reply and repeats it after a connection loss. So a
-//!   release and the next acquisition travel together, and a waiter whose watched node was
-//!   the last in its way takes the lock on the deletion event without re-reading the children.
+//!   `Drop` cannot wait), and sends the deferred release it carried if its `multi` may not
+//!   have applied; dropping a guard releases like [`LockGuard::unlock`].
+//! - [`LockGuard::unlock`] returns at once. A handle that locks again promptly after it
+//!   unlocks *defers* its releases: the node's delete rides with the next acquisition (one
+//!   `multi` deletes the old node and queues the new one: a warm lock–unlock cycle is one
+//!   write), or, if none comes within [`RELEASE_LINGER`] (a millisecond), a background task
+//!   sends it alone; any other release is sent at once. A background task checks the
+//!   delete's reply and repeats it after a connection loss; after a session loss the node
+//!   went with the session. [`LockGuard::unlock_now`] never defers, and returns when the
+//!   delete is ordered on the session, ahead of everything the session sends later. Either
+//!   way a waiter whose watched node was the last in its way takes the lock on the deletion
+//!   event without re-reading the children.
 
 mod acquire;
 mod monitor;
@@ -43,7 +49,7 @@ pub use monitor::MonitorMachine;
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
 pub(crate) use mutex::{node_lost, session_status};
-pub use release::ReleaseMachine;
+pub use release::{RELEASE_LINGER, ReleaseMachine};
 pub(crate) use revocable::pause_for_retry;
 pub use revocable::{REVOKE_MESSAGE, RevocationMachine, holders, revoke, revoke_holders};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};

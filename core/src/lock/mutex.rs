@@ -337,45 +337,74 @@ impl LockGuard {
     ///
     /// # What returning means
     ///
-    /// `unlock` returns once the release is **ordered on the session**: the delete of the lock
-    /// node has been handed to the session, behind every request it sent before and ahead of
-    /// every request it sends after, and ZooKeeper applies one session's requests in that
-    /// order. So:
+    /// `unlock` returns at once. When this handle locked again within
+    /// [`RELEASE_LINGER`](super::RELEASE_LINGER) of its previous release (a loop that locks
+    /// right after it unlocks), the release is **deferred**: nothing is sent yet, and the lock
+    /// node's delete goes out with whichever comes first:
     ///
-    /// - every later request of this session — the next `lock` through any handle on it, a
-    ///   read of the lock's children, a write to the guarded resource — is applied after the
-    ///   node is gone;
-    /// - other sessions see the lock free when ZooKeeper applies the delete, normally within
-    ///   the round trip that `unlock` did not wait for. Until then they keep waiting, which
-    ///   is safe: a lock held a little longer never lets two holders in.
+    /// - this handle's next acquisition on the same session (either side of a read-write
+    ///   lock handle), whose create carries it: one `multi` deletes the old node and queues
+    ///   the new one, so such a loop pays one write per cycle instead of two;
+    /// - the end of [`RELEASE_LINGER`](super::RELEASE_LINGER) (a millisecond), when a
+    ///   background task sends it alone; the handle then stops deferring until it locks
+    ///   promptly after a release again.
     ///
-    /// This is what lets a release and the next acquisition travel together (one round trip,
-    /// and ZooKeeper commits both writes in one batch) instead of paying a round trip each.
-    /// Stop touching the guarded resource before calling `unlock`, as with any lock.
+    /// Otherwise the delete is sent at once, as [`unlock_now`](Self::unlock_now) sends it.
     ///
-    /// The delete's reply is still checked, by a background task: after a connection loss the
+    /// Other sessions see the lock free when ZooKeeper applies that delete (or that `multi`):
+    /// a round trip after `unlock`, or after the linger. Until then they keep waiting, which
+    /// is safe: a lock held a little longer never lets two holders in. Stop touching the
+    /// guarded resource before calling `unlock`, as with any lock. A deferred delete is not
+    /// ordered before the requests this session makes meanwhile;
+    /// [`unlock_now`](Self::unlock_now) always orders the release ahead of everything the
+    /// session sends afterwards.
+    ///
+    /// The delete's reply is checked, by a background task: after a connection loss the
     /// delete is sent again (it is idempotent: the node's name carries this handle's GUID);
-    /// after a session loss the node is gone anyway. If it fails for good (say, an ACL now
-    /// refuses it), the next acquisition through this handle retries it and returns that
-    /// error rather than queue behind a node nobody holds; if there is no next acquisition,
-    /// the node stays until the session ends (and a warning is logged). A next acquisition
-    /// that starts while the delete is still unconfirmed never waits for its own old node.
+    /// after a session loss the node is gone anyway, so a lost session never leaves a node
+    /// behind longer than the service takes to expire it. If the delete fails for good (say,
+    /// an ACL now refuses it), the next acquisition through this handle retries it and
+    /// returns that error rather than queue behind a node nobody holds; if there is no next
+    /// acquisition, the node stays until the session ends (and a warning is logged). A next
+    /// acquisition that starts while the delete is still unconfirmed never waits for its own
+    /// old node.
     ///
     /// Fails with [`LockError::SessionLost`] when the session has already ended (the node
-    /// went with it). Outside a tokio runtime there is no task to check the reply, and
-    /// `unlock` waits for the delete to be applied.
+    /// went with it). Outside a tokio runtime there is no task to defer to: `unlock` sends
+    /// the delete and waits for it to be applied.
     ///
     /// ```no_run
     /// # async fn demo(g: avout::lock::MutexGuard) -> Result<(), avout::lock::LockError> {
     /// g.unlock().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn unlock(mut self) -> Result<(), LockError> {
+    pub async fn unlock(self) -> Result<(), LockError> {
+        self.release(false).await
+    }
+
+    /// Releases this hold like [`unlock`](Self::unlock), but sends the delete now: it
+    /// returns once the release is **ordered on the session**, behind every request the
+    /// session sent before and ahead of every request it sends after (ZooKeeper applies one
+    /// session's requests in that order). Every later request of this session — a read of the
+    /// lock's children, a write another process will read, the next `lock` through another
+    /// handle — is applied after the node is gone. The delete's reply is checked in the
+    /// background as for `unlock`.
+    ///
+    /// ```no_run
+    /// # async fn demo(g: avout::lock::MutexGuard) -> Result<(), avout::lock::LockError> {
+    /// g.unlock_now().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn unlock_now(self) -> Result<(), LockError> {
+        self.release(true).await
+    }
+
+    async fn release(mut self, now: bool) -> Result<(), LockError> {
         self.released = true;
         if let Some(node) = self.release_hold() {
             self.side
                 .clone()
-                .release_node(self.session.clone(), node)
+                .release_node(self.session.clone(), node, now)
                 .await?;
         }
         Ok(())
@@ -402,7 +431,11 @@ impl Drop for LockGuard {
             return;
         }
         if let Some(node) = self.release_hold() {
-            spawn_cleanup(self.side.clone().release_node(self.session.clone(), node));
+            spawn_cleanup(
+                self.side
+                    .clone()
+                    .release_node(self.session.clone(), node, false),
+            );
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tokio::time::Instant;
 
 use crate::client::Session;
 use crate::machine::{Driving, Pace, drive, until_certain};
@@ -14,7 +15,7 @@ use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Client, Coordination, Error, path};
 
-use super::release::{ReleaseMachine, Releases};
+use super::release::{Deferrals, RELEASE_LINGER, Release, ReleaseMachine, Releases};
 use super::{AcquireMachine, Acquired, LockError, LockGuard, LockKind, Patience};
 
 pub(super) struct Held {
@@ -42,6 +43,9 @@ pub(super) struct Side {
     parked: StdMutex<Option<String>>,
     /// Released nodes whose delete has not been confirmed.
     releases: StdMutex<Releases>,
+    /// The release `unlock` deferred, if any, and whether it defers the next one (see
+    /// [`super::release`]).
+    deferrals: StdMutex<Deferrals>,
     /// The bugs planted in this side's acquisitions.
     pub(super) planted: Bugs,
 }
@@ -57,6 +61,7 @@ impl Side {
             partner: OnceLock::new(),
             parked: StdMutex::new(None),
             releases: StdMutex::new(Releases::default()),
+            deferrals: StdMutex::new(Deferrals::default()),
             planted: Bugs::NONE,
         })
     }
@@ -68,20 +73,23 @@ impl Side {
         assert!(linked, "a side is linked once");
     }
 
-    /// Releases `node`, whose last hold on this side was just released. The returned future
-    /// resolves once the release is ordered on the session (see [`LockGuard::unlock`]); the
-    /// delete is sent before this function returns, so dropping the future does not undo it.
+    /// Releases `node`, whose last hold on this side was just released: deferred (see
+    /// [`LockGuard::unlock`]) unless `now`, in which case the returned future resolves once
+    /// the delete is ordered on the session (it is sent before this function returns, so
+    /// dropping the future does not undo it).
     ///
     /// The exception is a write node with a read hold of the same handle taken under it and a
     /// foreign writer queued between the two: that writer watches only the write node and
     /// would let itself in beside our read (Curator's read-write lock has this hole). Such a
     /// write node is parked, and deleted with the last read hold; deciding it needs a children
     /// read, which the future performs. Without a writer in between, releasing the write lock
-    /// is a true downgrade: later readers share, later writers queue behind our read.
+    /// is a true downgrade: later readers share, later writers queue behind our read. These
+    /// releases are never deferred.
     pub(super) fn release_node(
         self: Arc<Self>,
         session: Session,
         node: String,
+        now: bool,
     ) -> BoxFuture<'static, Result<(), Error>> {
         let partner = self.partner.get().and_then(Weak::upgrade);
         match (self.kind, partner) {
@@ -92,7 +100,7 @@ impl Side {
             {
                 self.release_under_read(session, node, read).boxed()
             }
-            (LockKind::Read, Some(write)) => {
+            (LockKind::Read, Some(write)) if lock(&write.parked).is_some() => {
                 let read = self.send_delete(&session, node);
                 let parked = lock(&write.parked).take();
                 let parked = parked.map(|parked| write.send_delete(&session, parked));
@@ -105,8 +113,69 @@ impl Side {
                 }
                 .boxed()
             }
-            _ => self.send_delete(&session, node),
+            _ if now => self.send_delete(&session, node),
+            _ => self.defer(session, node),
         }
+    }
+
+    /// Defers `node`'s release if this handle defers (see [`super::release`]): keeps it for
+    /// the handle's next acquisition and starts the task that sends it alone once [`RELEASE_LINGER`]
+    /// is over, if no acquisition took it; the returned future is ready. Otherwise sends it
+    /// now, as [`send_delete`](Self::send_delete). Fails if the session has ended (the node
+    /// went with it). Outside a runtime there is no task to defer to: the release is sent at
+    /// once, and the future waits for its outcome.
+    fn defer(
+        self: &Arc<Self>,
+        session: Session,
+        node: String,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        if let Some(error) = session.session_state().terminal_error() {
+            return futures::future::ready(Err(error)).boxed();
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.send_delete(&session, node);
+        }
+        let (release, earlier) =
+            lock(&self.deferrals).release(node.clone(), session.clone(), Instant::now());
+        if let Some(earlier) = earlier {
+            // Only one hold at a time is released here, and each acquisition takes the last
+            // one; should one be left, it goes now.
+            drop(self.send_delete(&earlier.session, earlier.node));
+        }
+        let Release::Deferred { number } = release else {
+            return self.send_delete(&session, node);
+        };
+        let side = self.clone();
+        crate::task::spawn(async move {
+            tokio::time::sleep(RELEASE_LINGER).await;
+            let unclaimed = lock(&side.deferrals).linger_over(number);
+            if let Some(d) = unclaimed {
+                side.release(d.session, d.node, None).await;
+            }
+        });
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    /// Takes this handle's deferred releases (this side's and its partner's) for an
+    /// acquisition on `session`: the one to ride with its create, if one belongs to that
+    /// session; any other is sent alone at once (or dropped, if its session ended).
+    async fn take_deferred(self: &Arc<Self>, session: &Session) -> Option<String> {
+        let partner = self.partner.get().and_then(Weak::upgrade);
+        let mine = lock(&self.deferrals).acquire(Instant::now());
+        let theirs = partner.as_ref().and_then(|p| lock(&p.deferrals).take());
+        let mut ride = None;
+        for d in mine.into_iter().chain(theirs) {
+            if d.session.has_ended() {
+                continue;
+            }
+            if ride.is_none() && d.session.generation() == session.generation() {
+                ride = Some(d.node);
+            } else {
+                // Its session's end is the only failure, and takes the node with it.
+                let _ = self.send_delete(&d.session, d.node).await;
+            }
+        }
+        ride
     }
 
     /// The write node's release when a read hold of this handle sits above it.
@@ -154,24 +223,41 @@ impl Side {
             let zk = session.clone();
             return async move { drive(&*zk, &mut ReleaseMachine::new(node)).await }.boxed();
         }
-        lock(&self.releases).begin(&node);
         let (sent, was_sent) = tokio::sync::oneshot::channel();
-        let side = self.clone();
-        let session = session.clone();
         // The task starts the machine at once (its delete is submitted at the start), and the
         // caller waits for that, so the delete is ordered before anything the caller sends next.
-        crate::task::spawn(async move {
-            let mut driving = Driving::start(&*session, ReleaseMachine::new(node.clone()));
-            let _ = sent.send(());
-            let outcome = driving.finish().await;
-            lock(&side.releases).settle(node, outcome);
-        });
+        crate::task::spawn(self.clone().release(session.clone(), node, Some(sent)));
         async move {
             // Dropped unsent only if the runtime is shutting down, taking the task with it.
             let _ = was_sent.await;
             Ok(())
         }
         .boxed()
+    }
+
+    /// Books `node`'s release, sends its delete (then says so on `sent`) and drives its
+    /// [`ReleaseMachine`] to the end, booking the outcome.
+    async fn release(
+        self: Arc<Self>,
+        session: Session,
+        node: String,
+        sent: Option<tokio::sync::oneshot::Sender<()>>,
+    ) {
+        lock(&self.releases).begin(&node);
+        let mut driving = Driving::start(&*session, ReleaseMachine::new(node.clone()));
+        if let Some(sent) = sent {
+            let _ = sent.send(());
+        }
+        let outcome = driving.finish().await;
+        lock(&self.releases).settle(node, outcome);
+    }
+
+    /// Sends the delete of `node` (a deferred release no create carried), if any.
+    async fn release_unridden(self: &Arc<Self>, session: &Session, node: Option<String>) {
+        if let Some(node) = node {
+            // Its session's end is the only failure, and takes the node with it.
+            let _ = self.send_delete(session, node).await;
+        }
     }
 
     /// Names (not paths) of released nodes whose delete is still in flight.
@@ -235,17 +321,26 @@ impl Side {
         }
         let own = own()?;
         let session = self.client.current_session().await?;
+        // A release `unlock` deferred rides with our create (taken first: an error below
+        // leaves it with the machine-less path, which sends it alone).
+        let riding = self.take_deferred(&session).await;
         // Earlier releases through this handle: failed ones are retried first (their nodes
         // would block everyone); those still in flight must not make us wait for ourselves.
         let partner = self.partner.get().and_then(Weak::upgrade);
-        self.retry_failed_releases(&*session).await?;
+        if let Err(e) = self.retry_failed_releases(&*session).await {
+            self.release_unridden(&session, riding).await;
+            return Err(e.into());
+        }
         let mut releasing = self.releasing_names();
         if let Some(partner) = &partner {
-            partner.retry_failed_releases(&*session).await?;
+            if let Err(e) = partner.retry_failed_releases(&*session).await {
+                self.release_unridden(&session, riding).await;
+                return Err(e.into());
+            }
             releasing.extend(partner.releasing_names());
         }
         let zk = &session;
-        let machine = AcquireMachine::new(
+        let mut machine = AcquireMachine::new(
             &self.path,
             self.kind,
             zk.new_guid(),
@@ -255,7 +350,13 @@ impl Side {
         )
         .with_releasing(releasing)
         .planted(self.planted);
-        let acquired = acquire_node(zk, machine, &self.path).await?;
+        if let Some(node) = riding {
+            machine = machine.with_riding(node);
+        }
+        let (acquired, unreleased) = acquire_with(zk, machine, &self.path).await;
+        // A ride the machine could not carry is released the usual way.
+        self.release_unridden(&session, unreleased).await;
+        let acquired = acquired?;
         // Replaces a hold whose session ended, if any: its guards only report it lost.
         *lock(&self.held) = Some(Held {
             acquired: acquired.clone(),
@@ -293,6 +394,17 @@ pub(crate) async fn acquire_node(
     machine: AcquireMachine,
     lock_path: &str,
 ) -> Result<Acquired, LockError> {
+    acquire_with(zk, machine, lock_path).await.0
+}
+
+/// [`acquire_node`], for a machine that may carry a release: also the node whose release it
+/// did not carry ([`AcquireMachine::unreleased`]), which the caller must release. Dropped
+/// first, it removes that node too.
+async fn acquire_with(
+    zk: &Session,
+    machine: AcquireMachine,
+    lock_path: &str,
+) -> (Result<Acquired, LockError>, Option<String>) {
     let mut acquiring = Acquiring {
         machine,
         zk: Some(zk.clone()),
@@ -301,10 +413,11 @@ pub(crate) async fn acquire_node(
     let result = drive(&**zk, &mut acquiring.machine).await;
     // Finished: the machine cleaned up after itself if it gave up.
     acquiring.zk = None;
-    result
+    (result, acquiring.machine.unreleased().map(str::to_owned))
 }
 
-/// An acquisition in progress; if dropped before it finishes, removes its node.
+/// An acquisition in progress; if dropped before it finishes, removes its node (and the
+/// node whose release rode with its create, if the ride may not have applied).
 struct Acquiring {
     machine: AcquireMachine,
     /// `Some` until the acquisition finishes.
@@ -317,7 +430,8 @@ impl Drop for Acquiring {
         let Some(zk) = self.zk.take() else { return };
         let node = self.machine.node_path();
         let unknown = self.machine.node_unknown();
-        if node.is_none() && !unknown {
+        let ride = self.machine.unreleased().map(str::to_owned);
+        if node.is_none() && !unknown && ride.is_none() {
             return;
         }
         let prefix = self.machine.prefix().to_owned();
@@ -326,9 +440,10 @@ impl Drop for Acquiring {
             let node = match node {
                 Some(node) => Some(node),
                 // The create may or may not have happened: look for our GUID.
-                None => find_own_node(&*zk, &lock_path, &prefix).await?,
+                None if unknown => find_own_node(&*zk, &lock_path, &prefix).await?,
+                None => None,
             };
-            if let Some(node) = node {
+            for node in node.into_iter().chain(ride) {
                 delete_idempotent(&*zk, &node).await?;
             }
             Ok(())

@@ -26,16 +26,17 @@
 //! operations of the parent's (a lock's release of its previous node), so that both are one
 //! write. ZooKeeper 3.8 answers a create inside a `multi` without its `Stat` (ZOOKEEPER-4026),
 //! and the node's `czxid` is what a lock hands out as its fencing token; so the `multi` ends
-//! with a *stamp*: it creates an ephemeral node `<prefix>stamp`, sets its data and deletes it
-//! again. The `set_data`'s `Stat` carries the `multi`'s zxid, which every operation of a
-//! `multi` shares, so it is the new node's `czxid`; and the stamp is gone when the `multi`
-//! is, so nobody ever sees it (its name carries the creator's GUID, so no other creator can
-//! collide with it, and it never starts with the prefix recovery looks for). The riding
-//! operations share the create's fate: a recovery that adopts the node knows they were
+//! with a *stamp*, a `set_data` of the parent directory (empty data, any version). Its `Stat`
+//! carries the `multi`'s zxid, which every operation of a `multi` shares, so it is the new
+//! node's `czxid`; and the directory's `numChildren` once the `multi` applied, which tells a
+//! lock that finds itself alone that it holds without reading the children
+//! ([`ProtectedCreate::parent_stat`]). The stamp replaces whatever data the directory had,
+//! and needs write access to it: without, the `multi` is refused and nothing is applied. The
+//! riding operations share the create's fate: a recovery that adopts the node knows they were
 //! applied, one that finds no node knows they were not.
 
 use super::{Outbox, Reply, Request, Token};
-use crate::{CreateMode, CreateOptions, Error, Op, OpResult, path};
+use crate::{CreateMode, CreateOptions, Error, Op, OpResult, Stat, path};
 
 /// What the sub-machine knows of the node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -88,7 +89,8 @@ pub enum Protected {
     /// [`ProtectedCreate::recover`] finds out.
     Failed(Error),
     /// An operation of the `multi` other than the create was refused, so nothing was applied
-    /// and no node of ours exists: `op` is the index of a riding operation, `None` the stamp.
+    /// and no node of ours exists: `op` is the index of a riding operation, `None` the stamp
+    /// (the `set_data` of the parent).
     Refused {
         /// The refused riding operation's index (`None`: the stamp).
         op: Option<usize>,
@@ -126,6 +128,8 @@ pub struct ProtectedCreate {
     data: Vec<u8>,
     session: i64,
     node: Node,
+    /// The parent's `Stat` as the last riding create left it.
+    parent_stat: Option<Stat>,
     phase: Phase,
 }
 
@@ -144,6 +148,7 @@ impl ProtectedCreate {
             data: Vec::new(),
             session,
             node: Node::Absent,
+            parent_stat: None,
             phase: Phase::Idle,
         }
     }
@@ -253,7 +258,7 @@ impl ProtectedCreate {
     /// ProtectedCreate::new("/l", "p-", 1).create_riding(&mut out, false, vec![Op::delete("/l/p-0000000001", None)]);
     /// let Some((_, Request::Multi(ops))) = out.pop() else { panic!("one multi") };
     /// let paths: Vec<&str> = ops.iter().map(|op| op.path()).collect();
-    /// assert_eq!(paths, ["/l/p-0000000001", "/l/p-", "/l/p-stamp", "/l/p-stamp", "/l/p-stamp"]);
+    /// assert_eq!(paths, ["/l/p-0000000001", "/l/p-", "/l"]);
     /// ```
     pub fn create_riding<O>(
         &mut self,
@@ -265,6 +270,7 @@ impl ProtectedCreate {
             outbox.send_ancestors(&self.parent);
         }
         self.node = Node::Unknown;
+        self.parent_stat = None;
         let (path, data) = (path::join(&self.parent, &self.prefix), self.data.clone());
         let node = CreateOptions::new(CreateMode::EphemeralSequential);
         let request = if riding.is_empty() {
@@ -274,16 +280,13 @@ impl ProtectedCreate {
                 options: node,
             }
         } else {
-            let stamp = self.stamp();
             let mut ops = riding.clone();
             ops.push(Op::Create {
                 path,
                 data,
                 options: node,
             });
-            ops.push(Op::create(stamp.clone(), Vec::new(), CreateMode::Ephemeral));
-            ops.push(Op::set_data(stamp.clone(), Vec::new(), None));
-            ops.push(Op::delete(stamp, None));
+            ops.push(Op::set_data(self.parent.clone(), Vec::new(), None));
             Request::Multi(ops)
         };
         let create = outbox.send(request);
@@ -294,10 +297,14 @@ impl ProtectedCreate {
         create
     }
 
-    /// The stamp's path: named with the prefix, which carries the creator's GUID, but not
-    /// starting with it, so recovery never takes it for the node.
-    fn stamp(&self) -> String {
-        path::join(&self.parent, &format!("{}stamp", self.prefix))
+    /// The parent directory's `Stat` right after a riding create applied (the stamp's; see
+    /// the [module docs](self)): `None` after a plain create or a recovery.
+    ///
+    /// ```
+    /// assert_eq!(avout::machine::ProtectedCreate::new("/l", "p-", 1).parent_stat(), None);
+    /// ```
+    pub fn parent_stat(&self) -> Option<&Stat> {
+        self.parent_stat.as_ref()
     }
 
     /// Queues the recovery's listing of the parent (behind a `sync`: after a connection loss
@@ -361,11 +368,12 @@ impl ProtectedCreate {
         let outcome = match self.phase.clone() {
             Phase::Creating { create, riding } if token == create => {
                 match Self::created(reply, riding) {
-                    Ok((created, czxid)) => {
+                    Ok((created, czxid, parent)) => {
                         self.node = Node::Mine {
                             name: path::name(&created).to_owned(),
                             czxid,
                         };
+                        self.parent_stat = parent;
                         Protected::Created
                     }
                     Err(Error::NoNode { .. }) => self.absent(true),
@@ -418,14 +426,18 @@ impl ProtectedCreate {
         Some(outcome)
     }
 
-    /// The created node's path and `czxid` from the create's reply (the stamp's `mzxid` when
-    /// it rode in a `multi`); a refusal of the create itself is unwrapped from the `multi`'s.
-    fn created(reply: crate::Result<Reply>, riding: usize) -> crate::Result<(String, i64)> {
+    /// The created node's path and `czxid` from the create's reply, and the parent's `Stat`
+    /// when it rode in a `multi` (its stamp's, whose `mzxid` is the node's `czxid`); a refusal
+    /// of the create itself is unwrapped from the `multi`'s.
+    fn created(
+        reply: crate::Result<Reply>,
+        riding: usize,
+    ) -> crate::Result<(String, i64, Option<Stat>)> {
         match reply {
-            Ok(Reply::Created { path, stat }) => Ok((path, stat.czxid)),
-            Ok(Reply::Multi(results)) => match (results.get(riding), results.get(riding + 2)) {
+            Ok(Reply::Created { path, stat }) => Ok((path, stat.czxid, None)),
+            Ok(Reply::Multi(results)) => match (results.get(riding), results.get(riding + 1)) {
                 (Some(OpResult::Create { path }), Some(OpResult::SetData { stat })) => {
-                    Ok((path.clone(), stat.mzxid))
+                    Ok((path.clone(), stat.mzxid, Some(*stat)))
                 }
                 other => unreachable!("a riding create's multi replied {other:?}"),
             },
@@ -524,27 +536,24 @@ mod tests {
         let mut out: Outbox<()> = Outbox::default();
         let mut pc = ProtectedCreate::new("/l", "p-", 1);
         let t = riding(&mut pc, &mut out);
+        let parent = Stat {
+            mzxid: 41,
+            num_children: 1,
+            ..Stat::default()
+        };
         let results = vec![
             OpResult::Delete,
             OpResult::Create {
                 path: "/l/p-0000000002".into(),
             },
-            OpResult::Create {
-                path: "/l/p-stamp".into(),
-            },
-            OpResult::SetData {
-                stat: Stat {
-                    mzxid: 41,
-                    ..Stat::default()
-                },
-            },
-            OpResult::Delete,
+            OpResult::SetData { stat: parent },
         ];
         assert_eq!(
             pc.handle_reply(&mut out, t, Ok(Reply::Multi(results))),
             Some(Protected::Created)
         );
         assert_eq!(pc.node(), Some(("p-0000000002", 41)));
+        assert_eq!(pc.parent_stat(), Some(&parent));
     }
 
     #[test]
@@ -565,11 +574,9 @@ mod tests {
         assert!(!pc.unknown() && pc.node().is_none());
         // A refused stamp is told apart from the riding operations.
         let t = riding(&mut pc, &mut out);
-        let denied = Error::NoAuth {
-            path: "/l/p-stamp".into(),
-        };
+        let denied = Error::NoAuth { path: "/l".into() };
         assert_eq!(
-            pc.handle_reply(&mut out, t, refused(3, denied.clone())),
+            pc.handle_reply(&mut out, t, refused(2, denied.clone())),
             Some(Protected::Refused {
                 op: None,
                 error: denied

@@ -8,7 +8,8 @@
 //! - `AT session STATE`, `AT reply TOKEN REPLY`, `AT watch TOKEN KIND [STATE]`, `AT timer`:
 //!   an input at millisecond `AT`. A `REPLY` is `created PATH [czxid=N] [owner=N]`,
 //!   `children NAME…`, `exists none`, `exists [czxid=N] [owner=N]`, `synced`, `deleted`,
-//!   `multi RESULT…` (each `deleted`, `created:PATH` or `set:MZXID`), `error NAME [PATH]`
+//!   `multi RESULT…` (each `deleted`, `created:PATH` or `set:MZXID[:CHILDREN]`, the
+//!   node's `mzxid` and `numChildren` after the set), `error NAME [PATH]`
 //!   or `error Multi INDEX NAME [PATH]`.
 //! - `> TOKEN REQUEST`: the next request the machine sent ([`show`] spells it). Every request
 //!   sent must be listed, in order, before the next input and by the end.
@@ -246,12 +247,16 @@ fn parse_op_result(word: &str) -> Result<crate::OpResult, String> {
         Some(("created", path)) => OpResult::Create {
             path: path.to_owned(),
         },
-        Some(("set", mzxid)) => OpResult::SetData {
-            stat: Stat {
-                mzxid: number(mzxid)?,
-                ..Stat::default()
-            },
-        },
+        Some(("set", stat)) => {
+            let (mzxid, children) = stat.split_once(':').unwrap_or((stat, "0"));
+            OpResult::SetData {
+                stat: Stat {
+                    mzxid: number(mzxid)?,
+                    num_children: number(children)? as i32,
+                    ..Stat::default()
+                },
+            }
+        }
         _ => return Err(format!("not a multi result: {word}")),
     })
 }

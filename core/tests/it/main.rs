@@ -30,6 +30,7 @@ mod leader_selector_sim;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
+mod lock_ride;
 mod locktable;
 mod locktable_sim;
 mod multi_lock;

@@ -108,9 +108,10 @@ enum Retry {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
-    /// Create (after any parents) and children read sent together.
+    /// Create (after any parents) and children read sent together; a riding create reads
+    /// no children (the stamp says whether we are alone).
     Creating {
-        children: Token,
+        children: Option<Token>,
         listed: Option<Vec<String>>,
     },
     /// Looking for a node whose create had an unknown outcome (the protected create's
@@ -310,18 +311,22 @@ impl AcquireMachine {
         self.outbox.finish(result);
     }
 
-    /// Sends the ancestors' creates (when `with_parents`), our create (with the ride, if any)
-    /// and the children read, back to back.
+    /// Sends the ancestors' creates (when `with_parents`) and our create, with the children
+    /// read right behind; or the riding create alone, whose stamp says whether we are the
+    /// only node (a warm cycle's lock, which then needs no read).
     fn start_create(&mut self, with_parents: bool) {
         let riding = match (&self.riding, self.ride_dropped) {
             (Some(node), false) => vec![Op::delete(node.clone(), None)],
             _ => Vec::new(),
         };
+        let read = riding.is_empty();
         self.node
             .create_riding(&mut self.outbox, with_parents, riding);
-        let children = self.send(Request::GetChildren {
-            path: self.lock_path.clone(),
-            watch: false,
+        let children = read.then(|| {
+            self.send(Request::GetChildren {
+                path: self.lock_path.clone(),
+                watch: false,
+            })
         });
         self.phase = Phase::Creating {
             children,
@@ -360,18 +365,30 @@ impl AcquireMachine {
     }
 
     /// Goes on from a step of the protected create.
-    fn protected(&mut self, now: Millis, outcome: Protected, listed: Option<Vec<String>>) {
+    /// `listed`: the children read sent with the create, if in; `read`: whether one was sent.
+    fn protected(
+        &mut self,
+        now: Millis,
+        outcome: Protected,
+        listed: Option<Vec<String>>,
+        read: bool,
+    ) {
         if matches!(outcome, Protected::Created | Protected::Adopted) && !self.ride_dropped {
             // The ride shares the create's fate.
             self.riding = None;
         }
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
-            (Protected::Created, None) => {
-                if let Some(list) = listed {
-                    self.decide(list);
-                }
-            }
+            (Protected::Created, None) => match (listed, read) {
+                (Some(list), _) => self.decide(list),
+                // The read is on its way.
+                (None, true) => {}
+                // A riding create: alone in the directory once it applied, we hold.
+                (None, false) => match self.node.parent_stat() {
+                    Some(parent) if parent.num_children == 1 => self.take_over(),
+                    _ => self.check(),
+                },
+            },
             (Protected::Adopted, None) => self.check(),
             (Protected::Absent { .. }, Some(reason)) => self.finish(Err(reason)),
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
@@ -504,9 +521,9 @@ impl Machine for AcquireMachine {
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
         match self.phase.clone() {
             phase @ (Phase::Creating { .. } | Phase::Recovering) if self.node.expects(token) => {
-                let listed = match phase {
-                    Phase::Creating { listed, .. } => listed,
-                    _ => None,
+                let (listed, read) = match phase {
+                    Phase::Creating { listed, children } => (listed, children.is_some()),
+                    _ => (None, false),
                 };
                 let reply = match reply {
                     // The planted bug: recovery does not see our own node.
@@ -520,11 +537,11 @@ impl Machine for AcquireMachine {
                     reply => reply,
                 };
                 if let Some(outcome) = self.node.handle_reply(&mut self.outbox, token, reply) {
-                    self.protected(now, outcome, listed);
+                    self.protected(now, outcome, listed, read);
                 }
             }
             Phase::Creating {
-                children,
+                children: Some(children),
                 listed: None,
             } if token == children => match reply {
                 Ok(Reply::Children { children: list, .. }) => {
@@ -532,7 +549,7 @@ impl Machine for AcquireMachine {
                         self.decide(list);
                     } else {
                         self.phase = Phase::Creating {
-                            children,
+                            children: Some(children),
                             listed: Some(list),
                         };
                     }

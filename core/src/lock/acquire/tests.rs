@@ -78,13 +78,9 @@ fn the_old_node_is_released_by_the_ride_or_left_to_the_caller() {
         crate::OpResult::Create {
             path: "/l/_c_00000000-0000-0000-0000-000000000001-lock-0000000005".into(),
         },
-        crate::OpResult::Create {
-            path: "/l/_c_00000000-0000-0000-0000-000000000001-lock-stamp".into(),
-        },
         crate::OpResult::SetData {
             stat: crate::Stat::default(),
         },
-        crate::OpResult::Delete,
     ]);
     assert_eq!(ride(Ok(applied)).unreleased(), None, "applied");
     let gone = Error::NoNode {
