@@ -350,6 +350,10 @@ impl LockGuard {
     ///   promptly after a release again.
     ///
     /// Otherwise the delete is sent at once, as [`unlock_now`](Self::unlock_now) sends it.
+    /// The riding `multi` stamps the lock directory (it sets its data, empty, to learn the
+    /// new node's `czxid` and whether it is alone): a handle defers only on a directory whose
+    /// data it found empty and that it may write, so a lock on a path with data of its own
+    /// keeps that data.
     ///
     /// Other sessions see the lock free when ZooKeeper applies that delete (or that `multi`):
     /// a round trip after `unlock`, or after the linger. Until then they keep waiting, which

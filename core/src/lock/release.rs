@@ -28,6 +28,12 @@
 //! no acquisition takes it within [`RELEASE_LINGER`], a task sends it alone and the handle stops
 //! deferring until it locks promptly again. [`Deferrals`] keeps that book.
 //!
+//! The riding `multi` ends with a stamp that sets the lock directory's data (see
+//! [`ProtectedCreate`](crate::machine::ProtectedCreate)), to empty. So a handle defers only on
+//! a directory whose data it found empty — read once, with the acquisition that first makes
+//! it defer — and never again on one whose stamp was refused (no write access): a lock on a
+//! path that holds data of its own never has that data overwritten.
+//!
 //! The models run the same machine for a holder's release (models' `lock.rs`), and let a
 //! deferred release ride with the next acquisition or go alone.
 
@@ -239,8 +245,11 @@ pub(super) struct Deferrals {
     numbered: u64,
     /// When the last release sent at once went out.
     sent_at: Option<Instant>,
-    /// Whether the next release is deferred.
+    /// Whether the next release is deferred (if the directory takes the stamp).
     defer: bool,
+    /// Whether the lock directory takes the stamp: its data is empty and it may be written
+    /// (`None` until read).
+    stampable: Option<bool>,
 }
 
 impl Deferrals {
@@ -252,7 +261,7 @@ impl Deferrals {
         session: Session,
         now: Instant,
     ) -> (Release, Option<Deferred>) {
-        if !self.defer {
+        if !self.defer || self.stampable != Some(true) {
             self.sent_at = Some(now);
             return (Release::Now, None);
         }
@@ -274,6 +283,18 @@ impl Deferrals {
         let taken = self.take();
         self.defer |= prompt || taken.is_some();
         taken
+    }
+
+    /// Whether the acquisition that just made the handle defer must read the lock directory
+    /// (does its data allow the stamp?); answered by [`stampable`](Self::stampable).
+    pub(super) fn needs_directory(&self) -> bool {
+        self.defer && self.stampable.is_none()
+    }
+
+    /// Whether the lock directory takes the stamp (its data was found empty; `false` also
+    /// when a stamp was refused): from now on, releases are deferred only if it does.
+    pub(super) fn stampable(&mut self, stampable: bool) {
+        self.stampable = Some(stampable);
     }
 
     /// Takes the deferred release, if any, without a verdict on deferring (for the other side

@@ -324,6 +324,12 @@ impl Side {
         // A release `unlock` deferred rides with our create (taken first: an error below
         // leaves it with the machine-less path, which sends it alone).
         let riding = self.take_deferred(&session).await;
+        // The acquisition that makes the handle defer reads whether the lock directory's data
+        // allows the stamp (sent now: it travels with the create).
+        let reader = session.clone();
+        let directory = lock(&self.deferrals)
+            .needs_directory()
+            .then(|| reader.get_data(&self.path));
         // Earlier releases through this handle: failed ones are retried first (their nodes
         // would block everyone); those still in flight must not make us wait for ourselves.
         let partner = self.partner.get().and_then(Weak::upgrade);
@@ -353,7 +359,16 @@ impl Side {
         if let Some(node) = riding {
             machine = machine.with_riding(node);
         }
-        let (acquired, unreleased) = acquire_with(zk, machine, &self.path).await;
+        let (acquired, unreleased, stamp_refused) = acquire_with(zk, machine, &self.path).await;
+        if stamp_refused {
+            lock(&self.deferrals).stampable(false);
+        }
+        if let Some(read) = directory {
+            // Its reply came before the create's (one session's replies come in order).
+            if let Ok((data, _)) = read.await {
+                lock(&self.deferrals).stampable(data.is_empty());
+            }
+        }
         // A ride the machine could not carry is released the usual way.
         self.release_unridden(&session, unreleased).await;
         let acquired = acquired?;
@@ -398,13 +413,14 @@ pub(crate) async fn acquire_node(
 }
 
 /// [`acquire_node`], for a machine that may carry a release: also the node whose release it
-/// did not carry ([`AcquireMachine::unreleased`]), which the caller must release. Dropped
-/// first, it removes that node too.
+/// did not carry ([`AcquireMachine::unreleased`]), which the caller must release, and whether
+/// a stamp was refused ([`AcquireMachine::stamp_refused`]). Dropped first, it removes that
+/// node too.
 async fn acquire_with(
     zk: &Session,
     machine: AcquireMachine,
     lock_path: &str,
-) -> (Result<Acquired, LockError>, Option<String>) {
+) -> (Result<Acquired, LockError>, Option<String>, bool) {
     let mut acquiring = Acquiring {
         machine,
         zk: Some(zk.clone()),
@@ -413,7 +429,8 @@ async fn acquire_with(
     let result = drive(&**zk, &mut acquiring.machine).await;
     // Finished: the machine cleaned up after itself if it gave up.
     acquiring.zk = None;
-    (result, acquiring.machine.unreleased().map(str::to_owned))
+    let m = &acquiring.machine;
+    (result, m.unreleased().map(str::to_owned), m.stamp_refused())
 }
 
 /// An acquisition in progress; if dropped before it finishes, removes its node (and the

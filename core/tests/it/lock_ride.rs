@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use avout::lock::{Mutex, RwLock};
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{Client, Coordination};
+use avout::{Client, Coordination, CoordinationExt};
 use avout_sim_zk::{Fault, Sim};
 
 use crate::atom_probe::Probe;
@@ -64,8 +64,9 @@ async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
         match cycle {
             // The first create finds no lock directory and makes it (and its parent).
             0 => assert_eq!(sent, 6, "create, read, two parents, create, read"),
-            // The first release went at once; this prompt relock makes the handle defer.
-            1 => assert_eq!(sent, 3, "delete, create, read"),
+            // The first release went at once; this prompt relock makes the handle defer, and
+            // reads whether the lock directory's data is empty (the stamp overwrites it).
+            1 => assert_eq!(sent, 4, "delete, directory, create, read"),
             // The previous cycle's release rode with this create (one `multi`), whose stamp
             // said it was alone: nothing else to read.
             _ => assert_eq!(sent, 1, "cycle {cycle}"),
@@ -209,6 +210,85 @@ fn read_cycles_of_a_read_write_lock_ride_too() {
     });
     // The first two cycles are the warm-up (see the mutex's test above).
     assert_eq!(sent[2..], [1; 3], "one multi each");
+}
+
+#[test]
+fn a_lock_directory_that_holds_data_keeps_it_and_releases_are_not_deferred() {
+    let sim = sim(48, 1);
+    let (sent, _) = sim.run(|ctx| async move {
+        let probe = Probe::new(ctx.clients[0].clone());
+        let client = Client::single(probe.clone());
+        client.ensure_path("/ride").await.expect("the parent");
+        client
+            .create("/ride/data", b"keep", &avout::CreateMode::Persistent.into())
+            .await
+            .expect("a directory with data");
+        let mutex = Mutex::new(&client, "/ride/data").expect("handle");
+        let mut sent = Vec::new();
+        for _ in 0..4 {
+            let before = probe.requests();
+            mutex
+                .lock()
+                .await
+                .expect("lock")
+                .unlock()
+                .await
+                .expect("unlock");
+            sent.push(probe.requests() - before);
+        }
+        let (data, _) = client.get_data("/ride/data").await.expect("read");
+        assert_eq!(data, b"keep", "the directory's data is untouched");
+        sent
+    });
+    // Create, read and the release sent at once; the second cycle also reads the directory,
+    // and finding data there, the handle never defers.
+    assert_eq!(sent, [3, 4, 3, 3]);
+}
+
+#[test]
+fn a_lock_directory_that_may_not_be_written_stops_the_rides() {
+    use avout::{Acl, CreateMode, CreateOptions, Perms};
+    let sim = sim(49, 1);
+    let (sent, _) = sim.run(|ctx| async move {
+        let probe = Probe::new(ctx.clients[0].clone());
+        let client = Client::single(probe.clone());
+        client.ensure_path("/ride").await.expect("the parent");
+        // Lock nodes may be created and deleted, the directory's data not written.
+        let acl = vec![Acl {
+            perms: Perms::READ | Perms::CREATE | Perms::DELETE,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }];
+        let options = CreateOptions {
+            acl: Some(acl),
+            ..CreateOptions::new(CreateMode::Persistent)
+        };
+        client
+            .create("/ride/locked", b"", &options)
+            .await
+            .expect("a directory that may not be written");
+        let mutex = Mutex::new(&client, "/ride/locked").expect("handle");
+        let mut sent = Vec::new();
+        for _ in 0..5 {
+            let before = probe.requests();
+            mutex
+                .lock()
+                .await
+                .expect("lock")
+                .unlock()
+                .await
+                .expect("unlock");
+            sent.push(probe.requests() - before);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(children(&ctx.zk, "/ride/locked").is_empty(), "nothing left");
+        sent
+    });
+    // Create, read and the release sent at once; then the directory (empty), create and read,
+    // and the release deferred; then the ride, refused for its stamp, so a create and a read
+    // alone, the deferred release alone and this cycle's at once; from then on nothing is
+    // deferred.
+    assert_eq!(sent, [3, 3, 5, 3, 3]);
 }
 
 #[test]

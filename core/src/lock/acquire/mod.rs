@@ -144,6 +144,8 @@ pub struct AcquireMachine {
     /// ride is applied; `ride_dropped` once the machine stopped carrying it (refused).
     riding: Option<String>,
     ride_dropped: bool,
+    /// Whether a ride's stamp was refused (no write access to the lock directory).
+    stamp_refused: bool,
     patience: Patience,
     deadline: Option<Millis>,
     phase: Phase,
@@ -180,6 +182,7 @@ impl AcquireMachine {
             releasing: Vec::new(),
             riding: None,
             ride_dropped: false,
+            stamp_refused: false,
             patience,
             deadline: None,
             phase: Phase::Done,
@@ -263,6 +266,18 @@ impl AcquireMachine {
     /// ```
     pub fn unreleased(&self) -> Option<&str> {
         self.riding.as_deref()
+    }
+
+    /// Whether a ride was refused for its stamp (the lock directory may not be written): the
+    /// caller should not defer releases on this lock any more.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![]);
+    /// assert!(!m.stamp_refused());
+    /// ```
+    pub fn stamp_refused(&self) -> bool {
+        self.stamp_refused
     }
 
     /// The prefix of this machine's node name (`_c_<GUID>-<marker>`).
@@ -399,7 +414,10 @@ impl AcquireMachine {
                     (Some(_), Error::NoNode { .. }) => self.riding = None,
                     // The release cannot ride (or the stamp is refused): create alone; the
                     // caller releases the node afterwards.
-                    _ => self.ride_dropped = true,
+                    (op, _) => {
+                        self.ride_dropped = true;
+                        self.stamp_refused |= op.is_none();
+                    }
                 }
                 match give_up {
                     Some(reason) => self.finish(Err(reason)),
