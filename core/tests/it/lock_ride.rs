@@ -25,6 +25,25 @@ use crate::support::{self, single};
 
 const SESSION: Duration = Duration::from_secs(2);
 
+/// Locks and unlocks `path` `n` times in a row through one handle on `client` (whose session
+/// `probe` counts requests); the requests each cycle sent.
+async fn cycles(
+    probe: &Probe<avout_sim_zk::SimClient>,
+    client: &Client,
+    path: &str,
+    n: usize,
+) -> Vec<usize> {
+    let mutex = Mutex::new(client, path).expect("handle");
+    let mut sent = Vec::new();
+    for _ in 0..n {
+        let before = probe.requests();
+        let guard = mutex.lock().await.expect("lock");
+        guard.unlock().await.expect("unlock");
+        sent.push(probe.requests() - before);
+    }
+    sent
+}
+
 /// A simulation of `clients` sessions from `seed`.
 fn sim(seed: u64, clients: usize) -> Sim {
     Sim::builder()
@@ -223,19 +242,7 @@ fn a_lock_directory_that_holds_data_keeps_it_and_releases_are_not_deferred() {
             .create("/ride/data", b"keep", &avout::CreateMode::Persistent.into())
             .await
             .expect("a directory with data");
-        let mutex = Mutex::new(&client, "/ride/data").expect("handle");
-        let mut sent = Vec::new();
-        for _ in 0..4 {
-            let before = probe.requests();
-            mutex
-                .lock()
-                .await
-                .expect("lock")
-                .unlock()
-                .await
-                .expect("unlock");
-            sent.push(probe.requests() - before);
-        }
+        let sent = cycles(&probe, &client, "/ride/data", 4).await;
         let (data, _) = client.get_data("/ride/data").await.expect("read");
         assert_eq!(data, b"keep", "the directory's data is untouched");
         sent
@@ -267,19 +274,7 @@ fn a_lock_directory_that_may_not_be_written_stops_the_rides() {
             .create("/ride/locked", b"", &options)
             .await
             .expect("a directory that may not be written");
-        let mutex = Mutex::new(&client, "/ride/locked").expect("handle");
-        let mut sent = Vec::new();
-        for _ in 0..5 {
-            let before = probe.requests();
-            mutex
-                .lock()
-                .await
-                .expect("lock")
-                .unlock()
-                .await
-                .expect("unlock");
-            sent.push(probe.requests() - before);
-        }
+        let sent = cycles(&probe, &client, "/ride/locked", 5).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(children(&ctx.zk, "/ride/locked").is_empty(), "nothing left");
         sent
