@@ -5,7 +5,7 @@
 # every round's figures and the avout/Curator ratios per round. JSON lines go to $OUT.
 # Env: NODES (10000), RATE (1000), DURATION (seconds, 20), PORT (24381), FORCESYNC=no, AVOUT
 #      ($CARGO_TARGET_DIR or target, /release/avout), MD (reports/bench-cache.md).
-# Needs: cargo build --release -p avout-scenarios; apt-get install -y zookeeper zookeeper-bin
+# Needs: cargo build --release -p avout-cli; apt-get install -y zookeeper zookeeper-bin
 #        netcat-openbsd libcurator-framework-java libcurator-recipes-java; javac (OpenJDK 17)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +13,7 @@ peers=$(cd "$here/../../shared/peers" && pwd)   # for zk-standalone.sh only
 ROUNDS=${1:-3}; NODES=${NODES:-10000}; RATE=${RATE:-1000}; SECS=${DURATION:-20}; PORT=${PORT:-24381}
 AVOUT=${AVOUT:-${CARGO_TARGET_DIR:-$here/../target}/release/avout}
 if [ ! -x "$AVOUT" ]; then
-  echo "no avout binary at $AVOUT: cargo build --release -p avout-scenarios, or set AVOUT" >&2
+  echo "no avout binary at $AVOUT: cargo build --release -p avout-cli, or set AVOUT" >&2
   exit 2
 fi
 OUT=${OUT:-$(mktemp "${TMPDIR:-/tmp}/bench-cache.XXXXXX.jsonl")}
@@ -52,10 +52,10 @@ get = {(x["peer"], x["round"]): x for x in rows}
 rs = sorted({x["round"] for x in rows})
 cmd = f"NODES={nodes} RATE={rate} DURATION={secs}" + (" FORCESYNC=no" if fsync == "no" else "") + f" reports/bench-cache.sh {rounds}"
 print("# Cache lag: avout's `Cache` beside Curator's `CuratorCache`\n")
-print(f"Regenerate (after `cargo build --release -p avout-scenarios`):\n\n```sh\n{cmd}\n```\n")
+print(f"Regenerate (after `cargo build --release -p avout-cli`):\n\n```sh\n{cmd}\n```\n")
 print(f"One throwaway standalone ZooKeeper 3.8 (Debian, forceSync={fsync}), {nodes} nodes, a writer at "
       f"{rate} sets/s for {secs} s, open loop. Both programs run the same steps (see "
-      "`scenarios/src/cli/cmd/bench/cache_lag.rs` and `scenarios/peers/CacheLag.java`): lag = the "
+      "`scenarios/tool/src/cli/cmd/bench/cache_lag.rs` and `scenarios/peers/CacheLag.java`): lag = the "
       "cache's first event for the node at the write's version or later, minus the write's "
       "acknowledgement, on one monotonic clock in one process. avout first in odd rounds, "
       f"Curator first in even ones. The machine has {cores} cores, shared with the server and "

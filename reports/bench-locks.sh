@@ -5,7 +5,7 @@
 # peer always meets the server right after another; then prints a markdown table of medians
 # and of per-round ratios. JSON lines go to $OUT (default: a temp file, path on stderr).
 # Env: N (500), CLIENTS (4), PORT (24281), FORCESYNC=no, AVOUT (target/release/avout).
-# Needs: cargo build --release -p avout-scenarios; apt-get install -y zookeeper zookeeper-bin
+# Needs: cargo build --release -p avout-cli; apt-get install -y zookeeper zookeeper-bin
 #        netcat-openbsd python3-kazoo libcurator-framework-java libcurator-recipes-java
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -10,7 +10,7 @@ out=avout-runs/timeline-render
 rm -rf "$out" && mkdir -p "$out"
 avout=${AVOUT:-}
 if [ -z "$avout" ]; then
-  cargo build --release -q -p avout-scenarios
+  cargo build --release -q -p avout-cli
   avout="${CARGO_TARGET_DIR:-target}/release/avout"
 fi
 "$avout" run lin-kv --clients 5 --ops 2000 --seed 77 --out "$out" --history "$out/h.jsonl" >/dev/null

@@ -15,13 +15,13 @@ rm -rf "$out" && mkdir -p "$out"
 # $AVOUT names a binary built with --features planted-bugs; otherwise one is built.
 avout=${AVOUT:-}
 if [ -z "$avout" ]; then
-  cargo build --release -q -p avout-scenarios --features planted-bugs
+  cargo build --release -q -p avout-cli --features planted-bugs
   avout="${CARGO_TARGET_DIR:-target}/release/avout"
 fi
 # Exit 1: the run failed, as it should.
 "$avout" run mutex --planted lock-no-guid-recovery --seed 1 --out "$out" >/dev/null || [ $? -eq 1 ]
-"$avout" view scenarios/src/view/testdata/list-append-g-single.case.json --out "$out/g-single.html"
-"$avout" view scenarios/src/check/testdata/knossos-cas-register-invalid.edn --model cas-register \
+"$avout" view scenarios/tool/src/view/testdata/list-append-g-single.case.json --out "$out/g-single.html"
+"$avout" view scenarios/check/testdata/knossos-cas-register-invalid.edn --model cas-register \
   --out "$out/linearizability.html"
 "$avout" run mutex --planted lock-handoff-without-recheck --clients 3 --ops 6 \
   --faults session-expiry --fault-rate 0.05 --seed 25 --out "$out" >/dev/null || [ $? -eq 1 ]

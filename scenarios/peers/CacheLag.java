@@ -1,4 +1,4 @@
-// The Curator peer of `avout bench cache-lag` (scenarios/src/cli/cmd/bench/cache_lag.rs): the same
+// The Curator peer of `avout bench cache-lag` (scenarios/tool/src/cli/cmd/bench/cache_lag.rs): the same
 // run, step for step, with Curator 5.4's CuratorCache (Debian's jars). Build and run with
 // scenarios/peers/cache-lag.sh. Prints one JSON line with the same keys as avout's; a write the cache
 // never caught up with, or a view that differs from the tree, then prints "FAIL: ..." and exits 1.

@@ -8,6 +8,12 @@
 //!
 //! Only `next_u64` is used, with our own reduction to ranges, so that a change in `rand`'s
 //! sampling algorithms cannot change a recorded run either.
+//!
+//! A workload's clients have streams of their own ([`ClientStream`]): one per client and name,
+//! a function of the seed, the client's index and the name only, so that what a client
+//! decides depends on nothing else — not the faults, not the latencies, not the other clients,
+//! and not whether the run is simulated at all (a workload on a real ensemble draws the same
+//! choices from the same seed).
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -277,5 +283,49 @@ impl RngCore for Rng {
             let bytes = Rng::next_u64(self).to_le_bytes();
             chunk.copy_from_slice(&bytes[..chunk.len()]);
         }
+    }
+}
+
+/// A workload client's own stream of random choices, by name: ChaCha8 keyed by the run's
+/// seed, the client's index and the stream's eight-byte name (each a key of its own, so no two
+/// streams overlap). It draws the same on the simulator and on a real ensemble: the simulator's
+/// [`Stream`]s are not involved.
+///
+/// ```
+/// use avout_sim_zk::rng::ClientStream;
+/// use rand::Rng;
+/// let mut a = ClientStream::CHOICES.rng(7, 1);
+/// let mut b = ClientStream::CHOICES.rng(7, 1);
+/// assert_eq!(a.random::<u64>(), b.random::<u64>());
+/// let mut c = ClientStream::LEADER.rng(7, 1);
+/// assert_ne!(ClientStream::CHOICES.rng(7, 1).random::<u64>(), c.random::<u64>());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientStream([u8; 8]);
+
+impl ClientStream {
+    /// A client's main choices: what its next operation is, and with what.
+    pub const CHOICES: ClientStream = ClientStream(*b"workload");
+
+    /// The choices of a part of a client that runs beside its main loop (its leadership).
+    pub const LEADER: ClientStream = ClientStream(*b"leader..");
+
+    /// The stream named `name`, for a part of a client of its own.
+    ///
+    /// ```
+    /// use avout_sim_zk::rng::ClientStream;
+    /// assert_eq!(ClientStream::named(*b"workload"), ClientStream::CHOICES);
+    /// ```
+    pub const fn named(name: [u8; 8]) -> Self {
+        ClientStream(name)
+    }
+
+    /// Client `client`'s stream of this name in the run of `seed`.
+    pub fn rng(self, seed: u64, client: usize) -> ChaCha8Rng {
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..16].copy_from_slice(&(client as u64).to_le_bytes());
+        key[16..24].copy_from_slice(&self.0);
+        ChaCha8Rng::from_seed(key)
     }
 }

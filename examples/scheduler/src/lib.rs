@@ -3,8 +3,8 @@
 //! Workers elect a leader (avout's [election](avout::recipes::election)); the leader takes
 //! jobs from a [queue](avout::recipes::queue) and hands each to one worker in an assignments
 //! [atom](avout::atom); each worker does the jobs handed to it and records them in a
-//! completions atom. [`SchedulerScenario`] runs it under the simulator's faults and its
-//! checker ([`check()`]) asks that every job be done exactly once and that each term have one
+//! completions atom. [`SCHEDULER`] runs it under the simulator's faults and its
+//! checker ([`SchedulerChecker`]) asks that every job be done exactly once and that each term have one
 //! leader.
 //!
 //! `tests/simulated.rs` hands the scenario to [`avout_scenarios::harness::Harness`]:
@@ -19,7 +19,7 @@ mod nodes;
 mod scenario;
 pub mod scheduler;
 
-pub use check::check;
+pub use check::SchedulerChecker;
 #[cfg(madsim)]
-pub use nodes::SchedulerOnNodes;
-pub use scenario::{SchedulerScenario, job};
+pub use nodes::SCHEDULER_ON_NODES;
+pub use scenario::{SCHEDULER, job};

@@ -4,9 +4,9 @@
 
 use std::process::ExitCode;
 
-use avout_example_scheduler::SchedulerScenario;
+use avout_example_scheduler::SCHEDULER;
 use avout_scenarios::scenario::Registry;
 
 fn main() -> ExitCode {
-    avout_scenarios::cli::main_with(Registry::builtins().with(SchedulerScenario))
+    avout_cli::main_with(Registry::builtins().with(SCHEDULER))
 }

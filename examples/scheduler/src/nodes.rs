@@ -4,13 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout_scenarios::history::History;
 use avout_scenarios::scenario::env::{Cluster, Recorder, SimCluster};
-use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
+use avout_scenarios::scenario::{AnyCluster, Checks, Described, Workload, WorkloadError};
 use avout_sim_zk::SimNode;
-use futures::future::LocalBoxFuture;
 
-use crate::check::check;
+use crate::check::SchedulerChecker;
 use crate::scenario::{final_read, submit, work};
 
 /// When worker 0 is paused, and for how long (its session's timeout is 10 s: it survives).
@@ -19,79 +17,64 @@ const PAUSE: (Duration, Duration) = (Duration::from_millis(150), Duration::from_
 /// When worker 1 is killed, and restarted (with a new session; the old one expires).
 const KILL: (Duration, Duration) = (Duration::from_millis(250), Duration::from_millis(900));
 
-/// [`crate::SchedulerScenario`] with every worker a madsim node: worker 0 is paused for 2 s,
+/// [`crate::SCHEDULER`] with every worker a madsim node: worker 0 is paused for 2 s,
 /// worker 1 killed and started again from scratch, and every job must still be done exactly
 /// once, with one leader per term. Only on the simulator under `--cfg madsim`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SchedulerOnNodes;
+pub const SCHEDULER_ON_NODES: Described = Described {
+    name: "scheduler-nodes",
+    about: "the scheduler with every worker a madsim node, one paused and one killed and \
+            restarted; checker: every job done exactly once, one leader per term",
+    defaults: (3, 6),
+    checkers: |w| Checks::of(SchedulerChecker { jobs: w.ops }),
+    workload: |cluster, w, rec| Box::pin(workload(cluster, w, rec)),
+};
 
 /// Each worker's outcome, once its node's initial task finishes.
 type Outcomes = Arc<Mutex<Vec<Option<Result<(), WorkloadError>>>>>;
 
-impl Scenario for SchedulerOnNodes {
-    fn name(&self) -> &'static str {
-        "scheduler-nodes"
-    }
-
-    fn about(&self) -> &'static str {
-        "the scheduler with every worker a madsim node, one paused and one killed and \
-         restarted; checker: every job done exactly once, one leader per term"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (3, 6)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: AnyCluster<'a>,
-        w: &'a Workload,
-        rec: &'a Recorder,
-    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move {
-            let zk = cluster.sim_zk().ok_or_else(|| {
-                WorkloadError::gave_up("worker nodes (the simulator only)", None::<WorkloadError>)
-            })?;
-            submit(cluster, w, rec).await?;
-            let outcomes: Outcomes = Arc::new(Mutex::new((0..w.clients).map(|_| None).collect()));
-            let nodes: Vec<SimNode> = (0..w.clients)
-                .map(|me| {
-                    let (zk2, w, rec, outcomes) =
-                        (zk.clone(), w.clone(), rec.clone(), outcomes.clone());
-                    zk.node(&format!("worker-{me}"), move || {
-                        let (zk, w, rec, outcomes) =
-                            (zk2.clone(), w.clone(), rec.clone(), outcomes.clone());
-                        async move {
-                            // The worker's own client, opened in its own process.
-                            let sim = SimCluster::new(zk);
-                            let done = work(AnyCluster::new(&sim), &w, &rec, me).await;
-                            outcomes.lock().expect("never poisoned")[me] = Some(done);
-                        }
-                    })
-                })
-                .collect();
-            let finished = |me: usize| outcomes.lock().expect("never poisoned")[me].is_some();
-            tokio::time::sleep(PAUSE.0).await;
-            nodes[0].pause(PAUSE.1);
-            tokio::time::sleep(KILL.0 - PAUSE.0).await;
-            let killed = nodes.len() > 1 && !finished(1);
-            if killed {
-                nodes[1].kill();
-            }
-            tokio::time::sleep(KILL.1 - KILL.0).await;
-            if killed {
-                nodes[1].restart();
-            }
-            while (0..w.clients).any(|me| !finished(me)) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            let outcomes = std::mem::take(&mut *outcomes.lock().expect("never poisoned"));
-            outcomes.into_iter().flatten().collect::<Result<(), _>>()?;
-            final_read(cluster, w, rec).await
+/// The jobs submitted, every worker on a node of its own, one paused, one killed and
+/// restarted; the completions read.
+async fn workload(
+    cluster: AnyCluster<'_>,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    let zk = cluster.sim_zk().ok_or_else(|| {
+        WorkloadError::gave_up("worker nodes (the simulator only)", None::<WorkloadError>)
+    })?;
+    submit(cluster, w, rec).await?;
+    let outcomes: Outcomes = Arc::new(Mutex::new((0..w.clients).map(|_| None).collect()));
+    let nodes: Vec<SimNode> = (0..w.clients)
+        .map(|me| {
+            let (zk2, w, rec, outcomes) = (zk.clone(), w.clone(), rec.clone(), outcomes.clone());
+            zk.node(&format!("worker-{me}"), move || {
+                let (zk, w, rec, outcomes) =
+                    (zk2.clone(), w.clone(), rec.clone(), outcomes.clone());
+                async move {
+                    // The worker's own client, opened in its own process.
+                    let sim = SimCluster::new(zk);
+                    let done = work(AnyCluster::new(&sim), &w, &rec, me).await;
+                    outcomes.lock().expect("never poisoned")[me] = Some(done);
+                }
+            })
         })
+        .collect();
+    let finished = |me: usize| outcomes.lock().expect("never poisoned")[me].is_some();
+    tokio::time::sleep(PAUSE.0).await;
+    nodes[0].pause(PAUSE.1);
+    tokio::time::sleep(KILL.0 - PAUSE.0).await;
+    let killed = nodes.len() > 1 && !finished(1);
+    if killed {
+        nodes[1].kill();
     }
-
-    fn check(&self, w: &Workload, history: &History) -> Verdict {
-        check(w, history)
+    tokio::time::sleep(KILL.1 - KILL.0).await;
+    if killed {
+        nodes[1].restart();
     }
+    while (0..w.clients).any(|me| !finished(me)) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let outcomes = std::mem::take(&mut *outcomes.lock().expect("never poisoned"));
+    outcomes.into_iter().flatten().collect::<Result<(), _>>()?;
+    final_read(cluster, w, rec).await
 }

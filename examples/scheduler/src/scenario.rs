@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use avout_scenarios::history::{EventType, History};
-use avout_scenarios::scenario::env::{Cluster, Recorder, client_rng};
-use avout_scenarios::scenario::{AnyCluster, Scenario, Verdict, Workload, WorkloadError};
-use futures::future::LocalBoxFuture;
+use avout_check::history::EventType;
+use avout_scenarios::scenario::env::{Cluster, Recorder};
+use avout_scenarios::scenario::{AnyCluster, Checks, Described, Workload, WorkloadError};
+use avout_sim_zk::rng::ClientStream;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::check::check;
+use crate::check::SchedulerChecker;
 use crate::scheduler::{self, Worker};
 
 /// Where the scenario's scheduler lives.
@@ -27,50 +27,35 @@ pub fn job(i: usize) -> String {
     format!("job-{i}")
 }
 
-/// The scheduler scenario: `clients` workers, `ops` jobs.
+/// The scheduler scenario: `clients` workers, `ops` jobs; its history judged by
+/// [`SchedulerChecker`].
 ///
 /// ```
 /// use avout_scenarios::scenario::Scenario;
-/// assert_eq!(avout_example_scheduler::SchedulerScenario.name(), "scheduler");
+/// assert_eq!(avout_example_scheduler::SCHEDULER.name(), "scheduler");
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SchedulerScenario;
+pub const SCHEDULER: Described = Described {
+    name: "scheduler",
+    about: "workers elect a leader that hands out queued jobs; completions in an atom; \
+            checker: every job done exactly once, one leader per term",
+    defaults: (3, 6),
+    checkers: |w| Checks::of(SchedulerChecker { jobs: w.ops }),
+    workload: |cluster, w, rec| Box::pin(workload(cluster, w, rec)),
+};
 
-impl Scenario for SchedulerScenario {
-    fn name(&self) -> &'static str {
-        "scheduler"
+/// The jobs submitted, every worker at work (each a process of its own), the completions
+/// read.
+async fn workload(
+    cluster: AnyCluster<'_>,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    submit(cluster, w, rec).await?;
+    let workers = (0..w.clients).map(|me| work(cluster, w, rec, me));
+    for done in futures::future::join_all(workers.map(|f| avout::task::Gate::new().run(f))).await {
+        done?;
     }
-
-    fn about(&self) -> &'static str {
-        "workers elect a leader that hands out queued jobs; completions in an atom; \
-         checker: every job done exactly once, one leader per term"
-    }
-
-    fn defaults(&self) -> (usize, usize) {
-        (3, 6)
-    }
-
-    fn workload<'a>(
-        &'a self,
-        cluster: AnyCluster<'a>,
-        w: &'a Workload,
-        rec: &'a Recorder,
-    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        Box::pin(async move {
-            submit(cluster, w, rec).await?;
-            let workers = (0..w.clients).map(|me| work(cluster, w, rec, me));
-            for done in
-                futures::future::join_all(workers.map(|f| avout::task::Gate::new().run(f))).await
-            {
-                done?;
-            }
-            final_read(cluster, w, rec).await
-        })
-    }
-
-    fn check(&self, w: &Workload, history: &History) -> Verdict {
-        check(w, history)
-    }
+    final_read(cluster, w, rec).await
 }
 
 /// Tries `step` until it succeeds, `TRIES` times at most.
@@ -117,7 +102,7 @@ pub(crate) async fn work(
     me: usize,
 ) -> Result<(), WorkloadError> {
     let p = me as u64;
-    let mut rng = client_rng(w.seed, me);
+    let mut rng = ClientStream::CHOICES.rng(w.seed, me);
     let client = cluster.client().await?;
     let mut worker = until_ok("opening a worker", || {
         Worker::open(&client, ROOT, me, w.clients)

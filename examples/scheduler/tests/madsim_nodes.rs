@@ -2,7 +2,7 @@
 //! (`RUSTFLAGS="--cfg madsim"` only).
 #![cfg(madsim)]
 
-use avout_example_scheduler::SchedulerOnNodes;
+use avout_example_scheduler::SCHEDULER_ON_NODES;
 use avout_scenarios::harness::Harness;
 
 /// Every job done exactly once and one leader per term, while one worker process is paused
@@ -13,7 +13,7 @@ use avout_scenarios::harness::Harness;
 /// queue, and that seed is kept in `tests/avout-regressions/madsim/`.
 #[test]
 fn every_job_is_done_once_when_workers_are_paused_killed_and_restarted() {
-    let passed = Harness::new(SchedulerOnNodes)
+    let passed = Harness::new(SCHEDULER_ON_NODES)
         .seeds(9_830_000_000..9_830_000_010)
         .run();
     assert!(passed.seeds > 0);

@@ -1,0 +1,393 @@
+//! A run of a workload: [`Run`], built from a [`Registry`] and a [`Workload`], made on the
+//! simulator ([`Run::sim`]) or on real ZooKeeper ([`Run::zk`]); its [`Report`].
+//!
+//! A simulated run is a pure function of its seed and fault plan (or of a recorded list of
+//! choices): the scenario's workload runs on [`Sim`], every client of it a simulated session,
+//! and its history is judged by the checkers the scenario binds. A run on real ZooKeeper
+//! runs the same workload on the current runtime.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use avout::planted::{Bug, Bugs};
+use avout_check::history::{EventType, History};
+use avout_check::{Anomaly, Verdict};
+use avout_sim_zk::{LogEvent, ReplayFile, Sim, SimConfig};
+use serde::{Deserialize, Serialize};
+
+use super::env::{Cluster, Planted, Recorder, SimCluster};
+use super::registry::{Registry, Scenario, UnknownScenario};
+use super::store::RefStoreKind;
+use super::{AnyCluster, FaultPlan, OP_DEADLINE, SIM_SESSION_TIMEOUT, Workload, WorkloadError};
+
+/// The event-log hash recorded for a run that panicked (it has none).
+pub const PANICKED: u64 = 0;
+
+/// The start of the anomaly that stands for a workload's error (see [`Run::sim`]).
+pub const ERROR_PREFIX: &str = "error: ";
+
+/// Testing only: turns chosen runs into workload errors (`Some(message)`), so that tests of
+/// the tools (explore, soak, shrink) have an error run that no fix of a scenario takes away.
+/// Set it once per process; it sees the workload and the history the run recorded.
+#[doc(hidden)]
+pub static WORKLOAD_ERROR_HOOK: std::sync::OnceLock<fn(&Workload, &History) -> Option<String>> =
+    std::sync::OnceLock::new();
+
+/// Counts of a history's operations by how they ended.
+///
+/// ```
+/// let c = avout_scenarios::scenario::Counts::of(&Default::default());
+/// assert_eq!(c.invoked, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Operations started.
+    pub invoked: u64,
+    /// Completed `ok`.
+    pub ok: u64,
+    /// Completed `fail`.
+    pub fail: u64,
+    /// Completed `info`, or never completed.
+    pub info: u64,
+}
+
+impl Counts {
+    /// Counts the events of `history`.
+    pub fn of(history: &History) -> Self {
+        let mut c = Counts::default();
+        for e in history.events() {
+            match e.kind {
+                EventType::Invoke => c.invoked += 1,
+                EventType::Ok => c.ok += 1,
+                EventType::Fail => c.fail += 1,
+                EventType::Info => c.info += 1,
+            }
+        }
+        c.info += c.invoked.saturating_sub(c.ok + c.fail + c.info);
+        c
+    }
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// What ran.
+    pub workload: Workload,
+    /// The planted bug switched on, if any.
+    pub planted: Option<Bug>,
+    /// The history.
+    pub history: History,
+    /// Its operations by outcome.
+    pub counts: Counts,
+    /// Retries made inside operations (conflicts, recoveries, reconnects).
+    pub retries: u64,
+    /// Faults that fired, by kind name.
+    pub faults: BTreeMap<String, u64>,
+    /// Virtual time (simulator only).
+    pub virtual_time: Option<Duration>,
+    /// Wall-clock time.
+    pub wall_time: Duration,
+    /// The event-log hash (simulator only).
+    pub hash: Option<u64>,
+    /// Requests the service processed (simulator only).
+    pub requests: Option<u64>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The simulator's replay file, when the run recorded its choices ([`Run::recorded`]).
+    pub replay: Option<ReplayFile>,
+    /// The simulator's event log, when the run kept it ([`Run::logged`]).
+    pub log: Vec<LogEvent>,
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The workload names a scenario the registry does not have.
+    #[error(transparent)]
+    UnknownScenario(#[from] UnknownScenario),
+    /// The planted bug is not compiled in.
+    #[error(transparent)]
+    Planted(#[from] avout::planted::PlantedError),
+    /// The workload could not be set up (an unreachable server, …).
+    #[error("{0}")]
+    Setup(String),
+    /// The workload gave up on a real server (on the simulator that fails the run instead).
+    #[error("the workload gave up: {0}")]
+    Workload(#[from] WorkloadError),
+    /// A replay file's scenario section does not match its simulator section.
+    #[error("invalid case file: {0}")]
+    Case(String),
+}
+
+/// A run of a workload, built up and then made: its faults, a planted bug, whether it
+/// records its choices or replays recorded ones, whether it keeps the simulator's log.
+///
+/// ```
+/// use avout_scenarios::scenario::{FaultPlan, Registry};
+/// let registry = Registry::builtins();
+/// let mut w = registry.workload("counter", 1).unwrap();
+/// w.ops = 5;
+/// let report = registry.run(&w).faults(&FaultPlan::all()).recorded().sim().unwrap();
+/// assert!(report.verdict.is_valid());
+/// assert_eq!(report.counts.invoked as usize, 4 * 5 + 1);
+/// assert_eq!(report.replay.unwrap().hash, report.hash.unwrap());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    registry: &'a Registry,
+    workload: Workload,
+    plan: FaultPlan,
+    planted: Option<Bug>,
+    record: bool,
+    tapes: Option<&'a ReplayFile>,
+    keep_log: bool,
+}
+
+impl<'a> Run<'a> {
+    /// A run of `workload`, its scenario found in `registry`: no faults, no planted bug,
+    /// nothing recorded.
+    pub fn new(registry: &'a Registry, workload: &Workload) -> Self {
+        Run {
+            registry,
+            workload: workload.clone(),
+            plan: FaultPlan::none(),
+            planted: None,
+            record: false,
+            tapes: None,
+            keep_log: false,
+        }
+    }
+
+    /// The workload it runs.
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// The same, under `plan` on the simulator.
+    pub fn faults(mut self, plan: &FaultPlan) -> Self {
+        self.plan = plan.clone();
+        self
+    }
+
+    /// The same, with `bug` planted in the handles the workload builds.
+    pub fn planted(mut self, bug: Option<Bug>) -> Self {
+        self.planted = bug;
+        self
+    }
+
+    /// The same with the seed `seed`.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.workload.seed = seed;
+        self
+    }
+
+    /// The same, recording the simulator's choices ([`Report::replay`]).
+    pub fn recorded(mut self) -> Self {
+        self.record = true;
+        self
+    }
+
+    /// The same, taking the simulator's choices from `tapes` instead of the seed and the
+    /// fault plan (the file holds both).
+    pub fn replaying(mut self, tapes: &'a ReplayFile) -> Self {
+        self.tapes = Some(tapes);
+        self
+    }
+
+    /// The same, keeping the simulator's event log ([`Report::log`], what a timeline draws).
+    pub fn logged(mut self) -> Self {
+        self.keep_log = true;
+        self
+    }
+
+    /// The simulator's configuration for the run.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::{FaultPlan, Registry};
+    /// let registry = Registry::builtins();
+    /// let w = registry.workload("counter", 3).unwrap();
+    /// assert_eq!(registry.run(&w).faults(&FaultPlan::all()).sim_config().seed, 3);
+    /// ```
+    pub fn sim_config(&self) -> SimConfig {
+        SimConfig {
+            seed: self.workload.seed,
+            clients: 0,
+            session_timeout: SIM_SESSION_TIMEOUT,
+            rates: self.plan.rates,
+            scheduled: self.plan.scheduled.clone(),
+            keep_log: self.keep_log,
+            ..SimConfig::default()
+        }
+    }
+
+    /// Makes the run on the simulator.
+    ///
+    /// A workload that gives up is a failed run, not an `Err`: its verdict (checker `run`)
+    /// has one anomaly of kind `error`, [`ERROR_PREFIX`] and the error, and the report keeps
+    /// the history and the replay file, so the run is named, recorded, replayed and shrunk
+    /// like any other failure; a panic likewise (kind `panic`). `Err` is left for what no seed
+    /// causes (an unknown scenario, a planted bug not compiled in, a store the simulator does
+    /// not have).
+    pub fn sim(&self) -> Result<Report, RunError> {
+        let scenario = self.registry.get(&self.workload.scenario)?;
+        let w = &self.workload;
+        let bugs = Bugs::plant(self.planted)?;
+        let sim = match self.tapes {
+            Some(file) if self.keep_log => Sim::from_replay(&ReplayFile {
+                config: SimConfig {
+                    keep_log: true,
+                    ..file.config.clone()
+                },
+                ..file.clone()
+            }),
+            Some(file) => Sim::from_replay(file),
+            None => Sim::builder()
+                .config(self.sim_config())
+                .record_choices(self.record)
+                .build(),
+        };
+        if w.ref_store == RefStoreKind::Postgres {
+            return Err(RunError::Setup(
+                "the simulator has no PostgreSQL: its ref store is --ref-store memory".into(),
+            ));
+        }
+        let wall = std::time::Instant::now();
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sim.run(|ctx| async move {
+                let cluster =
+                    SimCluster::new(ctx.zk.clone()).with_ref_store(w.ref_store.in_process());
+                let rec = Recorder::new();
+                let out = drive(scenario, &Planted::new(&cluster, bugs), w, &rec).await;
+                (out, rec.finish())
+            })
+        }));
+        let wall_time = wall.elapsed();
+        let (result, summary) = match run {
+            Ok(done) => done,
+            // A broken invariant inside the protocol (or the simulator's time limit): the run
+            // fails. Its history is lost with the panic; the seed and plan reproduce it.
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic without a message");
+                let verdict = failed("panic", format!("the run panicked: {message}"));
+                return Ok(Report {
+                    replay: self.record.then(|| ReplayFile {
+                        format: avout_sim_zk::REPLAY_FORMAT,
+                        config: sim.config().clone(),
+                        // No tapes: a replay draws from the seeded streams, as the run did.
+                        choices: Default::default(),
+                        hash: PANICKED,
+                    }),
+                    ..self.report(History::default(), 0, verdict, wall_time)
+                });
+            }
+        };
+        let (out, (history, retries, stalls)) = result;
+        let out = out.and_then(|()| match WORKLOAD_ERROR_HOOK.get() {
+            Some(hook) => hook(w, &history).map_or(Ok(()), |e| Err(WorkloadError::other(e))),
+            None => Ok(()),
+        });
+        // On the simulator nothing outside the system under test can fail, so a workload that
+        // gives up (a final read that never succeeds, a step retried to its limit) fails the
+        // run as an anomaly does: its seed is named, its history and replay file are kept.
+        let verdict = match out {
+            Ok(()) => judge(scenario, w, &history, &stalls),
+            Err(e) => failed("error", format!("{ERROR_PREFIX}{e}")),
+        };
+        Ok(Report {
+            faults: summary
+                .faults
+                .iter()
+                .map(|(k, n)| (k.name().to_owned(), *n))
+                .collect(),
+            virtual_time: Some(summary.virtual_time),
+            hash: Some(summary.hash),
+            requests: Some(summary.requests),
+            replay: summary.replay,
+            log: summary.log,
+            ..self.report(history, retries, verdict, wall_time)
+        })
+    }
+
+    /// Makes the run against a real ZooKeeper at `cluster`, on the current runtime (the
+    /// fault plan is the simulator's, so it does not apply).
+    pub async fn zk<K: Cluster>(&self, cluster: &K) -> Result<Report, RunError> {
+        let scenario = self.registry.get(&self.workload.scenario)?;
+        let w = &self.workload;
+        let wall = std::time::Instant::now();
+        let rec = Recorder::new();
+        if !w.ref_store.is_default() && cluster.ref_store().is_none() {
+            return Err(RunError::Setup(format!(
+                "--ref-store {} needs its store (PostgreSQL: --pg URL)",
+                w.ref_store.name()
+            )));
+        }
+        let cluster = Planted::new(cluster, Bugs::plant(self.planted)?);
+        drive(scenario, &cluster, w, &rec).await?;
+        let (history, retries, stalls) = rec.finish();
+        let verdict = judge(scenario, w, &history, &stalls);
+        Ok(self.report(history, retries, verdict, wall.elapsed()))
+    }
+
+    /// The report of this run with `history`: what any backend knows of it (no faults, no
+    /// virtual time, no hash: the simulator adds those).
+    fn report(
+        &self,
+        history: History,
+        retries: u64,
+        verdict: Verdict,
+        wall_time: Duration,
+    ) -> Report {
+        Report {
+            workload: self.workload.clone(),
+            planted: self.planted,
+            counts: Counts::of(&history),
+            history,
+            retries,
+            faults: BTreeMap::new(),
+            virtual_time: None,
+            wall_time,
+            hash: None,
+            requests: None,
+            verdict,
+            replay: None,
+            log: Vec::new(),
+        }
+    }
+}
+
+/// Runs `scenario`'s workload of `w` on `cluster`, recording its history with `rec`.
+async fn drive<K: Cluster>(
+    scenario: &dyn Scenario,
+    cluster: &K,
+    w: &Workload,
+    rec: &Recorder,
+) -> Result<(), WorkloadError> {
+    scenario.workload(AnyCluster::new(cluster), w, rec).await
+}
+
+/// Judges a history of `w` by the checkers `scenario` binds ([`Scenario::checkers`]);
+/// `stalls` are operations that missed the deadline (anomalies of kind `liveness`).
+fn judge(scenario: &dyn Scenario, w: &Workload, history: &History, stalls: &[String]) -> Verdict {
+    let mut verdict = scenario.checkers(w).judge(history);
+    verdict.anomalies.extend(stalls.iter().map(|s| {
+        Anomaly::new(
+            "liveness",
+            format!(
+                "liveness: {s} did not finish within {}s",
+                OP_DEADLINE.as_secs()
+            ),
+        )
+    }));
+    verdict
+}
+
+/// The verdict of a run that did not end well: one anomaly of `kind` (`error`, `panic`),
+/// told by `message`.
+fn failed(kind: &str, message: String) -> Verdict {
+    Verdict::new("run", "", vec![Anomaly::new(kind, message)])
+}

@@ -1,0 +1,228 @@
+//! `avout run`: one scenario run from the shell, on the simulator or on real ZooKeeper.
+//!
+//! Exit status: 0 the run (or every run) was valid, 1 a run failed (an anomaly, or on the
+//! simulator an error the workload gave up with, which is recorded as a case file like an
+//! anomaly), 2 a usage or infrastructure error (bad arguments, an unreachable server, an
+//! unreadable file).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::view::{Page, page_path};
+use avout_scenarios::scenario::case::Case;
+use avout_scenarios::scenario::{Registry, Report, RunError};
+
+use super::chaos;
+use super::runs::{
+    RunCmdError, Style, WorkloadArgs, create_dir, fault_list, parse_duration, print_report,
+    report_json, write_case,
+};
+
+/// Options of `avout run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    common: WorkloadArgs,
+    /// The seed: the same seed gives the same simulated run, bit for bit.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run on a real ZooKeeper at this connect string instead of the simulator.
+    #[arg(long, value_name = "CONNECT", conflicts_with = "zk_ensemble")]
+    zk: Option<String>,
+    /// Start a ZooKeeper ensemble of this many members for the run (Debian's ZooKeeper),
+    /// and stop it afterwards.
+    #[arg(long, value_name = "N")]
+    zk_ensemble: Option<usize>,
+    /// With --zk-ensemble: every this often (e.g. 5s, 500ms), the next nemesis event in turn:
+    /// kill and restart a member, SIGSTOP and resume one, cut one off from the others, cut the
+    /// clients off from one (each healed after a second), expire a client's session.
+    #[arg(long, value_name = "DURATION", requires = "zk_ensemble")]
+    kill_every: Option<String>,
+    /// On real ZooKeeper: repeat the workload, round after round (each under its own chroot
+    /// with the next seed, each judged on its own), until this much time has passed (e.g. 30s,
+    /// 2m). Default with --kill-every D: 10 × D, about ten nemesis events; otherwise one round.
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
+    /// With --ref-store postgres: the PostgreSQL to keep values in (a tokio-postgres
+    /// configuration: `host=127.0.0.1 port=5432 user=avout dbname=avout`, or a
+    /// `postgresql://` URL). The run's values go under its own scope in the table.
+    #[arg(long, value_name = "URL")]
+    pg: Option<String>,
+    /// Write the history here (default: DIR/SCENARIO-seedN.jsonl).
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
+}
+
+/// `avout run`.
+pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError> {
+    let w = args.common.workload(registry, args.seed)?;
+    let planted = args.common.planted()?;
+    let style = Style::stdout();
+    let out = &args.common.out;
+    let history_path = args
+        .history
+        .clone()
+        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
+    let mut rounds_json = serde_json::Value::Null;
+    let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
+        let kill_every = args.kill_every.as_deref().map(parse_duration).transpose()?;
+        let duration = match args.duration.as_deref().map(parse_duration).transpose()? {
+            Some(d) => Some(d),
+            None => kill_every.map(|every| every * 10),
+        };
+        // Refused before an ensemble is started; the run plants it in its handles.
+        avout::planted::Bugs::plant(planted).map_err(RunError::from)?;
+        let target = match (&args.zk, args.zk_ensemble) {
+            (Some(connect), _) => chaos::Target::Server(connect.clone()),
+            (None, Some(n)) => chaos::Target::Ensemble {
+                size: n,
+                kill_every,
+            },
+            (None, None) => unreachable!("checked above"),
+        };
+        let label = match &target {
+            chaos::Target::Server(c) => format!("ZooKeeper at {c}"),
+            chaos::Target::Ensemble { size, kill_every } => format!(
+                "own ensemble of {size}{}",
+                kill_every
+                    .map(|d| format!(", a member killed or a session expired every {d:?}"))
+                    .unwrap_or_default()
+            ),
+        };
+        let mut rounds =
+            chaos::run_real(registry, &target, &w, planted, args.pg.as_deref(), duration)?;
+        let report = rounds.pop().expect("at least one round");
+        if !rounds.is_empty() {
+            rounds_json = print_rounds(&rounds, &report, args.common.json);
+        }
+        (report, label, None)
+    } else {
+        if args.duration.is_some() {
+            return Err(RunCmdError::Usage(
+                "--duration needs real ZooKeeper (--zk or --zk-ensemble); on the simulator \
+                 use --ops"
+                    .into(),
+            ));
+        }
+        if args.pg.is_some() {
+            return Err(RunCmdError::Usage(
+                "--pg needs real ZooKeeper (--zk or --zk-ensemble)".into(),
+            ));
+        }
+        let plan = args.common.plan()?;
+        let report = registry
+            .run(&w)
+            .faults(&plan)
+            .planted(planted)
+            .recorded()
+            .sim()?;
+        let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
+        (report, "simulator".to_owned(), case)
+    };
+    if let Some(dir) = history_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    report.history.write_file(&history_path)?;
+    let case_path = out.join(format!("{}-seed{}.case.json", w.scenario, w.seed));
+    let page = match &case {
+        Some(case) => write_case(registry, case, &case_path)?,
+        // A failing run on real ZooKeeper has no case file: its page goes beside its history.
+        None if !report.verdict.is_valid() => real_page(&report, &backend, &history_path),
+        None => None,
+    };
+    if args.common.json {
+        let extra = serde_json::json!({
+            "backend": backend,
+            "history": history_path.display().to_string(),
+            "case": case.as_ref().map(|_| case_path.display().to_string()),
+            "page": page.as_ref().map(|p| p.display().to_string()),
+            "rounds": rounds_json,
+        });
+        println!("{}", report_json(&report, extra));
+    } else {
+        print_report(&report, &backend, &style);
+        println!("history     {}", history_path.display());
+        if case.is_some() {
+            println!("replay      avout replay {}", case_path.display());
+            println!("shrink      avout shrink {}", case_path.display());
+        }
+        if let Some(page) = &page {
+            println!("timeline    {}", page.display());
+        }
+    }
+    if report.verdict.is_valid() {
+        Ok(())
+    } else {
+        Err(RunCmdError::Anomaly(format!(
+            "{} failed with seed {}",
+            w.scenario, w.seed
+        )))
+    }
+}
+
+/// The rounds of a run with `--duration`: `earlier` ones and the `last` (reported in full
+/// after this), one line each and the totals, in text unless `json`; returned as JSON.
+fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Value {
+    let all: Vec<&Report> = earlier.iter().chain([last]).collect();
+    let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &all {
+        for (k, n) in &r.faults {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    let ops: u64 = all.iter().map(|r| r.counts.invoked).sum();
+    if !json {
+        for (k, r) in all.iter().enumerate() {
+            println!(
+                "round {:<5} seed {}, {} operations, faults {}, {}",
+                k + 1,
+                r.workload.seed,
+                r.counts.invoked,
+                fault_list(&r.faults),
+                if r.verdict.is_valid() {
+                    "valid"
+                } else {
+                    "INVALID"
+                }
+            );
+        }
+        let list: Vec<String> = faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!(
+            "rounds      {}, {ops} operations in all; nemesis events: {}; the last round:",
+            all.len(),
+            if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join(", ")
+            }
+        );
+    }
+    serde_json::json!({
+        "count": all.len(),
+        "operations": ops,
+        "faults": faults,
+        "each": all.iter().map(|r| serde_json::json!({
+            "seed": r.workload.seed,
+            "operations": r.counts.invoked,
+            "faults": r.faults,
+            "valid": r.verdict.is_valid(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The page of a failing run on real ZooKeeper, beside its history; reported on stderr and
+/// skipped if it cannot be written.
+fn real_page(report: &Report, backend: &str, history: &Path) -> Option<PathBuf> {
+    let path = page_path(history);
+    let written = Page::of_report(report, backend).and_then(|mut p| {
+        p.about.push(format!("history: {}", history.display()));
+        p.write(&path)
+    });
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            eprintln!("avout: no timeline page for {}: {e}", history.display());
+            None
+        }
+    }
+}

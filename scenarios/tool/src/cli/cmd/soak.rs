@@ -1,0 +1,356 @@
+//! `avout soak`: every scenario on many seeds, a table of failures, exit 1 if any.
+//!
+//! The grid and its runs are [`avout_scenarios::scenario::soak`]'s; this module parses the
+//! options, picks the base seed, draws the progress bar, prints the table and writes the
+//! lowest failing seed of each failing row as a case file.
+
+use std::path::PathBuf;
+
+use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
+use avout_scenarios::scenario::{Protocol, Registry};
+
+use super::runs::{RunCmdError, Style, parse_kind, progress_bar, write_case};
+
+/// Options of `avout soak`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SoakArgs {
+    /// Seeds per scenario and fault configuration.
+    #[arg(long, default_value_t = 10_000)]
+    seeds: u64,
+    /// The first seed (runs use BASE..BASE+N). Default: the clock's seconds since the Unix
+    /// epoch, printed so the soak can be run again.
+    #[arg(long, value_name = "B")]
+    base: Option<u64>,
+    /// Fault kinds drawn together, comma-separated (as for `avout run`), or `all` (the 7
+    /// one-server kinds; the default unless --per-kind or --pairs is given), `every` (all 12,
+    /// the ensemble's 5 too) or `none`.
+    #[arg(long, value_name = "LIST")]
+    faults: Option<String>,
+    /// Each of the 12 fault kinds alone, N seeds each.
+    #[arg(long)]
+    per_kind: bool,
+    /// Every pair of fault kinds (66), N seeds each.
+    #[arg(long)]
+    pairs: bool,
+    /// Scenarios, comma-separated (default: every built-in scenario, then those a user's
+    /// binary registered).
+    #[arg(long, value_name = "LIST")]
+    scenarios: Option<String>,
+    /// Operations per client (default: each scenario's).
+    #[arg(long)]
+    ops: Option<usize>,
+    /// The STM protocol of the transactional scenarios.
+    #[arg(long, default_value = "mvcc")]
+    protocol: String,
+    /// Switch on a planted bug (needs a build with `--features planted-bugs`).
+    #[arg(long, value_name = "BUG")]
+    planted: Option<String>,
+    /// OS threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Where the case files of failing seeds go.
+    #[arg(long, default_value = "avout-runs", value_name = "DIR")]
+    out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Before the grid, run every kept regression case in this directory (e.g.
+    /// scenarios/regressions) again, without its planted bug; any that fails fails the soak.
+    #[arg(long, value_name = "DIR")]
+    regressions: Option<PathBuf>,
+}
+
+impl SoakArgs {
+    fn soak(&self, registry: &Registry) -> Result<Soak, RunCmdError> {
+        let usage = |m: String| RunCmdError::Usage(m);
+        let scenarios = match self.scenarios.as_deref() {
+            // Every soaked scenario of the registry: the built-ins, then a user's binary's.
+            None | Some("all") => registry.soaked().into_iter().map(str::to_owned).collect(),
+            Some(list) => list
+                .split(',')
+                .map(|s| registry.get(s.trim()).map(|s| s.name().to_owned()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| usage(e.to_string()))?,
+        };
+        let mut faults = Vec::new();
+        if self.faults.is_some() || !(self.per_kind || self.pairs) {
+            faults.push(match self.faults.as_deref() {
+                None | Some("all") => FaultConfig::all(),
+                Some("every") => FaultConfig::every(),
+                Some("none") => FaultConfig::none(),
+                Some(list) => FaultConfig::of(
+                    &list
+                        .split(',')
+                        .map(|s| parse_kind(s.trim()))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            });
+        }
+        if self.per_kind {
+            faults.extend(FaultConfig::per_kind());
+        }
+        if self.pairs {
+            faults.extend(FaultConfig::pairs());
+        }
+        if self.seeds == 0 {
+            return Err(usage("--seeds must be at least 1".into()));
+        }
+        let base = self.base.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        });
+        if base.checked_add(self.seeds).is_none() {
+            return Err(usage(format!(
+                "--base {base} + --seeds {} overflows",
+                self.seeds
+            )));
+        }
+        let mut s = Soak::new(scenarios, faults, base, self.seeds);
+        s.protocol = self.protocol.parse::<Protocol>().map_err(usage)?;
+        s.ops = self.ops;
+        s.planted = self
+            .planted
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: avout::planted::PlantedError| usage(e.to_string()))?;
+        if let Some(t) = self.threads {
+            s.threads = t.max(1);
+        }
+        Ok(s)
+    }
+}
+
+fn case_path(args: &SoakArgs, row: &Row, seed: u64) -> PathBuf {
+    args.out.join(format!(
+        "{}-{}-seed{seed}.case.json",
+        row.label(),
+        row.faults.name
+    ))
+}
+
+/// `avout soak`.
+pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdError> {
+    let s = args.soak(registry)?;
+    let rows = s.rows();
+    let line = format!(
+        "soak        base seed {} (seeds {}..{}): {} scenario(s) × {} fault configuration(s) × {} \
+         seeds on {} threads{}",
+        s.base,
+        s.base,
+        s.base + s.seeds,
+        s.scenarios.len() + s.ref_store_rows.len(),
+        s.faults.len(),
+        s.seeds,
+        s.threads,
+        s.planted
+            .map(|b| format!(", planted bug {b}"))
+            .unwrap_or_default()
+    );
+    if args.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    let mut kept_failed = 0;
+    if let Some(dir) = &args.regressions {
+        let kept = rerun_kept(registry, dir)?;
+        let style = Style::stdout();
+        for k in kept.iter().filter(|k| !k.report.verdict.is_valid()) {
+            kept_failed += 1;
+            let first = k.report.verdict.problems().next().unwrap_or_default();
+            let line = format!(
+                "REGRESSED   {} (kept for: {}): {}\nreplay      avout replay {}",
+                k.path.display(),
+                k.anomaly.lines().next().unwrap_or_default(),
+                first.lines().next().unwrap_or_default(),
+                k.path.display()
+            );
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{}", style.paint("31;1", &line));
+            }
+        }
+        let line = format!(
+            "regressions {} kept case(s) of {} run first: {}",
+            kept.len(),
+            dir.display(),
+            if kept_failed == 0 {
+                "every one valid".to_owned()
+            } else {
+                format!("{kept_failed} failed")
+            }
+        );
+        if args.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    let bar = progress_bar(rows as u64 * s.seeds, "runs", !args.json);
+    let report = soak(registry, &s, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
+    let mut paths = Vec::new();
+    for row in &report.rows {
+        let path = match (&row.first, row.failed.first()) {
+            (Some(case), Some(&seed)) => {
+                let path = case_path(args, row, seed);
+                let page = write_case(registry, case, &path)?;
+                Some((path, page))
+            }
+            _ => None,
+        };
+        paths.push(path);
+    }
+    if args.json {
+        print_json(&s, &report, &paths);
+    } else {
+        print_table(&report, &paths);
+    }
+    if kept_failed > 0 {
+        return Err(RunCmdError::Anomaly(format!(
+            "{kept_failed} kept regression case(s) failed"
+        )));
+    }
+    if report.failed() {
+        let failed: u64 = report.rows.iter().map(|r| r.failed.len() as u64).sum();
+        Err(RunCmdError::Anomaly(format!(
+            "{failed} of {} runs failed (base seed {})",
+            report.runs, s.base
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// A failing row's case file and its timeline page, as written.
+type Written = Option<(PathBuf, Option<PathBuf>)>;
+
+fn print_table(report: &SoakReport, paths: &[Written]) {
+    let style = Style::stdout();
+    let width = |f: &dyn Fn(&Row) -> usize, title: &str| {
+        report
+            .rows
+            .iter()
+            .map(f)
+            .max()
+            .unwrap_or(0)
+            .max(title.len())
+    };
+    let ws = width(&|r| r.label().len(), "scenario");
+    let wf = width(&|r| r.faults.name.len(), "faults");
+    println!(
+        "{:ws$}  {:wf$}  {:>7}  {:>8}  first failing seed, and its replay",
+        "scenario", "faults", "seeds", "failures"
+    );
+    for (row, path) in report.rows.iter().zip(paths) {
+        let first = match (row.failed.first(), path) {
+            (Some(seed), Some((path, _))) => style.paint(
+                "31;1",
+                &format!("seed {seed}: avout replay {}", path.display()),
+            ),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "{:ws$}  {:wf$}  {:>7}  {:>8}  {first}",
+            row.label(),
+            row.faults.name,
+            row.seeds,
+            row.failed.len()
+        );
+    }
+    let failing: Vec<_> = report
+        .rows
+        .iter()
+        .zip(paths)
+        .filter(|(r, _)| !r.failed.is_empty())
+        .collect();
+    println!(
+        "soaked      {} runs in {:.1} s ({} simulated requests): {}",
+        report.runs,
+        report.wall_time.as_secs_f64(),
+        report.requests,
+        if failing.is_empty() {
+            style.paint("32", "every run valid")
+        } else {
+            style.paint(
+                "31;1",
+                &format!("{} of {} rows failed", failing.len(), report.rows.len()),
+            )
+        }
+    );
+    for (row, path) in failing {
+        let (Some(case), Some((path, page))) = (&row.first, path) else {
+            continue;
+        };
+        let w = &case.workload;
+        println!(
+            "FAILED      {} ({}) seed {}: {} of {} seeds failed{}",
+            row.label(),
+            row.faults.name,
+            w.seed,
+            row.failed.len(),
+            row.seeds,
+            match row.failed.get(1..6) {
+                Some(more) if !more.is_empty() => format!(
+                    " (also {}{})",
+                    more.iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if row.failed.len() > 6 { ", …" } else { "" }
+                ),
+                _ => String::new(),
+            }
+        );
+        for a in case.anomalies.iter().take(2) {
+            println!("  - {}", a.lines().next().unwrap_or_default());
+        }
+        println!("replay      avout replay {}", path.display());
+        println!("shrink      avout shrink {}", path.display());
+        if let Some(page) = page {
+            println!("timeline    {}", page.display());
+        }
+    }
+}
+
+fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
+    let rows: Vec<serde_json::Value> = report
+        .rows
+        .iter()
+        .zip(paths)
+        .map(|(row, path)| {
+            serde_json::json!({
+                "scenario": row.scenario,
+                "ref_store": row.ref_store.name(),
+                "faults": row.faults.name,
+                "seeds": row.seeds,
+                "failures": row.failed.len(),
+                "failed_seeds": row.failed,
+                "first_failure": row.first.as_ref().map(|case| serde_json::json!({
+                    "seed": case.workload.seed,
+                    "anomalies": case.anomalies,
+                    "case": path.as_ref().map(|(p, _)| p.display().to_string()),
+                    "replay": path.as_ref().map(|(p, _)| format!("avout replay {}", p.display())),
+                    "page": path.as_ref().and_then(|(_, page)| page.as_ref()).map(|p| p.display().to_string()),
+                })),
+            })
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "base": s.base,
+            "seeds": s.seeds,
+            "threads": s.threads,
+            "planted": s.planted.map(|b| b.name()),
+            "runs": report.runs,
+            "requests": report.requests,
+            "wall_time_s": report.wall_time.as_secs_f64(),
+            "failed": report.failed(),
+            "rows": rows,
+        })
+    );
+}

@@ -1,0 +1,528 @@
+//! `avout report bench`: avout's benchmarks beside the Curator and kazoo peers
+//! (`../shared/peers`) against one throwaway standalone ZooKeeper, in one run, as a table of
+//! ratios (`reports/bench.md`).
+//!
+//! The approach of `reports/bench-locks.sh`: rounds in which every workload runs for every
+//! peer in an order that rotates per round, so the per-round ratios compare neighbours in
+//! time; the table gives medians over rounds. Beside the recipe workloads it runs
+//! `avout bench ops` (avout against a raw `zookeeper-client` loop) and the STM workloads
+//! `stm-alter` and `stm-transfer` under both protocols. These are wall-clock figures: the
+//! report says when and under what load they were taken, and is not reproducible bit for bit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{ReportError, render};
+
+/// Options of `avout report bench`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Rounds (every workload for every peer once per round).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Operations per figure (`--n` of every benchmark).
+    #[arg(long, default_value_t = 500)]
+    n: u64,
+    /// Clients of the contended workloads.
+    #[arg(long, default_value_t = 4)]
+    clients: u32,
+    /// The port of the throwaway server.
+    #[arg(long, default_value_t = 24291)]
+    port: u16,
+    /// The peers' directory (Peers.java, peers_kazoo.py, zk-standalone.sh).
+    #[arg(long, default_value = "../shared/peers")]
+    peers: PathBuf,
+    /// Directory the report is written to.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+}
+
+const RECIPES: [&str; 5] = [
+    "lock-cycle",
+    "lock-contended",
+    "rwlock-read",
+    "counter",
+    "counter-contended",
+];
+
+fn fail(what: impl std::fmt::Display) -> ReportError {
+    ReportError::Bench(what.to_string())
+}
+
+/// Runs a command and returns its stdout; a failure names the command and its stderr.
+fn output(cmd: &mut Command) -> Result<String, ReportError> {
+    let shown = format!("{cmd:?}");
+    let out = cmd.output().map_err(|e| fail(format!("{shown}: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "{shown} exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The server, stopped when dropped.
+struct Server {
+    script: PathBuf,
+    port: u16,
+    connect: String,
+}
+
+impl Server {
+    fn start(peers: &Path, port: u16) -> Result<Server, ReportError> {
+        let script = peers.join("zk-standalone.sh");
+        let out = output(Command::new(&script).args(["start", &port.to_string()]))?;
+        let connect = out
+            .lines()
+            .last()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| fail("zk-standalone.sh printed no connect string"))?
+            .to_owned();
+        Ok(Server {
+            script,
+            port,
+            connect,
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Best effort on the way out: a server left running would be reported by the script
+        // on the next start (it refuses a busy port).
+        let _ = Command::new(&self.script)
+            .args(["stop", &self.port.to_string()])
+            .output();
+    }
+}
+
+/// One JSON line of a benchmark, with its round.
+#[derive(Clone, Debug)]
+struct Line {
+    peer: String,
+    workload: String,
+    variant: String,
+    clients: u64,
+    round: u32,
+    ops_per_sec: f64,
+}
+
+fn parse(stdout: &str, round: u32) -> Result<Vec<Line>, ReportError> {
+    let mut v = Vec::new();
+    for l in stdout.lines().filter(|l| l.trim_start().starts_with('{')) {
+        let j: serde_json::Value =
+            serde_json::from_str(l).map_err(|e| fail(format!("bad JSON line {l:?}: {e}")))?;
+        let s = |k: &str| j.get(k).and_then(|x| x.as_str()).unwrap_or("").to_owned();
+        v.push(Line {
+            peer: s("peer"),
+            workload: s("workload"),
+            variant: s("protocol"),
+            clients: j.get("clients").and_then(|x| x.as_u64()).unwrap_or(1),
+            round,
+            ops_per_sec: j.get("ops_per_sec").and_then(|x| x.as_f64()).unwrap_or(0.0),
+        });
+    }
+    Ok(v)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
+    let avout = std::env::current_exe().map_err(|e| fail(format!("own path: {e}")))?;
+    let build = std::env::temp_dir().join(format!("avout-report-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&build).map_err(|e| fail(format!("{}: {e}", build.display())))?;
+    let jars = "/usr/share/java";
+    let cp = format!(
+        "{jars}/curator-client.jar:{jars}/curator-framework.jar:{jars}/curator-recipes.jar"
+    );
+    output(
+        Command::new("javac")
+            .args(["-Xlint:-path", "-d"])
+            .arg(&build)
+            .args(["-cp", &cp])
+            .arg(args.peers.join("Peers.java")),
+    )?;
+    let server = Server::start(&args.peers, args.port)?;
+    let connect = server.connect.clone();
+    let (n, clients) = (args.n.to_string(), args.clients.to_string());
+    let run_cp = format!(
+        "{jars}/curator-recipes.jar:{jars}/slf4j-nop.jar:{}",
+        build.display()
+    );
+    let peer_cmd = |peer: &str, w: &str| -> Command {
+        let mut sizes = Vec::new();
+        if w.ends_with("-contended") {
+            sizes.push(clients.clone());
+        }
+        sizes.push(n.clone());
+        match peer {
+            "curator" => {
+                let mut c = Command::new("java");
+                c.args(["-cp", &run_cp, "Peers", w, &connect]).args(&sizes);
+                c
+            }
+            "kazoo" => {
+                let mut c = Command::new("/usr/bin/python3");
+                c.arg(args.peers.join("peers_kazoo.py"))
+                    .args([w, &connect])
+                    .args(&sizes);
+                c
+            }
+            _ => {
+                let mut c = Command::new(&avout);
+                c.args(["bench", w, "--zk", &connect, "--n", &n]);
+                if w.ends_with("-contended") {
+                    c.args(["--clients", &clients]);
+                }
+                c
+            }
+        }
+    };
+    let started = wall_stamp();
+    // Warm the server's JIT; the result is discarded, as in bench-locks.sh.
+    output(&mut peer_cmd("kazoo", "lock-cycle"))?;
+    let orders = [
+        ["curator", "kazoo", "avout"],
+        ["avout", "curator", "kazoo"],
+        ["kazoo", "avout", "curator"],
+    ];
+    let mut lines = Vec::new();
+    let mut loads = Vec::new();
+    for round in 1..=args.rounds {
+        loads.push(load());
+        eprintln!("report bench: round {round}/{}", args.rounds);
+        for w in RECIPES {
+            for peer in orders[(round as usize - 1) % 3] {
+                lines.extend(parse(&output(&mut peer_cmd(peer, w))?, round)?);
+            }
+        }
+        lines.extend(parse(
+            &output(
+                Command::new(&avout).args(["bench", "ops", "--json", "--zk", &connect, "--n", &n]),
+            )?,
+            round,
+        )?);
+        // The contended STM workloads, then one client altering one ref: the figure issue 6
+        // sets against the sequential set_data rate of `bench ops`.
+        let mut stm = vec![
+            ("stm-alter", clients.as_str()),
+            ("stm-transfer", clients.as_str()),
+        ];
+        if args.clients != 1 {
+            stm.push(("stm-alter", "1"));
+        }
+        for (w, k) in stm {
+            for protocol in ["optimistic", "mvcc"] {
+                let out = output(Command::new(&avout).args([
+                    "bench",
+                    w,
+                    "--zk",
+                    &connect,
+                    "--n",
+                    &n,
+                    "--clients",
+                    k,
+                    "--protocol",
+                    protocol,
+                ]))?;
+                lines.extend(parse(&out, round)?);
+            }
+        }
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&build);
+    write(args, &lines, &started, &loads)
+}
+
+/// The date and time, for the report's header (these figures are wall-clock ones).
+fn wall_stamp() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().next().unwrap_or("?").to_owned())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn write(
+    args: &BenchArgs,
+    lines: &[Line],
+    started: &str,
+    loads: &[String],
+) -> Result<PathBuf, ReportError> {
+    render(args, lines, started, loads).write(&args.out)
+}
+
+/// One figure of a run: a workload of a peer, under a protocol (`""` for none), from a number
+/// of clients (`None`: whatever the workload's only figure used).
+#[derive(Clone, Copy)]
+struct Fig<'a> {
+    workload: &'a str,
+    peer: &'a str,
+    variant: &'a str,
+    clients: Option<u64>,
+}
+
+fn fig<'a>(workload: &'a str, peer: &'a str) -> Fig<'a> {
+    Fig {
+        workload,
+        peer,
+        variant: "",
+        clients: None,
+    }
+}
+
+fn stm<'a>(workload: &'a str, protocol: &'a str, clients: u64) -> Fig<'a> {
+    Fig {
+        workload,
+        peer: "avout",
+        variant: protocol,
+        clients: Some(clients),
+    }
+}
+
+/// A speed target an issue sets, as a ratio of two figures taken in the same round.
+struct Target<'a> {
+    what: &'a str,
+    issue: u32,
+    num: Fig<'a>,
+    den: Fig<'a>,
+    at_least: f64,
+}
+
+impl Target<'_> {
+    fn verdict(&self, median: f64) -> &'static str {
+        match median {
+            m if m.is_nan() => "not measured",
+            m if m >= self.at_least => "met",
+            _ => "missed",
+        }
+    }
+}
+
+fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> render::Doc {
+    let rounds: Vec<u32> = (1..=args.rounds).collect();
+    let rate = |f: Fig<'_>, r: u32| {
+        lines
+            .iter()
+            .find(|l| {
+                l.workload == f.workload
+                    && l.peer == f.peer
+                    && l.variant == f.variant
+                    && f.clients.is_none_or(|c| l.clients == c)
+                    && l.round == r
+            })
+            .map(|l| l.ops_per_sec)
+    };
+    let per_round = |a: Fig<'_>, b: Fig<'_>| -> Vec<f64> {
+        rounds
+            .iter()
+            .filter_map(|r| Some(rate(a, *r)? / rate(b, *r)?))
+            .collect()
+    };
+    let med = |f: Fig<'_>| median(rounds.iter().filter_map(|r| rate(f, *r)).collect());
+    let fmt_ratios = |v: &[f64]| {
+        format!(
+            "{} (median **{:.2}×**)",
+            v.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            median(v.to_vec())
+        )
+    };
+    let mut doc = render::Doc::measured(
+        "bench",
+        "Benchmarks: avout beside Curator and kazoo, one server, one run",
+        &format!(
+            "avout report bench --rounds {} --n {} --clients {}",
+            args.rounds, args.n, args.clients
+        ),
+    );
+    doc.para(&format!(
+        "Taken {started}, load average at the start of each round {}. One throwaway \
+         standalone ZooKeeper (`{}/zk-standalone.sh`, port {}, fsync on), N={} operations per \
+         figure, {} clients for the contended workloads, {} rounds in rotating peer order (the \
+         approach of `reports/bench-locks.sh`). Needs the release build (`cargo build \
+         --release -p avout-cli`, then `target/release/avout report bench`), Debian's \
+         zookeeper, python3-kazoo and libcurator-*-java. Ratios are per round (neighbours in \
+         time), then their median.",
+        loads.join(", "),
+        args.peers.display(),
+        args.port,
+        args.n,
+        args.clients,
+        args.rounds
+    ));
+    doc.heading("Targets");
+    let targets = [
+        Target {
+            what: "lock-cycle ≥ 1.8× Curator",
+            issue: 4,
+            num: fig("lock-cycle", "avout"),
+            den: fig("lock-cycle", "curator"),
+            at_least: 1.8,
+        },
+        Target {
+            what: "lock-contended ≥ 1.3× Curator",
+            issue: 4,
+            num: fig("lock-contended", "avout"),
+            den: fig("lock-contended", "curator"),
+            at_least: 1.3,
+        },
+        Target {
+            what: "stm-alter, Optimistic, 1 client ≥ 0.5× set-seq",
+            issue: 6,
+            num: stm("stm-alter", "optimistic", 1),
+            den: fig("set-seq", "avout"),
+            at_least: 0.5,
+        },
+        Target {
+            what: "stm-alter, Mvcc, 1 client ≥ 0.2× set-seq",
+            issue: 6,
+            num: stm("stm-alter", "mvcc", 1),
+            den: fig("set-seq", "avout"),
+            at_least: 0.2,
+        },
+    ];
+    let mut t = render::Table::new(["target", "issue", "per round", "verdict"]);
+    for target in &targets {
+        let v = per_round(target.num, target.den);
+        let verdict = target.verdict(median(v.clone()));
+        t.row(vec![
+            target.what.to_owned(),
+            format!("#{}", target.issue),
+            fmt_ratios(&v),
+            if verdict == "missed" {
+                "**missed**".to_owned()
+            } else {
+                verdict.to_owned()
+            },
+        ]);
+    }
+    doc.table(&t);
+    doc.heading("Recipes: avout against Curator and kazoo");
+    let mut t = render::Table::new([
+        "workload",
+        "avout ops/s",
+        "Curator ops/s",
+        "kazoo ops/s",
+        "avout/Curator per round",
+        "avout/kazoo per round",
+    ]);
+    for w in RECIPES {
+        t.row(vec![
+            w.to_owned(),
+            format!("{:.1}", med(fig(w, "avout"))),
+            format!("{:.1}", med(fig(w, "curator"))),
+            format!("{:.1}", med(fig(w, "kazoo"))),
+            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "curator"))),
+            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "kazoo"))),
+        ]);
+    }
+    doc.table(&t);
+    doc.heading("Single operations: avout against the raw client");
+    let mut ops: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| {
+        l.peer != "avout" && !RECIPES.contains(&l.workload.as_str()) && l.variant.is_empty()
+    }) {
+        let peers = ops.entry(l.workload.clone()).or_default();
+        if !peers.contains(&l.peer) {
+            peers.push(l.peer.clone());
+        }
+    }
+    let mut t = render::Table::new([
+        "operation",
+        "avout ops/s",
+        "raw ops/s",
+        "avout/raw per round",
+    ]);
+    for (w, peers) in &ops {
+        for p in peers {
+            t.row(vec![
+                format!("{w} (vs {p})"),
+                format!("{:.1}", med(fig(w, "avout"))),
+                format!("{:.1}", med(fig(w, p))),
+                fmt_ratios(&per_round(fig(w, "avout"), fig(w, p))),
+            ]);
+        }
+    }
+    doc.table(&t);
+    doc.heading("STM: the two protocols, and against the atomic counter");
+    let mut t = render::Table::new([
+        "workload",
+        "optimistic ops/s",
+        "mvcc ops/s",
+        "mvcc/optimistic per round",
+        "optimistic / avout counter-contended per round",
+    ]);
+    let counter = fig("counter-contended", "avout");
+    for (w, k) in [
+        ("stm-alter", 1),
+        ("stm-alter", u64::from(args.clients)),
+        ("stm-transfer", u64::from(args.clients)),
+    ] {
+        if k == 1 && w == "stm-alter" && args.clients == 1 {
+            continue; // the next row is the same figure
+        }
+        t.row(vec![
+            format!("{w} ({k} client{})", if k == 1 { "" } else { "s" }),
+            format!("{:.1}", med(stm(w, "optimistic", k))),
+            format!("{:.1}", med(stm(w, "mvcc", k))),
+            fmt_ratios(&per_round(stm(w, "mvcc", k), stm(w, "optimistic", k))),
+            fmt_ratios(&per_round(stm(w, "optimistic", k), counter)),
+        ]);
+    }
+    doc.table(&t);
+    doc.heading("Findings");
+    let mut f = Vec::new();
+    for target in &targets {
+        let m = median(per_round(target.num, target.den));
+        f.push(format!(
+            "{} (issue {}): median {m:.2}×, {}.",
+            target.what,
+            target.issue,
+            target.verdict(m)
+        ));
+    }
+    for w in RECIPES {
+        let c = median(per_round(fig(w, "avout"), fig(w, "curator")));
+        let k = median(per_round(fig(w, "avout"), fig(w, "kazoo")));
+        f.push(format!(
+            "{w}: avout {c:.2}× Curator, {k:.2}× kazoo (medians of per-round ratios)."
+        ));
+    }
+    let k = u64::from(args.clients);
+    for w in ["stm-alter", "stm-transfer"] {
+        let r = median(per_round(stm(w, "mvcc", k), stm(w, "optimistic", k)));
+        f.push(format!(
+            "{w} ({k} clients): Mvcc runs at {r:.2}× Optimistic's rate on a real server ({}).",
+            if r < 1.0 {
+                "Optimistic stays the better default"
+            } else {
+                "Mvcc is not slower here"
+            }
+        ));
+    }
+    doc.bullets(&f);
+    doc
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,93 @@
+//! The bench report's parsing and rendering on hand-made lines.
+
+use super::*;
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+fn line(peer: &str, workload: &str, variant: &str, clients: u64, round: u32, rate: f64) -> Line {
+    Line {
+        peer: peer.into(),
+        workload: workload.into(),
+        variant: variant.into(),
+        clients,
+        round,
+        ops_per_sec: rate,
+    }
+}
+
+/// Two rounds in which the lock-cycle target is met (2.0×, 1.9×), the contended one
+/// missed (1.1×), Optimistic's alter met (0.6× set-seq) and Mvcc's missed (0.1×).
+fn two_rounds() -> Vec<Line> {
+    let mut v = Vec::new();
+    for r in 1..=2 {
+        let lock = if r == 1 { 200.0 } else { 190.0 };
+        v.push(line("avout", "lock-cycle", "", 1, r, lock));
+        v.push(line("curator", "lock-cycle", "", 1, r, 100.0));
+        v.push(line("kazoo", "lock-cycle", "", 1, r, 50.0));
+        v.push(line("avout", "lock-contended", "", 4, r, 110.0));
+        v.push(line("curator", "lock-contended", "", 4, r, 100.0));
+        v.push(line("avout", "set-seq", "", 1, r, 1000.0));
+        v.push(line("avout", "set-pipelined", "", 1, r, 5000.0));
+        v.push(line("zookeeper-client", "set-pipelined", "", 1, r, 4000.0));
+        // The contended figures, first, must not be taken for the one-client ones.
+        v.push(line("avout", "stm-alter", "optimistic", 4, r, 1.0));
+        v.push(line("avout", "stm-alter", "mvcc", 4, r, 1.0));
+        v.push(line("avout", "stm-alter", "optimistic", 1, r, 600.0));
+        v.push(line("avout", "stm-alter", "mvcc", 1, r, 100.0));
+    }
+    v
+}
+
+#[test]
+fn targets_are_judged_on_per_round_ratios() {
+    let args = Cli::parse_from(["x", "--rounds", "2"]).bench;
+    let doc = render(&args, &two_rounds(), "now", &["0.1".into(), "0.2".into()]);
+    let text = doc.text();
+    let row = |what: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("| {what}")))
+            .unwrap_or_else(|| panic!("no row {what:?} in\n{text}"))
+            .to_owned()
+    };
+    assert!(row("lock-cycle ≥ 1.8").contains("2.00 1.90 (median **1.95×**) | met"));
+    assert!(row("lock-contended ≥ 1.3").contains("1.10 1.10 (median **1.10×**) | **missed**"));
+    assert!(row("stm-alter, Optimistic").contains("0.60 0.60 (median **0.60×**) | met"));
+    assert!(row("stm-alter, Mvcc").contains("0.10 0.10 (median **0.10×**) | **missed**"));
+    assert!(row("set-pipelined (vs zookeeper-client)").contains("1.25 1.25"));
+    assert!(text.contains("wall-clock figures, so a rerun measures anew"));
+    assert!(!text.contains("the same command writes the same numbers"));
+}
+
+#[test]
+fn a_missing_figure_is_not_measured_rather_than_met() {
+    let args = Cli::parse_from(["x", "--rounds", "2"]).bench;
+    let lines: Vec<Line> = two_rounds()
+        .into_iter()
+        .filter(|l| l.peer != "curator")
+        .collect();
+    let doc = render(&args, &lines, "now", &[]);
+    let row = doc
+        .text()
+        .lines()
+        .find(|l| l.starts_with("| lock-cycle ≥"))
+        .expect("target row")
+        .to_owned();
+    assert!(row.ends_with("| not measured |"), "{row}");
+}
+
+#[test]
+fn json_lines_keep_clients_and_protocol() {
+    let out = "noise\n{\"peer\":\"avout\",\"workload\":\"stm-alter\",\"clients\":4,\"ops\":8,\"secs\":1.0,\"ops_per_sec\":8.0,\"protocol\":\"mvcc\"}\n";
+    let v = parse(out, 3).expect("parses");
+    assert_eq!(v.len(), 1);
+    assert_eq!(
+        (v[0].clients, v[0].variant.as_str(), v[0].round),
+        (4, "mvcc", 3)
+    );
+    assert!(parse("{not json", 1).is_err());
+}

@@ -1,0 +1,116 @@
+//! `avout soak` from the shell: its table, its JSON, and a failing seed's case file.
+
+use crate::avout;
+
+#[test]
+fn avout_soak_prints_its_base_and_a_table_and_exits_zero_when_every_run_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = avout(&[
+        "soak",
+        "--seeds",
+        "3",
+        "--base",
+        "5",
+        "--scenarios",
+        "counter,mutex",
+        "--ops",
+        "2",
+        "--faults",
+        "none",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout.contains("base seed 5 (seeds 5..8)"), "{stdout}");
+    for row in ["counter none 3 0 -", "mutex none 3 0 -"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().eq(row.split_whitespace())),
+            "no row {row:?} in {stdout}"
+        );
+    }
+    assert!(stdout.contains("every run valid"), "{stdout}");
+}
+
+#[test]
+fn avout_soak_per_kind_and_pairs_make_one_row_per_configuration() {
+    let out = avout(&[
+        "soak",
+        "--seeds",
+        "1",
+        "--base",
+        "0",
+        "--scenarios",
+        "counter",
+        "--ops",
+        "1",
+        "--per-kind",
+        "--pairs",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    // The 12 kinds (the one-server 7 and the ensemble's 5) alone, then their 66 pairs.
+    assert_eq!(rows.len(), 12 + 66, "{report}");
+    assert_eq!(rows[0]["faults"], "request-lost");
+    assert_eq!(rows[11]["faults"], "slow-disk");
+    assert_eq!(rows[12]["faults"], "request-lost+reply-lost");
+    assert_eq!(report["base"], 0);
+    assert_eq!(
+        out.status.code(),
+        Some(if report["failed"] == true { 1 } else { 0 })
+    );
+}
+
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn avout_soak_names_the_first_failing_seed_writes_its_case_and_exits_one() {
+    use avout::planted::Bug;
+    use avout_scenarios::scenario::Registry;
+    use avout_scenarios::scenario::explore::explore;
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "soak",
+        "--planted",
+        "atom-unchecked-write",
+        "--scenarios",
+        "counter",
+        "--faults",
+        "none",
+        "--seeds",
+        "6",
+        "--base",
+        "0",
+        "--ops",
+        "3",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    let out = avout(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let mut w = Registry::builtins().workload("counter", 0).unwrap();
+    w.ops = 3;
+    let found = explore(
+        &Registry::builtins()
+            .run(&w)
+            .planted(Some(Bug::AtomUncheckedWrite)),
+        0..6,
+        2,
+        false,
+        &|_| {},
+    )
+    .unwrap();
+    let seed = found.first_failure().unwrap().workload.seed;
+    let path = dir
+        .path()
+        .join(format!("counter-none-seed{seed}.case.json"));
+    let replay = format!("seed {seed}: avout replay {}", path.display());
+    assert!(stdout.contains(&replay), "{replay:?} not in {stdout}");
+    assert!(stdout.contains("FAILED      counter (none)"), "{stdout}");
+    let replayed = avout(&["replay", path.to_str().unwrap()]);
+    assert_eq!(replayed.status.code(), Some(1), "{replayed:?}");
+    assert!(String::from_utf8_lossy(&replayed.stdout).contains("same event-log hash"));
+}
