@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 
 use crate::request::{Reply, Request};
 use crate::{
-    Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, PersistentWatch, Result, SessionInfo,
-    SessionState, SessionStates, Stat, Watch,
+    Acl, AddWatchMode, CreateOptions, Error, Identity, Op, OpResult, PersistentWatch, ReadOp,
+    ReadResult, Result, SessionInfo, SessionState, SessionStates, Stat, Watch,
 };
 
 /// The future every coordination operation returns.
@@ -315,6 +315,42 @@ pub trait Coordination: Send + Sync {
         })
     }
 
+    /// Reads several nodes from one state of the tree, as one request (ZooKeeper 3.6's
+    /// `multiRead`): each read answers for itself ([`ReadResult::NoNode`] for a missing node),
+    /// and the request as a whole fails only as any request does (a lost connection).
+    ///
+    /// ```
+    /// use avout::{Coordination, ReadOp, ReadResult};
+    ///
+    /// async fn both<C: Coordination>(zk: &C) -> avout::Result<usize> {
+    ///     let reads = [
+    ///         ReadOp::GetData { path: "/config".into() },
+    ///         ReadOp::GetChildren { path: "/members".into() },
+    ///     ];
+    ///     let found = zk.multi_read(&reads).await?;
+    ///     Ok(found.iter().filter(|r| !matches!(r, ReadResult::NoNode { .. })).count())
+    /// }
+    /// ```
+    fn multi_read(&self, reads: &[ReadOp]) -> OpFuture<'_, Vec<ReadResult>> {
+        typed(
+            self,
+            Request::MultiRead(reads.to_vec()),
+            |reply, _| match reply {
+                Reply::MultiRead(results) => Ok(results),
+                other => Err(other),
+            },
+        )
+    }
+
+    /// The identities the session holds (ZooKeeper 3.7's `whoAmI`): its address and every
+    /// identity `addAuth` gave it.
+    fn who_am_i(&self) -> OpFuture<'_, Vec<Identity>> {
+        typed(self, Request::WhoAmI, |reply, _| match reply {
+            Reply::WhoAmI(ids) => Ok(ids),
+            other => Err(other),
+        })
+    }
+
     /// How many descendants a node has: its children, theirs, and so on, not the node itself.
     /// Errors: `NoNode`, `NoAuth` (reading the node).
     fn get_all_children_number(&self, path: &str) -> OpFuture<'_, u64> {
@@ -351,6 +387,53 @@ pub trait Coordination: Send + Sync {
             "addWatch: this backend hands out no persistent watches".into(),
         )))
         .boxed()
+    }
+}
+
+/// A shared handle is a backend too: an `Arc<dyn Coordination>` (what a
+/// [`Connect`](crate::client::Connect)or opens) goes wherever a `C: Coordination` is asked
+/// for. It forwards what a backend implements; the typed methods are derived as for any
+/// backend.
+///
+/// ```
+/// use std::sync::Arc;
+/// use avout::Coordination;
+///
+/// fn timeout_of<C: Coordination>(zk: &C) -> std::time::Duration {
+///     zk.session().timeout
+/// }
+///
+/// fn shared(zk: Arc<dyn Coordination>) -> std::time::Duration {
+///     timeout_of(&zk)
+/// }
+/// ```
+impl<C: Coordination + ?Sized> Coordination for std::sync::Arc<C> {
+    fn session(&self) -> SessionInfo {
+        (**self).session()
+    }
+
+    fn session_states(&self) -> SessionStates {
+        (**self).session_states()
+    }
+
+    fn session_state(&self) -> SessionState {
+        (**self).session_state()
+    }
+
+    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        (**self).submit(request)
+    }
+
+    fn new_guid(&self) -> u128 {
+        (**self).new_guid()
+    }
+
+    fn close(&self) -> OpFuture<'_, ()> {
+        (**self).close()
+    }
+
+    fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
+        (**self).add_watch(path, mode)
     }
 }
 

@@ -10,7 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, Result, Stat};
+use crate::{
+    Acl, AddWatchMode, CreateOptions, Error, Identity, Op, OpResult, ReadOp, ReadResult, Result,
+    Stat,
+};
 
 #[cfg(doc)]
 use crate::Coordination;
@@ -127,11 +130,17 @@ pub enum Request {
         /// The watched node.
         path: String,
     },
+    /// Reads several nodes from one state of the tree ([`Coordination::multi_read`],
+    /// ZooKeeper 3.6's `multiRead`); each read fails on its own.
+    MultiRead(Vec<ReadOp>),
+    /// The identities the session holds ([`Coordination::who_am_i`], ZooKeeper 3.7's
+    /// `whoAmI`).
+    WhoAmI,
 }
 
 impl Request {
-    /// The path the request concerns (the first operation's, for a `multi`; empty for
-    /// `addAuth`).
+    /// The path the request concerns (the first operation's, for a `multi` or a `multiRead`;
+    /// empty for `addAuth` and `whoAmI`).
     ///
     /// ```
     /// use avout::machine::Request;
@@ -153,7 +162,8 @@ impl Request {
             | Request::RemoveWatches { path } => path,
             Request::GetEphemerals { prefix } => prefix,
             Request::Multi(ops) => ops.first().map_or("", Op::path),
-            Request::AddAuth { .. } => "",
+            Request::MultiRead(ops) => ops.first().map_or("", ReadOp::path),
+            Request::AddAuth { .. } | Request::WhoAmI => "",
         }
     }
 
@@ -215,6 +225,8 @@ impl Request {
             Request::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
             Request::AddWatch { .. } => "addWatch",
             Request::RemoveWatches { .. } => "removeWatches",
+            Request::MultiRead(_) => "multiRead",
+            Request::WhoAmI => "whoAmI",
         }
     }
 
@@ -232,24 +244,15 @@ impl Request {
                 path,
                 data,
                 options,
-            } => {
-                crate::path::validate_write(path, options.mode.is_sequential(), data)?;
-                options.validate(path)
-            }
+            } => Op::validate_create(path, data, options),
             Request::SetData { path, data, .. } => crate::path::validate_write(path, false, data),
-            Request::Delete { path, .. }
-            | Request::GetData { path, .. }
-            | Request::Exists { path, .. }
-            | Request::GetChildren { path, .. }
-            | Request::Sync { path }
-            | Request::GetAcl { path }
-            | Request::SetAcl { path, .. }
-            | Request::GetAllChildrenNumber { path }
-            | Request::AddWatch { path, .. }
-            | Request::RemoveWatches { path } => crate::path::validate_path(path, false),
-            Request::GetEphemerals { prefix } => crate::path::validate_path(prefix, false),
             Request::Multi(ops) => Op::validate_all(ops),
-            Request::AddAuth { .. } => Ok(()),
+            Request::MultiRead(ops) => ops
+                .iter()
+                .try_for_each(|op| crate::path::validate_path(op.path(), false)),
+            Request::AddAuth { .. } | Request::WhoAmI => Ok(()),
+            // Every other request names one path (`getEphemerals` a prefix, checked as one).
+            _ => crate::path::validate_path(self.path(), false),
         }
     }
 }
@@ -313,6 +316,10 @@ pub enum Reply {
     WatchAdded,
     /// The watches were removed.
     WatchesRemoved,
+    /// Each read of a `multiRead`, in order.
+    MultiRead(Vec<ReadResult>),
+    /// The session's identities.
+    WhoAmI(Vec<Identity>),
 }
 
 impl Reply {

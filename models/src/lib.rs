@@ -64,6 +64,8 @@ pub enum Named {
     RwLock,
     /// Leader election.
     Election,
+    /// The exclusive lock taken with `try_lock` (a client that finds it held gives up).
+    TryMutex,
     /// The atom's compare-and-set (each client increments once).
     Atom,
     /// The STM under protocol Optimistic (odd clients read two refs, even ones transfer).
@@ -80,12 +82,13 @@ impl Named {
     /// Every model, in a fixed order.
     ///
     /// ```
-    /// assert_eq!(avout_models::Named::ALL.len(), 8);
+    /// assert_eq!(avout_models::Named::ALL.len(), 9);
     /// ```
-    pub const ALL: [Named; 8] = [
+    pub const ALL: [Named; 9] = [
         Named::Mutex,
         Named::RwLock,
         Named::Election,
+        Named::TryMutex,
         Named::Atom,
         Named::Stm,
         Named::Mvcc,
@@ -103,6 +106,7 @@ impl Named {
             Named::Mutex => "mutex",
             Named::RwLock => "rwlock",
             Named::Election => "election",
+            Named::TryMutex => "try-mutex",
             Named::Atom => "atom",
             Named::Stm => "stm",
             Named::Mvcc => "mvcc",
@@ -149,7 +153,8 @@ impl FromStr for Named {
 pub enum ModelError {
     /// No model has this name.
     #[error(
-        "no model is named {0:?} (known: mutex, rwlock, election, atom, stm, mvcc, mvcc-bank, agent)"
+        "no model is named {0:?} (known: mutex, rwlock, election, try-mutex, atom, stm, mvcc, \
+         mvcc-bank, agent)"
     )]
     Unknown(String),
     /// The configuration is out of range.
@@ -361,6 +366,7 @@ pub fn check_named_with(
         Named::Mutex => check_with(config.lock(lock::Flavor::Mutex)?, search, progress),
         Named::RwLock => check_with(config.lock(lock::Flavor::RwLock)?, search, progress),
         Named::Election => check_with(config.lock(lock::Flavor::Election)?, search, progress),
+        Named::TryMutex => check_with(config.lock(lock::Flavor::TryMutex)?, search, progress),
         Named::Atom => check_with(config.atom()?, search, progress),
         Named::Stm => check_with(config.stm()?, search, progress),
         Named::Agent => check_with(config.executor()?, search, progress),
@@ -393,6 +399,7 @@ pub fn serve_named(name: &str, config: &Config, address: &str) -> Result<(), Mod
         Named::Mutex => check::serve(config.lock(lock::Flavor::Mutex)?, address),
         Named::RwLock => check::serve(config.lock(lock::Flavor::RwLock)?, address),
         Named::Election => check::serve(config.lock(lock::Flavor::Election)?, address),
+        Named::TryMutex => check::serve(config.lock(lock::Flavor::TryMutex)?, address),
         Named::Atom => check::serve(config.atom()?, address),
         Named::Stm => check::serve(config.stm()?, address),
         Named::Agent => check::serve(config.executor()?, address),

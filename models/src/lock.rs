@@ -117,6 +117,8 @@ pub struct LockAgent {
     pub learnt: Option<LockError>,
     /// The bugs planted in its machines.
     planted: Bugs,
+    /// How long its acquisitions wait.
+    patience: Patience,
 }
 
 impl LockAgent {
@@ -136,7 +138,20 @@ impl LockAgent {
             monitor: None,
             learnt: None,
             planted: Bugs::NONE,
+            patience: Patience::Forever,
         }
+    }
+
+    /// The same client, acquiring with `patience` (`Patience::None`: `try_lock`).
+    ///
+    /// ```
+    /// use avout::lock::{LockKind, Patience};
+    /// let a = avout_models::lock::LockAgent::new(0, LockKind::Exclusive, 1).patience(Patience::None);
+    /// assert_eq!(a.holding(), None);
+    /// ```
+    pub fn patience(mut self, patience: Patience) -> Self {
+        self.patience = patience;
+        self
     }
 
     /// The same client with `planted` bugs in its machines.
@@ -171,7 +186,7 @@ impl LockAgent {
             self.kind,
             self.guid(),
             self.session,
-            Patience::Forever,
+            self.patience,
             Vec::new(),
         )
         .with_data(vec![b'0' + self.index])
@@ -469,6 +484,9 @@ pub enum Flavor {
     RwLock,
     /// Leader election.
     Election,
+    /// The exclusive lock taken with `try_lock`: a client that finds it held gives up (and
+    /// removes its node).
+    TryMutex,
 }
 
 /// The lock family's model; see the [module docs](self).
@@ -513,7 +531,7 @@ impl LockModel {
 
     fn kind(&self, index: u8) -> LockKind {
         match self.flavor {
-            Flavor::Mutex => LockKind::Exclusive,
+            Flavor::Mutex | Flavor::TryMutex => LockKind::Exclusive,
             Flavor::Election => LockKind::Latch,
             Flavor::RwLock if index == 0 => LockKind::Write,
             Flavor::RwLock => LockKind::Read,
@@ -602,6 +620,33 @@ fn leader_learnt(state: &World<LockAgent>) -> bool {
     state.clients.iter().any(|c| c.agent.learnt.is_some())
 }
 
+/// Every node in the lock directory belongs to a client's acquisition, hold or (deferred) release: none
+/// is left behind, held by nobody, blocking every later contender.
+fn no_orphan_node(state: &World<LockAgent>) -> bool {
+    let Some(dir) = state.kernel.tree().node(LOCK_PATH) else {
+        return true;
+    };
+    dir.children.iter().all(|child| {
+        state.clients.iter().any(|c| match &c.agent.phase {
+            // A riding acquisition's old node is the client's until the ride applies.
+            Phase::Acquiring(run) => {
+                child.starts_with(run.machine.prefix())
+                    || run.machine.unreleased().map(path::name) == Some(child)
+            }
+            Phase::Holding(a) | Phase::Lost(a) | Phase::Deferred(a) => path::name(&a.node) == child,
+            Phase::Releasing(run) => path::name(run.machine.node()) == child,
+            Phase::Idle | Phase::Failed(_) | Phase::Done => false,
+        })
+    })
+}
+
+fn gave_up(state: &World<LockAgent>) -> bool {
+    state
+        .clients
+        .iter()
+        .any(|c| c.agent.phase == Phase::Failed(LockError::WouldBlock))
+}
+
 fn all_finished(state: &World<LockAgent>) -> bool {
     state.clients.iter().all(|c| c.agent.finished())
 }
@@ -638,8 +683,16 @@ impl Model for LockModel {
 
     fn init_states(&self) -> Vec<Self::State> {
         let planted = crate::plant(self.bug);
+        let patience = match self.flavor {
+            Flavor::TryMutex => Patience::None,
+            Flavor::Mutex | Flavor::RwLock | Flavor::Election => Patience::Forever,
+        };
         let agents = (0..self.clients)
-            .map(|i| LockAgent::new(i, self.kind(i), self.cycles).planted(planted))
+            .map(|i| {
+                LockAgent::new(i, self.kind(i), self.cycles)
+                    .planted(planted)
+                    .patience(patience)
+            })
             .collect();
         let setup = [Request::Create {
             path: LOCK_PATH.into(),
@@ -649,17 +702,11 @@ impl Model for LockModel {
         vec![World::new(agents, self.faults, &setup)]
     }
 
-    fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        self.space.actions(state, &self.faults, actions);
-    }
-
-    fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(self.space.after(last, action))
-    }
+    crate::world::world_moves!();
 
     fn properties(&self) -> Vec<Property<Self>> {
         let exclusion = match self.flavor {
-            Flavor::Mutex => "mutual exclusion with fencing",
+            Flavor::Mutex | Flavor::TryMutex => "mutual exclusion with fencing",
             Flavor::RwLock => "reader/writer exclusion with fencing",
             Flavor::Election => "one leader per term (older leaders expired)",
         };
@@ -704,6 +751,15 @@ impl Model for LockModel {
                     "a leader learns its loss (monitor fires)",
                     |_, s| leader_learnt(s),
                 ));
+            }
+        }
+        if self.flavor == Flavor::TryMutex {
+            properties.push(Property::always(
+                "no lock node outlives its acquisition",
+                |_, s| no_orphan_node(s),
+            ));
+            if self.clients > 1 {
+                properties.push(Property::sometimes("a try gave up", |_, s| gave_up(s)));
             }
         }
         if self.flavor == Flavor::RwLock && self.clients > 2 {

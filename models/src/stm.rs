@@ -139,6 +139,10 @@ struct Seen {
 
 /// The machine a client is running.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one machine per client; boxing would allocate in every clone of a model state"
+)]
 enum Running {
     Reading(String, Run<ReadMachine>),
     Committing(Run<CommitMachine>),
@@ -563,13 +567,7 @@ impl Model for StmModel {
         vec![World::new(agents, self.faults, &setup)]
     }
 
-    fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        self.space.actions(state, &self.faults, actions);
-    }
-
-    fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(self.space.after(last, action))
-    }
+    crate::world::world_moves!();
 
     fn properties(&self) -> Vec<Property<Self>> {
         let mut properties = vec![

@@ -226,21 +226,22 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// Every kind, in a fixed order.
-    pub const ALL: [FaultKind; 12] = [
-        FaultKind::RequestLost,
-        FaultKind::ReplyLost,
-        FaultKind::Disconnect,
-        FaultKind::SessionExpiry,
-        FaultKind::Pause,
-        FaultKind::StaleReads,
-        FaultKind::Outage,
-        FaultKind::Partition,
-        FaultKind::LeaderElection,
-        FaultKind::SessionMoved,
-        FaultKind::ClientFreeze,
-        FaultKind::SlowDisk,
-    ];
+    /// Every kind, in a fixed order: the [`DEFAULT`](Self::DEFAULT) ones, then the
+    /// [`ENSEMBLE`](Self::ENSEMBLE) ones.
+    pub const ALL: [FaultKind; 12] = {
+        let (one, many) = (FaultKind::DEFAULT, FaultKind::ENSEMBLE);
+        let mut all = [FaultKind::RequestLost; 12];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < one.len() {
+                one[i]
+            } else {
+                many[i - one.len()]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The kinds `all` draws: the seven one-server kinds. The ensemble kinds are asked for by
     /// name, or all twelve with `every` (which runs a three-server ensemble, so it is slower;

@@ -373,6 +373,19 @@ impl EventLog {
         }
     }
 
+    /// Appends that request or reply `xid` of `client` was dropped at `t` (it belonged to a
+    /// connection that has since been replaced).
+    pub(crate) fn dropped(&mut self, t: u64, client: usize, xid: u64) {
+        self.push(
+            LogEvent::Dropped {
+                t,
+                client,
+                xid: Some(xid),
+            },
+            |_| {},
+        );
+    }
+
     pub(crate) fn hash(&self) -> u64 {
         self.hasher.finish()
     }

@@ -1,9 +1,10 @@
 //! # avout-testkit
 //!
-//! Test gear for avout, kept out of the production crate: real ZooKeeper servers on loopback
-//! ([`server`]), a real PostgreSQL on loopback for the STM's ref store ([`postgres`]), and the
-//! backend conformance suite ([`conformance`]) that every
-//! [`Coordination`](avout::Coordination) backend must pass unchanged.
+//! Test gear for avout, kept out of the production crate: one [`backend`] trait over the
+//! simulated ZooKeeper and real ones, so that a test body is written once and run on both;
+//! real ZooKeeper servers on loopback ([`server`]); a real PostgreSQL on loopback for the
+//! STM's ref store ([`postgres`]); and the backend conformance suite ([`conformance`]) that
+//! every [`Coordination`](avout::Coordination) backend must pass unchanged.
 //!
 //! ```no_run
 //! use avout_testkit::server::ZkServer;
@@ -13,6 +14,10 @@
 //! // Dropping the handle kills the process and removes its directory.
 //! ```
 
+pub mod backend;
 pub mod conformance;
+pub mod kdc;
 pub mod postgres;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;

@@ -116,7 +116,9 @@ fn bin_dir() -> Result<PathBuf, PgError> {
 /// The uid and gid to run as: ours, or [`PG_USER`]'s (made if missing) when we are root.
 fn run_as() -> Result<Option<(u32, u32)>, PgError> {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    #[allow(unsafe_code)]
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
         return Ok(None);
     }
     if lookup_user().is_none() {
@@ -353,7 +355,8 @@ impl PgServer {
             return;
         };
         // SAFETY: kill with a valid signal on our own child's pid.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        #[allow(unsafe_code)]
+        let _ = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {

@@ -162,7 +162,7 @@ where
                 promote_after: self.promote_after,
                 mutex,
                 counters: Counters::default(),
-                watches: StdMutex::new(BTreeMap::new()),
+                watches: Default::default(),
             }),
         })
     }

@@ -24,9 +24,7 @@
 //!   reported as unknown, never guessed.
 //! - **Session lost**: the outcome of an in-flight write is unknown; reported as the error.
 
-use std::collections::VecDeque;
-
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, Token};
 use crate::planted::{Bug, Bugs};
 use crate::{CreateOptions, Error, ErrorClass, SessionState, Stat, WatchedEvent};
 
@@ -191,8 +189,7 @@ pub struct CasMachine {
     path: String,
     step: Step,
     phase: Phase,
-    next_token: u64,
-    outbox: VecDeque<(Token, Request)>,
+    outbox: Outbox<()>,
     output: Option<Result<Outcome, StepError>>,
     recovered: bool,
     planted: Bugs,
@@ -210,8 +207,7 @@ impl CasMachine {
             path: path.into(),
             step,
             phase: Phase::Start,
-            next_token: 0,
-            outbox: VecDeque::new(),
+            outbox: Outbox::default(),
             output: None,
             recovered: false,
             planted: Bugs::NONE,
@@ -251,13 +247,6 @@ impl CasMachine {
         self.recovered
     }
 
-    fn send(&mut self, request: Request) -> Token {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push_back((token, request));
-        token
-    }
-
     fn finish(&mut self, result: Result<Outcome, StepError>) {
         self.phase = Phase::Done;
         self.outbox.clear();
@@ -268,7 +257,7 @@ impl CasMachine {
         match self.step.clone() {
             Step::Read { sync } => self.read(sync, false),
             Step::Create { data, .. } => {
-                let token = self.send(Request::Create {
+                let token = self.outbox.send(Request::Create {
                     path: self.path.clone(),
                     data,
                     options: CreateOptions::default(),
@@ -276,7 +265,7 @@ impl CasMachine {
                 self.phase = Phase::Writing(token);
             }
             Step::Set { data, version, .. } => {
-                let token = self.send(Request::SetData {
+                let token = self.outbox.send(Request::SetData {
                     path: self.path.clone(),
                     data,
                     version: (!self.planted.contains(Bug::AtomUncheckedWrite)).then_some(version),
@@ -288,11 +277,11 @@ impl CasMachine {
 
     fn read(&mut self, sync: bool, recovering: bool) {
         let sync = sync.then(|| {
-            self.send(Request::Sync {
+            self.outbox.send(Request::Sync {
                 path: self.path.clone(),
             })
         });
-        let get = self.send(Request::GetData {
+        let get = self.outbox.send(Request::GetData {
             path: self.path.clone(),
             watch: false,
         });
@@ -368,7 +357,7 @@ impl Machine for CasMachine {
     type Output = Result<Outcome, StepError>;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.outbox.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {

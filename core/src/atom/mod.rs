@@ -66,6 +66,7 @@ mod error;
 pub mod linkv;
 pub mod machine;
 pub mod record;
+mod shared;
 pub mod store;
 pub mod watcher;
 
@@ -76,7 +77,6 @@ pub use machine::{CasMachine, Outcome, Step, StepError, Versioned};
 pub use store::{FileStore, StateContainer, StoreError, ZkNode};
 pub use watcher::{AtomWatcher, Change};
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,15 +84,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::client::Session;
 use crate::lock::Mutex;
 use crate::machine::drive;
 use crate::planted::Bugs;
 use crate::sync::{Mutex as StdMutex, lock};
-use crate::{Client, Coordination, CoordinationExt, MAX_DATA_LEN, Stat, path};
+use crate::{Client, Coordination, CoordinationExt, MAX_DATA_LEN, path};
 
 use cache::Cache;
 use envelope::{Body, Envelope};
+use shared::{Core, Known, Loaded};
 
 /// The node data an atom handle writes: the encoded `value`, inline, recorded as write
 /// `write_id` of `writer`, replacing the node data `previous` (`None` when creating the node).
@@ -174,110 +174,7 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A node's value, decoded, with what a writer replacing it needs.
-#[derive(Clone, Debug)]
-struct Loaded<T> {
-    value: T,
-    envelope: Envelope,
-    stat: Stat,
-}
-
-/// What the handle knows of the node.
-#[derive(Clone, Debug)]
-enum Known<T> {
-    Unknown,
-    Absent,
-    Present(Loaded<T>),
-}
-
 type Validator<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
-
-/// What an atom and its watchers share: where the node is and how to read it.
-struct Core<K> {
-    client: Client,
-    path: String,
-    codec: K,
-    store: Arc<dyn StateContainer>,
-    /// The bugs planted in this atom's machines.
-    planted: Bugs,
-}
-
-impl<K: Codec> Core<K> {
-    /// The session this operation runs on (see [`Client::current_session`]).
-    async fn session(&self) -> Result<Session, AtomError> {
-        Ok(self.client.current_session().await?)
-    }
-
-    /// Decodes a node read; `Ok(None)` if its value is in a store file that has been replaced
-    /// since (the node changed: read it again).
-    async fn load<T: DeserializeOwned>(
-        &self,
-        node: crate::atom::Versioned,
-    ) -> Result<Option<Loaded<T>>, AtomError> {
-        let envelope = Envelope::parse(&node.data);
-        let bytes = match &envelope.body {
-            Body::Inline(bytes) => std::borrow::Cow::Borrowed(bytes.as_slice()),
-            Body::Blob(key) => match self.store.get(&self.path, key).await {
-                Ok(Some(bytes)) => std::borrow::Cow::Owned(bytes),
-                Ok(None) => return Ok(None),
-                Err(source) => {
-                    return Err(AtomError::Store {
-                        path: self.path.clone(),
-                        source,
-                    });
-                }
-            },
-        };
-        let value = self
-            .codec
-            .decode(&bytes)
-            .map_err(|source| AtomError::Decode {
-                path: self.path.clone(),
-                source,
-            })?;
-        Ok(Some(Loaded {
-            value,
-            envelope,
-            stat: node.stat,
-        }))
-    }
-
-    /// Reads and decodes the node, linearizably with `sync`.
-    async fn read<T: DeserializeOwned>(
-        &self,
-        zk: &dyn Coordination,
-        sync: bool,
-    ) -> Result<Known<T>, AtomError> {
-        loop {
-            let outcome = drive(
-                zk,
-                &mut CasMachine::new(&self.path, Step::Read { sync }).planted(self.planted),
-            )
-            .await
-            .map_err(AtomError::from_step)?;
-            let Outcome::NotApplied { current } = outcome else {
-                unreachable!("a read writes nothing")
-            };
-            match current {
-                None => return Ok(Known::Absent),
-                Some(node) => {
-                    if let Some(loaded) = self.load(node).await? {
-                        return Ok(Known::Present(loaded));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Removes a store file no version refers to any more; failures only leak a file.
-    async fn discard(&self, body: &Body) {
-        if let Body::Blob(key) = body
-            && let Err(e) = self.store.remove(&self.path, key).await
-        {
-            tracing::warn!(atom = %self.path, error = %e, "could not remove a replaced value");
-        }
-    }
-}
 
 struct Inner<T, K> {
     core: Arc<Core<K>>,
@@ -290,15 +187,7 @@ struct Inner<T, K> {
     writer: u64,
     writing: tokio::sync::Mutex<()>,
     counters: Counters,
-    watches: StdMutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
-}
-
-impl<T, K> Drop for Inner<T, K> {
-    fn drop(&mut self) {
-        for (_, task) in std::mem::take(&mut *lock(&self.watches)) {
-            task.abort();
-        }
-    }
+    watches: crate::task::WatchTasks,
 }
 
 /// A distributed atom holding a `T` in a ZooKeeper node, encoded with codec `K`; see the
@@ -594,9 +483,7 @@ where
                 }
             }
         });
-        if let Some(old) = lock(&self.inner.watches).insert(key, task) {
-            old.abort();
-        }
+        self.inner.watches.insert(key, task);
         Ok(())
     }
 
@@ -608,13 +495,7 @@ where
     /// # }
     /// ```
     pub fn remove_watch(&self, key: &str) -> bool {
-        match lock(&self.inner.watches).remove(key) {
-            Some(task) => {
-                task.abort();
-                true
-            }
-            None => false,
-        }
+        self.inner.watches.remove(key)
     }
 
     fn missing(&self) -> AtomError {
@@ -727,6 +608,7 @@ where
                 }
                 Ok(Outcome::NotApplied { current }) => {
                     bump(&self.inner.counters.conflicts);
+                    crate::metrics::retried("conflict");
                     failures += 1;
                     linearized = false;
                     core.discard(&body).await;

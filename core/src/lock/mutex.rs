@@ -101,9 +101,7 @@ impl Mutex {
     /// # }
     /// ```
     pub fn planted(mut self, bugs: Bugs) -> Self {
-        Arc::get_mut(&mut self.side)
-            .expect("bugs are planted in a new handle, before it is shared")
-            .planted = bugs;
+        Side::plant(&mut self.side, bugs);
         self
     }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::planted::Bugs;
 use crate::{Client, path};
 
 use super::mutex::{immediate, patience_for, timed};
@@ -112,10 +113,38 @@ impl RwLock {
     pub fn new(client: &Client, path: impl Into<String>) -> Result<Self, LockError> {
         let path = path.into();
         path::validate_path(&path, false)?;
-        let read = Side::new(client, path.clone(), LockKind::Read);
-        let write = Side::new(client, path, LockKind::Write);
+        Ok(Self::sides(client, path, Bugs::NONE))
+    }
+
+    /// The same handle with `bugs` planted in both sides (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// # Panics
+    ///
+    /// If the handle has been cloned: bugs are planted in a new handle, before it is shared.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// let rw = avout::lock::RwLock::new(client, "/l").unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(self, bugs: Bugs) -> Self {
+        assert!(
+            Arc::strong_count(&self.read) == 1,
+            "bugs are planted in a new handle, before it is shared"
+        );
+        let (path, client) = (self.read.path().to_owned(), self.read.client().clone());
+        Self::sides(&client, path, bugs)
+    }
+
+    /// Both sides, linked, with `bugs` planted.
+    fn sides(client: &Client, path: String, bugs: Bugs) -> Self {
+        let mut read = Side::new(client, path.clone(), LockKind::Read);
+        let mut write = Side::new(client, path, LockKind::Write);
+        Side::plant(&mut read, bugs);
+        Side::plant(&mut write, bugs);
         Side::link(&read, &write);
-        Ok(RwLock { read, write })
+        RwLock { read, write }
     }
 
     /// The lock's path (the directory of both sides' nodes).

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::client::Session;
 use crate::machine::{Driving, Pace, drive, until_certain};
-use crate::planted::Bugs;
+use crate::planted::{Bug, Bugs};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Client, Coordination, Error, path};
 
@@ -66,6 +66,17 @@ impl Side {
         })
     }
 
+    /// Plants `bugs` in a side nobody shares yet.
+    ///
+    /// # Panics
+    ///
+    /// If the side is shared (its handle was cloned).
+    pub(super) fn plant(side: &mut Arc<Self>, bugs: Bugs) {
+        Arc::get_mut(side)
+            .expect("bugs are planted in a new handle, before it is shared")
+            .planted = bugs;
+    }
+
     /// Makes `read` and `write` the two sides of one read-write lock handle.
     pub(super) fn link(read: &Arc<Self>, write: &Arc<Self>) {
         let linked = read.partner.set(Arc::downgrade(write)).is_ok()
@@ -93,10 +104,12 @@ impl Side {
     ) -> BoxFuture<'static, Result<(), Error>> {
         let partner = self.partner.get().and_then(Weak::upgrade);
         match (self.kind, partner) {
+            // The planted CURATOR-621 deletes the write node at once, whoever waits on it.
             (LockKind::Write, Some(read))
-                if read
-                    .held_name()
-                    .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
+                if !self.planted.contains(Bug::Curator621)
+                    && read
+                        .held_name()
+                        .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
             {
                 self.release_under_read(session, node, read).boxed()
             }
@@ -278,6 +291,10 @@ impl Side {
 
     pub(super) fn path(&self) -> &str {
         &self.path
+    }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The name (not path) of the node this side holds, if held.

@@ -436,7 +436,7 @@ impl ProtectedCreate {
         match reply {
             Ok(Reply::Created { path, stat }) => Ok((path, stat.czxid, None)),
             Ok(Reply::Multi(results)) => match (results.get(riding), results.get(riding + 1)) {
-                (Some(OpResult::Create { path }), Some(OpResult::SetData { stat })) => {
+                (Some(OpResult::Create { path, .. }), Some(OpResult::SetData { stat })) => {
                     Ok((path.clone(), stat.mzxid, Some(*stat)))
                 }
                 other => unreachable!("a riding create's multi replied {other:?}"),
@@ -545,6 +545,7 @@ mod tests {
             OpResult::Delete,
             OpResult::Create {
                 path: "/l/p-0000000002".into(),
+                stat: None,
             },
             OpResult::SetData { stat: parent },
         ];

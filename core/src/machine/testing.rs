@@ -1,6 +1,6 @@
 //! Helpers for the golden tests that step a machine by hand.
 
-use super::{Machine, Reply, Request, Token};
+use super::{Machine, Millis, Reply, Request, Token};
 use crate::Stat;
 
 /// Every request the machine wants sent now, in order.
@@ -14,4 +14,15 @@ pub(crate) fn children(names: &[&str]) -> crate::Result<Reply> {
         children: names.iter().map(|s| s.to_string()).collect(),
         stat: Stat::default(),
     })
+}
+
+/// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
+pub(crate) fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
+    let sent = drain(m);
+    assert!(
+        matches!(&sent[..], [(_, Request::Sync { .. })]),
+        "sync first: {sent:?}"
+    );
+    m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
+    drain(m)
 }

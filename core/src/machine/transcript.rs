@@ -246,6 +246,7 @@ fn parse_op_result(word: &str) -> Result<crate::OpResult, String> {
         None if word == "checked" => OpResult::Check,
         Some(("created", path)) => OpResult::Create {
             path: path.to_owned(),
+            stat: None,
         },
         Some(("set", stat)) => {
             let (mzxid, children) = stat.split_once(':').unwrap_or((stat, "0"));

@@ -1,20 +1,28 @@
-//! Agents on a real standalone ZooKeeper and, with the same bodies, on the simulator:
-//! semantics (send, await, error modes, restart, validators, watches), sends inside `dosync`
-//! under both protocols (only committed tries send), and an executor whose client dies
-//! mid-queue handing over to another without applying anything twice.
+//! Agents, each body on a real standalone ZooKeeper and on the simulator: semantics (send,
+//! await, error modes, restart, validators, watches), sends inside `dosync` under both
+//! protocols (only committed tries send), an executor whose client dies mid-queue handing
+//! over to another without applying anything twice, a restart that decides its own lost
+//! reply, and, under every fault kind on the simulator, three senders and executors whose
+//! sends apply exactly once and in order (a session expiry or an outage takes executors
+//! down and another takes over).
+//!
+//! What no fault may break: every acknowledged send is applied exactly once, an indefinite
+//! one at most once, one found not queued never; each sender's actions are applied in the
+//! order sent; a transaction's send is applied only if it committed. Replayable from the
+//! seed (printed on failure; `AVOUT_SIM_SEED` overrides).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::Client;
 use avout::agent::{Action, Agent, AgentError, ErrorMode};
 use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
-use avout::zk::ZkConfig;
-use avout_sim_zk::FaultRates;
+use avout_sim_zk::{FaultKind, Sim};
+use avout_testkit::backend::Backend;
 use serde::{Deserialize, Serialize};
 
-use crate::agent_sim::Append;
-use crate::support::{self, sim_clients, sweep_sim};
+use crate::support::{client_of, clients_of, on_both, one_kind, plain_sim, simulate, sweep_sim};
 
 /// A counter's actions; `Fail` always fails.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,9 +41,111 @@ impl Action<i64> for Count {
     }
 }
 
+/// Appends `(sender, n)` to the log.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Append(pub(crate) u32, pub(crate) u32);
+
+impl Action<Vec<(u32, u32)>> for Append {
+    type Error = String;
+    fn apply(&self, log: &Vec<(u32, u32)>) -> Result<Vec<(u32, u32)>, String> {
+        let mut log = log.clone();
+        log.push((self.0, self.1));
+        Ok(log)
+    }
+}
+
+type Log = Agent<Vec<(u32, u32)>, Append>;
+
+async fn open(client: &Client) -> Log {
+    loop {
+        match Agent::open(client, "/log", Vec::new()).await {
+            Ok(agent) => return agent,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn open_stm(client: &Client, protocol: Protocol) -> Stm {
+    loop {
+        match Stm::open(client, "/stm", StmConfig::with_protocol(protocol)).await {
+            Ok(stm) => return stm,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// What a sender knows of each of its sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Acknowledged (or its transaction committed): applied exactly once.
+    Sent,
+    /// May have been queued: applied at most once.
+    Maybe,
+    /// Certainly not queued (a rejected send, an aborted transaction): never applied.
+    Never,
+}
+
+/// Sends `per` actions from client `me`: even ones plainly, odd ones from a transaction
+/// (every third of which the body refuses, so it sends nothing).
+async fn sender(client: Client, me: u32, per: u32, protocol: Protocol) -> Vec<(u32, Fate)> {
+    let log = open(&client).await;
+    let stm = open_stm(&client, protocol).await;
+    let counter = loop {
+        match stm.make_ref("shared", 0u64).await {
+            Ok(r) => break r,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
+    let mut fates = Vec::new();
+    for n in 0..per {
+        let fate = if n % 2 == 0 {
+            match log.send(Append(me, n)).await {
+                Ok(_) => Fate::Sent,
+                Err(AgentError::NotQueued { .. }) => Fate::Never,
+                Err(e) if e.is_definite() => Fate::Never,
+                Err(_) => Fate::Maybe,
+            }
+        } else {
+            let refuse = n % 3 == 0;
+            let (log, counter) = (log.clone(), counter.clone());
+            let out = stm
+                .dosync_with(async move |tx| {
+                    tx.alter(&counter, |c| c + 1).await?;
+                    tx.send(&log, Append(me, n))?;
+                    if refuse {
+                        return Err(Refused::No);
+                    }
+                    Ok(())
+                })
+                .await;
+            match out {
+                Ok(()) => Fate::Sent,
+                Err(StmError::Body(Refused::No)) => Fate::Never,
+                Err(StmError::Indeterminate { .. } | StmError::SessionLost(_)) => Fate::Maybe,
+                Err(_) => Fate::Never,
+            }
+        };
+        fates.push((n, fate));
+    }
+    fates
+}
+
+#[derive(Debug)]
+enum Refused {
+    Stm(#[allow(dead_code)] Abort),
+    No,
+}
+
+impl From<Abort> for Refused {
+    fn from(a: Abort) -> Self {
+        Refused::Stm(a)
+    }
+}
+
 /// Send, await, the failed state and restart, continue mode with its handler, a validator,
 /// a watch.
-async fn semantics(client: &Client, path: &str) {
+async fn semantics(backend: &dyn Backend, path: &str) {
+    let client = &client_of(backend).await;
     let a: Agent<i64, Count> = Agent::open(client, path, 10).await.expect("open");
     let again: Agent<i64, Count> = Agent::open(client, path, 99).await.expect("reopen");
     assert_eq!(
@@ -133,21 +243,10 @@ async fn semantics(client: &Client, path: &str) {
     executor.abort();
 }
 
-#[derive(Debug)]
-enum Refused {
-    Stm(#[allow(dead_code)] Abort),
-    No,
-}
-
-impl From<Abort> for Refused {
-    fn from(a: Abort) -> Self {
-        Refused::Stm(a)
-    }
-}
-
 /// Sends from `dosync`: a refused body and a retried try send nothing, a commit sends once,
 /// a transaction that writes no ref still sends.
-async fn sends_in_dosync(client: &Client, other: &Client, root: &str, protocol: Protocol) {
+async fn sends_in_dosync(backend: &dyn Backend, root: &str, protocol: Protocol) {
+    let (client, other) = (&client_of(backend).await, &client_of(backend).await);
     let path = format!("{root}/log");
     let log: Agent<Vec<(u32, u32)>, Append> =
         Agent::open(client, &path, Vec::new()).await.expect("open");
@@ -226,7 +325,8 @@ async fn sends_in_dosync(client: &Client, other: &Client, root: &str, protocol: 
 
 /// Two executors on two clients; the one applying dies (its client closed) mid-queue; the
 /// other finishes the queue; nothing is applied twice or lost.
-async fn executor_hand_off(a: Client, b: Client, path: &str) {
+async fn executor_hand_off(backend: &dyn Backend, path: &str) {
+    let (a, b) = (client_of(backend).await, client_of(backend).await);
     const N: u32 = 40;
     let log_a: Agent<Vec<(u32, u32)>, Append> =
         Agent::open(&a, path, Vec::new()).await.expect("open");
@@ -270,74 +370,216 @@ async fn executor_hand_off(a: Client, b: Client, path: &str) {
     second.abort();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agents_on_a_real_server() {
-    let server = support::standalone();
-    let config = ZkConfig::new(server.connect_string());
-    let clients = support::clients(&config, 3).await;
-    semantics(&clients[0], "/agents/semantics").await;
-    for p in Protocol::ALL {
-        let root = format!("/agents/tx-{}", p.name());
-        sends_in_dosync(&clients[0], &clients[1], &root, p).await;
+/// A restart whose reply is lost still reports the restart it made: every restart of a
+/// failed agent returns the failure it cleared, never `NotFailed`, and clears each failure
+/// once; returns the failures cleared. (Before restarts were marked in the state, a restart
+/// that applied but lost its reply reported `NotFailed` on its retry, and the `agents`
+/// scenario's drain stopped with an action left in the queue.)
+async fn restarts(backend: &dyn Backend) -> Vec<i64> {
+    let client = client_of(backend).await;
+    let agent: Agent<i64, Count> = loop {
+        if let Ok(a) = Agent::open(&client, "/agents/restart", 0).await {
+            break a;
+        }
+    };
+    let mut cleared = Vec::new();
+    for round in 0..30 {
+        // Each round fails the agent once (the send is retried until it is known to be
+        // queued exactly once), then restarts it once.
+        while agent.send(Count::Fail).await.is_err() {}
+        while agent.apply_pending().await.is_err() {}
+        let failure = loop {
+            match agent.restart(round, false).await {
+                Ok(f) => break f,
+                Err(AgentError::NotFailed { .. }) => {
+                    panic!("round {round}: a restart reported NotFailed for a failed agent")
+                }
+                Err(_) => {}
+            }
+        };
+        cleared.push(failure.seq);
     }
-    let a = support::client(&config).await;
-    executor_hand_off(a, clients[2].clone(), "/agents/hand-off").await;
+    let mut once = cleared.clone();
+    once.dedup();
+    assert_eq!(once.len(), 30, "each failure cleared once: {cleared:?}");
+    cleared
+}
+
+/// Three clients send `PER` actions each (plainly, and from transactions on one shared ref
+/// under `protocol`, so tries conflict and retry, and some bodies refuse) while each runs an
+/// executor; then a fresh client drains the queue. Returns the log and each sender's fates.
+async fn sends(backend: &dyn Backend, protocol: Protocol) -> (Vec<(u32, u32)>, Fates) {
+    let clients = clients_of(backend, 3).await;
+    let mut executors = Vec::new();
+    for client in &clients {
+        let agent = open(client).await;
+        executors.push(tokio::spawn(async move { agent.run_executor().await }));
+    }
+    let senders = clients
+        .iter()
+        .enumerate()
+        .map(|(me, c)| sender(c.clone(), me as u32, PER, protocol));
+    let fates: Fates = futures::future::join_all(senders)
+        .await
+        .into_iter()
+        .enumerate()
+        .map(|(me, f)| (me as u32, f))
+        .collect();
+    for e in executors {
+        e.abort();
+    }
+    let reader = client_of(backend).await;
+    let agent = open(&reader).await;
+    let log = loop {
+        let drained = agent.apply_pending().await;
+        match (drained, agent.deref().await) {
+            (Ok(_), Ok(log)) => break log,
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
+    (log, fates)
+}
+
+/// Judges the final log against the senders' fates; panics with what is wrong.
+fn judge(log: &[(u32, u32)], fates: &BTreeMap<u32, Vec<(u32, Fate)>>, what: &str) {
+    let mut seen: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    let mut last: BTreeMap<u32, u32> = BTreeMap::new();
+    for &(s, n) in log {
+        *seen.entry((s, n)).or_default() += 1;
+        if let Some(&before) = last.get(&s) {
+            assert!(
+                n > before,
+                "{what}: sender {s} applied {n} after {before}: order broken"
+            );
+        }
+        last.insert(s, n);
+    }
+    for (s, list) in fates {
+        for &(n, fate) in list {
+            let times = seen.get(&(*s, n)).copied().unwrap_or(0);
+            match fate {
+                Fate::Sent => assert_eq!(times, 1, "{what}: ({s},{n}) acknowledged"),
+                Fate::Maybe => assert!(times <= 1, "{what}: ({s},{n}) applied {times} times"),
+                Fate::Never => assert_eq!(times, 0, "{what}: ({s},{n}) was never queued"),
+            }
+        }
+    }
+}
+
+/// Each sender's fates, by sender.
+type Fates = BTreeMap<u32, Vec<(u32, Fate)>>;
+
+const PER: u32 = 24;
+
+/// The sweep's simulation: `kind` alone, sessions of 2 s.
+fn sim(seed: u64, kind: FaultKind) -> Sim {
+    let rates = one_kind(kind, [0.02, 0.02, 0.01, 0.003, 0.003, 0.01, 0.002]);
+    sweep_sim(seed, 0, Duration::from_secs(2), rates)
+}
+
+/// Judges a run of [`sends`]; returns its counts.
+fn judge_run(log: &[(u32, u32)], fates: &Fates, what: &str) {
+    let count = |f: Fate| fates.values().flatten().filter(|(_, x)| *x == f).count();
+    eprintln!(
+        "{what}: {} applied, {} sent, {} maybe, {} never",
+        log.len(),
+        count(Fate::Sent),
+        count(Fate::Maybe),
+        count(Fate::Never),
+    );
+    judge(log, fates, what);
+    assert!(
+        count(Fate::Sent) > PER as usize,
+        "{what}: most sends went through"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_apply_exactly_once_in_order_on_zookeeper() {
+    for protocol in Protocol::ALL {
+        // A server each: the agent and the STM live at fixed paths, and an STM's protocol
+        // is fixed when it is created.
+        let backend = crate::support::zookeeper();
+        let (log, fates) = sends(&backend, protocol).await;
+        judge_run(&log, &fates, protocol.name());
+    }
 }
 
 #[test]
-fn agents_on_the_simulator() {
-    sweep_sim(0xa6e1, 3, Duration::from_secs(2), FaultRates::default()).run(|ctx| async move {
-        let clients = sim_clients(&ctx);
-        semantics(&clients[0], "/agents/semantics").await;
-        for p in Protocol::ALL {
-            let root = format!("/agents/tx-{}", p.name());
-            sends_in_dosync(&clients[0], &clients[1], &root, p).await;
+fn sends_apply_exactly_once_in_order_under_every_fault_kind() {
+    for (i, kind) in FaultKind::DEFAULT.into_iter().enumerate() {
+        // Small runs draw few faults: the kind must fire in one of the two protocols' runs.
+        let mut fired = 0;
+        for protocol in Protocol::ALL {
+            let seed = 0xa6e0 + i as u64 * 2 + (protocol == Protocol::Mvcc) as u64;
+            let ((log, fates), summary) =
+                simulate(&sim(seed, kind), async |b| sends(b, protocol).await);
+            fired += summary.fault_count(kind);
+            let what = format!("{} {} seed {seed}", kind.name(), protocol.name());
+            judge_run(&log, &fates, &what);
         }
-        let a = Client::connect(ctx.zk.clone()).await.expect("session");
-        executor_hand_off(a, clients[2].clone(), "/agents/hand-off").await;
-    });
+        assert!(fired > 0, "{} was injected", kind.name());
+    }
 }
 
-/// A restart whose reply is lost still reports the restart it made: under lost replies
-/// (only), every restart of a failed agent returns the failure it cleared, never
-/// `NotFailed`, and clears each failure once. (Before restarts were marked in the state, a
-/// restart that applied but lost its reply reported `NotFailed` on its retry, and the
-/// `agents` scenario's drain stopped with an action left in the queue.)
+on_both!(
+    /// Send, await, error modes, restart, validators, watches.
+    semantics_of_one_agent,
+    plain_sim(0xa6e1),
+    |b| semantics(b, "/agents/semantics"),
+);
+
+on_both!(
+    /// Sends from `dosync` under both protocols.
+    sends_from_transactions,
+    plain_sim(0xa6e2),
+    |b| async {
+        for p in Protocol::ALL {
+            sends_in_dosync(b, &format!("/agents/tx-{}", p.name()), p).await;
+        }
+    },
+);
+
+on_both!(
+    /// An executor's client closes mid-queue; another executor finishes.
+    executors_hand_off,
+    plain_sim(0xa6e3),
+    |b| executor_hand_off(b, "/agents/hand-off"),
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_decides_its_own_reply_on_zookeeper() {
+    restarts(&crate::support::zookeeper()).await;
+}
+
+/// Under lost replies (only), each restart still reports the failure it cleared.
 #[test]
 fn a_restart_decides_its_own_lost_reply() {
-    let rates = support::one_kind(avout_sim_zk::FaultKind::ReplyLost, [0.2; 7]);
-    let (restarts, summary) =
-        sweep_sim(0x7e57, 1, Duration::from_secs(2), rates).run(|ctx| async move {
-            let client = sim_clients(&ctx).remove(0);
-            let agent: Agent<i64, Count> = loop {
-                if let Ok(a) = Agent::open(&client, "/agents/restart", 0).await {
-                    break a;
-                }
-            };
-            let mut cleared = Vec::new();
-            for round in 0..30 {
-                // Each round fails the agent once (the send is retried until it is known to
-                // be queued exactly once), then restarts it once.
-                while agent.send(Count::Fail).await.is_err() {}
-                while agent.apply_pending().await.is_err() {}
-                let failure = loop {
-                    match agent.restart(round, false).await {
-                        Ok(f) => break f,
-                        Err(AgentError::NotFailed { .. }) => {
-                            panic!("round {round}: a restart reported NotFailed for a failed agent")
-                        }
-                        Err(_) => {}
-                    }
-                };
-                cleared.push(failure.seq);
-            }
-            cleared
-        });
+    let rates = one_kind(FaultKind::ReplyLost, [0.2; 7]);
+    let sim = sweep_sim(0x7e57, 0, Duration::from_secs(2), rates);
+    let (_, summary) = simulate(&sim, async |b| restarts(b).await);
     assert!(
-        summary.fault_count(avout_sim_zk::FaultKind::ReplyLost) >= 30,
+        summary.fault_count(FaultKind::ReplyLost) >= 30,
         "lost replies happened: {summary:?}"
     );
-    let mut sorted = restarts.clone();
-    sorted.dedup();
-    assert_eq!(sorted.len(), 30, "each failure cleared once: {restarts:?}");
+}
+
+#[test]
+fn judge_refuses_each_violation() {
+    let fates: BTreeMap<u32, Vec<(u32, Fate)>> =
+        [(0, vec![(0, Fate::Sent), (1, Fate::Never), (2, Fate::Maybe)])]
+            .into_iter()
+            .collect();
+    let refused =
+        |log: Vec<(u32, u32)>| std::panic::catch_unwind(|| judge(&log, &fates, "planted")).is_err();
+    assert!(!refused(vec![(0, 0), (0, 2)]));
+    assert!(!refused(vec![(0, 0)]));
+    assert!(refused(vec![]), "an acknowledged send lost");
+    assert!(refused(vec![(0, 0), (0, 0)]), "applied twice");
+    assert!(refused(vec![(0, 0), (0, 1)]), "an aborted send applied");
+    assert!(refused(vec![(0, 2), (0, 0)]), "order broken");
+    assert!(
+        refused(vec![(0, 0), (0, 2), (0, 2)]),
+        "a maybe applied twice"
+    );
 }

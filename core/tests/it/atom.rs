@@ -1,4 +1,5 @@
-//! Atoms, record operations and lin-kv on a real standalone ZooKeeper.
+//! Atoms, record operations and lin-kv: on a real standalone ZooKeeper, and the bodies that
+//! need no server trick on the simulator too (`on_both!`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use avout::zk::ZkConfig;
 use avout::{Client, Coordination, CreateOptions, MAX_DATA_LEN};
 use serde_json::json;
 
-use crate::atom_probe::Probe;
-use crate::support;
+use avout_testkit::backend::Backend;
+
+use crate::atom_probe;
+use crate::support::{self, on_both};
 
 /// Runs `per` increments from each of `clients` at once; returns the atoms used.
 async fn hammer(
@@ -87,18 +90,22 @@ async fn concurrent_swaps_never_lose_an_update_and_promotion_bounds_retries() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_twice() {
     let server = support::standalone();
-    let probe = Probe::new(support::connect(&ZkConfig::new(server.connect_string())).await);
+    let probe = atom_probe::probe(support::connect(&ZkConfig::new(server.connect_string())).await);
     // Exactly the probed session: the counts are of its requests.
     let atom: Atom<u64> = Atom::open(&Client::single(probe.clone()), "/atoms/probe", 0)
         .await
         .unwrap();
     atom.swap(|n| n + 1).await.unwrap();
 
-    let before = probe.requests();
+    let before = probe.intercept().requests();
     for _ in 0..10 {
         atom.swap(|n| n + 1).await.unwrap();
     }
-    assert_eq!(probe.requests() - before, 10, "one set_data per warm swap");
+    assert_eq!(
+        probe.intercept().requests() - before,
+        10,
+        "one set_data per warm swap"
+    );
     // Eleven swaps and the create in `open`.
     assert_eq!(atom.stats().optimistic_tries, 12);
     // A rough figure for the uncontended path (the benchmark proper lives in the CLI).
@@ -112,16 +119,16 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
 
     // The set is applied but its reply is lost: recovery reads the node, finds its write id,
     // and does not apply the increment again.
-    probe.lose_next_set_reply();
+    probe.intercept().lose_next_set_reply();
     assert_eq!(atom.swap(|n| n + 1).await.unwrap(), 12);
-    assert_eq!(probe.lost(), 1);
+    assert_eq!(probe.intercept().lost(), 1);
     assert_eq!(atom.stats().recoveries, 1);
     assert_eq!(atom.deref().await.unwrap(), 12);
 
     // The same with another writer in between: the id is found one version back.
     let other_client = support::client(&ZkConfig::new(server.connect_string())).await;
     let other: Atom<u64> = Atom::open(&other_client, "/atoms/probe", 0).await.unwrap();
-    probe.lose_next_set_reply();
+    probe.intercept().lose_next_set_reply();
     let mut calls = 0;
     let result = atom
         .swap(|n| {
@@ -142,10 +149,15 @@ async fn a_warm_uncontended_swap_is_one_request_and_a_lost_reply_is_not_applied_
     assert_eq!(other.deref().await.unwrap(), 9);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn validators_watchers_codecs_limits_and_file_store() {
-    let server = support::standalone();
-    let clients = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
+on_both!(
+    /// Validators, watchers, codecs, the size limit and the file store, on both backends.
+    validators_watchers_codecs_limits_and_file_store,
+    support::plain_sim(0xa70),
+    |b| validators_watchers_codecs_limits_and_file_store_on(b),
+);
+
+async fn validators_watchers_codecs_limits_and_file_store_on(backend: &dyn Backend) {
+    let clients = support::clients_of(backend, 3).await;
 
     // Validators: a rejected value is an error and nothing is written.
     let balance: Atom<i64> = Atom::builder(&clients[0], "/atoms/balance")
@@ -304,7 +316,9 @@ async fn validators_watchers_codecs_limits_and_file_store() {
     assert_eq!(stat.version, 0, "nothing written");
 
     // The file store holds values past the node limit; ZooKeeper holds the key and notifies.
-    let dir = std::env::temp_dir().join(format!("avout-it-filestore-{}", std::process::id()));
+    // A directory of its own: both backends' runs may share a process (`cargo test`).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let store = FileStore::new(&dir).unwrap().inline_below(0);
     let big_a: Atom<Vec<u8>, Postcard> = Atom::builder(&clients[0], "/atoms/big")
         .codec(Postcard)
@@ -339,13 +353,18 @@ async fn validators_watchers_codecs_limits_and_file_store() {
         .unwrap()
         .collect();
     assert_eq!(files.len(), 1, "replaced values are removed: {files:?}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn record_operations_and_lin_kv() {
-    let server = support::standalone();
-    let clients = support::clients(&ZkConfig::new(server.connect_string()), 3).await;
+on_both!(
+    /// Record operations and lin-kv transactions, on both backends.
+    record_operations_and_lin_kv,
+    support::plain_sim(0xa71),
+    |b| record_operations_and_lin_kv_on(b),
+);
+
+async fn record_operations_and_lin_kv_on(backend: &dyn Backend) {
+    let clients = support::clients_of(backend, 3).await;
 
     let records = Records::new(&clients[0], "/records");
     records.set("name", Value::from("Ada"), 1).await.unwrap();

@@ -5,29 +5,32 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use avout::{
-    Coordination, Error, OpFuture, Reply, Request, SessionInfo, SessionState, SessionStates, Watch,
-};
+use avout::{Coordination, Error, Intercept, Intercepted, OpFuture, Reply, Request, Watch};
 use futures::FutureExt;
 
-/// Wraps a real client; see the module docs.
-pub(crate) struct Probe<C> {
-    inner: C,
+/// A real client whose requests go through [`Counters`]; see the module docs.
+pub(crate) type Probe<C> = Intercepted<Counters, C>;
+
+/// Wraps `inner` in a [`Probe`].
+pub(crate) fn probe<C: Coordination>(inner: C) -> Arc<Probe<C>> {
+    Arc::new(Intercepted::new(
+        inner,
+        Counters {
+            requests: AtomicUsize::new(0),
+            lose_next_set_reply: AtomicBool::new(false),
+            lost: AtomicUsize::new(0),
+        },
+    ))
+}
+
+/// What a [`Probe`] counts, and the loss it is armed with.
+pub(crate) struct Counters {
     requests: AtomicUsize,
     lose_next_set_reply: AtomicBool,
     lost: AtomicUsize,
 }
 
-impl<C: Coordination> Probe<C> {
-    pub(crate) fn new(inner: C) -> Arc<Self> {
-        Arc::new(Probe {
-            inner,
-            requests: AtomicUsize::new(0),
-            lose_next_set_reply: AtomicBool::new(false),
-            lost: AtomicUsize::new(0),
-        })
-    }
-
+impl Counters {
     /// Requests sent so far.
     pub(crate) fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
@@ -42,30 +45,18 @@ impl<C: Coordination> Probe<C> {
     pub(crate) fn lost(&self) -> usize {
         self.lost.load(Ordering::SeqCst)
     }
-
-    fn count(&self) {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
-impl<C: Coordination> Coordination for Probe<C> {
-    fn session(&self) -> SessionInfo {
-        self.inner.session()
-    }
-
-    fn session_states(&self) -> SessionStates {
-        self.inner.session_states()
-    }
-
-    fn session_state(&self) -> SessionState {
-        self.inner.session_state()
-    }
-
-    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
-        self.count();
+impl Intercept for Counters {
+    fn submit<'a>(
+        &'a self,
+        inner: &'a dyn Coordination,
+        request: Request,
+    ) -> OpFuture<'a, (Reply, Option<Watch>)> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
         let lose = matches!(request, Request::SetData { .. })
             && self.lose_next_set_reply.swap(false, Ordering::SeqCst);
-        let reply = self.inner.submit(request);
+        let reply = inner.submit(request);
         async move {
             let result = reply.await;
             if lose && result.is_ok() {
@@ -75,13 +66,5 @@ impl<C: Coordination> Coordination for Probe<C> {
             result
         }
         .boxed()
-    }
-
-    fn new_guid(&self) -> u128 {
-        self.inner.new_guid()
-    }
-
-    fn close(&self) -> OpFuture<'_, ()> {
-        self.inner.close()
     }
 }

@@ -13,7 +13,7 @@ use avout::{Client, Coordination, path};
 use tokio::task::JoinHandle;
 
 use crate::support;
-use crate::watch_count::{Counting, settle, wait_children};
+use crate::watch_count::{self, Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -133,7 +133,7 @@ async fn a_resignation_notifies_exactly_one_candidate() {
         .expect("leader");
     let mut candidates = Vec::new();
     for i in 0..4 {
-        let zk = Counting::connect(&connect).await;
+        let zk = watch_count::connect(&connect).await;
         // Exactly the counted session.
         let candidate = Client::single(zk.clone());
         let task = campaign(Election::new(&candidate, "/election/herd").expect("election"));

@@ -19,7 +19,7 @@ use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, CoordinationExt};
 use avout_sim_zk::{Fault, Sim};
 
-use crate::atom_probe::Probe;
+use crate::atom_probe::{Probe, probe};
 use crate::lock_release::children;
 use crate::support::{self, single};
 
@@ -36,10 +36,10 @@ async fn cycles(
     let mutex = Mutex::new(client, path).expect("handle");
     let mut sent = Vec::new();
     for _ in 0..n {
-        let before = probe.requests();
+        let before = probe.intercept().requests();
         let guard = mutex.lock().await.expect("lock");
         guard.unlock().await.expect("unlock");
-        sent.push(probe.requests() - before);
+        sent.push(probe.intercept().requests() - before);
     }
     sent
 }
@@ -65,13 +65,14 @@ async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
     let server = support::standalone();
     let config = ZkConfig::new(server.connect_string());
     let zk: ZkClient = support::connect(&config).await;
-    let probe = Probe::new(support::connect(&config).await);
+    let probe = probe(support::connect(&config).await);
     let mutex = Mutex::new(&Client::single(probe.clone()), "/ride/warm").expect("handle");
     let mut last_token = 0;
     let mut before = 0;
     for cycle in 0..20 {
         let guard = mutex.lock().await.expect("lock");
-        let sent = probe.requests() - std::mem::replace(&mut before, probe.requests());
+        let sent = probe.intercept().requests()
+            - std::mem::replace(&mut before, probe.intercept().requests());
         let (_, stat) = zk.get_data(guard.node()).await.expect("the node is there");
         assert_eq!(
             guard.fencing_token(),
@@ -98,7 +99,7 @@ async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
         children.is_empty().then_some(())
     })
     .await;
-    assert_eq!(probe.requests() - before, 1, "the delete");
+    assert_eq!(probe.intercept().requests() - before, 1, "the delete");
 }
 
 #[test]
@@ -209,11 +210,15 @@ fn a_dropped_acquisition_that_carried_a_release_leaves_nothing() {
 fn read_cycles_of_a_read_write_lock_ride_too() {
     let sim = sim(46, 1);
     let (sent, _) = sim.run(|ctx| async move {
-        let probe = Probe::new(ctx.clients[0].clone());
+        let probe = probe(ctx.clients[0].clone());
         let rw = RwLock::new(&Client::single(probe.clone()), "/ride/rw").expect("handle");
         let (mut sent, mut before) = (Vec::new(), 0);
-        let mut note =
-            || sent.push(probe.requests() - std::mem::replace(&mut before, probe.requests()));
+        let mut note = || {
+            sent.push(
+                probe.intercept().requests()
+                    - std::mem::replace(&mut before, probe.intercept().requests()),
+            )
+        };
         for _ in 0..4 {
             let guard = rw.read().await.expect("read");
             note();
@@ -235,7 +240,7 @@ fn read_cycles_of_a_read_write_lock_ride_too() {
 fn a_lock_directory_that_holds_data_keeps_it_and_releases_are_not_deferred() {
     let sim = sim(48, 1);
     let (sent, _) = sim.run(|ctx| async move {
-        let probe = Probe::new(ctx.clients[0].clone());
+        let probe = probe(ctx.clients[0].clone());
         let client = Client::single(probe.clone());
         client.ensure_path("/ride").await.expect("the parent");
         client
@@ -257,7 +262,7 @@ fn a_lock_directory_that_may_not_be_written_stops_the_rides() {
     use avout::{Acl, CreateMode, CreateOptions, Perms};
     let sim = sim(49, 1);
     let (sent, _) = sim.run(|ctx| async move {
-        let probe = Probe::new(ctx.clients[0].clone());
+        let probe = probe(ctx.clients[0].clone());
         let client = Client::single(probe.clone());
         client.ensure_path("/ride").await.expect("the parent");
         // Lock nodes may be created and deleted, the directory's data not written.

@@ -1,16 +1,28 @@
-//! Lock tables on a real ZooKeeper: the medical-records example of the Azos locking document
-//! (MDS entry, review, month-end), including a session expiry that makes entries vanish.
+//! Lock tables, each body on a real standalone ZooKeeper and on the simulator: the
+//! medical-records example of the Azos locking document (MDS entry, review, month-end),
+//! including a session expiry that makes entries vanish, and a lost commit reply resolved,
+//! not retried. On the simulator, the example under every fault kind, judged against the
+//! service's tree. Seeds are printed on failure (`AVOUT_SIM_SEED` overrides).
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use avout::locktable::{
     LockTable, LockTableError, Transaction, anyway_continue_after, assert, delete_var, exists, not,
     set_var,
 };
-use avout::zk::ZkConfig;
-use avout::{Client, Coordination};
+use avout::{
+    Client, Coordination, Error, Intercept, Intercepted, Op, OpFuture, Reply, Request, SessionId,
+    Watch,
+};
+use avout_sim_zk::{FaultKind, FaultRates};
+use avout_testkit::backend::{Backend, SimBackend};
+use futures::FutureExt;
 
-use crate::support;
+use crate::support::{
+    client_of, expire, on_both, one_kind, plain_sim, session_of, sim_clients, sweep_sim,
+};
 
 pub(crate) const NS: &str = "/locking/Clinical";
 pub(crate) const FACILITY: &str = "CGROVE-35";
@@ -97,28 +109,18 @@ pub(crate) fn assert_failed<T: std::fmt::Debug>(
     }
 }
 
-async fn client(connect: &str, timeout: Duration) -> Client {
-    support::client(&ZkConfig::new(connect).with_session_timeout(timeout)).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_medical_records_example_with_an_expiring_month_end() {
-    let server = support::standalone();
-    let connect = server.connect_string();
-    let long = Duration::from_secs(10);
-    let (z1, z2, z3) = (
-        client(&connect, long).await,
-        client(&connect, long).await,
-        client(&connect, long).await,
+async fn medical_records(backend: &dyn Backend) {
+    let (z1, z2, z3, z4) = (
+        client_of(backend).await,
+        client_of(backend).await,
+        client_of(backend).await,
+        client_of(backend).await,
     );
-    // User 4's client adopts a session the test keeps, to expire it.
-    let config4 = ZkConfig::new(&connect).with_session_timeout(Duration::from_secs(2));
-    let z4 = std::sync::Arc::new(support::connect(&config4).await);
     let (user1, user2, user3, user4) = (
         LockTable::new(&z1, NS).expect("ns"),
         LockTable::new(&z2, NS).expect("ns"),
         LockTable::new(&z3, NS).expect("ns"),
-        LockTable::new(&support::adopt(&config4, &z4), NS).expect("ns"),
+        LockTable::new(&z4, NS).expect("ns"),
     );
     let (entry, review) = (mds_entry(PATIENT), mds_review(PATIENT));
 
@@ -165,7 +167,7 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
     user4.execute(&month_end()).await.expect("month-end");
     assert_failed(user1.execute(&entry).await, &entry, 0);
     assert_failed(user3.execute(&review).await, &review, 0);
-    z4.expire_session().await.expect("expire user4's session");
+    expire(backend, &z4).await;
     // The handle reports the loss of what it committed on the ended session, once, and
     // applies nothing (its client meanwhile opens a new session).
     assert!(matches!(
@@ -232,3 +234,325 @@ async fn the_medical_records_example_with_an_expiring_month_end() {
             .is_some()
     );
 }
+
+const SESSION: Duration = Duration::from_secs(2);
+
+/// How the next writing `multi` is lost.
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    /// Applied, reply lost.
+    Reply,
+    /// Never sent.
+    Request,
+}
+
+/// Loses a session's next writing `multi` as armed: the lock table's commit.
+struct Armed(StdMutex<Option<Loss>>);
+
+impl Intercept for Armed {
+    fn submit<'a>(
+        &'a self,
+        inner: &'a dyn Coordination,
+        request: Request,
+    ) -> OpFuture<'a, (Reply, Option<Watch>)> {
+        let writes = matches!(&request, Request::Multi(ops)
+            if ops.iter().any(|op| !matches!(op, Op::Check { .. })));
+        let loss = if writes {
+            self.0.lock().unwrap().take()
+        } else {
+            None
+        };
+        match loss {
+            Some(Loss::Reply) => {
+                let applied = inner.submit(request);
+                async move {
+                    applied.await.expect("the lost multi itself succeeds");
+                    Err(Error::ConnectionLoss)
+                }
+                .boxed()
+            }
+            Some(Loss::Request) => async { Err(Error::ConnectionLoss) }.boxed(),
+            None => inner.submit(request),
+        }
+    }
+}
+
+/// The truth: every entry in slot `table`/FACILITY, by session, with its value (the kernel's
+/// tree on the simulator, a read through a fresh session on real ZooKeeper).
+async fn entries(backend: &dyn Backend, table: &str) -> BTreeMap<i64, String> {
+    let slot = format!("{NS}/vars/{table}/{FACILITY}");
+    let entry = |name: &str, data: &[u8]| {
+        let v: serde_json::Value = serde_json::from_slice(data).expect("entry json");
+        (
+            u64::from_str_radix(name, 16).expect("session name") as i64,
+            v["value"].as_str().expect("value").to_owned(),
+        )
+    };
+    if let Some(zk) = backend.simulator() {
+        return zk.with_kernel(|k| {
+            let Some(node) = k.tree().node(&slot) else {
+                return BTreeMap::new();
+            };
+            node.children
+                .iter()
+                .map(|c| {
+                    entry(
+                        c,
+                        &k.tree().node(&format!("{slot}/{c}")).expect("child").data,
+                    )
+                })
+                .collect()
+        });
+    }
+    let session = session_of(backend).await;
+    let Ok((children, _)) = session.get_children(&slot).await else {
+        return BTreeMap::new();
+    };
+    let mut found = BTreeMap::new();
+    for c in children {
+        if let Ok((data, _)) = session.get_data(&format!("{slot}/{c}")).await {
+            let (s, v) = entry(&c, &data);
+            found.insert(s, v);
+        }
+    }
+    found
+}
+
+/// Runs `tx` through a handle whose commit is lost as `loss`, and returns the outcome and
+/// the entries of `table` afterwards. `setup` runs first, under `root`'s namespace.
+async fn with_lost_commit(
+    backend: &dyn Backend,
+    loss: Loss,
+    setup: Vec<Transaction>,
+    tx: Transaction,
+    table: &'static str,
+) -> (
+    Result<avout::locktable::Committed, LockTableError>,
+    BTreeMap<i64, String>,
+) {
+    let lossy = Arc::new(Intercepted::new(
+        session_of(backend).await,
+        Armed(StdMutex::new(None)),
+    ));
+    // Exactly the lossy session.
+    let table_handle = LockTable::new(&Client::single(lossy.clone()), NS).expect("ns");
+    for t in setup {
+        table_handle.execute(&t).await.expect("setup");
+    }
+    *lossy.intercept().0.lock().unwrap() = Some(loss);
+    let outcome = table_handle.execute(&tx).await;
+    assert!(
+        lossy.intercept().0.lock().unwrap().is_none(),
+        "the commit was lost"
+    );
+    let left = entries(backend, table).await;
+    // Leave the tables empty for the next case.
+    let _ = table_handle.execute(&mds_entry_done()).await;
+    let _ = table_handle.execute(&mds_review_done()).await;
+    (outcome, left)
+}
+
+fn rates(kind: FaultKind) -> FaultRates {
+    one_kind(kind, [0.04, 0.04, 0.02, 0.01, 0.01, 0.03, 0.01])
+}
+
+/// The tables a worker may hold an entry in.
+const TABLES: [&str; 3] = ["MDS-Entry", "MDS-Review", "Month-End"];
+
+/// The state invariants of the example, on the service's tree (only live sessions' entries
+/// are in it).
+async fn check_invariants(backend: &dyn Backend) {
+    let (entry, review, month) = (
+        entries(backend, "MDS-Entry").await,
+        entries(backend, "MDS-Review").await,
+        entries(backend, "Month-End").await,
+    );
+    assert!(review.len() <= 1, "two reviewers: {review:?}");
+    assert!(month.len() <= 1, "two month-ends: {month:?}");
+    for (rs, patient) in &review {
+        for (es, p) in &entry {
+            assert!(
+                rs == es || p != patient,
+                "{patient} entered by {es:x} while {rs:x} reviews"
+            );
+        }
+    }
+    for ms in month.keys() {
+        for s in entry.keys().chain(review.keys()) {
+            assert!(s == ms, "MDS activity of {s:x} during month-end of {ms:x}");
+        }
+    }
+}
+
+#[test]
+fn the_medical_records_example_holds_under_every_fault_kind() {
+    const STEPS: usize = 30;
+    let patients = ["R-1", "R-2"];
+    // A lost reply takes its connection with it, so most lost replies fail a read of a
+    // transaction (and the commit behind it is never applied); a lost *commit* reply, the
+    // case the marker resolves, needs a few runs to come up.
+    let runs = FaultKind::DEFAULT
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, kind)| {
+            let tries = if kind == FaultKind::ReplyLost { 4 } else { 1 };
+            (0..tries).map(move |t| (i as u64 + 0x100 * t, kind, t + 1 == tries))
+        });
+    let mut resolved_lost_replies = 0;
+    for (i, kind, last_try) in runs {
+        if kind == FaultKind::ReplyLost && resolved_lost_replies > 0 {
+            continue;
+        }
+        let seed = 0x70b1e + i;
+        let sim = sweep_sim(seed, 4, SESSION, rates(kind));
+        let (counts, summary) = sim.run(|ctx| async move {
+            let zk = ctx.zk.clone();
+            // Managed clients: after a lost session the same table handle carries on, on the
+            // client's next session, once it has reported the loss.
+            let workers = sim_clients(&ctx)
+                .into_iter()
+                .enumerate()
+                .map(|(who, client)| {
+                    let zk = zk.clone();
+                    async move {
+                        let table = LockTable::new(&client, NS).expect("ns");
+                        // What this worker believes its session holds: table → value.
+                        let mut mine: BTreeMap<&str, String> = BTreeMap::new();
+                        let (mut committed, mut failed, mut lost, mut resolved) =
+                            (0u64, 0u64, 0u64, 0u64);
+                        for step in 0..STEPS {
+                            let patient = patients[(who + step) % 2];
+                            let (tx, effect): (Transaction, Option<(&str, Option<String>)>) =
+                                match (who * 5 + step * 3) % 7 {
+                                    0 | 1 => (
+                                        mds_entry(patient),
+                                        Some(("MDS-Entry", Some(patient.into()))),
+                                    ),
+                                    2 => (mds_entry_done(), Some(("MDS-Entry", None))),
+                                    3 => (
+                                        mds_review(patient),
+                                        Some(("MDS-Review", Some(patient.into()))),
+                                    ),
+                                    4 => (mds_review_done(), Some(("MDS-Review", None))),
+                                    5 => (month_end(), Some(("Month-End", Some("closing".into())))),
+                                    _ => (month_end_done(), Some(("Month-End", None))),
+                                };
+                            let generation = client.generation();
+                            match table.execute(&tx).await {
+                                Ok(done) => {
+                                    resolved += u64::from(done.resolved);
+                                    if let (Some((t, v)), Some(&true)) =
+                                        (effect, done.applied.last())
+                                    {
+                                        committed += 1;
+                                        match v {
+                                            Some(v) => mine.insert(t, v),
+                                            None => mine.remove(t),
+                                        };
+                                    }
+                                }
+                                Err(LockTableError::Failed { .. }) => failed += 1,
+                                // Nothing applied: the worker's belief stands.
+                                Err(LockTableError::Contended { .. }) => {}
+                                Err(LockTableError::SessionLost(_)) => {
+                                    lost += 1;
+                                    mine.clear();
+                                }
+                                Err(e) => panic!("worker {who}: {e}"),
+                            }
+                            check_invariants(&SimBackend::new(zk.clone())).await;
+                            // What the worker believes is what its live session has: no entry
+                            // applied twice or unknowingly, none missing. Judged only when the
+                            // call ran on the client's current session: if the client replaced
+                            // its session meanwhile, the handle reports the loss on its next call.
+                            let sid = client.session().id.0;
+                            if client.generation() == generation
+                                && zk.with_kernel(|k| k.is_alive(SessionId(sid)))
+                            {
+                                for t in TABLES {
+                                    let found = entries(&SimBackend::new(zk.clone()), t).await;
+                                    assert_eq!(
+                                        found.get(&sid),
+                                        mine.get(t),
+                                        "worker {who} step {step}: {t}"
+                                    );
+                                }
+                            }
+                            tokio::time::sleep(Duration::from_millis(3 + who as u64)).await;
+                        }
+                        (committed, failed, lost, resolved)
+                    }
+                });
+            futures::future::join_all(workers).await
+        });
+        let total = counts.iter().fold((0, 0, 0, 0), |a, c| {
+            (a.0 + c.0, a.1 + c.1, a.2 + c.2, a.3 + c.3)
+        });
+        eprintln!(
+            "locktable {:>14}: seed {seed}, {} faults, {} changes committed, {} failed, {} sessions lost, {} commits resolved through the marker",
+            kind.name(),
+            summary.fault_count(kind),
+            total.0,
+            total.1,
+            total.2,
+            total.3
+        );
+        if kind == FaultKind::ReplyLost {
+            resolved_lost_replies += total.3;
+            assert!(
+                resolved_lost_replies > 0 || !last_try,
+                "a lost commit reply was resolved"
+            );
+        }
+        assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
+        assert!(total.0 > 0 && total.1 > 0, "both outcomes happen");
+    }
+}
+/// Lost commit replies and requests: resolved through the marker, applied once.
+async fn lost_commits(backend: &dyn Backend) {
+    // Retried blindly, the delete would find nothing to delete and report a failure.
+    let delete = Transaction::new("done", vec![assert(delete_var("MDS-Entry", FACILITY))]);
+    let (outcome, left) = with_lost_commit(
+        backend,
+        Loss::Reply,
+        vec![mds_entry(PATIENT)],
+        delete.clone(),
+        "MDS-Entry",
+    )
+    .await;
+    let committed = outcome.expect("committed, not failed");
+    assert!(committed.resolved, "the outcome came from the marker");
+    assert!(left.is_empty());
+
+    // Not applied: evaluated again and applied once.
+    let (outcome, left) = with_lost_commit(
+        backend,
+        Loss::Request,
+        vec![mds_entry(PATIENT)],
+        delete,
+        "MDS-Entry",
+    )
+    .await;
+    assert!(outcome.expect("committed").resolved);
+    assert!(left.is_empty());
+
+    // A set without duplicates whose reply was lost: one entry, committed.
+    let set = Transaction::new("review", vec![assert(set_var("MDS-Review", FACILITY, "x"))]);
+    let (outcome, left) = with_lost_commit(backend, Loss::Reply, vec![], set, "MDS-Review").await;
+    assert_eq!(outcome.expect("committed").applied, vec![true]);
+    assert_eq!(left.values().collect::<Vec<_>>(), vec!["x"]);
+}
+
+on_both!(
+    /// The medical-records example, with an expiring month-end.
+    the_medical_records_example_with_an_expiring_month_end,
+    plain_sim(9),
+    |b| medical_records(b),
+);
+
+on_both!(
+    /// A lost commit reply is resolved, not retried.
+    a_lost_commit_reply_is_resolved_not_retried,
+    plain_sim(5),
+    |b| lost_commits(b),
+);

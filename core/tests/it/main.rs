@@ -6,48 +6,43 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --test it`.
 
+mod acl;
 mod agent;
-mod agent_sim;
 mod atom;
 mod atom_failover;
+mod atom_faults;
 mod atom_probe;
-mod atom_sim;
 mod barrier;
 mod cache;
-mod cache_sim;
 mod client_sim;
 mod client_zk;
 mod delay_queue;
-mod delay_queue_sim;
 mod election;
 mod expiry;
 mod failover;
 mod group;
 mod id_queue;
-mod id_queue_sim;
 mod leader_selector;
-mod leader_selector_sim;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
 mod lock_ride;
 mod locktable;
-mod locktable_sim;
+mod metrics_sim;
+mod metrics_zk;
 mod multi_lock;
-mod multi_lock_sim;
+#[cfg(feature = "planted-bugs")]
+mod museum_sim;
 mod persistent_node;
-mod persistent_node_sim;
 mod queue;
-mod queue_sim;
 mod recipes_sim;
 mod record_history;
-mod record_sim;
 mod rwlock;
+#[cfg(feature = "sasl-digest-md5")]
+mod sasl;
 mod semaphore;
 mod semaphore_many;
-mod semaphore_many_sim;
 mod shared_value;
-mod shared_value_sim;
 mod spawnable;
 mod standalone;
 mod stm;
@@ -56,10 +51,12 @@ mod stm_failover;
 mod stm_mvcc;
 mod stm_mvcc_barge;
 mod stm_mvcc_zk;
-mod stm_sim;
 mod stm_store;
 mod stm_store_cases;
 mod stm_store_zk;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;
 mod two_phase_commit;
 mod watch_count;
+mod zk_in_flight;

@@ -14,12 +14,19 @@ use avout::recipes::group::Group;
 use avout::recipes::two_phase_commit::{Coordinator, Outcome, Site, Vote};
 use avout_sim_zk::{FaultKind, FaultRates, Sim};
 
-fn lossy() -> FaultRates {
-    FaultRates {
-        reply_lost: 0.1,
-        request_lost: 0.05,
-        ..FaultRates::default()
-    }
+/// A simulation of `clients` clients from `seed` that loses replies and requests, with no
+/// event log kept.
+fn lossy(seed: u64, clients: usize) -> Sim {
+    Sim::builder()
+        .seed(seed)
+        .clients(clients)
+        .rates(FaultRates {
+            reply_lost: 0.1,
+            request_lost: 0.05,
+            ..FaultRates::default()
+        })
+        .keep_log(false)
+        .build()
 }
 
 #[test]
@@ -28,12 +35,7 @@ fn two_phase_commit_decides_once_for_everyone_under_lost_messages() {
     for seed in 0..16u64 {
         // Every fourth run has one site voting abort.
         let aborting = (seed % 4 == 3).then_some(1usize);
-        let sim = Sim::builder()
-            .seed(seed)
-            .clients(4)
-            .rates(lossy())
-            .keep_log(false)
-            .build();
+        let sim = lossy(seed, 4);
         let (outcomes, summary) = sim.run(|ctx| async move {
             let zk: Vec<_> = ctx.clients.iter().map(single).collect();
             let tx = Coordinator::begin(&zk[0], "/sim/tx", &["a", "b", "c"], b"q")
@@ -72,12 +74,7 @@ fn two_phase_commit_decides_once_for_everyone_under_lost_messages() {
 #[test]
 fn a_double_barrier_holds_under_lost_messages() {
     for seed in 0..16u64 {
-        let sim = Sim::builder()
-            .seed(seed)
-            .clients(3)
-            .rates(lossy())
-            .keep_log(false)
-            .build();
+        let sim = lossy(seed, 3);
         let (log, _) = sim.run(|ctx| async move {
             let log = Arc::new(Mutex::new(Vec::new()));
             let participants = ctx.clients.iter().enumerate().map(|(i, c)| {
@@ -126,12 +123,7 @@ fn a_double_barrier_holds_under_lost_messages() {
 #[test]
 fn group_joins_survive_lost_replies_without_spurious_name_conflicts() {
     for seed in 0..16u64 {
-        let sim = Sim::builder()
-            .seed(seed)
-            .clients(4)
-            .rates(lossy())
-            .keep_log(false)
-            .build();
+        let sim = lossy(seed, 4);
         let (names, _) = sim.run(|ctx| async move {
             let zk: Vec<_> = ctx.clients.iter().map(single).collect();
             let joins = (1..4).map(|i| {

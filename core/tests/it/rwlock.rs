@@ -12,7 +12,7 @@ use avout::{Client, Coordination, path};
 use tokio::sync::Barrier;
 
 use crate::support;
-use crate::watch_count::{Counting, settle, wait_children};
+use crate::watch_count::{self, Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -285,7 +285,7 @@ async fn one_release_wakes_exactly_one_waiter() {
     // Four writers queue behind it, one after another, each on its own counted session.
     let mut waiters = Vec::new();
     for i in 0..4 {
-        let zk = Counting::connect(&connect).await;
+        let zk = watch_count::connect(&connect).await;
         // Exactly the counted session.
         let rw = RwLock::new(&Client::single(zk.clone()), "/rw/herd").expect("handle");
         let task = tokio::spawn(async move {
@@ -297,7 +297,7 @@ async fn one_release_wakes_exactly_one_waiter() {
         waiters.push((zk, task));
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(waiters.iter().all(|(zk, _)| zk.fired() == 0));
+    assert!(waiters.iter().all(|(zk, _)| zk.intercept().fired() == 0));
 
     first.unlock().await.expect("unlock");
     let sessions: Vec<&Counting> = waiters.iter().map(|(zk, _)| &**zk).collect();
@@ -312,7 +312,7 @@ async fn one_release_wakes_exactly_one_waiter() {
     let g = m.lock().await.expect("lock");
     let mut waiters = Vec::new();
     for i in 0..3 {
-        let zk = Counting::connect(&connect).await;
+        let zk = watch_count::connect(&connect).await;
         let m = Mutex::new(&Client::single(zk.clone()), "/mutex/herd").expect("handle");
         let task = tokio::spawn(async move {
             let guard = m.lock().await.expect("lock");

@@ -12,7 +12,7 @@ use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, path};
 
 use crate::support;
-use crate::watch_count::{Counting, settle, wait_children};
+use crate::watch_count::{self, Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
     Arc::new(support::connect(&ZkConfig::new(connect)).await)
@@ -165,7 +165,7 @@ async fn one_release_wakes_one_waiter() {
     let lease = sem.acquire().await.expect("acquire");
     let mut waiters = Vec::new();
     for i in 0..3 {
-        let zk = Counting::connect(&connect).await;
+        let zk = watch_count::connect(&connect).await;
         // Exactly the counted session.
         let sem = Semaphore::new(&Client::single(zk.clone()), "/sem/herd", 1).expect("sem");
         let task = tokio::spawn(async move {
@@ -179,7 +179,7 @@ async fn one_release_wakes_one_waiter() {
     }
     wait_children(&observer, "/sem/herd/leases", 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(waiters.iter().all(|(zk, _)| zk.fired() == 0));
+    assert!(waiters.iter().all(|(zk, _)| zk.intercept().fired() == 0));
 
     lease.release().await.expect("release");
     let sessions: Vec<&Counting> = waiters.iter().map(|(zk, _)| &**zk).collect();

@@ -1,30 +1,35 @@
-//! Quantity acquisitions of the semaphore on a real standalone server: n leases all or
-//! nothing, refused quantities that change nothing, tries that leave no node behind, a waiter
-//! served once enough leases are free, and leases lost with their session and taken again by
-//! the same handle on the managed client's next session.
+//! Quantity acquisitions of the semaphore, each body on a real standalone ZooKeeper and on the
+//! simulator: n leases all or nothing, refused quantities that change nothing, tries that
+//! leave no node behind, a waiter served once enough leases are free, and leases lost with
+//! their session and taken again by the same handle on the managed client's next session.
+//! And three workers taking 1, 2 and 3 leases of a semaphore of 3, over and over (on the
+//! simulator under every fault kind, the ensemble kinds included), checked against the
+//! service's tree: the leases of believed holders whose nodes exist never exceed 3, every
+//! acquisition returns exactly the quantity asked, and the workers (which could deadlock if
+//! two took part of what they want and waited for the rest) all finish.
 
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use avout::lock::{LockError, LockStatus};
 use avout::recipes::semaphore::Semaphore;
-use avout::zk::{ZkClient, ZkConfig};
-use avout::{Client, Coordination, Error};
+use avout::{Coordination, Error};
+use avout_sim_zk::FaultKind;
+use avout_testkit::backend::Backend;
 
-use crate::support;
+use crate::support::{
+    alive, client_of, every_kind_alone, expire, on_both, plain_sim, recipe_sim, session_of,
+    simulate,
+};
 use crate::watch_count::wait_children;
 
-async fn client(connect: &str) -> Client {
-    support::client(&ZkConfig::new(connect)).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn n_leases_all_or_nothing_on_a_real_server() {
-    let server = support::standalone();
-    let connect = server.connect_string();
-    let observer = Arc::new(support::connect(&ZkConfig::new(&connect)).await);
-    let a = Semaphore::new(&client(&connect).await, "/semq", 3).expect("a");
-    let b = Semaphore::new(&client(&connect).await, "/semq", 3).expect("b");
+/// All or nothing, refusals that change nothing, tries that leave nothing, a waiter served.
+async fn all_or_nothing(backend: &dyn Backend) {
+    let observer = session_of(backend).await;
+    let a = Semaphore::new(&client_of(backend).await, "/semq", 3).expect("a");
+    let b = Semaphore::new(&client_of(backend).await, "/semq", 3).expect("b");
 
     for n in [0, 4] {
         let refused = a.acquire_many(n).await;
@@ -81,15 +86,12 @@ async fn n_leases_all_or_nothing_on_a_real_server() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leases_carry_on_after_their_session_expires() {
-    let server = support::standalone();
-    let config = ZkConfig::new(server.connect_string());
-    let first = Arc::new(ZkClient::connect(&config).await.expect("session"));
-    let client = support::adopt(&config, &first);
+/// Leases lost with their session, taken again by the same handle on the next one.
+async fn carry_on_after_expiry(backend: &dyn Backend) {
+    let client = client_of(backend).await;
     let sem = Semaphore::new(&client, "/semqe", 2).expect("handle");
     let held = sem.acquire_many(2).await.expect("two");
-    first.expire_session().await.expect("expire");
+    expire(backend, &client).await;
     let lost = tokio::time::timeout(Duration::from_secs(10), held[0].lost())
         .await
         .expect("loss noticed");
@@ -103,4 +105,114 @@ async fn leases_carry_on_after_their_session_expires() {
     assert_eq!(client.generation(), 2);
     assert!(again.iter().all(|l| l.status() == LockStatus::Held));
     assert!(again[0].fencing_token() > held[1].fencing_token());
+    for lease in &again {
+        assert!(
+            alive(backend, lease.node()).await,
+            "held on the live session"
+        );
+    }
+}
+
+const MAX: u32 = 3;
+const ROUNDS: usize = 5;
+
+/// Three workers take 1, 2 and 3 leases, [`ROUNDS`] times each; returns the most holders
+/// seen at once, or what was wrong.
+async fn quantities(backend: &dyn Backend) -> Result<usize, String> {
+    let inside: Rc<RefCell<BTreeMap<usize, Vec<String>>>> = Rc::default();
+    let most = Rc::new(RefCell::new(0));
+    let workers = (0..3usize).map(|who| {
+        let (inside, most) = (inside.clone(), most.clone());
+        async move {
+            let client = client_of(backend).await;
+            let sem = Semaphore::new(&client, "/sem/many", MAX).expect("handle");
+            let want = who as u32 + 1;
+            let (mut done, mut failures) = (0, 0);
+            while done < ROUNDS {
+                let leases = match sem.acquire_many(want).await {
+                    Ok(leases) => leases,
+                    Err(e) => {
+                        failures += 1;
+                        assert!(failures < 200, "worker {who} keeps failing: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                if leases.len() != want as usize {
+                    return Err(format!("asked {want} leases, got {}", leases.len()));
+                }
+                let nodes: Vec<String> = leases.iter().map(|l| l.node().to_owned()).collect();
+                inside.borrow_mut().insert(who, nodes);
+                let believed: Vec<String> = inside.borrow().values().flatten().cloned().collect();
+                let mut held = 0;
+                for node in &believed {
+                    held += usize::from(alive(backend, node).await);
+                }
+                if held > MAX as usize {
+                    return Err(format!("{held} leases truly held, at most {MAX}"));
+                }
+                let top = most.borrow().max(inside.borrow().len());
+                *most.borrow_mut() = top;
+                tokio::time::sleep(Duration::from_millis(10 + 5 * who as u64)).await;
+                inside.borrow_mut().remove(&who);
+                for lease in leases {
+                    let _ = lease.release().await;
+                }
+                done += 1;
+            }
+            Ok(())
+        }
+    });
+    for result in futures::future::join_all(workers).await {
+        result?;
+    }
+    let most = *most.borrow();
+    Ok(most)
+}
+
+on_both!(
+    /// N leases all or nothing.
+    n_leases_all_or_nothing,
+    plain_sim(0x5e3a),
+    |b| all_or_nothing(b),
+);
+
+on_both!(
+    /// Leases lost with their session, taken again on the next.
+    leases_carry_on_after_their_session_expires,
+    plain_sim(23),
+    |b| carry_on_after_expiry(b),
+);
+
+on_both!(
+    /// Three workers, no fault.
+    quantity_acquisitions_never_exceed_the_leases,
+    plain_sim(0x5e3b),
+    |b| async { quantities(b).await.expect("within the leases") },
+);
+
+#[test]
+fn quantity_acquisitions_never_exceed_the_leases_under_every_fault_kind() {
+    // Per kind: faults fired, the most leases held at once.
+    let mut seen: BTreeMap<FaultKind, (u64, usize)> = BTreeMap::new();
+    every_kind_alone(
+        "AVOUT_SEMAPHORE_MANY_SEEDS",
+        2,
+        9_830_200_000,
+        |seed, kind| {
+            let (out, summary) = simulate(&recipe_sim(seed, kind), async |b| quantities(b).await);
+            let fired = summary.fault_count(kind);
+            let (faults, most) = seen.entry(kind).or_default();
+            *faults += fired;
+            out.map(|held| *most = (*most).max(held)).err()
+        },
+    );
+    for kind in FaultKind::ALL {
+        let (faults, most) = seen[&kind];
+        assert!(faults > 0, "{kind:?} was injected");
+        assert!(
+            most >= 2,
+            "{kind:?}: holders overlapped (at most {most} at once)"
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! The whole conformance suite on one standalone server, every case under its own root.
 
 use avout::zk::ZkConfig;
-use avout_testkit::conformance::{CASES, ZkBackend};
+use avout_testkit::backend::ZkBackend;
+use avout_testkit::conformance::CASES;
 
 use crate::support;
 

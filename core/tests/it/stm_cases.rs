@@ -1,5 +1,5 @@
 //! STM test bodies written once, generic over the backend (real ZooKeeper in `stm.rs`, the
-//! simulator in `stm_sim.rs`) and over the protocol: every case takes a [`Protocol`] and
+//! simulator in `stm.rs`) and over the protocol: every case takes a [`Protocol`] and
 //! runs for each of [`protocols`].
 
 use std::collections::BTreeMap;
@@ -199,6 +199,16 @@ pub(crate) struct BankOutcome {
     pub(crate) recoveries: u64,
 }
 
+impl std::fmt::Display for BankOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} committed, {} overdrawn, failed {:?}, {} retries, {} settled after a lost reply",
+            self.committed, self.overdrawn, self.failed, self.retries, self.recoveries
+        )
+    }
+}
+
 /// A deterministic pseudo-random stream for workloads (no OS randomness).
 pub(crate) struct Lcg(pub(crate) u64);
 
@@ -315,6 +325,24 @@ pub(crate) fn check_count(out: &BankOutcome, count: i64) {
         "transfers counted {count}, acknowledged {}, indefinite {indefinite}",
         out.committed
     );
+}
+
+/// Checks a bank run under faults (`what` names it in messages): the money is conserved
+/// (`total`), transfers committed, and every failure is one a fault may cause (a lost session,
+/// an unknown outcome).
+pub(crate) fn check_bank_under_faults(out: &BankOutcome, balances: &[i64], total: i64, what: &str) {
+    assert_eq!(
+        balances.iter().sum::<i64>(),
+        total,
+        "{what}: money conserved"
+    );
+    assert!(out.committed > 0, "{what}: transfers committed");
+    let unexpected: Vec<_> = out
+        .failed
+        .keys()
+        .filter(|k| !matches!(**k, "session-lost" | "indeterminate"))
+        .collect();
+    assert!(unexpected.is_empty(), "{what}: {:?}", out.failed);
 }
 
 /// Reads every account in one transaction (a consistent snapshot), retrying failures.

@@ -15,8 +15,8 @@ use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig};
 use avout::{Client, Coordination};
 use avout_sim_zk::{FaultKind, FaultRates, Sim};
 
+use crate::stm::{Kind, clients, run_kind, sim};
 use crate::stm_cases;
-use crate::stm_sim::{Kind, clients, run_kind, sim};
 
 const MVCC: Protocol = Protocol::Mvcc;
 
@@ -77,7 +77,7 @@ fn mvcc_retry_limit_is_an_error_that_writes_nothing() {
 
 #[test]
 fn mvcc_session_loss_aborts_cleanly() {
-    crate::stm_sim::session_loss_both_ways(0x3c5, config(|_| ()));
+    crate::stm::session_loss_both_ways(0x3c5, config(|_| ()));
 }
 
 /// The planted bug that retries a transaction whose session was lost (as a conflict) is
@@ -134,28 +134,14 @@ fn mvcc_bank_transfers_conserve_money_under_every_fault_kind() {
         });
         let (out, balances) = out;
         eprintln!(
-            "Mvcc {:>14}: seed {seed}, {} faults, {} committed, {} overdrawn, failed {:?}, {} retries, balances {balances:?}",
+            "Mvcc {:>14}: seed {seed}, {} faults, {out}, balances {balances:?}",
             kind.name(),
             summary.fault_count(kind),
-            out.committed,
-            out.overdrawn,
-            out.failed,
-            out.retries,
         );
         assert!(summary.fault_count(kind) > 0, "{kind:?} was injected");
-        assert_eq!(
-            balances.iter().sum::<i64>(),
-            ACCOUNTS as i64 * INITIAL,
-            "{kind:?} seed {seed}: money conserved"
-        );
+        let what = format!("{kind:?} seed {seed}");
+        stm_cases::check_bank_under_faults(&out, &balances, ACCOUNTS as i64 * INITIAL, &what);
         assert!(balances.iter().all(|b| *b >= 0), "{kind:?}: no negative");
-        assert!(out.committed > 0, "{kind:?}: transfers committed");
-        let unexpected: Vec<_> = out
-            .failed
-            .keys()
-            .filter(|k| !matches!(**k, "session-lost" | "indeterminate"))
-            .collect();
-        assert!(unexpected.is_empty(), "{kind:?}: {:?}", out.failed);
     }
 }
 

@@ -1,14 +1,117 @@
-//! What the tests share: starting servers (failing loudly when that is impossible) and
-//! running groups of conformance cases.
+//! What the tests share: the two backends a body runs on (a fresh real server, failing
+//! loudly when it cannot start, and the simulator), starting servers, and running groups of
+//! conformance cases.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use avout::Client;
 use avout::zk::{ZkClient, ZkConfig};
-use avout_sim_zk::{FaultKind, FaultRates, Sim, SimClient, SimCtx, SimZk};
-use avout_testkit::conformance::{self, Backend};
+use avout_sim_zk::{FaultKind, FaultRates, RunSummary, Sim, SimClient, SimCtx, SimZk};
+use avout_testkit::backend::{Backend, SimBackend, ZkBackend};
+use avout_testkit::conformance;
 use avout_testkit::server::{ZkEnsemble, ZkServer};
+
+/// A backend on a fresh standalone server (stopped with it), or a failed test: a missing
+/// server is a failure, not a skip.
+pub(crate) fn zookeeper() -> ZkBackend {
+    tokio::task::block_in_place(ZkBackend::standalone)
+        .unwrap_or_else(|e| panic!("cannot start a ZooKeeper server (tests never skip): {e}"))
+}
+
+/// Runs `body` on `sim`, its service as the backend.
+pub(crate) fn simulate<T>(sim: &Sim, body: impl AsyncFnOnce(&dyn Backend) -> T) -> (T, RunSummary) {
+    sim.run(|ctx| async move { body(&SimBackend::new(ctx.zk.clone())).await })
+}
+
+/// A simulation for a body written for both backends: seeded from the environment or
+/// `seed`, no sessions opened before the body (it opens its own), an hour of virtual time.
+pub(crate) fn plain_sim(seed: u64) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .clients(0)
+        .time_limit(Duration::from_secs(3600))
+        .build()
+}
+
+/// One test body on both backends: a module named for it, holding `on_zookeeper` (a fresh
+/// standalone server) and `on_the_simulator` (the given simulation), each running the body
+/// with `$b: &dyn Backend`.
+macro_rules! on_both {
+    ($(#[$doc:meta])* $name:ident, $sim:expr, |$b:ident| $body:expr $(,)?) => {
+        $(#[$doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_zookeeper() {
+                let backend = $crate::support::zookeeper();
+                let $b: &dyn avout_testkit::backend::Backend = &backend;
+                $body.await;
+            }
+
+            #[test]
+            fn on_the_simulator() {
+                $crate::support::simulate(&$sim, async |$b| $body.await);
+            }
+        }
+    };
+}
+pub(crate) use on_both;
+
+/// `n` managed clients of `backend`, or a failed test.
+pub(crate) async fn clients_of(backend: &dyn Backend, n: usize) -> Vec<Client> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(client_of(backend).await);
+    }
+    out
+}
+
+/// A managed client of `backend`, or a failed test.
+pub(crate) async fn client_of(backend: &dyn Backend) -> Client {
+    backend
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("cannot open a client: {e}"))
+}
+
+/// The node at `path` as the service holds it now (its data and stat), `None` if there is
+/// none: the kernel's own on the simulator (no request, so the run is unchanged), a read
+/// through a fresh session on real ZooKeeper (after the body's sessions have settled).
+pub(crate) async fn node_of(backend: &dyn Backend, path: &str) -> Option<(Vec<u8>, avout::Stat)> {
+    if let Some(zk) = backend.simulator() {
+        return zk.with_kernel(|k| k.tree().node(path).map(|n| (n.data.clone(), n.stat)));
+    }
+    let session = session_of(backend).await;
+    avout::CoordinationExt::get_data_opt(&*session, path)
+        .await
+        .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// Whether the service holds `node` (see [`node_of`]).
+pub(crate) async fn alive(backend: &dyn Backend, node: &str) -> bool {
+    node_of(backend, node).await.is_some()
+}
+
+/// A plain session of `backend` (not managed: when it ends, it stays ended), or a failed
+/// test.
+pub(crate) async fn session_of(backend: &dyn Backend) -> Arc<dyn avout::Coordination> {
+    backend
+        .session()
+        .await
+        .unwrap_or_else(|e| panic!("cannot open a session: {e}"))
+}
+
+/// Has `backend`'s service expire `client`'s current session, or fails the test.
+pub(crate) async fn expire(backend: &dyn Backend, client: &Client) {
+    let id = avout::Coordination::session(client).id;
+    backend
+        .expire(id)
+        .await
+        .unwrap_or_else(|e| panic!("cannot expire session {id}: {e}"));
+}
 
 /// Starts a standalone server, or fails the test: a missing server is a failure, not a skip.
 pub(crate) fn standalone() -> ZkServer {
@@ -79,7 +182,7 @@ pub(crate) fn single(session: &SimClient) -> Client {
 
 /// Runs `cases` concurrently, each under `{base}/{case}`, to the end, and returns the names of
 /// those that failed (each failure's message is printed when it happens).
-pub(crate) async fn run_cases<'a, B: Backend>(
+pub(crate) async fn run_cases<'a, B: Backend + ?Sized>(
     backend: &B,
     base: &str,
     cases: &[&'a str],

@@ -5,34 +5,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use avout::zk::{ZkClient, ZkConfig};
-use avout::{
-    Coordination, EventKind, OpFuture, Reply, Request, SessionInfo, SessionState, SessionStates,
-    Watch,
-};
+use avout::{Coordination, EventKind, Intercept, Intercepted, OpFuture, Reply, Request, Watch};
 
 use crate::support;
 
 /// A session whose fired node watches (not session events) are counted.
-pub(crate) struct Counting {
-    pub(crate) inner: ZkClient,
-    fired: Arc<AtomicUsize>,
+pub(crate) type Counting = Intercepted<Fired, ZkClient>;
+
+/// Connects a [`Counting`] session to `connect`.
+pub(crate) async fn connect(connect: &str) -> Arc<Counting> {
+    Arc::new(Intercepted::new(
+        support::connect(&ZkConfig::new(connect)).await,
+        Fired(Arc::new(AtomicUsize::new(0))),
+    ))
 }
 
-impl Counting {
-    pub(crate) async fn connect(connect: &str) -> Arc<Counting> {
-        Arc::new(Counting {
-            inner: support::connect(&ZkConfig::new(connect)).await,
-            fired: Arc::new(AtomicUsize::new(0)),
-        })
-    }
+/// Node watches fired on a session so far.
+pub(crate) struct Fired(Arc<AtomicUsize>);
 
+impl Fired {
     /// Node watches fired on this session so far.
     pub(crate) fn fired(&self) -> usize {
-        self.fired.load(Ordering::SeqCst)
+        self.0.load(Ordering::SeqCst)
     }
 
     fn count(&self, watch: Watch) -> Watch {
-        let fired = self.fired.clone();
+        let fired = self.0.clone();
         Watch::new(async move {
             let event = watch.await;
             if event.kind != EventKind::Session {
@@ -43,34 +41,26 @@ impl Counting {
     }
 }
 
-impl Coordination for Counting {
-    fn session(&self) -> SessionInfo {
-        self.inner.session()
-    }
-
-    fn session_states(&self) -> SessionStates {
-        self.inner.session_states()
-    }
-
-    fn session_state(&self) -> SessionState {
-        self.inner.session_state()
-    }
-
-    fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
-        let reply = self.inner.submit(request);
+impl Intercept for Fired {
+    fn submit<'a>(
+        &'a self,
+        inner: &'a dyn Coordination,
+        request: Request,
+    ) -> OpFuture<'a, (Reply, Option<Watch>)> {
+        let reply = inner.submit(request);
         Box::pin(async move {
             let (reply, watch) = reply.await?;
             Ok((reply, watch.map(|w| self.count(w))))
         })
     }
-
-    fn close(&self) -> OpFuture<'_, ()> {
-        self.inner.close()
-    }
 }
 
 /// Waits until `dir` has `n` children (ignoring a missing directory).
-pub(crate) async fn wait_children(zk: &ZkClient, dir: &str, n: usize) -> Vec<String> {
+pub(crate) async fn wait_children<C: Coordination + ?Sized>(
+    zk: &C,
+    dir: &str,
+    n: usize,
+) -> Vec<String> {
     support::eventually(
         &format!("{n} children under {dir}"),
         std::time::Duration::from_secs(10),
@@ -86,7 +76,12 @@ pub(crate) async fn wait_children(zk: &ZkClient, dir: &str, n: usize) -> Vec<Str
 /// Waits until the sessions' notification counts reach `expected` (or 10 s pass), then a
 /// little longer, and returns the counts: a late extra wake-up would show.
 pub(crate) async fn settle(sessions: &[&Counting], expected: &[usize]) -> Vec<usize> {
-    let counts = || sessions.iter().map(|s| s.fired()).collect::<Vec<_>>();
+    let counts = || {
+        sessions
+            .iter()
+            .map(|s| s.intercept().fired())
+            .collect::<Vec<_>>()
+    };
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while counts().iter().sum::<usize>() < expected.iter().sum::<usize>()
         && tokio::time::Instant::now() < deadline

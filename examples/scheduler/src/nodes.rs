@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout_scenarios::scenario::env::{Cluster, Recorder, SimCluster};
-use avout_scenarios::scenario::{AnyCluster, Checks, Described, Workload, WorkloadError};
+use avout_scenarios::scenario::env::{Env, Recorder};
+use avout_scenarios::scenario::{Checks, Described, Workload, WorkloadError};
 use avout_sim_zk::SimNode;
+use avout_testkit::backend::SimBackend;
 
 use crate::check::SchedulerChecker;
 use crate::scenario::{final_read, submit, work};
@@ -26,7 +27,7 @@ pub const SCHEDULER_ON_NODES: Described = Described {
             restarted; checker: every job done exactly once, one leader per term",
     defaults: (3, 6),
     checkers: |w| Checks::of(SchedulerChecker { jobs: w.ops }),
-    workload: |cluster, w, rec| Box::pin(workload(cluster, w, rec)),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };
 
 /// Each worker's outcome, once its node's initial task finishes.
@@ -34,15 +35,11 @@ type Outcomes = Arc<Mutex<Vec<Option<Result<(), WorkloadError>>>>>;
 
 /// The jobs submitted, every worker on a node of its own, one paused, one killed and
 /// restarted; the completions read.
-async fn workload(
-    cluster: AnyCluster<'_>,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), WorkloadError> {
-    let zk = cluster.sim_zk().ok_or_else(|| {
+async fn workload(env: &Env<'_>, w: &Workload, rec: &Recorder) -> Result<(), WorkloadError> {
+    let zk = env.backend.simulator().cloned().ok_or_else(|| {
         WorkloadError::gave_up("worker nodes (the simulator only)", None::<WorkloadError>)
     })?;
-    submit(cluster, w, rec).await?;
+    submit(env, w, rec).await?;
     let outcomes: Outcomes = Arc::new(Mutex::new((0..w.clients).map(|_| None).collect()));
     let nodes: Vec<SimNode> = (0..w.clients)
         .map(|me| {
@@ -52,8 +49,8 @@ async fn workload(
                     (zk2.clone(), w.clone(), rec.clone(), outcomes.clone());
                 async move {
                     // The worker's own client, opened in its own process.
-                    let sim = SimCluster::new(zk);
-                    let done = work(AnyCluster::new(&sim), &w, &rec, me).await;
+                    let backend = SimBackend::new(zk);
+                    let done = work(&Env::new(&backend), &w, &rec, me).await;
                     outcomes.lock().expect("never poisoned")[me] = Some(done);
                 }
             })
@@ -76,5 +73,5 @@ async fn workload(
     }
     let outcomes = std::mem::take(&mut *outcomes.lock().expect("never poisoned"));
     outcomes.into_iter().flatten().collect::<Result<(), _>>()?;
-    final_read(cluster, w, rec).await
+    final_read(env, w, rec).await
 }

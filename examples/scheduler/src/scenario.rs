@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use avout_check::history::EventType;
-use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{AnyCluster, Checks, Described, Workload, WorkloadError};
+use avout_scenarios::scenario::env::{Env, Recorder};
+use avout_scenarios::scenario::{Checks, Described, Workload, WorkloadError};
 use avout_sim_zk::rng::ClientStream;
 use rand::Rng;
 use serde_json::{Value, json};
@@ -40,22 +40,18 @@ pub const SCHEDULER: Described = Described {
             checker: every job done exactly once, one leader per term",
     defaults: (3, 6),
     checkers: |w| Checks::of(SchedulerChecker { jobs: w.ops }),
-    workload: |cluster, w, rec| Box::pin(workload(cluster, w, rec)),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };
 
 /// The jobs submitted, every worker at work (each a process of its own), the completions
 /// read.
-async fn workload(
-    cluster: AnyCluster<'_>,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), WorkloadError> {
-    submit(cluster, w, rec).await?;
-    let workers = (0..w.clients).map(|me| work(cluster, w, rec, me));
+async fn workload(env: &Env<'_>, w: &Workload, rec: &Recorder) -> Result<(), WorkloadError> {
+    submit(env, w, rec).await?;
+    let workers = (0..w.clients).map(|me| work(env, w, rec, me));
     for done in futures::future::join_all(workers.map(|f| avout::task::Gate::new().run(f))).await {
         done?;
     }
-    final_read(cluster, w, rec).await
+    final_read(env, w, rec).await
 }
 
 /// Tries `step` until it succeeds, `TRIES` times at most.
@@ -77,12 +73,12 @@ where
 
 /// Puts the `w.ops` jobs (again after any error: a job queued twice is handed out once).
 pub(crate) async fn submit(
-    cluster: AnyCluster<'_>,
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let p = w.clients as u64;
-    let client = cluster.client().await?;
+    let client = env.backend.client().await?;
     let jobs = scheduler::jobs(&client, ROOT)?;
     for i in 0..w.ops {
         let name = job(i);
@@ -96,14 +92,14 @@ pub(crate) async fn submit(
 /// Worker `me`: campaign, hand out while leading, do its own jobs, until every job is handed
 /// out and its own are done.
 pub(crate) async fn work(
-    cluster: AnyCluster<'_>,
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     me: usize,
 ) -> Result<(), WorkloadError> {
     let p = me as u64;
     let mut rng = ClientStream::CHOICES.rng(w.seed, me);
-    let client = cluster.client().await?;
+    let client = env.backend.client().await?;
     let mut worker = until_ok("opening a worker", || {
         Worker::open(&client, ROOT, me, w.clients)
     })
@@ -158,12 +154,12 @@ async fn finished(worker: &Worker, w: &Workload) -> bool {
 
 /// Reads the completions once everyone is done.
 pub(crate) async fn final_read(
-    cluster: AnyCluster<'_>,
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let p = w.clients as u64 + 1;
-    let client = cluster.client().await?;
+    let client = env.backend.client().await?;
     let completions = until_ok("opening the completions", || {
         scheduler::completions(&client, ROOT)
     })

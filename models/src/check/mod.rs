@@ -220,6 +220,24 @@ pub struct Progress {
     pub stopping: bool,
 }
 
+impl Progress {
+    /// The figures of a check started at `started`, measuring its memory and time now.
+    fn now(
+        (states, unique_states, depth): (usize, usize, usize),
+        started: Instant,
+        stopping: bool,
+    ) -> Progress {
+        Progress {
+            states,
+            unique_states,
+            depth,
+            memory: memory::resident(),
+            elapsed: started.elapsed(),
+            stopping,
+        }
+    }
+}
+
 /// How often a running check is looked at.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -283,14 +301,12 @@ fn run<M: WorldModel>(
     let mut stopped: Option<(Stop, usize, Found<M>)> = None;
     loop {
         let done = checker.is_done();
-        let now = Progress {
-            states: checker.state_count(),
-            unique_states: checker.unique_state_count(),
-            depth: checker.max_depth().saturating_sub(1),
-            memory: memory::resident(),
-            elapsed: started.elapsed(),
-            stopping: stopped.is_some(),
-        };
+        let counts = (
+            checker.state_count(),
+            checker.unique_state_count(),
+            checker.max_depth().saturating_sub(1),
+        );
+        let now = Progress::now(counts, started, stopped.is_some());
         progress(&now);
         if done {
             break;

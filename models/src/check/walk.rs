@@ -137,14 +137,12 @@ pub(super) fn walk<M: WorldModel>(
     let mut stopped = None;
     loop {
         let done = threads.iter().all(|t| t.is_finished());
-        let now = Progress {
-            states: shared.steps.load(Ordering::Relaxed),
-            unique_states: shared.walks.load(Ordering::Relaxed) as usize,
-            depth: shared.depth.load(Ordering::Relaxed),
-            memory: memory::resident(),
-            elapsed: started.elapsed(),
-            stopping: stopped.is_some(),
-        };
+        let counts = (
+            shared.steps.load(Ordering::Relaxed),
+            shared.walks.load(Ordering::Relaxed) as usize,
+            shared.depth.load(Ordering::Relaxed),
+        );
+        let now = Progress::now(counts, started, stopped.is_some());
         progress(&now);
         if done {
             break;

@@ -189,13 +189,7 @@ impl Model for MvccModel {
         }]
     }
 
-    fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        self.space.actions(state, &self.faults, actions);
-    }
-
-    fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
-        Some(self.space.after(last, action))
-    }
+    crate::world::world_moves!();
 
     fn properties(&self) -> Vec<Property<Self>> {
         let mut properties = vec![

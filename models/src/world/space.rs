@@ -260,3 +260,20 @@ impl<A> fmt::Debug for Space<A> {
             .finish()
     }
 }
+
+/// `actions` and `next_state` of stateright's `Model` for a model over [`World`]s, inside its
+/// `impl Model`: the moves are taken through the model's `space` with its `faults` (fields
+/// every model has). A macro because `Model` is stateright's: it can carry no default for
+/// them, and a blanket impl of it is not ours to write.
+macro_rules! world_moves {
+    () => {
+        fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
+            self.space.actions(state, &self.faults, actions);
+        }
+
+        fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
+            Some(self.space.after(last, action))
+        }
+    };
+}
+pub(crate) use world_moves;

@@ -3,6 +3,7 @@
 mod conformance;
 mod faults;
 mod models;
+mod museum;
 #[cfg(feature = "planted-bugs")]
 mod planted;
 mod reduction;

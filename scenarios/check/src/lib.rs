@@ -18,7 +18,7 @@
 //! | `bank` | [`bank::Bank`] | every read sums to the total, no negative balance |
 //! | `mutex` | [`mutex::Mutex`] | mutual exclusion of lock holds under fencing tokens |
 //! | `two-phase-commit` | [`two_phase_commit::TwoPhaseCommit`] | atomic commitment |
-//! | `counter`, `queue`, `barrier`, `rwlock`, `holds`, `agents`, `cache`, `sessions` | [`recipes`] | the promises of avout's recipes |
+//! | `counter`, `queue`, `barrier`, `rwlock`, `holds`, `agents`, `cache`, `sessions`, `semaphore`, `double-barrier`, `latch` | [`recipes`] | the promises of avout's recipes |
 //!
 //! ```
 //! use avout_check::{Checkers, Options};
@@ -139,6 +139,21 @@ fn builtin_checkers(checkers: Checkers) -> Checkers {
             "cache",
             "writes and cache events: every event real, none twice, every cache converged",
             |_| Box::new(recipes::cache::CHECKER),
+        )
+        .with(
+            "semaphore",
+            "leases taken and given back, counted at the end: at most N holds, no lease lost",
+            |_| Box::new(recipes::semaphore::CHECKER),
+        )
+        .with(
+            "double-barrier",
+            "rounds entered and left: nobody enters before all arrived, nor leaves before all left",
+            |_| Box::new(recipes::double_barrier::CHECKER),
+        )
+        .with(
+            "latch",
+            "leader latches and look-ups of the leader: a latch stands until closed, look-ups answer",
+            |_| Box::new(recipes::latch::CHECKER),
         )
         .with(
             "sessions",

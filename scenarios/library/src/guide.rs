@@ -32,7 +32,9 @@
 //!
 //! A [`Scenario`](crate::scenario::Scenario) is a name, a line about it, a default size
 //! (clients, operations per client), a workload and the checkers that judge its history. The workload opens clients on
-//! the cluster it is given (the simulator, or a real ensemble: the same code runs on both),
+//! the backend of the [`Env`](crate::scenario::env::Env) it is given (testkit's
+//! [`Backend`](avout_testkit::backend::Backend): the simulator, or real ZooKeeper; the same
+//! code runs on both),
 //! draws its choices from its clients' own streams
 //! ([`ClientStream`](avout_sim_zk::rng::ClientStream)) and records every
 //! operation it makes, its invocation and how it ended, with the
@@ -51,8 +53,8 @@
 //! use avout::atom::Atom;
 //! use avout_check::history::{EventType, History};
 //! use avout_check::{Anomaly, Rule};
-//! use avout_scenarios::scenario::env::{Cluster, Recorder};
-//! use avout_scenarios::scenario::{AnyCluster, Checks, Scenario, Workload, WorkloadError};
+//! use avout_scenarios::scenario::env::{Env, Recorder};
+//! use avout_scenarios::scenario::{Checks, Scenario, Workload, WorkloadError};
 //! use futures::future::LocalBoxFuture;
 //!
 //! pub struct Hits;
@@ -62,11 +64,11 @@
 //!     fn about(&self) -> &'static str { "increments of one atom; checker: none lost" }
 //!     fn defaults(&self) -> (usize, usize) { (3, 5) }
 //!
-//!     fn workload<'a>(&'a self, cluster: AnyCluster<'a>, w: &'a Workload, rec: &'a Recorder)
+//!     fn workload<'a>(&'a self, env: &'a Env<'a>, w: &'a Workload, rec: &'a Recorder)
 //!         -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
 //!         Box::pin(async move {
 //!             let clients = (0..w.clients).map(|c| async move {
-//!                 let client = cluster.client().await?;
+//!                 let client = env.backend.client().await?;
 //!                 let hits: Atom<u64> = Atom::open(&client, "/hits", 0).await?;
 //!                 for _ in 0..w.ops {
 //!                     rec.invoke(c as u64, "add", 1.into(), None);
@@ -83,7 +85,7 @@
 //!                 done?;
 //!             }
 //!             // The final read, retried: a read changes nothing.
-//!             let client = cluster.client().await?;
+//!             let client = env.backend.client().await?;
 //!             let hits: Atom<u64> = Atom::open(&client, "/hits", 0).await?;
 //!             let p = w.clients as u64;
 //!             loop {
@@ -191,13 +193,13 @@
 //! seeded by the run's seed, on madsim's clock and scheduler. Cases it keeps go to
 //! `tests/avout-regressions/madsim/`, since madsim orders tasks its own way and a case
 //! replays only under the runtime that found it. A workload can also start a client
-//! process as a madsim node: take the service from [`Cluster::sim_zk`], start the node with
-//! `SimZk::node(name, init)` and open the node's clients inside it with
-//! `SimCluster::new(zk)`. Then `pause`, `kill` and `restart` act on the whole process. A
+//! process as a madsim node: take the service from the backend ([`Backend::simulator`]),
+//! start the node with `SimZk::node(name, init)` and open the node's clients inside it in an
+//! `Env` of its own, `Env::new(&SimBackend::new(zk))`. Then `pause`, `kill` and `restart` act on the whole process. A
 //! pause stops its tasks and timers, and its sessions go silent. A kill drops the tasks and
 //! leaves the sessions to expire. A restart runs `init` again with new sessions. The
 //! scheduler example's `SchedulerOnNodes` (`examples/scheduler/src/nodes.rs`) does this. It
 //! pauses one worker, kills another and restarts it, and checks that every job is still done
 //! exactly once.
 //!
-//! [`Cluster::sim_zk`]: crate::scenario::env::Cluster::sim_zk
+//! [`Backend::simulator`]: avout_testkit::backend::Backend::simulator

@@ -9,14 +9,21 @@
 //!   binds by name).
 //! - [`harness`]: a user's scenario under `cargo test`: seeds, shrinking, regression files.
 //! - [`guide`]: testing your application, from an empty crate.
+//! - [`guide_zk`]: an application on `zookeeper-client` (not on avout) under the simulator,
+//!   through the drop-in `avout-zookeeper-client`, from an empty crate.
 //!
 //! Where it stands: it depends on `avout`, `avout-sim-zk` (the simulator, and the clients'
-//! random streams, [`avout_sim_zk::rng::ClientStream`]) and `avout-check`; the `avout` tool
-//! (`avout-cli`) depends on it, and nothing here on the tool. A new scenario is a folder of
-//! [`builtin`] and one line in `Registry::builtins`; a new checker goes in `avout-check` and is
-//! bound here by its name; a new fault kind is the simulator's (`avout_sim_zk::FaultKind`).
+//! random streams, [`avout_sim_zk::rng::ClientStream`]), `avout-check` and `avout-testkit`
+//! (the one backend trait workloads run on, [`avout_testkit::backend::Backend`]); the `avout`
+//! tool (`avout-cli`) depends on it, and nothing here on the tool. A new scenario is a folder
+//! of [`builtin`] and one line in `Registry::builtins`; a new checker goes in `avout-check` and
+//! is bound here by its name; a new fault kind is the simulator's (`avout_sim_zk::FaultKind`).
+//! Somewhere new to run workloads implements testkit's `Backend` (and core's
+//! [`avout::client::Connect`] for its managed clients), nothing of this crate's: a workload
+//! gets it in an [`Env`](scenario::env::Env), beside the run's planted bugs and ref store.
 
 pub mod builtin;
 pub mod guide;
+pub mod guide_zk;
 pub mod harness;
 pub mod scenario;

@@ -1,10 +1,15 @@
-//! Connections and sessions as clients see them: links going down and coming back, sessions
-//! timing out, messages delivered to a client (or held while its link is down), and the
-//! session's end reported to its calls and watches.
+//! Routing connections and what reaches clients: links going down and coming back
+//! ([`Network`]), sessions timing out at the service (the [`Ensemble`]'s kernel), messages
+//! delivered to a client or held while its link is down, and the session's end reported to
+//! its calls and watches ([`Sessions`]).
+//!
+//! [`Network`]: super::Network
+//! [`Ensemble`]: super::Ensemble
+//! [`Sessions`]: super::Sessions
 
 use avout::{Error, SessionState};
 
-use super::{ClientMsg, Down, Link, Pending, SESSION_CHECK_WHILE_CLOSING, World, nanos, outcome};
+use super::{ClientMsg, Down, Pending, SESSION_CHECK_WHILE_CLOSING, State, World, nanos, outcome};
 use crate::kernel::Fired;
 use crate::log::{LogEvent, canon_watch};
 
@@ -16,28 +21,20 @@ impl World {
     /// connection carries on would let a request pipelined behind a lost `sync` read a state
     /// the `sync` was meant to rule out, which ZooKeeper never does.
     pub(super) fn break_connection(&mut self, client: usize) {
-        let c = &self.clients[client];
-        if c.terminal.is_some() {
+        if self.sessions.terminal(client).is_some() {
             return;
         }
-        match c.link {
-            Link::Up => {
-                let timeout = nanos(c.timeout);
-                let back = timeout / 100 * self.reconnects.between(2, 10);
-                self.go_down(client, Down::Disconnect, self.clock + back);
+        match self.net.state(client) {
+            State::Up => {
+                let timeout = nanos(self.sessions.timeout(client));
+                let back = self.ensemble.reconnect_delay(timeout);
+                let until = self.time.clock() + back;
+                self.go_down(client, Down::Disconnect, until);
             }
-            Link::Down { why, since, until } => {
+            State::Down { .. } => {
                 // Already cut off (a paused client's requests still reach the service): the
                 // connection it had dies too, and it comes back when the link does.
-                let c = &mut self.clients[client];
-                c.epoch += 1;
-                if why == Down::Pause {
-                    c.link = Link::Down {
-                        why: Down::Disconnect,
-                        since,
-                        until,
-                    };
-                }
+                self.net.break_while_down(client);
                 self.publish(client, SessionState::Disconnected);
                 self.fail_calls(client, &Error::ConnectionLoss);
             }
@@ -45,51 +42,45 @@ impl World {
     }
 
     pub(super) fn is_live_and_up(&self, client: usize) -> bool {
-        let c = &self.clients[client];
-        c.terminal.is_none() && !c.closing && c.link == Link::Up
+        self.sessions.is_live(client) && self.net.is_up(client)
     }
 
     pub(super) fn go_down(&mut self, client: usize, why: Down, until: u64) {
-        let now = self.clock;
-        let c = &mut self.clients[client];
-        c.link = Link::Down {
-            why,
-            since: now,
-            until,
-        };
-        if why != Down::Pause {
-            c.epoch += 1;
+        let now = self.time.clock();
+        if self.net.go_down(client, why, now, until) {
             self.publish(client, SessionState::Disconnected);
             self.fail_calls(client, &Error::ConnectionLoss);
         }
         match why {
             Down::Outage => {}
             Down::Disconnect | Down::Pause => {
-                let timeout = nanos(self.clients[client].timeout);
-                self.schedule(now + timeout, Pending::SessionCheck { client, since: now });
-                self.schedule(until, Pending::LinkUp { client, since: now });
+                let timeout = nanos(self.sessions.timeout(client));
+                self.time
+                    .schedule(now + timeout, Pending::SessionCheck { client, since: now });
+                self.time
+                    .schedule(until, Pending::LinkUp { client, since: now });
             }
         }
     }
 
     pub(super) fn link_up(&mut self, client: usize) {
-        let Link::Down { why, .. } = self.clients[client].link else {
+        let State::Down { why, .. } = self.net.state(client) else {
             return;
         };
-        if self.clients[client].terminal.is_some() {
-            self.clients[client].link = Link::Up;
+        if self.sessions.terminal(client).is_some() {
+            self.net.come_up(client);
             return;
         }
-        if let Some(until) = self.outage_until
+        if let Some(until) = self.ensemble.outage_until()
             && why != Down::Outage
         {
             // Back from a disconnect or a pause into an outage: still cut off.
             self.go_down(client, Down::Outage, until);
             return;
         }
-        self.clients[client].link = Link::Up;
-        let session = self.clients[client].session;
-        if self.clients[client].server_expired || !self.kernel.is_alive(session) {
+        self.net.come_up(client);
+        let session = self.sessions.id(client);
+        if self.sessions.server_expired(client) || !self.ensemble.kernel().is_alive(session) {
             self.terminate(client, SessionState::Expired);
             return;
         }
@@ -97,99 +88,99 @@ impl World {
             self.reconnect(client);
             self.publish(client, SessionState::Connected);
         }
-        let held = std::mem::take(&mut self.clients[client].held);
+        let held = self.net.take_held(client);
         for (epoch, msg) in held {
             // Held across a broken connection: persistent watches never hear of it.
             self.deliver(client, epoch, msg, why != Down::Pause);
         }
     }
 
+    /// The client is back on a (possibly new) connection: with several servers, to any of
+    /// them, and the session moves there.
+    pub(super) fn reconnect(&mut self, client: usize) {
+        let session = self.sessions.id(client);
+        if !self.ensemble.is_ensemble() || !self.ensemble.kernel().is_alive(session) {
+            return;
+        }
+        let server = self.ensemble.reconnect(client);
+        self.attach_to(client, server);
+    }
+
+    /// Connects `client`'s session to `server` (see [`Ensemble::attach`](super::Ensemble)).
+    pub(super) fn attach_to(&mut self, client: usize, server: u8) {
+        let session = self.sessions.id(client);
+        let events = self.ensemble.attach(client, session, server);
+        self.route(events);
+    }
+
     pub(super) fn session_check(&mut self, client: usize, since: u64) {
-        let c = &self.clients[client];
-        let silent = match c.link {
+        let silent = match self.net.state(client) {
             _ if since == SESSION_CHECK_WHILE_CLOSING => true,
-            Link::Down {
+            State::Down {
                 why: Down::Disconnect | Down::Pause,
                 since: s,
                 ..
             } => s == since,
             _ => false,
         };
-        if silent && self.kernel.is_alive(c.session) {
+        if silent && self.ensemble.kernel().is_alive(self.sessions.id(client)) {
             self.timer("session-timeout");
             self.expire(client);
         }
     }
 
     pub(super) fn expire(&mut self, client: usize) {
-        let session = self.clients[client].session;
-        let events = self.kernel.expire_session(self.now_ms(), session);
+        let session = self.sessions.id(client);
+        let now_ms = self.time.now_ms();
+        let events = self.ensemble.kernel_mut().expire_session(now_ms, session);
         self.route(events);
         self.arm_follower();
-        let c = &mut self.clients[client];
-        c.server_expired = true;
-        if c.terminal.is_none() && c.link == Link::Up && !c.closing {
+        self.sessions.mark_server_expired(client);
+        if self.is_live_and_up(client) {
             self.send_to_client(client, ClientMsg::Expired);
         }
     }
 
     pub(super) fn route(&mut self, events: Vec<Fired>) {
         for fired in events {
-            if let Some(client) = self.client_of(fired.session) {
+            if let Some(client) = self.sessions.client_of(fired.session) {
                 self.send_to_client(client, ClientMsg::Event(fired.event));
             }
         }
     }
 
     pub(super) fn send_to_client(&mut self, client: usize, msg: ClientMsg) {
-        let latency = self.latency();
-        let c = &mut self.clients[client];
-        let at = (self.clock + latency).max(c.to_client_last);
-        c.to_client_last = at;
-        let epoch = c.epoch;
-        self.schedule(at, Pending::ToClient { client, epoch, msg });
+        let (at, epoch) = self.net.send_to_client(client, self.time.clock());
+        self.time
+            .schedule(at, Pending::ToClient { client, epoch, msg });
     }
 
     pub(super) fn at_client(&mut self, client: usize, epoch: u64, msg: ClientMsg) {
-        if self.clients[client].terminal.is_some() {
+        if self.sessions.terminal(client).is_some() {
             return;
         }
-        if self.clients[client].link != Link::Up {
-            self.clients[client].held.push_back((epoch, msg));
+        if !self.net.is_up(client) {
+            self.net.hold(client, epoch, msg);
             return;
         }
         self.deliver(client, epoch, msg, false);
     }
 
-    pub(super) fn deliver(&mut self, client: usize, epoch: u64, msg: ClientMsg, held: bool) {
-        let t = self.clock;
+    fn deliver(&mut self, client: usize, epoch: u64, msg: ClientMsg, held: bool) {
+        let t = self.time.clock();
+        let current = epoch == self.net.epoch(client);
         match msg {
             ClientMsg::Reply { xid, result } => {
-                if epoch != self.clients[client].epoch {
-                    self.log.push(
-                        LogEvent::Dropped {
-                            t,
-                            client,
-                            xid: Some(xid),
-                        },
-                        |_| {},
-                    );
+                if !current {
+                    self.log.dropped(t, client, xid);
                     return;
                 }
-                let Some(call) = self.clients[client].calls.remove(&xid) else {
+                let Some(call) = self.sessions.take_call(client, xid) else {
                     return;
                 };
-                self.log.push(
-                    LogEvent::Reply {
-                        t,
-                        client,
-                        xid,
-                        outcome: outcome(&result),
-                    },
-                    |_| {},
-                );
+                self.log_reply(client, xid, outcome(&result));
                 let close = call.is_close();
-                self.complete(client, call, result);
+                call.complete(result, self.sessions.watches_mut(client));
                 if close {
                     self.terminate(client, SessionState::Closed);
                 }
@@ -204,44 +195,41 @@ impl World {
                         path: event.path.clone(),
                     },
                 );
-                let lost = held || epoch != self.clients[client].epoch;
-                self.fire_watches(client, event, lost);
+                self.sessions
+                    .watches_mut(client)
+                    .fire(event, held || !current);
+                #[cfg(madsim)]
+                self.after_event(client);
             }
             ClientMsg::Expired => self.terminate(client, SessionState::Expired),
         }
     }
 
     pub(super) fn publish(&mut self, client: usize, state: SessionState) {
-        let c = &self.clients[client];
-        if c.publisher.current() == state || c.publisher.current().is_terminal() {
+        if !self.sessions.publish(client, state) {
             return;
         }
-        c.publisher.publish(state);
-        let t = self.clock;
+        let t = self.time.clock();
         self.log.push(LogEvent::State { t, client, state }, |_| {});
         if !state.is_terminal() {
-            self.tell_persistent(client, state);
+            self.sessions.watches_mut(client).tell(state);
         }
     }
 
     /// The client learns that its session is over: every call fails with the terminal
     /// error, every watch fires with the session event, later calls fail at once.
     pub(super) fn terminate(&mut self, client: usize, state: SessionState) {
-        if self.clients[client].terminal.is_some() {
+        if self.sessions.terminal(client).is_some() {
             return;
         }
         if state == SessionState::Expired {
             self.publish(client, SessionState::Disconnected);
         }
-        self.clients[client].terminal = Some(state);
+        self.sessions.end(client, state);
         self.publish(client, state);
         let error = state.terminal_error().expect("terminal state has an error");
         self.fail_calls(client, &error);
-        let c = &mut self.clients[client];
-        c.held.clear();
-        let watches = std::mem::take(&mut c.watches);
-        for (_, set) in watches {
-            set.end(state);
-        }
+        self.net.take_held(client);
+        self.sessions.watches_mut(client).end(state);
     }
 }

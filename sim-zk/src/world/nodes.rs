@@ -42,20 +42,14 @@ impl Nodes {
 }
 
 impl World {
-    fn clients_of(&self, node: NodeId) -> Vec<usize> {
-        (0..self.clients.len())
-            .filter(|&c| self.clients[c].node == Some(node))
-            .collect()
-    }
-
     /// Pauses `node` for `duration` from now, its sessions' connections with it.
     pub(crate) fn pause_node(&mut self, node: NodeId, duration: Duration) {
-        self.clock = self.now();
-        for client in self.clients_of(node) {
+        self.time.catch_up();
+        for client in self.sessions.clients_of(node) {
             // Counted as the client-freeze it is; it holds the node too (see `hold_node`).
             self.fire_freeze(client, duration);
         }
-        let until = self.clock + nanos(duration);
+        let until = self.time.clock() + nanos(duration);
         self.hold_node(node, until);
     }
 
@@ -64,7 +58,7 @@ impl World {
         let held = self.nodes.paused.entry(node).or_insert(0);
         if until > *held {
             *held = until;
-            self.schedule(until, Pending::NodeResume(node));
+            self.time.schedule(until, Pending::NodeResume(node));
         }
         Handle::current().pause(node);
     }
@@ -75,7 +69,7 @@ impl World {
             .nodes
             .paused
             .get(&node)
-            .is_some_and(|&u| u <= self.clock)
+            .is_some_and(|&u| u <= self.time.clock())
         {
             self.nodes.paused.remove(&node);
             self.timer("node-resume");
@@ -87,9 +81,9 @@ impl World {
     /// crash first, so that dropping their handles with its tasks closes nothing. The caller
     /// kills it with the world unlocked, since dropping those handles takes the lock.
     pub(crate) fn crash_node(&mut self, node: NodeId, restart: bool) {
-        self.clock = self.now();
+        self.time.catch_up();
         self.timer(if restart { "node-restart" } else { "node-kill" });
-        for client in self.clients_of(node) {
+        for client in self.sessions.clients_of(node) {
             self.crash(client);
         }
         self.nodes.paused.remove(&node);
@@ -97,14 +91,12 @@ impl World {
 
     /// The client's process died: its connection goes silent, and the service expires the
     /// session when its timeout passes.
-    fn crash(&mut self, client: usize) {
-        let c = &mut self.clients[client];
-        if c.terminal.is_some() || c.closing || c.crashed {
+    pub(super) fn crash(&mut self, client: usize) {
+        if !self.sessions.crash(client) {
             return;
         }
-        c.crashed = true;
         // Down past the session check (at the timeout), which finds it silent and expires it.
-        let until = self.clock + nanos(c.timeout) + 1;
+        let until = self.time.clock() + nanos(self.sessions.timeout(client)) + 1;
         self.go_down(client, Down::Disconnect, until);
     }
 }

@@ -1,38 +1,8 @@
 //! The backend conformance suite of `avout-testkit`, unchanged, on the simulator.
 
-use std::future::Future;
-
-use avout::Coordination;
-use avout_sim_zk::{Sim, SimClient, SimZk};
-use avout_testkit::conformance::{self, Backend, CASES};
-
-struct SimBackend(SimZk);
-
-impl Backend for SimBackend {
-    type Client = SimClient;
-
-    fn connect(&self) -> impl Future<Output = SimClient> {
-        let client = self.0.connect();
-        async move { client }
-    }
-
-    fn connect_with_digest(&self, user: &str, password: &str) -> impl Future<Output = SimClient> {
-        let client = self.0.connect();
-        let auth = format!("{user}:{password}");
-        async move {
-            client
-                .add_auth("digest", auth.as_bytes())
-                .await
-                .expect("digest auth on the simulator");
-            client
-        }
-    }
-
-    fn expire(&self, client: &SimClient) -> impl Future<Output = ()> {
-        self.0.expire_session(client.session().id);
-        async {}
-    }
-}
+use avout_sim_zk::Sim;
+use avout_testkit::backend::SimBackend;
+use avout_testkit::conformance::{self, CASES};
 
 #[test]
 fn every_case_passes_on_the_simulator() {
@@ -42,7 +12,7 @@ fn every_case_passes_on_the_simulator() {
             .clients(0)
             .build()
             .run(|ctx| async move {
-                let backend = SimBackend(ctx.zk.clone());
+                let backend = SimBackend::new(ctx.zk.clone());
                 conformance::run_case(&backend, case, &format!("/conformance/{case}")).await;
             });
     }
@@ -55,7 +25,7 @@ fn all_cases_pass_in_one_run() {
         .clients(0)
         .build()
         .run(|ctx| async move {
-            conformance::run_all(&SimBackend(ctx.zk.clone()), "/conformance").await;
+            conformance::run_all(&SimBackend::new(ctx.zk.clone()), "/conformance").await;
         });
 }
 
@@ -70,7 +40,7 @@ fn every_case_passes_on_a_three_server_ensemble() {
             .servers(3)
             .build()
             .run(|ctx| async move {
-                let backend = SimBackend(ctx.zk.clone());
+                let backend = SimBackend::new(ctx.zk.clone());
                 conformance::run_case(&backend, case, &format!("/conformance/{case}")).await;
             });
     }

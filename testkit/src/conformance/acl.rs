@@ -3,16 +3,17 @@
 use avout::path;
 use avout::{Acl, Coordination, CreateMode, Error, Perms};
 
-use super::Backend;
+use super::check;
 use super::check::{Call, assert_err, ok, persistent};
+use crate::backend::Backend;
 
 /// Digest ACLs: a node readable and writable only by `alice:secret` refuses an
 /// unauthenticated session, another user and a wrong password with NoAuth, and accepts alice.
-pub(super) async fn acl_digest<B: Backend>(backend: &B, root: &str) {
-    let alice = backend.connect_with_digest("alice", "secret").await;
-    let anon = backend.connect().await;
-    let bob = backend.connect_with_digest("bob", "secret").await;
-    let wrong = backend.connect_with_digest("alice", "wrong").await;
+pub(super) async fn acl_digest<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let alice = check::digest_session(backend, "alice", "secret").await;
+    let anon = check::session(backend).await;
+    let bob = check::digest_session(backend, "bob", "secret").await;
+    let wrong = check::digest_session(backend, "alice", "wrong").await;
     let acl = vec![Acl::digest("alice", "secret", Perms::ALL)];
     let s = path::join(root, "secret");
     ok(
@@ -98,9 +99,9 @@ pub(super) async fn acl_digest<B: Backend>(backend: &B, root: &str) {
 
 /// `creator_all` from an authenticated session becomes a digest entry for that identity; from
 /// an unauthenticated session it is InvalidAcl, as is an empty ACL.
-pub(super) async fn acl_creator_all<B: Backend>(backend: &B, root: &str) {
-    let alice = backend.connect_with_digest("alice", "secret").await;
-    let anon = backend.connect().await;
+pub(super) async fn acl_creator_all<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let alice = check::digest_session(backend, "alice", "secret").await;
+    let anon = check::session(backend).await;
     let n = path::join(root, "n");
     ok(
         "alice creates with creator_all",

@@ -12,7 +12,33 @@ use avout::{
 };
 use futures::FutureExt;
 
+use std::sync::Arc;
+
 use super::EVENT_TIMEOUT;
+use crate::backend::Backend;
+
+/// A new session of `backend`, or a panic: a case cannot run without one.
+pub(super) async fn session<B: Backend + ?Sized>(backend: &B) -> Arc<dyn Coordination> {
+    ok("open a session", backend.session().await)
+}
+
+/// A new session of `backend` authenticated as `user:password`, or a panic.
+pub(super) async fn digest_session<B: Backend + ?Sized>(
+    backend: &B,
+    user: &str,
+    password: &str,
+) -> Arc<dyn Coordination> {
+    ok(
+        &format!("open a session as {user}"),
+        backend.session_with_digest(user, password).await,
+    )
+}
+
+/// Has the service expire `session`'s session, or panics.
+pub(super) async fn expire<B: Backend + ?Sized>(backend: &B, session: &Arc<dyn Coordination>) {
+    let id = session.session().id;
+    ok(&format!("expire session {id}"), backend.expire(id).await);
+}
 
 /// The value of a call that must succeed, or a panic naming the step.
 #[track_caller]

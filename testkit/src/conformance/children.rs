@@ -3,12 +3,13 @@
 use avout::path::{self, sequence};
 use avout::{Coordination, CreateMode, Error};
 
-use super::Backend;
+use super::check;
 use super::check::{assert_err, creates_under, ok, opts, persistent, sorted_children};
+use crate::backend::Backend;
 
 /// Children (compared sorted: order is unspecified) and the parent's Stat.
-pub(super) async fn children<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn children<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let p = path::join(root, "p");
     ok("create p", c.create(&p, b"data", &persistent()).await);
     let (kids, stat) = ok("get_children of a leaf", c.get_children(&p).await);
@@ -93,8 +94,8 @@ pub(super) async fn children<B: Backend>(backend: &B, root: &str) {
 }
 
 /// czxid / mzxid / pzxid ordering, and pzxid moving exactly on child create and delete.
-pub(super) async fn stat_zxids<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn stat_zxids<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let a = path::join(root, "a");
     let b = path::join(root, "b");
     let (_, sa) = ok("create a", c.create(&a, b"", &persistent()).await);
@@ -159,8 +160,8 @@ pub(super) async fn stat_zxids<B: Backend>(backend: &B, root: &str) {
 /// creates plus deletes (`2 * creates - numChildren`, `DataNode.copyStat`). So deletes do not
 /// advance the suffix, non-sequential creates do, refused creates do not, every prefix shares the
 /// counter, and a trailing `/` names the node by its suffix alone.
-pub(super) async fn sequential_numbering<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn sequential_numbering<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let q = path::join(root, "q");
     ok("create q", c.create(&q, b"", &persistent()).await);
     let n = path::join(&q, "n-");

@@ -6,8 +6,9 @@ use std::time::Duration;
 use avout::path;
 use avout::{Acl, Coordination, CoordinationExt, CreateMode, CreateOptions, Error, MAX_TTL, Perms};
 
-use super::Backend;
+use super::check;
 use super::check::{assert_err, assert_not_fired, ok, opts, persistent, synced_exists, within};
+use crate::backend::Backend;
 
 fn ttl(mode: CreateMode, ttl: Duration) -> CreateOptions {
     CreateOptions::new(mode).with_ttl(ttl)
@@ -17,8 +18,8 @@ fn ttl(mode: CreateMode, ttl: Duration) -> CreateOptions {
 /// before sending, nothing created); a TTL node reports no ephemeral owner, takes a sequence
 /// suffix in its sequential mode, outlives its TTL while it has a child, and is deleted by
 /// the service once childless and older than its TTL.
-pub(super) async fn ttl_nodes<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn ttl_nodes<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let bad = path::join(root, "bad");
     for (what, options) in [
         (
@@ -115,8 +116,8 @@ pub(super) async fn ttl_nodes<B: Backend>(backend: &B, root: &str) {
 
 /// `setACL` replaces the ACL if the ACL version matches (bumping `aversion` only, firing no
 /// watch), and needs `ADMIN`; errors `BadVersion`, `NoAuth`, `NoNode`, `InvalidAcl`.
-pub(super) async fn set_acl<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn set_acl<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let n = path::join(root, "n");
     let (_, created) = ok("create n", c.create(&n, b"x", &persistent()).await);
     let (_, _, mut w) = ok("watch n", c.get_and_watch_data(&n).await);
@@ -183,9 +184,9 @@ pub(super) async fn set_acl<B: Backend>(backend: &B, root: &str) {
 
 /// `getEphemerals` lists the session's own ephemerals under a plain string prefix;
 /// `getAllChildrenNumber` counts every descendant.
-pub(super) async fn ephemerals_and_counts<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn ephemerals_and_counts<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let x = path::join(root, "x");
     ok("create x", a.create(&x, b"", &persistent()).await);
     let mine = [

@@ -4,13 +4,14 @@
 use avout::path;
 use avout::{Coordination, CreateMode, Error, MAX_DATA_LEN, Op};
 
-use super::Backend;
+use super::check;
 use super::check::{Call, assert_err, ok, opts, persistent, sorted_children};
+use crate::backend::Backend;
 
 /// Invalid paths and oversized data are refused with typed errors before anything is sent;
 /// the session stays usable.
-pub(super) async fn validation<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn validation<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let bad_paths = [
         String::new(),
         "relative".to_owned(),
@@ -95,8 +96,8 @@ pub(super) async fn validation<B: Backend>(backend: &B, root: &str) {
 /// Data of exactly [`MAX_DATA_LEN`] bytes is accepted by the service (create, set) and read
 /// back intact, and so is a multi just under the limit in total: this pins the client-side
 /// limit against the real server.
-pub(super) async fn data_limit<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn data_limit<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let n = path::join(root, "n");
     let max: Vec<u8> = (0..MAX_DATA_LEN).map(|i| (i % 251) as u8).collect();
     let (_, stat) = ok(

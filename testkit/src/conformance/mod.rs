@@ -14,13 +14,14 @@
 //! A case asserts what real ZooKeeper 3.8 does, not what we wish it did: sequential suffixes
 //! count the parent's child creates (its internal cversion; the `cversion` clients see also
 //! counts deletes, which do not advance the suffix), `exists` ignores ACLs, a node's delete
-//! permission lives on its parent, a container reports no `ephemeralOwner`, and so on. Where the suite and a backend disagree, the backend is wrong or the
-//! suite has found something about ZooKeeper worth writing down.
+//! permission lives on its parent, a container reports no `ephemeralOwner`, and so on. Where
+//! the suite and a backend disagree, the backend is wrong or the suite has found something
+//! about ZooKeeper worth writing down.
 //!
 //! # Shape
 //!
-//! A backend implements [`Backend`]: how to open a session, an authenticated session, and how
-//! to make the service expire a session. Each case is an `async fn(&B, root)`, where `root`
+//! A case runs on any [`Backend`] (the simulator's, a real server's): it opens sessions, some
+//! authenticated, and has the service expire one. Each case is an `async fn(&B, root)`, where `root`
 //! is a fresh node the runner creates for that case alone, so cases never see each other's
 //! nodes and can run on one service one after another (or, on a real server, concurrently).
 //! Cases panic with a message naming the step and what was expected on any mismatch. Anything
@@ -28,22 +29,21 @@
 //! hanging; nothing sleeps on the wall clock, so the suite also runs on a paused tokio clock.
 //!
 //! The cases live in one module per area (`nodes`, `children`, `sessions`, `watches`,
-//! `persistent`, `multi`, `acl`, `extended`, `limits`) and are listed once, in the `cases!` table below; what they share (calls
-//! that must succeed, refusals matching a pattern, bounded waits, and one table of the
-//! requests that name a single path, for cases that expect many of them refused alike) is in
-//! `check`.
+//! `persistent`, `multi`, `reads`, `acl`, `extended`, `limits`) and are listed once, in the
+//! `cases!` table below; what they share (sessions that must open, calls that must succeed,
+//! refusals matching a pattern, bounded waits, and one table of the requests that name a
+//! single path, for cases that expect many of them refused alike) is in `check`.
 //!
 //! ```no_run
-//! # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
+//! # async fn demo(backend: &dyn avout_testkit::backend::Backend) {
 //! use avout_testkit::conformance;
 //! // Every case, each under its own root below /conformance.
-//! conformance::run_all(&backend, "/conformance").await;
+//! conformance::run_all(backend, "/conformance").await;
 //! // Or one case by name.
-//! conformance::run_case(&backend, "multi_atomicity", "/one/multi_atomicity").await;
+//! conformance::run_case(backend, "multi_atomicity", "/one/multi_atomicity").await;
 //! # }
 //! ```
 
-use std::future::Future;
 use std::time::Duration;
 
 use avout::path;
@@ -51,6 +51,8 @@ use avout::{Coordination, CoordinationExt, CreateOptions};
 use futures::FutureExt;
 
 use check::ok;
+
+use crate::backend::Backend;
 
 mod acl;
 mod check;
@@ -60,13 +62,9 @@ mod limits;
 mod multi;
 mod nodes;
 mod persistent;
+mod reads;
 mod sessions;
 mod watches;
-#[cfg(feature = "zookeeper")]
-mod zk_backend;
-
-#[cfg(feature = "zookeeper")]
-pub use zk_backend::ZkBackend;
 
 /// How long a case waits for anything asynchronous (a watch event, a session state) before it
 /// fails. Generous for a real server on loopback; on the simulator's paused clock it costs
@@ -76,66 +74,6 @@ pub use zk_backend::ZkBackend;
 /// assert!(avout_testkit::conformance::EVENT_TIMEOUT.as_secs() >= 5);
 /// ```
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// What the suite needs from a backend under test.
-///
-/// The futures carry no `Send` bound, so a simulator running on a current-thread runtime can
-/// implement it with `!Send` internals; the clients themselves are [`Coordination`] and so
-/// `Send + Sync`.
-///
-/// # Example
-///
-/// A backend over some `Service` type that hands out sessions (sketch):
-///
-/// ```
-/// use std::future::Future;
-/// use avout::Coordination;
-/// use avout_testkit::conformance::Backend;
-///
-/// trait Service {
-///     type Session: Coordination + 'static;
-///     fn open(&self, auth: Option<(&str, &str)>) -> impl Future<Output = Self::Session>;
-///     fn kill(&self, id: i64) -> impl Future<Output = ()>;
-/// }
-///
-/// struct Under<S>(S);
-///
-/// impl<S: Service> Backend for Under<S> {
-///     type Client = S::Session;
-///     fn connect(&self) -> impl Future<Output = Self::Client> {
-///         self.0.open(None)
-///     }
-///     fn connect_with_digest(&self, user: &str, password: &str) -> impl Future<Output = Self::Client> {
-///         let (user, password) = (user.to_owned(), password.to_owned());
-///         async move { self.0.open(Some((&user, &password))).await }
-///     }
-///     fn expire(&self, client: &Self::Client) -> impl Future<Output = ()> {
-///         self.0.kill(client.session().id.0)
-///     }
-/// }
-/// ```
-pub trait Backend {
-    /// The session handle the backend hands out.
-    type Client: Coordination + 'static;
-
-    /// A new session on the service, connected and ready. Panics if that is impossible: a
-    /// suite cannot run without one.
-    fn connect(&self) -> impl Future<Output = Self::Client>;
-
-    /// A new session that authenticated with ZooKeeper's `digest` scheme as `user:password`.
-    fn connect_with_digest(&self, user: &str, password: &str)
-    -> impl Future<Output = Self::Client>;
-
-    /// Makes the *service* expire `client`'s session, as if it had been silent for longer than
-    /// its timeout. Returns once the service has expired it (its ephemerals are gone); the
-    /// client itself learns of it asynchronously, as a real client would.
-    ///
-    /// Real ZooKeeper: [`ZkClient::expire_session`](avout::zk::ZkClient::expire_session) ends
-    /// the session with a `CloseSession` on its own connection (for the service and the other
-    /// sessions, an expiry) and has the client report it as expired. The simulator expires the
-    /// session directly.
-    fn expire(&self, client: &Self::Client) -> impl Future<Output = ()>;
-}
 
 /// Declares the cases once, in the order [`run_all`] runs them: [`CASES`] lists their names,
 /// and `case_body` dispatches a name to its body `module::case(backend, root)`.
@@ -149,7 +87,7 @@ macro_rules! cases {
         /// ```
         pub const CASES: &[&str] = &[$(stringify!($case)),*];
 
-        async fn case_body<B: Backend>(backend: &B, name: &str, root: &str) {
+        async fn case_body<B: Backend + ?Sized>(backend: &B, name: &str, root: &str) {
             match name {
                 $(stringify!($case) => $module::$case(backend, root).await,)*
                 other => unreachable!("{other} is in CASES but has no body"),
@@ -179,6 +117,8 @@ cases![
     persistent::persistent_watch_end,
     multi::multi_success,
     multi::multi_atomicity,
+    reads::multi_read,
+    reads::who_am_i,
     sessions::sync,
     acl::acl_digest,
     acl::acl_creator_all,
@@ -197,16 +137,16 @@ cases![
 /// If the case fails, if `name` is not in [`CASES`], or if `root` cannot be created.
 ///
 /// ```no_run
-/// # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
-/// avout_testkit::conformance::run_case(&backend, "sync", "/suite/sync").await;
+/// # async fn demo(backend: &dyn avout_testkit::backend::Backend) {
+/// avout_testkit::conformance::run_case(backend, "sync", "/suite/sync").await;
 /// # }
 /// ```
-pub async fn run_case<B: Backend>(backend: &B, name: &str, root: &str) {
+pub async fn run_case<B: Backend + ?Sized>(backend: &B, name: &str, root: &str) {
     assert!(
         CASES.contains(&name),
         "unknown conformance case {name:?}; the cases are {CASES:?}"
     );
-    let setup = backend.connect().await;
+    let setup = check::session(backend).await;
     if let Some(parent) = path::parent(root).filter(|p| *p != "/") {
         ok(
             "ensure the parent of the case root",
@@ -238,11 +178,11 @@ pub async fn run_case<B: Backend>(backend: &B, name: &str, root: &str) {
 /// On the first failing case, naming it.
 ///
 /// ```no_run
-/// # async fn demo<B: avout_testkit::conformance::Backend>(backend: B) {
-/// avout_testkit::conformance::run_all(&backend, "/conformance").await;
+/// # async fn demo(backend: &dyn avout_testkit::backend::Backend) {
+/// avout_testkit::conformance::run_all(backend, "/conformance").await;
 /// # }
 /// ```
-pub async fn run_all<B: Backend>(backend: &B, base: &str) {
+pub async fn run_all<B: Backend + ?Sized>(backend: &B, base: &str) {
     for name in CASES {
         run_case(backend, name, &path::join(base, name)).await;
     }

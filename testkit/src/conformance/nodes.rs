@@ -3,16 +3,17 @@
 use avout::path;
 use avout::{Coordination, CreateMode, Error};
 
-use super::Backend;
+use super::check;
 use super::check::{
     Call, assert_err, create_ephemerals, creates_under, ok, opts, persistent, seq_of,
     sorted_children,
 };
+use crate::backend::Backend;
 
 /// All five create modes: the path returned, the [`Stat`] returned (equal to what a read
 /// returns), ephemeral owners, sequence suffixes taken from the parent's `cversion`.
-pub(super) async fn create_modes<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn create_modes<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let sid = c.session().id.0;
 
     let p = path::join(root, "persistent");
@@ -129,8 +130,8 @@ pub(super) async fn create_modes<B: Backend>(backend: &B, root: &str) {
 
 /// NodeExists, NoNode for a missing parent, NoChildrenForEphemerals — each naming the
 /// requested path, and each leaving the parent unchanged.
-pub(super) async fn create_errors<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn create_errors<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let p = path::join(root, "p");
     ok("create p", c.create(&p, b"1", &persistent()).await);
     let before = ok("exists root", c.exists(root).await).expect("root exists");
@@ -197,8 +198,8 @@ pub(super) async fn create_errors<B: Backend>(backend: &B, root: &str) {
 
 /// get/set with versions: BadVersion leaves the node alone, `None` matches any version, the
 /// returned Stat is the node's Stat.
-pub(super) async fn get_set_versions<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn get_set_versions<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let n = path::join(root, "n");
     let (_, created) = ok("create n", c.create(&n, b"v0", &persistent()).await);
     let (data, stat) = ok("get n", c.get_data(&n).await);
@@ -269,8 +270,8 @@ pub(super) async fn get_set_versions<B: Backend>(backend: &B, root: &str) {
 }
 
 /// delete with versions; NoNode; NotEmpty.
-pub(super) async fn delete_versions<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn delete_versions<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let n = path::join(root, "n");
     ok("create n", c.create(&n, b"", &persistent()).await);
     ok("set n", c.set_data(&n, b"x", Some(0)).await);
@@ -332,8 +333,8 @@ pub(super) async fn delete_versions<B: Backend>(backend: &B, root: &str) {
 
 /// Every read and write of a missing node fails with NoNode naming it; `exists` says `None`,
 /// even when the parent is missing too.
-pub(super) async fn missing_nodes<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn missing_nodes<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let m = path::join(root, "missing");
     let deep = path::join(root, "missing/deeper");
     for p in [&m, &deep] {
@@ -363,8 +364,8 @@ pub(super) async fn missing_nodes<B: Backend>(backend: &B, root: &str) {
 }
 
 /// `exists` returns the same Stat as a read, and `None` once the node is gone.
-pub(super) async fn exists<B: Backend>(backend: &B, root: &str) {
-    let c = backend.connect().await;
+pub(super) async fn exists<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let c = check::session(backend).await;
     let n = path::join(root, "n");
     let (_, created) = ok("create n", c.create(&n, b"abc", &persistent()).await);
     assert_eq!(

@@ -5,8 +5,9 @@ use avout::path;
 use avout::{AddWatchMode, Coordination, EventKind, PersistentWatch, SessionState, WatchedEvent};
 use futures::{FutureExt, StreamExt};
 
-use super::Backend;
+use super::check;
 use super::check::{ok, persistent, synced_exists, within};
+use crate::backend::Backend;
 
 /// The next event of a persistent watch, bounded by the suite's timeout.
 async fn next_event(what: &str, watch: &mut PersistentWatch) -> WatchedEvent {
@@ -38,9 +39,9 @@ fn assert_quiet(what: &str, watch: &mut PersistentWatch) {
 /// A persistent watch on a missing node reports its creation, every data change, child
 /// changes (not grandchildren), its deletion, and its re-creation: it stays armed. Removed,
 /// it ends without an event of its own.
-pub(super) async fn persistent_watch<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn persistent_watch<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let n = path::join(root, "n");
     let kid = path::join(&n, "kid");
     let grand = path::join(&kid, "grand");
@@ -96,9 +97,9 @@ pub(super) async fn persistent_watch<B: Backend>(backend: &B, root: &str) {
 /// A recursive watch reports creations, data changes and deletions of its node and every
 /// descendant, each with the changed node's path, and never a child change; it ignores
 /// siblings whose names merely start with its node's.
-pub(super) async fn recursive_watch<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn recursive_watch<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let t = path::join(root, "t");
     let x = path::join(&t, "x");
     let y = path::join(&x, "y");
@@ -131,16 +132,16 @@ pub(super) async fn recursive_watch<B: Backend>(backend: &B, root: &str) {
 
 /// A persistent watch ends with its session: closed, or expired by the service, it reports
 /// the terminal state (after any connection changes) and then nothing.
-pub(super) async fn persistent_watch_end<B: Backend>(backend: &B, root: &str) {
+pub(super) async fn persistent_watch_end<B: Backend + ?Sized>(backend: &B, root: &str) {
     let n = path::join(root, "n");
     for expire in [false, true] {
-        let a = backend.connect().await;
+        let a = check::session(backend).await;
         let mut w = ok(
             "a watches n",
             a.add_watch(&n, AddWatchMode::PersistentRecursive).await,
         );
         let want = if expire {
-            backend.expire(&a).await;
+            check::expire(backend, &a).await;
             SessionState::Expired
         } else {
             ok("a closes its session", a.close().await);

@@ -3,18 +3,19 @@
 use avout::path;
 use avout::{Coordination, CreateMode, Error, EventKind, SessionState, Watch};
 
-use super::Backend;
+use super::check;
 use super::check::{
     Call, assert_err, assert_not_fired, create_ephemerals, expect_event, ok, persistent,
     synced_exists, within,
 };
+use crate::backend::Backend;
 
 /// Closing a session deletes its ephemerals (seen from another session, whose child watch
 /// fires), fires its own watches with a Closed session event, publishes Closed, and makes
 /// every later call fail with `Closed`.
-pub(super) async fn ephemerals_on_close<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn ephemerals_on_close<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let sid = a.session().id.0;
     let dir = path::join(root, "dir");
     let keep = path::join(root, "keep");
@@ -60,9 +61,9 @@ pub(super) async fn ephemerals_on_close<B: Backend>(backend: &B, root: &str) {
 /// A session the service expires: the client sees `Expired` on its state stream, its watches
 /// fire with an Expired session event, every later call fails with `SessionExpired`, and its
 /// ephemerals are gone for everyone else.
-pub(super) async fn session_expiry<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn session_expiry<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let keep = path::join(root, "keep");
     ok("create keep", a.create(&keep, b"", &persistent()).await);
     let [eph, es] = create_ephemerals(&a, root, "eph").await;
@@ -87,7 +88,7 @@ pub(super) async fn session_expiry<B: Backend>(backend: &B, root: &str) {
     );
     let (_, _, b_watch) = ok("b watches root", b.get_and_watch_children(root).await);
 
-    backend.expire(&a).await;
+    check::expire(backend, &a).await;
 
     let ended = within("a's session states after expiry", async {
         while let Some(state) = states.next().await {
@@ -125,7 +126,7 @@ pub(super) async fn session_expiry<B: Backend>(backend: &B, root: &str) {
         a.exists(&keep).await,
         Error::SessionExpired
     );
-    let fresh = backend.connect().await;
+    let fresh = check::session(backend).await;
     assert_eq!(
         synced_exists("a new session after expiry", &fresh, &eph).await,
         None,
@@ -134,9 +135,9 @@ pub(super) async fn session_expiry<B: Backend>(backend: &B, root: &str) {
 }
 
 /// `sync` succeeds and makes another session's committed write visible.
-pub(super) async fn sync<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn sync<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     ok("sync the root", a.sync(root).await);
     ok("sync /", a.sync("/").await);
     for i in 0..5 {

@@ -5,17 +5,18 @@ use std::time::Duration;
 use avout::path;
 use avout::{Coordination, CreateMode, EventKind};
 
-use super::Backend;
+use super::check;
 use super::check::{
     assert_fired_now, assert_not_fired, expect_event, ok, opts, persistent, read_until,
     synced_exists, within,
 };
+use crate::backend::Backend;
 
 /// A data watch fires NodeDataChanged once, on the next change only; two watches armed on one
 /// node both fire; a data watch ignores child changes; deletion fires NodeDeleted.
-pub(super) async fn data_watch<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn data_watch<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let n = path::join(root, "n");
     ok("create n", a.create(&n, b"0", &persistent()).await);
 
@@ -74,9 +75,9 @@ pub(super) async fn data_watch<B: Backend>(backend: &B, root: &str) {
 
 /// An exists watch: NodeCreated for a missing node; NodeDataChanged and NodeDeleted for a
 /// present one.
-pub(super) async fn exists_watch<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn exists_watch<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let n = path::join(root, "n");
     let (stat, mut w) = ok("a watches missing n", a.exists_and_watch(&n).await);
     assert_eq!(stat, None, "n is missing");
@@ -111,9 +112,9 @@ pub(super) async fn exists_watch<B: Backend>(backend: &B, root: &str) {
 
 /// A child watch: NodeChildrenChanged when a child is created and when one is deleted, not on
 /// a child's or the node's own data change; NodeDeleted when the node goes.
-pub(super) async fn child_watch<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn child_watch<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let p = path::join(root, "p");
     ok("create p", a.create(&p, b"", &persistent()).await);
     let (kids, _, mut w) = ok("a watches p's children", a.get_and_watch_children(&p).await);
@@ -159,9 +160,9 @@ pub(super) async fn child_watch<B: Backend>(backend: &B, root: &str) {
 /// ZooKeeper's ordering guarantee: a client sees a watch event before any reply that reflects
 /// the change — for another session's writes (seen by a later read) and for its own (seen in
 /// the write's own reply).
-pub(super) async fn watch_before_reply<B: Backend>(backend: &B, root: &str) {
-    let a = backend.connect().await;
-    let b = backend.connect().await;
+pub(super) async fn watch_before_reply<B: Backend + ?Sized>(backend: &B, root: &str) {
+    let a = check::session(backend).await;
+    let b = check::session(backend).await;
     let n = path::join(root, "n");
     ok("create n", a.create(&n, b"0", &persistent()).await);
 

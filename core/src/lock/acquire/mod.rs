@@ -462,8 +462,15 @@ impl AcquireMachine {
             && contenders[..ours]
                 .iter()
                 .any(|(_, c)| c.contains(LockKind::Write.marker()) && self.own.contains(c));
-        let mut blockers = contenders[..ours]
+        // The planted kazoo #649: a reader counts every writer, those queued after it too.
+        let considered = if self.kind == LockKind::Read && self.planted.contains(Bug::Kazoo649) {
+            &contenders[..]
+        } else {
+            &contenders[..ours]
+        };
+        let mut blockers = considered
             .iter()
+            .filter(|(_, c)| *c != name)
             .filter(|(_, c)| match self.kind {
                 LockKind::Read => !under_own_write && c.contains(LockKind::Write.marker()),
                 LockKind::Exclusive | LockKind::Write | LockKind::Latch => true,
@@ -605,6 +612,13 @@ impl Machine for AcquireMachine {
             },
             Phase::Abandoning { delete } if token == delete => match reply {
                 Ok(_) | Err(Error::NoNode { .. }) => {
+                    self.node.forget();
+                    let reason = self.give_up.clone().expect("abandoning has a reason");
+                    self.finish(Err(reason));
+                }
+                // The planted kazoo #732: the lost delete is not sent again, and the node
+                // stays behind, owned by a live session.
+                Err(e) if e.is_indeterminate() && self.planted.contains(Bug::Kazoo732) => {
                     self.node.forget();
                     let reason = self.give_up.clone().expect("abandoning has a reason");
                     self.finish(Err(reason));

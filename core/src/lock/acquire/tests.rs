@@ -8,7 +8,8 @@ use super::*;
 use crate::machine::transcript::{named, number, run_dir};
 
 /// Builds the machine of a transcript's `new PATH KIND PATIENCE guid=N session=N [own=A,B]
-/// [releasing=A,B] [riding=PATH]` line (`PATIENCE`: `forever`, `none` or milliseconds).
+/// [releasing=A,B] [riding=PATH] [planted=BUG]` line (`PATIENCE`: `forever`, `none` or
+/// milliseconds).
 fn build(args: &[&str]) -> AcquireMachine {
     let [path, kind, patience, options @ ..] = args else {
         panic!("new PATH KIND PATIENCE …: {args:?}")
@@ -29,7 +30,7 @@ fn build(args: &[&str]) -> AcquireMachine {
         ms => Patience::Millis(number(ms).expect("milliseconds") as u64),
     };
     let (mut guid, mut session, mut own, mut releasing) = (0, 0, Vec::new(), Vec::new());
-    let mut riding = None;
+    let (mut riding, mut planted) = (None, Bugs::NONE);
     for option in options {
         let names = |v: &str| v.split(',').map(str::to_owned).collect::<Vec<_>>();
         match option.split_once('=').expect("KEY=VALUE") {
@@ -38,10 +39,15 @@ fn build(args: &[&str]) -> AcquireMachine {
             ("own", v) => own = names(v),
             ("releasing", v) => releasing = names(v),
             ("riding", v) => riding = Some(v.to_owned()),
+            ("planted", v) => {
+                planted = Bugs::plant([v.parse().expect("a planted bug")]).expect("compiled in")
+            }
             (key, _) => panic!("unknown option {key}"),
         }
     }
-    let m = AcquireMachine::new(path, kind, guid, session, patience, own).with_releasing(releasing);
+    let m = AcquireMachine::new(path, kind, guid, session, patience, own)
+        .with_releasing(releasing)
+        .planted(planted);
     match riding {
         Some(node) => m.with_riding(node),
         None => m,
@@ -77,6 +83,7 @@ fn the_old_node_is_released_by_the_ride_or_left_to_the_caller() {
         crate::OpResult::Delete,
         crate::OpResult::Create {
             path: "/l/_c_00000000-0000-0000-0000-000000000001-lock-0000000005".into(),
+            stat: None,
         },
         crate::OpResult::SetData {
             stat: crate::Stat::default(),
@@ -99,4 +106,13 @@ fn the_old_node_is_released_by_the_ride_or_left_to_the_caller() {
     assert_eq!(unknown.unreleased(), Some("/l/_c_0-lock-0000000004"));
     unknown.handle_session(Millis(2), SessionState::Expired);
     assert_eq!(unknown.unreleased(), None, "gone with the session");
+}
+
+/// The museum's bugs planted in this machine (`testdata/planted/`), each beside the
+/// transcript of the same case without it.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn planted_transcripts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lock/acquire/testdata/planted");
+    run_dir(&dir, build);
 }

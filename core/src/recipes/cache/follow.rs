@@ -11,6 +11,7 @@ use futures::future::FusedFuture;
 use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 
+use crate::planted::{Bug, Bugs};
 use crate::sync::lock;
 use crate::{
     AddWatchMode, Coordination, Error, EventKind, PersistentWatch, Result, SessionState, Stat,
@@ -61,6 +62,10 @@ pub(super) struct Follower<C: ?Sized> {
     tx: mpsc::UnboundedSender<CacheEvent>,
     /// How many full loads succeeded.
     loads: u64,
+    planted: Bugs,
+    /// The planted CURATOR-476's initial load, waiting for a node that is gone: `start` is
+    /// never told the load is done.
+    stuck_load: Option<oneshot::Sender<Result<()>>>,
 }
 
 impl<C: Coordination + ?Sized + 'static> Follower<C> {
@@ -70,6 +75,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         scope: CacheScope,
         shared: Arc<Mutex<Shared>>,
         tx: mpsc::UnboundedSender<CacheEvent>,
+        planted: Bugs,
     ) -> Self {
         Follower {
             zk,
@@ -78,6 +84,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             shared,
             tx,
             loads: 0,
+            planted,
+            stuck_load: None,
         }
     }
 
@@ -135,7 +143,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             {
                 return false;
             }
-            futures::select! {
+            futures::select_biased! {
                 () = tokio::time::sleep(REPLACE_POLL).fuse() => {}
                 _ = &mut *stop => return false,
             }
@@ -206,10 +214,16 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         stop: &mut futures::future::Fuse<oneshot::Receiver<()>>,
     ) -> Result<Ended> {
         // Armed first, then listed: a change after the listing is reported by the watch.
-        let result = self.relist().await;
-        if let Err(e) = result {
-            let _ = watch.remove().await;
-            return Err(e);
+        let vanished = match self.relist().await {
+            Ok(vanished) => vanished,
+            Err(e) => {
+                let _ = watch.remove().await;
+                return Err(e);
+            }
+        };
+        if vanished && self.loads == 0 && self.planted.contains(Bug::Curator476) {
+            // The planted CURATOR-476: the initial load waits for the node that went.
+            self.stuck_load = ready.take();
         }
         self.loaded(ready);
         let mut reads: FuturesOrdered<Read> = FuturesOrdered::new();
@@ -226,7 +240,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                 }
                 continue;
             }
-            let event = futures::select! {
+            let event = futures::select_biased! {
                 event = watch.next().fuse() => event,
                 (path, found) = reads.select_next_some() => {
                     self.apply_read(&path, found, &mut stale)?;
@@ -242,7 +256,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             };
             match event.kind {
                 EventKind::Session => match event.state {
-                    SessionState::Connected => stale = true,
+                    // The planted CURATOR-311 takes the reconnection as nothing missed.
+                    SessionState::Connected => stale = !self.planted.contains(Bug::Curator311),
                     SessionState::Disconnected => {}
                     state => {
                         let error = state.terminal_error().unwrap_or(Error::Closed);
@@ -306,7 +321,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         self.load(&root, &mut armed, &mut pending).await?;
         self.loaded(ready);
         loop {
-            let fired = futures::select! {
+            let fired = futures::select_biased! {
                 fired = pending.select_next_some() => fired,
                 _ = &mut *stop => return Ok(Ended::Stopped),
                 // Every watch gone without a session event: only a closed client does that.
@@ -441,15 +456,17 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         Ok(())
     }
 
-    /// Lists everything in scope (after a `sync`) and reports the differences with the view.
+    /// Lists everything in scope (after a `sync`) and reports the differences with the view;
+    /// whether a listed node was gone when read.
     ///
     /// The tree is walked a level at a time, with up to [`RELIST_PIPELINE`] nodes' reads in
     /// flight at once: one session answers in order, so this reads what one read after
     /// another would, at the pace of the server rather than of one round trip per node.
-    async fn relist(&self) -> Result<()> {
+    async fn relist(&self) -> Result<bool> {
         let root = self.root.clone();
         retry(&*self.zk, &root, |zk, p| zk.sync(p)).await?;
         let mut fresh = BTreeMap::new();
+        let mut vanished = false;
         let mut level = vec![root.clone()];
         while !level.is_empty() {
             let mut reads = futures::stream::iter(std::mem::take(&mut level))
@@ -459,6 +476,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                 let (path, data, children) = node?;
                 if let Some((data, stat)) = data {
                     fresh.insert(path.clone(), Entry { data, stat });
+                } else if path != root && children.is_none() {
+                    vanished = true;
                 }
                 let Some((children, stat)) = children else {
                     continue;
@@ -475,7 +494,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         }
         let events = lock(&self.shared).view.replace(fresh);
         self.emit(events);
-        Ok(())
+        Ok(vanished)
     }
 
     /// One node of a relist: its data if it is in scope, then its children if the scope lists

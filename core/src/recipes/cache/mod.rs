@@ -65,6 +65,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use futures::channel::mpsc;
 
+use crate::planted::Bugs;
 use crate::sync::lock;
 use crate::{Coordination, Error, Result, Stat};
 
@@ -243,12 +244,32 @@ impl Cache {
     where
         C: Coordination + ?Sized + 'static,
     {
+        Self::start_planted(zk, root, scope, Bugs::NONE).await
+    }
+
+    /// [`start`](Self::start) with `bugs` planted in the cache (see [`crate::planted`]).
+    ///
+    /// ```
+    /// # async fn demo(zk: std::sync::Arc<dyn avout::Coordination>) -> avout::Result<()> {
+    /// use avout::recipes::cache::{Cache, CacheScope};
+    /// let cache = Cache::start_planted(zk, "/s", CacheScope::Node, avout::planted::Bugs::NONE).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_planted<C>(
+        zk: Arc<C>,
+        root: &str,
+        scope: CacheScope,
+        bugs: Bugs,
+    ) -> Result<Cache>
+    where
+        C: Coordination + ?Sized + 'static,
+    {
         crate::path::validate_path(root, false)?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (tx, events) = mpsc::unbounded();
         let (ready_tx, ready_rx) = futures::channel::oneshot::channel();
         let (stop, stopped) = futures::channel::oneshot::channel();
-        let follower = Follower::new(zk, root, scope, shared.clone(), tx);
+        let follower = Follower::new(zk, root, scope, shared.clone(), tx, bugs);
         let task = crate::task::spawn(follower.run(ready_tx, stopped));
         match ready_rx.await {
             Ok(Ok(())) => Ok(Cache {

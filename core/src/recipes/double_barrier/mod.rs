@@ -16,8 +16,10 @@
 //! `ready` in the second case, which wakes everyone waiting); otherwise we wait for the watch.
 //! Waiting participants wake only when it is time to go.
 //!
-//! **Leave** is the recipe's lowest/highest protocol: list the participant nodes; none left:
-//! done; only ours: delete it (with `ready`, atomically, so the path can be used again) and go;
+//! **Leave** is the recipe's lowest/highest protocol: list the participant nodes; none left,
+//! or ours and `ready` both gone (the round is over: a node there now is a newcomer's, who
+//! never entered it): done; only ours: delete it (with `ready`, atomically, so the path can be
+//! used again) and go;
 //! ours is the lowest: watch the highest and look again when it goes; otherwise delete ours and
 //! watch the lowest. Each deletion wakes one process, except the last, which wakes the rest.
 //!
@@ -40,10 +42,14 @@ use crate::client::Session;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, idempotent,
 };
-use crate::{Client, CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent, path};
+use crate::planted::{Bug, Bugs};
+use crate::{Client, CreateMode, CreateOptions, Error, SessionState, WatchedEvent, path};
 
 use super::barrier::BarrierError;
 use super::once::{guid_hex, spawn_cleanup};
+
+mod leave;
+pub use leave::LeaveMachine;
 
 const PARTICIPANT: &str = "p-";
 const READY: &str = "ready";
@@ -68,6 +74,10 @@ enum EnterPhase {
         ready: Option<bool>,
         created: bool,
         present: Option<usize>,
+        /// The watch armed by `exists` fired before the decision: the driver hands watch
+        /// events over before replies, so `ready`'s creation can be heard before the listing
+        /// made ahead of it.
+        woken: bool,
     },
     /// Creating the barrier node's ancestors, then entering again.
     Ensuring {
@@ -111,6 +121,7 @@ pub struct EnterMachine {
     phase: EnterPhase,
     stall: Stall<()>,
     outbox: Outbox<Result<(), BarrierError>>,
+    planted: Bugs,
 }
 
 impl EnterMachine {
@@ -130,7 +141,26 @@ impl EnterMachine {
             phase: EnterPhase::Done,
             stall: Stall::default(),
             outbox: Outbox::default(),
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on (none by default; see [`crate::planted`]).
+    ///
+    /// ```
+    /// let m = avout::recipes::double_barrier::EnterMachine::new("/r", 2, 1)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.node().starts_with("/r/p-"));
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
+    }
+
+    /// The planted ZOOKEEPER-1011: the tutorial's barrier, which counts the participants on
+    /// every change of them and never looks at `ready`.
+    fn counts_only(&self) -> bool {
+        self.planted.contains(Bug::Zookeeper1011)
     }
 
     /// Our participant node's path.
@@ -159,7 +189,7 @@ impl EnterMachine {
         });
         let list = self.outbox.send(Request::GetChildren {
             path: self.barrier.clone(),
-            watch: false,
+            watch: self.counts_only(),
         });
         self.phase = EnterPhase::Entering {
             exists,
@@ -168,6 +198,7 @@ impl EnterMachine {
             ready: None,
             created: false,
             present: None,
+            woken: false,
         };
     }
 
@@ -203,21 +234,41 @@ impl EnterMachine {
     fn decide(&mut self) {
         let EnterPhase::Entering {
             exists,
+            list,
             ready: Some(ready),
             created: true,
             present: Some(present),
+            woken,
             ..
         } = self.phase
         else {
             return;
         };
-        if ready {
+        if self.counts_only() {
+            if present >= self.count {
+                self.finish(Ok(()));
+            } else {
+                // Woken by the listing's child watch.
+                self.phase = EnterPhase::Waiting { exists: list };
+            }
+        } else if ready {
             self.finish(Ok(()));
         } else if present >= self.count {
             self.create_ready();
+        } else if woken {
+            self.check_ready();
         } else {
             self.phase = EnterPhase::Waiting { exists };
         }
+    }
+
+    /// Looks at `ready` again (re-arming its watch).
+    fn check_ready(&mut self) {
+        let exists = self.outbox.send(Request::Exists {
+            path: self.ready_path(),
+            watch: true,
+        });
+        self.phase = EnterPhase::Checking { exists };
     }
 }
 
@@ -300,20 +351,31 @@ impl Machine for EnterMachine {
     }
 
     fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
-        if self.phase == (EnterPhase::Waiting { exists: token }) {
-            let exists = self.outbox.send(Request::Exists {
-                path: self.ready_path(),
-                watch: true,
-            });
-            self.phase = EnterPhase::Checking { exists };
+        if self.phase == (EnterPhase::Waiting { exists: token }) && self.counts_only() {
+            return self.enter();
+        }
+        match &mut self.phase {
+            EnterPhase::Waiting { exists } if *exists == token => self.check_ready(),
+            EnterPhase::Entering { exists, woken, .. } if *exists == token => *woken = true,
+            _ => {}
         }
     }
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
+        let waiting = matches!(self.phase, EnterPhase::Waiting { .. });
         match self.outbox.session_stalled(state, &mut self.stall) {
             Resumed::Start => self.enter(),
             Resumed::Ended(error) => self.finish(Err(error.into())),
             Resumed::Redo(()) => self.enter(),
+            // The planted Curator GH-1290: the reconnection wakes the waiter, which takes any
+            // wake-up for the barrier being ready.
+            Resumed::Quiet
+                if waiting
+                    && state == SessionState::Connected
+                    && self.planted.contains(Bug::CuratorGh1290) =>
+            {
+                self.finish(Ok(()))
+            }
             Resumed::Quiet => {}
         }
     }
@@ -321,216 +383,6 @@ impl Machine for EnterMachine {
     fn handle_timer(&mut self, now: Millis) {
         if self.stall.due(now).is_some() {
             self.enter();
-        }
-    }
-
-    fn poll_timer(&self) -> Option<Millis> {
-        self.stall.deadline()
-    }
-
-    fn poll_output(&mut self) -> Option<Self::Output> {
-        self.outbox.take_output()
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum LeavePhase {
-    /// Listing the participants.
-    Listing {
-        list: Token,
-    },
-    /// Deleting our node and `ready` together: we are the last.
-    Closing {
-        multi: Token,
-    },
-    /// Deleting our node alone (`ready` was already gone).
-    Deleting {
-        delete: Token,
-    },
-    /// Watching another participant's node: `exists` armed the watch (and, when `delete` is
-    /// set, our node's delete was sent just before).
-    Watching {
-        delete: Option<Token>,
-        exists: Token,
-    },
-    /// Waiting to list again after a connection loss (see `stall`).
-    Stalled,
-    Done,
-}
-
-/// Leaves a double barrier; see the [module docs](self).
-///
-/// ```
-/// use avout::machine::{Machine, Millis, Request};
-/// use avout::recipes::double_barrier::LeaveMachine;
-/// use avout::SessionState;
-///
-/// let mut m = LeaveMachine::new("/round", "/round/p-00000000000000000000000000000001");
-/// m.handle_session(Millis(0), SessionState::Connected);
-/// assert!(matches!(m.poll_request(), Some((_, Request::GetChildren { .. }))));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct LeaveMachine {
-    barrier: String,
-    node: String,
-    phase: LeavePhase,
-    stall: Stall<()>,
-    outbox: Outbox<Result<(), BarrierError>>,
-}
-
-impl LeaveMachine {
-    /// A machine leaving the barrier at `barrier`, where our node is `node`.
-    ///
-    /// ```
-    /// let m = avout::recipes::double_barrier::LeaveMachine::new("/r", "/r/p-1");
-    /// # let _ = m;
-    /// ```
-    pub fn new(barrier: &str, node: &str) -> Self {
-        LeaveMachine {
-            barrier: barrier.to_owned(),
-            node: node.to_owned(),
-            phase: LeavePhase::Done,
-            stall: Stall::default(),
-            outbox: Outbox::default(),
-        }
-    }
-
-    fn list(&mut self) {
-        let list = self.outbox.send(Request::GetChildren {
-            path: self.barrier.clone(),
-            watch: false,
-        });
-        self.phase = LeavePhase::Listing { list };
-    }
-
-    fn finish(&mut self, result: Result<(), BarrierError>) {
-        self.phase = LeavePhase::Done;
-        self.stall.cancel();
-        self.outbox.finish(result);
-    }
-
-    fn failed(&mut self, now: Millis, error: Error) {
-        if error.is_indeterminate() {
-            self.phase = LeavePhase::Stalled;
-            self.stall.start((), now);
-        } else {
-            self.finish(Err(error.into()));
-        }
-    }
-
-    fn decide(&mut self, present: Vec<String>) {
-        let ours = path::name(&self.node).to_owned();
-        let mine = present.contains(&ours);
-        match (present.first(), present.last()) {
-            (None, _) | (_, None) => self.finish(Ok(())),
-            _ if present.len() == 1 && mine => {
-                let multi = self.outbox.send(Request::Multi(vec![
-                    Op::delete(self.node.clone(), None),
-                    Op::delete(path::join(&self.barrier, READY), None),
-                ]));
-                self.phase = LeavePhase::Closing { multi };
-            }
-            (Some(lowest), Some(highest)) if *lowest == ours => {
-                let exists = self.outbox.send(Request::Exists {
-                    path: path::join(&self.barrier, highest),
-                    watch: true,
-                });
-                self.phase = LeavePhase::Watching {
-                    delete: None,
-                    exists,
-                };
-            }
-            (Some(lowest), Some(_)) => {
-                let lowest = path::join(&self.barrier, lowest);
-                let delete = mine.then(|| {
-                    self.outbox.send(Request::Delete {
-                        path: self.node.clone(),
-                        version: None,
-                    })
-                });
-                let exists = self.outbox.send(Request::Exists {
-                    path: lowest,
-                    watch: true,
-                });
-                self.phase = LeavePhase::Watching { delete, exists };
-            }
-        }
-    }
-}
-
-impl Machine for LeaveMachine {
-    type Output = Result<(), BarrierError>;
-
-    fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop()
-    }
-
-    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
-        match self.phase.clone() {
-            LeavePhase::Listing { list } if token == list => match reply {
-                Ok(Reply::Children { children, .. }) => self.decide(participants(children)),
-                Err(Error::NoNode { .. }) => self.finish(Ok(())),
-                Err(e) => self.failed(now, e),
-                Ok(other) => unreachable!("children replied {other:?}"),
-            },
-            LeavePhase::Closing { multi } if token == multi => match reply {
-                Ok(_) => self.finish(Ok(())),
-                Err(Error::Multi { index: 1, .. }) => {
-                    let delete = self.outbox.send(Request::Delete {
-                        path: self.node.clone(),
-                        version: None,
-                    });
-                    self.phase = LeavePhase::Deleting { delete };
-                }
-                // Our node is gone already: look again.
-                Err(Error::Multi { index: 0, source })
-                    if matches!(*source, Error::NoNode { .. }) =>
-                {
-                    self.list()
-                }
-                Err(e) => self.failed(now, e),
-            },
-            LeavePhase::Deleting { delete } if token == delete => match reply {
-                Ok(_) | Err(Error::NoNode { .. }) => self.finish(Ok(())),
-                Err(e) => self.failed(now, e),
-            },
-            LeavePhase::Watching {
-                delete: Some(delete),
-                ..
-            } if token == delete => match reply {
-                Ok(_) | Err(Error::NoNode { .. }) => {}
-                // Our node may still be there, and the participant we watch may be waiting for
-                // it to go: list again (which deletes it again) rather than wait.
-                Err(e) => self.failed(now, e),
-            },
-            LeavePhase::Watching { exists, .. } if token == exists => match reply {
-                Ok(Reply::Exists(None)) => self.list(),
-                Ok(Reply::Exists(Some(_))) => {}
-                Err(e) => self.failed(now, e),
-                Ok(other) => unreachable!("exists replied {other:?}"),
-            },
-            _ => {}
-        }
-    }
-
-    fn handle_watch(&mut self, _now: Millis, token: Token, _event: WatchedEvent) {
-        if matches!(self.phase, LeavePhase::Watching { exists, .. } if exists == token) {
-            self.list();
-        }
-    }
-
-    fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        match self.outbox.session_stalled(state, &mut self.stall) {
-            Resumed::Start => self.list(),
-            Resumed::Ended(error) => self.finish(Err(error.into())),
-            Resumed::Redo(()) => self.list(),
-            Resumed::Quiet => {}
-        }
-    }
-
-    fn handle_timer(&mut self, now: Millis) {
-        if self.stall.due(now).is_some() {
-            self.list();
         }
     }
 
@@ -558,6 +410,7 @@ pub struct DoubleBarrier {
     client: Client,
     path: String,
     count: usize,
+    planted: Bugs,
 }
 
 impl Clone for DoubleBarrier {
@@ -566,6 +419,7 @@ impl Clone for DoubleBarrier {
             client: self.client.clone(),
             path: self.path.clone(),
             count: self.count,
+            planted: self.planted,
         }
     }
 }
@@ -604,7 +458,22 @@ impl DoubleBarrier {
             client: client.clone(),
             path,
             count,
+            planted: Bugs::NONE,
         })
+    }
+
+    /// The same handle with `bugs` planted in its entries (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// use avout::recipes::double_barrier::DoubleBarrier;
+    /// let b = DoubleBarrier::new(client, "/r", 3).unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        self.planted = bugs;
+        self
     }
 
     /// Enters the barrier: returns once `count` participants have entered.
@@ -618,7 +487,7 @@ impl DoubleBarrier {
     pub async fn enter(&self) -> Result<DoubleBarrierGuard, BarrierError> {
         let zk = self.client.current_session().await?;
         let mut entering = Entering {
-            machine: EnterMachine::new(&self.path, self.count, zk.new_guid()),
+            machine: EnterMachine::new(&self.path, self.count, zk.new_guid()).planted(self.planted),
             zk: Some(zk.clone()),
         };
         let result = drive(&*zk, &mut entering.machine).await;

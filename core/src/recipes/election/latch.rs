@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::fanout::{Fanout, Subscription};
 use crate::lock::{LockError, LockStatus};
+use crate::planted::Bug;
 
 use super::{Election, Leadership};
 
@@ -89,7 +90,7 @@ impl LatchState {
 /// ```
 pub struct LeaderLatch {
     states: Fanout<LatchState>,
-    leadership: tokio::sync::watch::Receiver<Option<LeadingOn>>,
+    leadership: crate::task::watch::Receiver<Option<LeadingOn>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -113,7 +114,7 @@ impl LeaderLatch {
     pub(super) fn start(election: Election) -> Self {
         let generation = election.client.generation();
         let states = Fanout::new(LatchState::Candidate { generation });
-        let (leading, leadership) = tokio::sync::watch::channel(None);
+        let (leading, leadership) = crate::task::watch::channel(None);
         let (stop, stopped) = oneshot::channel();
         let task = crate::task::spawn(stand(election, states.clone(), leading, stopped));
         LeaderLatch {
@@ -222,7 +223,7 @@ fn publish(states: &Fanout<LatchState>, state: LatchState) {
 async fn stand(
     election: Election,
     states: Fanout<LatchState>,
-    leading: tokio::sync::watch::Sender<Option<LeadingOn>>,
+    leading: crate::task::watch::Sender<Option<LeadingOn>>,
     mut stopped: oneshot::Receiver<()>,
 ) {
     let client = election.client.clone();
@@ -234,6 +235,7 @@ async fn stand(
             },
         );
         let elected = tokio::select! {
+            biased;
             elected = election.campaign() => elected,
             _ = &mut stopped => {
                 publish(&states, LatchState::Closed(LockError::SessionLost(crate::Error::Closed)));
@@ -242,7 +244,12 @@ async fn stand(
         };
         let leadership: Leadership = match elected {
             Ok(leadership) => leadership,
-            Err(LockError::SessionLost(_)) if !client.has_ended() => continue,
+            // The planted CURATOR-16 stops standing here, as if the client had ended.
+            Err(LockError::SessionLost(_))
+                if !client.has_ended() && !election.planted.contains(Bug::Curator16) =>
+            {
+                continue;
+            }
             Err(why) => {
                 publish(&states, LatchState::Closed(why));
                 return;
@@ -261,6 +268,7 @@ async fn stand(
             },
         );
         let reason = tokio::select! {
+            biased;
             reason = leadership.lost() => reason,
             _ = &mut stopped => {
                 leading.send_replace(None);

@@ -43,7 +43,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
+use crate::task::watch;
 
 mod latch;
 mod selector;
@@ -56,6 +56,7 @@ use crate::lock::{
     AcquireMachine, Acquired, LockError, LockKind, LockStatus, Patience, acquire_node,
     delete_idempotent, node_lost, pause_for_retry, session_status, spawn_cleanup,
 };
+use crate::planted::{Bug, Bugs};
 use crate::{Client, Error, path};
 
 /// A participant in the election at one path; see the [module docs](self).
@@ -76,6 +77,7 @@ pub struct Election {
     client: Client,
     path: String,
     id: Vec<u8>,
+    planted: Bugs,
 }
 
 impl Clone for Election {
@@ -84,6 +86,7 @@ impl Clone for Election {
             client: self.client.clone(),
             path: self.path.clone(),
             id: self.id.clone(),
+            planted: self.planted,
         }
     }
 }
@@ -126,7 +129,22 @@ impl Election {
             client: client.clone(),
             path,
             id: Vec::new(),
+            planted: Bugs::NONE,
         })
+    }
+
+    /// The same participant with `bugs` planted (none by default; see [`crate::planted`]):
+    /// in its campaigns, its leaderships, its latches and its look-ups of the leader.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// use avout::recipes::election::Election;
+    /// let e = Election::new(client, "/leader").unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        self.planted = bugs;
+        self
     }
 
     /// The same participant, identified by `id` (stored as its candidate node's data, where
@@ -210,9 +228,10 @@ impl Election {
             patience,
             Vec::new(),
         )
-        .with_data(self.id.clone());
+        .with_data(self.id.clone())
+        .planted(self.planted);
         let acquired = acquire_node(&zk, machine, &self.path).await?;
-        Ok(Leadership::start(zk, acquired))
+        Ok(Leadership::start(zk, acquired, self.planted))
     }
 
     /// Stands for leadership until the returned latch is closed or dropped, across the
@@ -274,6 +293,10 @@ impl Election {
                         term: stat.czxid,
                     }));
                 }
+                // The planted CURATOR-358: the race surfaces as an error.
+                Err(e @ Error::NoNode { .. }) if self.planted.contains(Bug::Curator358) => {
+                    return Err(e.into());
+                }
                 // Resigned meanwhile: look again.
                 Err(Error::NoNode { .. }) => {}
                 Err(e) if e.is_indeterminate() => pause_for_retry(&mut states).await?,
@@ -305,6 +328,7 @@ pub struct Leadership {
     ended: watch::Receiver<Option<LockError>>,
     monitor: Option<tokio::task::JoinHandle<()>>,
     resigned: bool,
+    planted: Bugs,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -317,7 +341,7 @@ impl std::fmt::Debug for Leadership {
 }
 
 impl Leadership {
-    fn start(zk: Session, acquired: Acquired) -> Self {
+    fn start(zk: Session, acquired: Acquired, planted: Bugs) -> Self {
         let (tx, ended) = watch::channel(None);
         let monitor = {
             let zk = zk.clone();
@@ -333,6 +357,7 @@ impl Leadership {
             ended,
             monitor: Some(monitor),
             resigned: false,
+            planted,
         }
     }
 
@@ -420,6 +445,16 @@ impl Leadership {
         self.resigned = true;
         if let Some(monitor) = self.monitor.take() {
             monitor.abort();
+        }
+        if self.planted.contains(Bug::Curator202) {
+            // The planted CURATOR-202: one delete; a connection loss is taken as done, and
+            // the node stays if the session survives it.
+            return match self.zk.delete(&self.acquired.node, None).await {
+                Err(e) if !e.is_indeterminate() && !matches!(e, Error::NoNode { .. }) => {
+                    Err(e.into())
+                }
+                _ => Ok(()),
+            };
         }
         delete_idempotent(&*self.zk, &self.acquired.node).await?;
         Ok(())

@@ -2,21 +2,10 @@
 
 use super::*;
 use crate::machine::RETRY_PAUSE_MS;
-use crate::machine::testing::drain;
+use crate::machine::testing::{drain, synced};
 use crate::{CreateMode, Stat};
 
 const SESSION: i64 = 0x5e55;
-
-/// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
-fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
-    let sent = drain(m);
-    assert!(
-        matches!(&sent[..], [(_, Request::Sync { .. })]),
-        "sync first: {sent:?}"
-    );
-    m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
-    drain(m)
-}
 
 fn member() -> OnceMachine {
     let ops = vec![Op::create("/g/a", b"x".to_vec(), CreateMode::Ephemeral)];
@@ -31,6 +20,14 @@ fn owned(owner: i64) -> crate::Result<Reply> {
         ephemeral_owner: owner,
         ..Stat::default()
     })))
+}
+
+/// The member's `multi` refused at its create with `source`.
+fn multi_failed(source: Error) -> Error {
+    Error::Multi {
+        index: 0,
+        source: Box::new(source),
+    }
 }
 
 #[test]
@@ -70,12 +67,9 @@ fn a_lost_request_is_resent_once_the_proof_is_absent() {
 fn another_sessions_node_is_a_conflict() {
     let mut m = member();
     let sent = drain(&mut m);
-    let exists = Error::Multi {
-        index: 0,
-        source: Box::new(Error::NodeExists {
-            path: "/g/a".into(),
-        }),
-    };
+    let exists = multi_failed(Error::NodeExists {
+        path: "/g/a".into(),
+    });
     m.handle_reply(Millis(1), sent[0].0, Err(exists));
     let sent = synced(&mut m);
     m.handle_reply(Millis(2), sent[0].0, owned(0x07));
@@ -109,12 +103,9 @@ fn a_data_proof_without_our_bytes_means_not_applied() {
 fn a_lost_ancestor_create_is_retried_not_reported() {
     let mut m = member();
     let sent = drain(&mut m);
-    let no_node = Error::Multi {
-        index: 0,
-        source: Box::new(Error::NoNode {
-            path: "/g/a".into(),
-        }),
-    };
+    let no_node = multi_failed(Error::NoNode {
+        path: "/g/a".into(),
+    });
     m.handle_reply(Millis(1), sent[0].0, Err(no_node.clone()));
     let sent = drain(&mut m);
     m.handle_reply(
@@ -136,12 +127,9 @@ fn a_lost_ancestor_create_is_retried_not_reported() {
 fn missing_parents_are_created_then_the_write_is_resent() {
     let mut m = member();
     let sent = drain(&mut m);
-    let no_node = Error::Multi {
-        index: 0,
-        source: Box::new(Error::NoNode {
-            path: "/g/a".into(),
-        }),
-    };
+    let no_node = multi_failed(Error::NoNode {
+        path: "/g/a".into(),
+    });
     m.handle_reply(Millis(1), sent[0].0, Err(no_node));
     let sent = drain(&mut m);
     assert!(matches!(&sent[..], [(_, Request::Create { path, .. })] if path == "/g"));

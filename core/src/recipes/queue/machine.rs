@@ -79,6 +79,7 @@ pub struct TakeMachine {
     phase: Phase,
     stall: Stall<Step>,
     outbox: Outbox<Result<Option<Element>, QueueError>>,
+    planted: Bugs,
 }
 
 impl TakeMachine {
@@ -105,7 +106,21 @@ impl TakeMachine {
             phase: Phase::Done,
             stall: Stall::default(),
             outbox: Outbox::default(),
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on (none by default; see [`crate::planted`]).
+    ///
+    /// ```
+    /// use avout::lock::Patience;
+    /// let m = avout::recipes::queue::TakeMachine::new("/jobs", 1, Patience::None)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.in_doubt().is_none());
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// The same machine taking only the elements `select` picks, in its order.
@@ -300,6 +315,15 @@ impl Machine for TakeMachine {
                 Err(Error::NoNode { .. }) => {
                     self.watching = true;
                     self.ensure();
+                }
+                // The planted CURATOR-623: the listing that was to arm the watch failed, and
+                // the consumer waits for that watch anyway.
+                Err(e)
+                    if e.is_indeterminate()
+                        && self.watching
+                        && self.planted.contains(Bug::Curator623) =>
+                {
+                    self.phase = Phase::Waiting { list };
                 }
                 Err(e) => self.failed(now, Step::List, e),
                 Ok(other) => unreachable!("children replied {other:?}"),

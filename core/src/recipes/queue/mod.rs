@@ -71,6 +71,7 @@ use crate::lock::Patience;
 use crate::machine::{
     Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token, drive, earliest, idempotent,
 };
+use crate::planted::{Bug, Bugs};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Client, CreateMode, Error, Op, SessionState, WatchedEvent, path};
 
@@ -240,6 +241,8 @@ struct Inner {
     /// Elements whose take was cancelled after its claim succeeded, returned first.
     stash: StdMutex<VecDeque<Element>>,
     client: Client,
+    /// The bugs planted in its takes.
+    planted: Bugs,
 }
 
 /// A distributed FIFO queue; see the [module docs](self) for the algorithm and guarantees.
@@ -289,8 +292,29 @@ impl Queue {
                 path,
                 stash: StdMutex::new(VecDeque::new()),
                 client: client.clone(),
+                planted: Bugs::NONE,
             }),
         })
+    }
+
+    /// The same handle with `bugs` planted in its takes (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// # Panics
+    ///
+    /// If the handle has been cloned: bugs are planted in a new handle, before it is shared.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// use avout::recipes::queue::Queue;
+    /// let q = Queue::new(client, "/jobs").unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        Arc::get_mut(&mut self.inner)
+            .expect("bugs are planted in a new handle, before it is shared")
+            .planted = bugs;
+        self
     }
 
     /// The queue's path.
@@ -420,8 +444,9 @@ impl Queue {
         stash: bool,
     ) -> Result<Option<Element>, QueueError> {
         let zk = &self.inner.client.current_session().await?;
-        let machine =
-            TakeMachine::new(&self.inner.path, zk.new_guid(), patience).selecting(select());
+        let machine = TakeMachine::new(&self.inner.path, zk.new_guid(), patience)
+            .selecting(select())
+            .planted(self.inner.planted);
         let mut taking = Taking {
             machine,
             stash,

@@ -2,21 +2,10 @@
 
 use super::*;
 use crate::machine::RETRY_PAUSE_MS;
-use crate::machine::testing::{children, drain};
+use crate::machine::testing::{children, drain, synced};
 use crate::{EventKind, OpResult, Stat};
 
 const GUID: u128 = 0xabc;
-
-/// Expects the `sync` that precedes a proof lookup, answers it, and returns what follows.
-fn synced(m: &mut impl Machine) -> Vec<(Token, Request)> {
-    let sent = drain(m);
-    assert!(
-        matches!(&sent[..], [(_, Request::Sync { .. })]),
-        "sync first: {sent:?}"
-    );
-    m.handle_reply(Millis(1000), sent[0].0, Ok(Reply::Synced));
-    drain(m)
-}
 
 fn data(bytes: &[u8]) -> crate::Result<Reply> {
     Ok(Reply::Data {
@@ -44,6 +33,18 @@ fn receipt() -> String {
     format!("/q/_receipts/{}", guid_hex(GUID))
 }
 
+/// A take whose claim of its one element `a` (returned) lost its connection at 3 ms.
+fn claim_lost() -> (TakeMachine, String) {
+    let (mut m, sent) = start(Patience::Forever);
+    let a = name(0, 1);
+    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    (m, a)
+}
+
 #[test]
 fn takes_the_lowest_by_priority_then_sequence() {
     let (mut m, sent) = start(Patience::Forever);
@@ -65,7 +66,10 @@ fn takes_the_lowest_by_priority_then_sequence() {
         *token,
         Ok(Reply::Multi(vec![
             OpResult::Delete,
-            OpResult::Create { path: receipt() },
+            OpResult::Create {
+                path: receipt(),
+                stat: None,
+            },
         ])),
     );
     let got = m
@@ -82,13 +86,7 @@ fn takes_the_lowest_by_priority_then_sequence() {
 
 #[test]
 fn a_lost_claim_reply_is_settled_by_the_receipt_without_a_second_claim() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     assert_eq!(
         m.in_doubt().map(|(r, e)| (r, e.name)),
         Some((receipt(), a.clone()))
@@ -112,13 +110,7 @@ fn a_lost_claim_reply_is_settled_by_the_receipt_without_a_second_claim() {
 
 #[test]
 fn a_lost_claim_request_is_retried_only_after_the_receipt_is_found_absent() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     m.handle_timer(Millis(3 + RETRY_PAUSE_MS));
     let sent = synced(&mut m);
     m.handle_reply(Millis(30), sent[0].0, Ok(Reply::Exists(None)));
@@ -242,13 +234,7 @@ fn a_deadline_never_abandons_a_claim_in_doubt() {
 
 #[test]
 fn session_expiry_with_a_claim_in_doubt_names_the_element() {
-    let (mut m, sent) = start(Patience::Forever);
-    let a = name(0, 1);
-    m.handle_reply(Millis(1), sent[0].0, children(&[&a]));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(2), sent[0].0, data(b"job"));
-    let sent = drain(&mut m);
-    m.handle_reply(Millis(3), sent[0].0, Err(Error::ConnectionLoss));
+    let (mut m, a) = claim_lost();
     m.handle_session(Millis(4), SessionState::Expired);
     assert_eq!(
         m.poll_output(),
@@ -355,4 +341,43 @@ fn a_removal_take_considers_only_its_id() {
         children(&[&tagged("kept", 1), &name(0, 2)]),
     );
     assert_eq!(m.poll_output(), Some(Ok(None)), "nothing with that id");
+}
+
+/// An empty queue: the listing that arms the watch is lost with the connection. Returns the
+/// machine after the reconnection and what it sent then.
+fn watch_listing_lost(planted: crate::planted::Bugs) -> (TakeMachine, Vec<(Token, Request)>) {
+    let mut m = TakeMachine::new("/q", GUID, Patience::Forever).planted(planted);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let sent = drain(&mut m);
+    m.handle_reply(Millis(1), sent[0].0, children(&["_receipts"]));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { watch: true, .. })]),
+        "looks again with a watch: {sent:?}"
+    );
+    m.handle_reply(Millis(2), sent[0].0, Err(Error::ConnectionLoss));
+    m.handle_session(Millis(3), SessionState::Disconnected);
+    m.handle_session(Millis(4), SessionState::Connected);
+    let sent = drain(&mut m);
+    (m, sent)
+}
+
+#[test]
+fn a_lost_watch_listing_is_listed_again() {
+    let (_, sent) = watch_listing_lost(crate::planted::Bugs::NONE);
+    assert!(
+        matches!(&sent[..], [(_, Request::GetChildren { watch: true, .. })]),
+        "{sent:?}"
+    );
+}
+
+/// CURATOR-623: the consumer waits for a watch that was never armed, for ever.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn curator_623_a_lost_watch_listing_is_waited_on() {
+    use crate::planted::{Bug, Bugs};
+    let (mut m, sent) = watch_listing_lost(Bugs::plant([Bug::Curator623]).unwrap());
+    assert!(sent.is_empty(), "{sent:?}");
+    assert_eq!(m.poll_timer(), None, "nothing will wake it");
+    assert_eq!(m.poll_output(), None);
 }

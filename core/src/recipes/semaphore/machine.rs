@@ -7,6 +7,7 @@ use crate::machine::{
     Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, Routes, SessionEvent,
     Stall, Token, earliest,
 };
+use crate::planted::{Bug, Bugs};
 use crate::{Error, ErrorClass, SessionState, WatchedEvent, path};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +70,7 @@ pub struct SemaphoreMachine {
     /// The result to return once the mutex is released.
     pending: Option<Result<Acquired, LockError>>,
     retry: Stall<Retry>,
+    planted: Bugs,
 }
 
 impl SemaphoreMachine {
@@ -107,7 +109,24 @@ impl SemaphoreMachine {
             give_up: None,
             pending: None,
             retry: Stall::default(),
+            planted: Bugs::NONE,
         }
+    }
+
+    /// The same machine with `planted` bugs on, in its mutex too (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// ```
+    /// use avout::lock::Patience;
+    /// use avout::recipes::semaphore::SemaphoreMachine;
+    /// let m = SemaphoreMachine::new("/sem", 3, 0x42, 7, Patience::Forever)
+    ///     .planted(avout::planted::Bugs::NONE);
+    /// assert!(m.lease_prefix().ends_with("-lease-"));
+    /// ```
+    pub fn planted(mut self, planted: Bugs) -> Self {
+        self.lock = self.lock.planted(planted);
+        self.planted = planted;
+        self
     }
 
     /// The same machine for a caller that already holds the semaphore's mutex: it creates and
@@ -234,6 +253,14 @@ impl SemaphoreMachine {
 
     fn abandon(&mut self, reason: LockError) {
         self.give_up = Some(reason.clone());
+        if self.lease.node_path().is_some()
+            && reason == LockError::TimedOut
+            && self.planted.contains(Bug::Curator462)
+        {
+            // The planted CURATOR-462: giving up the wait forgets the lease node.
+            self.lease.forget();
+            return self.unlock(Err(reason));
+        }
         if let Some(path) = self.lease.node_path() {
             // A step scheduled before giving up must not run after it.
             self.retry.cancel();
@@ -316,6 +343,17 @@ impl SemaphoreMachine {
         }
     }
 
+    /// The planted CURATOR-335: a count that failed with a connection loss after the lease
+    /// node was made fails the acquisition, and the lease node stays. Whether it did.
+    fn orphaned(&mut self, error: &Error) -> bool {
+        if !(error.is_indeterminate() && self.planted.contains(Bug::Curator335)) {
+            return false;
+        }
+        self.lease.forget();
+        self.unlock(Err(LockError::Zk(error.clone())));
+        true
+    }
+
     fn run_retry(&mut self, step: Retry) {
         match step {
             Retry::Recover => self.recover(),
@@ -357,8 +395,8 @@ impl SemaphoreMachine {
                     }
                 }
                 // The create's reply decides; a failed listing is simply redone.
-                Err(_) => {
-                    if self.lease.node().is_some() {
+                Err(e) => {
+                    if self.lease.node().is_some() && !self.orphaned(&e) {
                         self.count(false);
                     }
                 }
@@ -374,7 +412,11 @@ impl SemaphoreMachine {
                     self.lease.forget();
                     self.start_create(true);
                 }
-                Err(e) => self.failed(now, e, Retry::Count { watch }),
+                Err(e) => {
+                    if !self.orphaned(&e) {
+                        self.failed(now, e, Retry::Count { watch });
+                    }
+                }
                 Ok(other) => unreachable!("children replied {other:?}"),
             },
             Phase::Abandoning { delete } if token == delete => match reply {

@@ -110,7 +110,8 @@ impl Semaphore {
             session,
             patience,
             Vec::new(),
-        );
+        )
+        .planted(self.planted);
         let held = acquire_node(&zk, machine, &lock_path).await?;
         let mutex = MutexHold {
             zk: zk.clone(),
@@ -126,6 +127,7 @@ impl Semaphore {
                 session,
                 patience,
             )
+            .planted(self.planted)
             .prelocked();
             match self.drive_lease(zk.clone(), machine).await {
                 Ok(lease) => leases.push(lease),

@@ -55,6 +55,7 @@ use crate::lock::{
     session_status, spawn_cleanup,
 };
 use crate::machine::drive;
+use crate::planted::Bugs;
 use crate::{Client, Error, path};
 
 /// The marker in lease node names, as Curator spells it.
@@ -82,6 +83,7 @@ pub struct Semaphore {
     client: Client,
     path: String,
     max_leases: u32,
+    planted: Bugs,
 }
 
 impl Clone for Semaphore {
@@ -90,6 +92,7 @@ impl Clone for Semaphore {
             client: self.client.clone(),
             path: self.path.clone(),
             max_leases: self.max_leases,
+            planted: self.planted,
         }
     }
 }
@@ -132,7 +135,22 @@ impl Semaphore {
             client: client.clone(),
             path,
             max_leases,
+            planted: Bugs::NONE,
         })
+    }
+
+    /// The same handle with `bugs` planted in its acquisitions (none by default; see
+    /// [`crate::planted`]).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// use avout::recipes::semaphore::Semaphore;
+    /// let s = Semaphore::new(client, "/sem", 2).unwrap().planted(avout::planted::Bugs::NONE);
+    /// # }
+    /// ```
+    pub fn planted(mut self, bugs: Bugs) -> Self {
+        self.planted = bugs;
+        self
     }
 
     /// The semaphore's path.
@@ -207,7 +225,8 @@ impl Semaphore {
             zk.new_guid(),
             zk.session().id.0,
             patience,
-        );
+        )
+        .planted(self.planted);
         self.drive_lease(zk, machine).await
     }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::machine::testing::{children, drain};
-use crate::machine::{Machine, Millis, Reply, Request};
+use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{CreateMode, SessionState, WatchedEvent};
 use crate::{EventKind, Stat};
 
@@ -45,6 +45,24 @@ fn take_mutex(m: &mut SemaphoreMachine) -> String {
     lock
 }
 
+/// Answers the lease create (`ours`, zxid 20) and the listing sent with it (`other`, `ours`).
+fn lease_listed(m: &mut SemaphoreMachine, sent: &[(Token, Request)], ours: &str, other: &str) {
+    m.handle_reply(
+        Millis(2),
+        sent[0].0,
+        created(format!("/s/leases/{ours}"), 20),
+    );
+    m.handle_reply(Millis(2), sent[1].0, children(&[other, ours]));
+}
+
+/// An unconditional delete of `path`.
+fn delete(path: String) -> Request {
+    Request::Delete {
+        path,
+        version: None,
+    }
+}
+
 #[test]
 fn a_free_lease_takes_lock_lease_unlock() {
     let mut m = start(2, Patience::Forever);
@@ -58,24 +76,12 @@ fn a_free_lease_takes_lock_lease_unlock() {
         Request::GetChildren { watch: false, .. }
     ));
     let ours = format!("{}0000000004", m.lease_prefix());
-    m.handle_reply(
-        Millis(2),
-        sent[0].0,
-        created(format!("/s/leases/{ours}"), 20),
-    );
-    m.handle_reply(
-        Millis(2),
-        sent[1].0,
-        children(&["_c_x-lease-0000000003", &ours]),
-    );
+    lease_listed(&mut m, &sent, &ours, "_c_x-lease-0000000003");
     let sent = drain(&mut m);
     assert_eq!(sent.len(), 1);
     assert_eq!(
         sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        },
+        delete(lock),
         "the mutex is released before the lease is handed out"
     );
     assert_eq!(m.poll_output(), None);
@@ -91,16 +97,7 @@ fn a_full_semaphore_waits_on_one_child_watch_while_holding_the_mutex() {
     take_mutex(&mut m);
     let sent = drain(&mut m);
     let ours = format!("{}0000000002", m.lease_prefix());
-    m.handle_reply(
-        Millis(2),
-        sent[0].0,
-        created(format!("/s/leases/{ours}"), 20),
-    );
-    m.handle_reply(
-        Millis(2),
-        sent[1].0,
-        children(&["_c_x-lease-0000000001", &ours]),
-    );
+    lease_listed(&mut m, &sent, &ours, "_c_x-lease-0000000001");
     let sent = drain(&mut m);
     assert_eq!(sent.len(), 1);
     assert!(
@@ -133,44 +130,49 @@ fn a_full_semaphore_waits_on_one_child_watch_while_holding_the_mutex() {
     assert!(m.poll_output().expect("done").is_ok());
 }
 
+/// Takes the free mutex and creates our lease (`…0000000002`, czxid 20), leaving its
+/// listing unanswered: returns the mutex node, the lease node and the listing's token.
+fn lease_created(m: &mut SemaphoreMachine) -> (String, String, Token) {
+    let lock = take_mutex(m);
+    let sent = drain(m);
+    let ours = format!("/s/leases/{}0000000002", m.lease_prefix());
+    m.handle_reply(Millis(2), sent[0].0, created(ours.clone(), 20));
+    (lock, ours, sent[1].0)
+}
+
+/// A semaphore of one whose lease another holds: our lease is counted twice (as created,
+/// then with a watch) and waits. Returns the mutex node and our lease node.
+fn waiting_for_a_lease(m: &mut SemaphoreMachine) -> (String, String) {
+    let (lock, ours, list) = lease_created(m);
+    let full = || children(&["_c_x-lease-0000000001", path::name(&ours)]);
+    m.handle_reply(Millis(2), list, full());
+    let sent = drain(m);
+    m.handle_reply(Millis(3), sent[0].0, full());
+    (lock, ours)
+}
+
+/// Expects the machine's only request to be the delete of `path`, and answers it at `at`.
+fn answer_delete(m: &mut SemaphoreMachine, path: String, at: u64) {
+    let sent = drain(m);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        sent[0].1,
+        Request::Delete {
+            path,
+            version: None
+        }
+    );
+    m.handle_reply(Millis(at), sent[0].0, Ok(Reply::Deleted));
+}
+
 #[test]
 fn timing_out_removes_the_lease_then_the_mutex_node() {
     let mut m = start(1, Patience::Millis(100));
-    let lock = take_mutex(&mut m);
-    let sent = drain(&mut m);
-    let ours = format!("/s/leases/{}0000000002", m.lease_prefix());
-    m.handle_reply(Millis(2), sent[0].0, created(ours.clone(), 20));
-    m.handle_reply(
-        Millis(2),
-        sent[1].0,
-        children(&["_c_x-lease-0000000001", path::name(&ours)]),
-    );
-    let sent = drain(&mut m);
-    m.handle_reply(
-        Millis(3),
-        sent[0].0,
-        children(&["_c_x-lease-0000000001", path::name(&ours)]),
-    );
+    let (lock, ours) = waiting_for_a_lease(&mut m);
     assert_eq!(m.poll_timer(), Some(Millis(100)));
     m.handle_timer(Millis(100));
-    let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: ours,
-            version: None
-        }
-    );
-    m.handle_reply(Millis(101), sent[0].0, Ok(Reply::Deleted));
-    let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        }
-    );
-    m.handle_reply(Millis(102), sent[0].0, Ok(Reply::Deleted));
+    answer_delete(&mut m, ours, 101);
+    answer_delete(&mut m, lock, 102);
     assert_eq!(m.poll_output(), Some(Err(LockError::TimedOut)));
 }
 
@@ -231,22 +233,10 @@ fn try_acquire_gives_up_when_full() {
         children(&["_c_x-lease-0000000001", path::name(&ours)]),
     );
     let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: ours,
-            version: None
-        }
-    );
+    assert_eq!(sent[0].1, delete(ours));
     m.handle_reply(Millis(3), sent[0].0, Ok(Reply::Deleted));
     let sent = drain(&mut m);
-    assert_eq!(
-        sent[0].1,
-        Request::Delete {
-            path: lock,
-            version: None
-        }
-    );
+    assert_eq!(sent[0].1, delete(lock));
     m.handle_reply(
         Millis(4),
         sent[0].0,
@@ -267,4 +257,59 @@ fn session_expiry_ends_the_acquisition() {
         m.poll_output(),
         Some(Err(LockError::SessionLost(Error::SessionExpired)))
     );
+}
+
+#[test]
+fn a_count_lost_with_the_connection_is_counted_again() {
+    let mut m = start(2, Patience::Forever);
+    let (lock, ours, list) = lease_created(&mut m);
+    m.handle_reply(Millis(2), list, Err(Error::ConnectionLoss));
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[0].1, Request::GetChildren { path, .. } if path == "/s/leases"),
+        "counted again, the lease node kept: {sent:?}"
+    );
+    m.handle_reply(Millis(3), sent[0].0, children(&[path::name(&ours)]));
+    let sent = drain(&mut m);
+    assert_eq!(sent[0].1, delete(lock));
+    m.handle_reply(Millis(4), sent[0].0, Ok(Reply::Deleted));
+    assert_eq!(m.poll_output().expect("done").expect("leased").node, ours);
+}
+
+#[cfg(feature = "planted-bugs")]
+mod planted {
+    use super::*;
+    use crate::planted::Bug;
+
+    fn start_with(max: u32, patience: Patience, bug: Bug) -> SemaphoreMachine {
+        let bugs = crate::planted::Bugs::plant([bug]).expect("compiled in");
+        let mut m = SemaphoreMachine::new("/s", max, 1, SESSION, patience).planted(bugs);
+        m.handle_session(Millis(0), SessionState::Connected);
+        m
+    }
+
+    /// CURATOR-335: the lost count fails the acquisition and only the mutex is deleted; the
+    /// lease node stays (compare `a_count_lost_with_the_connection_is_counted_again`).
+    #[test]
+    fn curator_335_a_lost_count_orphans_the_lease() {
+        let mut m = start_with(2, Patience::Forever, Bug::Curator335);
+        let (lock, _, list) = lease_created(&mut m);
+        m.handle_reply(Millis(2), list, Err(Error::ConnectionLoss));
+        answer_delete(&mut m, lock, 3);
+        assert_eq!(
+            m.poll_output(),
+            Some(Err(LockError::Zk(Error::ConnectionLoss)))
+        );
+    }
+
+    /// CURATOR-462: the timed-out waiter deletes only the mutex; its lease node stays
+    /// (compare `timing_out_removes_the_lease_then_the_mutex_node`).
+    #[test]
+    fn curator_462_timing_out_orphans_the_lease() {
+        let mut m = start_with(1, Patience::Millis(100), Bug::Curator462);
+        let (lock, _) = waiting_for_a_lease(&mut m);
+        m.handle_timer(Millis(100));
+        answer_delete(&mut m, lock, 101);
+        assert_eq!(m.poll_output(), Some(Err(LockError::TimedOut)));
+    }
 }

@@ -186,15 +186,7 @@ impl PrepareMachine {
         let mut batch = Batch::default();
         let cas = self.cas();
         batch.push(&mut self.io, cas);
-        for node in self.release_first.clone() {
-            batch.push(
-                &mut self.io,
-                Request::Delete {
-                    path: node,
-                    version: None,
-                },
-            );
-        }
+        batch.push_deletes(&mut self.io, self.release_first.clone());
         let requests = self
             .lock
             .iter()
@@ -228,12 +220,8 @@ impl PrepareMachine {
         if self.phase == Phase::Done || self.committing.is_none() || !self.locks.all_done() {
             return;
         }
-        if let Some((name, e)) = self.locks.failure() {
-            return self.finish(Err(match e {
-                crate::lock::LockError::SessionLost(e) => Halt::SessionLost(e),
-                crate::lock::LockError::Zk(e) => Halt::Zk(e),
-                _ => Halt::Conflict(Some(name)),
-            }));
+        if let Some(halt) = self.locks.failure() {
+            return self.finish(Err(halt));
         }
         if self.commutes.is_empty() {
             return self.prepared(Vec::new());
@@ -427,10 +415,7 @@ impl Machine for PrepareMachine {
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match (self.io.redo_at, self.locks.poll_timer()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.locks.next_timer(self.io.redo_at)
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
@@ -540,15 +525,7 @@ impl WriteMachine {
 
     fn delete_batch(&mut self) -> Batch {
         let mut batch = Batch::default();
-        for path in self.deletes.clone() {
-            batch.push(
-                &mut self.io,
-                Request::Delete {
-                    path,
-                    version: None,
-                },
-            );
-        }
+        batch.push_deletes(&mut self.io, self.deletes.clone());
         batch
     }
 

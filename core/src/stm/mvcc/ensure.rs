@@ -113,12 +113,8 @@ impl EnsureMachine {
         if self.phase != Phase::Locking || !self.locks.all_done() {
             return;
         }
-        if let Some((name, e)) = self.locks.failure() {
-            return self.finish(Err(match e {
-                crate::lock::LockError::SessionLost(e) => Halt::SessionLost(e),
-                crate::lock::LockError::Zk(e) => Halt::Zk(e),
-                _ => Halt::Conflict(Some(name)),
-            }));
+        if let Some(halt) = self.locks.failure() {
+            return self.finish(Err(halt));
         }
         self.check();
     }
@@ -225,10 +221,7 @@ impl Machine for EnsureMachine {
     }
 
     fn poll_timer(&self) -> Option<Millis> {
-        match (self.io.redo_at, self.locks.poll_timer()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.locks.next_timer(self.io.redo_at)
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
@@ -312,15 +305,7 @@ impl CleanupMachine {
             return self.finish(Ok(()));
         }
         let mut batch = Batch::default();
-        for path in self.deletes.clone() {
-            batch.push(
-                &mut self.io,
-                Request::Delete {
-                    path,
-                    version: None,
-                },
-            );
-        }
+        batch.push_deletes(&mut self.io, self.deletes.clone());
         for (dir, _) in self.unknown.clone() {
             batch.push(
                 &mut self.io,

@@ -88,6 +88,19 @@ impl Batch {
         self.tokens.len() - 1
     }
 
+    /// Sends an unconditional delete of each of `paths` as the next ones of the batch.
+    pub(crate) fn push_deletes(&mut self, io: &mut Io, paths: impl IntoIterator<Item = String>) {
+        for path in paths {
+            self.push(
+                io,
+                Request::Delete {
+                    path,
+                    version: None,
+                },
+            );
+        }
+    }
+
     /// Takes `reply` if it is for this batch.
     pub(crate) fn accept(&mut self, token: Token, reply: crate::Result<Reply>) -> bool {
         match self.tokens.iter().position(|t| *t == token) {

@@ -1,6 +1,7 @@
 //! Lock acquisitions run inside another machine: several [`AcquireMachine`]s at once, their
 //! requests sent in the same burst as the host's own, their tokens tagged with their index.
 
+use super::Halt;
 use crate::lock::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::planted::Bugs;
@@ -87,12 +88,23 @@ impl Locks {
         self.slots.iter().all(|s| s.result.is_some())
     }
 
-    /// The first failure, if any acquisition failed.
-    pub(crate) fn failure(&self) -> Option<(String, LockError)> {
+    /// The first failure, if any acquisition failed, as the halt it makes of the try: a lost
+    /// session or a ZooKeeper error as such, a lock not granted (in time) a conflict on its ref.
+    pub(crate) fn failure(&self) -> Option<Halt> {
         self.slots.iter().find_map(|s| match &s.result {
-            Some(Err(e)) => Some((s.name.clone(), e.clone())),
+            Some(Err(LockError::SessionLost(e))) => Some(Halt::SessionLost(e.clone())),
+            Some(Err(LockError::Zk(e))) => Some(Halt::Zk(e.clone())),
+            Some(Err(_)) => Some(Halt::Conflict(Some(s.name.clone()))),
             _ => None,
         })
+    }
+
+    /// When these locks or the machine holding them (its `redo_at`) next want a timer.
+    pub(crate) fn next_timer(&self, redo_at: Option<Millis>) -> Option<Millis> {
+        match (redo_at, self.poll_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The nodes acquired, by ref name.

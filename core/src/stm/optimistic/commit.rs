@@ -18,9 +18,7 @@
 //! - **Session lost**: [`CommitOutcome::Failed`]; an in-flight commit may or may not have
 //!   been applied.
 
-use std::collections::VecDeque;
-
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, Token};
 use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
 
 use super::cache::RefMap;
@@ -368,8 +366,7 @@ enum Phase {
 pub struct CommitMachine {
     spec: CommitSpec,
     phase: Phase,
-    next_token: u64,
-    outbox: VecDeque<(Token, Request)>,
+    outbox: Outbox<()>,
     output: Option<CommitOutcome>,
     /// Whether a reply was lost (the outcome then came from a recovery read).
     recovered: bool,
@@ -387,8 +384,7 @@ impl CommitMachine {
         CommitMachine {
             spec,
             phase: Phase::Start,
-            next_token: 0,
-            outbox: VecDeque::new(),
+            outbox: Outbox::default(),
             output: None,
             recovered: false,
         }
@@ -405,13 +401,6 @@ impl CommitMachine {
         self.recovered
     }
 
-    fn send(&mut self, request: Request) -> Token {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push_back((token, request));
-        token
-    }
-
     fn finish(&mut self, outcome: CommitOutcome) {
         self.phase = Phase::Done;
         self.outbox.clear();
@@ -419,18 +408,18 @@ impl CommitMachine {
     }
 
     fn commit(&mut self) {
-        let token = self.send(Request::Multi(self.spec.ops.clone()));
+        let token = self.outbox.send(Request::Multi(self.spec.ops.clone()));
         self.phase = Phase::Committing(token);
     }
 
     /// Sends reads of `paths` back to back; returns the first token.
     fn read_all(&mut self, paths: &[String], sync: bool) -> Token {
         if sync && let Some(p) = paths.first() {
-            self.send(Request::Sync { path: p.clone() });
+            self.outbox.send(Request::Sync { path: p.clone() });
         }
         let mut first = None;
         for path in paths {
-            let t = self.send(Request::GetData {
+            let t = self.outbox.send(Request::GetData {
                 path: path.clone(),
                 watch: false,
             });
@@ -555,7 +544,7 @@ impl Machine for CommitMachine {
     type Output = CommitOutcome;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.outbox.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {

@@ -2,9 +2,7 @@
 //! together), optionally after a `sync`, and reads again after a connection loss (reads are
 //! idempotent).
 
-use std::collections::VecDeque;
-
-use crate::machine::{Machine, Millis, Reply, Request, Token};
+use crate::machine::{Machine, Millis, Outbox, Reply, Request, Token};
 use crate::{Error, ErrorClass, SessionState, Stat, WatchedEvent};
 
 // The toolkit's pause before reading again after a connection loss (unless the session reconnects first).
@@ -56,8 +54,7 @@ pub struct ReadMachine {
     paths: Vec<String>,
     sync: bool,
     phase: Phase,
-    next_token: u64,
-    outbox: VecDeque<(Token, Request)>,
+    outbox: Outbox<()>,
     got: Vec<Option<Option<Node>>>,
     output: Option<crate::Result<Vec<Option<Node>>>>,
 }
@@ -75,8 +72,7 @@ impl ReadMachine {
             paths,
             sync,
             phase: Phase::Start,
-            next_token: 0,
-            outbox: VecDeque::new(),
+            outbox: Outbox::default(),
             got: vec![None; n],
             output: None,
         }
@@ -91,26 +87,19 @@ impl ReadMachine {
         &self.paths
     }
 
-    fn send(&mut self, request: Request) -> Token {
-        self.next_token += 1;
-        let token = Token(self.next_token);
-        self.outbox.push_back((token, request));
-        token
-    }
-
     fn read(&mut self) {
         if self.paths.is_empty() {
             return self.finish(Ok(Vec::new()));
         }
         self.got = vec![None; self.paths.len()];
         if self.sync {
-            self.send(Request::Sync {
+            self.outbox.send(Request::Sync {
                 path: self.paths[0].clone(),
             });
         }
         let mut first = None;
         for path in self.paths.clone() {
-            let t = self.send(Request::GetData { path, watch: false });
+            let t = self.outbox.send(Request::GetData { path, watch: false });
             first.get_or_insert(t);
         }
         self.phase = Phase::Reading {
@@ -129,7 +118,7 @@ impl Machine for ReadMachine {
     type Output = crate::Result<Vec<Option<Node>>>;
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
-        self.outbox.pop_front()
+        self.outbox.pop()
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {

@@ -11,14 +11,20 @@
 //! | `agents` | [`agents`] | every acknowledged send applied exactly once, in order per sender, none while failed |
 //! | `cache` | [`cache`] | every event a real change, none reported twice, every cache converged |
 //! | `sessions` | [`sessions`] | each part by its own checker, and progress after every expiry |
+//! | `semaphore` | [`semaphore`] | never more holds than leases, no lease lost |
+//! | `double-barrier` | [`double_barrier`] | nobody enters before everyone arrived, nobody leaves before everyone left |
+//! | `latch` | [`latch`] | a leader latch stands until closed, the leader can always be looked up |
 
 pub mod agents;
 pub mod barrier;
 pub mod cache;
 pub mod counter;
+pub mod double_barrier;
 pub mod holds;
+pub mod latch;
 pub mod queue;
 pub mod rwlock;
+pub mod semaphore;
 pub mod sessions;
 
 pub use crate::checker::Rule;

@@ -1,299 +1,100 @@
-//! What a workload runs against: a [`Cluster`] to open managed clients on (the simulator or a
-//! real ensemble) and a [`Recorder`] that writes the history. Its clients draw their choices
-//! from their own streams, [`ClientStream`](avout_sim_zk::rng::ClientStream), beside the
-//! simulator's.
+//! What a workload runs against: an [`Env`] (the backend its clients open sessions on, and
+//! the run's settings that are not the service's) and a [`Recorder`] that writes the history.
+//! Its clients draw their choices from their own streams,
+//! [`ClientStream`](avout_sim_zk::rng::ClientStream), beside the simulator's.
 //!
-//! Workloads are written once, generic over [`Cluster`], so the same code and the same
-//! checker run on the embedded simulator and on real ZooKeeper. Each workload client holds one
-//! [`Client`], which opens a new session by itself after each expiry, and builds its handles on
-//! it once: nothing in a workload reconnects or rebuilds. Time in the history is
-//! `tokio::time::Instant` since the start of the run: virtual nanoseconds on the simulator's
-//! paused clock, wall-clock ones on a real server.
+//! Workloads are written once, against testkit's [`Backend`] (through [`Env::backend`]), so
+//! the same code and the same checker run on the embedded simulator
+//! ([`SimBackend`](avout_testkit::backend::SimBackend)) and on
+//! real ZooKeeper ([`ZkBackend`](avout_testkit::backend::ZkBackend)): the trait the recipe
+//! tests of `avout`'s `tests/it` and the backend conformance suite run on too. Each workload
+//! client holds one [`Client`](avout::Client), which opens a new session by itself after each expiry, and
+//! builds its handles on it once: nothing in a workload reconnects or rebuilds. Time in the
+//! history is `tokio::time::Instant` since the start of the run: virtual nanoseconds on the
+//! simulator's paused clock, wall-clock ones on a real server.
+//!
+//! # A backend of your own
+//!
+//! A new place to run workloads implements one trait, testkit's [`Backend`] (how a test or a
+//! workload opens many clients and sessions there, and expires them), and gives it core's
+//! [`Connect`](avout::client::Connect) (how one managed client opens its next session). What
+//! [`Env`] adds, the planted bugs and the STM's ref store, belongs to a run, not to a service:
+//! every backend gets it for nothing.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::planted::Bugs;
 use avout::stm::store::RefStore;
-use avout::zk::{ZkClient, ZkConfig};
-use avout::{Client, Coordination, SessionId};
-use futures::future::BoxFuture;
+use avout_testkit::backend::Backend;
 use serde_json::Value;
 
 use super::error::{BoxError, WorkloadError};
-use avout_check::history::{ErrorCode, Event, EventType, F, History};
+use avout_check::history::{Event, EventType, F, History};
 
-/// Somewhere to run managed clients: the simulator's service or a real ensemble.
+/// What a workload runs against: the [`Backend`] its clients open sessions on (the simulator
+/// or real ZooKeeper), with the settings of the run that are not the service's.
+///
+/// A workload opens each of its managed clients with `env.backend.client()` (a new session
+/// by itself after each expiry), expires a session with `env.backend.expire(id)`, and, on
+/// the simulator, reaches the simulated service with `env.backend.simulator()`: under
+/// `--cfg madsim` it starts client processes there with
+/// [`SimZk::node`](avout_sim_zk::SimZk) (a madsim node each, which can be paused, killed
+/// and restarted with its tasks and timers) and opens their clients in an `Env` of their own
+/// over a [`SimBackend`](avout_testkit::backend::SimBackend).
 ///
 /// ```
-/// use avout_scenarios::scenario::env::{Cluster, SimCluster};
+/// use avout_scenarios::scenario::env::Env;
+/// use avout_testkit::backend::SimBackend;
 /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
-///     let cluster = SimCluster::new(ctx.zk.clone());
-///     let client = cluster.client().await.unwrap();
-///     assert!(cluster.is_simulated());
+///     let backend = SimBackend::new(ctx.zk.clone());
+///     let env = Env::new(&backend);
+///     let client = env.backend.client().await.unwrap();
+///     assert!(env.backend.is_simulated() && env.planted.is_empty());
 ///     client.close().await.unwrap();
 /// });
 /// ```
-pub trait Cluster {
-    /// Opens a managed client: its first session now, a new one by itself after each
-    /// expiry. Must be called within the run's tokio runtime.
-    fn client(&self) -> impl Future<Output = Result<Client, avout::Error>>;
-    /// Whether this is the simulator (virtual time).
-    fn is_simulated(&self) -> bool;
-    /// The bugs to plant in the handles the workload builds on these clients (none unless
-    /// the cluster is [`Planted`]).
-    fn planted(&self) -> Bugs {
-        Bugs::NONE
-    }
+#[derive(Clone)]
+pub struct Env<'a> {
+    /// Where the workload's clients open their sessions.
+    pub backend: &'a dyn Backend,
+    /// The bugs to plant in the handles the workload builds (none but in a planted run).
+    pub planted: Bugs,
     /// Where the STM handles the workload opens keep their refs' values (`None`: in the
     /// nodes).
-    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
-        None
-    }
-    /// Expires `session` now, as the service does when its timeout passes: its ephemerals
-    /// go, its calls fail with [`avout::Error::SessionExpired`], and its client opens a new
-    /// one. A session this cluster did not open, or that has already ended, is left alone.
-    fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>>;
-    /// The simulated service, on the simulator (`None` on a real ensemble). Under
-    /// `--cfg madsim` a workload starts client processes on it with
-    /// [`SimZk::node`](avout_sim_zk::SimZk) (a madsim node each, which can be paused,
-    /// killed and restarted with its tasks and timers), and opens their clients there with
-    /// [`SimCluster::new`].
+    pub ref_store: Option<Arc<dyn RefStore>>,
+}
+
+impl<'a> Env<'a> {
+    /// Workloads on `backend`, with no bug planted and the STM's values in the nodes.
     ///
     /// ```
-    /// use avout_scenarios::scenario::env::{Cluster, SimCluster};
-    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
-    ///     assert!(SimCluster::new(ctx.zk.clone()).sim_zk().is_some());
-    /// });
-    /// ```
-    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
-        None
-    }
-}
-
-/// A [`Cluster`] whose workload plants `bugs` in its handles' configuration.
-///
-/// ```
-/// use avout::planted::Bugs;
-/// use avout_scenarios::scenario::env::{Cluster, Planted, SimCluster};
-/// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
-///     let cluster = SimCluster::new(ctx.zk.clone());
-///     assert_eq!(Planted::new(&cluster, Bugs::NONE).planted(), Bugs::NONE);
-/// });
-/// ```
-#[derive(Clone, Debug)]
-pub struct Planted<'a, K> {
-    inner: &'a K,
-    bugs: Bugs,
-}
-
-impl<'a, K: Cluster> Planted<'a, K> {
-    /// `inner`, with `bugs` planted.
-    pub fn new(inner: &'a K, bugs: Bugs) -> Self {
-        Planted { inner, bugs }
-    }
-}
-
-impl<K: Cluster> Cluster for Planted<'_, K> {
-    fn client(&self) -> impl Future<Output = Result<Client, avout::Error>> {
-        self.inner.client()
-    }
-
-    fn is_simulated(&self) -> bool {
-        self.inner.is_simulated()
-    }
-
-    fn planted(&self) -> Bugs {
-        self.bugs
-    }
-
-    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
-        self.inner.ref_store()
-    }
-
-    fn expire(&self, session: SessionId) -> impl Future<Output = Result<(), avout::Error>> {
-        self.inner.expire(session)
-    }
-
-    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
-        self.inner.sim_zk()
-    }
-}
-
-/// The simulator's service as a [`Cluster`]: every session of every client is a new
-/// simulated client (the next index, the number faults name it by).
-#[derive(Clone)]
-pub struct SimCluster {
-    zk: avout_sim_zk::SimZk,
-    store: Option<Arc<dyn RefStore>>,
-}
-
-impl std::fmt::Debug for SimCluster {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimCluster")
-            .field("ref_store", &self.store.as_ref().map(|s| s.name()))
-            .finish_non_exhaustive()
-    }
-}
-
-impl SimCluster {
-    /// Wraps the run's service.
-    ///
-    /// ```
-    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
-    ///     let _ = avout_scenarios::scenario::env::SimCluster::new(ctx.zk.clone());
-    /// });
-    /// ```
-    pub fn new(zk: avout_sim_zk::SimZk) -> Self {
-        SimCluster { zk, store: None }
-    }
-
-    /// The same, with the STM's values in `store` (`None`: in the nodes).
-    ///
-    /// ```
-    /// use avout_scenarios::scenario::env::{Cluster, SimCluster};
+    /// use avout::planted::Bugs;
+    /// use avout_scenarios::scenario::env::Env;
     /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
-    ///     let c = SimCluster::new(ctx.zk.clone()).with_ref_store(RefStoreKind::Memory.in_process());
-    ///     assert!(c.ref_store().is_some());
-    /// });
+    /// use avout_testkit::backend::ZkBackend;
+    /// let backend = ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
+    /// let env = Env { ref_store: RefStoreKind::Memory.in_process(), ..Env::new(&backend) };
+    /// assert!(!env.backend.is_simulated() && env.ref_store.is_some());
+    /// assert_eq!(env.planted, Bugs::NONE);
     /// ```
-    pub fn with_ref_store(mut self, store: Option<Arc<dyn RefStore>>) -> Self {
-        self.store = store;
-        self
-    }
-}
-
-impl Cluster for SimCluster {
-    async fn client(&self) -> Result<Client, avout::Error> {
-        Client::connect(self.zk.clone()).await
-    }
-
-    fn is_simulated(&self) -> bool {
-        true
-    }
-
-    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
-        self.store.clone()
-    }
-
-    async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
-        if self.zk.with_kernel(|k| k.is_alive(session)) {
-            self.zk.expire_session(session);
+    pub fn new(backend: &'a dyn Backend) -> Self {
+        Env {
+            backend,
+            planted: Bugs::NONE,
+            ref_store: None,
         }
-        Ok(())
-    }
-
-    fn sim_zk(&self) -> Option<avout_sim_zk::SimZk> {
-        Some(self.zk.clone())
     }
 }
 
-/// A real ZooKeeper ensemble as a [`Cluster`]. It keeps track of the sessions its clients
-/// open, so that a workload or a nemesis can expire them ([`ZkCluster::sessions`]).
-#[derive(Clone)]
-pub struct ZkCluster {
-    sessions: Sessions,
-    store: Option<Arc<dyn RefStore>>,
-}
-
-impl std::fmt::Debug for ZkCluster {
+impl std::fmt::Debug for Env<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZkCluster")
-            .field("sessions", &self.sessions)
-            .field("ref_store", &self.store.as_ref().map(|s| s.name()))
+        f.debug_struct("Env")
+            .field("simulated", &self.backend.is_simulated())
+            .field("planted", &self.planted)
+            .field("ref_store", &self.ref_store.as_ref().map(|s| s.name()))
             .finish()
-    }
-}
-
-/// A [`ZkConfig`] that remembers the sessions it opens: the connector of a [`ZkCluster`]'s
-/// clients.
-#[derive(Clone, Debug)]
-struct Sessions {
-    config: ZkConfig,
-    opened: Arc<Mutex<Vec<Weak<ZkClient>>>>,
-}
-
-impl avout::client::Connect for Sessions {
-    fn connect(&self) -> BoxFuture<'_, avout::Result<Arc<dyn Coordination>>> {
-        Box::pin(async move {
-            let zk = Arc::new(ZkClient::connect(&self.config).await?);
-            let mut opened = self.opened.lock().expect("never poisoned");
-            // Forget the sessions that are gone, so a long run does not grow the list.
-            opened.retain(|s| s.strong_count() > 0);
-            opened.push(Arc::downgrade(&zk));
-            Ok(zk as Arc<dyn Coordination>)
-        })
-    }
-}
-
-impl ZkCluster {
-    /// Clients of `config`.
-    ///
-    /// ```
-    /// let c = avout_scenarios::scenario::env::ZkCluster::new(avout::zk::ZkConfig::new("127.0.0.1:2181"));
-    /// assert!(c.sessions().is_empty());
-    /// ```
-    pub fn new(config: ZkConfig) -> Self {
-        ZkCluster {
-            sessions: Sessions {
-                config,
-                opened: Arc::default(),
-            },
-            store: None,
-        }
-    }
-
-    /// The same, with the STM's values in `store` (`None`: in the nodes).
-    ///
-    /// ```
-    /// use avout_scenarios::scenario::env::{Cluster, ZkCluster};
-    /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let c = ZkCluster::new(avout::zk::ZkConfig::new("127.0.0.1:2181"))
-    ///     .with_ref_store(RefStoreKind::Memory.in_process());
-    /// assert!(c.ref_store().is_some());
-    /// ```
-    pub fn with_ref_store(mut self, store: Option<Arc<dyn RefStore>>) -> Self {
-        self.store = store;
-        self
-    }
-
-    /// The sessions its clients hold open now, oldest first.
-    pub fn sessions(&self) -> Vec<Arc<ZkClient>> {
-        self.sessions
-            .opened
-            .lock()
-            .expect("never poisoned")
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|zk| !zk.session_state().is_terminal())
-            .collect()
-    }
-}
-
-impl Cluster for ZkCluster {
-    async fn client(&self) -> Result<Client, avout::Error> {
-        Client::connect(self.sessions.clone()).await
-    }
-
-    fn is_simulated(&self) -> bool {
-        false
-    }
-
-    fn ref_store(&self) -> Option<Arc<dyn RefStore>> {
-        self.store.clone()
-    }
-
-    async fn expire(&self, session: SessionId) -> Result<(), avout::Error> {
-        let open = self
-            .sessions()
-            .into_iter()
-            .find(|zk| zk.session().id == session);
-        match open {
-            Some(zk) => zk.expire_session().await,
-            None => Ok(()),
-        }
     }
 }
 
@@ -336,7 +137,7 @@ impl Recorder {
 
     /// Records the start of an operation.
     pub fn invoke(&self, process: u64, f: &str, value: Value, key: Option<Value>) {
-        self.record(EventType::Invoke, process, f, value, key, None);
+        self.complete(EventType::Invoke, process, f, value, key);
     }
 
     /// Records the end of an operation.
@@ -348,29 +149,34 @@ impl Recorder {
         value: Value,
         key: Option<Value>,
     ) {
-        self.record(kind, process, f, value, key, None);
+        let mut event = Event::new(kind, process, F::from(f.to_owned()), value);
+        event.key = key;
+        self.record(event);
     }
 
-    /// Records an event of `kind`, failed with Maelstrom's error `code` if any (`kind` MUST
-    /// agree with it: `fail` for a definite code, `info` for 0 or 13).
-    pub fn record(
-        &self,
-        kind: EventType,
-        process: u64,
-        f: &str,
-        value: Value,
-        key: Option<Value>,
-        code: Option<ErrorCode>,
-    ) {
+    /// Records `event`, stamped with the time since the start of the run. An event failed
+    /// with Maelstrom's error code MUST have the type the code has (`fail` for a definite
+    /// code, `info` for 0 or 13).
+    ///
+    /// ```
+    /// use avout_check::history::{ErrorCode, Event, F};
+    /// use avout_scenarios::scenario::env::Recorder;
+    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|_| async move {
+    ///     let rec = Recorder::new();
+    ///     let refused = Event::fail(0, F::Read, serde_json::Value::Null);
+    ///     rec.record(refused.with_error(ErrorCode::TEMPORARILY_UNAVAILABLE));
+    ///     assert_eq!(rec.history().events()[0].time, Some(0));
+    /// });
+    /// ```
+    pub fn record(&self, event: Event) {
         debug_assert!(
-            code.is_none_or(|c| c.event_type() == kind),
-            "{code:?} with {kind:?}"
+            event.error.is_none_or(|c| c.event_type() == event.kind),
+            "{:?} with {:?}",
+            event.error,
+            event.kind
         );
         let t = self.elapsed().as_nanos() as u64;
-        let mut event = Event::new(kind, process, F::from(f.to_owned()), value).with_time(t);
-        event.key = key;
-        event.error = code;
-        self.book().history.push(event);
+        self.book().history.push(event.with_time(t));
     }
 
     /// Counts retries a client made inside one operation (conflicts, recoveries).
@@ -470,11 +276,6 @@ pub fn outcome_of(e: &avout::Error) -> EventType {
     } else {
         EventType::Fail
     }
-}
-
-/// Opens a managed client on `cluster`.
-pub(crate) async fn open_client<K: Cluster>(cluster: &K) -> Result<Client, WorkloadError> {
-    Ok(cluster.client().await?)
 }
 
 /// Runs `f` until it opens something, pausing after each failure (a session lost under it

@@ -2,8 +2,9 @@
 //! [`Workload`] and its [`FaultPlan`], a [`Run`] on the embedded simulator or on real
 //! ZooKeeper and its [`Report`]; exploration, shrinking, soaking and case files.
 //!
-//! A scenario is a workload written once against [`env::Cluster`] (so the simulator and a
-//! real ensemble run the same code), the checkers that judge the history it records (Jepsen's
+//! A scenario is a workload written once against an [`env::Env`], testkit's
+//! [`Backend`](avout_testkit::backend::Backend) with the run's settings (so the simulator and
+//! real ZooKeeper run the same code), the checkers that judge the history it records (Jepsen's
 //! JSON lines, [`avout_check::history`]), and defaults. The built-in ones are in
 //! [`crate::builtin`]. [`Registry::run`] builds a run of a workload:
 //! [`Run::sim`] makes it on the simulator from a seed and a [`FaultPlan`], [`Run::zk`] on a
@@ -12,7 +13,6 @@
 //! Every scenario also fails a run in which an operation did not finish within
 //! [`OP_DEADLINE`] (a deadlock): liveness, under faults that all end.
 
-mod any_cluster;
 pub mod case;
 mod checks;
 pub mod codes;
@@ -32,11 +32,10 @@ use std::time::Duration;
 use avout_sim_zk::{Fault, FaultKind, FaultRates, When};
 use serde::{Deserialize, Serialize};
 
-pub use any_cluster::AnyCluster;
 pub use checks::Checks;
 pub use error::{BoxError, WorkloadError};
 pub use protocol::Protocol;
-pub use registry::{Described, Registry, Scenario, UnknownScenario, WorkloadFn};
+pub use registry::{Described, KnownFailure, Registry, Scenario, UnknownScenario, WorkloadFn};
 pub use run::{Counts, ERROR_PREFIX, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the

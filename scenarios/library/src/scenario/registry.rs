@@ -12,31 +12,28 @@ use std::sync::Arc;
 
 use futures::future::LocalBoxFuture;
 
-use super::any_cluster::AnyCluster;
-use super::env::Recorder;
+use super::env::{Env, Recorder};
 use super::error::WorkloadError;
 use super::run::Run;
 use super::{Checks, Workload};
 
-/// A workload against a cluster, and the checkers that judge the history it records.
+/// A workload against a backend, and the checkers that judge the history it records.
 ///
-/// The workload opens managed clients on the cluster ([`Cluster::client`]), draws every
+/// The workload opens managed clients on its [`Env`]'s backend ([`Backend::client`]), draws every
 /// choice from its clients' own streams ([`ClientStream`]), and records each operation's
 /// invocation and completion with the [`Recorder`]. The same code runs on the simulator
 /// (where every run of a seed is the same run) and on a real ensemble. The checkers it binds
 /// ([`Scenario::checkers`]: avout-check's by name, or the user's own) judge the history alone.
 ///
-/// [`Cluster::client`]: super::env::Cluster::client
+/// [`Backend::client`]: avout_testkit::backend::Backend::client
 /// [`ClientStream`]: avout_sim_zk::rng::ClientStream
 ///
 /// ```
 /// use avout::atom::Atom;
 /// use avout_check::Options;
 /// use avout_check::history::EventType;
-/// use avout_scenarios::scenario::env::{Cluster, Recorder};
-/// use avout_scenarios::scenario::{
-///     AnyCluster, Checks, Registry, Scenario, Workload, WorkloadError,
-/// };
+/// use avout_scenarios::scenario::env::{Env, Recorder};
+/// use avout_scenarios::scenario::{Checks, Registry, Scenario, Workload, WorkloadError};
 /// use futures::future::LocalBoxFuture;
 ///
 /// struct Hits;
@@ -45,11 +42,11 @@ use super::{Checks, Workload};
 ///     fn name(&self) -> &'static str { "doc-hits" }
 ///     fn about(&self) -> &'static str { "one increment per client; checker: all acknowledged" }
 ///     fn defaults(&self) -> (usize, usize) { (2, 1) }
-///     fn workload<'a>(&'a self, cluster: AnyCluster<'a>, w: &'a Workload, rec: &'a Recorder)
+///     fn workload<'a>(&'a self, env: &'a Env<'a>, w: &'a Workload, rec: &'a Recorder)
 ///         -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
 ///         Box::pin(async move {
 ///             for p in 0..w.clients as u64 {
-///                 let client = cluster.client().await?;
+///                 let client = env.backend.client().await?;
 ///                 let hits: Atom<u64> = Atom::open(&client, "/hits", 0).await?;
 ///                 rec.invoke(p, "add", 1.into(), None);
 ///                 match hits.swap(|n| n + 1).await {
@@ -78,11 +75,11 @@ pub trait Scenario: Send + Sync {
     fn about(&self) -> &'static str;
     /// The default number of clients and of operations per client.
     fn defaults(&self) -> (usize, usize);
-    /// Runs the workload of `w` on `cluster`, recording its history with `rec`. An `Err`
+    /// Runs the workload of `w` on `env`, recording its history with `rec`. An `Err`
     /// fails the run (on the simulator, as an anomaly that is recorded and shrunk).
     fn workload<'a>(
         &'a self,
-        cluster: AnyCluster<'a>,
+        env: &'a Env<'a>,
         w: &'a Workload,
         rec: &'a Recorder,
     ) -> LocalBoxFuture<'a, Result<(), WorkloadError>>;
@@ -90,7 +87,7 @@ pub trait Scenario: Send + Sync {
     fn checkers(&self, w: &Workload) -> Checks;
     /// Whether `avout soak` and the test suite run it by default: every scenario but one
     /// with a known failure not fixed yet, which runs by name until it is (its cases are kept
-    /// in `scenarios/known-failures/`). None of the built-ins has one today.
+    /// in `scenarios/known-failures/`; [`KnownFailure`] marks a built-in so).
     fn soaked(&self) -> bool {
         true
     }
@@ -98,7 +95,7 @@ pub trait Scenario: Send + Sync {
 
 /// The workload of a [`Described`] scenario ([`Scenario::workload`] as a function).
 pub type WorkloadFn = for<'a> fn(
-    AnyCluster<'a>,
+    &'a Env<'a>,
     &'a Workload,
     &'a Recorder,
 ) -> LocalBoxFuture<'a, Result<(), WorkloadError>>;
@@ -157,15 +154,59 @@ impl Scenario for Described {
 
     fn workload<'a>(
         &'a self,
-        cluster: AnyCluster<'a>,
+        env: &'a Env<'a>,
         w: &'a Workload,
         rec: &'a Recorder,
     ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
-        (self.workload)(cluster, w, rec)
+        (self.workload)(env, w, rec)
     }
 
     fn checkers(&self, w: &Workload) -> Checks {
         (self.checkers)(w)
+    }
+}
+
+/// A built-in scenario with a known failure not fixed yet: it runs by name, and is left out
+/// of the default soak (and CI's) until its bug is fixed; its failing cases are kept in
+/// `scenarios/known-failures/`.
+///
+/// ```
+/// use avout_scenarios::scenario::{KnownFailure, Registry, Scenario};
+/// let known = KnownFailure(avout_scenarios::builtin::counter::SCENARIO);
+/// assert!(!known.soaked());
+/// let registry = Registry::empty().with(known);
+/// assert!(registry.soaked().is_empty() && registry.get("counter").is_ok());
+/// ```
+pub struct KnownFailure(pub Described);
+
+impl Scenario for KnownFailure {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn about(&self) -> &'static str {
+        self.0.about()
+    }
+
+    fn defaults(&self) -> (usize, usize) {
+        self.0.defaults()
+    }
+
+    fn workload<'a>(
+        &'a self,
+        env: &'a Env<'a>,
+        w: &'a Workload,
+        rec: &'a Recorder,
+    ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
+        self.0.workload(env, w, rec)
+    }
+
+    fn checkers(&self, w: &Workload) -> Checks {
+        self.0.checkers(w)
+    }
+
+    fn soaked(&self) -> bool {
+        false
     }
 }
 
@@ -229,6 +270,10 @@ impl Registry {
             .with(sessions::SCENARIO)
             .with(agents::SCENARIO)
             .with(cache::SCENARIO)
+            .with(semaphore::SCENARIO)
+            .with(double_barrier::SCENARIO)
+            .with(latch::SCENARIO)
+            .with(work_queue::SCENARIO)
     }
 
     /// The same, with `scenario` added.

@@ -7,18 +7,21 @@
 //! runs the same workload on the current runtime.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use avout::planted::{Bug, Bugs};
+use avout::stm::store::RefStore;
 use avout_check::history::{EventType, History};
 use avout_check::{Anomaly, Verdict};
 use avout_sim_zk::{LogEvent, ReplayFile, Sim, SimConfig};
+use avout_testkit::backend::{Backend, SimBackend};
 use serde::{Deserialize, Serialize};
 
-use super::env::{Cluster, Planted, Recorder, SimCluster};
+use super::env::{Env, Recorder};
 use super::registry::{Registry, Scenario, UnknownScenario};
 use super::store::RefStoreKind;
-use super::{AnyCluster, FaultPlan, OP_DEADLINE, SIM_SESSION_TIMEOUT, Workload, WorkloadError};
+use super::{FaultPlan, OP_DEADLINE, SIM_SESSION_TIMEOUT, Workload, WorkloadError};
 
 /// The event-log hash recorded for a run that panicked (it has none).
 pub const PANICKED: u64 = 0;
@@ -121,7 +124,8 @@ pub enum RunError {
 }
 
 /// A run of a workload, built up and then made: its faults, a planted bug, whether it
-/// records its choices or replays recorded ones, whether it keeps the simulator's log.
+/// records its choices or replays recorded ones, whether it keeps the simulator's log, and,
+/// on real ZooKeeper, the STM's ref store.
 ///
 /// ```
 /// use avout_scenarios::scenario::{FaultPlan, Registry};
@@ -133,7 +137,7 @@ pub enum RunError {
 /// assert_eq!(report.counts.invoked as usize, 4 * 5 + 1);
 /// assert_eq!(report.replay.unwrap().hash, report.hash.unwrap());
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Run<'a> {
     registry: &'a Registry,
     workload: Workload,
@@ -142,6 +146,21 @@ pub struct Run<'a> {
     record: bool,
     tapes: Option<&'a ReplayFile>,
     keep_log: bool,
+    ref_store: Option<Arc<dyn RefStore>>,
+}
+
+impl std::fmt::Debug for Run<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("workload", &self.workload)
+            .field("plan", &self.plan)
+            .field("planted", &self.planted)
+            .field("record", &self.record)
+            .field("replaying", &self.tapes.is_some())
+            .field("keep_log", &self.keep_log)
+            .field("ref_store", &self.ref_store.as_ref().map(|s| s.name()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Run<'a> {
@@ -156,6 +175,7 @@ impl<'a> Run<'a> {
             record: false,
             tapes: None,
             keep_log: false,
+            ref_store: None,
         }
     }
 
@@ -198,6 +218,24 @@ impl<'a> Run<'a> {
     /// The same, keeping the simulator's event log ([`Report::log`], what a timeline draws).
     pub fn logged(mut self) -> Self {
         self.keep_log = true;
+        self
+    }
+
+    /// The same, its STM handles keeping their refs' values in `store` on real ZooKeeper
+    /// ([`Run::zk`]; `None`: in the nodes). A workload whose `ref_store` is not the nodes
+    /// needs one there; on the simulator the run makes its own, in process, from the
+    /// workload's kind ([`RefStoreKind::in_process`]), and this one is not used.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::Registry;
+    /// use avout_scenarios::scenario::store::RefStoreKind;
+    /// let registry = Registry::builtins();
+    /// let w = registry.workload("bank", 1).unwrap();
+    /// let run = registry.run(&w).ref_store(RefStoreKind::Memory.in_process());
+    /// assert!(format!("{run:?}").contains("memory"));
+    /// ```
+    pub fn ref_store(mut self, store: Option<Arc<dyn RefStore>>) -> Self {
+        self.ref_store = store;
         self
     }
 
@@ -255,10 +293,14 @@ impl<'a> Run<'a> {
         let wall = std::time::Instant::now();
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sim.run(|ctx| async move {
-                let cluster =
-                    SimCluster::new(ctx.zk.clone()).with_ref_store(w.ref_store.in_process());
+                let backend = SimBackend::new(ctx.zk.clone());
+                let env = Env {
+                    planted: bugs,
+                    ref_store: w.ref_store.in_process(),
+                    ..Env::new(&backend)
+                };
                 let rec = Recorder::new();
-                let out = drive(scenario, &Planted::new(&cluster, bugs), w, &rec).await;
+                let out = scenario.workload(&env, w, &rec).await;
                 (out, rec.finish())
             })
         }));
@@ -313,21 +355,27 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// Makes the run against a real ZooKeeper at `cluster`, on the current runtime (the
-    /// fault plan is the simulator's, so it does not apply).
-    pub async fn zk<K: Cluster>(&self, cluster: &K) -> Result<Report, RunError> {
+    /// Makes the run against real ZooKeeper through `backend` (a
+    /// [`ZkBackend`](avout_testkit::backend::ZkBackend)), on the current runtime (the fault
+    /// plan is the simulator's, so it does not apply), with the ref store given to
+    /// [`Run::ref_store`].
+    pub async fn zk(&self, backend: &dyn Backend) -> Result<Report, RunError> {
         let scenario = self.registry.get(&self.workload.scenario)?;
         let w = &self.workload;
         let wall = std::time::Instant::now();
         let rec = Recorder::new();
-        if !w.ref_store.is_default() && cluster.ref_store().is_none() {
+        if !w.ref_store.is_default() && self.ref_store.is_none() {
             return Err(RunError::Setup(format!(
                 "--ref-store {} needs its store (PostgreSQL: --pg URL)",
                 w.ref_store.name()
             )));
         }
-        let cluster = Planted::new(cluster, Bugs::plant(self.planted)?);
-        drive(scenario, &cluster, w, &rec).await?;
+        let env = Env {
+            planted: Bugs::plant(self.planted)?,
+            ref_store: self.ref_store.clone(),
+            ..Env::new(backend)
+        };
+        scenario.workload(&env, w, &rec).await?;
         let (history, retries, stalls) = rec.finish();
         let verdict = judge(scenario, w, &history, &stalls);
         Ok(self.report(history, retries, verdict, wall.elapsed()))
@@ -358,16 +406,6 @@ impl<'a> Run<'a> {
             log: Vec::new(),
         }
     }
-}
-
-/// Runs `scenario`'s workload of `w` on `cluster`, recording its history with `rec`.
-async fn drive<K: Cluster>(
-    scenario: &dyn Scenario,
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), WorkloadError> {
-    scenario.workload(AnyCluster::new(cluster), w, rec).await
 }
 
 /// Judges a history of `w` by the checkers `scenario` binds ([`Scenario::checkers`]);

@@ -14,10 +14,10 @@ use serde_json::Value;
 use super::codes;
 use avout_sim_zk::rng::ClientStream;
 
-use super::env::{Cluster, Process, Recorder};
+use super::env::{Env, Process, Recorder};
 use super::error::WorkloadError;
 use super::{OP_DEADLINE, Workload};
-use avout_check::history::{ErrorCode, EventType};
+use avout_check::history::{ErrorCode, Event, EventType, F};
 
 /// How an error ends the operation it interrupted: `fail` when the operation surely did not
 /// take effect, `info` when it may have, and, for the errors of the Maelstrom workloads
@@ -103,6 +103,15 @@ impl<'a> Invoke<'a> {
 }
 
 impl Invoke<'_> {
+    /// The event of this operation ending as `kind` in process `p`, failed with Maelstrom's
+    /// `code` if any.
+    fn ended(&self, kind: EventType, p: u64, code: Option<ErrorCode>) -> Event {
+        let mut event = Event::new(kind, p, F::from(self.f.to_owned()), self.input.clone());
+        event.key = self.key.clone();
+        event.error = code;
+        event
+    }
+
     /// Marks an operation done inside a hold: its process is not retired when it ends in
     /// doubt, since the hold's release, which follows in the same process, settles that.
     pub(crate) fn in_hold(self) -> Self {
@@ -164,7 +173,7 @@ impl<'a> Caller<'a> {
         match tokio::time::timeout(OP_DEADLINE, call()).await {
             Err(_) => {
                 let timeout = E::CODED.then_some(ErrorCode::TIMEOUT);
-                rec.record(EventType::Info, p, op.f, op.input, op.key, timeout);
+                rec.record(op.ended(EventType::Info, p, timeout));
                 rec.stall(
                     op.stall
                         .unwrap_or_else(|| format!("process {p}'s {}", op.f)),
@@ -177,7 +186,7 @@ impl<'a> Caller<'a> {
             }
             Ok(Err(e)) => {
                 let end = e.end();
-                rec.record(end, p, op.f, op.input, op.key, e.code());
+                rec.record(op.ended(end, p, e.code()));
                 if end == EventType::Info && !op.in_hold {
                     self.process.retire();
                 }
@@ -203,10 +212,8 @@ impl<'a> Caller<'a> {
     pub(crate) fn refuse(&mut self, op: &Invoke<'_>, code: ErrorCode) {
         debug_assert!(code.is_definite());
         let p = self.process.id();
-        let (input, key) = (op.input.clone(), op.key.clone());
-        self.rec.invoke(p, op.f, input.clone(), key.clone());
-        self.rec
-            .record(EventType::Fail, p, op.f, input, key, Some(code));
+        self.rec.invoke(p, op.f, op.input.clone(), op.key.clone());
+        self.rec.record(op.ended(EventType::Fail, p, Some(code)));
     }
 
     /// Records the end of the hold given `token`: `ok` when it was released cleanly, else
@@ -226,9 +233,9 @@ impl<'a> Caller<'a> {
 /// One client of a workload: where it runs, its index, its own random stream, and its
 /// [`Caller`]. It opens one managed [`Client`] ([`Worker::client`]) and keeps it for the
 /// whole run.
-pub(crate) struct Worker<'a, K> {
-    /// Where it opens sessions.
-    pub(crate) cluster: &'a K,
+pub(crate) struct Worker<'a> {
+    /// Where it opens sessions, with the run's settings.
+    pub(crate) env: &'a Env<'a>,
     /// The workload it is a client of.
     pub(crate) w: &'a Workload,
     /// The client's index, from 0.
@@ -239,19 +246,17 @@ pub(crate) struct Worker<'a, K> {
     pub(crate) caller: Caller<'a>,
 }
 
-impl<'a, K: Cluster> Worker<'a, K> {
+impl<'a> Worker<'a> {
     /// Opens the worker's managed client, on which it builds its handles once: they outlive
     /// every expiry of its sessions.
     pub(crate) async fn client(&self) -> Result<Client, WorkloadError> {
-        super::env::open_client(self.cluster).await
+        Ok(self.env.backend.client().await?)
     }
-}
 
-impl<'a, K> Worker<'a, K> {
-    /// Client `index` of workload `w` on `cluster`.
-    pub(crate) fn new(cluster: &'a K, w: &'a Workload, rec: &'a Recorder, index: usize) -> Self {
+    /// Client `index` of workload `w` on `env`.
+    pub(crate) fn new(env: &'a Env<'a>, w: &'a Workload, rec: &'a Recorder, index: usize) -> Self {
         Worker {
-            cluster,
+            env,
             w,
             index,
             rng: ClientStream::CHOICES.rng(w.seed, index),
@@ -265,14 +270,14 @@ impl<'a, K> Worker<'a, K> {
 ///
 /// `worker` is a scenario's client, as `bank::client`: every scenario whose clients are alike
 /// is run by this one call, so that none keeps its own copy of the setting up.
-pub(crate) async fn all_workers<'a, K: Cluster, Fut>(
-    cluster: &'a K,
+pub(crate) async fn all_workers<'a, Fut>(
+    env: &'a Env<'a>,
     w: &'a Workload,
     rec: &'a Recorder,
-    mut worker: impl FnMut(Worker<'a, K>) -> Fut,
+    mut worker: impl FnMut(Worker<'a>) -> Fut,
 ) -> Result<(), WorkloadError>
 where
     Fut: Future<Output = Result<(), WorkloadError>>,
 {
-    super::env::all_clients(w.clients, |i| worker(Worker::new(cluster, w, rec, i))).await
+    super::env::all_clients(w.clients, |i| worker(Worker::new(env, w, rec, i))).await
 }

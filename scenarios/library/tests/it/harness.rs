@@ -6,10 +6,8 @@ use avout::Coordination;
 use avout_check::history::{EventType, History};
 use avout_check::{Anomaly, Rule};
 use avout_scenarios::harness::{Harness, HarnessError};
-use avout_scenarios::scenario::env::{Cluster, Recorder};
-use avout_scenarios::scenario::{
-    AnyCluster, Checks, Described, FaultPlan, Scenario, Workload, WorkloadError,
-};
+use avout_scenarios::scenario::env::{Env, Recorder};
+use avout_scenarios::scenario::{Checks, Described, FaultPlan, Scenario, Workload, WorkloadError};
 use futures::future::LocalBoxFuture;
 
 /// Increments of one node by a read and a blind write: concurrent clients lose updates.
@@ -27,15 +25,15 @@ impl Scenario for LostUpdate {
     }
     fn workload<'a>(
         &'a self,
-        cluster: AnyCluster<'a>,
+        env: &'a Env<'a>,
         w: &'a Workload,
         rec: &'a Recorder,
     ) -> LocalBoxFuture<'a, Result<(), WorkloadError>> {
         Box::pin(async move {
-            let setup = cluster.client().await?;
+            let setup = env.backend.client().await?;
             setup.create("/n", b"0", &Default::default()).await?;
             let clients = (0..w.clients).map(|p| async move {
-                let client = cluster.client().await?;
+                let client = env.backend.client().await?;
                 for _ in 0..w.ops {
                     rec.invoke(p as u64, "add", 1.into(), None);
                     let (data, _) = client.get_data("/n").await?;
@@ -117,17 +115,17 @@ fn a_failure_is_shrunk_kept_and_then_run_first() {
     }
 }
 
-static RUNS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes one more request each run: the same seed gives another run.
-const DRIFTING: Described = Described {
+pub(crate) const DRIFTING: Described = Described {
     name: "test-drifting",
     about: "one more request each run; checker: none",
     defaults: (1, 1),
     checkers: |_| Checks::of(Rule::new("test-drifting", |_| vec![])),
-    workload: |cluster, _, _| {
+    workload: |env, _, _| {
         Box::pin(async move {
-            let client = cluster.client().await?;
+            let client = env.backend.client().await?;
             for _ in 0..=RUNS.fetch_add(1, Ordering::SeqCst) {
                 client.exists("/").await?;
             }

@@ -4,9 +4,9 @@
 
 use avout_check::history::EventType;
 use avout_scenarios::scenario::case::Case;
-use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::{FaultPlan, Registry, Workload};
 use avout_sim_zk::FaultKind;
+use avout_testkit::backend::ZkBackend;
 use avout_testkit::server::ZkServer;
 
 /// A rate for `kind` that makes it fire a few times in a run of a few hundred requests.
@@ -165,13 +165,13 @@ fn the_same_workloads_pass_on_a_real_server() {
             avout::CoordinationExt::ensure_path(&setup, &base)
                 .await
                 .unwrap();
-            let cluster = ZkCluster::new(
+            let backend = ZkBackend::new(
                 avout::zk::ZkConfig::new(format!("{connect}{base}"))
                     .with_session_timeout(std::time::Duration::from_secs(4)),
             );
             Registry::builtins()
                 .run(&small(scenario, 5))
-                .zk(&cluster)
+                .zk(&backend)
                 .await
                 .unwrap()
         });

@@ -6,7 +6,9 @@
 //!   injected faults, then the same seed again, to show that the run replays to the same
 //!   event-log hash.
 //! - `avout zk start|stop|status` runs a local ZooKeeper (standalone or an ensemble) in the
-//!   background, to try the real backend without installing a service.
+//!   background, to try the real backend without installing a service; with `--tls` it also
+//!   serves TLS, and every command that takes `--zk` takes the TLS and SASL settings beside it
+//!   (`--zk-tls-ca`, `--zk-sasl-user`, …: `cmd::zk_auth`).
 //! - `avout bench ops` measures single operations through the real backend against a running
 //!   ZooKeeper, next to a minimal raw `zookeeper-client` loop.
 //! - `avout bench lock-cycle|lock-contended|rwlock-read|counter|counter-contended` runs the
@@ -141,12 +143,11 @@ enum CliError {
 pub fn main_with(registry: Registry) -> ExitCode {
     // A reader that stops early (`avout run bank | head`) ends the process quietly, as it
     // does other Unix tools, instead of a panic in the next `println!`.
-    #[cfg(unix)]
     // SAFETY: called first thing in main, before any other thread exists; restoring the
     // default disposition of SIGPIPE has no other effect on this process.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {

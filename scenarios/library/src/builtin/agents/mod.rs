@@ -32,7 +32,7 @@ use avout_check::recipes::agents::marker;
 use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::Workload;
-use crate::scenario::env::{Cluster, Process, Recorder, open_client, retry_open};
+use crate::scenario::env::{Env, Process, Recorder, retry_open};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use crate::scenario::{BoxError, WorkloadError};
 use avout_check::history::EventType;
@@ -110,14 +110,13 @@ async fn open(client: &avout::Client) -> Result<Log, WorkloadError> {
 }
 
 /// One client: an executor in the background, `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let log = open(&client).await?;
     let names = ["shared".to_owned()];
-    let (stm, shared) = crate::builtin::bank::open_refs_with(
-        me.cluster, &client, me.w, STM_ROOT, &names, 0i64, Json,
-    )
-    .await?;
+    let (stm, shared) =
+        crate::builtin::bank::open_refs_with(me.env, &client, me.w, STM_ROOT, &names, 0i64, Json)
+            .await?;
     let shared = shared.into_iter().next().expect("one ref");
     let executor = tokio::spawn({
         let log = log.clone();
@@ -207,13 +206,13 @@ fn with(log: &[String], item: String) -> Vec<String> {
 
 /// After every client is done: applies what is left (restarting failures) and reads the
 /// log.
-pub(crate) async fn drain<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn drain(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
-    let client = open_client(cluster).await?;
+    let client = env.backend.client().await?;
     let log = open(&client).await?;
     let mut failures = 0;
     loop {
@@ -290,10 +289,10 @@ pub const SCENARIO: Described = Described {
         client; checker: exactly once, order per sender, stop until restarted",
     defaults: (3, 20),
     checkers: |_w| Checks::named("agents", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
-            all_workers(&cluster, w, rec, client).await?;
-            drain(&cluster, w, rec).await
+            all_workers(env, w, rec, client).await?;
+            drain(env, w, rec).await
         })
     },
 };

@@ -32,7 +32,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::env::{Env, retry_open};
 use crate::scenario::store::Padded;
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use crate::scenario::{Protocol, Workload};
@@ -54,12 +54,12 @@ pub(crate) fn stm_config(p: Protocol, planted: Bugs, retry_limit: Option<u32>) -
     }
 }
 
-/// Opens an STM at `root` on `client` (the workload's protocol, the cluster's planted bugs)
+/// Opens an STM at `root` on `client` (the workload's protocol, the run's planted bugs)
 /// and makes a ref per name with `initial` (retried: both write when the nodes are missing),
-/// its values in `codec`. The STM keeps its values where the cluster says
-/// ([`Cluster::ref_store`]), under the workload's protocol and retry limit.
-pub(crate) async fn open_refs_with<K: Cluster, T, C: Codec>(
-    cluster: &K,
+/// its values in `codec`. The STM keeps its values where the run says
+/// ([`Env::ref_store`]), under the workload's protocol and retry limit.
+pub(crate) async fn open_refs_with<T, C: Codec>(
+    env: &Env<'_>,
     client: &Client,
     w: &Workload,
     root: &str,
@@ -71,8 +71,8 @@ where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
     retry_open(200, || async {
-        let config = stm_config(w.protocol, cluster.planted(), w.retry_limit);
-        let stm = match cluster.ref_store() {
+        let config = stm_config(w.protocol, env.planted, w.retry_limit);
+        let stm = match env.ref_store.clone() {
             None => Stm::open(client, root, config).await?,
             Some(store) => Stm::open_with_store(client, root, config, store).await?,
         };
@@ -146,15 +146,15 @@ pub(crate) async fn transfer_of(
 
 /// The bank's accounts on `client`, each under a validator forbidding a negative balance,
 /// their values padded to the workload's `value_size` bytes.
-pub(crate) async fn open_accounts<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn open_accounts(
+    env: &Env<'_>,
     client: &Client,
     w: &Workload,
     root: &str,
 ) -> Result<(Stm, Vec<Account>), WorkloadError> {
     let names = account_names(ACCOUNTS);
     let codec = Padded { size: w.value_size };
-    let (stm, refs) = open_refs_with(cluster, client, w, root, &names, INITIAL, codec).await?;
+    let (stm, refs) = open_refs_with(env, client, w, root, &names, INITIAL, codec).await?;
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }
@@ -162,9 +162,9 @@ pub(crate) async fn open_accounts<K: Cluster>(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let (stm, refs) = open_accounts(me.cluster, &client, me.w, ROOT).await?;
+    let (stm, refs) = open_accounts(me.env, &client, me.w, ROOT).await?;
     let mut done = 0;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
@@ -246,7 +246,5 @@ pub const SCENARIO: Described = Described {
     about: "STM transfers and whole-bank reads; checker: totals kept, no negative balance",
     defaults: (4, 25),
     checkers: |_w| Checks::named("bank", &checker_options()),
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

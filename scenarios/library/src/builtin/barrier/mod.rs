@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use avout::recipes::barrier::{Barrier, BarrierError};
+use avout::task::watch;
 use rand::Rng;
-use tokio::sync::watch;
 
 use avout_check::Options;
 
@@ -22,7 +22,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use avout_sim_zk::rng::ClientStream;
 
-use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::env::{Env, Process, Recorder};
 use crate::scenario::{BoxError, WorkloadError};
 use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
@@ -70,15 +70,15 @@ where
     ))
 }
 
-async fn controller<K: Cluster>(
-    cluster: &K,
+async fn controller(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     rounds: watch::Sender<Option<u64>>,
 ) -> Result<(), WorkloadError> {
     let mut rng = ClientStream::CHOICES.rng(w.seed, 0);
     let mut process = Process::new(0, w.clients);
-    let client = open_client(cluster).await?;
+    let client = env.backend.client().await?;
     let barrier = Barrier::new(&client, PATH)?;
     for round in 0..w.ops as u64 {
         let set = until_done(rec, &mut process, "set", round, || barrier.set()).await;
@@ -96,15 +96,15 @@ async fn controller<K: Cluster>(
     Ok(())
 }
 
-async fn waiter<K: Cluster>(
-    cluster: &K,
+async fn waiter(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     index: usize,
     mut rounds: watch::Receiver<Option<u64>>,
 ) -> Result<(), WorkloadError> {
     let process = Process::new(index, w.clients);
-    let client = open_client(cluster).await?;
+    let client = env.backend.client().await?;
     let barrier = Barrier::new(&client, PATH)?;
     let mut last = None;
     loop {
@@ -135,18 +135,18 @@ async fn waiter<K: Cluster>(
 }
 
 /// The workload: one controller and `w.clients - 1` waiters, `w.ops` rounds.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn workload(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let (tx, rx) = watch::channel(None);
     let waiters: Vec<_> = (1..w.clients)
-        .map(|i| waiter(cluster, w, rec, i, rx.clone()))
+        .map(|i| waiter(env, w, rec, i, rx.clone()))
         .collect();
     drop(rx);
     let (c, ws) = futures::join!(
-        controller(cluster, w, rec, tx),
+        controller(env, w, rec, tx),
         futures::future::join_all(waiters)
     );
     c?;
@@ -162,5 +162,5 @@ pub const SCENARIO: Described = Described {
     about: "one client sets and removes, others wait; checker: nobody passes a set barrier",
     defaults: (4, 10),
     checkers: |_w| Checks::named("barrier", &Options::default()),
-    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };

@@ -25,11 +25,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use avout::planted::Bugs;
 use avout::recipes::cache::{Cache, CacheEvent, CacheScope};
+use avout::task::watch;
 use avout::{Client, Coordination, CreateOptions, Error};
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use avout_check::Options;
 use avout_check::recipes::cache::{ROOT, Tree};
@@ -38,7 +39,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use avout_sim_zk::rng::ClientStream;
 
-use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client};
+use crate::scenario::env::{Env, Process, Recorder, all_clients};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke};
 use crate::scenario::{BoxError, WorkloadError};
 use crate::scenario::{OP_DEADLINE, Workload};
@@ -176,15 +177,30 @@ async fn setup(client: &Client, rec: &Recorder, process: Process) -> Result<(), 
     ))
 }
 
-/// Starts a cache, retrying while sessions are lost under it.
-async fn start_cache(client: &Client, scope: CacheScope) -> Result<Cache, WorkloadError> {
+/// Starts a cache with `planted` bugs, retrying while sessions are lost under it. A start that
+/// does not return within [`OP_DEADLINE`] is a stall of process `p`, and an error.
+async fn start_cache(
+    client: &Client,
+    scope: CacheScope,
+    planted: Bugs,
+    rec: &Recorder,
+    p: u64,
+) -> Result<Cache, WorkloadError> {
     let zk: Arc<dyn Coordination> = Arc::new(client.clone());
     let mut last = None;
     for _ in 0..100 {
-        match Cache::start(zk.clone(), ROOT, scope).await {
-            Ok(cache) => return Ok(cache),
-            Err(e) if e.is_session_lost() || e.is_indeterminate() => last = Some(e),
-            Err(e) => return Err(WorkloadError::gave_up("starting the cache", Some(e))),
+        let start = Cache::start_planted(zk.clone(), ROOT, scope, planted);
+        match tokio::time::timeout(OP_DEADLINE, start).await {
+            Ok(Ok(cache)) => return Ok(cache),
+            Ok(Err(e)) if e.is_session_lost() || e.is_indeterminate() => last = Some(e),
+            Ok(Err(e)) => return Err(WorkloadError::gave_up("starting the cache", Some(e))),
+            Err(_) => {
+                rec.stall(format!("process {p}'s cache start"));
+                return Err(WorkloadError::gave_up(
+                    "starting the cache (it did not return)",
+                    None::<BoxError>,
+                ));
+            }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -266,12 +282,13 @@ async fn follow(
     rec: &Recorder,
     index: usize,
     phase: &Phase,
+    planted: Bugs,
 ) -> Result<(), WorkloadError> {
     let scope = scope_of(index);
     let p = Process::new(index, w.clients).shifted(FOLLOWER_BASE).id();
     let mut trees = phase.tree.subscribe();
     let mut instance = index as u64 * 1000;
-    let mut cache = start_cache(client, scope).await?;
+    let mut cache = start_cache(client, scope, planted, rec, p).await?;
     let mut deadline = None;
     loop {
         let event = tokio::select! {
@@ -288,7 +305,7 @@ async fn follow(
                 rec.invoke(p, "cache-stopped", value.clone(), None);
                 rec.complete(EventType::Ok, p, "cache-stopped", value, None);
                 instance += 1;
-                cache = start_cache(client, scope).await?;
+                cache = start_cache(client, scope, planted, rec, p).await?;
             }
             None => {}
         }
@@ -339,12 +356,12 @@ async fn coordinate(client: &Client, rec: &Recorder, phase: &Phase) -> Result<()
 }
 
 /// The workload: the root, then every client writing and following, and the coordinator.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn workload(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    let coordinator = open_client(cluster).await?;
+    let coordinator = env.backend.client().await?;
     setup(
         &coordinator,
         rec,
@@ -358,14 +375,14 @@ pub(crate) async fn workload<K: Cluster>(
     };
     let phase = &phase;
     let clients = all_clients(w.clients, |index| async move {
-        let client = open_client(cluster).await?;
+        let client = env.backend.client().await?;
         let writer = async {
             let written = write(&client, w, rec, index).await;
             phase.writing.fetch_sub(1, Ordering::SeqCst);
             written
         };
         let follower = async {
-            let followed = follow(&client, w, rec, index, phase).await;
+            let followed = follow(&client, w, rec, index, phase, env.planted).await;
             phase.following.fetch_sub(1, Ordering::SeqCst);
             followed
         };
@@ -385,5 +402,5 @@ pub const SCENARIO: Described = Described {
         for a real change, none reported twice, each view converges to the tree",
     defaults: (4, 30),
     checkers: |_w| Checks::named("cache", &Options::default()),
-    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };

@@ -19,21 +19,21 @@ use avout_check::Options;
 use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, Recorder, open_client, retry_open};
+use crate::scenario::env::{Env, Recorder, retry_open};
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use crate::scenario::{OP_DEADLINE, Workload};
 use avout_check::history::EventType;
 
 const PATH: &str = "/counter";
 
-/// Opens the counter's atom at `path` on `client` with `cluster`'s planted bugs (retried: the
+/// Opens the counter's atom at `path` on `client` with `env`'s planted bugs (retried: the
 /// open writes the initial value if the node is missing).
-pub(crate) async fn open<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn open(
+    env: &Env<'_>,
     client: &Client,
     path: &str,
 ) -> Result<Atom<u64>, WorkloadError> {
-    let planted = cluster.planted();
+    let planted = env.planted;
     retry_open(200, || {
         Atom::builder(client, path).planted(planted).open(0u64)
     })
@@ -41,9 +41,9 @@ pub(crate) async fn open<K: Cluster>(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let atom = open(me.cluster, &client, PATH).await?;
+    let atom = open(me.env, &client, PATH).await?;
     for _ in 0..me.w.ops {
         let add = me.rng.random_bool(0.75);
         let (f, value) = if add {
@@ -74,14 +74,14 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 }
 
 /// The final read, after every client is done.
-pub(crate) async fn final_read<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn final_read(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
     let p = (w.clients * (w.ops + 1)) as u64;
-    let client = open_client(cluster).await?;
-    let atom = open(cluster, &client, PATH).await?;
+    let client = env.backend.client().await?;
+    let atom = open(env, &client, PATH).await?;
     read_until_answered(rec, p, "read", || atom.deref())
         .await
         .map_err(|last| WorkloadError::gave_up("the final read of the counter", Some(last)))
@@ -129,10 +129,10 @@ pub const SCENARIO: Described = Described {
     about: "atom increments and reads; checker: distinct increments, reads within bounds",
     defaults: (4, 50),
     checkers: |_w| Checks::named("counter", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
-            all_workers(&cluster, w, rec, client).await?;
-            final_read(&cluster, w, rec).await
+            all_workers(env, w, rec, client).await?;
+            final_read(env, w, rec).await
         })
     },
 };

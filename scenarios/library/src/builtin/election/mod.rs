@@ -25,17 +25,16 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 
 const PATH: &str = "/election";
 const RESOURCE: &str = "/election-resource";
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let election = Election::new(&client, PATH)?;
+    let election = Election::new(&client, PATH)?.planted(me.env.planted);
     for _ in 0..me.w.ops {
         let p = me.caller.p();
         let campaign = Invoke::new("acquire", Value::Null).stall(format!("process {p}'s campaign"));
@@ -84,7 +83,5 @@ pub const SCENARIO: Described = Described {
     checkers: |_w| {
         Checks::named("holds", &Options::default()).labelled("election (one leader per term)")
     },
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

@@ -24,7 +24,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::env::retry_open;
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use avout_check::history::ErrorCode;
 
@@ -33,7 +33,7 @@ const KEYS: u64 = 3;
 const VALUES: u64 = 5;
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let kv = retry_open(200, || LinKv::open(&client, BASE)).await?;
     for _ in 0..me.w.ops {
@@ -86,7 +86,5 @@ pub const SCENARIO: Described = Described {
     about: "Maelstrom lin-kv read/write/cas on 3 keys; checker: linearizability per key",
     defaults: (4, 50),
     checkers: |_w| Checks::named("cas-register", &Options::default()),
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

@@ -25,7 +25,6 @@ use crate::scenario::Described;
 use crate::scenario::Protocol;
 use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 
 const ROOT: &str = "/list-append";
@@ -38,11 +37,11 @@ enum Micro {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
     let (stm, refs) = open_refs_with(
-        me.cluster,
+        me.env,
         &client,
         me.w,
         ROOT,
@@ -127,7 +126,5 @@ pub const SCENARIO: Described = Described {
             },
         )
     },
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

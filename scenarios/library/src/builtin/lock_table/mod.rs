@@ -40,7 +40,6 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::Cluster;
 use crate::scenario::worker::{Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
@@ -76,7 +75,7 @@ impl Ends for LockTableError {
 }
 
 /// One clerk: `me.w.ops` holds, each named by its token (see the module docs).
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
     let me_name = format!("clerk-{}", me.index);
@@ -152,7 +151,5 @@ pub const SCENARIO: Described = Described {
         Checks::named("holds", &Options::default())
             .labelled("lock-table (one clerk inside at a time)")
     },
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

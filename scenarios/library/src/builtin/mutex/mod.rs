@@ -30,7 +30,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::OP_DEADLINE;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, retry_open};
+use crate::scenario::env::retry_open;
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
@@ -95,12 +95,12 @@ impl Ends for LockError {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     counter_node(&client, RESOURCE).await?;
-    let mutex = Mutex::new(&client, LOCK)?.planted(me.cluster.planted());
+    let mutex = Mutex::new(&client, LOCK)?.planted(me.env.planted);
     for _ in 0..me.w.ops {
-        let nothing = async |_: &mut Worker<'_, K>| Ended::Ok(());
+        let nothing = async |_: &mut Worker<'_>| Ended::Ok(());
         if let Ended::Stuck = fenced_increment(&mut me, &client, &mutex, RESOURCE, nothing).await {
             break;
         }
@@ -113,12 +113,12 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
 /// fenced increment of the counter at `resource`, and the release, each recorded. A failed
 /// acquire (its session lost or not) ends the turn; the mutex acquires on the client's next
 /// session next time. `Stuck` if an operation missed its deadline.
-pub(crate) async fn fenced_increment<'a, K>(
-    me: &mut Worker<'a, K>,
+pub(crate) async fn fenced_increment<'a>(
+    me: &mut Worker<'a>,
     client: &Client,
     mutex: &Mutex,
     resource: &str,
-    inside: impl AsyncFnOnce(&mut Worker<'a, K>) -> Ended<(), ()>,
+    inside: impl AsyncFnOnce(&mut Worker<'a>) -> Ended<(), ()>,
 ) -> Ended<(), ()> {
     let p = me.caller.p();
     let acquire = Invoke::new("acquire", Value::Null);
@@ -181,7 +181,5 @@ pub const SCENARIO: Described = Described {
             .and("mutex", &Options::default())
             .labelled("mutex (fencing) and the mutex checker")
     },
-    workload: |cluster, w, rec| {
-        Box::pin(async move { all_workers(&cluster, w, rec, client).await })
-    },
+    workload: |env, w, rec| Box::pin(async move { all_workers(env, w, rec, client).await }),
 };

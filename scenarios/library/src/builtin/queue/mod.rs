@@ -23,7 +23,7 @@ use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::Workload;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::env::{Env, Process, Recorder};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke, Worker, all_workers};
 use avout_check::history::EventType;
 
@@ -50,7 +50,7 @@ async fn take(q: &Queue, wait: Duration) -> Result<Value, QueueError> {
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let queue = Queue::new(&client, PATH)?;
     for n in 0..me.w.ops {
@@ -80,16 +80,17 @@ pub(crate) async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), Work
     Ok(())
 }
 
-/// The drain, after every client is done: takes until the queue is empty.
-pub(crate) async fn drain<K: Cluster>(
-    cluster: &K,
+/// The drain of the queue at `path`, after every client is done: takes until it is empty.
+pub(crate) async fn drain(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
+    path: &str,
 ) -> Result<(), WorkloadError> {
     // The drain's process numbers follow one another.
     let mut drain = Caller::new(rec, Process::new(w.clients * (w.ops + 1), 1));
-    let client = open_client(cluster).await?;
-    let queue = Queue::new(&client, PATH)?;
+    let client = env.backend.client().await?;
+    let queue = Queue::new(&client, path)?;
     let mut failures = 0;
     loop {
         let op = Invoke::new("take", Value::Null).stall("the drain's take".into());
@@ -114,10 +115,10 @@ pub const SCENARIO: Described = Described {
     about: "put unique items, take, drain; checker: nothing lost, nothing delivered twice",
     defaults: (4, 40),
     checkers: |_w| Checks::named("queue", &Options::default()),
-    workload: |cluster, w, rec| {
+    workload: |env, w, rec| {
         Box::pin(async move {
-            all_workers(&cluster, w, rec, client).await?;
-            drain(&cluster, w, rec).await
+            all_workers(env, w, rec, client).await?;
+            drain(env, w, rec, PATH).await
         })
     },
 };

@@ -13,7 +13,7 @@
 //!   counter node (`write`, a `multi` that checks the lock node) and `release` (`ok` only when
 //!   the lock node was confirmed to stand), as in `mutex`;
 //! - `expire`: at two to four points of its run (never in its last [`AFTER_LAST`] operations)
-//!   the client expires its *own* current session through [`Cluster::expire`] and waits until
+//!   the client expires its *own* current session through [`Backend::expire`] and waits until
 //!   its client has opened the next one (`ok` with the generations). Half of the expiries whose
 //!   operation is a hold happen inside it, after the acquire: the hold's write must then be
 //!   fenced off and its release is `info`.
@@ -38,6 +38,8 @@
 //! order, no increment lost), the leader's as `election` (one leader per term, no two live
 //! leaders); and, liveness, every client made progress after each of its expiries: an `ok`
 //! operation of its own invoked after the `expire` completed.
+//!
+//! [`Backend::expire`]: avout_testkit::backend::Backend::expire
 
 /// The `sessions` scenario: atom, transfers, fenced lock, leader latch across own expiries.
 pub const SCENARIO: Described = Described {
@@ -54,7 +56,7 @@ pub const SCENARIO: Described = Described {
             },
         )
     },
-    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };
 
 #[cfg(test)]
@@ -82,7 +84,7 @@ use crate::builtin::mutex::{
 };
 use crate::scenario::Described;
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, Process, Recorder, open_client};
+use crate::scenario::env::{Env, Process, Recorder};
 use crate::scenario::worker::all_workers;
 use crate::scenario::worker::{Caller, Ended, Invoke, Worker};
 use crate::scenario::{OP_DEADLINE, Workload};
@@ -116,16 +118,12 @@ struct Handles {
 }
 
 impl Handles {
-    async fn open<K: Cluster>(
-        cluster: &K,
-        client: &Client,
-        w: &Workload,
-    ) -> Result<Self, WorkloadError> {
-        let atom = crate::builtin::counter::open(cluster, client, COUNTER).await?;
-        let (stm, accounts) = open_accounts(cluster, client, w, BANK).await?;
+    async fn open(env: &Env<'_>, client: &Client, w: &Workload) -> Result<Self, WorkloadError> {
+        let atom = crate::builtin::counter::open(env, client, COUNTER).await?;
+        let (stm, accounts) = open_accounts(env, client, w, BANK).await?;
         counter_node(client, LOCKED).await?;
         counter_node(client, LED).await?;
-        let mutex = Mutex::new(client, LOCK)?.planted(cluster.planted());
+        let mutex = Mutex::new(client, LOCK)?.planted(env.planted);
         let election = Election::new(client, ELECTION)?;
         Ok(Handles {
             atom,
@@ -138,19 +136,19 @@ impl Handles {
 }
 
 /// The workload: every client (its operations and its leadership), then the final reads.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn workload(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    all_workers(cluster, w, rec, client).await?;
-    final_reads(cluster, w, rec).await
+    all_workers(env, w, rec, client).await?;
+    final_reads(env, w, rec).await
 }
 
 /// One client: its operations beside its leadership.
-async fn client<K: Cluster>(mut me: Worker<'_, K>) -> Result<(), WorkloadError> {
+async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
-    let h = Handles::open(me.cluster, &client, me.w).await?;
+    let h = Handles::open(me.env, &client, me.w).await?;
     let (stop, stopped) = oneshot::channel();
     let leader = Leader {
         caller: Caller::new(
@@ -187,7 +185,7 @@ fn expiry_points(rng: &mut impl Rng, ops: usize) -> Vec<usize> {
 }
 
 /// The client's `me.w.ops` operations.
-async fn operations<K: Cluster>(me: &mut Worker<'_, K>, client: &Client, h: &Handles) {
+async fn operations(me: &mut Worker<'_>, client: &Client, h: &Handles) {
     let expiries = expiry_points(&mut me.rng, me.w.ops);
     for n in 0..me.w.ops {
         let expire = expiries.binary_search(&n).is_ok();
@@ -201,7 +199,7 @@ async fn operations<K: Cluster>(me: &mut Worker<'_, K>, client: &Client, h: &Han
             {
                 return;
             }
-            let then = async |me: &mut Worker<'_, K>| {
+            let then = async |me: &mut Worker<'_>| {
                 if inside {
                     expire_own(me, client, true).await
                 } else {
@@ -222,7 +220,7 @@ async fn operations<K: Cluster>(me: &mut Worker<'_, K>, client: &Client, h: &Han
 }
 
 /// One operation on the atom or the accounts, by `roll` (below 75).
-async fn one<K>(me: &mut Worker<'_, K>, h: &Handles, roll: u32) -> Ended<(), ()> {
+async fn one(me: &mut Worker<'_>, h: &Handles, roll: u32) -> Ended<(), ()> {
     let (f, input) = match roll {
         0..30 => ("add", Value::from(1)),
         30..40 => ("read", Value::Null),
@@ -268,19 +266,15 @@ fn drop_value<T, E>(ended: Ended<T, E>) -> Ended<(), ()> {
 /// Expires the client's current session and waits until the client has opened the next one:
 /// the `expire` operation, `ok` with the session and the generations (done inside a hold when
 /// `in_hold`).
-async fn expire_own<K: Cluster>(
-    me: &mut Worker<'_, K>,
-    client: &Client,
-    in_hold: bool,
-) -> Ended<(), ()> {
-    let cluster = me.cluster;
+async fn expire_own(me: &mut Worker<'_>, client: &Client, in_hold: bool) -> Ended<(), ()> {
+    let env = me.env;
     let call = || async {
         // Subscribed first: the new session cannot be announced unseen in between.
         let mut events = client.connection_events();
         let session = client.current_session().await?;
         let (id, generation) = (session.session().id, session.generation());
         drop(session);
-        cluster.expire(id).await?;
+        env.backend.expire(id).await?;
         while client.generation() <= generation {
             if events.next().await.is_none() {
                 return Err(avout::Error::Closed);
@@ -325,6 +319,7 @@ impl Leader<'_> {
                 return;
             }
             state = tokio::select! {
+                biased;
                 next = events.next() => match next {
                     Some(next) => next,
                     None => return,
@@ -483,17 +478,13 @@ impl Leader<'_> {
 
 /// After every client is done: a fresh client reads the atom and the balances, each until it
 /// answers.
-async fn final_reads<K: Cluster>(
-    cluster: &K,
-    w: &Workload,
-    rec: &Recorder,
-) -> Result<(), WorkloadError> {
-    let client = open_client(cluster).await?;
-    let atom = crate::builtin::counter::open(cluster, &client, COUNTER).await?;
+async fn final_reads(env: &Env<'_>, w: &Workload, rec: &Recorder) -> Result<(), WorkloadError> {
+    let client = env.backend.client().await?;
+    let atom = crate::builtin::counter::open(env, &client, COUNTER).await?;
     read_until_answered(rec, FINAL_BASE, "read", || atom.deref())
         .await
         .map_err(|last| WorkloadError::gave_up("the final read of the atom", Some(last)))?;
-    let (stm, accounts) = open_accounts(cluster, &client, w, BANK).await?;
+    let (stm, accounts) = open_accounts(env, &client, w, BANK).await?;
     read_until_answered(rec, FINAL_BASE + 1, "balances", || {
         balances(&stm, &accounts)
     })

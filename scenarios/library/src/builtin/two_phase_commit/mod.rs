@@ -34,10 +34,10 @@ use avout::machine::drive;
 use avout::recipes::two_phase_commit::{
     Coordinator, Outcome as Decision, OutcomeMachine, Site, TwoPhaseError, Vote,
 };
+use avout::task::watch;
 use avout::{Client, CoordinationExt, CreateMode, CreateOptions};
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use avout_check::Options;
 
@@ -47,7 +47,7 @@ use crate::scenario::Workload;
 use avout_sim_zk::rng::ClientStream;
 
 use crate::scenario::WorkloadError;
-use crate::scenario::env::{Cluster, Process, Recorder, all_clients, open_client, retry_open};
+use crate::scenario::env::{Env, Process, Recorder, all_clients, retry_open};
 use crate::scenario::worker::{Caller, Ended, Ends, Invoke};
 use avout_check::history::EventType;
 
@@ -114,12 +114,12 @@ struct Role<'a> {
 }
 
 impl<'a> Role<'a> {
-    async fn new<K: Cluster>(
-        cluster: &K,
-        rec: &'a Recorder,
-        process: Process,
-    ) -> Result<Self, Stop> {
-        let client = open_client(cluster).await.map_err(Stop::Infra)?;
+    async fn new(env: &Env<'_>, rec: &'a Recorder, process: Process) -> Result<Self, Stop> {
+        let client = env
+            .backend
+            .client()
+            .await
+            .map_err(|e| Stop::Infra(e.into()))?;
         Ok(Role {
             client,
             caller: Caller::new(rec, process),
@@ -233,8 +233,8 @@ fn learned(ask: &Value, d: Decision) -> Value {
     value
 }
 
-async fn coordinator<K: Cluster>(
-    cluster: &K,
+async fn coordinator(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     index: usize,
@@ -243,7 +243,7 @@ async fn coordinator<K: Cluster>(
 ) -> Result<(), Stop> {
     let sites: Vec<String> = (0..w.clients).map(|c| format!("c{c}")).collect();
     let process = Process::new(index, 2 * w.clients);
-    let mut role = Role::new(cluster, rec, process).await?;
+    let mut role = Role::new(env, rec, process).await?;
     // Dropping a round's sender unannounced tells its sites it was not begun.
     for (round, announce) in rounds {
         let path = tx_path(base, round);
@@ -280,8 +280,8 @@ async fn coordinator<K: Cluster>(
     Ok(())
 }
 
-async fn site<K: Cluster>(
-    cluster: &K,
+async fn site(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
     index: usize,
@@ -291,7 +291,7 @@ async fn site<K: Cluster>(
     let mut rng = ClientStream::CHOICES.rng(w.seed, index);
     let name = format!("c{index}");
     let process = Process::new(w.clients + index, 2 * w.clients);
-    let mut role = Role::new(cluster, rec, process).await?;
+    let mut role = Role::new(env, rec, process).await?;
     for (round, announced) in rounds.iter_mut().enumerate() {
         let round = round as u64;
         // Drawn first, whatever happens in the round, so faults never change the choices.
@@ -347,8 +347,8 @@ async fn site<K: Cluster>(
 }
 
 /// A fresh directory for this run's transactions.
-async fn run_base<K: Cluster>(cluster: &K) -> Result<String, WorkloadError> {
-    let client = open_client(cluster).await?;
+async fn run_base(env: &Env<'_>) -> Result<String, WorkloadError> {
+    let client = env.backend.client().await?;
     let sequential = CreateOptions::new(CreateMode::PersistentSequential);
     // A create lost with its reply leaves an empty run directory behind: harmless.
     retry_open(ATTEMPTS as u32, || async {
@@ -363,12 +363,12 @@ async fn run_base<K: Cluster>(cluster: &K) -> Result<String, WorkloadError> {
 
 /// The workload: `w.ops` transactions, each with every client as a site and coordinators
 /// taking turns.
-pub(crate) async fn workload<K: Cluster>(
-    cluster: &K,
+pub(crate) async fn workload(
+    env: &Env<'_>,
     w: &Workload,
     rec: &Recorder,
 ) -> Result<(), WorkloadError> {
-    let base = run_base(cluster).await?;
+    let base = run_base(env).await?;
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..w.ops).map(|_| watch::channel(None)).unzip();
     let mut owned: Vec<Vec<(u64, watch::Sender<Option<bool>>)>> =
         (0..w.clients).map(|_| Vec::new()).collect();
@@ -379,11 +379,11 @@ pub(crate) async fn workload<K: Cluster>(
     let (coordinators, sites) = futures::join!(
         all_clients(w.clients, |i| {
             let rounds = std::mem::take(&mut owned[i]);
-            async move { finish(coordinator(cluster, w, rec, i, base, rounds).await) }
+            async move { finish(coordinator(env, w, rec, i, base, rounds).await) }
         }),
         all_clients(w.clients, |i| {
             let rounds = receivers.clone();
-            async move { finish(site(cluster, w, rec, i, base, rounds).await) }
+            async move { finish(site(env, w, rec, i, base, rounds).await) }
         }),
     );
     coordinators.and(sites)
@@ -395,7 +395,7 @@ pub const SCENARIO: Described = Described {
     about: "transactions over every client as a site; checker: atomic commitment",
     defaults: (4, 15),
     checkers: |_w| Checks::named("two-phase-commit", &Options::default()),
-    workload: |cluster, w, rec| Box::pin(async move { workload(&cluster, w, rec).await }),
+    workload: |env, w, rec| Box::pin(workload(env, w, rec)),
 };
 
 #[cfg(test)]

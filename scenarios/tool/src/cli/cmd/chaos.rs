@@ -20,9 +20,9 @@ use avout::planted::Bug;
 use avout::stm::store::{PostgresStore, RefStore};
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
-use avout_scenarios::scenario::env::ZkCluster;
 use avout_scenarios::scenario::store::RefStoreKind;
 use avout_scenarios::scenario::{Registry, Report, RunError, Workload};
+use avout_testkit::backend::ZkBackend;
 use avout_testkit::server::ZkEnsemble;
 
 /// The session timeout of real-server runs (ZooKeeper's minimum with its default tick).
@@ -31,8 +31,8 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 /// Where a real run goes.
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
-    /// A running server or ensemble.
-    Server(String),
+    /// A running server or ensemble, reached with this configuration (TLS, SASL).
+    Server(Box<ZkConfig>),
     /// An ensemble started for the run, with a nemesis every `kill_every`.
     Ensemble {
         size: usize,
@@ -60,12 +60,12 @@ pub(crate) enum ChaosError {
     Run(#[from] RunError),
 }
 
-async fn chroot(connect: &str, scenario: &str) -> Result<String, ChaosError> {
+async fn chroot(config: &ZkConfig, scenario: &str) -> Result<String, ChaosError> {
     let unreachable = |reason: String| ChaosError::Unreachable {
-        connect: connect.to_owned(),
+        connect: config.connect.clone(),
         reason,
     };
-    let config = ZkConfig::new(connect).with_session_timeout(SESSION_TIMEOUT);
+    let config = config.clone().with_session_timeout(SESSION_TIMEOUT);
     let zk = tokio::time::timeout(Duration::from_secs(15), Client::connect(config))
         .await
         .map_err(|_| unreachable("no session within 15 s".into()))?
@@ -96,7 +96,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ChaosError> {
 
 async fn nemesis_loop(
     ensemble: Arc<ZkEnsemble>,
-    cluster: Arc<Mutex<ZkCluster>>,
+    backend: Arc<Mutex<ZkBackend>>,
     every: Duration,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
 ) {
@@ -155,7 +155,7 @@ async fn nemesis_loop(
             }
             _ => {
                 // The current round's clients.
-                let live = cluster.lock().expect("not poisoned").sessions();
+                let live = backend.lock().expect("not poisoned").sessions();
                 if let Some(c) = live.get(round % live.len().max(1)) {
                     count("session-expiry");
                     if c.expire_session().await.is_err() {
@@ -206,8 +206,8 @@ pub(crate) fn run_real(
     pg: Option<&str>,
     duration: Option<Duration>,
 ) -> Result<Vec<Report>, ChaosError> {
-    let (ensemble, connect, every) = match target {
-        Target::Server(connect) => (None, connect.clone(), None),
+    let (ensemble, config, every) = match target {
+        Target::Server(config) => (None, (**config).clone(), None),
         Target::Ensemble { size, kill_every } => {
             if *size == 0 {
                 return Err(ChaosError::NoMembers);
@@ -220,29 +220,33 @@ pub(crate) fn run_real(
                     size: *size,
                     source,
                 })?;
-            let connect = e.connect_string();
-            (Some(Arc::new(e)), connect, *kill_every)
+            let config = ZkConfig::new(e.connect_string());
+            (Some(Arc::new(e)), config, *kill_every)
         }
     };
     let rt = runtime()?;
     let result = rt.block_on(async {
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
         let mut nemesis = None;
-        let mut current: Option<Arc<Mutex<ZkCluster>>> = None;
+        let mut current: Option<Arc<Mutex<ZkBackend>>> = None;
         let started = std::time::Instant::now();
         let mut reports = Vec::new();
         for round in 0u64.. {
             let mut w = w.clone();
             w.seed = w.seed.wrapping_add(round);
-            let base = chroot(&connect, &w.scenario).await?;
-            let store = ref_store(&w, pg, &format!("{connect}{base}")).await?;
-            let cluster = ZkCluster::new(
-                ZkConfig::new(format!("{connect}{base}")).with_session_timeout(SESSION_TIMEOUT),
-            )
-            .with_ref_store(store);
+            let base = chroot(&config, &w.scenario).await?;
+            let connect = format!("{}{base}", config.connect);
+            let store = ref_store(&w, pg, &connect).await?;
+            let backend = ZkBackend::new(
+                ZkConfig {
+                    connect,
+                    ..config.clone()
+                }
+                .with_session_timeout(SESSION_TIMEOUT),
+            );
             match &current {
-                Some(c) => *c.lock().expect("not poisoned") = cluster.clone(),
-                None => current = Some(Arc::new(Mutex::new(cluster.clone()))),
+                Some(c) => *c.lock().expect("not poisoned") = backend.clone(),
+                None => current = Some(Arc::new(Mutex::new(backend.clone()))),
             }
             if let (None, Some(e), Some(every), Some(c)) = (&nemesis, &ensemble, every, &current) {
                 nemesis = Some(tokio::spawn(nemesis_loop(
@@ -253,7 +257,12 @@ pub(crate) fn run_real(
                 )));
             }
             let before = counts.lock().expect("not poisoned").clone();
-            let report = registry.run(&w).planted(planted).zk(&cluster).await;
+            let report = registry
+                .run(&w)
+                .planted(planted)
+                .ref_store(store)
+                .zk(&backend)
+                .await;
             let mut report = match report {
                 Ok(r) => r,
                 Err(e) => {

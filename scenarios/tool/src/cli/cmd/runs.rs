@@ -20,7 +20,8 @@ use super::chaos;
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkloadArgs {
     /// The scenario: counter, lin-kv, mutex, rwlock, election, queue, barrier, bank,
-    /// list-append, lock-table, two-phase-commit, sessions, agents or cache.
+    /// list-append, lock-table, two-phase-commit, sessions, agents, cache, semaphore,
+    /// double-barrier, latch or work-queue.
     scenario: String,
     /// Concurrent clients (default: the scenario's).
     #[arg(long)]
@@ -50,7 +51,10 @@ pub(crate) struct WorkloadArgs {
     value_size: Option<String>,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
-    /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck.
+    /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck; or one of
+    /// the museum's (reports/museum.md): kazoo-649, curator-621, kazoo-732, curator-335,
+    /// curator-462, curator-gh-1290, zookeeper-1011, curator-358, curator-16, curator-202,
+    /// curator-623, curator-476, curator-311.
     #[arg(long, value_name = "BUG")]
     planted: Option<String>,
     /// Where histories and case files go.

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The museum's table (reports/museum.md): every museum bug against every scenario, on seeds
+# 0..N of the default fault mix, one thread.
+#
+#   bash reports/museum.sh [N] [BUG ...]      (N defaults to 1000; BUGs default to the museum)
+#
+# For each bug: `avout soak --planted BUG` over every scenario (which scenarios fail it, on how
+# many seeds); the scenario failing at the lowest seed is its finder, `avout explore` times the
+# search there, `avout shrink` makes its first failing case small, and `avout view` draws the
+# shrunk case's page into reports/museum/BUG.html (not kept in git: each page carries the whole
+# viewer, so the pages were 13 copies of it; the case file beside it is kept, and its row of the
+# table in BUG.row, so a run for a few bugs keeps the others' rows). The table replaces
+# the text between the markers in reports/museum.md; the notes below them are kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seeds=${1:-1000}
+shift || true
+# AVOUT: an `avout` binary already built with the feature (else it is built here).
+if [ -n "${AVOUT:-}" ]; then
+  avout=$AVOUT
+else
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+  cargo build --release -q -p avout-cli --features planted-bugs
+  avout=$CARGO_TARGET_DIR/release/avout
+fi
+if [ $# -gt 0 ]; then
+  bugs=("$@")
+else
+  # The museum: the planted bugs named after a report (avout's own six are not), as the
+  # refusal of an unknown name lists them.
+  mapfile -t bugs < <("$avout" run counter --planted '?' 2>&1 | sed -n 's/.*(known: \(.*\))$/\1/p' |
+    tr ',' '\n' | tr -d ' ' | grep -E '^(curator|kazoo|zookeeper)-')
+fi
+out=avout-runs/museum
+mkdir -p "$out" reports/museum
+
+row() { echo "$1" >"reports/museum/$bug.row"; }
+for bug in "${bugs[@]}"; do
+  echo "museum: $bug ..." >&2
+  soak="$out/$bug.soak.json"
+  "$avout" soak --seeds "$seeds" --base 0 --planted "$bug" --threads 1 --json \
+    --out "$out/$bug" >"$soak" || true
+  # Failing scenarios, lowest first failing seed first: "scenario failures first-seed".
+  found=$(jq -r '.rows[] | select(.failures > 0) | "\(.first_failure.seed) \(.scenario) \(.failures)"' \
+    "$soak" | sort -n)
+  if [ -z "$found" ]; then
+    row "| \`$bug\` | **not found** in $seeds seeds | | | | |"
+    continue
+  fi
+  read -r _ finder _ <<<"$(head -1 <<<"$found")"
+  failing=$(awk -v n="$seeds" '{printf "%s%s %d/%d", sep, $2, $3, n; sep=", "}' <<<"$found")
+  explore=$("$avout" explore "$finder" --planted "$bug" --seeds "0..$seeds" --threads 1 --json \
+    --out "$out/$bug/explore" || true)
+  to_find=$(jq -r '.seeds_to_first_failure' <<<"$explore")
+  secs=$(jq -r '.wall_time_s * 1000 | round / 1000' <<<"$explore")
+  case=$(jq -r '.failures[0].case' <<<"$explore")
+  anomaly=$(jq -r '.failures[0].anomalies[0] | split("\n")[0] | .[0:140]' <<<"$explore")
+  shrunk=$("$avout" shrink "$case" --budget 1000 --json --out "reports/museum/$bug.json" || true)
+  steps=$(jq -r '"\(.steps_after) steps (\(.clients) × \(.ops_per_client) ops, \(.faults_fired_before) → \(.faults_scheduled_after) faults)"' <<<"$shrunk")
+  "$avout" view "reports/museum/$bug.json" --out "reports/museum/$bug.html" >/dev/null
+  row "| \`$bug\` | $finder | $to_find ($secs s) | $steps | $failing | [case](museum/$bug.json): ${anomaly//|/\\|} |"
+done
+# Every bug's row, the museum's order (a run for a few bugs keeps the others' rows).
+mapfile -t all < <("$avout" run counter --planted '?' 2>&1 | sed -n 's/.*(known: \(.*\))$/\1/p' |
+  tr ',' '\n' | tr -d ' ')
+rows=()
+for bug in "${all[@]}"; do
+  if [ -f "reports/museum/$bug.row" ]; then rows+=("$(cat "reports/museum/$bug.row")"); fi
+done
+
+table=$(
+  echo "| bug | found by | seeds to first failure (explore, 1 thread) | shrunk | scenarios failing (seeds of $seeds) | shrunk case |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+)
+# Replace the text between the markers, keeping the rest of the file.
+table=$table awk '
+  /<!-- museum:begin -->/ { print; print ENVIRON["table"]; skip = 1; next }
+  /<!-- museum:end -->/ { skip = 0 }
+  !skip { print }
+' reports/museum.md >reports/museum.md.new
+mv reports/museum.md.new reports/museum.md
+echo "museum: reports/museum.md written" >&2
