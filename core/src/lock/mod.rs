@@ -22,15 +22,19 @@
 //!   handle's next acquisition runs on the client's next session (it does not join the lost
 //!   hold), queueing behind the old session's node until the service has removed it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
-//!   `Drop` cannot wait), and sends the deferred release it carried if its `multi` may not
-//!   have applied; dropping a guard releases like [`LockGuard::unlock`].
+//!   `Drop` cannot wait), and sends alone the deferred release it took to carry if its `multi`
+//!   was not sent yet or may not have applied; dropping a guard releases like
+//!   [`LockGuard::unlock`]. Dropping the handle itself leaves a deferred release to its task,
+//!   which sends it when the linger ends.
 //! - [`LockGuard::unlock`] returns at once. A handle that locks again promptly after it
 //!   unlocks *defers* its releases: the node's delete rides with the next acquisition (one
 //!   `multi` deletes the old node and queues the new one: a warm lock–unlock cycle is one
 //!   write), or, if none comes within [`RELEASE_LINGER`] (a millisecond), a background task
 //!   sends it alone; any other release is sent at once. A background task checks the
-//!   delete's reply and repeats it after a connection loss; after a session loss the node
-//!   went with the session. [`LockGuard::unlock_now`] never defers, and returns when the
+//!   delete's reply and repeats it after a connection loss (a release deferred while the
+//!   connection is down goes out when it is back); after a session loss the node went with
+//!   the session, and a deferred release of an ended session is dropped, never carried by an
+//!   acquisition on the client's next session. [`LockGuard::unlock_now`] never defers, and returns when the
 //!   delete is ordered on the session, ahead of everything the session sends later. Either
 //!   way a waiter whose watched node was the last in its way takes the lock on the deletion
 //!   event without re-reading the children.

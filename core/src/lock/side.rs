@@ -171,22 +171,33 @@ impl Side {
 
     /// Takes this handle's deferred releases (this side's and its partner's) for an
     /// acquisition on `session`: the one to ride with its create, if one belongs to that
-    /// session; any other is sent alone at once (or dropped, if its session ended).
-    async fn take_deferred(self: &Arc<Self>, session: &Session) -> Option<String> {
+    /// session, in a [`Ride`]; any other is sent alone at once (or dropped, if its session
+    /// ended).
+    async fn take_deferred(self: &Arc<Self>, session: &Session) -> Ride {
         let partner = self.partner.get().and_then(Weak::upgrade);
         let mine = lock(&self.deferrals).acquire(Instant::now());
         let theirs = partner.as_ref().and_then(|p| lock(&p.deferrals).take());
-        let mut ride = None;
+        let mut ride = Ride {
+            side: self.clone(),
+            session: session.clone(),
+            node: None,
+        };
+        let mut alone = Vec::new();
         for d in mine.into_iter().chain(theirs) {
             if d.session.has_ended() {
                 continue;
             }
-            if ride.is_none() && d.session.generation() == session.generation() {
-                ride = Some(d.node);
+            if ride.node.is_none() && d.session.generation() == session.generation() {
+                ride.node = Some(d.node);
             } else {
-                // Its session's end is the only failure, and takes the node with it.
-                let _ = self.send_delete(&d.session, d.node).await;
+                // Handed to a task here, before anything is awaited: a dropped acquisition
+                // loses none of them.
+                alone.push(self.send_delete(&d.session, d.node));
             }
+        }
+        for sent in alone {
+            // Its session's end is the only failure, and takes the node with it.
+            let _ = sent.await;
         }
         ride
     }
@@ -338,8 +349,8 @@ impl Side {
         }
         let own = own()?;
         let session = self.client.current_session().await?;
-        // A release `unlock` deferred rides with our create (taken first: an error below
-        // leaves it with the machine-less path, which sends it alone).
+        // A release `unlock` deferred rides with our create. Until the machine carries it, the
+        // `Ride` sends it alone if we return early or are dropped.
         let riding = self.take_deferred(&session).await;
         // The acquisition that makes the handle defer reads whether the lock directory's data
         // allows the stamp (sent now: it travels with the create).
@@ -350,16 +361,10 @@ impl Side {
         // Earlier releases through this handle: failed ones are retried first (their nodes
         // would block everyone); those still in flight must not make us wait for ourselves.
         let partner = self.partner.get().and_then(Weak::upgrade);
-        if let Err(e) = self.retry_failed_releases(&*session).await {
-            self.release_unridden(&session, riding).await;
-            return Err(e.into());
-        }
+        self.retry_failed_releases(&*session).await?;
         let mut releasing = self.releasing_names();
         if let Some(partner) = &partner {
-            if let Err(e) = partner.retry_failed_releases(&*session).await {
-                self.release_unridden(&session, riding).await;
-                return Err(e.into());
-            }
+            partner.retry_failed_releases(&*session).await?;
             releasing.extend(partner.releasing_names());
         }
         let zk = &session;
@@ -373,10 +378,14 @@ impl Side {
         )
         .with_releasing(releasing)
         .planted(self.planted);
-        if let Some(node) = riding {
+        // Nothing is awaited between here and the `Acquiring` that takes over the ride.
+        if let Some(node) = riding.carry() {
             machine = machine.with_riding(node);
         }
         let (acquired, unreleased, stamp_refused) = acquire_with(zk, machine, &self.path).await;
+        // A ride the machine could not carry is released the usual way (before anything else
+        // is awaited, so that dropping us now cannot lose it).
+        self.release_unridden(&session, unreleased).await;
         if stamp_refused {
             lock(&self.deferrals).stampable(false);
         }
@@ -386,8 +395,6 @@ impl Side {
                 lock(&self.deferrals).stampable(data.is_empty());
             }
         }
-        // A ride the machine could not carry is released the usual way.
-        self.release_unridden(&session, unreleased).await;
         let acquired = acquired?;
         // Replaces a hold whose session ended, if any: its guards only report it lost.
         *lock(&self.held) = Some(Held {
@@ -396,6 +403,32 @@ impl Side {
             session: session.clone(),
         });
         Ok(LockGuard::new(self.clone(), acquired, session))
+    }
+}
+
+/// A deferred release an acquisition took to carry in its `multi`. Until the machine takes
+/// it ([`Ride::carry`]), dropping it sends the delete alone: an acquisition that fails, or is
+/// dropped, before its `multi` goes out leaves no node behind.
+struct Ride {
+    side: Arc<Side>,
+    session: Session,
+    node: Option<String>,
+}
+
+impl Ride {
+    /// The node, for the machine to carry; the `Ride` is done with it.
+    fn carry(mut self) -> Option<String> {
+        self.node.take()
+    }
+}
+
+impl Drop for Ride {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            // Handed to a task before this returns; its session's end is the only failure,
+            // and takes the node with it.
+            drop(self.side.send_delete(&self.session, node));
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use avout::lock::{Mutex, RwLock};
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, CoordinationExt};
-use avout_sim_zk::{Fault, Sim};
+use avout_sim_zk::{Fault, Sim, SimZk};
 
 use crate::atom_probe::{Probe, probe};
 use crate::lock_release::children;
@@ -203,6 +203,142 @@ fn a_dropped_acquisition_that_carried_a_release_leaves_nothing() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         children(&ctx.zk, PATH)
     });
+    assert!(left.is_empty(), "nodes left behind: {left:?}");
+}
+
+/// An acquisition dropped after it took a deferred release to carry but before its `multi`
+/// went out (here while the handle's other deferred release is handed to the session) sends
+/// that release alone: the node does not stay behind until the session ends.
+#[test]
+fn an_acquisition_dropped_before_its_ride_went_out_still_releases() {
+    const PATH: &str = "/ride/cancelled";
+    let sim = sim(50, 1);
+    let (left, _) = sim.run(|ctx| async move {
+        let rw = RwLock::new(&single(&ctx.clients[0]), PATH).expect("handle");
+        // Each side relocks promptly after a release: both defer from then on.
+        for _ in 0..2 {
+            rw.write()
+                .await
+                .expect("write")
+                .unlock()
+                .await
+                .expect("unlock");
+        }
+        for _ in 0..2 {
+            rw.read()
+                .await
+                .expect("read")
+                .unlock()
+                .await
+                .expect("unlock");
+        }
+        // Both sides' releases deferred at once: the read taken under the write, then the
+        // write (no read hold above it any more).
+        let write = rw.write().await.expect("write");
+        let read = rw.read().await.expect("read under the write");
+        let write_node = write.node().to_owned();
+        read.unlock().await.expect("unlock defers");
+        write.unlock().await.expect("unlock defers");
+        let held = children(&ctx.zk, PATH);
+        assert_eq!(held.len(), 2, "both releases deferred: {held:?}");
+        // The read takes its side's release to ride and hands the write's to the session;
+        // dropped while it waits for that.
+        let mut relock = Box::pin(rw.read());
+        assert!(
+            futures::poll!(&mut relock).is_pending(),
+            "waits for the hand-over"
+        );
+        drop(relock);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let left = children(&ctx.zk, PATH);
+        assert!(
+            !left.iter().any(|n| write_node.ends_with(n.as_str())),
+            "the write's release went alone: {left:?}"
+        );
+        left
+    });
+    assert!(left.is_empty(), "nodes left behind: {left:?}");
+}
+
+/// One client's release is deferred when `between` strikes (the client's lock handle is
+/// passed to it, to keep or drop); another client then takes the lock. Returns how long it
+/// waited, the first client's relock (if `between` kept the handle) and what is left under
+/// the lock at the end.
+fn after_a_deferred_release<F, Fut>(
+    seed: u64,
+    path: &'static str,
+    between: F,
+) -> (
+    Duration,
+    Option<Result<(), avout::lock::LockError>>,
+    Vec<String>,
+)
+where
+    F: FnOnce(SimZk, Mutex) -> Fut,
+    Fut: std::future::Future<Output = Option<Mutex>>,
+{
+    let sim = sim(seed, 2);
+    let (out, _) = sim.run(|ctx| async move {
+        let (a, b) = (single(&ctx.clients[0]), single(&ctx.clients[1]));
+        let mine = Mutex::new(&a, path).expect("handle");
+        let theirs = Mutex::new(&b, path).expect("handle");
+        warm(&mine).await.unlock().await.expect("unlock defers");
+        let kept = between(ctx.zk.clone(), mine).await;
+        let start = tokio::time::Instant::now();
+        let guard = theirs.lock().await.expect("the other client gets in");
+        let waited = start.elapsed();
+        guard.unlock().await.expect("unlock");
+        let relocked = match kept {
+            Some(mine) => Some(mine.lock().await.map(drop)),
+            None => None,
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (waited, relocked, children(&ctx.zk, path))
+    });
+    out
+}
+
+#[test]
+fn an_expiry_while_a_release_is_deferred_takes_the_node_and_fails_the_relock() {
+    let (waited, relocked, left) =
+        after_a_deferred_release(51, "/ride/expired", |zk, mine| async move {
+            zk.inject(Fault::ExpireSession { client: 0 });
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Some(mine)
+        });
+    // The node went with the session (at once, not after a session timeout).
+    assert!(waited < Duration::from_millis(100), "waited {waited:?}");
+    assert!(
+        matches!(relocked, Some(Err(avout::lock::LockError::SessionLost(_)))),
+        "{relocked:?}"
+    );
+    assert!(left.is_empty(), "nodes left behind: {left:?}");
+}
+
+#[test]
+fn a_disconnection_while_a_release_is_deferred_delays_it_to_the_reconnection() {
+    let (waited, relocked, left) =
+        after_a_deferred_release(52, "/ride/disconnected", |zk, mine| async move {
+            zk.inject(Fault::Disconnect {
+                client: 0,
+                duration: Duration::from_millis(300),
+            });
+            Some(mine)
+        });
+    // The linger's delete went out once the connection was back, well within the session.
+    assert!(waited < SESSION, "waited {waited:?}");
+    assert!(matches!(relocked, Some(Ok(()))), "{relocked:?}");
+    assert!(left.is_empty(), "nodes left behind: {left:?}");
+}
+
+#[test]
+fn a_handle_dropped_with_its_release_deferred_still_releases() {
+    let (waited, _, left) =
+        after_a_deferred_release(53, "/ride/handle-dropped", |_, mine| async move {
+            drop(mine);
+            None
+        });
+    assert!(waited < Duration::from_millis(100), "waited {waited:?}");
     assert!(left.is_empty(), "nodes left behind: {left:?}");
 }
 
