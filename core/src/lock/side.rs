@@ -104,14 +104,18 @@ impl Side {
     ) -> BoxFuture<'static, Result<(), Error>> {
         let partner = self.partner.get().and_then(Weak::upgrade);
         match (self.kind, partner) {
-            // The planted CURATOR-621 deletes the write node at once, whoever waits on it.
             (LockKind::Write, Some(read))
-                if !self.planted.contains(Bug::Curator621)
-                    && read
-                        .held_name()
-                        .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
+                if read
+                    .held_name()
+                    .is_some_and(|r| path::sequence(&r) > path::sequence(&node)) =>
             {
-                self.release_under_read(session, node, read).boxed()
+                if self.planted.contains(Bug::Curator621) {
+                    // The planted CURATOR-621 deletes the write node at once, whoever waits
+                    // on it.
+                    self.send_delete(&session, node)
+                } else {
+                    self.release_under_read(session, node, read).boxed()
+                }
             }
             (LockKind::Read, Some(write)) if lock(&write.parked).is_some() => {
                 let read = self.send_delete(&session, node);
