@@ -124,3 +124,32 @@ fn planted_stm_without_read_point_check_is_found_shrunk_and_replayed() {
 fn planted_stm_barging_committing_is_found_shrunk_and_replayed() {
     find_shrink_replay(Bug::StmBargeCommitting, "bank", Protocol::Mvcc, 60);
 }
+
+/// The museum's bugs planted in the read-write lock's acquisition and release
+/// (`reports/museum.md`) are still found by exploring the `rwlock` scenario under every fault
+/// kind.
+#[test]
+fn the_museums_rwlock_bugs_are_still_found() {
+    let mut w = Registry::builtins().workload("rwlock", 0).unwrap();
+    w.protocol = Protocol::Mvcc;
+    for bug in [Bug::Kazoo649, Bug::Curator621, Bug::Kazoo732] {
+        let found = explore(
+            &Registry::builtins()
+                .run(&w)
+                .faults(&FaultPlan::all())
+                .planted(Some(bug)),
+            0..SEED_BUDGET,
+            2,
+            false,
+            &|_| {},
+        )
+        .unwrap();
+        let failure = found
+            .first_failure()
+            .unwrap_or_else(|| panic!("{bug}: not found in {SEED_BUDGET} seeds"));
+        eprintln!(
+            "planted {bug} (rwlock): found after {} seed(s)",
+            failure.workload.seed + 1
+        );
+    }
+}
