@@ -26,6 +26,7 @@ mod leader_selector;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
+mod lock_ride;
 mod locktable;
 mod metrics_sim;
 mod metrics_zk;
