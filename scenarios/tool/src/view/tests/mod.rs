@@ -540,28 +540,43 @@ fn pages_go_beside_their_files() {
     assert_eq!(p("noext"), std::path::Path::new("noext.html"));
 }
 
-/// The planted lock bug's run (`avout run mutex --planted lock-no-guid-recovery --seed 1`):
-/// the stalled acquires wait on one another's lock nodes round a cycle, one of them on a node
-/// left behind by an acquire that asked twice, and the lost reply that caused it is among the
-/// faults drawn.
+/// The planted lock bug's first run whose acquires stall round a cycle (`avout run mutex
+/// --planted lock-no-guid-recovery --seed S`): the page names the cycle, draws a wait arrow
+/// for each of its steps, one of them on a node left behind by an acquire that asked twice,
+/// and the lost reply that caused it is among the faults drawn. (Seed 1 was such a run until
+/// a release rode with the next acquisition; which seed is, the scheduler decides.)
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn stalled_acquires_show_what_they_wait_on() {
-    let w = Registry::builtins().workload("mutex", 1).unwrap();
     let bug = Some(avout::planted::Bug::LockNoGuidRecovery);
-    let report = Registry::builtins()
-        .run(&w)
-        .faults(&FaultPlan::all())
-        .planted(bug)
-        .logged()
-        .sim()
-        .unwrap();
-    let page = Page::of_report(&report, "simulator").unwrap();
+    let page = (1..=40)
+        .find_map(|seed| {
+            let w = Registry::builtins().workload("mutex", seed).unwrap();
+            let report = Registry::builtins()
+                .run(&w)
+                .faults(&FaultPlan::all())
+                .planted(bug)
+                .logged()
+                .sim()
+                .unwrap();
+            let page = Page::of_report(&report, "simulator").unwrap();
+            let cyclic = page.findings.first().is_some_and(|f| {
+                f.name == "liveness" && f.title.contains("they wait on one another: ")
+            });
+            cyclic.then_some(page)
+        })
+        .expect("a run of the planted bug within 40 seeds stalls round a cycle");
     let f = &page.findings[0];
-    assert_eq!(f.name, "liveness");
+    let cycle: Vec<usize> = f
+        .title
+        .rsplit_once("they wait on one another: ")
+        .unwrap()
+        .1
+        .split(" → ")
+        .map(|c| c.trim_start_matches("client ").parse().unwrap())
+        .collect();
     assert!(
-        f.title
-            .ends_with("they wait on one another: client 1 → client 2 → client 0 → client 1"),
+        cycle.len() >= 3 && cycle.first() == cycle.last(),
         "{}",
         f.title
     );
@@ -571,13 +586,21 @@ fn stalled_acquires_show_what_they_wait_on() {
         .filter(|a| a.kind == "waits")
         .map(|a| (page.ops[a.from].lane, page.ops[a.to].lane))
         .collect();
-    assert_eq!(waits, vec![(3, 1), (1, 2), (2, 0), (0, 1)]);
+    for step in cycle.windows(2) {
+        assert!(
+            waits.contains(&(step[0], step[1])),
+            "{waits:?} lacks {step:?}"
+        );
+    }
     assert!(f.arrows.iter().any(|a| a.detail.contains("twice")));
-    assert_eq!(f.spans.iter().filter(|s| s.role == "wait").count(), 4);
-    let faults: Vec<(&str, usize)> = f
+    assert_eq!(
+        f.spans.iter().filter(|s| s.role == "wait").count(),
+        waits.len()
+    );
+    let faults: Vec<&str> = f
         .events
         .iter()
-        .map(|&e| (page.events[e].name.as_str(), page.events[e].lane))
+        .map(|&e| page.events[e].name.as_str())
         .collect();
-    assert!(faults.contains(&("reply-lost", 1)), "{faults:?}");
+    assert!(faults.contains(&"reply-lost"), "{faults:?}");
 }
