@@ -92,14 +92,13 @@ impl Kdc {
             "kdb5_util",
             &["create", "-s", "-r", REALM, "-P", "avout-master-key"],
         )?;
-        let child = kdc
-            .command("krb5kdc")
+        let mut krb5kdc = kdc.command("krb5kdc");
+        krb5kdc
             .args(["-n", "-r", REALM])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(missing("krb5kdc"))?;
+            .stderr(Stdio::null());
+        let child = crate::tied::spawn(krb5kdc).map_err(missing("krb5kdc"))?;
         *kdc.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
         kdc.wait_listening()?;
         Ok(kdc)

@@ -19,5 +19,6 @@ pub mod conformance;
 pub mod kdc;
 pub mod postgres;
 pub mod server;
+mod tied;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -253,7 +253,8 @@ impl PgServer {
         if let Some((uid, gid)) = user {
             chown_tree(&log_path, uid, gid)?;
         }
-        let child = command("postgres")
+        let mut postgres = command("postgres");
+        postgres
             .arg("-D")
             .arg(&data)
             .arg("-p")
@@ -262,9 +263,8 @@ impl PgServer {
             .arg(&dir)
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
             .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(io_err("spawning postgres"))?;
+            .stderr(log_err);
+        let child = crate::tied::spawn(postgres).map_err(io_err("spawning postgres"))?;
         let mut server = PgServer {
             port,
             child: Some(child),

@@ -1,6 +1,7 @@
 //! Real ZooKeeper as a [`Backend`].
 
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use avout::client::Connect;
 use avout::zk::{ZkClient, ZkConfig};
@@ -68,6 +69,7 @@ impl ZkBackend {
             sessions: Sessions {
                 config,
                 opened: Arc::default(),
+                patience: Duration::ZERO,
             },
             servers: None,
         }
@@ -109,6 +111,28 @@ impl ZkBackend {
         })
     }
 
+    /// Opening a session tries again, for up to `patience`, while no server answers or the
+    /// connection is lost during the handshake (a member killed, frozen or cut off while a
+    /// client connects), instead of failing at once. Opening a session is safe to repeat: a
+    /// half-opened one expires by itself. Refused credentials still fail at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let backend = avout_testkit::backend::ZkBackend::new(avout::zk::ZkConfig::new("127.0.0.1:2181"))
+    ///     .with_connect_patience(Duration::from_secs(30));
+    /// assert_eq!(backend.connect_patience(), Duration::from_secs(30));
+    /// ```
+    pub fn with_connect_patience(mut self, patience: Duration) -> Self {
+        self.sessions.patience = patience;
+        self
+    }
+
+    /// How long opening a session tries again ([`with_connect_patience`](Self::with_connect_patience));
+    /// zero by default.
+    pub fn connect_patience(&self) -> Duration {
+        self.sessions.patience
+    }
+
     /// The configuration sessions connect with.
     pub fn config(&self) -> &ZkConfig {
         &self.sessions.config
@@ -148,12 +172,35 @@ impl ZkBackend {
 struct Sessions {
     config: ZkConfig,
     opened: Arc<Mutex<Vec<Weak<ZkClient>>>>,
+    /// How long a connect tries again while the service cannot be reached.
+    patience: Duration,
+}
+
+impl Sessions {
+    /// One new session, trying again within the patience.
+    async fn open(&self) -> avout::Result<ZkClient> {
+        let deadline = tokio::time::Instant::now() + self.patience;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match ZkClient::connect(&self.config).await {
+                Ok(zk) => return Ok(zk),
+                Err(e)
+                    if (matches!(e, avout::Error::Unreachable { .. }) || e.is_indeterminate())
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 impl Connect for Sessions {
     fn connect(&self) -> BoxFuture<'_, avout::Result<Arc<dyn Coordination>>> {
         Box::pin(async move {
-            let zk = Arc::new(ZkClient::connect(&self.config).await?);
+            let zk = Arc::new(self.open().await?);
             let mut opened = self.opened.lock().expect("never poisoned");
             // Forget the sessions that are gone, so a long run does not grow the list.
             opened.retain(|s| s.strong_count() > 0);
@@ -176,6 +223,7 @@ impl Backend for ZkBackend {
         let sessions = Sessions {
             config: self.sessions.config.clone().with_digest(user, password),
             opened: self.sessions.opened.clone(),
+            patience: self.sessions.patience,
         };
         Box::pin(async move { sessions.connect().await })
     }

@@ -15,15 +15,32 @@ use super::{JAVA_LIB_DIR, LOG_TAIL_LINES};
 /// Ports that were free a moment ago. All listeners are held until every port is chosen, so
 /// the ports differ from each other.
 pub(super) fn free_ports(n: usize) -> Result<Vec<u16>> {
+    Ok(reserve_ports(n)?.ports)
+}
+
+/// `n` free ports on `127.0.0.1`, held bound until the value is dropped: what this process
+/// binds meanwhile (a relay's listener on port 0) cannot be given one of them. Drop it just
+/// before the servers that take them start.
+pub(super) fn reserve_ports(n: usize) -> Result<Reserved> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
         .collect::<io::Result<Vec<_>>>()
         .map_err(io_err("choosing a free port on 127.0.0.1"))?;
-    listeners
+    let ports = listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<io::Result<Vec<_>>>()
-        .map_err(io_err("choosing a free port on 127.0.0.1"))
+        .map_err(io_err("choosing a free port on 127.0.0.1"))?;
+    Ok(Reserved {
+        ports,
+        _held: listeners,
+    })
+}
+
+/// Ports chosen and still held ([`reserve_ports`]).
+pub(super) struct Reserved {
+    pub(super) ports: Vec<u16>,
+    _held: Vec<TcpListener>,
 }
 
 /// Fails with [`TestkitError::PortInUse`] if `port` cannot be bound now.

@@ -9,7 +9,7 @@ use std::time::Instant;
 use tempfile::TempDir;
 
 use super::config::{
-    ProcessOptions, base_config, check_port_free, free_ports, log_tail, process_options,
+    ProcessOptions, base_config, check_port_free, log_tail, process_options, reserve_ports,
 };
 use super::detached::DetachedZk;
 use super::error::{Result, TestkitError, io_err};
@@ -125,14 +125,15 @@ impl ZkEnsembleBuilder {
             None => Vec::new(),
         };
         let tls = self.options.security.tls.is_some();
-        let free = free_ports(
+        // Held until the members start, so that the relays below cannot be given one.
+        let reserved = reserve_ports(
             if self.base_port.is_some() {
                 2 * n
             } else {
                 3 * n
             } + if tls { n } else { 0 },
         )?;
-        let (secure_ports, free) = free.split_at(if tls { n } else { 0 });
+        let (secure_ports, free) = reserved.ports.split_at(if tls { n } else { 0 });
         let (peer_ports, rest) = free.split_at(n);
         let (election_ports, rest) = rest.split_at(n);
         let client_ports = if client_ports.is_empty() {
@@ -207,6 +208,7 @@ impl ZkEnsembleBuilder {
             client_relays,
             tmp: Some(tmp),
         };
+        drop(reserved);
         for member in &ensemble.members {
             member.proc.spawn()?;
         }

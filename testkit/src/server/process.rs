@@ -15,6 +15,10 @@ use super::detached::DetachedProcess;
 use super::error::{Result, TestkitError, io_err};
 use super::{BIND_FAILURE, MAIN_CLASS, POLL, START_TIMEOUT, ServerMode, serving_mode};
 
+/// ZooKeeper's exit code for a quorum (election) port it could not bind
+/// (`ExitCode.UNABLE_TO_BIND_QUORUM_PORT`).
+const UNABLE_TO_BIND_QUORUM_PORT: i32 = 14;
+
 /// A server process's state, behind a mutex so that a shared server (an `Arc<ZkEnsemble>` in
 /// a nemesis task) can be killed and restarted while clients run.
 #[derive(Debug, Default)]
@@ -104,11 +108,15 @@ impl Proc {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
-        if self.own_process_group {
+        let spawned = if self.own_process_group {
             // A server meant to outlive its starter must not receive the terminal's Ctrl-C.
             cmd.process_group(0);
-        }
-        let child = cmd.spawn().map_err(|source| match source.kind() {
+            cmd.spawn()
+        } else {
+            // Dies with this process even if it ends by a signal (`Drop` never runs then).
+            crate::tied::spawn(cmd)
+        };
+        let child = spawned.map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => TestkitError::JavaMissing { source },
             _ => io_err("spawning java")(source),
         })?;
@@ -157,6 +165,19 @@ impl Proc {
             return TestkitError::PortInUse {
                 port: self.client_port,
             };
+        }
+        // A member that cannot bind its election port retries three times, then exits with
+        // ZooKeeper's `UNABLE_TO_BIND_QUORUM_PORT`; the bind errors may be past the tail.
+        if status.code() == Some(UNABLE_TO_BIND_QUORUM_PORT) {
+            let port = log_tail
+                .lines()
+                .find_map(|l| {
+                    let (_, rest) = l.split_once("Leaving listener thread for address ")?;
+                    let addr = rest.split_whitespace().next()?;
+                    addr.rsplit_once(':')?.1.parse().ok()
+                })
+                .unwrap_or(self.client_port);
+            return TestkitError::PortInUse { port };
         }
         TestkitError::Exited {
             server: self.name.clone(),
@@ -369,3 +390,44 @@ macro_rules! process_accessors {
     };
 }
 pub(super) use process_accessors;
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    fn exited_with(code: i32, log: &str) -> TestkitError {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = Proc::configure(
+            "member 1 on 127.0.0.1:2181".into(),
+            dir.path().to_owned(),
+            (2181, None),
+            &ProcessOptions::default(),
+            String::new(),
+        )
+        .unwrap();
+        fs::write(proc.log_path(), log).unwrap();
+        proc.exited(ExitStatus::from_raw(code << 8))
+    }
+
+    #[test]
+    fn a_member_that_could_not_bind_its_election_port_is_a_port_in_use() {
+        let log = "3641 [ListenerHandler-/127.0.0.1:44839] ERROR QuorumCnxManager - Leaving \
+                   listener thread for address 127.0.0.1:44839 after 3 errors.\n\
+                   3643 [QuorumPeerListener] ERROR ServiceUtils - Exiting JVM with code 14\n";
+        assert!(matches!(
+            exited_with(14, log),
+            TestkitError::PortInUse { port: 44839 }
+        ));
+    }
+
+    #[test]
+    fn another_exit_is_reported_with_its_log() {
+        let err = exited_with(1, "something else went wrong\n");
+        assert!(
+            matches!(&err, TestkitError::Exited { log_tail, .. } if log_tail.contains("something else")),
+            "{err:?}"
+        );
+    }
+}

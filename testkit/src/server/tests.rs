@@ -305,3 +305,30 @@ fn member_of_session_follows_a_failover() {
     };
     assert_ne!(second, first);
 }
+
+#[test]
+fn members_restarted_from_threads_that_end_keep_running() {
+    // The nemesis restarts members from short-lived blocking threads; a member must not die
+    // with the thread that asked for it (the test kit ties servers to the process only).
+    let zk = std::sync::Arc::new(
+        ZkEnsemble::builder()
+            .size(3)
+            .start()
+            .expect("ensemble starts"),
+    );
+    for i in 0..3 {
+        let e = zk.clone();
+        thread::spawn(move || {
+            e.kill(i);
+            e.restart(i)
+        })
+        .join()
+        .unwrap()
+        .unwrap_or_else(|err| panic!("member {i} did not come back: {err}"));
+    }
+    thread::sleep(Duration::from_secs(4));
+    for (i, m) in zk.members().iter().enumerate() {
+        assert!(m.is_running(), "member {i} died after its restart");
+    }
+    zk.wait_for_quorum().expect("all three serve");
+}

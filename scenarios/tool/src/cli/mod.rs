@@ -40,6 +40,7 @@
 //! line to stderr and exits with status 2.
 
 mod cmd;
+mod panic;
 
 use std::process::ExitCode;
 
@@ -88,6 +89,10 @@ enum Command {
     Shrink(explore::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
     Soak(soak::SoakArgs),
+    /// Run every scenario at once on a real ensemble of our own under every nemesis for a
+    /// long time, sampling memory, tasks, nodes and watches; fails on an anomaly, a hang or
+    /// a leak (reports/endurance.md).
+    Endure(cmd::chaos::endure::EndureArgs),
     /// Write a run's timeline (a case file or any history) as one self-contained HTML page,
     /// the checker's verdict drawn on it.
     View(view::ViewArgs),
@@ -148,6 +153,7 @@ pub fn main_with(registry: Registry) -> ExitCode {
     #[cfg(unix)]
     #[allow(unsafe_code)]
     let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    panic::install();
     match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Bench(bench::BenchError::Violation(what))) => {
@@ -157,6 +163,10 @@ pub fn main_with(registry: Registry) -> ExitCode {
         Err(e @ (CliError::Anomaly { .. } | CliError::RunCmd(runs::RunCmdError::Anomaly(_)))) => {
             eprintln!("avout: {e}");
             ExitCode::from(1)
+        }
+        Err(CliError::RunCmd(runs::RunCmdError::Interrupted(signal))) => {
+            eprintln!("avout: the run was ended by {}", signal.name());
+            ExitCode::from(signal.exit_status())
         }
         Err(e) => {
             eprintln!("avout: {e}");
@@ -173,6 +183,7 @@ fn dispatch(cli: Cli, registry: &Registry) -> Result<(), CliError> {
         Command::Replay(args) => Ok(explore::replay(registry, &args)?),
         Command::Shrink(args) => Ok(explore::shrink_cmd(registry, &args)?),
         Command::Soak(args) => Ok(soak::run(registry, &args)?),
+        Command::Endure(args) => Ok(cmd::chaos::endure::run(registry, &args)?),
         Command::View(args) => Ok(view::run(registry, &args)?),
         Command::Report(command) => crate::report::run(&command).map(drop).map_err(Into::into),
         Command::Check(args) => match check::run(&args)? {

@@ -24,7 +24,7 @@ mod bench;
 mod figures;
 mod max_history;
 mod protocols;
-mod render;
+pub(crate) mod render;
 pub mod stats;
 pub mod stm_stats;
 pub mod sweep;

@@ -1,7 +1,9 @@
 //! Integration tests of the `avout` binary: one test binary with modules.
 
 mod cache_lag;
+mod chaos_ends;
 mod check_cli;
+mod endure_cli;
 mod lock_hold;
 mod model_cli;
 mod ref_store;

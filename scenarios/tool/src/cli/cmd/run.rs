@@ -62,11 +62,8 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
     let planted = args.common.planted()?;
     let style = Style::stdout();
     let out = &args.common.out;
-    let history_path = args
-        .history
-        .clone()
-        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, w.seed)));
     let mut rounds_json = serde_json::Value::Null;
+    let mut interrupted = None;
     let (report, backend, case) = if args.zk.is_some() || args.zk_ensemble.is_some() {
         let kill_every = args.kill_every.as_deref().map(parse_duration).transpose()?;
         let duration = match args.duration.as_deref().map(parse_duration).transpose()? {
@@ -87,21 +84,19 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
             },
             (None, None) => unreachable!("checked above"),
         };
-        let label = match &target {
-            chaos::Target::Server(c) => format!("ZooKeeper at {}", c.connect),
-            chaos::Target::Ensemble { size, kill_every } => format!(
-                "own ensemble of {size}{}",
-                kill_every
-                    .map(|d| format!(", a member killed or a session expired every {d:?}"))
-                    .unwrap_or_default()
-            ),
+        let label = target.label();
+        let run = chaos::run_real(registry, &target, &w, planted, args.pg.as_deref(), duration)?;
+        rounds_json = print_rounds(&run, args.common.json);
+        interrupted = run.interrupted;
+        let Some(report) = run.rounds.into_iter().rev().find_map(|r| match r.outcome {
+            chaos::Outcome::Judged(report) => Some(*report),
+            chaos::Outcome::Unjudged { .. } => None,
+        }) else {
+            // Only an interrupted run can end without a judged round (`run_real` fails
+            // otherwise).
+            let signal = interrupted.expect("a run without a verdict fails in run_real");
+            return Err(RunCmdError::Interrupted(signal));
         };
-        let mut rounds =
-            chaos::run_real(registry, &target, &w, planted, args.pg.as_deref(), duration)?;
-        let report = rounds.pop().expect("at least one round");
-        if !rounds.is_empty() {
-            rounds_json = print_rounds(&rounds, &report, args.common.json);
-        }
         (report, label, None)
     } else {
         if args.duration.is_some() {
@@ -126,6 +121,11 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
         let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
         (report, "simulator".to_owned(), case)
     };
+    // Named by the reported round's seed: the last judged round of a real run, not the first.
+    let history_path = args
+        .history
+        .clone()
+        .unwrap_or_else(|| out.join(format!("{}-seed{}.jsonl", w.scenario, report.workload.seed)));
     if let Some(dir) = history_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }
@@ -157,7 +157,9 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
             println!("timeline    {}", page.display());
         }
     }
-    if report.verdict.is_valid() {
+    if let (true, Some(signal)) = (report.verdict.is_valid(), interrupted) {
+        Err(RunCmdError::Interrupted(signal))
+    } else if report.verdict.is_valid() {
         Ok(())
     } else {
         Err(RunCmdError::Anomaly(format!(
@@ -167,36 +169,65 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
     }
 }
 
-/// The rounds of a run with `--duration`: `earlier` ones and the `last` (reported in full
-/// after this), one line each and the totals, in text unless `json`; returned as JSON.
-fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Value {
-    let all: Vec<&Report> = earlier.iter().chain([last]).collect();
+/// The rounds of a real run, one line each (those without a verdict with their reason) and
+/// the totals, in text unless `json`, before the last judged round is reported in full;
+/// returned as JSON. A run of one judged round prints nothing here.
+fn print_rounds(run: &chaos::RealRun, json: bool) -> serde_json::Value {
     let mut faults: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &all {
+    for r in &run.rounds {
         for (k, n) in &r.faults {
             *faults.entry(k).or_default() += n;
         }
     }
-    let ops: u64 = all.iter().map(|r| r.counts.invoked).sum();
-    if !json {
-        for (k, r) in all.iter().enumerate() {
-            println!(
-                "round {:<5} seed {}, {} operations, faults {}, {}",
-                k + 1,
-                r.workload.seed,
-                r.counts.invoked,
-                fault_list(&r.faults),
-                if r.verdict.is_valid() {
-                    "valid"
-                } else {
-                    "INVALID"
-                }
-            );
+    let judged: Vec<&Report> = run.rounds.iter().filter_map(chaos::Round::report).collect();
+    let unjudged = run.rounds.len() - judged.len();
+    let ops: u64 = judged.iter().map(|r| r.counts.invoked).sum();
+    let each = |r: &chaos::Round| match &r.outcome {
+        chaos::Outcome::Judged(report) => serde_json::json!({
+            "seed": r.seed,
+            "operations": report.counts.invoked,
+            "faults": r.faults,
+            "valid": report.verdict.is_valid(),
+        }),
+        chaos::Outcome::Unjudged { stage, reason } => serde_json::json!({
+            "seed": r.seed,
+            "faults": r.faults,
+            "verdict": null,
+            "stage": stage.name(),
+            "reason": reason,
+        }),
+    };
+    let quiet = run.rounds.len() == 1 && run.interrupted.is_none();
+    if !json && !quiet {
+        for (k, r) in run.rounds.iter().enumerate() {
+            let status = match &r.outcome {
+                chaos::Outcome::Judged(report) => format!(
+                    "{} operations, faults {}, {}",
+                    report.counts.invoked,
+                    fault_list(&r.faults),
+                    if report.verdict.is_valid() {
+                        "valid"
+                    } else {
+                        "INVALID"
+                    }
+                ),
+                chaos::Outcome::Unjudged { stage, reason } => format!(
+                    "faults {}, no verdict: {}: {reason}",
+                    fault_list(&r.faults),
+                    stage.name()
+                ),
+            };
+            println!("round {:<5} seed {}, {status}", k + 1, r.seed);
         }
         let list: Vec<String> = faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
         println!(
-            "rounds      {}, {ops} operations in all; nemesis events: {}; the last round:",
-            all.len(),
+            "rounds      {}, {} judged, {unjudged} without a verdict{}; {ops} operations in all; \
+             nemesis events: {}; the last judged round:",
+            run.rounds.len(),
+            judged.len(),
+            run.interrupted
+                .map(|s| format!("; ended by {}", s.name()))
+                .unwrap_or_default(),
             if list.is_empty() {
                 "none".to_owned()
             } else {
@@ -205,15 +236,13 @@ fn print_rounds(earlier: &[Report], last: &Report, json: bool) -> serde_json::Va
         );
     }
     serde_json::json!({
-        "count": all.len(),
+        "count": run.rounds.len(),
+        "judged": judged.len(),
+        "without_verdict": unjudged,
+        "interrupted": run.interrupted.map(|s| s.name()),
         "operations": ops,
         "faults": faults,
-        "each": all.iter().map(|r| serde_json::json!({
-            "seed": r.workload.seed,
-            "operations": r.counts.invoked,
-            "faults": r.faults,
-            "valid": r.verdict.is_valid(),
-        })).collect::<Vec<_>>(),
+        "each": run.rounds.iter().map(each).collect::<Vec<_>>(),
     })
 }
 

@@ -148,6 +148,9 @@ pub(crate) enum RunCmdError {
     /// An anomaly was found (already reported).
     #[error("{0}")]
     Anomaly(String),
+    /// A signal ended a real run early (its rounds so far already reported).
+    #[error("the run was ended by {}", .0.name())]
+    Interrupted(chaos::Interrupt),
 }
 
 pub(crate) struct Style {
