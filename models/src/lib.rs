@@ -114,6 +114,21 @@ impl Named {
             Named::Agent => "agent",
         }
     }
+
+    /// The cycles the command line checks when not told: two for the mutex and the
+    /// read-write lock, so that a client's second acquisition can carry its first release (the
+    /// deferred release's riding path, see [`lock`]); one for the others.
+    ///
+    /// ```
+    /// use avout_models::Named;
+    /// assert_eq!((Named::Mutex.default_cycles(), Named::Election.default_cycles()), (2, 1));
+    /// ```
+    pub fn default_cycles(self) -> u8 {
+        match self {
+            Named::Mutex | Named::RwLock => 2,
+            _ => 1,
+        }
+    }
 }
 
 impl FromStr for Named {

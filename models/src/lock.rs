@@ -1,8 +1,13 @@
 //! The lock family — mutex, read-write lock, leader election — as one model: each client runs
 //! the production [`AcquireMachine`] (the election is the same machine with
-//! [`LockKind::Latch`]), holds, and releases with the production [`ReleaseMachine`] that
-//! `LockGuard::unlock` starts (`delete` of its node, repeated after a connection loss,
-//! `NoNode` meaning done, a session's end ending it). A leader, like the
+//! [`LockKind::Latch`]), holds, and releases. A lock's release, as `LockGuard::unlock` makes
+//! it, is *deferred*: it either rides with the client's next acquisition (the script locks
+//! again at once: the production machine `with_riding` the old node, one `multi` deleting it
+//! and creating the new one with the stamp on the directory), or goes alone when the linger
+//! ends (the client's timer, which may fire at once: the release `unlock` sends at once when
+//! the handle does not defer) with the production [`ReleaseMachine`] (`delete` of its node,
+//! repeated after a connection loss, `NoNode` meaning done, a session's end ending it). A
+//! leader resigns with the release machine at once. A leader, like the
 //! production `Leadership`, runs the production [`MonitorMachine`] on its node from the moment
 //! it is elected until it resigns (which stops the monitor, as `Leadership::resign` aborts its
 //! task); what the monitor reports is what `Leadership::lost` would return.
@@ -21,6 +26,11 @@
 //! - `sometimes` **a lost create reply recovered**: a client holds after the reply to its
 //!   create was lost (the GUID recovery ran).
 //! - `sometimes` **every client held**: each client acquired at least once.
+//! - `sometimes` **a release rode with the next acquisition** (mutex and read-write lock,
+//!   two cycles or more): a client's riding `multi` was applied; and **a deferred release
+//!   went alone** (its linger ended first).
+//! - `eventually` **no node left behind**: once every client has finished, no live session
+//!   owns a node in the lock directory (every release, deferred or not, happened).
 //! - `sometimes` **readers share** (read-write lock only): two readers hold at once.
 //! - `eventually` **every client finishes**: all scripts end (done, or lost with the
 //!   session). Holds with the faults of the model too: every fault is bounded.
@@ -33,7 +43,7 @@ use avout::lock::{
 };
 use avout::machine::{Machine, Millis, Reply, Request, Token};
 use avout::planted::{Bug, Bugs};
-use avout::{CreateMode, SessionState, WatchedEvent, path};
+use avout::{CreateMode, Op, SessionState, WatchedEvent, path};
 use stateright::{Model, Property};
 
 use crate::world::{Action, Agent, Faults, Run, Space, World, shorten};
@@ -61,6 +71,9 @@ pub enum Phase {
     Acquiring(Box<Run<AcquireMachine>>),
     /// Holds the lock (believes it does).
     Holding(Acquired),
+    /// Unlocked, the release deferred: its node is still there, to be deleted by the next
+    /// acquisition's `multi` or alone when the linger ends (the timer).
+    Deferred(Acquired),
     /// Running the release machine on its node.
     Releasing(Box<Run<ReleaseMachine>>),
     /// Was told its session ended while holding: no longer believes it holds.
@@ -94,6 +107,10 @@ pub struct LockAgent {
     pub held: u8,
     /// Ghost: a create of this client's lock node was applied and its reply lost.
     pub create_reply_lost: bool,
+    /// Ghost: a riding `multi` of this client (its release and its next create) was applied.
+    pub rode: bool,
+    /// Ghost: a deferred release of this client went alone.
+    pub went_alone: bool,
     /// A leader's monitor of its node, while it runs.
     monitor: Option<Box<Run<MonitorMachine>>>,
     /// What a leader's monitor reported (why the leadership was lost), once it fired.
@@ -116,6 +133,8 @@ impl LockAgent {
             phase: Phase::Idle,
             held: 0,
             create_reply_lost: false,
+            rode: false,
+            went_alone: false,
             monitor: None,
             learnt: None,
             planted: Bugs::NONE,
@@ -153,14 +172,16 @@ impl LockAgent {
         (u128::from(self.index) + 1) << 80 | u128::from(self.generation)
     }
 
-    fn next_cycle(&mut self) {
+    /// Starts the next acquisition (with `riding`, the node whose deferred release rides with
+    /// its create), or finishes.
+    fn next_cycle(&mut self, riding: Option<String>) {
         if self.cycles_left == 0 {
             self.phase = Phase::Done;
             return;
         }
         self.cycles_left -= 1;
         self.generation += 1;
-        let machine = AcquireMachine::new(
+        let mut machine = AcquireMachine::new(
             LOCK_PATH,
             self.kind,
             self.guid(),
@@ -170,6 +191,9 @@ impl LockAgent {
         )
         .with_data(vec![b'0' + self.index])
         .planted(self.planted);
+        if let Some(node) = riding {
+            machine = machine.with_riding(node);
+        }
         self.phase = Phase::Acquiring(Box::new(Run::start(self.generation, machine)));
         self.settle();
     }
@@ -179,7 +203,14 @@ impl LockAgent {
         let Phase::Acquiring(run) = &mut self.phase else {
             return;
         };
-        match run.machine.poll_output() {
+        let output = run.machine.poll_output();
+        // No ride is refused in the model (no ACLs, and the old node goes only with the
+        // session, which fails the whole acquisition): nothing is left for `Side` to release.
+        assert!(
+            output.is_none() || run.machine.unreleased().is_none(),
+            "an acquisition left its ride unreleased"
+        );
+        match output {
             None => {}
             Some(Ok(acquired)) => {
                 self.held += 1;
@@ -205,7 +236,7 @@ impl LockAgent {
         };
         match run.machine.poll_output() {
             None => {}
-            Some(Ok(())) => self.next_cycle(),
+            Some(Ok(())) => self.next_cycle(None),
             Some(Err(e)) => self.phase = Phase::Failed(e.into()),
         }
     }
@@ -220,6 +251,13 @@ impl LockAgent {
         }
     }
 
+    /// Runs the release machine on `node`.
+    fn release(&mut self, node: String) {
+        self.generation += 1;
+        let release = ReleaseMachine::new(node);
+        self.phase = Phase::Releasing(Box::new(Run::start(self.generation, release)));
+    }
+
     /// The fencing token held, if the client believes it holds the lock. See [`LockAgent`].
     pub fn holding(&self) -> Option<i64> {
         match &self.phase {
@@ -232,7 +270,7 @@ impl LockAgent {
 impl Agent for LockAgent {
     fn start(&mut self, session: i64) {
         self.session = session;
-        self.next_cycle();
+        self.next_cycle(None);
     }
 
     fn poll_request(&mut self) -> Option<(Token, Request)> {
@@ -298,6 +336,15 @@ impl Agent for LockAgent {
                 run.machine.handle_session(crate::world::NOW, state);
                 self.settle_release();
             }
+            // The node went with the session; the next acquisition, if any, would fail.
+            Phase::Deferred(_) => {
+                if let Some(e) = state.terminal_error() {
+                    self.phase = match self.cycles_left {
+                        0 => Phase::Done,
+                        _ => Phase::Failed(LockError::SessionLost(e)),
+                    };
+                }
+            }
             _ => {}
         }
     }
@@ -306,6 +353,8 @@ impl Agent for LockAgent {
         match &self.phase {
             Phase::Acquiring(run) => run.machine.poll_timer(),
             Phase::Holding(_) => self.monitor.as_ref()?.machine.poll_timer(),
+            // The linger: whenever the checker chooses, at once included.
+            Phase::Deferred(_) => Some(crate::world::NOW),
             _ => None,
         }
     }
@@ -322,35 +371,59 @@ impl Agent for LockAgent {
                     self.settle_monitor();
                 }
             }
+            Phase::Deferred(acquired) => {
+                // The linger ended before any acquisition: the release goes alone.
+                self.went_alone = true;
+                let node = acquired.node.clone();
+                self.release(node);
+            }
             _ => {}
         }
     }
 
     fn script_step(&self) -> Option<&'static str> {
-        let step = match self.kind {
-            LockKind::Latch => "resigns the leadership (resign)",
-            _ => "releases the lock (unlock)",
-        };
-        matches!(self.phase, Phase::Holding(_)).then_some(step)
+        match (&self.phase, self.kind) {
+            (Phase::Holding(_), LockKind::Latch) => Some("resigns the leadership (resign)"),
+            (Phase::Holding(_), _) => Some("releases the lock (unlock, deferred)"),
+            (Phase::Deferred(_), _) if self.cycles_left > 0 => {
+                Some("locks again (the release rides with the create)")
+            }
+            _ => None,
+        }
     }
 
     fn take_script_step(&mut self) {
-        if let Phase::Holding(acquired) = &self.phase {
-            // `Leadership::resign` aborts the monitor's task: what it sent still arrives,
-            // what comes back for it is dropped (another run's tokens).
-            self.monitor = None;
-            self.generation += 1;
-            let release = ReleaseMachine::new(acquired.node.clone());
-            self.phase = Phase::Releasing(Box::new(Run::start(self.generation, release)));
+        match &self.phase {
+            Phase::Holding(acquired) if self.kind == LockKind::Latch => {
+                // `Leadership::resign` aborts the monitor's task: what it sent still arrives,
+                // what comes back for it is dropped (another run's tokens).
+                self.monitor = None;
+                let node = acquired.node.clone();
+                self.release(node);
+            }
+            Phase::Holding(acquired) => self.phase = Phase::Deferred(acquired.clone()),
+            Phase::Deferred(acquired) => {
+                let node = acquired.node.clone();
+                self.next_cycle(Some(node));
+            }
+            _ => {}
         }
     }
 
     fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, lost: bool) {
-        if lost
-            && result.is_ok()
-            && let Request::Create { options, .. } = request
-            && options.mode == CreateMode::EphemeralSequential
-        {
+        let creates = |ops: &[Op]| {
+            ops.iter().any(|op| {
+                matches!(op, Op::Create { options, .. } if options.mode == CreateMode::EphemeralSequential)
+            })
+        };
+        let riding = matches!(request, Request::Multi(ops) if creates(ops));
+        if riding && result.is_ok() {
+            self.rode = true;
+        }
+        let creating = riding
+            || matches!(request, Request::Create { options, .. }
+                if options.mode == CreateMode::EphemeralSequential);
+        if lost && result.is_ok() && creating {
             self.create_reply_lost = true;
         }
     }
@@ -376,6 +449,10 @@ impl Agent for LockAgent {
                 self.learnt
                     .as_ref()
                     .map_or(String::new(), |e| format!(", its monitor says: {e}"))
+            )),
+            Phase::Deferred(a) => shorten(&format!(
+                "unlocked, the release of {} deferred",
+                path::name(&a.node)
             )),
             Phase::Releasing(run) => {
                 shorten(&format!("releasing {}", path::name(run.machine.node())))
@@ -419,7 +496,7 @@ pub enum Flavor {
 /// use avout_models::world::Faults;
 /// let model = LockModel { faults: Faults::NONE, ..LockModel::new(Flavor::Mutex, 2) };
 /// let report = avout_models::check(model, Default::default());
-/// assert_eq!(report.unique_states, 224);
+/// assert_eq!(report.unique_states, 252);
 /// ```
 #[derive(Clone, Debug)]
 pub struct LockModel {
@@ -543,7 +620,7 @@ fn leader_learnt(state: &World<LockAgent>) -> bool {
     state.clients.iter().any(|c| c.agent.learnt.is_some())
 }
 
-/// Every node in the lock directory belongs to a client's acquisition, hold or release: none
+/// Every node in the lock directory belongs to a client's acquisition, hold or (deferred) release: none
 /// is left behind, held by nobody, blocking every later contender.
 fn no_orphan_node(state: &World<LockAgent>) -> bool {
     let Some(dir) = state.kernel.tree().node(LOCK_PATH) else {
@@ -551,8 +628,12 @@ fn no_orphan_node(state: &World<LockAgent>) -> bool {
     };
     dir.children.iter().all(|child| {
         state.clients.iter().any(|c| match &c.agent.phase {
-            Phase::Acquiring(run) => child.starts_with(run.machine.prefix()),
-            Phase::Holding(a) | Phase::Lost(a) => path::name(&a.node) == child,
+            // A riding acquisition's old node is the client's until the ride applies.
+            Phase::Acquiring(run) => {
+                child.starts_with(run.machine.prefix())
+                    || run.machine.unreleased().map(path::name) == Some(child)
+            }
+            Phase::Holding(a) | Phase::Lost(a) | Phase::Deferred(a) => path::name(&a.node) == child,
             Phase::Releasing(run) => path::name(run.machine.node()) == child,
             Phase::Idle | Phase::Failed(_) | Phase::Done => false,
         })
@@ -568,6 +649,32 @@ fn gave_up(state: &World<LockAgent>) -> bool {
 
 fn all_finished(state: &World<LockAgent>) -> bool {
     state.clients.iter().all(|c| c.agent.finished())
+}
+
+fn went_alone(state: &World<LockAgent>) -> bool {
+    state.clients.iter().any(|c| c.agent.went_alone)
+}
+
+fn rode(state: &World<LockAgent>) -> bool {
+    state.clients.iter().any(|c| c.agent.rode)
+}
+
+/// Every client finished, and no live session owns a node in the lock directory: every
+/// release happened, deferred or not.
+fn nothing_left(state: &World<LockAgent>) -> bool {
+    let live_nodes = state.kernel.tree().node(LOCK_PATH).is_some_and(|dir| {
+        dir.children.iter().any(|c| {
+            let owner = state
+                .kernel
+                .tree()
+                .node(&path::join(LOCK_PATH, c))
+                .map(|n| n.stat.ephemeral_owner);
+            state.clients.iter().any(|client| {
+                Some(client.session.0) == owner && state.kernel.is_alive(client.session)
+            })
+        })
+    });
+    all_finished(state) && !live_nodes
 }
 
 impl Model for LockModel {
@@ -607,8 +714,21 @@ impl Model for LockModel {
             Property::always(exclusion, |_, s| fenced_exclusion(s)),
             Property::always("one node per GUID", |_, s| one_node_per_guid(s)),
             Property::eventually("every client finishes", |_, s| all_finished(s)),
+            Property::eventually("no node left behind", |_, s| nothing_left(s)),
             Property::sometimes("every client held", |_, s| all_held(s)),
         ];
+        if self.flavor != Flavor::Election {
+            properties.push(Property::sometimes(
+                "a deferred release went alone",
+                |_, s| went_alone(s),
+            ));
+            if self.cycles > 1 {
+                properties.push(Property::sometimes(
+                    "a release rode with the next acquisition",
+                    |_, s| rode(s),
+                ));
+            }
+        }
         if self.faults.budget > 0 && self.faults.expiry && self.clients > 1 {
             properties.push(Property::sometimes(
                 "taken over from an expired holder",

@@ -39,11 +39,17 @@ where
             Err(e) => return e.into(),
         };
         loop {
+            let generation = client.generation();
             let guard = match mutex.lock().await {
                 Ok(guard) => guard,
                 Err(e) => {
                     let e = AgentError::from(e);
                     if e.is_session_lost() && !client.has_ended() {
+                        // Not at once: the session that refused may still look live (see
+                        // `Client::past_session`).
+                        if let Err(e) = client.past_session(generation).await {
+                            return e.into();
+                        }
                         continue;
                     }
                     return e;

@@ -631,7 +631,10 @@ where
             let watched = zk.get_and_watch_data(&self.inner.path).await;
             let (data, _, watch) = match watched {
                 Ok(read) => read,
-                Err(e) if e.is_session_lost() && !self.inner.client.has_ended() => continue,
+                Err(e) if e.is_session_lost() && !self.inner.client.has_ended() => {
+                    self.inner.client.past_session(zk.generation()).await?;
+                    continue;
+                }
                 Err(e) if e.is_indeterminate() => {
                     wait_connected(&*zk).await.ok();
                     continue;

@@ -175,8 +175,10 @@ where
                         () = pause => {}
                     }
                 }
-                // The session ended: read on the next one.
-                Err(e) if e.is_session_lost() && !core.client.has_ended() => {}
+                // The session ended: read on the next one (once the client is past it).
+                Err(e) if e.is_session_lost() && !core.client.has_ended() => {
+                    core.client.past_session(zk.generation()).await?;
+                }
                 Err(e) => return Err(e.into()),
             }
         }

@@ -449,12 +449,37 @@ impl Client {
     {
         loop {
             let session = self.current_session().await?;
+            let generation = session.generation();
             match op(session).await {
                 Err(e) if session_lost(&e) && !self.has_ended() => {
                     crate::metrics::retried("session_lost");
+                    self.past_session(generation).await?;
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Waits until the client has moved past its session of generation `generation`: that
+    /// session has ended (the client then opens the next), or a later one is current. Fails
+    /// only when the client has ended.
+    ///
+    /// For loops that try again after a call failed with a lost session. The session that
+    /// refused may still look live for a while: once [`expire_session`] has taken its handle,
+    /// every call is refused at once, but its state turns terminal only when the service
+    /// confirms the end. Trying again at once would fail again at once, and a loop whose
+    /// every step is ready never yields: found spinning on both worker threads of a real run
+    /// for 30 minutes, starving the very tasks that would have ended the session.
+    ///
+    /// [`expire_session`]: crate::zk::ZkClient::expire_session
+    pub(crate) async fn past_session(&self, generation: u64) -> Result<()> {
+        loop {
+            let session = self.current_session().await?;
+            if session.generation() > generation || session.has_ended() {
+                return Ok(());
+            }
+            let mut states = session.session_states();
+            states.terminated().await;
         }
     }
 

@@ -22,12 +22,22 @@
 //!   handle's next acquisition runs on the client's next session (it does not join the lost
 //!   hold), queueing behind the old session's node until the service has removed it.
 //! - Dropping an acquisition future removes the node it created (in a background task, since
-//!   `Drop` cannot wait); dropping a guard releases like [`LockGuard::unlock`].
-//! - [`LockGuard::unlock`] returns once the release is *ordered on the session* (its delete
-//!   sent, ahead of everything the session sends later), not once other sessions see it; a
-//!   background task checks the delete's reply and repeats it after a connection loss. So a
-//!   release and the next acquisition travel together, and a waiter whose watched node was
-//!   the last in its way takes the lock on the deletion event without re-reading the children.
+//!   `Drop` cannot wait), and sends alone the deferred release it took to carry if its `multi`
+//!   was not sent yet or may not have applied; dropping a guard releases like
+//!   [`LockGuard::unlock`]. Dropping the handle itself leaves a deferred release to its task,
+//!   which sends it when the linger ends.
+//! - [`LockGuard::unlock`] returns at once. A handle that locks again promptly after it
+//!   unlocks *defers* its releases: the node's delete rides with the next acquisition (one
+//!   `multi` deletes the old node and queues the new one: a warm lock–unlock cycle is one
+//!   write), or, if none comes within [`RELEASE_LINGER`] (a millisecond), a background task
+//!   sends it alone; any other release is sent at once. A background task checks the
+//!   delete's reply and repeats it after a connection loss (a release deferred while the
+//!   connection is down goes out when it is back); after a session loss the node went with
+//!   the session, and a deferred release of an ended session is dropped, never carried by an
+//!   acquisition on the client's next session. [`LockGuard::unlock_now`] never defers, and returns when the
+//!   delete is ordered on the session, ahead of everything the session sends later. Either
+//!   way a waiter whose watched node was the last in its way takes the lock on the deletion
+//!   event without re-reading the children.
 
 mod acquire;
 mod monitor;
@@ -36,18 +46,18 @@ mod mutex;
 mod release;
 pub mod revocable;
 mod rwlock;
+mod side;
 
 pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
 pub use monitor::MonitorMachine;
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};
-pub(crate) use mutex::{
-    acquire_node, delete_idempotent, find_own_node, node_lost, session_status, spawn_cleanup,
-};
-pub use release::ReleaseMachine;
+pub(crate) use mutex::{node_lost, session_status};
+pub use release::{RELEASE_LINGER, ReleaseMachine};
 pub(crate) use revocable::pause_for_retry;
 pub use revocable::{REVOKE_MESSAGE, RevocationMachine, holders, revoke, revoke_holders};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};
+pub(crate) use side::{acquire_node, delete_idempotent, find_own_node, spawn_cleanup};
 
 use crate::Error;
 

@@ -4,7 +4,7 @@
 //!
 //! A [`MultiLock`] is a [`Mutex`] per path. It acquires them one after the other in one
 //! canonical order — the paths sorted, duplicates removed — and releases them in the reverse
-//! order. If an acquisition fails or times out part-way, the locks already taken are released
+//! order (each as [`MutexGuard::unlock`] releases: a member's delete may be deferred). If an acquisition fails or times out part-way, the locks already taken are released
 //! (newest first) before the error is returned, so a caller holds either all of them or none.
 //!
 //! Why sorted, where Curator keeps the order it was given: two multi-locks over overlapping

@@ -19,12 +19,42 @@
 //! old node, and a release that failed for good is retried first (its node would block
 //! everyone) and fails the acquisition if it fails again.
 //!
-//! The models run the same machine for a holder's release (models' `lock.rs`).
+//! # Deferred releases
+//!
+//! [`LockGuard::unlock`](super::LockGuard::unlock) defers a release when the handle locked
+//! again within [`RELEASE_LINGER`] of its previous release (a loop that locks right after it
+//! unlocks): the node's delete then rides with the next acquisition's create, one `multi`
+//! for both (see [`AcquireMachine::with_riding`](super::AcquireMachine::with_riding)), or, if
+//! no acquisition takes it within [`RELEASE_LINGER`], a task sends it alone and the handle stops
+//! deferring until it locks promptly again. [`Deferrals`] keeps that book.
+//!
+//! The riding `multi` ends with a stamp that sets the lock directory's data (see
+//! [`ProtectedCreate`](crate::machine::ProtectedCreate)), to empty. So a handle defers only on
+//! a directory whose data it found empty — read once, with the acquisition that first makes
+//! it defer — and never again on one whose stamp was refused (no write access): a lock on a
+//! path that holds data of its own never has that data overwritten.
+//!
+//! The models run the same machine for a holder's release (models' `lock.rs`), and let a
+//! deferred release ride with the next acquisition or go alone.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use tokio::time::Instant;
+
+use crate::client::Session;
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, SessionState, WatchedEvent, path};
+
+/// How long a deferred release waits for the handle's next acquisition before it is sent
+/// alone; also how soon after a release an acquisition must come for the handle to defer its
+/// next one. A lock–unlock loop relocks within microseconds; a millisecond (the runtime's
+/// timer tick) is what a holder that does not come back delays its waiters, at most.
+///
+/// ```
+/// assert_eq!(avout::lock::RELEASE_LINGER, std::time::Duration::from_millis(1));
+/// ```
+pub const RELEASE_LINGER: Duration = Duration::from_millis(1);
 
 /// The one token of a release: a repeated delete goes out under the same one.
 const DELETE: Token = Token(0);
@@ -182,6 +212,107 @@ impl Releases {
             .filter(|(_, failed)| failed.is_some())
             .map(|(node, _)| node.clone())
             .collect()
+    }
+}
+
+/// A release kept for the handle's next acquisition.
+#[derive(Debug)]
+pub(super) struct Deferred {
+    /// The node's path.
+    pub(super) node: String,
+    /// The session the node belongs to.
+    pub(super) session: Session,
+}
+
+/// What to do with a release, as [`Deferrals::release`] decides.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Release {
+    /// Kept: send it alone unless an acquisition has taken it when deferral `number`'s
+    /// [`RELEASE_LINGER`] is over ([`Deferrals::linger_over`]).
+    Deferred {
+        /// Which deferral this is.
+        number: u64,
+    },
+    /// Send it now.
+    Now,
+}
+
+/// One side's deferred release and whether the next one is deferred; see the
+/// [module docs](self).
+#[derive(Debug, Default)]
+pub(super) struct Deferrals {
+    pending: Option<(Deferred, u64)>,
+    numbered: u64,
+    /// When the last release sent at once went out.
+    sent_at: Option<Instant>,
+    /// Whether the next release is deferred (if the directory takes the stamp).
+    defer: bool,
+    /// Whether the lock directory takes the stamp: its data is empty and it may be written
+    /// (`None` until read).
+    stampable: Option<bool>,
+}
+
+impl Deferrals {
+    /// The last hold on `node` was released at `now`: keep it or send it now (a release the
+    /// previous acquisition did not take is handed back to be sent too).
+    pub(super) fn release(
+        &mut self,
+        node: String,
+        session: Session,
+        now: Instant,
+    ) -> (Release, Option<Deferred>) {
+        if !self.defer || self.stampable != Some(true) {
+            self.sent_at = Some(now);
+            return (Release::Now, None);
+        }
+        self.numbered += 1;
+        let earlier = self
+            .pending
+            .replace((Deferred { node, session }, self.numbered));
+        let number = self.numbered;
+        (Release::Deferred { number }, earlier.map(|(d, _)| d))
+    }
+
+    /// An acquisition starts at `now`: it takes the deferred release (to carry it), and a
+    /// prompt one (within [`RELEASE_LINGER`] of a release sent at once) turns deferral on.
+    pub(super) fn acquire(&mut self, now: Instant) -> Option<Deferred> {
+        let prompt = self
+            .sent_at
+            .take()
+            .is_some_and(|at| now - at <= RELEASE_LINGER);
+        let taken = self.take();
+        self.defer |= prompt || taken.is_some();
+        taken
+    }
+
+    /// Whether the acquisition that just made the handle defer must read the lock directory
+    /// (does its data allow the stamp?); answered by [`stampable`](Self::stampable).
+    pub(super) fn needs_directory(&self) -> bool {
+        self.defer && self.stampable.is_none()
+    }
+
+    /// Whether the lock directory takes the stamp (its data was found empty; `false` also
+    /// when a stamp was refused): from now on, releases are deferred only if it does.
+    pub(super) fn stampable(&mut self, stampable: bool) {
+        self.stampable = Some(stampable);
+    }
+
+    /// Takes the deferred release, if any, without a verdict on deferring (for the other side
+    /// of a read-write lock handle).
+    pub(super) fn take(&mut self) -> Option<Deferred> {
+        self.pending.take().map(|(d, _)| d)
+    }
+
+    /// Deferral `number`'s [`RELEASE_LINGER`] is over: its release, if nothing took it, to be sent
+    /// alone; the handle stops deferring then.
+    pub(super) fn linger_over(&mut self, number: u64) -> Option<Deferred> {
+        match &self.pending {
+            Some((_, n)) if *n == number => {
+                self.defer = false;
+                self.take()
+            }
+            _ => None,
+        }
     }
 }
 

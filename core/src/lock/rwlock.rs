@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::planted::Bugs;
 use crate::{Client, path};
 
-use super::mutex::{Side, immediate, patience_for, timed};
+use super::mutex::{immediate, patience_for, timed};
+use super::side::Side;
 use super::{LockError, LockGuard, LockKind, Patience};
 
 /// The guard of a [`RwLock`]'s read side.
@@ -57,7 +58,10 @@ pub type WriteGuard = LockGuard;
 /// As for the mutex (see the [lock module docs](super)): a connection loss during acquisition is
 /// recovered through the GUID in the node name; a session expiry fails an acquisition with
 /// [`LockError::SessionLost`] and ends every hold ([`LockGuard::status`], [`LockGuard::lost`]);
-/// dropping an acquisition future removes its node; dropping a guard releases its hold.
+/// dropping an acquisition future removes its node (and sends alone the deferred release it
+/// took to carry, if any); dropping a guard releases its hold. Releases are deferred as the
+/// mutex's are ([`LockGuard::unlock`]), and an acquisition of either side carries the
+/// handle's deferred release of either side.
 ///
 /// Clones share holds (they are the same handle); give each task that must be excluded its
 /// own handle.

@@ -19,9 +19,24 @@
 //! The parent offers it every reply; the sub-machine answers the ones it is waiting for with a
 //! [`Protected`] outcome and leaves the others alone. What to do next — decide, give up,
 //! create again, stall and [`recover`](ProtectedCreate::recover) — is the parent's.
+//!
+//! # Riding operations
+//!
+//! [`create_riding`](ProtectedCreate::create_riding) sends the create inside one `multi` behind
+//! operations of the parent's (a lock's release of its previous node), so that both are one
+//! write. ZooKeeper 3.8 answers a create inside a `multi` without its `Stat` (ZOOKEEPER-4026),
+//! and the node's `czxid` is what a lock hands out as its fencing token; so the `multi` ends
+//! with a *stamp*, a `set_data` of the parent directory (empty data, any version). Its `Stat`
+//! carries the `multi`'s zxid, which every operation of a `multi` shares, so it is the new
+//! node's `czxid`; and the directory's `numChildren` once the `multi` applied, which tells a
+//! lock that finds itself alone that it holds without reading the children
+//! ([`ProtectedCreate::parent_stat`]). The stamp replaces whatever data the directory had,
+//! and needs write access to it: without, the `multi` is refused and nothing is applied. The
+//! riding operations share the create's fate: a recovery that adopts the node knows they were
+//! applied, one that finds no node knows they were not.
 
 use super::{Outbox, Reply, Request, Token};
-use crate::{CreateMode, CreateOptions, Error, path};
+use crate::{CreateMode, CreateOptions, Error, Op, OpResult, Stat, path};
 
 /// What the sub-machine knows of the node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -37,9 +52,18 @@ enum Node {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Idle,
-    Creating { create: Token },
-    Listing { list: Token },
-    Verifying { exists: Token, name: String },
+    /// The create, behind `riding` operations in one `multi` when there are any.
+    Creating {
+        create: Token,
+        riding: usize,
+    },
+    Listing {
+        list: Token,
+    },
+    Verifying {
+        exists: Token,
+        name: String,
+    },
 }
 
 /// How a step of a [`ProtectedCreate`] ended.
@@ -52,7 +76,8 @@ enum Phase {
 pub enum Protected {
     /// Our create was applied and its reply arrived: the node is ours.
     Created,
-    /// Recovery found our node (our GUID, owned by this session): it is ours.
+    /// Recovery found our node (our GUID, owned by this session): it is ours (and the
+    /// operations that rode with its create were applied).
     Adopted,
     /// No node of ours exists. `parents_missing`: the parent directory is gone too (create it
     /// with the node next time).
@@ -63,6 +88,15 @@ pub enum Protected {
     /// The step failed; after an indeterminate error the node's existence is unknown, and
     /// [`ProtectedCreate::recover`] finds out.
     Failed(Error),
+    /// An operation of the `multi` other than the create was refused, so nothing was applied
+    /// and no node of ours exists: `op` is the index of a riding operation, `None` the stamp
+    /// (the `set_data` of the parent).
+    Refused {
+        /// The refused riding operation's index (`None`: the stamp).
+        op: Option<usize>,
+        /// Why.
+        error: Error,
+    },
 }
 
 /// A protected create; see the [module docs](self).
@@ -94,6 +128,8 @@ pub struct ProtectedCreate {
     data: Vec<u8>,
     session: i64,
     node: Node,
+    /// The parent's `Stat` as the last riding create left it.
+    parent_stat: Option<Stat>,
     phase: Phase,
 }
 
@@ -112,6 +148,7 @@ impl ProtectedCreate {
             data: Vec::new(),
             session,
             node: Node::Absent,
+            parent_stat: None,
             phase: Phase::Idle,
         }
     }
@@ -207,17 +244,67 @@ impl ProtectedCreate {
     /// assert_eq!(paths, ["/a", "/a/l", "/a/l/p-"]);
     /// ```
     pub fn create<O>(&mut self, outbox: &mut Outbox<O>, with_parents: bool) -> Token {
+        self.create_riding(outbox, with_parents, Vec::new())
+    }
+
+    /// Queues the create with `riding` operations ahead of it in one `multi`, and the stamp
+    /// behind it (see the [module docs](self)); without riding operations, a plain create.
+    /// Returns its token. The node is unknown until the reply.
+    ///
+    /// ```
+    /// use avout::machine::{Outbox, ProtectedCreate, Request};
+    /// use avout::Op;
+    /// let mut out: Outbox<()> = Default::default();
+    /// ProtectedCreate::new("/l", "p-", 1).create_riding(&mut out, false, vec![Op::delete("/l/p-0000000001", None)]);
+    /// let Some((_, Request::Multi(ops))) = out.pop() else { panic!("one multi") };
+    /// let paths: Vec<&str> = ops.iter().map(|op| op.path()).collect();
+    /// assert_eq!(paths, ["/l/p-0000000001", "/l/p-", "/l"]);
+    /// ```
+    pub fn create_riding<O>(
+        &mut self,
+        outbox: &mut Outbox<O>,
+        with_parents: bool,
+        riding: Vec<Op>,
+    ) -> Token {
         if with_parents {
             outbox.send_ancestors(&self.parent);
         }
         self.node = Node::Unknown;
-        let create = outbox.send(Request::Create {
-            path: path::join(&self.parent, &self.prefix),
-            data: self.data.clone(),
-            options: CreateOptions::new(CreateMode::EphemeralSequential),
-        });
-        self.phase = Phase::Creating { create };
+        self.parent_stat = None;
+        let (path, data) = (path::join(&self.parent, &self.prefix), self.data.clone());
+        let node = CreateOptions::new(CreateMode::EphemeralSequential);
+        let request = if riding.is_empty() {
+            Request::Create {
+                path,
+                data,
+                options: node,
+            }
+        } else {
+            let mut ops = riding.clone();
+            ops.push(Op::Create {
+                path,
+                data,
+                options: node,
+            });
+            ops.push(Op::set_data(self.parent.clone(), Vec::new(), None));
+            Request::Multi(ops)
+        };
+        let create = outbox.send(request);
+        self.phase = Phase::Creating {
+            create,
+            riding: riding.len(),
+        };
         create
+    }
+
+    /// The parent directory's `Stat` right after a riding create applied (the stamp's; see
+    /// the [module docs](self)): `None` after a plain create or a recovery.
+    ///
+    /// ```
+    /// assert_eq!(avout::machine::ProtectedCreate::new("/l", "p-", 1).parent_stat(), None);
+    /// ```
+    pub fn parent_stat(&self) -> Option<&Stat> {
+        self.parent_stat.as_ref()
     }
 
     /// Queues the recovery's listing of the parent (behind a `sync`: after a connection loss
@@ -254,7 +341,7 @@ impl ProtectedCreate {
     pub fn expects(&self, token: Token) -> bool {
         match &self.phase {
             Phase::Idle => false,
-            Phase::Creating { create: t } | Phase::Listing { list: t } => *t == token,
+            Phase::Creating { create: t, .. } | Phase::Listing { list: t } => *t == token,
             Phase::Verifying { exists, .. } => *exists == token,
         }
     }
@@ -279,21 +366,27 @@ impl ProtectedCreate {
         reply: crate::Result<Reply>,
     ) -> Option<Protected> {
         let outcome = match self.phase.clone() {
-            Phase::Creating { create } if token == create => match reply {
-                Ok(Reply::Created {
-                    path: created,
-                    stat,
-                }) => {
-                    self.node = Node::Mine {
-                        name: path::name(&created).to_owned(),
-                        czxid: stat.czxid,
-                    };
-                    Protected::Created
+            Phase::Creating { create, riding } if token == create => {
+                match Self::created(reply, riding) {
+                    Ok((created, czxid, parent)) => {
+                        self.node = Node::Mine {
+                            name: path::name(&created).to_owned(),
+                            czxid,
+                        };
+                        self.parent_stat = parent;
+                        Protected::Created
+                    }
+                    Err(Error::NoNode { .. }) => self.absent(true),
+                    Err(Error::Multi { index, source }) if index != riding => {
+                        self.node = Node::Absent;
+                        Protected::Refused {
+                            op: (index < riding).then_some(index),
+                            error: *source,
+                        }
+                    }
+                    Err(e) => return Some(Protected::Failed(e)),
                 }
-                Err(Error::NoNode { .. }) => self.absent(true),
-                Err(e) => return Some(Protected::Failed(e)),
-                Ok(other) => unreachable!("create replied {other:?}"),
-            },
+            }
             Phase::Listing { list } if token == list => match reply {
                 Ok(Reply::Children { children, .. }) => {
                     match children.into_iter().find(|c| c.starts_with(&self.prefix)) {
@@ -331,6 +424,27 @@ impl ProtectedCreate {
         // waits for nothing more.
         self.phase = Phase::Idle;
         Some(outcome)
+    }
+
+    /// The created node's path and `czxid` from the create's reply, and the parent's `Stat`
+    /// when it rode in a `multi` (its stamp's, whose `mzxid` is the node's `czxid`); a refusal
+    /// of the create itself is unwrapped from the `multi`'s.
+    fn created(
+        reply: crate::Result<Reply>,
+        riding: usize,
+    ) -> crate::Result<(String, i64, Option<Stat>)> {
+        match reply {
+            Ok(Reply::Created { path, stat }) => Ok((path, stat.czxid, None)),
+            Ok(Reply::Multi(results)) => match (results.get(riding), results.get(riding + 1)) {
+                (Some(OpResult::Create { path, .. }), Some(OpResult::SetData { stat })) => {
+                    Ok((path.clone(), stat.mzxid, Some(*stat)))
+                }
+                other => unreachable!("a riding create's multi replied {other:?}"),
+            },
+            Err(Error::Multi { index, source }) if index == riding => Err(*source),
+            Err(e) => Err(e),
+            Ok(other) => unreachable!("create replied {other:?}"),
+        }
     }
 
     fn absent(&mut self, parents_missing: bool) -> Protected {
@@ -404,6 +518,91 @@ mod tests {
             })
         );
         assert_eq!(pc.node(), None);
+    }
+
+    fn riding(pc: &mut ProtectedCreate, out: &mut Outbox<()>) -> Token {
+        pc.create_riding(out, false, vec![Op::delete("/l/p-0000000001", None)])
+    }
+
+    fn refused(index: usize, error: Error) -> crate::Result<Reply> {
+        Err(Error::Multi {
+            index,
+            source: Box::new(error),
+        })
+    }
+
+    #[test]
+    fn a_riding_create_takes_its_czxid_from_the_stamp() {
+        let mut out: Outbox<()> = Outbox::default();
+        let mut pc = ProtectedCreate::new("/l", "p-", 1);
+        let t = riding(&mut pc, &mut out);
+        let parent = Stat {
+            mzxid: 41,
+            num_children: 1,
+            ..Stat::default()
+        };
+        let results = vec![
+            OpResult::Delete,
+            OpResult::Create {
+                path: "/l/p-0000000002".into(),
+                stat: None,
+            },
+            OpResult::SetData { stat: parent },
+        ];
+        assert_eq!(
+            pc.handle_reply(&mut out, t, Ok(Reply::Multi(results))),
+            Some(Protected::Created)
+        );
+        assert_eq!(pc.node(), Some(("p-0000000002", 41)));
+        assert_eq!(pc.parent_stat(), Some(&parent));
+    }
+
+    #[test]
+    fn a_refused_riding_operation_leaves_no_node() {
+        let mut out: Outbox<()> = Outbox::default();
+        let mut pc = ProtectedCreate::new("/l", "p-", 1);
+        let t = riding(&mut pc, &mut out);
+        let gone = Error::NoNode {
+            path: "/l/p-0000000001".into(),
+        };
+        assert_eq!(
+            pc.handle_reply(&mut out, t, refused(0, gone.clone())),
+            Some(Protected::Refused {
+                op: Some(0),
+                error: gone
+            })
+        );
+        assert!(!pc.unknown() && pc.node().is_none());
+        // A refused stamp is told apart from the riding operations.
+        let t = riding(&mut pc, &mut out);
+        let denied = Error::NoAuth { path: "/l".into() };
+        assert_eq!(
+            pc.handle_reply(&mut out, t, refused(2, denied.clone())),
+            Some(Protected::Refused {
+                op: None,
+                error: denied
+            })
+        );
+    }
+
+    #[test]
+    fn a_riding_create_refused_itself_is_answered_as_a_plain_one() {
+        let mut out: Outbox<()> = Outbox::default();
+        let mut pc = ProtectedCreate::new("/l", "p-", 1);
+        let t = riding(&mut pc, &mut out);
+        let no_parent = Error::NoNode { path: "/l".into() };
+        assert_eq!(
+            pc.handle_reply(&mut out, t, refused(1, no_parent)),
+            Some(Protected::Absent {
+                parents_missing: true
+            })
+        );
+        let t = riding(&mut pc, &mut out);
+        assert_eq!(
+            pc.handle_reply(&mut out, t, refused(1, Error::ConnectionLoss)),
+            Some(Protected::Failed(Error::ConnectionLoss))
+        );
+        assert!(pc.unknown(), "the multi may have applied");
     }
 
     #[test]

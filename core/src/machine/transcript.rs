@@ -8,7 +8,9 @@
 //! - `AT session STATE`, `AT reply TOKEN REPLY`, `AT watch TOKEN KIND [STATE]`, `AT timer`:
 //!   an input at millisecond `AT`. A `REPLY` is `created PATH [czxid=N] [owner=N]`,
 //!   `children NAME…`, `exists none`, `exists [czxid=N] [owner=N]`, `synced`, `deleted`,
-//!   or `error NAME [PATH]`.
+//!   `multi RESULT…` (each `deleted`, `created:PATH` or `set:MZXID[:CHILDREN]`, the
+//!   node's `mzxid` and `numChildren` after the set), `error NAME [PATH]`
+//!   or `error Multi INDEX NAME [PATH]`.
 //! - `> TOKEN REQUEST`: the next request the machine sent ([`show`] spells it). Every request
 //!   sent must be listed, in order, before the next input and by the end.
 //! - `= OUTPUT`: `poll_output`, spelled by `Debug` (`None` while the machine runs).
@@ -137,7 +139,36 @@ pub(crate) fn show(request: &Request) -> String {
         Request::Exists { path, watch: w } => format!("exists {path}{}", watch(*w)),
         Request::GetChildren { path, watch: w } => format!("children {path}{}", watch(*w)),
         Request::Sync { path } => format!("sync {path}"),
+        Request::Multi(ops) => {
+            let ops: Vec<String> = ops.iter().map(show_op).collect();
+            format!("multi {}", ops.join(" ; "))
+        }
         other => format!("{other:?}"),
+    }
+}
+
+/// One operation of a `multi`, spelled as the request it stands for.
+fn show_op(op: &crate::Op) -> String {
+    use crate::Op;
+    match op {
+        Op::Create {
+            path,
+            data,
+            options,
+        } => show(&Request::Create {
+            path: path.clone(),
+            data: data.clone(),
+            options: options.clone(),
+        }),
+        Op::Delete { path, version } => show(&Request::Delete {
+            path: path.clone(),
+            version: *version,
+        }),
+        Op::SetData { path, version, .. } => match version {
+            None => format!("set {path}"),
+            Some(v) => format!("set {path} version={v}"),
+        },
+        Op::Check { path, version } => format!("check {path} version={version:?}"),
     }
 }
 
@@ -191,9 +222,44 @@ fn parse_reply(words: &[&str]) -> Result<crate::Result<Reply>, String> {
         ["exists", stat @ ..] => Reply::Exists(Some(parse_stat(stat)?)),
         ["synced"] => Reply::Synced,
         ["deleted"] => Reply::Deleted,
+        ["multi", results @ ..] => Reply::Multi(
+            results
+                .iter()
+                .map(|r| parse_op_result(r))
+                .collect::<Result<_, _>>()?,
+        ),
+        ["error", "Multi", index, name, path @ ..] => {
+            return Ok(Err(Error::Multi {
+                index: number(index)? as usize,
+                source: Box::new(parse_error(name, path)?),
+            }));
+        }
         ["error", name, path @ ..] => return Ok(Err(parse_error(name, path)?)),
         _ => return Err("not a reply".into()),
     }))
+}
+
+fn parse_op_result(word: &str) -> Result<crate::OpResult, String> {
+    use crate::OpResult;
+    Ok(match word.split_once(':') {
+        None if word == "deleted" => OpResult::Delete,
+        None if word == "checked" => OpResult::Check,
+        Some(("created", path)) => OpResult::Create {
+            path: path.to_owned(),
+            stat: None,
+        },
+        Some(("set", stat)) => {
+            let (mzxid, children) = stat.split_once(':').unwrap_or((stat, "0"));
+            OpResult::SetData {
+                stat: Stat {
+                    mzxid: number(mzxid)?,
+                    num_children: number(children)? as i32,
+                    ..Stat::default()
+                },
+            }
+        }
+        _ => return Err(format!("not a multi result: {word}")),
+    })
 }
 
 fn parse_stat(fields: &[&str]) -> Result<Stat, String> {
@@ -217,6 +283,8 @@ fn parse_error(name: &str, path: &[&str]) -> Result<Error, String> {
         "Closed" => Error::Closed,
         "NoNode" => Error::NoNode { path },
         "NodeExists" => Error::NodeExists { path },
+        "BadVersion" => Error::BadVersion { path },
+        "NoAuth" => Error::NoAuth { path },
         _ => return Err(format!("not an error: {name}")),
     })
 }

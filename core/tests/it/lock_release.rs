@@ -1,8 +1,9 @@
-//! The pipelined release: `unlock` returns once the delete is ordered on the session, and the
-//! delete's reply is still checked.
+//! The pipelined release: `unlock_now` returns once the delete is ordered on the session (and
+//! `unlock` defers it: see `lock_ride.rs`), and the delete's reply is still checked.
 //!
-//! - On real ZooKeeper, every later request of the releasing session sees the node gone, with
-//!   no wait in between: ZooKeeper applies one session's requests in order.
+//! - On real ZooKeeper, every later request of the session that released with `unlock_now`
+//!   sees the node gone, with no wait in between: ZooKeeper applies one session's requests
+//!   in order.
 //! - On the simulator, a delete whose reply is lost (applied) or whose request is lost (not
 //!   applied) is resolved by the background check, the next acquisition through the handle
 //!   does not wait for its own old node, and no node is left behind.
@@ -26,7 +27,7 @@ use crate::support;
 const SESSION: Duration = Duration::from_secs(2);
 
 /// The children of `path` in the service's tree: the truth, not a client's view.
-fn children(zk: &SimZk, path: &str) -> Vec<String> {
+pub(crate) fn children(zk: &SimZk, path: &str) -> Vec<String> {
     zk.with_kernel(|k| {
         k.tree()
             .node(path)
@@ -40,7 +41,7 @@ fn alive(zk: &SimZk, node: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_unlock_every_later_request_of_the_session_sees_the_lock_free() {
+async fn after_unlock_now_every_later_request_of_the_session_sees_the_lock_free() {
     let server = support::standalone();
     let zk: Arc<ZkClient> =
         Arc::new(support::connect(&ZkConfig::new(server.connect_string())).await);
@@ -49,7 +50,7 @@ async fn after_unlock_every_later_request_of_the_session_sees_the_lock_free() {
     for round in 0..50 {
         let guard = mutex.lock().await.expect("lock");
         let node = guard.node().to_owned();
-        guard.unlock().await.expect("unlock");
+        guard.unlock_now().await.expect("unlock_now");
         // No wait: the read is queued behind the delete on the same session.
         let (children, _) = zk.get_children("/release/ordered").await.expect("children");
         assert!(
@@ -86,8 +87,9 @@ fn lost_delete(fault: Fault, seed: u64) -> (bool, bool, Vec<String>) {
         let first = mutex.lock().await.expect("lock");
         let old = first.node().to_owned();
         zk.inject(fault);
+        // `unlock_now`: a deferred release would ride with the relock (see `lock_ride.rs`).
         first
-            .unlock()
+            .unlock_now()
             .await
             .expect("unlock returns once the delete is sent");
         // At once: the old node may or may not be gone; the handle must not wait for it.

@@ -102,15 +102,48 @@ impl<'r, A: Agent> Replay<'r, A> {
         Ok(())
     }
 
-    /// The first request client `c` would send if `action` (its own step) were taken now.
-    fn first_sent(&self, action: Action, c: usize) -> Option<Request> {
-        let mut probe = self.world.clone();
-        let before = probe.clients[c].outbox.len();
-        probe.step(action, None);
-        probe.clients[c]
-            .outbox
-            .get(before)
-            .map(|(_, request)| request.clone())
+    /// Client `c`'s own steps that make it send a request named `op`: one, or two when the
+    /// first sends nothing (a lock's unlock defers its release, which the linger's end then
+    /// sends); else the first own step enabled (the divergence shows at the comparison).
+    fn own_steps(&self, c: usize, op: &str) -> Vec<Action> {
+        let own = |world: &World<A>| -> Vec<Action> {
+            let mut actions = Vec::new();
+            world.actions(&Faults::classic(u8::MAX), &mut actions);
+            [
+                Action::DeliverReconnected(c),
+                Action::Timer(c),
+                Action::Script(c),
+            ]
+            .into_iter()
+            .filter(|a| actions.contains(a))
+            .collect()
+        };
+        // The world after `steps`, and the first request they made `c` send.
+        let after = |steps: &[Action]| {
+            let mut probe = self.world.clone();
+            let before = probe.clients[c].outbox.len();
+            for step in steps {
+                probe.step(*step, None);
+            }
+            let sent = probe.clients[c].outbox.get(before).map(|(_, r)| r.clone());
+            (probe, sent)
+        };
+        let first = own(&self.world);
+        for a in &first {
+            let (probe, sent) = after(&[*a]);
+            match sent {
+                Some(request) if request.name() == op => return vec![*a],
+                Some(_) => {}
+                None => {
+                    for b in own(&probe) {
+                        if after(&[*a, b]).1.is_some_and(|r| r.name() == op) {
+                            return vec![*a, b];
+                        }
+                    }
+                }
+            }
+        }
+        first.into_iter().take(1).collect()
     }
 
     fn diverge(&self, at: usize, why: String) -> Divergence {
@@ -180,20 +213,7 @@ impl<'r, A: Agent> Replay<'r, A> {
                     // both could, the one that sends what was logged (a leader resigns while
                     // its monitor waits to ask again: the script's delete, not the timer's
                     // exists).
-                    let own: Vec<Action> = [
-                        Action::DeliverReconnected(c),
-                        Action::Timer(c),
-                        Action::Script(c),
-                    ]
-                    .into_iter()
-                    .filter(|a| self.enabled(*a))
-                    .collect();
-                    let chosen = own
-                        .iter()
-                        .copied()
-                        .find(|a| self.first_sent(*a, c).is_some_and(|r| r.name() == op))
-                        .or(own.first().copied());
-                    if let Some(action) = chosen {
+                    for action in self.own_steps(c, op) {
                         self.take(at, action, false)?;
                     }
                 }

@@ -50,11 +50,12 @@ fn kazoo_732_a_lost_abandonment_leaves_a_node_behind() {
 }
 
 /// Without the bug, two clients and one fault of any kind: every property holds, a try does
-/// give up, and the space is pinned.
+/// give up, and the space is pinned (5,021 before the release was deferred: its two steps, the
+/// unlock and the linger's end or the next create's ride, add the states between them).
 #[test]
 fn the_try_mutex_model_passes_and_gives_up_sometimes() {
     let report = check_named("try-mutex", &Config::default()).unwrap();
-    assert_eq!(report.unique_states, 5_021, "{report}");
+    assert_eq!(report.unique_states, 5_511, "{report}");
     assert!(report.properties.iter().all(|p| p.ok()), "{report}");
     assert!(report.property("a try gave up").ok(), "{report}");
 }

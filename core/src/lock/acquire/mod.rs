@@ -28,13 +28,23 @@
 //!   usually applied before our create (one session's requests are applied in order); if it
 //!   was lost, the node is ours and is being deleted again, and while it lingers it blocks
 //!   only other owners, which is safe.
+//! - **A release rides with the next create.** A handle whose previous release is deferred
+//!   (see [`LockGuard::unlock`](super::LockGuard::unlock)) hands that node to
+//!   [`AcquireMachine::with_riding`]: the create becomes one `multi` that deletes the old node
+//!   and creates the new one (with the [stamp](crate::machine::ProtectedCreate::create_riding)
+//!   that gives the new node's `czxid`), so a warm lock–unlock cycle costs one write. The
+//!   `multi` is all or nothing, and the create's recovery decides both: a node adopted after a
+//!   connection loss means the old one is gone, no node means it is still there and the next
+//!   create carries it again. If the delete is refused (the node was already gone: done;
+//!   anything else, such as an ACL) the machine creates alone and leaves the old node to the
+//!   caller ([`AcquireMachine::unreleased`]); it never waits for it meanwhile.
 
 use crate::machine::{
     Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, Resumed, Stall, Token,
     earliest,
 };
 use crate::planted::{Bug, Bugs};
-use crate::{Error, ErrorClass, EventKind, SessionState, WatchedEvent, path};
+use crate::{Error, ErrorClass, EventKind, Op, SessionState, WatchedEvent, path};
 
 use super::LockError;
 
@@ -98,9 +108,10 @@ enum Retry {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
-    /// Create (after any parents) and children read sent together.
+    /// Create (after any parents) and children read sent together; a riding create reads
+    /// no children (the stamp says whether we are alone).
     Creating {
-        children: Token,
+        children: Option<Token>,
         listed: Option<Vec<String>>,
     },
     /// Looking for a node whose create had an unknown outcome (the protected create's
@@ -129,6 +140,12 @@ pub struct AcquireMachine {
     own: Vec<String>,
     /// Names of this owner's nodes whose delete is in flight: they never block.
     releasing: Vec<String>,
+    /// This owner's released node (its path) whose delete rides with our create, until the
+    /// ride is applied; `ride_dropped` once the machine stopped carrying it (refused).
+    riding: Option<String>,
+    ride_dropped: bool,
+    /// Whether a ride's stamp was refused (no write access to the lock directory).
+    stamp_refused: bool,
     patience: Patience,
     deadline: Option<Millis>,
     phase: Phase,
@@ -163,6 +180,9 @@ impl AcquireMachine {
             node: ProtectedCreate::new(lock_path, prefix, session),
             own,
             releasing: Vec::new(),
+            riding: None,
+            ride_dropped: false,
+            stamp_refused: false,
             patience,
             deadline: None,
             phase: Phase::Done,
@@ -216,6 +236,50 @@ impl AcquireMachine {
         self
     }
 
+    /// The same machine, deleting `node` (the path of a node this owner released, under the
+    /// same lock path) in the same `multi` as it creates its own; see the
+    /// [module docs](self). The node never blocks this machine meanwhile.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// use avout::machine::{Machine, Millis, Request};
+    /// let mut m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![])
+    ///     .with_riding("/l/_c_0-lock-0000000007".into());
+    /// m.handle_session(Millis(0), avout::SessionState::Connected);
+    /// assert!(matches!(m.poll_request(), Some((_, Request::Multi(ops))) if ops.len() == 5));
+    /// assert_eq!(m.unreleased(), Some("/l/_c_0-lock-0000000007"));
+    /// ```
+    pub fn with_riding(mut self, node: String) -> Self {
+        self.releasing.push(path::name(&node).to_owned());
+        self.riding = Some(node);
+        self
+    }
+
+    /// The node given to [`with_riding`](Self::with_riding), while the machine does not know
+    /// its delete applied (and its session lives): after the machine finishes, the caller
+    /// releases it as any other.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![]);
+    /// assert_eq!(m.unreleased(), None);
+    /// ```
+    pub fn unreleased(&self) -> Option<&str> {
+        self.riding.as_deref()
+    }
+
+    /// Whether a ride was refused for its stamp (the lock directory may not be written): the
+    /// caller should not defer releases on this lock any more.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// let m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![]);
+    /// assert!(!m.stamp_refused());
+    /// ```
+    pub fn stamp_refused(&self) -> bool {
+        self.stamp_refused
+    }
+
     /// The prefix of this machine's node name (`_c_<GUID>-<marker>`).
     ///
     /// ```
@@ -262,13 +326,22 @@ impl AcquireMachine {
         self.outbox.finish(result);
     }
 
-    /// Sends the ancestors' creates (when `with_parents`), our create and the children read,
-    /// back to back.
+    /// Sends the ancestors' creates (when `with_parents`) and our create, with the children
+    /// read right behind; or the riding create alone, whose stamp says whether we are the
+    /// only node (a warm cycle's lock, which then needs no read).
     fn start_create(&mut self, with_parents: bool) {
-        self.node.create(&mut self.outbox, with_parents);
-        let children = self.send(Request::GetChildren {
-            path: self.lock_path.clone(),
-            watch: false,
+        let riding = match (&self.riding, self.ride_dropped) {
+            (Some(node), false) => vec![Op::delete(node.clone(), None)],
+            _ => Vec::new(),
+        };
+        let read = riding.is_empty();
+        self.node
+            .create_riding(&mut self.outbox, with_parents, riding);
+        let children = read.then(|| {
+            self.send(Request::GetChildren {
+                path: self.lock_path.clone(),
+                watch: false,
+            })
         });
         self.phase = Phase::Creating {
             children,
@@ -307,18 +380,50 @@ impl AcquireMachine {
     }
 
     /// Goes on from a step of the protected create.
-    fn protected(&mut self, now: Millis, outcome: Protected, listed: Option<Vec<String>>) {
+    /// `listed`: the children read sent with the create, if in; `read`: whether one was sent.
+    fn protected(
+        &mut self,
+        now: Millis,
+        outcome: Protected,
+        listed: Option<Vec<String>>,
+        read: bool,
+    ) {
+        if matches!(outcome, Protected::Created | Protected::Adopted) && !self.ride_dropped {
+            // The ride shares the create's fate.
+            self.riding = None;
+        }
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
-            (Protected::Created, None) => {
-                if let Some(list) = listed {
-                    self.decide(list);
-                }
-            }
+            (Protected::Created, None) => match (listed, read) {
+                (Some(list), _) => self.decide(list),
+                // The read is on its way.
+                (None, true) => {}
+                // A riding create: alone in the directory once it applied, we hold.
+                (None, false) => match self.node.parent_stat() {
+                    Some(parent) if parent.num_children == 1 => self.take_over(),
+                    _ => self.check(),
+                },
+            },
             (Protected::Adopted, None) => self.check(),
             (Protected::Absent { .. }, Some(reason)) => self.finish(Err(reason)),
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
             (Protected::Failed(e), _) => self.failed(now, e, Retry::Recover),
+            (Protected::Refused { op, error }, give_up) => {
+                match (op, error) {
+                    // Already gone: nothing left to release.
+                    (Some(_), Error::NoNode { .. }) => self.riding = None,
+                    // The release cannot ride (or the stamp is refused): create alone; the
+                    // caller releases the node afterwards.
+                    (op, _) => {
+                        self.ride_dropped = true;
+                        self.stamp_refused |= op.is_none();
+                    }
+                }
+                match give_up {
+                    Some(reason) => self.finish(Err(reason)),
+                    None => self.start_create(false),
+                }
+            }
         }
     }
 
@@ -411,7 +516,10 @@ impl AcquireMachine {
     fn failed(&mut self, now: Millis, error: Error, step: Retry) {
         match error.class() {
             ErrorClass::Indeterminate => self.retry.start(step, now),
-            ErrorClass::SessionLost => self.finish(Err(LockError::SessionLost(error))),
+            ErrorClass::SessionLost => {
+                self.riding = None;
+                self.finish(Err(LockError::SessionLost(error)))
+            }
             ErrorClass::Rejected => self.finish(Err(LockError::Zk(error))),
         }
     }
@@ -438,9 +546,9 @@ impl Machine for AcquireMachine {
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
         match self.phase.clone() {
             phase @ (Phase::Creating { .. } | Phase::Recovering) if self.node.expects(token) => {
-                let listed = match phase {
-                    Phase::Creating { listed, .. } => listed,
-                    _ => None,
+                let (listed, read) = match phase {
+                    Phase::Creating { listed, children } => (listed, children.is_some()),
+                    _ => (None, false),
                 };
                 let reply = match reply {
                     // The planted bug: recovery does not see our own node.
@@ -454,11 +562,11 @@ impl Machine for AcquireMachine {
                     reply => reply,
                 };
                 if let Some(outcome) = self.node.handle_reply(&mut self.outbox, token, reply) {
-                    self.protected(now, outcome, listed);
+                    self.protected(now, outcome, listed, read);
                 }
             }
             Phase::Creating {
-                children,
+                children: Some(children),
                 listed: None,
             } if token == children => match reply {
                 Ok(Reply::Children { children: list, .. }) => {
@@ -466,7 +574,7 @@ impl Machine for AcquireMachine {
                         self.decide(list);
                     } else {
                         self.phase = Phase::Creating {
-                            children,
+                            children: Some(children),
                             listed: Some(list),
                         };
                     }
@@ -547,8 +655,9 @@ impl Machine for AcquireMachine {
         match self.outbox.session_stalled(state, &mut self.retry) {
             Resumed::Start => self.start_create(false),
             Resumed::Ended(error) => {
-                // The session's ephemerals, ours included, are gone with it.
+                // The session's ephemerals, ours and the ridden one included, are gone with it.
                 self.node.forget();
+                self.riding = None;
                 self.finish(Err(LockError::SessionLost(error)));
             }
             Resumed::Redo(step) => self.run_retry(step),

@@ -234,6 +234,7 @@ async fn stand(
                 generation: client.generation(),
             },
         );
+        let generation = client.generation();
         let elected = tokio::select! {
             biased;
             elected = election.campaign() => elected,
@@ -248,6 +249,16 @@ async fn stand(
             Err(LockError::SessionLost(_))
                 if !client.has_ended() && !election.planted.contains(Bug::Curator16) =>
             {
+                // Not at once: the session that refused may still look live (see
+                // `Client::past_session`).
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => {
+                        publish(&states, LatchState::Closed(LockError::SessionLost(crate::Error::Closed)));
+                        return;
+                    }
+                    _ = client.past_session(generation) => {}
+                }
                 continue;
             }
             Err(why) => {

@@ -117,6 +117,7 @@ async fn select<F, Fut>(
 {
     let client = election.client.clone();
     loop {
+        let generation = client.generation();
         let elected = tokio::select! {
             biased;
             _ = &mut stopped => return,
@@ -124,7 +125,16 @@ async fn select<F, Fut>(
         };
         let leadership: Leadership = match elected {
             Ok(leadership) => leadership,
-            Err(LockError::SessionLost(_)) if !client.has_ended() => continue,
+            Err(LockError::SessionLost(_)) if !client.has_ended() => {
+                // Not at once: the session that refused may still look live (see
+                // `Client::past_session`).
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => return,
+                    _ = client.past_session(generation) => {}
+                }
+                continue;
+            }
             Err(why) => {
                 error.send_replace(Some(why));
                 return;

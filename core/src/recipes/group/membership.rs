@@ -226,9 +226,12 @@ async fn rejoin(
     ours: &[i64],
 ) -> Result<Session, GroupError> {
     loop {
+        let generation = group.client.generation();
         match group.join_once(name, data).await {
             Ok(session) => return Ok(session),
-            Err(GroupError::SessionLost(_)) if !group.client.has_ended() => {}
+            Err(GroupError::SessionLost(_)) if !group.client.has_ended() => {
+                group.client.past_session(generation).await?;
+            }
             Err(GroupError::NameTaken { node }) => {
                 let zk = group.client.current_session().await?;
                 match zk.exists_and_watch(&node).await {

@@ -494,9 +494,12 @@ impl MembershipWatch {
         let client = &self.group.client;
         let members = loop {
             let zk = client.current_session().await?;
+            let generation = zk.generation();
             let mut machine = WatchMembersMachine::new(&self.group.path, self.known.clone());
             match drive(&*zk, &mut machine).await {
-                Err(GroupError::SessionLost(_)) if !client.has_ended() => continue,
+                Err(GroupError::SessionLost(_)) if !client.has_ended() => {
+                    client.past_session(generation).await?;
+                }
                 other => break other?,
             }
         };

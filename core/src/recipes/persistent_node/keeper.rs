@@ -53,8 +53,14 @@ impl Keeper {
                 }
             } else if !error.is_session_lost() || self.client.has_ended() {
                 return self.fail(error);
+            } else {
+                // A lost session: the next loop pins the client's next one, once the client
+                // is past this one (see `Client::past_session`).
+                futures::select_biased! {
+                    _ = self.client.past_session(session.generation()).fuse() => {}
+                    _ = stop => return,
+                }
             }
-            // A lost session: the next loop pins the client's next one.
         }
     }
 

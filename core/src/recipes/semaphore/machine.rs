@@ -288,6 +288,7 @@ impl SemaphoreMachine {
             (Protected::Absent { .. }, Some(reason)) => self.unlock(Err(reason)),
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
             (Protected::Failed(e), _) => self.failed(now, e, Retry::Recover),
+            (Protected::Refused { .. }, _) => unreachable!("nothing rides with a lease's create"),
         }
     }
 

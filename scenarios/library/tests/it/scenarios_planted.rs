@@ -9,7 +9,7 @@ use avout::planted::Bug;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::shrink;
-use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, Registry};
+use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, Registry, Workload};
 use avout_sim_zk::FaultKind;
 
 /// Seeds `explore` may try before the bug counts as not found.
@@ -20,6 +20,26 @@ pub(crate) fn regression(bug: Bug) -> Case {
         .join("../regressions")
         .join(format!("{}.json", bug.name()));
     Case::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The workload of the first seed of `scenario` that fails with `bug` planted under `plan`;
+/// panics if none does within [`SEED_BUDGET`].
+fn explore_for(bug: Bug, scenario: &str, protocol: Protocol, plan: &FaultPlan) -> Workload {
+    let mut w = Registry::builtins().workload(scenario, 0).unwrap();
+    w.protocol = protocol;
+    let found = explore(
+        &Registry::builtins().run(&w).faults(plan).planted(Some(bug)),
+        0..SEED_BUDGET,
+        2,
+        false,
+        &|_| {},
+    )
+    .unwrap();
+    found
+        .first_failure()
+        .unwrap_or_else(|| panic!("{bug}: not found in {SEED_BUDGET} seeds"))
+        .workload
+        .clone()
 }
 
 fn find_shrink_replay(bug: Bug, scenario: &str, protocol: Protocol, shrink_budget: u64) {
@@ -42,24 +62,11 @@ fn find_shrink_replay_under(
         "{bug}: the regression case no longer fails"
     );
 
-    // Explore.
-    let mut w = Registry::builtins().workload(scenario, 0).unwrap();
-    w.protocol = protocol;
-    let found = explore(
-        &Registry::builtins().run(&w).faults(plan).planted(Some(bug)),
-        0..SEED_BUDGET,
-        2,
-        false,
-        &|_| {},
-    )
-    .unwrap();
-    let failure = found
-        .first_failure()
-        .unwrap_or_else(|| panic!("{bug}: not found in {SEED_BUDGET} seeds"));
-    let seeds_to_find = failure.workload.seed + 1;
+    let failing = explore_for(bug, scenario, protocol, plan);
+    let seeds_to_find = failing.seed + 1;
 
     // The failing seed, recorded, shrunk, replayed.
-    let case = Case::record(&Registry::builtins(), &failure.workload, plan, Some(bug)).unwrap();
+    let case = Case::record(&Registry::builtins(), &failing, plan, Some(bug)).unwrap();
     assert!(!case.anomalies.is_empty());
     let shrunk = shrink(&Registry::builtins(), &case, shrink_budget).unwrap();
     let small = &shrunk.case;
@@ -123,4 +130,18 @@ fn planted_stm_without_read_point_check_is_found_shrunk_and_replayed() {
 #[test]
 fn planted_stm_barging_committing_is_found_shrunk_and_replayed() {
     find_shrink_replay(Bug::StmBargeCommitting, "bank", Protocol::Mvcc, 60);
+}
+
+/// The museum's bugs planted in the read-write lock's acquisition and release
+/// (`reports/museum.md`) are still found by exploring the `rwlock` scenario under every fault
+/// kind.
+#[test]
+fn the_museums_rwlock_bugs_are_still_found() {
+    for bug in [Bug::Kazoo649, Bug::Curator621, Bug::Kazoo732] {
+        let failing = explore_for(bug, "rwlock", Protocol::Mvcc, &FaultPlan::all());
+        eprintln!(
+            "planted {bug} (rwlock): found after {} seed(s)",
+            failing.seed + 1
+        );
+    }
 }

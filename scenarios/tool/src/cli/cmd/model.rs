@@ -41,10 +41,11 @@ pub(crate) struct ModelArgs {
     /// disconnect, stale-read, outage.
     #[arg(long, value_delimiter = ',', default_values_t = FaultKind::CLASSIC.to_vec())]
     kinds: Vec<FaultKind>,
-    /// Acquire-hold-release cycles per lock client (1 to 3); for `agent`, the actions queued
-    /// are one more.
-    #[arg(long, default_value_t = 1)]
-    cycles: u8,
+    /// Acquire-hold-release cycles per lock client (1 to 3; by default 2 for `mutex` and
+    /// `rwlock`, whose second acquisition may carry the first release, else 1); for `agent`,
+    /// the actions queued are one more.
+    #[arg(long)]
+    cycles: Option<u8>,
     /// Depth-first search (breadth-first, the default, finds the shortest traces).
     #[arg(long, conflicts_with = "walks")]
     dfs: bool,
@@ -143,9 +144,10 @@ fn check(args: &ModelArgs) -> Result<Outcome, ModelError> {
         max_states: args.max_states,
         max_memory: args.max_memory.or_else(Budget::fitting_memory),
     };
+    let cycles = *args.cycles.get_or_insert(args.name.default_cycles());
     let config = Config {
         clients: args.clients,
-        cycles: args.cycles,
+        cycles,
         faults: args.faults,
         kinds: args.kinds.clone(),
         bug: args.planted,

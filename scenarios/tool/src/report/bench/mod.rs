@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Clients of the contended workloads.
     #[arg(long, default_value_t = 4)]
     clients: u32,
+    /// Further client counts at which `lock-contended` runs for every peer (issue 40 sets
+    /// its target at 4, 8, 16 and 32); a count equal to `--clients` runs once.
+    #[arg(long, value_delimiter = ',', default_values_t = [8u32, 16, 32])]
+    more_clients: Vec<u32>,
     /// The port of the throwaway server.
     #[arg(long, default_value_t = 24291)]
     port: u16,
@@ -160,10 +164,10 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
         "{jars}/curator-recipes.jar:{jars}/slf4j-nop.jar:{}",
         build.display()
     );
-    let peer_cmd = |peer: &str, w: &str| -> Command {
+    let peer_cmd = |peer: &str, w: &str, clients: &str| -> Command {
         let mut sizes = Vec::new();
         if w.ends_with("-contended") {
-            sizes.push(clients.clone());
+            sizes.push(clients.to_owned());
         }
         sizes.push(n.clone());
         match peer {
@@ -183,7 +187,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
                 let mut c = Command::new(&avout);
                 c.args(["bench", w, "--zk", &connect, "--n", &n]);
                 if w.ends_with("-contended") {
-                    c.args(["--clients", &clients]);
+                    c.args(["--clients", clients]);
                 }
                 c
             }
@@ -191,7 +195,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
     };
     let started = wall_stamp();
     // Warm the server's JIT; the result is discarded, as in bench-locks.sh.
-    output(&mut peer_cmd("kazoo", "lock-cycle"))?;
+    output(&mut peer_cmd("kazoo", "lock-cycle", &clients))?;
     let orders = [
         ["curator", "kazoo", "avout"],
         ["avout", "curator", "kazoo"],
@@ -202,9 +206,14 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
     for round in 1..=args.rounds {
         loads.push(load());
         eprintln!("report bench: round {round}/{}", args.rounds);
-        for w in RECIPES {
+        let runs = RECIPES
+            .iter()
+            .map(|w| (*w, args.clients))
+            .chain(more_contended(args).map(|k| ("lock-contended", k)));
+        for (w, k) in runs {
             for peer in orders[(round as usize - 1) % 3] {
-                lines.extend(parse(&output(&mut peer_cmd(peer, w))?, round)?);
+                let out = output(&mut peer_cmd(peer, w, &k.to_string()))?;
+                lines.extend(parse(&out, round)?);
             }
         }
         lines.extend(parse(
@@ -243,6 +252,19 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
     drop(server);
     let _ = std::fs::remove_dir_all(&build);
     write(args, &lines, &started, &loads)
+}
+
+/// The client counts of `--more-clients` not already run as `--clients`, once each.
+fn more_contended(args: &BenchArgs) -> impl Iterator<Item = u32> + '_ {
+    let mut seen = std::collections::BTreeSet::from([args.clients]);
+    args.more_clients
+        .iter()
+        .copied()
+        .filter(move |k| seen.insert(*k))
+}
+
+fn counts(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// The date and time, for the report's header (these figures are wall-clock ones).
@@ -297,9 +319,34 @@ fn stm<'a>(workload: &'a str, protocol: &'a str, clients: u64) -> Fig<'a> {
     }
 }
 
+/// The recipe figures of a run, one row each: a label, the workload and its client count
+/// (`None` for the one-client workloads). `lock-contended` has a row per client count.
+fn recipe_rows(args: &BenchArgs) -> Vec<(String, &'static str, Option<u64>)> {
+    let contended = |w: &'static str, k: u32| (format!("{w}, {k} clients"), w, Some(u64::from(k)));
+    let mut rows = Vec::new();
+    for w in RECIPES {
+        if !w.ends_with("-contended") {
+            rows.push((w.to_owned(), w, None));
+            continue;
+        }
+        rows.push(contended(w, args.clients));
+        if w == "lock-contended" {
+            rows.extend(more_contended(args).map(|k| contended(w, k)));
+        }
+    }
+    rows
+}
+
+fn at<'a>(workload: &'a str, peer: &'a str, clients: Option<u64>) -> Fig<'a> {
+    Fig {
+        clients,
+        ..fig(workload, peer)
+    }
+}
+
 /// A speed target an issue sets, as a ratio of two figures taken in the same round.
 struct Target<'a> {
-    what: &'a str,
+    what: String,
     issue: u32,
     num: Fig<'a>,
     den: Fig<'a>,
@@ -351,14 +398,17 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
         "bench",
         "Benchmarks: avout beside Curator and kazoo, one server, one run",
         &format!(
-            "avout report bench --rounds {} --n {} --clients {}",
-            args.rounds, args.n, args.clients
+            "avout report bench --rounds {} --n {} --clients {} --more-clients {}",
+            args.rounds,
+            args.n,
+            args.clients,
+            counts(&args.more_clients)
         ),
     );
     doc.para(&format!(
         "Taken {started}, load average at the start of each round {}. One throwaway \
          standalone ZooKeeper (`{}/zk-standalone.sh`, port {}, fsync on), N={} operations per \
-         figure, {} clients for the contended workloads, {} rounds in rotating peer order (the \
+         figure, {} clients for the contended workloads{}, {} rounds in rotating peer order (the \
          approach of `reports/bench-locks.sh`). Needs the release build (`cargo build \
          --release -p avout-cli`, then `target/release/avout report bench`), Debian's \
          zookeeper, python3-kazoo and libcurator-*-java. Ratios are per round (neighbours in \
@@ -368,45 +418,52 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
         args.port,
         args.n,
         args.clients,
+        match counts(&more_contended(args).collect::<Vec<_>>()) {
+            more if more.is_empty() => more,
+            more => format!(" (lock-contended also at {more})"),
+        },
         args.rounds
     ));
     doc.heading("Targets");
-    let targets = [
+    let rows = recipe_rows(args);
+    // Issue 40's lock targets: lock-cycle, every contended client count, rwlock-read.
+    let lock_target = |(what, w, k): &(String, &'static str, Option<u64>), at_least: f64| Target {
+        what: format!("{what} ≥ {at_least}× Curator"),
+        issue: 40,
+        num: at(w, "avout", *k),
+        den: at(w, "curator", *k),
+        at_least,
+    };
+    let mut targets: Vec<Target<'_>> = rows
+        .iter()
+        .filter_map(|row| match row.1 {
+            "lock-cycle" => Some(lock_target(row, 2.5)),
+            "lock-contended" | "rwlock-read" => Some(lock_target(row, 2.0)),
+            _ => None,
+        })
+        .collect();
+    targets.extend([
         Target {
-            what: "lock-cycle ≥ 1.8× Curator",
-            issue: 4,
-            num: fig("lock-cycle", "avout"),
-            den: fig("lock-cycle", "curator"),
-            at_least: 1.8,
-        },
-        Target {
-            what: "lock-contended ≥ 1.3× Curator",
-            issue: 4,
-            num: fig("lock-contended", "avout"),
-            den: fig("lock-contended", "curator"),
-            at_least: 1.3,
-        },
-        Target {
-            what: "stm-alter, Optimistic, 1 client ≥ 0.5× set-seq",
+            what: "stm-alter, Optimistic, 1 client ≥ 0.5× set-seq".into(),
             issue: 6,
             num: stm("stm-alter", "optimistic", 1),
             den: fig("set-seq", "avout"),
             at_least: 0.5,
         },
         Target {
-            what: "stm-alter, Mvcc, 1 client ≥ 0.2× set-seq",
+            what: "stm-alter, Mvcc, 1 client ≥ 0.2× set-seq".into(),
             issue: 6,
             num: stm("stm-alter", "mvcc", 1),
             den: fig("set-seq", "avout"),
             at_least: 0.2,
         },
-    ];
+    ]);
     let mut t = render::Table::new(["target", "issue", "per round", "verdict"]);
     for target in &targets {
         let v = per_round(target.num, target.den);
         let verdict = target.verdict(median(v.clone()));
         t.row(vec![
-            target.what.to_owned(),
+            target.what.clone(),
             format!("#{}", target.issue),
             fmt_ratios(&v),
             if verdict == "missed" {
@@ -426,14 +483,14 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
         "avout/Curator per round",
         "avout/kazoo per round",
     ]);
-    for w in RECIPES {
+    for (what, w, k) in &rows {
         t.row(vec![
-            w.to_owned(),
-            format!("{:.1}", med(fig(w, "avout"))),
-            format!("{:.1}", med(fig(w, "curator"))),
-            format!("{:.1}", med(fig(w, "kazoo"))),
-            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "curator"))),
-            fmt_ratios(&per_round(fig(w, "avout"), fig(w, "kazoo"))),
+            what.clone(),
+            format!("{:.1}", med(at(w, "avout", *k))),
+            format!("{:.1}", med(at(w, "curator", *k))),
+            format!("{:.1}", med(at(w, "kazoo", *k))),
+            fmt_ratios(&per_round(at(w, "avout", *k), at(w, "curator", *k))),
+            fmt_ratios(&per_round(at(w, "avout", *k), at(w, "kazoo", *k))),
         ]);
     }
     doc.table(&t);
@@ -501,11 +558,11 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
             target.verdict(m)
         ));
     }
-    for w in RECIPES {
-        let c = median(per_round(fig(w, "avout"), fig(w, "curator")));
-        let k = median(per_round(fig(w, "avout"), fig(w, "kazoo")));
+    for (what, w, k) in &rows {
+        let c = median(per_round(at(w, "avout", *k), at(w, "curator", *k)));
+        let z = median(per_round(at(w, "avout", *k), at(w, "kazoo", *k)));
         f.push(format!(
-            "{w}: avout {c:.2}× Curator, {k:.2}× kazoo (medians of per-round ratios)."
+            "{what}: avout {c:.2}× Curator, {z:.2}× kazoo (medians of per-round ratios)."
         ));
     }
     let k = u64::from(args.clients);

@@ -1,0 +1,61 @@
+//! Does ZooKeeper's `sync` order a read after a write another client has seen acknowledged?
+//!
+//! Found by `avout run barrier --zk-ensemble 3 --kill-every 1s` (reports/findings/
+//! barrier-after-restart): a waiter's `sync` + `exists`, sent microseconds after the setter's
+//! `create` was acknowledged, found no node. This program asks the same question of Debian's
+//! ZooKeeper 3.8 with nothing but zookeeper-client: client A, connected to a follower, creates
+//! a node; as soon as A has the reply, client B sends `sync` then `exists` for it. B runs once
+//! connected to the leader and once to the other follower, `N` times each (default 2,000).
+//!
+//! ```sh
+//! cargo run -p avout-testkit --example leader_sync -- 2000
+//! ```
+//!
+//! A follower forwards a `sync` to the leader and answers the reads queued behind it only
+//! once it has applied everything the leader had committed. The leader's own clients get no
+//! such wait: its commit processor treats their `sync` as already done, while a `create` it
+//! committed may still be queued there, after the follower that served the writer applied
+//! it and replied.
+
+use avout_testkit::server::{ServerMode, ZkEnsemble};
+use zookeeper_client as zk;
+
+static OPEN: &zk::CreateOptions<'static> =
+    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = std::env::args().nth(1).map_or(Ok(2000), |a| a.parse())?;
+    let ensemble = ZkEnsemble::start(3)?;
+    let leader = ensemble.leader().ok_or("no leader")?;
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let addr = |i: usize| format!("127.0.0.1:{}", ensemble.member(i).port());
+    let modes: Vec<Option<ServerMode>> = ensemble.members().iter().map(|m| m.mode()).collect();
+    println!("members: {modes:?}; writer on member {}", followers[0] + 1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let writer = zk::Client::connect(&addr(followers[0])).await?;
+        for (label, reader_at) in [("leader", leader), ("other follower", followers[1])] {
+            let reader = zk::Client::connect(&addr(reader_at)).await?;
+            let mut missed = 0;
+            for i in 0..n {
+                let path = format!("/{}-{i}", label.replace(' ', "-"));
+                writer.create(&path, b"", OPEN).await?;
+                // Both sent at once, in order, on the reader's one connection.
+                let sync = reader.sync(&path);
+                let exists = reader.check_stat(&path);
+                sync.await?;
+                if exists.await?.is_none() {
+                    missed += 1;
+                }
+            }
+            println!(
+                "reader on the {label} (member {}): {missed} of {n} sync+exists missed a node \
+                 whose create the writer had already seen acknowledged",
+                reader_at + 1
+            );
+        }
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}
