@@ -79,7 +79,8 @@ macro_rules! museum {
 
 museum! {
     kazoo_649: Kazoo649 in "rwlock" within 10;
-    curator_621: Curator621 in "rwlock" within 20;
+    // 38 since a released node rides with the next acquisition (branch `speed`); 9 before.
+    curator_621: Curator621 in "rwlock" within 80;
     kazoo_732: Kazoo732 in "rwlock" within 10;
     curator_335: Curator335 in "semaphore" within 10;
     curator_462: Curator462 in "semaphore" within 10;
