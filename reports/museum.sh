@@ -4,6 +4,10 @@
 #
 #   bash reports/museum.sh [N] [BUG ...]      (N defaults to 1000; BUGs default to the museum)
 #
+# MUSEUM_REUSE_SOAK=1 keeps a bug's soak from an earlier run (avout-runs/museum/BUG.soak.json,
+# whatever its seed count, which its row then shows) and redoes only the search, the shrink
+# and the page: the soak is nearly all of the time.
+#
 # For each bug: `avout soak --planted BUG` over every scenario (which scenarios fail it, on how
 # many seeds); the scenario failing at the lowest seed is its finder, `avout explore` times the
 # search there, `avout shrink` makes its first failing case small, and `avout view` draws the
@@ -39,27 +43,39 @@ row() { echo "$1" >"reports/museum/$bug.row"; }
 for bug in "${bugs[@]}"; do
   echo "museum: $bug ..." >&2
   soak="$out/$bug.soak.json"
-  "$avout" soak --seeds "$seeds" --base 0 --planted "$bug" --threads 1 --json \
-    --out "$out/$bug" >"$soak" || true
+  if [ -z "${MUSEUM_REUSE_SOAK:-}" ] || [ ! -s "$soak" ]; then
+    "$avout" soak --seeds "$seeds" --base 0 --planted "$bug" --threads 1 --json \
+      --out "$out/$bug" >"$soak" || true
+  fi
+  soaked=$(jq -r '.seeds' "$soak")
   # Failing scenarios, lowest first failing seed first: "scenario failures first-seed".
   found=$(jq -r '.rows[] | select(.failures > 0) | "\(.first_failure.seed) \(.scenario) \(.failures)"' \
     "$soak" | sort -n)
   if [ -z "$found" ]; then
-    row "| \`$bug\` | **not found** in $seeds seeds | | | | |"
+    row "| \`$bug\` | **not found** in $soaked seeds | | | | |"
     continue
   fi
   read -r _ finder _ <<<"$(head -1 <<<"$found")"
-  failing=$(awk -v n="$seeds" '{printf "%s%s %d/%d", sep, $2, $3, n; sep=", "}' <<<"$found")
-  explore=$("$avout" explore "$finder" --planted "$bug" --seeds "0..$seeds" --threads 1 --json \
-    --out "$out/$bug/explore" || true)
+  failing=$(awk -v n="$soaked" '{printf "%s%s %d/%d", sep, $2, $3, n; sep=", "}' <<<"$found")
+  # The search's CPU time (user + system, one thread): the machine may be shared, so its
+  # wall time says little.
+  cpu=$({
+    TIMEFORMAT='%U %S'
+    time "$avout" explore "$finder" --planted "$bug" --seeds "0..$seeds" --threads 1 --json \
+      --out "$out/$bug/explore" >"$out/$bug.explore.json" 2>"$out/$bug.explore.err" || true
+  } 2>&1)
+  explore=$(cat "$out/$bug.explore.json")
   to_find=$(jq -r '.seeds_to_first_failure' <<<"$explore")
-  secs=$(jq -r '.wall_time_s * 1000 | round / 1000' <<<"$explore")
+  secs=$(awk '{ printf "%.2f", $1 + $2 }' <<<"$cpu")
   case=$(jq -r '.failures[0].case' <<<"$explore")
   anomaly=$(jq -r '.failures[0].anomalies[0] | split("\n")[0] | .[0:140]' <<<"$explore")
-  shrunk=$("$avout" shrink "$case" --budget 1000 --json --out "reports/museum/$bug.json" || true)
+  # The shrunk case is the bug's kept regression case (its test: scenarios/library/tests/it/museum.rs).
+  kept=scenarios/regressions/$bug.json
+  shrunk=$("$avout" shrink "$case" --budget 20000 --json --out "$kept" || true)
+  rm -f "${kept%.json}.html" # shrink draws its page beside the case: the page goes below
   steps=$(jq -r '"\(.steps_after) steps (\(.clients) × \(.ops_per_client) ops, \(.faults_fired_before) → \(.faults_scheduled_after) faults)"' <<<"$shrunk")
-  "$avout" view "reports/museum/$bug.json" --out "reports/museum/$bug.html" >/dev/null
-  row "| \`$bug\` | $finder | $to_find ($secs s) | $steps | $failing | [case](museum/$bug.json): ${anomaly//|/\\|} |"
+  "$avout" view "$kept" --out "reports/museum/$bug.html" >/dev/null
+  row "| \`$bug\` | $finder | $to_find ($secs s) | $steps | $failing | [case](../scenarios/regressions/$bug.json): ${anomaly//|/\\|} |"
 done
 # Every bug's row, the museum's order (a run for a few bugs keeps the others' rows).
 mapfile -t all < <("$avout" run counter --planted '?' 2>&1 | sed -n 's/.*(known: \(.*\))$/\1/p' |
@@ -70,7 +86,7 @@ for bug in "${all[@]}"; do
 done
 
 table=$(
-  echo "| bug | found by | seeds to first failure (explore, 1 thread) | shrunk | scenarios failing (seeds of $seeds) | shrunk case |"
+  echo "| bug | found by | seeds to first failure (explore, 1 thread: CPU s) | shrunk | scenarios failing (seeds of those soaked) | shrunk case |"
   echo "|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 )

@@ -383,13 +383,17 @@ pub struct Kept {
     pub path: PathBuf,
     /// The failure it was kept for.
     pub anomaly: String,
+    /// The planted bug the case was kept with, if any: the rerun leaves it out.
+    pub planted: Option<Bug>,
     /// The run now.
     pub report: Report,
 }
 
 /// Runs every kept case (`*.json` in `dir`, in name order) again from its seed and fault
 /// plan, without its planted bug: a failure found once is run first, every time, and the
-/// correct code must pass it.
+/// correct code must pass it. (A case kept with a planted bug, the museum's among them, is
+/// the bug's shrunk failure: that it still fails *with* the bug is its test's to check, in a
+/// build with the feature; here it guards the correct code, in any build.)
 ///
 /// ```
 /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../regressions");
@@ -420,6 +424,7 @@ pub fn rerun_kept(registry: &Registry, dir: &Path) -> Result<Vec<Kept>, CaseErro
             Ok(Kept {
                 path,
                 anomaly,
+                planted: case.planted,
                 report,
             })
         })

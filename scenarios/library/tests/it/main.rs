@@ -2,6 +2,8 @@
 
 mod harness;
 mod maelstrom_codes;
+#[cfg(feature = "planted-bugs")]
+mod museum;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
 mod scenarios_planted;

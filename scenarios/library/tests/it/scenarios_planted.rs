@@ -15,7 +15,7 @@ use avout_sim_zk::FaultKind;
 /// Seeds `explore` may try before the bug counts as not found.
 const SEED_BUDGET: u64 = 100;
 
-fn regression(bug: Bug) -> Case {
+pub(crate) fn regression(bug: Bug) -> Case {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../regressions")
         .join(format!("{}.json", bug.name()));

@@ -195,4 +195,26 @@ mod planted {
     fn stm_barging_committing_shrinks_to_the_minimum() {
         both(Bug::StmBargeCommitting, "bank");
     }
+
+    /// CURATOR-621's first explored failure (a downgrade with a writer waiting): no fault kind
+    /// can go and the faults drawn at rates cannot be made a schedule (they only happened to
+    /// bring the race about), so the shrinker's step 4 looks for the race alone on other
+    /// seeds. (It was skipped, leaving 76 steps under rates.)
+    #[test]
+    fn a_race_whose_faults_cannot_be_scheduled_shrinks_to_the_minimum() {
+        let explored = explored_case(Bug::Curator621, "rwlock");
+        assert!(explored.plan.rates.any());
+        shrinks_to_the_minimum(&explored, "curator-621, explored case");
+    }
+
+    /// CURATOR-623's first explored failure (a consumer waiting on a watch never set): most of
+    /// its faults fire while the consumer is stuck, and scheduled they spoil the replay, so
+    /// the schedule read from the log fails only cut to its first faults. (It stayed at rates,
+    /// 86 faults.)
+    #[test]
+    fn a_stall_whose_late_faults_spoil_their_schedule_shrinks_to_the_minimum() {
+        let explored = explored_case(Bug::Curator623, "work-queue");
+        assert!(explored.plan.rates.any());
+        shrinks_to_the_minimum(&explored, "curator-623, explored case");
+    }
 }

@@ -25,8 +25,10 @@
 //!    the log recorded, so that it ends when the drawn one did. (Not exact in one case: a
 //!    drawn fault that cut off requests pipelined behind the one that drew it, arriving at
 //!    the same instant; no `When` fires between two arrivals of one instant.) The
-//!    schedule is kept if the run still fails with it; else the rates stay and the
-//!    conversion is tried again after every round below.
+//!    schedule is kept if the run still fails with it, else its first 1, 2, 4, … faults
+//!    (those that fired after the failure began, through a stall, only spoil its replay);
+//!    if none fails, the rates stay and the conversion is tried again after every round
+//!    below.
 //! 3. **Until nothing more can go** (a fixpoint): the faults by delta debugging (Zeller's
 //!    ddmin, ending with every single fault tried out); then fewer clients, then fewer
 //!    operations per client, each smaller count tried from 1 up. A smaller workload shifts
@@ -40,11 +42,15 @@
 //!    together). When neither count can go alone, both are tried at once, down to the
 //!    sizes (c) covers.
 //!
-//! 4. **A race.** When no fault is left (the failure is an interleaving, as the planted STM
-//!    bugs' are), other seeds are tried (a seed chooses the network's latencies, and so the
+//! 4. **A race.** Other seeds are tried (a seed chooses the network's latencies, and so the
 //!    interleaving): round after round, the next seed under every workload with fewer
 //!    steps than the smallest failing one found yet, for up to [`SEED_ROUNDS`] seeds or the
-//!    budget; the smallest found is shrunk again by step 3 under its seed.
+//!    budget, with the schedule's fault kinds drawn at a small rate ([`SEARCH_RATE`]), or
+//!    with no fault when none is left (the failure is an interleaving, as the planted STM
+//!    bugs' are) or when faults drawn at rates could not be made a schedule (a race that
+//!    the faults only happened to bring about: CURATOR-621's downgrade). The smallest found
+//!    is shrunk again by step 3 under its seed, and kept if it is smaller, or if the case
+//!    had no schedule before.
 //!
 //! The result is 1-minimal: removing any one fault, one client or one operation per client
 //! makes it pass (or change its failure's class), within the run budget. It is recorded
@@ -182,14 +188,16 @@ pub fn shrink(registry: &Registry, case: &Case, budget: u64) -> Result<Shrunk, S
     // 2 and 3.
     let mut scheduled = minimise(&mut search, &mut w, &mut plan);
     // 4. Smaller workloads under other seeds: for a race as it is, for faults at rates of
-    // the kinds that are left; what fails goes through 2 and 3 again.
-    if scheduled && !search.spent() {
-        let before = (w.clone(), plan.clone());
+    // the kinds the schedule has left; what fails goes through 2 and 3 again. Faults still
+    // drawn at rates (no schedule reproduced them) are left out: the search is for the race
+    // alone, whose case, fault-free, is replayable and small.
+    if !search.spent() {
+        let before = (w.clone(), plan.clone(), scheduled);
         if other_seeds(&mut search, &mut w, &mut plan) {
             scheduled = minimise(&mut search, &mut w, &mut plan);
-            if !scheduled || steps(&w, &plan) >= steps(&before.0, &before.1) {
-                (w, plan) = before;
-                scheduled = true;
+            let smaller = steps(&w, &plan) < steps(&before.0, &before.1);
+            if !scheduled || (before.2 && !smaller) {
+                (w, plan, scheduled) = before;
             }
         }
     }

@@ -349,14 +349,22 @@ impl Search<'_> {
         let Some(log) = self.log(w, plan) else {
             return false;
         };
-        // The log shows every fault that fired, scheduled ones included.
-        let explicit = FaultPlan {
-            rates: FaultRates::default(),
-            scheduled: schedule_from_log(&log, SIM_SESSION_TIMEOUT),
-        };
-        if self.fails(w, &explicit) {
-            *plan = explicit;
-            return true;
+        // The log shows every fault that fired, scheduled ones included, in firing order.
+        let all = schedule_from_log(&log, SIM_SESSION_TIMEOUT);
+        // Every fault, else the first 1, 2, 4, …: the faults that fired after the failure
+        // began (through a stall, the run's longest part) can only spoil its replay, as a
+        // placement a little off does, and the fewer faults placed the fewer can be off.
+        let prefixes = std::iter::successors(Some(1), |k: &usize| k.checked_mul(2))
+            .take_while(|&k| k < all.len());
+        for k in std::iter::once(all.len()).chain(prefixes) {
+            let explicit = FaultPlan {
+                rates: FaultRates::default(),
+                scheduled: all[..k].to_vec(),
+            };
+            if self.fails(w, &explicit) {
+                *plan = explicit;
+                return true;
+            }
         }
         false
     }

@@ -36,6 +36,11 @@ pub(crate) struct ExploreArgs {
 pub(crate) struct ReplayArgs {
     /// A case file written by `avout run`, `explore` or `shrink`.
     file: PathBuf,
+    /// Run a case kept with a planted bug without it, as `avout soak --regressions` does: the
+    /// correct code must pass it. Its event log is then not the recorded one (that was the
+    /// bug's run), so the hashes are not compared.
+    #[arg(long)]
+    without_planted: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -179,18 +184,33 @@ pub(crate) fn explore_cmd(registry: &Registry, args: &ExploreArgs) -> Result<(),
 /// `avout replay`.
 pub(crate) fn replay(registry: &Registry, args: &ReplayArgs) -> Result<(), RunCmdError> {
     let case = Case::load(&args.file)?;
-    let report = case.replay(registry)?;
+    let unplanted = args.without_planted && case.planted.is_some();
+    let report = if unplanted {
+        case.rerun(registry, None)?
+    } else {
+        case.replay(registry)?
+    };
     // A run that panicked has no hash: it replays if it panics again.
     let found = report.hash.unwrap_or(PANICKED);
-    let same = found == case.sim.hash;
+    let same = unplanted || found == case.sim.hash;
     let style = Style::stdout();
     if args.json {
         println!(
             "{}",
             report_json(
                 &report,
-                serde_json::json!({"recorded_hash": format!("{:#018x}", case.sim.hash), "replayed": same})
+                serde_json::json!({
+                    "recorded_hash": format!("{:#018x}", case.sim.hash),
+                    "replayed": same && !unplanted,
+                    "without_planted": unplanted,
+                })
             )
+        );
+    } else if unplanted {
+        print_report(
+            &report,
+            "simulator, the file's choices without its planted bug",
+            &style,
         );
     } else {
         print_report(

@@ -59,7 +59,8 @@ pub(crate) struct SoakArgs {
     #[arg(long, value_name = "N", default_value_t = avout_scenarios::scenario::soak::REPEAT)]
     repeat: u64,
     /// Before the grid, run every kept regression case in this directory (e.g.
-    /// scenarios/regressions) again, without its planted bug; any that fails fails the soak.
+    /// scenarios/regressions) again, a case kept with a planted bug without it (the correct
+    /// code must pass it); any that fails fails the soak.
     #[arg(long, value_name = "DIR")]
     regressions: Option<PathBuf>,
 }
@@ -165,8 +166,16 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
         for k in kept.iter().filter(|k| !k.report.verdict.is_valid()) {
             kept_failed += 1;
             let first = k.report.verdict.problems().next().unwrap_or_default();
+            // A case kept with a planted bug ran without it: its replay must too.
+            let (with, flag) = match k.planted {
+                Some(bug) => (
+                    format!(", with {bug} planted; run without it"),
+                    " --without-planted",
+                ),
+                None => (String::new(), ""),
+            };
             let line = format!(
-                "REGRESSED   {} (kept for: {}): {}\nreplay      avout replay {}",
+                "REGRESSED   {} (kept for: {}{with}): {}\nreplay      avout replay {}{flag}",
                 k.path.display(),
                 k.anomaly.lines().next().unwrap_or_default(),
                 first.lines().next().unwrap_or_default(),
