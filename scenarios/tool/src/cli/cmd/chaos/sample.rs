@@ -40,9 +40,7 @@ pub(super) fn take(at: f64, ensemble: &ZkEnsemble) -> Sample {
     let mut s = Sample {
         at,
         rss_mib: rss_kib().unwrap_or(0) as f64 / 1024.0,
-        tasks: tokio::runtime::Handle::try_current()
-            .map(|h| h.metrics().num_alive_tasks() as f64)
-            .unwrap_or(0.0),
+        tasks: alive_tasks(),
         ..Sample::default()
     };
     for member in ensemble.members() {
@@ -63,6 +61,17 @@ pub(super) fn take(at: f64, ensemble: &ZkEnsemble) -> Sample {
         s.connections += field("zk_num_alive_connections");
     }
     s
+}
+
+/// The tokio tasks alive in the current runtime (none outside one). Real ensembles do not run
+/// under madsim, whose runtime has no such count.
+fn alive_tasks() -> f64 {
+    #[cfg(not(madsim))]
+    return tokio::runtime::Handle::try_current()
+        .map(|h| h.metrics().num_alive_tasks() as f64)
+        .unwrap_or(0.0);
+    #[cfg(madsim)]
+    0.0
 }
 
 fn rss_kib() -> Option<u64> {
