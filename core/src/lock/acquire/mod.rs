@@ -243,10 +243,13 @@ impl AcquireMachine {
     /// ```
     /// use avout::lock::{AcquireMachine, LockKind, Patience};
     /// use avout::machine::{Machine, Millis, Request};
+    /// use avout::Op;
     /// let mut m = AcquireMachine::new("/l", LockKind::Exclusive, 1, 1, Patience::Forever, vec![])
     ///     .with_riding("/l/_c_0-lock-0000000007".into());
     /// m.handle_session(Millis(0), avout::SessionState::Connected);
-    /// assert!(matches!(m.poll_request(), Some((_, Request::Multi(ops))) if ops.len() == 5));
+    /// // One multi: the released node's delete, our create, and the lock directory's stamp.
+    /// let Some((_, Request::Multi(ops))) = m.poll_request() else { panic!("no multi") };
+    /// assert!(matches!(&ops[..], [Op::Delete { .. }, Op::Create { .. }, Op::SetData { .. }]));
     /// assert_eq!(m.unreleased(), Some("/l/_c_0-lock-0000000007"));
     /// ```
     pub fn with_riding(mut self, node: String) -> Self {
