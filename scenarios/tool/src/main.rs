@@ -17,6 +17,10 @@
 //! - `avout run SCENARIO`, `avout explore SCENARIO --seeds A..B`, `avout replay FILE` and
 //!   `avout shrink FILE` run the scenario registry (`avout_scenarios::scenario`) on the
 //!   simulator or on real ZooKeeper, judge each history, and find, replay and shrink failures.
+//! - `avout endure [--scenarios LIST] [--duration 30m] [--kill-every 2s]` runs every scenario at
+//!   once on a real 3-member ensemble of its own under every nemesis, sampling the client's
+//!   memory and tasks and the ensemble's nodes, ephemerals, watches and connections; fails on
+//!   an anomaly, a hang or growth (`reports/endurance.md`).
 //! - `avout soak [--seeds N] [--base B] [--faults LIST] [--per-kind] [--pairs]` runs every
 //!   scenario on N seeds under each fault configuration and ends with a table of failures;
 //!   exit 1 if any run failed.
