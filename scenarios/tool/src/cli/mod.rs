@@ -150,13 +150,11 @@ enum CliError {
 /// }
 /// ```
 pub fn main_with(registry: Registry) -> ExitCode {
-    // A reader that stops early (`avout run bank | head`) ends the process quietly, as it
-    // does other Unix tools, instead of a panic in the next `println!`.
-    // SAFETY: called first thing in main, before any other thread exists; restoring the
-    // default disposition of SIGPIPE has no other effect on this process.
-    #[cfg(unix)]
-    #[allow(unsafe_code)]
-    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // SIGPIPE stays ignored (Rust's default): with its default action restored, as this
+    // used to do for `avout run bank | head`, any write to a socket whose peer had gone (a
+    // killed member's connection, through a vectored write that cannot ask not to be
+    // signalled) killed the whole process without a word, and with it the run and its
+    // verdict. A reader that stops early is handled by the panic hook instead.
     panic::install();
     match dispatch(Cli::parse(), &registry) {
         Ok(()) => ExitCode::SUCCESS,

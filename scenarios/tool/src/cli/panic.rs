@@ -31,9 +31,20 @@ fn current() -> Option<String> {
 }
 
 /// Installs the hook: Rust's default message first, then the run's seed and how to rerun it.
+/// A reader that stops early (`avout run bank | head`) ends the process quietly instead, as
+/// it does other Unix tools, with the status a SIGPIPE would give.
 pub(crate) fn install() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
         default(info);
         if let Some(context) = current() {
             let _ = writeln!(
