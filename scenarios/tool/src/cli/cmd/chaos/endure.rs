@@ -20,7 +20,7 @@ use avout_testkit::backend::{Backend, ZkBackend};
 use avout_testkit::server::ZkEnsemble;
 
 use super::sample::{self, METRICS, Sample, Trend};
-use super::{CONNECT_TIMEOUT, ChaosError, SESSION_TIMEOUT, SETUP_PATIENCE, nemesis, setup};
+use super::{CONNECT_TIMEOUT, ChaosError, SETUP_PATIENCE, nemesis, setup};
 use crate::cli::cmd::runs::{RunCmdError, parse_duration};
 use crate::report::render::{Doc, Plot, Series, Shape, Table};
 use crate::report::stats::Estimate;
@@ -180,8 +180,7 @@ async fn scenario_loop(
     history_dir: &std::path::Path,
 ) -> Tally {
     let mut tally = Tally::default();
-    let root = ZkBackend::new(config.clone().with_session_timeout(SESSION_TIMEOUT))
-        .with_connect_patience(SETUP_PATIENCE);
+    let root = setup::backend(config, "", SETUP_PATIENCE);
     let mut cleaner = None;
     for seed in 1u64.. {
         if Instant::now() >= deadline {
@@ -198,14 +197,7 @@ async fn scenario_loop(
                 continue;
             }
         };
-        let backend = ZkBackend::new(
-            ZkConfig {
-                connect: format!("{}{base}", config.connect),
-                ..config.clone()
-            }
-            .with_session_timeout(SESSION_TIMEOUT),
-        )
-        .with_connect_patience(SETUP_PATIENCE);
+        let backend = setup::backend(config, &base, SETUP_PATIENCE);
         current
             .lock()
             .expect("not poisoned")

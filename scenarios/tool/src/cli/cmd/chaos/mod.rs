@@ -230,16 +230,8 @@ pub(crate) fn run_real(
                     }
                     Err(e) => return Err(e),
                 };
-                let connect = format!("{}{base}", config.connect);
-                let store = setup::ref_store(&w, pg, &connect).await?;
-                let backend = ZkBackend::new(
-                    ZkConfig {
-                        connect,
-                        ..config.clone()
-                    }
-                    .with_session_timeout(SESSION_TIMEOUT),
-                )
-                .with_connect_patience(patience);
+                let backend = setup::backend(&config, &base, patience);
+                let store = setup::ref_store(&w, pg, &backend.config().connect).await?;
                 match &current {
                     Some(c) => *c.lock().expect("not poisoned") = backend.clone(),
                     None => current = Some(Arc::new(Mutex::new(backend.clone()))),

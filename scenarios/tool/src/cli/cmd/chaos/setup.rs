@@ -31,8 +31,7 @@ pub(super) async fn chroot(
         connect: config.connect.clone(),
         reason,
     };
-    let backend = ZkBackend::new(config.clone().with_session_timeout(SESSION_TIMEOUT))
-        .with_connect_patience(patience);
+    let backend = backend(config, "", patience);
     let deadline = tokio::time::Instant::now() + patience;
     let zk = backend.client().await.map_err(|e| match e {
         // Already says it could not reach the servers: only the wait is news.
@@ -56,6 +55,19 @@ pub(super) async fn chroot(
     // The chroot is made or not; how this session ends changes nothing.
     let _ = zk.close().await;
     made.map(|()| base)
+}
+
+/// Sessions on `config`'s servers under `chroot` ("" for none), with real runs' session
+/// timeout, trying to connect for up to `patience`.
+pub(super) fn backend(config: &ZkConfig, chroot: &str, patience: Duration) -> ZkBackend {
+    ZkBackend::new(
+        ZkConfig {
+            connect: format!("{}{chroot}", config.connect),
+            ..config.clone()
+        }
+        .with_session_timeout(SESSION_TIMEOUT),
+    )
+    .with_connect_patience(patience)
 }
 
 /// The store a real run keeps its refs' values in: PostgreSQL at `pg` (scoped by the run's
