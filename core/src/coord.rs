@@ -252,8 +252,10 @@ pub trait Coordination: Send + Sync {
         })
     }
 
-    /// Waits until the server this session talks to has caught up with the leader, so that
-    /// the next read sees every write committed before the call.
+    /// A read barrier: a read sent after it sees every write committed before the call,
+    /// whichever server the session talks to. Backends send it as a quorum round (a `multi`
+    /// of one `check` of `path`, [`Request::quorum_sync`]), because ZooKeeper's own `sync`
+    /// keeps this promise on followers only.
     fn sync(&self, path: &str) -> OpFuture<'_, ()> {
         let request = Request::Sync {
             path: path.to_owned(),

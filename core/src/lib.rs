@@ -48,6 +48,7 @@ mod op;
 pub mod path;
 mod persistent_watch;
 pub mod planted;
+mod quorum_sync;
 pub mod recipes;
 mod request;
 mod session;

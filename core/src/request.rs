@@ -79,7 +79,10 @@ pub enum Request {
     },
     /// [`Coordination::multi`].
     Multi(Vec<Op>),
-    /// [`Coordination::sync`].
+    /// [`Coordination::sync`]: a read barrier, which backends send as
+    /// [`Request::quorum_sync`] (ZooKeeper's own `sync` does not order a read on the leader).
+    /// The simulator's kernel applies it as ZooKeeper's `sync`, which is what the drop-in
+    /// `zookeeper-client` sends.
     Sync {
         /// The path to sync.
         path: String,

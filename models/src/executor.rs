@@ -297,7 +297,10 @@ impl Agent for ExecutorAgent {
     }
 
     fn observe_applied(&mut self, request: &Request, result: &avout::Result<Reply>, _lost: bool) {
-        if result.is_ok() && matches!(request, Request::Multi(_)) {
+        // A commit is a multi that writes; a `sync` goes out as a multi of one check.
+        if result.is_ok()
+            && matches!(request, Request::Multi(ops) if ops.iter().any(|op| !matches!(op, avout::Op::Check { .. })))
+        {
             self.commits_applied += 1;
         }
     }

@@ -377,6 +377,14 @@ impl Coordination for SimClient {
     /// queues it on the simulated network at once, and waits for the reply
     /// ([`SimClient::send`]).
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
+        // The same request as the real backend sends for a sync, so that the simulated
+        // service judges what a real one would receive (`send` stays ZooKeeper's `sync`).
+        if let Request::Sync { path } = &request {
+            return self
+                .send(Request::quorum_sync(path))
+                .map(|r| Request::quorum_synced(r.map(|(reply, _)| reply)).map(|s| (s, None)))
+                .boxed();
+        }
         self.send(request)
     }
 

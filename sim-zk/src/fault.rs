@@ -18,7 +18,7 @@
 //! | [`Fault::StaleReads`] | the session moves to a follower that applies commits late, for `duration` | reads may be stale but never go back in time; its own writes and `sync` catch the follower up |
 //! | [`Fault::Outage`] | the whole service is down for `duration` | every client `Disconnected`, in-flight requests fail; then `Connected`; sessions survive (a new leader renews them) |
 //!
-//! The five ensemble faults need more than one server; a run that can fire one gets at least
+//! The six ensemble faults need more than one server; a run that can fire one gets at least
 //! three ([`crate::SimConfig::servers`]):
 //!
 //! | fault | what happens | what the client observes |
@@ -29,6 +29,7 @@
 //! | [`Fault::SessionMoved`] | the client's connection moves to another server | requests still travelling on the old connection are refused with `SessionMoved` (unapplied, though the client cannot know it); those already applied fail with `ConnectionLoss` |
 //! | [`Fault::ClientFreeze`] | the client *process* stops for `duration`: its network, its tasks and their timers (everything run under its [`avout::task::Gate`]) | nothing, then everything that came due at once; the session expired if the freeze outlived it, which the process finds out only after its code already ran on |
 //! | [`Fault::SlowDisk`] | the leader's disk stalls on fsync for `duration`: no request is processed | calls hang, then complete; with this kind drawn, message latency also has a long tail |
+//! | [`Fault::LeaderLag`] | the leader falls behind applying what it has committed, for `duration` | its clients read state older than what a follower has already acknowledged, and their `sync` does not help: ZooKeeper's leader answers its own clients' `sync` at once; their writes still read their own (see `avout::Request::quorum_sync` for the real server's evidence) |
 
 use std::time::Duration;
 
@@ -116,6 +117,11 @@ pub enum Fault {
         /// How long.
         duration: Duration,
     },
+    /// The leader lags applying its commits for `duration`.
+    LeaderLag {
+        /// How long.
+        duration: Duration,
+    },
 }
 
 /// Who a [`Fault::Partition`] cuts off.
@@ -161,6 +167,7 @@ impl Fault {
             Fault::SessionMoved { .. } => FaultKind::SessionMoved,
             Fault::ClientFreeze { .. } => FaultKind::ClientFreeze,
             Fault::SlowDisk { .. } => FaultKind::SlowDisk,
+            Fault::LeaderLag { .. } => FaultKind::LeaderLag,
         }
     }
 
@@ -187,7 +194,8 @@ impl Fault {
             Fault::Outage { .. }
             | Fault::Partition { .. }
             | Fault::LeaderElection { .. }
-            | Fault::SlowDisk { .. } => None,
+            | Fault::SlowDisk { .. }
+            | Fault::LeaderLag { .. } => None,
         }
     }
 }
@@ -223,14 +231,16 @@ pub enum FaultKind {
     ClientFreeze,
     /// [`Fault::SlowDisk`].
     SlowDisk,
+    /// [`Fault::LeaderLag`].
+    LeaderLag,
 }
 
 impl FaultKind {
     /// Every kind, in a fixed order: the [`DEFAULT`](Self::DEFAULT) ones, then the
     /// [`ENSEMBLE`](Self::ENSEMBLE) ones.
-    pub const ALL: [FaultKind; 12] = {
+    pub const ALL: [FaultKind; 13] = {
         let (one, many) = (FaultKind::DEFAULT, FaultKind::ENSEMBLE);
-        let mut all = [FaultKind::RequestLost; 12];
+        let mut all = [FaultKind::RequestLost; 13];
         let mut i = 0;
         while i < all.len() {
             all[i] = if i < one.len() {
@@ -244,7 +254,7 @@ impl FaultKind {
     };
 
     /// The kinds `all` draws: the seven one-server kinds. The ensemble kinds are asked for by
-    /// name, or all twelve with `every` (which runs a three-server ensemble, so it is slower;
+    /// name, or all thirteen with `every` (which runs a three-server ensemble, so it is slower;
     /// `avout soak --faults every` soaks every scenario under it).
     pub const DEFAULT: [FaultKind; 7] = [
         FaultKind::RequestLost,
@@ -257,12 +267,13 @@ impl FaultKind {
     ];
 
     /// The kinds that need an ensemble of servers.
-    pub const ENSEMBLE: [FaultKind; 5] = [
+    pub const ENSEMBLE: [FaultKind; 6] = [
         FaultKind::Partition,
         FaultKind::LeaderElection,
         FaultKind::SessionMoved,
         FaultKind::ClientFreeze,
         FaultKind::SlowDisk,
+        FaultKind::LeaderLag,
     ];
 
     /// The kind named `name` (as [`FaultKind::name`] spells it).
@@ -295,6 +306,7 @@ impl FaultKind {
             FaultKind::SessionMoved => "session-moved",
             FaultKind::ClientFreeze => "client-freeze",
             FaultKind::SlowDisk => "slow-disk",
+            FaultKind::LeaderLag => "leader-lag",
         }
     }
 }
@@ -318,7 +330,7 @@ pub enum When {
 /// Durations of drawn faults are fractions of the session timeout: disconnects last 10–50%
 /// of it (the session survives), pauses 150–200% (it does not), stale reads 1–3 timeouts,
 /// outages 20–60%, partitions of a client 10–60% and of a server 20–150%, election windows 10–60%, client freezes 30–200%
-/// (some outlive the session, some do not), disk stalls 5–40%.
+/// (some outlive the session, some do not), disk stalls 5–40%, leader lags 20–100%.
 ///
 /// The ensemble kinds' rates default to zero when a case file written before them is read.
 ///
@@ -358,6 +370,9 @@ pub struct FaultRates {
     /// [`Fault::SlowDisk`] (and the latency tail that comes with it).
     #[serde(default)]
     pub slow_disk: f64,
+    /// [`Fault::LeaderLag`].
+    #[serde(default)]
+    pub leader_lag: f64,
 }
 
 impl FaultRates {
@@ -383,6 +398,7 @@ impl FaultRates {
             FaultKind::SessionMoved => &mut self.session_moved,
             FaultKind::ClientFreeze => &mut self.client_freeze,
             FaultKind::SlowDisk => &mut self.slow_disk,
+            FaultKind::LeaderLag => &mut self.leader_lag,
         }
     }
 
@@ -430,6 +446,7 @@ impl FaultRates {
             self.session_moved,
             self.client_freeze,
             self.slow_disk,
+            self.leader_lag,
         ]
         .iter()
         .any(|&p| p > 0.0)
@@ -467,6 +484,7 @@ impl FaultRates {
             session_moved: 0.002,
             client_freeze: 0.0005,
             slow_disk: 0.001,
+            leader_lag: 0.001,
             ..FaultRates::chaos()
         }
     }

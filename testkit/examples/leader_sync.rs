@@ -16,7 +16,13 @@
 //! such wait: its commit processor treats their `sync` as already done, while a `create` it
 //! committed may still be queued there, after the follower that served the writer applied
 //! it and replied.
+//!
+//! Each reader then asks the same question the way avout's `sync` does: through avout's real
+//! backend, whose `sync` is a `multi` of one `check` (a quorum round; see
+//! `avout::Request::quorum_sync`). That one must never miss.
 
+use avout::Coordination;
+use avout::zk::{ZkClient, ZkConfig};
 use avout_testkit::server::{ServerMode, ZkEnsemble};
 use zookeeper_client as zk;
 
@@ -53,6 +59,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "reader on the {label} (member {}): {missed} of {n} sync+exists missed a node \
                  whose create the writer had already seen acknowledged",
+                reader_at + 1
+            );
+            let avout_reader = ZkClient::connect(&ZkConfig::new(addr(reader_at))).await?;
+            let mut missed = 0;
+            for i in 0..n {
+                let path = format!("/{}-avout-{i}", label.replace(' ', "-"));
+                writer.create(&path, b"", OPEN).await?;
+                let sync = avout_reader.sync(&path);
+                let exists = avout_reader.exists(&path);
+                sync.await?;
+                if exists.await?.is_none() {
+                    missed += 1;
+                }
+            }
+            println!(
+                "reader on the {label} (member {}), avout's sync: {missed} of {n} missed",
                 reader_at + 1
             );
         }

@@ -99,11 +99,15 @@ impl ZkClient {
                 .multi(ops)
                 .map(|results| results.map(|r| (Reply::Multi(r), None)))
                 .boxed(),
-            Request::Sync { path } => self.call(
-                &path,
-                |client, p| client.sync(p).boxed(),
-                |()| (Reply::Synced, None),
-            ),
+            // ZooKeeper's own `sync` does not order a read on the leader: see `quorum_sync`.
+            Request::Sync { path } => {
+                let Request::Multi(ops) = Request::quorum_sync(&path) else {
+                    unreachable!("a quorum sync is a multi")
+                };
+                self.multi(ops)
+                    .map(|r| Request::quorum_synced(r.map(Reply::Multi)).map(|s| (s, None)))
+                    .boxed()
+            }
             Request::GetAcl { path } => self.call(
                 &path,
                 |client, p| client.get_acl(p).boxed(),

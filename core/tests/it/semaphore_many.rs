@@ -197,7 +197,9 @@ fn quantity_acquisitions_never_exceed_the_leases_under_every_fault_kind() {
     let mut seen: BTreeMap<FaultKind, (u64, usize)> = BTreeMap::new();
     every_kind_alone(
         "AVOUT_SEMAPHORE_MANY_SEEDS",
-        2,
+        // A lagging leader's clients see releases 50–150 ms late while a holder keeps its
+        // leases for 10–20 ms: holders overlap in few of its runs (in none of the first six).
+        8,
         9_830_200_000,
         |seed, kind| {
             let (out, summary) = simulate(&recipe_sim(seed, kind), async |b| quantities(b).await);

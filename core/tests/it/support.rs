@@ -283,7 +283,7 @@ pub(crate) fn seeds_from_env(var: &str, default: u64, max: u64) -> u64 {
 }
 
 /// Only `kind`, at a rate that fires it several times in a recipe's run of a few hundred
-/// requests (any of the twelve kinds).
+/// requests (any of the thirteen kinds).
 pub(crate) fn recipe_rates(kind: FaultKind) -> FaultRates {
     let mut rates = FaultRates::default();
     *rates.rate_mut(kind) = match kind {
@@ -306,7 +306,7 @@ pub(crate) fn recipe_sim(seed: u64, kind: FaultKind) -> Sim {
         .build()
 }
 
-/// Each of the twelve fault kinds alone, on `seeds_from_env(var, default, 1_000)` seeds each:
+/// Each of the thirteen fault kinds alone, on `seeds_from_env(var, default, 1_000)` seeds each:
 /// seed `base + 1,000 × the kind's index + n`. `one(seed, kind)` runs one seed and says what
 /// was wrong with it, if anything; the first wrong run panics, naming its kind and seed.
 pub(crate) fn every_kind_alone(

@@ -1,7 +1,7 @@
 //! One client of the checked world: its agent, session, the two directions of its link, and
 //! the watches its library holds.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use avout::machine::{Reply, Request, Token};
 use avout::{Error, EventKind, SessionId, SessionState, WatchedEvent};
@@ -72,14 +72,24 @@ pub struct Client<A> {
     pub read_stale: bool,
     /// Ghost: its connection was cut by a disconnect or an outage (not by a lost message).
     pub cut: bool,
+    /// The requests that are the agent's `sync`s, sent as every backend sends them
+    /// ([`Request::quorum_sync`]); their replies go back as `Synced`.
+    pub(super) syncs: BTreeSet<Token>,
 }
 
 impl<A: Agent> Client<A> {
     /// Moves what the agent wants sent into the outbox; drops what a finished agent would
     /// ignore anyway (fewer states, same behaviour).
     pub(super) fn flush(&mut self) {
-        while let Some(sent) = self.agent.poll_request() {
-            self.outbox.push_back(sent);
+        while let Some((token, request)) = self.agent.poll_request() {
+            let request = match request {
+                Request::Sync { path } => {
+                    self.syncs.insert(token);
+                    Request::quorum_sync(&path)
+                }
+                other => other,
+            };
+            self.outbox.push_back((token, request));
         }
         if self.agent.finished() {
             self.inbox.clear();
@@ -99,6 +109,11 @@ impl<A: Agent> Client<A> {
             Msg::Reply { token, result } => {
                 let mut next = Some((token, result));
                 while let Some((token, result)) = next.take() {
+                    let result = if self.syncs.remove(&token) {
+                        Request::quorum_synced(result)
+                    } else {
+                        result
+                    };
                     say(&|| format!("client {i} reads reply {}", show_result(&result)));
                     self.agent.handle_reply(token, result);
                     if batch
@@ -125,6 +140,7 @@ impl<A: Agent> Client<A> {
                 // The client library fails every call and fires every watch with the
                 // session event: the machines ended above, so both are moot.
                 self.outbox.clear();
+                self.syncs.clear();
                 self.inbox.clear();
                 self.watches.clear();
             }

@@ -30,7 +30,7 @@ mod read_ahead;
 mod show;
 mod space;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::{self, Debug};
 use std::time::Duration;
 
@@ -74,14 +74,8 @@ impl Served {
             && kernel.follower_backlog() > 0
             && !request.is_write();
         let k = kernel.make_mut();
-        let mut applied = k.apply(0, session, request);
-        // ZooKeeper answers a write, refused or not, from the client's server once it
-        // applied everything committed before it; the kernel's follower catches up only for
-        // writes that succeed, which would let a refused write go round on stale reads for
-        // ever.
-        if request.is_write() && k.server_of(session) == Some(Server::Follower(0)) {
-            applied.events.extend(k.sync_follower());
-        }
+        // A write, refused or not, catches the client's follower up (the kernel does it).
+        let applied = k.apply(0, session, request);
         kernel.rehash();
         Served {
             kernel,
@@ -227,6 +221,7 @@ impl<A: Agent> World<A> {
                     connected: true,
                     read_stale: false,
                     cut: false,
+                    syncs: BTreeSet::new(),
                 };
                 client.flush();
                 Shared::new(client)

@@ -35,7 +35,16 @@ pub(crate) fn show_request(request: &Request) -> String {
         Request::SetData { path, version, .. } => format!("setData {path} version {version:?}"),
         Request::Exists { path, watch } => format!("exists {path}{}", watched(*watch)),
         Request::GetChildren { path, watch } => format!("getChildren {path}{}", watched(*watch)),
-        Request::Multi(ops) => format!("multi of {} ops", ops.len()),
+        Request::Multi(ops) => match &ops[..] {
+            // What every backend sends for a `sync` (`Request::quorum_sync`).
+            [
+                avout::Op::Check {
+                    path,
+                    version: None,
+                },
+            ] => format!("sync {path} (a quorum check)"),
+            _ => format!("multi of {} ops", ops.len()),
+        },
         Request::Sync { path } => format!("sync {path}"),
         Request::GetAcl { path } => format!("getACL {path}"),
         Request::AddAuth { scheme, .. } => format!("addAuth {scheme}"),

@@ -43,7 +43,7 @@ fn stm_reads_from_a_lagging_follower_are_refused_at_commit() {
         assert_eq!(report.property(always).verdict, Verdict::Holds, "{always}");
     }
     // 417 before a try's reads were synced.
-    assert_eq!(report.unique_states, 885);
+    assert_eq!(report.unique_states, 2275);
 }
 
 /// The atom's read, compute, write: a stale read makes the conditional write fail, and the
@@ -53,7 +53,7 @@ fn atom_updates_survive_stale_reads_disconnects_and_outages() {
     let report = checked("atom", 2, &FaultKind::ALL);
     found(&report, "a stale read served");
     found(&report, "a cut connection restored");
-    assert_eq!(report.unique_states, 6098);
+    assert_eq!(report.unique_states, 6512);
 }
 
 /// The election's leadership monitor across a cut connection and an outage: a reconnection
@@ -69,7 +69,7 @@ fn election_monitors_ride_out_disconnects_and_outages() {
             .verdict,
         Verdict::Holds
     );
-    assert_eq!(report.unique_states, 29179);
+    assert_eq!(report.unique_states, 36265);
 }
 
 #[test]

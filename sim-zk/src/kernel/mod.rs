@@ -175,6 +175,9 @@ pub struct Kernel {
     /// The digest identity (`super:HASH`) that makes a session the superuser, as the
     /// server's `zookeeper.DigestAuthenticationProvider.superDigest` does.
     super_digest: Option<String>,
+    /// The follower replica that stands for the leader's own apply queue, while the leader
+    /// lags applying its commits: a `sync` of a session on it flushes nothing.
+    leader_queue: Option<u8>,
 }
 
 impl Default for Kernel {
@@ -201,6 +204,7 @@ impl Kernel {
             zxid: 0,
             features: Features::default(),
             super_digest: None,
+            leader_queue: None,
         }
     }
 
@@ -511,6 +515,31 @@ impl Kernel {
     /// ```
     pub fn sync_follower_of(&mut self, i: u8) -> Vec<Fired> {
         self.advance_follower_of(i, i64::MAX)
+    }
+
+    /// Makes follower replica `i` stand for the leader's own apply queue (`None`: none does).
+    /// Sessions the ensemble attaches to it read what the leader has applied, which may
+    /// trail what it has committed and what a follower has already answered. A `sync` of such
+    /// a session flushes nothing: ZooKeeper's leader answers its own clients' `sync` at once,
+    /// as its commit processor does not match syncs (followers do). A write of such a session
+    /// still catches the replica up before its reply, as the leader applies in order.
+    ///
+    /// ```
+    /// use avout::Request;
+    /// use avout_sim_zk::kernel::{Kernel, Server};
+    /// let mut k = Kernel::with_followers(2);
+    /// let writer = k.create_session(0, std::time::Duration::from_secs(5));
+    /// let reader = k.create_session(0, std::time::Duration::from_secs(5));
+    /// k.set_leader_queue(Some(1));
+    /// k.attach(reader, Server::Follower(1));
+    /// let create = Request::Create { path: "/b".into(), data: vec![], options: Default::default() };
+    /// assert!(k.apply(1, writer, &create).result.is_ok());
+    /// k.apply(2, reader, &Request::Sync { path: "/".into() });
+    /// let exists = Request::Exists { path: "/b".into(), watch: false };
+    /// assert_eq!(k.apply(3, reader, &exists).result, Ok(avout::Reply::Exists(None)));
+    /// ```
+    pub fn set_leader_queue(&mut self, i: Option<u8>) {
+        self.leader_queue = i;
     }
 
     /// Lets every follower apply everything committed so far.

@@ -112,7 +112,9 @@ impl Kernel {
                 })
             }
             Request::Sync { .. } => {
-                if let Server::Follower(i) = server {
+                if let Server::Follower(i) = server
+                    && self.leader_queue != Some(i)
+                {
                     events.extend(self.sync_follower_of(i));
                 }
                 Ok(Reply::Synced)
@@ -332,6 +334,11 @@ impl Kernel {
             Ok(p) => p,
             Err(e) => {
                 self.commit(now_ms, session, TxnKind::Error, events);
+                if let Server::Follower(i) = server {
+                    // The error transaction is committed like any other, and the follower
+                    // answers only after applying it: a failed write orders later reads too.
+                    events.extend(self.sync_follower_of(i));
+                }
                 return Err(e);
             }
         };

@@ -58,6 +58,9 @@ pub(super) struct Ensemble {
     electing: bool,
     /// Until when the leader's disk stalls.
     stall_until: Option<u64>,
+    /// Until when the leader lags applying its own commits (its clients then read from its
+    /// replica, and their `sync` flushes nothing).
+    leader_lag_until: Option<u64>,
     /// When each follower's pending timer fires, if one is pending.
     follower_timers: Vec<Option<u64>>,
     /// When the next TTL check is due (nanoseconds), if one is scheduled.
@@ -96,6 +99,7 @@ impl Ensemble {
             outage_until: None,
             electing: false,
             stall_until: None,
+            leader_lag_until: None,
             follower_timers: vec![None; slots],
             ttl_timer: None,
             lag_ms: config.follower_lag().as_millis() as i64,
@@ -149,9 +153,10 @@ impl Ensemble {
                 .is_some_and(Option::is_some)
     }
 
-    /// The kernel replica server `s` reads from.
+    /// The kernel replica server `s` reads from: the leader's is the committed state, unless
+    /// it lags applying it.
     fn role(&self, s: u8) -> Server {
-        if s == self.leader {
+        if s == self.leader && self.leader_lag_until.is_none() {
             Server::Leader
         } else {
             Server::Follower(s)
@@ -327,10 +332,36 @@ impl Ensemble {
         self.electing
     }
 
+    /// The leader lags applying its commits until `until` (its clients' reads trail, their
+    /// `sync`s flush nothing), unless it already lags or the service is down; returns
+    /// whether it started. The caller moves the leader's sessions onto its replica.
+    pub(super) fn lag_leader(&mut self, until: u64) -> bool {
+        if !self.is_ensemble() || self.leader_lag_until.is_some() || self.outage_until.is_some() {
+            return false;
+        }
+        self.leader_lag_until = Some(until);
+        self.kernel.set_leader_queue(Some(self.leader));
+        true
+    }
+
+    /// The leader's lag ends if it is due by `now`; returns whether it did. The caller moves
+    /// the leader's sessions back onto the committed state.
+    pub(super) fn end_leader_lag(&mut self, now: u64) -> bool {
+        if self.leader_lag_until.is_none_or(|u| u > now) {
+            return false;
+        }
+        self.leader_lag_until = None;
+        self.kernel.set_leader_queue(None);
+        true
+    }
+
     /// The election is over: a server that was not cut off leads. Returns the old leader
-    /// and the new one (both replicas catch up: the caller syncs them).
+    /// and the new one (both replicas catch up: the caller syncs them). A lagging leader's
+    /// lag ends with its leadership.
     pub(super) fn elect(&mut self) -> (u8, u8) {
         self.electing = false;
+        self.leader_lag_until = None;
+        self.kernel.set_leader_queue(None);
         let old = self.leader;
         let new = self.pick_server(Some(old));
         self.leader = new;

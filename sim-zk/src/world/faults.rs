@@ -69,6 +69,35 @@ impl World {
                     self.count_lasting(FaultKind::SlowDisk, None, Some(duration));
                 }
             }
+            Fault::LeaderLag { duration } => {
+                let until = now + nanos(duration);
+                if self.ensemble.lag_leader(until) {
+                    self.count_lasting(FaultKind::LeaderLag, None, Some(duration));
+                    self.reseat_leaders_clients();
+                    self.time.schedule(until, Pending::LeaderLagEnd);
+                }
+            }
+        }
+    }
+
+    /// The leader's lag is over, if it is due: its clients read the committed state again.
+    pub(super) fn end_leader_lag(&mut self) {
+        if self.ensemble.end_leader_lag(self.time.clock()) {
+            self.timer("leader-catches-up");
+            self.reseat_leaders_clients();
+        }
+    }
+
+    /// The live sessions connected to the leader read from what it now reads from (its
+    /// replica catches up first, so none of them goes back in time).
+    fn reseat_leaders_clients(&mut self) {
+        let leader = self.ensemble.leader();
+        for client in 0..self.sessions.len() {
+            if self.ensemble.server_of(client) == leader
+                && self.ensemble.kernel().is_alive(self.sessions.id(client))
+            {
+                self.attach_to(client, leader);
+            }
         }
     }
 

@@ -205,6 +205,8 @@ enum Pending {
     },
     /// The leader without a quorum notices and steps down.
     StepDown,
+    /// A lagging leader may have caught up.
+    LeaderLagEnd,
     Thaw {
         client: usize,
     },
@@ -465,6 +467,7 @@ impl World {
             Pending::Notice { server } => self.notice_cut_off(server),
             Pending::Heal { server } => self.heal(server),
             Pending::StepDown => self.step_down(),
+            Pending::LeaderLagEnd => self.end_leader_lag(),
             Pending::Thaw { client } => self.thaw(client),
             #[cfg(madsim)]
             Pending::NodeResume(node) => self.node_resume(node),

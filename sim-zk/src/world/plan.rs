@@ -17,8 +17,8 @@ pub(super) type Site = (&'static str, u32, u32);
 
 /// The kinds drawn per request after the two message faults, in the order they are drawn:
 /// [`FaultKind::ALL`]'s order (so reordering `ALL` changes every faulty run's draws).
-const SESSION_KINDS: [FaultKind; 10] = {
-    let mut kinds = [FaultKind::Disconnect; 10];
+const SESSION_KINDS: [FaultKind; 11] = {
+    let mut kinds = [FaultKind::Disconnect; 11];
     let mut i = 0;
     while i < kinds.len() {
         kinds[i] = FaultKind::ALL[i + 2];
@@ -35,7 +35,7 @@ pub(super) struct Draw {
     /// Its reply is lost, with its connection (an armed reply loss may add to it later).
     pub(super) lose_reply: bool,
     /// Which session faults hit its client after it, in [`SESSION_KINDS`]' order.
-    pub(super) session: [(bool, FaultKind); 10],
+    pub(super) session: [(bool, FaultKind); 11],
 }
 
 impl Draw {
@@ -199,6 +199,9 @@ impl FaultPlan {
             },
             FaultKind::SlowDisk => Fault::SlowDisk {
                 duration: frac(5, 40),
+            },
+            FaultKind::LeaderLag => Fault::LeaderLag {
+                duration: frac(20, 100),
             },
             FaultKind::RequestLost | FaultKind::ReplyLost => {
                 unreachable!("message faults are not drawn as session faults")

@@ -289,6 +289,7 @@ fn drawn_faults_cover_every_kind() {
                 session_moved: 0.01,
                 client_freeze: 0.005,
                 slow_disk: 0.005,
+                leader_lag: 0.005,
             },
             ..Default::default()
         };

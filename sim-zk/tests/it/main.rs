@@ -8,6 +8,7 @@ mod differential;
 mod ensemble_differential;
 mod faults;
 mod kernel;
+mod leader_lag;
 #[cfg(madsim)]
 mod madsim_nodes;
 #[cfg(madsim)]

@@ -10,9 +10,11 @@
 //! The `sync` is what makes the answer trustworthy. ZooKeeper promises no visibility across
 //! clients without it: a waiter served by a follower that has not yet applied another
 //! client's `set` would find no node and pass a barrier that was raised before it began to
-//! wait. Behind the `sync`, the `exists` is answered from a state at least as new as the
-//! leader's when the sync arrived, so a waiter passes only a barrier that was really down at
-//! some moment during its wait. A failed `sync` fails the check with it, whatever the
+//! wait. avout's `sync` is a quorum round ([`Request::quorum_sync`](crate::Request::quorum_sync)),
+//! because ZooKeeper's own `sync` does not order a read on the leader: with it, waiters on a
+//! real ensemble's leader passed raised barriers. Behind it, the `exists` is answered from a
+//! state that holds every write committed before the wait, so a waiter passes only a barrier
+//! that was really down at some moment during its wait. A failed `sync` fails the check with it, whatever the
 //! `exists` behind it says. [`Barrier::set`] creates the node (with its
 //! parents) and [`Barrier::remove`] deletes it; both are idempotent.
 //!

@@ -19,6 +19,7 @@ fn plan_for(kind: FaultKind) -> FaultPlan {
         FaultKind::Partition | FaultKind::SessionMoved => 0.01,
         FaultKind::ClientFreeze => 0.004,
         FaultKind::SlowDisk => 0.005,
+        FaultKind::LeaderLag => 0.01,
     };
     FaultPlan::kinds(&[kind], Some(total))
 }

@@ -52,11 +52,12 @@ fn avout_soak_per_kind_and_pairs_make_one_row_per_configuration() {
     ]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = report["rows"].as_array().unwrap();
-    // The 12 kinds (the one-server 7 and the ensemble's 5) alone, then their 66 pairs.
-    assert_eq!(rows.len(), 12 + 66, "{report}");
+    // The 13 kinds (the one-server 7 and the ensemble's 6) alone, then their 78 pairs.
+    assert_eq!(rows.len(), 13 + 78, "{report}");
     assert_eq!(rows[0]["faults"], "request-lost");
     assert_eq!(rows[11]["faults"], "slow-disk");
-    assert_eq!(rows[12]["faults"], "request-lost+reply-lost");
+    assert_eq!(rows[12]["faults"], "leader-lag");
+    assert_eq!(rows[13]["faults"], "request-lost+reply-lost");
     assert_eq!(report["base"], 0);
     assert_eq!(
         out.status.code(),

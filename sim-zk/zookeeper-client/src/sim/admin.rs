@@ -107,7 +107,10 @@ impl Client {
     }
 
     /// Waits until the session's server has caught up with the leader (`sync`, then read, is
-    /// still not linearizable: ZOOKEEPER-1675).
+    /// still not linearizable: ZOOKEEPER-1675). As on ZooKeeper 3.8, a `sync` sent to a leader
+    /// that lags applying its commits (`avout_sim_zk::FaultKind::LeaderLag`) orders
+    /// nothing: a read behind it may miss a write a follower already acknowledged to another
+    /// client. A `multi` of one `check` is ordered on every server.
     ///
     /// ```
     /// # async fn demo(client: &avout_zookeeper_client::Client) -> Result<(), avout_zookeeper_client::Error> {

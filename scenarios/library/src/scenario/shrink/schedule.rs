@@ -90,6 +90,7 @@ pub(super) fn with_duration(
             duration: pct(115),
         },
         (FaultKind::SlowDisk, _) => Fault::SlowDisk { duration: pct(22) },
+        (FaultKind::LeaderLag, _) => Fault::LeaderLag { duration: pct(60) },
         _ => return None,
     })
 }
@@ -184,7 +185,8 @@ pub(super) fn retarget(f: &Fault, client: usize) -> Fault {
         Fault::Outage { .. }
         | Fault::Partition { .. }
         | Fault::LeaderElection { .. }
-        | Fault::SlowDisk { .. } => {}
+        | Fault::SlowDisk { .. }
+        | Fault::LeaderLag { .. } => {}
     }
     f
 }

@@ -31,8 +31,8 @@ pub(crate) struct WorkloadArgs {
     ops: Option<usize>,
     /// Fault kinds on the simulator, comma-separated: request-lost, reply-lost, disconnect,
     /// session-expiry, pause, stale-reads, outage, and the ensemble's partition,
-    /// leader-election, session-moved, client-freeze, slow-disk; or `all` (the default: the
-    /// first seven), `every` (all twelve) or `none`.
+    /// leader-election, session-moved, client-freeze, slow-disk, leader-lag; or `all` (the
+    /// default: the first seven), `every` (all thirteen) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
     /// The chance that a request draws some fault (split over the kinds as in the chaos mix).

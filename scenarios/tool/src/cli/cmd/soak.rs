@@ -23,10 +23,10 @@ pub(crate) struct SoakArgs {
     base: Option<u64>,
     /// Fault kinds drawn together, comma-separated (as for `avout run`), or `all` (the 7
     /// one-server kinds; the default unless --per-kind or --pairs is given), `every` (all 12,
-    /// the ensemble's 5 too) or `none`.
+    /// the ensemble's 6 too) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
-    /// Each of the 12 fault kinds alone, N seeds each.
+    /// Each of the 13 fault kinds alone, N seeds each.
     #[arg(long)]
     per_kind: bool,
     /// Every pair of fault kinds (66), N seeds each.
