@@ -235,7 +235,7 @@ impl Agent for AtomAgent {
 /// ```
 /// let report = avout_models::check(avout_models::atom::AtomModel::new(2), Default::default());
 /// assert!(report.ok(), "{report}");
-/// assert_eq!(report.unique_states, 1332);
+/// assert_eq!(report.unique_states, 1444);
 /// ```
 #[derive(Clone, Debug)]
 pub struct AtomModel {

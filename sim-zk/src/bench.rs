@@ -101,7 +101,7 @@ pub fn rates(r: f64) -> FaultRates {
 }
 
 /// [`rates`] and the ensemble's kinds: moved sessions and partitions at `r / 5` and
-/// `r / 10`, slow disks at `r / 10`, elections and client freezes at `r / 50`.
+/// `r / 10`, slow disks and leader lags at `r / 10`, elections and client freezes at `r / 50`.
 ///
 /// ```
 /// use avout_sim_zk::FaultKind;
@@ -115,6 +115,7 @@ pub fn ensemble_rates(r: f64) -> FaultRates {
         session_moved: r / 5.0,
         client_freeze: r / 50.0,
         slow_disk: r / 10.0,
+        leader_lag: r / 10.0,
         ..rates(r)
     }
 }

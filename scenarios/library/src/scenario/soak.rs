@@ -41,9 +41,9 @@ use super::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
 /// ```
 /// use avout_scenarios::scenario::soak::FaultConfig;
 /// assert_eq!(FaultConfig::all().name, "all");
-/// assert_eq!(FaultConfig::per_kind().len(), 12);
-/// assert_eq!(FaultConfig::pairs().len(), 66);
-/// assert_eq!(FaultConfig::every().kinds.len(), 12);
+/// assert_eq!(FaultConfig::per_kind().len(), 13);
+/// assert_eq!(FaultConfig::pairs().len(), 78);
+/// assert_eq!(FaultConfig::every().kinds.len(), 13);
 /// assert_eq!(FaultConfig::pairs()[0].name, "request-lost+reply-lost");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Soak {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Soak};
     /// let s = Soak::new(vec!["bank".into(), "counter".into()], FaultConfig::per_kind(), 1, 1);
-    /// assert_eq!(s.rows(), (2 + 1) * 12); // bank again with the memory store
+    /// assert_eq!(s.rows(), (2 + 1) * 13); // bank again with the memory store
     /// ```
     pub fn rows(&self) -> usize {
         (self.scenarios.len() + self.ref_store_rows.len()) * self.faults.len()
