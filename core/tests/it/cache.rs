@@ -190,16 +190,13 @@ async fn follow(backend: &dyn Backend, seed: u64, scope: CacheScope) -> Seen {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let mut events = Vec::new();
-    while let Some(e) = cache.try_next_event() {
-        events.push(e);
-    }
+    let (events, view) = cache.take_events_and_view();
     let faults = backend.simulator().map_or(0, |zk| {
         FaultKind::ALL.iter().map(|k| zk.fault_count(*k)).sum()
     });
     let seen = Seen {
         events,
-        view: cache.snapshot(),
+        view,
         truth: truth(backend, scope).await,
         persistent: cache.uses_persistent_watch(),
         faults,

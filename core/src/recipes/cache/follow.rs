@@ -18,6 +18,7 @@ use crate::{
     Watch, WatchedEvent,
 };
 
+use super::view::View;
 use super::{CacheEvent, CacheScope, Entry, Shared};
 
 /// How long to wait before retrying a read that failed indeterminately.
@@ -186,16 +187,8 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         }
     }
 
-    fn emit(&self, events: Vec<CacheEvent>) {
-        for event in events {
-            // Nobody listening is fine: the view is kept either way.
-            let _ = self.tx.unbounded_send(event);
-        }
-    }
-
     fn apply(&self, path: &str, found: Option<(Vec<u8>, Stat)>) {
-        let events = lock(&self.shared).view.apply(path, found);
-        self.emit(events);
+        publish(&self.shared, &self.tx, |view| view.apply(path, found));
     }
 
     /// Follows the persistent watch. Each event's read is sent as the event arrives, without
@@ -492,8 +485,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                 level.extend(children.iter().map(|c| crate::path::join(&path, c)));
             }
         }
-        let events = lock(&self.shared).view.replace(fresh);
-        self.emit(events);
+        publish(&self.shared, &self.tx, |view| view.replace(fresh));
         Ok(vanished)
     }
 
@@ -530,6 +522,23 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             Err(Error::NoNode { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Changes the view and queues the events of the change under one lock, so that whoever
+/// holds the lock finds every change the view shows with its events already queued (what
+/// [`Cache::take_events_and_view`](super::Cache::take_events_and_view) relies on). Queued after
+/// the lock was released, a relist's events trailed its changes: on a multi-threaded runtime
+/// a reader that drained the events and then read the view saw changes without their events.
+pub(super) fn publish(
+    shared: &Mutex<Shared>,
+    tx: &mpsc::UnboundedSender<CacheEvent>,
+    change: impl FnOnce(&mut View) -> Vec<CacheEvent>,
+) {
+    let mut shared = lock(shared);
+    for event in change(&mut shared.view) {
+        // Nobody listening is fine: the view is kept either way.
+        let _ = tx.unbounded_send(event);
     }
 }
 

@@ -19,6 +19,10 @@
 //! nothing. So the same change, seen through an event and again through a re-list, is reported
 //! once, and a lagging server's older answer never rolls the view back.
 //!
+//! A change shows in the view when its events are queued, not when they are taken:
+//! [`Cache::take_events_and_view`] reads the events ready and the view they lead to at one
+//! instant.
+//!
 //! # Connection loss, expiry, cancellation
 //!
 //! - **Connection loss**: one-shot watches are re-armed by the client library on
@@ -56,6 +60,8 @@
 //! ```
 
 mod follow;
+#[cfg(test)]
+mod tests;
 mod view;
 
 use std::collections::BTreeMap;
@@ -300,8 +306,37 @@ impl Cache {
     }
 
     /// Every cached node, by path.
+    ///
+    /// It may show changes whose events are not taken yet: an event is queued when its change
+    /// shows in the view. For the view the events taken lead to, use
+    /// [`take_events_and_view`](Self::take_events_and_view).
     pub fn snapshot(&self) -> BTreeMap<String, Entry> {
         lock(&self.shared).view.nodes.clone()
+    }
+
+    /// Every event ready now and the view, read at one instant: replaying all the events
+    /// taken (with [`next_event`](Self::next_event), [`try_next_event`](Self::try_next_event)
+    /// and this) gives the view returned. Draining `try_next_event` and then reading
+    /// [`snapshot`](Self::snapshot) gives no such pair on a multi-threaded runtime: the task
+    /// may change the view in between, and the view then shows changes whose events were not
+    /// taken.
+    ///
+    /// ```
+    /// # async fn demo(zk: std::sync::Arc<dyn avout::Coordination>) -> avout::Result<()> {
+    /// use avout::recipes::cache::{Cache, CacheEvent, CacheScope};
+    /// let mut cache = Cache::start(zk, "/s", CacheScope::Subtree).await?;
+    /// let (events, view) = cache.take_events_and_view();
+    /// // None taken before: the initial load's events are among them.
+    /// assert!(events.contains(&CacheEvent::Initialized));
+    /// println!("{} events lead to {} nodes", events.len(), view.len());
+    /// # Ok(()) }
+    /// ```
+    pub fn take_events_and_view(&mut self) -> (Vec<CacheEvent>, BTreeMap<String, Entry>) {
+        // The task queues a change's events under this lock (`follow::publish`): held, it
+        // leaves no change in the view whose events are still to come.
+        let shared = lock(&self.shared);
+        let events = std::iter::from_fn(|| self.events.try_recv().ok()).collect();
+        (events, shared.view.nodes.clone())
     }
 
     /// Why the cache stopped following the tree, if it did.
