@@ -7,7 +7,8 @@
 #     (N defaults to 20, DURATION to 6s, EVERY to 1s, the scenarios to all of them, and the
 #      bank again with --ref-store memory)
 #
-# Writes reports/chaos-verdicts.md (the table, headed by the command) and keeps each run's
+# Writes reports/chaos-verdicts.md (or `$CHAOS_REPORT`: two halves of the scenarios can run at
+# once, each with its own report) and keeps each run's
 # output in reports/chaos-verdicts/ (not in git). A run "ends with a verdict" when it exits 0
 # (every judged round valid) or 1 (an anomaly, with its page) with at least one judged round;
 # exit 2, an abort or a signal is a run without one. `AVOUT` names a built binary.
@@ -98,5 +99,5 @@ done
     echo "| scenario | runs | runs with a verdict | runs valid | rounds judged | rounds without a verdict | nemesis events | JVMs left | exit statuses | seconds |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
-} >reports/chaos-verdicts.md
-cat reports/chaos-verdicts.md
+} >"${CHAOS_REPORT:-reports/chaos-verdicts.md}"
+cat "${CHAOS_REPORT:-reports/chaos-verdicts.md}"

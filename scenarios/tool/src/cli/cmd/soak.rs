@@ -22,14 +22,14 @@ pub(crate) struct SoakArgs {
     #[arg(long, value_name = "B")]
     base: Option<u64>,
     /// Fault kinds drawn together, comma-separated (as for `avout run`), or `all` (the 7
-    /// one-server kinds; the default unless --per-kind or --pairs is given), `every` (all 12,
+    /// one-server kinds; the default unless --per-kind or --pairs is given), `every` (all 13,
     /// the ensemble's 6 too) or `none`.
     #[arg(long, value_name = "LIST")]
     faults: Option<String>,
     /// Each of the 13 fault kinds alone, N seeds each.
     #[arg(long)]
     per_kind: bool,
-    /// Every pair of fault kinds (66), N seeds each.
+    /// Every pair of fault kinds (78), N seeds each.
     #[arg(long)]
     pairs: bool,
     /// Scenarios, comma-separated (default: every built-in scenario, then those a user's
