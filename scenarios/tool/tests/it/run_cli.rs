@@ -104,7 +104,7 @@ fn avout_run_on_its_own_ensemble_runs_for_its_duration_under_a_nemesis_and_is_ju
             "--duration",
             "8s",
             "--ops",
-            "40",
+            "10",
             "--json",
         ],
         dir.path(),
@@ -115,7 +115,8 @@ fn avout_run_on_its_own_ensemble_runs_for_its_duration_under_a_nemesis_and_is_ju
     assert_eq!(report["valid"], true, "{report}");
     let rounds = &report["rounds"];
     let each = rounds["each"].as_array().unwrap();
-    // 40 operations per client take well under 8 s, so the run must have gone round again.
+    // 10 operations per client take well under 8 s, so the run must have gone round again
+    // (40 took one 9.5 s round on a machine loaded with two chaos campaigns).
     assert!(each.len() >= 2, "one round only: {report} {stderr}");
     assert_eq!(rounds["count"].as_u64(), Some(each.len() as u64));
     assert!(each.iter().all(|r| r["valid"] == true), "{rounds}");
