@@ -45,37 +45,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (label, reader_at) in [("leader", leader), ("other follower", followers[1])] {
             let reader = zk::Client::connect(&addr(reader_at)).await?;
             let mut missed = 0;
+            let mut reading = std::time::Duration::ZERO;
             for i in 0..n {
                 let path = format!("/{}-{i}", label.replace(' ', "-"));
                 writer.create(&path, b"", OPEN).await?;
                 // Both sent at once, in order, on the reader's one connection.
+                let started = std::time::Instant::now();
                 let sync = reader.sync(&path);
                 let exists = reader.check_stat(&path);
                 sync.await?;
                 if exists.await?.is_none() {
                     missed += 1;
                 }
+                reading += started.elapsed();
             }
             println!(
                 "reader on the {label} (member {}): {missed} of {n} sync+exists missed a node \
-                 whose create the writer had already seen acknowledged",
-                reader_at + 1
+                 whose create the writer had already seen acknowledged ({:?} a read)",
+                reader_at + 1,
+                reading / n as u32
             );
             let avout_reader = ZkClient::connect(&ZkConfig::new(addr(reader_at))).await?;
             let mut missed = 0;
+            let mut reading = std::time::Duration::ZERO;
             for i in 0..n {
                 let path = format!("/{}-avout-{i}", label.replace(' ', "-"));
                 writer.create(&path, b"", OPEN).await?;
+                let started = std::time::Instant::now();
                 let sync = avout_reader.sync(&path);
                 let exists = avout_reader.exists(&path);
                 sync.await?;
                 if exists.await?.is_none() {
                     missed += 1;
                 }
+                reading += started.elapsed();
             }
             println!(
-                "reader on the {label} (member {}), avout's sync: {missed} of {n} missed",
-                reader_at + 1
+                "reader on the {label} (member {}), avout's sync: {missed} of {n} missed \
+                 ({:?} a read)",
+                reader_at + 1,
+                reading / n as u32
             );
         }
         Ok::<_, Box<dyn std::error::Error>>(())
