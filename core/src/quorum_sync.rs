@@ -18,7 +18,9 @@
 //! transaction per `sync` where ZooKeeper's costs none; the round trips are the same.
 //! [`Request::quorum_synced`] reads the answer back as [`Reply::Synced`].
 
-use crate::{Error, ErrorClass, Op, Reply, Request, Result};
+use futures::FutureExt;
+
+use crate::{Error, ErrorClass, Op, OpFuture, Reply, Request, Result, Watch};
 
 impl Request {
     /// What a backend sends for `Sync { path }`: a `multi` of one `check` of `path`, which
@@ -30,6 +32,28 @@ impl Request {
     /// ```
     pub fn quorum_sync(path: &str) -> Request {
         Request::Multi(vec![Op::check(path, None)])
+    }
+
+    /// A backend's `submit` for `Sync { path }`: sends [`Request::quorum_sync`] with `send`
+    /// and reads its answer back with [`Request::quorum_synced`].
+    ///
+    /// ```
+    /// use avout::{OpFuture, Reply, Request};
+    /// use futures::FutureExt;
+    /// let answered: OpFuture<'_, (Reply, Option<avout::Watch>)> =
+    ///     Request::sync_by_quorum("/a", |sent| {
+    ///         assert!(matches!(sent, Request::Multi(_)));
+    ///         futures::future::ready(Ok((Reply::Multi(vec![]), None))).boxed()
+    ///     });
+    /// assert_eq!(answered.now_or_never().unwrap().unwrap().0, Reply::Synced);
+    /// ```
+    pub fn sync_by_quorum<'a>(
+        path: &str,
+        send: impl FnOnce(Request) -> OpFuture<'a, (Reply, Option<Watch>)>,
+    ) -> OpFuture<'a, (Reply, Option<Watch>)> {
+        send(Request::quorum_sync(path))
+            .map(|r| Request::quorum_synced(r.map(|(reply, _)| reply)).map(|s| (s, None)))
+            .boxed()
     }
 
     /// The outcome of a `sync` sent as [`Request::quorum_sync`]: [`Reply::Synced`] once the

@@ -380,10 +380,7 @@ impl Coordination for SimClient {
         // The same request as the real backend sends for a sync, so that the simulated
         // service judges what a real one would receive (`send` stays ZooKeeper's `sync`).
         if let Request::Sync { path } = &request {
-            return self
-                .send(Request::quorum_sync(path))
-                .map(|r| Request::quorum_synced(r.map(|(reply, _)| reply)).map(|s| (s, None)))
-                .boxed();
+            return Request::sync_by_quorum(path, |r| self.send(r));
         }
         self.send(request)
     }

@@ -43,50 +43,55 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async {
         let writer = zk::Client::connect(&addr(followers[0])).await?;
         for (label, reader_at) in [("leader", leader), ("other follower", followers[1])] {
+            let member = reader_at + 1;
+            let prefix = label.replace(' ', "-");
             let reader = zk::Client::connect(&addr(reader_at)).await?;
-            let mut missed = 0;
-            let mut reading = std::time::Duration::ZERO;
-            for i in 0..n {
-                let path = format!("/{}-{i}", label.replace(' ', "-"));
-                writer.create(&path, b"", OPEN).await?;
+            let (missed, read) = misses(&writer, n, &prefix, async |path: &str| {
                 // Both sent at once, in order, on the reader's one connection.
-                let started = std::time::Instant::now();
-                let sync = reader.sync(&path);
-                let exists = reader.check_stat(&path);
+                let sync = reader.sync(path);
+                let exists = reader.check_stat(path);
                 sync.await?;
-                if exists.await?.is_none() {
-                    missed += 1;
-                }
-                reading += started.elapsed();
-            }
+                Ok(exists.await?.is_some())
+            })
+            .await?;
             println!(
-                "reader on the {label} (member {}): {missed} of {n} sync+exists missed a node \
-                 whose create the writer had already seen acknowledged ({:?} a read)",
-                reader_at + 1,
-                reading / n as u32
+                "reader on the {label} (member {member}): {missed} of {n} sync+exists missed a \
+                 node whose create the writer had already seen acknowledged ({read:?} a read)"
             );
-            let avout_reader = ZkClient::connect(&ZkConfig::new(addr(reader_at))).await?;
-            let mut missed = 0;
-            let mut reading = std::time::Duration::ZERO;
-            for i in 0..n {
-                let path = format!("/{}-avout-{i}", label.replace(' ', "-"));
-                writer.create(&path, b"", OPEN).await?;
-                let started = std::time::Instant::now();
-                let sync = avout_reader.sync(&path);
-                let exists = avout_reader.exists(&path);
+            let reader = ZkClient::connect(&ZkConfig::new(addr(reader_at))).await?;
+            let prefix = format!("{prefix}-avout");
+            let (missed, read) = misses(&writer, n, &prefix, async |path: &str| {
+                let sync = reader.sync(path);
+                let exists = reader.exists(path);
                 sync.await?;
-                if exists.await?.is_none() {
-                    missed += 1;
-                }
-                reading += started.elapsed();
-            }
+                Ok(exists.await?.is_some())
+            })
+            .await?;
             println!(
-                "reader on the {label} (member {}), avout's sync: {missed} of {n} missed \
-                 ({:?} a read)",
-                reader_at + 1,
-                reading / n as u32
+                "reader on the {label} (member {member}), avout's sync: {missed} of {n} missed \
+                 ({read:?} a read)"
             );
         }
         Ok::<_, Box<dyn std::error::Error>>(())
     })
+}
+
+/// Of `n` nodes the writer creates, how many `found` (asked as soon as the create was
+/// acknowledged) did not see, and the mean time `found` took.
+async fn misses(
+    writer: &zk::Client,
+    n: usize,
+    prefix: &str,
+    found: impl AsyncFn(&str) -> Result<bool, Box<dyn std::error::Error>>,
+) -> Result<(usize, std::time::Duration), Box<dyn std::error::Error>> {
+    let mut missed = 0;
+    let mut reading = std::time::Duration::ZERO;
+    for i in 0..n {
+        let path = format!("/{prefix}-{i}");
+        writer.create(&path, b"", OPEN).await?;
+        let started = std::time::Instant::now();
+        missed += usize::from(!found(&path).await?);
+        reading += started.elapsed();
+    }
+    Ok((missed, reading / u32::try_from(n.max(1))?))
 }

@@ -100,14 +100,7 @@ impl ZkClient {
                 .map(|results| results.map(|r| (Reply::Multi(r), None)))
                 .boxed(),
             // ZooKeeper's own `sync` does not order a read on the leader: see `quorum_sync`.
-            Request::Sync { path } => {
-                let Request::Multi(ops) = Request::quorum_sync(&path) else {
-                    unreachable!("a quorum sync is a multi")
-                };
-                self.multi(ops)
-                    .map(|r| Request::quorum_synced(r.map(Reply::Multi)).map(|s| (s, None)))
-                    .boxed()
-            }
+            Request::Sync { path } => Request::sync_by_quorum(&path, |r| self.send(r)),
             Request::GetAcl { path } => self.call(
                 &path,
                 |client, p| client.get_acl(p).boxed(),

@@ -333,21 +333,14 @@ impl Kernel {
         let (kind, paths) = match prepared {
             Ok(p) => p,
             Err(e) => {
-                self.commit(now_ms, session, TxnKind::Error, events);
-                if let Server::Follower(i) = server {
-                    // The error transaction is committed like any other, and the follower
-                    // answers only after applying it: a failed write orders later reads too.
-                    events.extend(self.sync_follower_of(i));
-                }
+                // An error transaction is committed and answered like any other: a failed
+                // write orders later reads too.
+                self.commit_and_answer(now_ms, session, server, TxnKind::Error, events);
                 return Err(e);
             }
         };
         let is_multi = matches!(kind, TxnKind::Multi(_));
-        let stats = self.commit(now_ms, session, kind, events);
-        if let Server::Follower(i) = server {
-            // The follower answers the write only after applying it.
-            events.extend(self.sync_follower_of(i));
-        }
+        let stats = self.commit_and_answer(now_ms, session, server, kind, events);
         let mut stats = stats.into_iter();
         let mut next_stat = || stats.next().expect("one stat per create and set");
         match request {
@@ -380,6 +373,23 @@ impl Kernel {
             }
             _ => unreachable!("write() called with a read"),
         }
+    }
+
+    /// Commits `kind` for a session on `server`, which answers only after applying it: a
+    /// follower catches up first.
+    fn commit_and_answer(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        server: Server,
+        kind: TxnKind,
+        events: &mut Vec<Fired>,
+    ) -> Vec<Stat> {
+        let stats = self.commit(now_ms, session, kind, events);
+        if let Server::Follower(i) = server {
+            events.extend(self.sync_follower_of(i));
+        }
+        stats
     }
 
     /// Assigns the next zxid to `kind`, applies it to the leader and queues it for the

@@ -339,8 +339,7 @@ impl Ensemble {
         if !self.is_ensemble() || self.leader_lag_until.is_some() || self.outage_until.is_some() {
             return false;
         }
-        self.leader_lag_until = Some(until);
-        self.kernel.set_leader_queue(Some(self.leader));
+        self.set_leader_lag(Some(until));
         true
     }
 
@@ -350,9 +349,15 @@ impl Ensemble {
         if self.leader_lag_until.is_none_or(|u| u > now) {
             return false;
         }
-        self.leader_lag_until = None;
-        self.kernel.set_leader_queue(None);
+        self.set_leader_lag(None);
         true
+    }
+
+    /// The leader lags until `until` (`None`: it does not); its replica stands for its apply
+    /// queue in the kernel meanwhile.
+    fn set_leader_lag(&mut self, until: Option<u64>) {
+        self.leader_lag_until = until;
+        self.kernel.set_leader_queue(until.map(|_| self.leader));
     }
 
     /// The election is over: a server that was not cut off leads. Returns the old leader
@@ -360,8 +365,7 @@ impl Ensemble {
     /// lag ends with its leadership.
     pub(super) fn elect(&mut self) -> (u8, u8) {
         self.electing = false;
-        self.leader_lag_until = None;
-        self.kernel.set_leader_queue(None);
+        self.set_leader_lag(None);
         let old = self.leader;
         let new = self.pick_server(Some(old));
         self.leader = new;

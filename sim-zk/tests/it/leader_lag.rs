@@ -41,6 +41,15 @@ async fn exists_after(reader: &SimClient, path: &str, read: Read) -> bool {
     }
 }
 
+/// A run on three servers.
+fn three_servers(seed: u64) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
+        .servers(3)
+        .session_timeout(Duration::from_secs(10))
+        .build()
+}
+
 /// A writer connected to a follower and a reader connected to the leader.
 fn writer_and_reader(zk: &SimZk) -> (SimClient, SimClient) {
     let leader = zk.leader();
@@ -56,35 +65,30 @@ fn writer_and_reader(zk: &SimZk) -> (SimClient, SimClient) {
 /// Of 40 nodes a writer on a follower created, how many a reader on the leader missed right
 /// after the create was acknowledged; and how many leader lags fired.
 fn misses(read: Read, lag: bool) -> (usize, u64) {
-    let (missed, summary) = Sim::builder()
-        .seed_from_env(7)
-        .servers(3)
-        .session_timeout(Duration::from_secs(10))
-        .build()
-        .run(|ctx| async move {
-            let (writer, reader) = writer_and_reader(&ctx.zk);
-            if lag {
-                ctx.zk.inject(Fault::LeaderLag {
-                    duration: Duration::from_secs(60),
-                });
-            }
-            let mut missed = 0;
-            for i in 0..40 {
-                let path = format!("/n{i}");
-                writer
-                    .create(&path, b"", &Default::default())
-                    .await
-                    .unwrap();
-                missed += usize::from(!exists_after(&reader, &path, read).await);
-            }
-            // The lagging leader's own clients still read their own writes.
-            reader
-                .create("/own", b"", &Default::default())
+    let (missed, summary) = three_servers(7).run(|ctx| async move {
+        let (writer, reader) = writer_and_reader(&ctx.zk);
+        if lag {
+            ctx.zk.inject(Fault::LeaderLag {
+                duration: Duration::from_secs(60),
+            });
+        }
+        let mut missed = 0;
+        for i in 0..40 {
+            let path = format!("/n{i}");
+            writer
+                .create(&path, b"", &Default::default())
                 .await
                 .unwrap();
-            assert!(reader.exists("/own").await.unwrap().is_some());
-            missed
-        });
+            missed += usize::from(!exists_after(&reader, &path, read).await);
+        }
+        // The lagging leader's own clients still read their own writes.
+        reader
+            .create("/own", b"", &Default::default())
+            .await
+            .unwrap();
+        assert!(reader.exists("/own").await.unwrap().is_some());
+        missed
+    });
     (missed, summary.fault_count(FaultKind::LeaderLag))
 }
 
@@ -104,25 +108,20 @@ fn avouts_sync_orders_a_read_on_a_lagging_leader() {
 
 #[test]
 fn the_lag_ends_and_the_leaders_clients_read_the_committed_state() {
-    let (seen, summary) = Sim::builder()
-        .seed_from_env(8)
-        .servers(3)
-        .session_timeout(Duration::from_secs(10))
-        .build()
-        .run(|ctx| async move {
-            let (writer, reader) = writer_and_reader(&ctx.zk);
-            ctx.zk.inject(Fault::LeaderLag {
-                duration: Duration::from_millis(500),
-            });
-            writer
-                .create("/late", b"", &Default::default())
-                .await
-                .unwrap();
-            let during = exists_after(&reader, "/late", Read::ZooKeeperSync).await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let after = exists_after(&reader, "/late", Read::ZooKeeperSync).await;
-            (during, after)
+    let (seen, summary) = three_servers(8).run(|ctx| async move {
+        let (writer, reader) = writer_and_reader(&ctx.zk);
+        ctx.zk.inject(Fault::LeaderLag {
+            duration: Duration::from_millis(500),
         });
+        writer
+            .create("/late", b"", &Default::default())
+            .await
+            .unwrap();
+        let during = exists_after(&reader, "/late", Read::ZooKeeperSync).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let after = exists_after(&reader, "/late", Read::ZooKeeperSync).await;
+        (during, after)
+    });
     assert_eq!(seen, (false, true));
     assert_eq!(summary.fault_count(FaultKind::LeaderLag), 1);
 }
