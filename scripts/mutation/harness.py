@@ -57,16 +57,6 @@ OUTCOMES = ["unit", "model", "soak", "timeout", "missed", "unviable"]
 CAUGHT = {"unit", "model", "soak", "timeout"}
 
 
-class NoTimeout(dict):
-    """The baseline's timeouts: none."""
-
-    def __missing__(self, key: str) -> None:
-        return None
-
-
-NO_TIMEOUT = NoTimeout()
-
-
 def module_of(path: str) -> str | None:
     """The protocol module a core file belongs to, or None."""
     if EXCLUDED.search(path):

@@ -150,7 +150,7 @@ class Runner:
     def stages(self, module: str) -> list[tuple[str, str, list[str]]]:
         """The oracle, in order: (stage, key, command); a stage catches when a command of it
         fails. The key names the command's baseline time and timeout."""
-        nextest = ["cargo", "nextest", "run", "--no-fail-fast"]
+        nextest = ["cargo", "nextest", "run", "--fail-fast"]
         nextest += ["--test-threads", str(self.a.test_threads)]
         out = [
             ("unit", "unit", nextest + ["-p", "avout"]),
@@ -164,24 +164,27 @@ class Runner:
             out.append(("soak", f"soak:{scenario}:{protocol}", soak))
         return out
 
-    def build(self, name: str) -> str:
-        """Build everything the stages run; "ok" or "fail" (unviable)."""
-        for i, argv in enumerate(
-            [
-                ["cargo", "nextest", "run", "--no-run", "-p", "avout", "-p", "avout-models"],
-                ["cargo", "build", "--release", "-p", "avout-cli"],
-            ]
-        ):
-            verdict, _ = self.sh(argv, self.a.build_timeout, f"{name}.build{i}.log")
-            if verdict != "ok":
-                return verdict
-        return "ok"
+    def build(self, name: str, release: bool) -> str:
+        """Build what the next stages run: the tests (debug), or the CLI (release, only for
+        a mutant the tests let through); "ok", "fail" (unviable) or "timeout"."""
+        argv = ["cargo", "nextest", "run", "--no-run", "-p", "avout", "-p", "avout-models"]
+        if release:
+            argv = ["cargo", "build", "--release", "-p", "avout-cli"]
+        verdict, _ = self.sh(argv, self.a.build_timeout, f"{name}.build-{int(release)}.log")
+        return verdict
 
     def oracle(self, module: str, name: str, timeouts: dict) -> tuple[str, dict]:
         """Run the stages in order; the first command that fails catches."""
         seconds: dict[str, float] = {}
         for stage, key, argv in self.stages(module):
-            verdict, took = self.sh(argv, timeouts[key], f"{name}.{harness.slug(key)}.log")
+            if key.startswith("soak") and "build-release" not in seconds:
+                started = time.monotonic()
+                built = self.build(name, release=True)
+                seconds["build-release"] = round(time.monotonic() - started, 1)
+                if built != "ok":
+                    outcome = "unviable" if built == "fail" else "timeout"
+                    return outcome, {"stage": "build", "seconds": seconds}
+            verdict, took = self.sh(argv, timeouts.get(key), f"{name}.{harness.slug(key)}.log")
             seconds[key] = round(took, 1)
             if verdict == "timeout":
                 return "timeout", {"stage": stage, "by": key, "seconds": seconds}
@@ -204,10 +207,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     baseline = done.get(harness.BASELINE)
     if baseline is None:
         log("baseline: the unmutated tree must build and pass every stage")
-        if runner.build("baseline") != "ok":
+        if runner.build("baseline", release=False) != "ok":
             log("baseline does not build")
             return 2
-        verdict, info = runner.oracle("all", "baseline", harness.NO_TIMEOUT)
+        verdict, info = runner.oracle("all", "baseline", {})
         if verdict != "missed":
             log(f"baseline failed at {verdict}: see {a.logs}/baseline.*")
             return 2
@@ -226,7 +229,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         started = time.monotonic()
         try:
             path.write_text(harness.apply(original, m))
-            built = runner.build(slug)
+            built = runner.build(slug, release=False)
             if built == "ok":
                 outcome, info = runner.oracle(m["module"], slug, timeouts)
             else:
@@ -266,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="run the sample's pending mutants, appending to results.jsonl")
     r.add_argument("--shard", default="0/1", help="I/N: the mutants whose index mod N is I")
     r.add_argument("--until", help="HH:MM (UTC): start no mutant after this time")
-    r.add_argument("--seeds", type=int, default=200, help="soak seeds per scenario")
+    r.add_argument("--seeds", type=int, default=500, help="soak seeds per scenario")
     r.add_argument("--base", type=int, default=37_000_000, help="the soak's first seed")
     r.add_argument("--jobs", type=int, default=1, help="cargo build jobs")
     r.add_argument("--test-threads", type=int, default=1)
