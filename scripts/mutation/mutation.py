@@ -125,7 +125,10 @@ class Runner:
             )
             stamp.write_text(self.commit + "\n")
         for f in sorted(set(m["file"] for m in self.sample_files)):
-            (SCRATCH / f).write_text(git("show", f"{self.commit}:{f}"))
+            pristine = git("show", f"{self.commit}:{f}")
+            # Only a changed file is written: a new mtime would rebuild core for nothing.
+            if (SCRATCH / f).read_text() != pristine:
+                (SCRATCH / f).write_text(pristine)
 
     def sh(self, argv: list[str], timeout: float, log_name: str) -> tuple[str, float]:
         """Run argv; return ("ok" | "fail" | "timeout", seconds)."""
