@@ -229,6 +229,12 @@ def parse_until(text: str | None, now: datetime.datetime) -> datetime.datetime |
     return now.replace(hour=h, minute=m, second=0, microsecond=0)
 
 
+def nextest_timed_out(log: str) -> bool:
+    """Whether nextest killed a test for running past its slow-timeout (a hang, not a
+    failed assertion)."""
+    return re.search(r"^\s*TIMEOUT \[", log, re.MULTILINE) is not None
+
+
 def slug(name: str) -> str:
     """A file-name-safe form of a mutant's name, for its logs."""
     return re.sub(r"[^A-Za-z0-9.]+", "_", name)[:120]

@@ -53,6 +53,7 @@ REPORT = ROOT / "reports" / "mutation.md"
 # (cargo keys path dependencies by relative path, so a copy never shares a target dir).
 SCRATCH = Path(os.environ.get("MUTATION_SCRATCH", "/work/target/mutants-src"))
 TARGET = Path(os.environ.get("MUTATION_TARGET", "/work/target/mutants-run"))
+NEXTEST_CONFIG = Path(__file__).resolve().parent / "nextest.toml"
 
 
 def log(msg: str) -> None:
@@ -153,7 +154,7 @@ class Runner:
     def stages(self, module: str) -> list[tuple[str, str, list[str]]]:
         """The oracle, in order: (stage, key, command); a stage catches when a command of it
         fails. The key names the command's baseline time and timeout."""
-        nextest = ["cargo", "nextest", "run", "--fail-fast"]
+        nextest = ["cargo", "nextest", "--config-file", str(NEXTEST_CONFIG), "run", "--fail-fast"]
         nextest += ["--test-threads", str(self.a.test_threads)]
         out = [
             ("unit", "unit", nextest + ["-p", "avout"]),
@@ -176,6 +177,9 @@ class Runner:
         verdict, _ = self.sh(argv, self.a.build_timeout, f"{name}.build-{int(release)}.log")
         return verdict
 
+    def read_log(self, name: str, key: str) -> str:
+        return (self.logs / f"{name}.{harness.slug(key)}.log").read_text(errors="replace")
+
     def oracle(self, module: str, name: str, timeouts: dict) -> tuple[str, dict]:
         """Run the stages in order; the first command that fails catches."""
         seconds: dict[str, float] = {}
@@ -189,6 +193,8 @@ class Runner:
                     return outcome, {"stage": "build", "seconds": seconds}
             verdict, took = self.sh(argv, timeouts.get(key), f"{name}.{harness.slug(key)}.log")
             seconds[key] = round(took, 1)
+            if verdict == "fail" and harness.nextest_timed_out(self.read_log(name, key)):
+                verdict = "timeout"
             if verdict == "timeout":
                 return "timeout", {"stage": stage, "by": key, "seconds": seconds}
             if verdict == "fail":

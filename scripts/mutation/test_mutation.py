@@ -170,6 +170,12 @@ class Resuming(unittest.TestCase):
         t = harness.timeouts({"unit": 100.0, "soak:x:mvcc": 10.0}, 3.0, 60.0)
         self.assertEqual(t, {"unit": 300.0, "soak:x:mvcc": 70.0})
 
+    def test_a_test_killed_by_nextest_is_a_timeout(self):
+        log = "        PASS [   0.1s] (1/2) a\n     TIMEOUT [ 120.002s] (2/2) avout::it acl::b\n"
+        self.assertTrue(harness.nextest_timed_out(log))
+        self.assertFalse(harness.nextest_timed_out("        FAIL [   0.1s] (1/2) a timeout_test\n"))
+        self.assertFalse(harness.nextest_timed_out("        SLOW [> 60.000s] (───────) a\n"))
+
     def test_until(self):
         now = datetime.datetime(2026, 11, 29, 16, 0, tzinfo=datetime.timezone.utc)
         self.assertEqual(harness.parse_until("17:25", now), now.replace(hour=17, minute=25))
