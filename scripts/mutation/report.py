@@ -102,6 +102,22 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
             f"total {sum(secs) / 3600:.2f} h; the {len(sample) - len(run)} left need about "
             f"{(len(sample) - len(run)) * sum(secs) / len(secs) / 3600:.1f} h at that rate."
         )
+    base = results.get(harness.BASELINE)
+    if base:
+        b = base["seconds"]
+        soaks = sum(v for k, v in b.items() if k.startswith("soak:"))
+        out.append(
+            f"Baseline (the unmutated tree through every stage, which it must pass): unit "
+            f"{b.get('unit', 0):.0f} s, model {b.get('model', 0):.0f} s, every soak "
+            f"{soaks:.0f} s together. A mutant's core is rebuilt before stage 1 and the "
+            "release CLI before stage 3; those builds dominate the time per mutant."
+        )
+    out += [
+        "",
+        "Notes: nextest runs no doctests, so core's doc examples are not part of stage 1. "
+        "nextest kills a test after 2 minutes (`scripts/mutation/nextest.toml`); the harness "
+        "records that, or a stage outliving 3 times its baseline, as `timeout`.",
+    ]
     out += ["", "## Soaked scenarios per module", "", "| module | files | soaks |", "|---|---|---|"]
     for name, prefixes, soaks in harness.MODULES:
         cells = ", ".join(f"{s} ({p})" for s, p in soaks)

@@ -212,6 +212,11 @@ class Reporting(unittest.TestCase):
         doc = {"commit": "f" * 40, "seed": 37, "count": 10, "population": {"lock": 99}, "mutants": sample}
         results = {r["name"]: r for r in self.results()}
         results["elsewhere"] = {"name": "elsewhere", "module": "lock", "outcome": "unit", "total_seconds": 1.0}
+        results[harness.BASELINE] = {
+            "name": harness.BASELINE,
+            "outcome": "baseline",
+            "seconds": {"unit": 250.4, "model": 64.0, "soak:a:mvcc": 1.5, "soak:b:mvcc": 2.0},
+        }
         triage = {"m5": {"verdict": "equivalent", "why": "a | b"}, "m6": {"verdict": "blind-spot", "why": "w"}}
         md = report.render(doc, results, triage)
         self.assertIn("**8 of 10 sampled mutants run**", md)
@@ -219,6 +224,7 @@ class Reporting(unittest.TestCase):
         self.assertIn("`m5` | equivalent | a \\| b |", md)
         self.assertIn("mean 45 s, median 50 s, total 0.10 h; the 2 left need about 0.0 h", md)
         self.assertIn("Results not in the sample (ignored): 1.", md)
+        self.assertIn("unit 250 s, model 64 s, every soak 4 s together", md)
         self.assertTrue(md.startswith("# Mutation score"))
         self.assertIn(report.COMMAND, md)
 
