@@ -21,6 +21,7 @@
 //! create again, stall and [`recover`](ProtectedCreate::recover) — is the parent's.
 
 use super::{Outbox, Reply, Request, Token};
+use crate::coverage::{self, Mark};
 use crate::{CreateMode, CreateOptions, Error, path};
 
 /// What the sub-machine knows of the node.
@@ -305,7 +306,10 @@ impl ProtectedCreate {
                             self.phase = Phase::Verifying { exists, name };
                             return None;
                         }
-                        None => self.absent(false),
+                        None => {
+                            coverage::reach(Mark::ProtectedCreateNotApplied);
+                            self.absent(false)
+                        }
                     }
                 }
                 Err(Error::NoNode { .. }) => self.absent(true),
@@ -318,6 +322,7 @@ impl ProtectedCreate {
                         name,
                         czxid: stat.czxid,
                     };
+                    coverage::reach(Mark::ProtectedCreateAdopted);
                     Protected::Adopted
                 }
                 // Another session's node with our prefix: not ours, whoever made it.

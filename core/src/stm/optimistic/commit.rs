@@ -20,6 +20,7 @@
 
 use std::collections::VecDeque;
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
 
@@ -523,6 +524,7 @@ impl CommitMachine {
             ));
         }
         if verdicts.iter().any(|v| v.3 == Some(true)) {
+            coverage::reach(Mark::StmOptimisticCommitLostApplied);
             return self.finish(CommitOutcome::Applied {
                 results: Vec::new(),
                 recovered: Some(current),
@@ -530,6 +532,7 @@ impl CommitMachine {
         }
         if verdicts.iter().any(|v| v.3 == Some(false)) {
             // The multi is atomic: one write known not to have landed means none did.
+            coverage::reach(Mark::StmOptimisticCommitLostNotApplied);
             return self.finish(CommitOutcome::NotApplied { current });
         }
         let detail = verdicts
@@ -537,6 +540,7 @@ impl CommitMachine {
             .map(|(p, e, f, _)| format!("{p}: sent against version {e}, found {f:?}"))
             .collect::<Vec<_>>()
             .join("; ");
+        coverage::reach(Mark::StmOptimisticCommitLostUnknown);
         self.finish(CommitOutcome::Unknown { detail });
     }
 }
