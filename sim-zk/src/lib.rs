@@ -117,6 +117,7 @@ pub mod node;
 mod replay;
 pub mod rng;
 mod sim;
+mod swarm;
 mod world;
 
 pub use client::{SimClient, SimZk};
@@ -126,3 +127,4 @@ pub use log::LogEvent;
 pub use node::SimNode;
 pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
 pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};
+pub use swarm::{STEPS_PER_DOUBLING, SwarmRange};
