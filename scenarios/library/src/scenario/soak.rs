@@ -21,15 +21,17 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
 use avout_sim_zk::FaultKind;
 
 use super::case::{Case, CaseError};
+use super::coverage::Coverage;
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
+use super::{FaultPlan, Faults, Protocol, Registry, Report, RunError, Swarm, Workload};
 
 /// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
 ///
@@ -47,6 +49,8 @@ pub struct FaultConfig {
     pub name: String,
     /// The kinds.
     pub kinds: Vec<FaultKind>,
+    /// Whether each seed draws its own mix of the kinds (swarm testing; see [`Swarm`]).
+    pub swarm: bool,
 }
 
 impl FaultConfig {
@@ -66,6 +70,27 @@ impl FaultConfig {
         FaultConfig {
             name,
             kinds: kinds.to_vec(),
+            swarm: false,
+        }
+    }
+
+    /// The same kinds under swarm testing: each seed draws which are on and their rates.
+    /// Its name is the fixed configuration's with `swarm:` before it.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::soak::FaultConfig;
+    /// let s = FaultConfig::all().swarm();
+    /// assert_eq!(s.name, "swarm:all");
+    /// assert_ne!(s.faults().plan(1), s.faults().plan(2));
+    /// ```
+    pub fn swarm(self) -> Self {
+        if self.swarm {
+            return self;
+        }
+        FaultConfig {
+            name: format!("swarm:{}", self.name),
+            swarm: true,
+            ..self
         }
     }
 
@@ -100,9 +125,18 @@ impl FaultConfig {
             .collect()
     }
 
-    /// The fault plan: these kinds at the chaos mix's rates.
+    /// The fault plan of the fixed configuration: these kinds at the chaos mix's rates.
     pub fn plan(&self) -> FaultPlan {
         FaultPlan::kinds(&self.kinds, None)
+    }
+
+    /// The faults of its runs: the fixed plan, or a swarm of the kinds.
+    pub fn faults(&self) -> Faults {
+        if self.swarm {
+            Faults::Swarm(Swarm::of(&self.kinds))
+        } else {
+            Faults::Plan(self.plan())
+        }
     }
 }
 
@@ -205,6 +239,8 @@ pub struct Row {
     pub failed: Vec<u64>,
     /// The lowest failing seed's run, recorded.
     pub first: Option<Case>,
+    /// The coverage marks its runs reached.
+    pub coverage: Coverage,
 }
 
 impl Row {
@@ -214,7 +250,7 @@ impl Row {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None };
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default() };
     /// assert_eq!(row.label(), "bank+memory");
     /// ```
     pub fn label(&self) -> String {
@@ -244,6 +280,15 @@ impl SoakReport {
     pub fn failed(&self) -> bool {
         self.rows.iter().any(|r| !r.failed.is_empty())
     }
+
+    /// The coverage marks of every row's runs together.
+    pub fn coverage(&self) -> Coverage {
+        let mut all = Coverage::default();
+        for row in &self.rows {
+            all.merge(&row.coverage);
+        }
+        all
+    }
 }
 
 /// Runs the soak; `progress` is called after each run with the number of runs done.
@@ -271,8 +316,9 @@ pub fn soak(
         .iter()
         .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
         .collect::<Result<Vec<Workload>, RunError>>()?;
-    let plans: Vec<FaultPlan> = jobs.iter().map(|(_, _, f)| f.plan()).collect();
+    let faults: Vec<Faults> = jobs.iter().map(|(_, _, f)| f.faults()).collect();
     let per_job = s.seeds.max(1);
+    let coverage: Vec<Mutex<Coverage>> = jobs.iter().map(|_| Mutex::default()).collect();
     let found = explore_runs(
         jobs.len() as u64 * s.seeds,
         s.threads,
@@ -284,10 +330,14 @@ pub fn soak(
             registry
                 .run(&workloads[job])
                 .seed(s.base + i % per_job)
-                .faults(&plans[job])
+                .with_faults(&faults[job])
                 .planted(s.planted)
                 .sim()
                 .map(|mut r| {
+                    coverage[job]
+                        .lock()
+                        .expect("not poisoned")
+                        .add_run(&r.coverage);
                     r.history = Default::default();
                     r
                 })
@@ -295,13 +345,15 @@ pub fn soak(
     )?;
     let mut rows: Vec<Row> = jobs
         .iter()
-        .map(|(scenario, ref_store, faults)| Row {
+        .zip(coverage)
+        .map(|((scenario, ref_store, faults), coverage)| Row {
             scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
             faults: (*faults).clone(),
             seeds: s.seeds,
             failed: Vec::new(),
             first: None,
+            coverage: coverage.into_inner().expect("not poisoned"),
         })
         .collect();
     for (i, _) in &found.failures {
@@ -309,11 +361,11 @@ pub fn soak(
             .failed
             .push(s.base + i % per_job);
     }
-    for ((row, plan), w) in rows.iter_mut().zip(&plans).zip(&workloads) {
+    for ((row, faults), w) in rows.iter_mut().zip(&faults).zip(&workloads) {
         if let Some(&seed) = row.failed.first() {
             // The same run (a function of its seed), its choices taped for the case file.
             let w = Workload { seed, ..w.clone() };
-            row.first = Some(Case::record(registry, &w, plan, s.planted)?);
+            row.first = Some(Case::record_faults(registry, &w, faults, s.planted)?);
         }
     }
     Ok(SoakReport {

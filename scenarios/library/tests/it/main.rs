@@ -7,3 +7,4 @@ mod scenarios;
 mod scenarios_planted;
 mod shrink;
 mod soak;
+mod swarm;
