@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 
 use crate::request::{Reply, Request};
 use crate::{
-    Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, PersistentWatch, Result, SessionInfo,
-    SessionState, SessionStates, Stat, Watch,
+    Acl, AddWatchMode, CreateOptions, Error, Identity, Op, OpResult, PersistentWatch, ReadOp,
+    ReadResult, Result, SessionInfo, SessionState, SessionStates, Stat, Watch,
 };
 
 /// The future every coordination operation returns.
@@ -311,6 +311,42 @@ pub trait Coordination: Send + Sync {
         };
         typed(self, request, |reply, _| match reply {
             Reply::Ephemerals(paths) => Ok(paths),
+            other => Err(other),
+        })
+    }
+
+    /// Reads several nodes from one state of the tree, as one request (ZooKeeper 3.6's
+    /// `multiRead`): each read answers for itself ([`ReadResult::NoNode`] for a missing node),
+    /// and the request as a whole fails only as any request does (a lost connection).
+    ///
+    /// ```
+    /// use avout::{Coordination, ReadOp, ReadResult};
+    ///
+    /// async fn both<C: Coordination>(zk: &C) -> avout::Result<usize> {
+    ///     let reads = [
+    ///         ReadOp::GetData { path: "/config".into() },
+    ///         ReadOp::GetChildren { path: "/members".into() },
+    ///     ];
+    ///     let found = zk.multi_read(&reads).await?;
+    ///     Ok(found.iter().filter(|r| !matches!(r, ReadResult::NoNode { .. })).count())
+    /// }
+    /// ```
+    fn multi_read(&self, reads: &[ReadOp]) -> OpFuture<'_, Vec<ReadResult>> {
+        typed(
+            self,
+            Request::MultiRead(reads.to_vec()),
+            |reply, _| match reply {
+                Reply::MultiRead(results) => Ok(results),
+                other => Err(other),
+            },
+        )
+    }
+
+    /// The identities the session holds (ZooKeeper 3.7's `whoAmI`): its address and every
+    /// identity `addAuth` gave it.
+    fn who_am_i(&self) -> OpFuture<'_, Vec<Identity>> {
+        typed(self, Request::WhoAmI, |reply, _| match reply {
+            Reply::WhoAmI(ids) => Ok(ids),
             other => Err(other),
         })
     }

@@ -311,7 +311,7 @@ impl Counter {
         self.finished = true;
         COUNTING.fetch_sub(1, Ordering::Relaxed);
         let outer = self.outer.take();
-        let mine = COUNTS
+        COUNTS
             .try_with(|c| {
                 let mut slot = c.borrow_mut();
                 let mine = slot.take().unwrap_or_default();
@@ -321,8 +321,7 @@ impl Counter {
                 });
                 mine
             })
-            .unwrap_or_default();
-        mine
+            .unwrap_or_default()
     }
 }
 

@@ -145,6 +145,31 @@ pub enum Error {
     /// Authentication failed; the session is unusable.
     #[error("authentication failed")]
     AuthFailed,
+    /// A TLS handshake with a server failed for a reason no retry mends: this client refused
+    /// the server's certificate, or the server refused this client's. Reported by
+    /// [`ZkClient::connect`](crate::zk::ZkClient::connect) (feature `tls`) once every TLS
+    /// server of the connect string refused, or when connecting timed out after one did.
+    #[error("TLS with {server} refused: {reason}")]
+    TlsRefused {
+        /// The server (`host:port`) whose handshake failed.
+        server: String,
+        /// Why (boxed, so that every `Result` of this crate stays small).
+        reason: Box<TlsRefusal>,
+    },
+    /// The session's SASL authentication was refused: by the servers (a wrong secret, an
+    /// unknown user), or for GSSAPI by Kerberos before any server was asked (no ticket, a
+    /// servers' principal the KDC does not know). Reported by
+    /// [`ZkClient::connect`](crate::zk::ZkClient::connect) (features `sasl-digest-md5`,
+    /// `sasl-gssapi`).
+    /// Boxed, so that every `Result` of this crate stays small.
+    #[error(
+        "SASL {} authentication ({}) to {} refused: {}",
+        .0.mechanism,
+        .0.principal,
+        .0.servers,
+        .0.reason
+    )]
+    SaslRefused(Box<SaslRefusal>),
     /// One operation of a `multi` failed, so none was applied.
     #[error("multi failed at operation {index}: {source}")]
     Multi {
@@ -207,6 +232,8 @@ impl Error {
             | Error::DataTooLarge { .. }
             | Error::BadArguments(_)
             | Error::Unreachable { .. }
+            | Error::TlsRefused { .. }
+            | Error::SaslRefused(_)
             | Error::NoWatcher { .. }
             | Error::Unimplemented(_) => ErrorClass::Rejected,
         }
@@ -264,12 +291,32 @@ impl Error {
             Error::SessionMoved => "SessionMoved",
             Error::Closed => "Closed",
             Error::AuthFailed => "AuthFailed",
+            Error::TlsRefused { .. } => "TlsRefused",
+            Error::SaslRefused(_) => "SaslRefused",
             Error::Multi { .. } => "Multi",
             Error::NoWatcher { .. } => "NoWatcher",
             Error::Unimplemented(_) => "Unimplemented",
             Error::Other(_) => "Other",
             Error::UnexpectedReply { .. } => "UnexpectedReply",
         }
+    }
+
+    /// Whether the service refused this client's credentials ([`Error::AuthFailed`],
+    /// [`Error::TlsRefused`], [`Error::SaslRefused`]): no retry with the same configuration
+    /// mends it, so the [`Client`](crate::Client) gives up opening sessions at once.
+    ///
+    /// ```
+    /// use avout::{Error, TlsRefusal};
+    /// let reason = Box::new(TlsRefusal::UnknownIssuer);
+    /// let e = Error::TlsRefused { server: "zk1:2281".into(), reason };
+    /// assert!(e.is_credentials_refused() && e.is_rejected());
+    /// assert!(!Error::ConnectionLoss.is_credentials_refused());
+    /// ```
+    pub fn is_credentials_refused(&self) -> bool {
+        matches!(
+            self,
+            Error::AuthFailed | Error::TlsRefused { .. } | Error::SaslRefused(_)
+        )
     }
 
     /// The error itself, or for a failed `multi` the error of the operation that failed.
@@ -285,4 +332,103 @@ impl Error {
             other => other,
         }
     }
+}
+
+/// Who was refused SASL authentication, and why ([`Error::SaslRefused`]).
+///
+/// ```
+/// use avout::{Error, SaslRefusal};
+/// let e = Error::SaslRefused(Box::new(SaslRefusal {
+///     servers: "zk1:2181".into(),
+///     mechanism: "DIGEST-MD5".into(),
+///     principal: "app".into(),
+///     reason: "the server answered AUTHFAILED".into(),
+/// }));
+/// assert!(e.is_credentials_refused());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SaslRefusal {
+    /// The connect string.
+    pub servers: String,
+    /// The mechanism, as SASL names it (`DIGEST-MD5`, `GSSAPI`).
+    pub mechanism: String,
+    /// Who authenticates to whom: the user (DIGEST-MD5), or the servers' Kerberos
+    /// principal asked for (GSSAPI: `zookeeper/HOST`; the client's own is its ticket's).
+    pub principal: String,
+    /// Why, in the server's or Kerberos' words.
+    pub reason: String,
+}
+
+/// Why a TLS handshake was refused ([`Error::TlsRefused`]): by this client, which checked
+/// the server's certificate against its CA and the host it dialled, or by the server, which
+/// answered this client's certificate with a TLS alert.
+///
+/// ```
+/// use avout::TlsRefusal;
+/// let why = TlsRefusal::WrongHost { host: "127.0.0.1".into(), presented: vec!["zk.example".into()] };
+/// assert_eq!(
+///     why.to_string(),
+///     "the server's certificate is not valid for 127.0.0.1 (it names [\"zk.example\"])"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsRefusal {
+    /// The server's certificate is not signed by a CA this client trusts.
+    #[error("the server's certificate is not signed by a CA this client trusts")]
+    UnknownIssuer,
+    /// The server's certificate has expired.
+    #[error("the server's certificate has expired")]
+    CertificateExpired,
+    /// The server's certificate is not valid yet.
+    #[error("the server's certificate is not valid yet")]
+    CertificateNotYetValid,
+    /// The server's certificate does not name the host this client dialled (hostname
+    /// verification).
+    #[error("the server's certificate is not valid for {host} (it names {presented:?})")]
+    WrongHost {
+        /// The host of the connect string.
+        host: String,
+        /// The names the certificate gives, where the verifier reported them.
+        presented: Vec<String>,
+    },
+    /// The server's certificate was revoked by a CRL in this client's CA bundle.
+    #[error("the server's certificate was revoked")]
+    CertificateRevoked,
+    /// The server's certificate is unusable for another reason (bad encoding, signature or
+    /// purpose), in the TLS library's words.
+    #[error("the server's certificate is unusable: {0}")]
+    BadCertificate(String),
+    /// The server refused this client's certificate, which has expired (servers seldom say
+    /// why they refuse a certificate: this client looks at its own when one is refused).
+    #[error("the server refused this client's certificate: it has expired (TLS alert {alert})")]
+    ClientCertificateExpired {
+        /// The alert the server sent.
+        alert: String,
+    },
+    /// The server refused this client's certificate, which is not valid yet.
+    #[error(
+        "the server refused this client's certificate: it is not valid yet (TLS alert {alert})"
+    )]
+    ClientCertificateNotYetValid {
+        /// The alert the server sent.
+        alert: String,
+    },
+    /// The server refused this client's certificate (not signed by a CA the server trusts,
+    /// revoked, or unusable).
+    #[error("the server refused this client's certificate (TLS alert {alert})")]
+    ClientCertificateRefused {
+        /// The alert the server sent.
+        alert: String,
+    },
+    /// The server wants a client certificate and this client has none configured.
+    #[error("the server wants a client certificate and none is configured (TLS alert {alert})")]
+    ClientCertificateMissing {
+        /// The alert the server sent.
+        alert: String,
+    },
+    /// The handshake failed otherwise (no common protocol version or cipher suite, …), in
+    /// the TLS library's words.
+    #[error("the TLS handshake failed: {0}")]
+    Handshake(String),
 }

@@ -175,10 +175,13 @@ impl Op {
 
 /// The result of one successful operation of a `multi`.
 ///
-/// ZooKeeper 3.8 returns no valid [`Stat`] for a create inside a `multi`, so none is offered.
+/// A create's [`Stat`] comes only from servers that return one inside a `multi`: ZooKeeper
+/// 3.7.2, 3.8.2, 3.9 and later (ZOOKEEPER-4026). 3.8.0 and 3.8.1, Debian's among them, answer
+/// an invalid one, which is `None` here; so does the simulator unless its
+/// [`Features`](https://docs.rs/avout-sim-zk) ask for the newer behaviour.
 ///
 /// ```
-/// let r = avout::OpResult::Create { path: "/jobs/j-0000000000".into() };
+/// let r = avout::OpResult::Create { path: "/jobs/j-0000000000".into(), stat: None };
 /// assert!(matches!(r, avout::OpResult::Create { .. }));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -189,6 +192,9 @@ pub enum OpResult {
     Create {
         /// The created node's path.
         path: String,
+        /// The created node's metadata right after the create, if the server returned it.
+        #[serde(default)]
+        stat: Option<Stat>,
     },
     /// The data was set.
     SetData {
@@ -197,4 +203,85 @@ pub enum OpResult {
     },
     /// The node was deleted.
     Delete,
+}
+
+/// One read of a [`Request::MultiRead`](crate::Request::MultiRead).
+///
+/// ```
+/// let read = avout::ReadOp::GetData { path: "/config".into() };
+/// assert_eq!(read.path(), "/config");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReadOp {
+    /// A node's data and metadata.
+    GetData {
+        /// The node.
+        path: String,
+    },
+    /// A node's children.
+    GetChildren {
+        /// The node.
+        path: String,
+    },
+}
+
+impl ReadOp {
+    /// The node the read concerns.
+    ///
+    /// ```
+    /// assert_eq!(avout::ReadOp::GetChildren { path: "/a".into() }.path(), "/a");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            ReadOp::GetData { path } | ReadOp::GetChildren { path } => path,
+        }
+    }
+}
+
+/// The result of one read of a `multiRead`: each read succeeds or fails on its own, all from
+/// one state of the tree.
+///
+/// ```
+/// let r = avout::ReadResult::NoNode { path: "/gone".into() };
+/// assert!(matches!(r, avout::ReadResult::NoNode { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReadResult {
+    /// The node's data and metadata.
+    Data {
+        /// The data.
+        data: Vec<u8>,
+        /// The metadata.
+        stat: Stat,
+    },
+    /// The node's children (unordered; ZooKeeper's `multiRead` returns no metadata with them).
+    Children {
+        /// Child names.
+        children: Vec<String>,
+    },
+    /// The node does not exist.
+    NoNode {
+        /// The node.
+        path: String,
+    },
+    /// The session may not read the node.
+    NoAuth {
+        /// The node.
+        path: String,
+    },
+}
+
+/// An identity a session holds, as ZooKeeper's `whoAmI` reports it: the scheme and the user
+/// (`ip`/`127.0.0.1`, `digest`/`bob`, `super`/``).
+///
+/// ```
+/// let me = avout::Identity { scheme: "digest".into(), user: "bob".into() };
+/// assert_eq!(me.user, "bob");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Identity {
+    /// The authentication scheme.
+    pub scheme: String,
+    /// The user within it.
+    pub user: String,
 }

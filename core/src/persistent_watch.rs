@@ -87,6 +87,8 @@ pub struct PersistentWatch {
     events: Option<BoxStream<'static, WatchedEvent>>,
     remover: Option<Remover>,
     ended: bool,
+    /// Armed, not yet ended nor removed: counted in [`crate::metrics::WATCHES`].
+    held: bool,
 }
 
 impl fmt::Debug for PersistentWatch {
@@ -134,12 +136,20 @@ impl PersistentWatch {
         events: BoxStream<'static, WatchedEvent>,
         remover: Option<Remover>,
     ) -> PersistentWatch {
+        crate::metrics::watch_held("persistent", 1.0);
         PersistentWatch {
             path: path.to_owned(),
             mode,
             events: Some(events),
             remover,
             ended: false,
+            held: true,
+        }
+    }
+
+    fn release(&mut self) {
+        if std::mem::take(&mut self.held) {
+            crate::metrics::watch_held("persistent", -1.0);
         }
     }
 
@@ -179,6 +189,7 @@ impl PersistentWatch {
     /// ```
     pub fn remove(&mut self) -> BoxFuture<'static, Result<()>> {
         self.events = None;
+        self.release();
         match self.remover.take() {
             Some(remover) if !self.ended => remover(),
             _ => Box::pin(futures::future::ready(Ok(()))),
@@ -200,15 +211,23 @@ impl Stream for PersistentWatch {
             Poll::Ready(Some(event)) => {
                 if event.kind == EventKind::Session && event.state.is_terminal() {
                     self.ended = true;
+                    self.release();
                 }
                 Poll::Ready(Some(event))
             }
             Poll::Ready(None) => {
                 self.ended = true;
+                self.release();
                 Poll::Ready(None)
             }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+impl Drop for PersistentWatch {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -10,7 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Acl, AddWatchMode, CreateOptions, Error, Op, OpResult, Result, Stat};
+use crate::{
+    Acl, AddWatchMode, CreateOptions, Error, Identity, Op, OpResult, ReadOp, ReadResult, Result,
+    Stat,
+};
 
 #[cfg(doc)]
 use crate::Coordination;
@@ -127,11 +130,17 @@ pub enum Request {
         /// The watched node.
         path: String,
     },
+    /// Reads several nodes from one state of the tree ([`Coordination::multi_read`],
+    /// ZooKeeper 3.6's `multiRead`); each read fails on its own.
+    MultiRead(Vec<ReadOp>),
+    /// The identities the session holds ([`Coordination::who_am_i`], ZooKeeper 3.7's
+    /// `whoAmI`).
+    WhoAmI,
 }
 
 impl Request {
-    /// The path the request concerns (the first operation's, for a `multi`; empty for
-    /// `addAuth`).
+    /// The path the request concerns (the first operation's, for a `multi` or a `multiRead`;
+    /// empty for `addAuth` and `whoAmI`).
     ///
     /// ```
     /// use avout::machine::Request;
@@ -153,7 +162,8 @@ impl Request {
             | Request::RemoveWatches { path } => path,
             Request::GetEphemerals { prefix } => prefix,
             Request::Multi(ops) => ops.first().map_or("", Op::path),
-            Request::AddAuth { .. } => "",
+            Request::MultiRead(ops) => ops.first().map_or("", ReadOp::path),
+            Request::AddAuth { .. } | Request::WhoAmI => "",
         }
     }
 
@@ -215,6 +225,8 @@ impl Request {
             Request::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
             Request::AddWatch { .. } => "addWatch",
             Request::RemoveWatches { .. } => "removeWatches",
+            Request::MultiRead(_) => "multiRead",
+            Request::WhoAmI => "whoAmI",
         }
     }
 
@@ -249,7 +261,10 @@ impl Request {
             | Request::RemoveWatches { path } => crate::path::validate_path(path, false),
             Request::GetEphemerals { prefix } => crate::path::validate_path(prefix, false),
             Request::Multi(ops) => Op::validate_all(ops),
-            Request::AddAuth { .. } => Ok(()),
+            Request::MultiRead(ops) => ops
+                .iter()
+                .try_for_each(|op| crate::path::validate_path(op.path(), false)),
+            Request::AddAuth { .. } | Request::WhoAmI => Ok(()),
         }
     }
 }
@@ -313,6 +328,10 @@ pub enum Reply {
     WatchAdded,
     /// The watches were removed.
     WatchesRemoved,
+    /// Each read of a `multiRead`, in order.
+    MultiRead(Vec<ReadResult>),
+    /// The session's identities.
+    WhoAmI(Vec<Identity>),
 }
 
 impl Reply {

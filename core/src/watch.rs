@@ -93,6 +93,8 @@ impl fmt::Display for WatchedEvent {
 #[must_use = "a watch reports nothing unless awaited"]
 pub struct Watch {
     inner: BoxFuture<'static, WatchedEvent>,
+    /// Armed and not yet fired: counted in [`crate::metrics::WATCHES`].
+    held: bool,
 }
 
 impl fmt::Debug for Watch {
@@ -109,8 +111,16 @@ impl Watch {
     /// assert_eq!(futures::executor::block_on(w).state, avout::SessionState::Closed);
     /// ```
     pub fn new(event: impl Future<Output = WatchedEvent> + Send + 'static) -> Self {
+        crate::metrics::watch_held("one_shot", 1.0);
         Watch {
             inner: event.boxed(),
+            held: true,
+        }
+    }
+
+    fn release(&mut self) {
+        if std::mem::take(&mut self.held) {
+            crate::metrics::watch_held("one_shot", -1.0);
         }
     }
 
@@ -136,7 +146,17 @@ impl Future for Watch {
     type Output = WatchedEvent;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<WatchedEvent> {
-        self.inner.as_mut().poll(cx)
+        let event = self.inner.as_mut().poll(cx);
+        if event.is_ready() {
+            self.release();
+        }
+        event
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -139,6 +139,10 @@ struct Seen {
 
 /// The machine a client is running.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one machine per client; boxing would allocate in every clone of a model state"
+)]
 enum Running {
     Reading(String, Run<ReadMachine>),
     Committing(Run<CommitMachine>),

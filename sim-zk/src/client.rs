@@ -244,6 +244,47 @@ impl std::fmt::Debug for SimClient {
 }
 
 impl SimClient {
+    /// The handle of client `index` of the world `shared`.
+    #[cfg(madsim)]
+    pub(crate) fn from_index(shared: Arc<Shared>, index: usize) -> SimClient {
+        SimClient {
+            handle: Arc::new(Handle { shared, index }),
+        }
+    }
+
+    /// [`Coordination::submit`] with a future that borrows nothing, for callers that hand
+    /// the reply on (the request is queued at the call, as `submit`'s is).
+    ///
+    /// ```
+    /// use avout::{Reply, Request};
+    /// let (reply, _) = avout_sim_zk::Sim::builder().build().run(|ctx| async move {
+    ///     let sent = ctx.clients[0].send(Request::Exists { path: "/".into(), watch: false });
+    ///     drop(ctx);
+    ///     sent.await.unwrap().0
+    /// });
+    /// assert!(matches!(reply, Reply::Exists(Some(_))));
+    /// ```
+    pub fn send(&self, request: Request) -> OpFuture<'static, (Reply, Option<Watch>)> {
+        if let Err(e) = request.validate() {
+            return futures::future::ready(Err(e)).boxed();
+        }
+        if matches!(&request, Request::Multi(ops) if ops.is_empty()) {
+            return futures::future::ready(Err(Error::BadArguments("empty multi".into()))).boxed();
+        }
+        let h = &self.handle;
+        let call = h.shared.world().submit(h.index, request);
+        h.shared.kick();
+        // A dropped sender means the run ended under the call.
+        call.map(|answer| answer.unwrap_or(Err(Error::ConnectionLoss)))
+            .boxed()
+    }
+
+    /// The world this client belongs to.
+    #[cfg(madsim)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.handle.shared
+    }
+
     /// The client's index in its run.
     ///
     /// ```
@@ -329,20 +370,10 @@ impl Coordination for SimClient {
     }
 
     /// Validates the request (bad input, and an empty `multi`, never reach the service),
-    /// queues it on the simulated network at once, and waits for the reply.
+    /// queues it on the simulated network at once, and waits for the reply
+    /// ([`SimClient::send`]).
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
-        if let Err(e) = request.validate() {
-            return futures::future::ready(Err(e)).boxed();
-        }
-        if matches!(&request, Request::Multi(ops) if ops.is_empty()) {
-            return futures::future::ready(Err(Error::BadArguments("empty multi".into()))).boxed();
-        }
-        let h = &self.handle;
-        let call = h.shared.world().submit(h.index, request);
-        h.shared.kick();
-        // A dropped sender means the run ended under the call.
-        call.map(|answer| answer.unwrap_or(Err(Error::ConnectionLoss)))
-            .boxed()
+        self.send(request)
     }
 
     /// Closes the session. Calls made before still get their replies (the service applies

@@ -116,6 +116,8 @@ mod log;
 pub mod node;
 mod replay;
 pub mod rng;
+#[cfg(madsim)]
+mod serve;
 mod sim;
 mod swarm;
 mod world;
@@ -126,5 +128,7 @@ pub use log::LogEvent;
 #[cfg(madsim)]
 pub use node::SimNode;
 pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
+#[cfg(madsim)]
+pub use serve::WeakSimZk;
 pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};
 pub use swarm::{STEPS_PER_DOUBLING, SwarmRange};

@@ -14,5 +14,8 @@
 //! ```
 
 pub mod conformance;
+pub mod kdc;
 pub mod postgres;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;

@@ -727,6 +727,7 @@ where
                 }
                 Ok(Outcome::NotApplied { current }) => {
                     bump(&self.inner.counters.conflicts);
+                    crate::metrics::retried("conflict");
                     failures += 1;
                     linearized = false;
                     core.discard(&body).await;

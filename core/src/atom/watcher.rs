@@ -166,10 +166,12 @@ where
                 // Created between the two reads: read it.
                 Ok((Some(_), _)) => continue,
                 Err(e) if e.is_indeterminate() => {
-                    // Wait for a state change (reconnection), or retry after a pause.
+                    // Wait for a state change (reconnection), or retry after a pause; states
+                    // that ended leave only the pause (never a retry without one).
                     let pause = tokio::time::sleep(std::time::Duration::from_millis(50));
                     tokio::select! {
-                        _ = states.next() => {}
+                        biased;
+                        Some(_) = states.next() => {}
                         () = pause => {}
                     }
                 }

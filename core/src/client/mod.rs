@@ -71,6 +71,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acl;
 mod events;
 mod policy;
 mod session;
@@ -83,9 +84,9 @@ pub use session::Session;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::task::watch;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::watch;
 
 use crate::fanout::Fanout;
 use crate::{
@@ -116,7 +117,8 @@ use crate::{
 pub trait Connect: Send + Sync + 'static {
     /// Opens a new session. Errors are those of connecting ([`Error::Unreachable`],
     /// [`Error::AuthFailed`], …); the client retries them as its [`RetryPolicy`] says,
-    /// except [`Error::AuthFailed`] and [`Error::BadArguments`], which no retry can mend.
+    /// except refused credentials ([`Error::is_credentials_refused`]: a refused TLS
+    /// certificate or SASL secret) and [`Error::BadArguments`], which no retry can mend.
     fn connect(&self) -> BoxFuture<'_, Result<Arc<dyn Coordination>>>;
 
     /// A uniformly random number for the reconnection backoff's jitter. The default draws
@@ -188,8 +190,17 @@ impl Shared {
             session: session.session().id,
             new_session,
         };
-        self.events
-            .publish_if(event, state.is_final(), |current| *current != event);
+        let mut previous = None;
+        self.events.publish_if(event, state.is_final(), |current| {
+            let accept = *current != event;
+            if accept {
+                previous = Some(current.state);
+            }
+            accept
+        });
+        if previous.is_some() {
+            crate::metrics::connection_state(previous, state, new_session);
+        }
     }
 }
 
@@ -202,6 +213,11 @@ struct Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.supervisor.abort();
+        // The client lets go of its session (which closes once nothing pins it).
+        if matches!(self.shared.slot.borrow().phase, Phase::Live) {
+            crate::metrics::session_ended("closed");
+        }
+        crate::metrics::client_dropped(self.shared.events.current().state);
     }
 }
 
@@ -211,6 +227,8 @@ impl Drop for Handle {
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
+    /// The ACL this view's creates carry ([`Client::with_acl`]); `None` for the backend's.
+    acl: Option<Arc<[crate::Acl]>>,
 }
 
 impl fmt::Debug for Client {
@@ -320,12 +338,66 @@ impl Client {
             slot,
             events: Fanout::new(event),
         });
+        crate::metrics::session_opened();
+        crate::metrics::connection_state(None, ConnectionState::Connected, false);
         let supervisor = crate::task::spawn(supervisor::supervise(shared.clone(), session));
         Client {
             handle: Arc::new(Handle {
                 shared,
                 supervisor: supervisor.abort_handle(),
             }),
+            acl: None,
+        }
+    }
+
+    /// The same client (its sessions, events and supervisor) as a view whose creates carry
+    /// `acl`: every node made through it, by any recipe handle opened on it, gets that ACL
+    /// (its root and parents too), unless a create names its own. Fails with
+    /// [`Error::BadArguments`] for an empty ACL.
+    ///
+    /// This is the per-handle ACL: a recipe given a view creates every node it makes with the
+    /// view's ACL, while other handles keep the backend's default
+    /// ([`ZkConfig::with_default_acl`](crate::zk::ZkConfig::with_default_acl), the
+    /// deployment-wide one). It works the same on every backend, the simulator's included.
+    ///
+    /// An ACL naming the session's own identity (`Acl::creator_all`) needs every session of
+    /// the client authenticated: give the credentials to the configuration, which sends them
+    /// with each new session, rather than to one session with `add_auth`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use avout::{Acl, Client, lock::Mutex, zk::ZkConfig};
+    /// let client = Client::connect(ZkConfig::new("zk1:2181").with_digest("app", "secret")).await?;
+    /// let private = client.with_acl(Acl::creator_all())?;
+    /// let lock = Mutex::new(&private, "/locks/ledger")?; // /locks, /locks/ledger and its nodes: app only
+    /// # Ok(()) }
+    /// ```
+    pub fn with_acl(&self, acl: Vec<crate::Acl>) -> Result<Client> {
+        Ok(Client {
+            handle: self.handle.clone(),
+            acl: Some(acl::checked(acl)?),
+        })
+    }
+
+    /// The ACL this view's creates carry, if it is a view made by [`with_acl`](Self::with_acl).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &avout::Client) {
+    /// assert!(client.acl().is_none());
+    /// # }
+    /// ```
+    pub fn acl(&self) -> Option<&[crate::Acl]> {
+        self.acl.as_deref()
+    }
+
+    /// `session` as this view hands it out: with its ACL on every create.
+    fn view(&self, session: Session) -> Session {
+        match &self.acl {
+            None => session,
+            Some(acl) => session.wrapped(Arc::new(acl::WithAcl {
+                inner: session.coordination().clone(),
+                acl: acl.clone(),
+            })),
         }
     }
 
@@ -344,7 +416,9 @@ impl Client {
                 let slot = slots.borrow_and_update();
                 match &slot.phase {
                     Phase::Ended(error) => return Err(error.clone()),
-                    Phase::Live if !slot.session.has_ended() => return Ok(slot.session.clone()),
+                    Phase::Live if !slot.session.has_ended() => {
+                        return Ok(self.view(slot.session.clone()));
+                    }
                     Phase::Live | Phase::Replacing => {}
                 }
             }
@@ -376,7 +450,9 @@ impl Client {
         loop {
             let session = self.current_session().await?;
             match op(session).await {
-                Err(e) if session_lost(&e) && !self.has_ended() => continue,
+                Err(e) if session_lost(&e) && !self.has_ended() => {
+                    crate::metrics::retried("session_lost");
+                }
                 other => return other,
             }
         }
@@ -420,6 +496,7 @@ impl Client {
             return Ok(());
         };
         let closed = if was_live {
+            crate::metrics::session_ended("closed");
             session.close().await
         } else {
             Ok(())
@@ -428,8 +505,11 @@ impl Client {
         closed
     }
 
+    /// The slot, its session as this view hands it out.
     fn slot(&self) -> Slot {
-        self.shared().slot.borrow().clone()
+        let mut slot = self.shared().slot.borrow().clone();
+        slot.session = self.view(slot.session);
+        slot
     }
 }
 

@@ -35,6 +35,14 @@ impl Session {
         Session { zk, generation }
     }
 
+    /// The same session of the same generation, reached through `zk` (a wrapper of it).
+    pub(super) fn wrapped(&self, zk: Arc<dyn Coordination>) -> Self {
+        Session {
+            zk,
+            generation: self.generation,
+        }
+    }
+
     /// Which of the client's sessions this is: 1 for the first, one more per replacement.
     pub fn generation(&self) -> u64 {
         self.generation

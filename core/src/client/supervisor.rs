@@ -12,6 +12,11 @@ use super::{Connect, ConnectionState, Phase, Session, Shared, Slot};
 pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
     loop {
         let end = follow(&shared, &session).await;
+        crate::metrics::session_ended(match end {
+            SessionState::Expired => "expired",
+            SessionState::AuthFailed => "auth_failed",
+            _ => "closed",
+        });
         if end == SessionState::AuthFailed {
             shared.end(Error::AuthFailed);
             return;
@@ -34,6 +39,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
         };
         coverage::reach(Mark::ClientSessionReplaced);
         session = Session::new(zk, session.generation() + 1);
+        crate::metrics::session_opened();
         shared.slot.send_replace(Slot {
             session: session.clone(),
             phase: Phase::Live,
@@ -68,8 +74,13 @@ async fn open(shared: &Shared, connector: &dyn Connect) -> Result<Arc<dyn Coordi
     loop {
         match connector.connect().await {
             Ok(zk) => return Ok(zk),
-            Err(error @ (Error::AuthFailed | Error::BadArguments(_))) => return Err(error),
+            Err(error)
+                if error.is_credentials_refused() || matches!(error, Error::BadArguments(_)) =>
+            {
+                return Err(error);
+            }
             Err(error) => {
+                crate::metrics::session_open_failed(&error);
                 failures += 1;
                 if shared.policy.gives_up(failures) {
                     return Err(error);

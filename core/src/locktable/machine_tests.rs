@@ -246,7 +246,10 @@ fn a_writing_commit_reports_the_zxid_of_its_multi() {
                     ..stat(1)
                 },
             },
-            Op::Create { path, .. } => OpResult::Create { path: path.clone() },
+            Op::Create { path, .. } => OpResult::Create {
+                path: path.clone(),
+                stat: None,
+            },
             _ => OpResult::Check,
         })
         .collect();

@@ -202,7 +202,12 @@ where
                             }
                             self.machine.handle_reply(now, token, Ok(reply));
                         }
-                        Err(e) => self.machine.handle_reply(now, token, Err(e)),
+                        Err(e) => {
+                            if e.is_indeterminate() {
+                                crate::metrics::retried_after(&e);
+                            }
+                            self.machine.handle_reply(now, token, Err(e));
+                        }
                     }
                 }
                 state = self.states.next(), if session_open => match state {

@@ -104,7 +104,10 @@ where
     let mut states = zk.session_states();
     loop {
         match request().await {
-            Err(e) if e.is_indeterminate() => pace.pause(&mut states).await?,
+            Err(e) if e.is_indeterminate() => {
+                crate::metrics::retried_after(&e);
+                pace.pause(&mut states).await?;
+            }
             other => return other,
         }
     }

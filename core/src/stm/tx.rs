@@ -587,5 +587,10 @@ where
 
 fn retry<R, E>(reason: RetryReason) -> Ending<R, E> {
     tracing::trace!(?reason, "stm: retrying the transaction");
+    crate::metrics::retried(match reason {
+        RetryReason::Conflict { .. } => "conflict",
+        RetryReason::ReadFault { .. } => "read_fault",
+        RetryReason::Barged => "barged",
+    });
     Ending::Retry
 }

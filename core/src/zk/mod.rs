@@ -21,9 +21,56 @@
 //!
 //! [`ZkConfig::with_digest`] authenticates the session; [`ZkConfig::with_default_acl`] sets the
 //! ACL of nodes created without one, so a deployment can keep other clients away from every
-//! node it creates (for example with [`Acl::creator_all`]).
+//! node it creates (for example with [`Acl::creator_all`](crate::Acl::creator_all)).
+//!
+//! # TLS and SASL
+//!
+//! Behind cargo features, so that a deployment that needs neither builds no rustls nor SASL:
+//!
+//! - `tls`: [`ZkConfig::with_tls`] reaches the servers' secure client ports
+//!   (`secureClientPort`, ZooKeeper 3.5+) with a [`TlsConfig`]: the CA, this client's
+//!   certificate and key, hostname verification. A refused certificate, on either side, fails
+//!   [`ZkClient::connect`] with [`Error::TlsRefused`] and a [`TlsRefusal`](crate::TlsRefusal)
+//!   saying why, as soon as every TLS server refused. (zookeeper-client takes a failed
+//!   handshake for a connection loss and tries again until the connect times out, so the
+//!   connect makes one handshake of its own with each TLS server, with the same settings,
+//!   beside it, to learn why: one extra handshake per server per connect.)
+//! - `sasl-digest-md5`, `sasl-gssapi`: [`ZkConfig::with_sasl`] authenticates the session with a
+//!   [`Sasl`] mechanism; a refused secret fails the connect with [`Error::SaslRefused`] at
+//!   once.
+//!
+//! Both errors are [credentials refused](Error::is_credentials_refused): the managed
+//! [`Client`](crate::Client) does not retry them.
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "tls", feature = "sasl-digest-md5"))]
+//! # async fn demo() -> avout::Result<()> {
+//! use avout::zk::{Sasl, TlsConfig, ZkClient, ZkConfig};
+//! let tls = TlsConfig::from_ca_file("ca.pem")?.with_identity_files("app.pem", "app.key")?;
+//! let config = ZkConfig::new("zk1:2281,zk2:2281/app")
+//!     .with_tls(tls)
+//!     .with_sasl(Sasl::digest_md5("app", "secret"));
+//! match ZkClient::connect(&config).await {
+//!     Err(avout::Error::TlsRefused { server, reason }) => eprintln!("{server}: {reason}"),
+//!     other => drop(other?),
+//! }
+//! # Ok(()) }
+//! ```
 
-mod convert;
+mod config;
+pub mod convert;
+mod reads;
+#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+mod sasl;
+mod send;
+#[cfg(feature = "tls")]
+mod tls;
+
+pub use config::ZkConfig;
+#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+pub use sasl::Sasl;
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
 
 use std::sync::Arc as StdArc;
 use std::sync::Mutex;
@@ -36,104 +83,11 @@ use zookeeper_client as zk;
 
 use crate::sync::lock;
 use crate::{
-    Acl, AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
+    AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
     PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,
     SessionStatePublisher, SessionStates, Watch,
 };
-use convert::{from_zk_acl, from_zk_error, from_zk_event, from_zk_stat, from_zk_state, to_zk_acls};
-
-/// How to reach a ZooKeeper ensemble.
-///
-/// ```
-/// use std::time::Duration;
-/// use avout::{Acl, zk::ZkConfig};
-///
-/// let config = ZkConfig::new("10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/my-app")
-///     .with_session_timeout(Duration::from_secs(6))
-///     .with_digest("app", "secret")
-///     .with_default_acl(Acl::creator_all());
-/// assert_eq!(config.session_timeout, Duration::from_secs(6));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkConfig {
-    /// Comma-separated `host:port` list, optionally followed by a chroot path (`/my-app`) under
-    /// which every path of the session lives. The chroot node must exist.
-    pub connect: String,
-    /// The session timeout to ask for; the server bounds it to between 2 and 20 ticks.
-    pub session_timeout: Duration,
-    /// How long [`ZkClient::connect`] tries before failing with [`Error::Unreachable`].
-    pub connect_timeout: Duration,
-    /// Authentication sent when the session is established: (scheme, credentials).
-    pub auth: Vec<(String, Vec<u8>)>,
-    /// The ACL of nodes created without an explicit one.
-    pub default_acl: Vec<Acl>,
-}
-
-impl ZkConfig {
-    /// A configuration with a 10 s session timeout, a 10 s connect timeout, no
-    /// authentication and the open ACL.
-    ///
-    /// ```
-    /// let config = avout::zk::ZkConfig::new("127.0.0.1:2181");
-    /// assert_eq!(config.default_acl, avout::Acl::open_unsafe());
-    /// ```
-    pub fn new(connect: impl Into<String>) -> Self {
-        ZkConfig {
-            connect: connect.into(),
-            session_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(10),
-            auth: Vec::new(),
-            default_acl: Acl::open_unsafe(),
-        }
-    }
-
-    /// Sets the session timeout to ask for.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_session_timeout(Duration::from_secs(4));
-    /// assert_eq!(c.session_timeout.as_secs(), 4);
-    /// ```
-    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// Sets how long connecting may take.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_connect_timeout(Duration::from_secs(1));
-    /// assert_eq!(c.connect_timeout.as_secs(), 1);
-    /// ```
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Authenticates the session with ZooKeeper's `digest` scheme as `user:password`.
-    ///
-    /// ```
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_digest("app", "secret");
-    /// assert_eq!(c.auth[0], ("digest".to_string(), b"app:secret".to_vec()));
-    /// ```
-    pub fn with_digest(mut self, user: &str, password: &str) -> Self {
-        self.auth
-            .push(("digest".into(), format!("{user}:{password}").into_bytes()));
-        self
-    }
-
-    /// Sets the ACL of nodes created without one.
-    ///
-    /// ```
-    /// let c = avout::zk::ZkConfig::new("127.0.0.1:2181").with_default_acl(avout::Acl::creator_all());
-    /// assert_eq!(c.default_acl[0].scheme, "auth");
-    /// ```
-    pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.default_acl = acl;
-        self
-    }
-}
+use convert::{from_zk_error, from_zk_event, from_zk_state, to_zk_acls};
 
 /// One session with a real ZooKeeper ensemble; see the [module docs](self).
 ///
@@ -189,8 +143,10 @@ impl ZkClient {
     /// Establishes a session. Must be called within a tokio runtime.
     ///
     /// Fails with [`Error::Unreachable`] if no server answers within
-    /// [`ZkConfig::connect_timeout`], [`Error::AuthFailed`] if authentication is refused, and
-    /// [`Error::BadArguments`] for a malformed connect string.
+    /// [`ZkConfig::connect_timeout`], [`Error::TlsRefused`] if a TLS certificate is refused,
+    /// [`Error::SaslRefused`] (or [`Error::AuthFailed`] without SASL) if authentication is
+    /// refused, and [`Error::BadArguments`] for a malformed connect string. It returns within
+    /// the connect timeout whatever happens.
     ///
     /// ```no_run
     /// # async fn demo() {
@@ -237,22 +193,43 @@ impl ZkClient {
     }
 
     async fn open(config: &ZkConfig) -> Result<zk::Client> {
-        let mut connector = zk::Client::connector()
-            .with_session_timeout(config.session_timeout)
-            .with_connection_timeout(config.connect_timeout);
-        for (scheme, credentials) in &config.auth {
-            connector = connector.with_auth(scheme, credentials);
+        let connector = config.connector()?;
+        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        if let Some(sasl) = &config.sasl {
+            sasl.ready(&config.connect, config.connect_timeout).await?;
         }
-        let unreachable = || Error::Unreachable {
-            servers: config.connect.clone(),
-            timeout: config.connect_timeout,
-        };
-        match tokio::time::timeout(config.connect_timeout, connector.connect(&config.connect)).await
-        {
-            Err(_elapsed) => Err(unreachable()),
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(unreachable()),
-            Ok(Err(e)) => Err(from_zk_error(e, "")),
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &config.tls {
+            let probes = tls.probes(&config.connect);
+            let connect = connector.secure_connect(&config.connect);
+            let outcome = tls::explained(config.connect_timeout, connect, probes).await?;
+            return Self::settle(config, outcome);
+        }
+        let outcome =
+            tokio::time::timeout(config.connect_timeout, connector.connect(&config.connect)).await;
+        Self::settle(config, outcome.ok())
+    }
+
+    /// What a connect's outcome (`None`: it timed out) means for the caller.
+    fn settle(
+        config: &ZkConfig,
+        outcome: Option<std::result::Result<zk::Client, zk::Error>>,
+    ) -> Result<zk::Client> {
+        match outcome {
+            Some(Ok(client)) => Ok(client),
+            None | Some(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(Error::Unreachable {
+                servers: config.connect.clone(),
+                timeout: config.connect_timeout,
+            }),
+            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            Some(Err(zk::Error::AuthFailed)) if config.sasl.is_some() => {
+                let sasl = config.sasl.as_ref().expect("checked by the guard");
+                Err(sasl.refused(
+                    &config.connect,
+                    "the server answered AUTHFAILED and closed the session",
+                ))
+            }
+            Some(Err(e)) => Err(from_zk_error(e, "")),
         }
     }
 
@@ -560,162 +537,22 @@ impl Coordination for ZkClient {
         self.states.current()
     }
 
-    /// One arm per operation: each validates nothing itself (`submit` did), calls the client
-    /// crate now (submission happens at the call) and maps its reply.
+    /// Validates, then sends (timed for [`crate::metrics::REQUEST_DURATION`]).
     fn submit(&self, request: Request) -> OpFuture<'_, (Reply, Option<Watch>)> {
         check!(request.validate());
-        match request {
-            Request::Create {
-                path,
-                data,
-                options,
-            } => {
-                let acl = options.acl.as_deref().map(to_zk_acls).unwrap_or_default();
-                let zk_options = self.create_options(&options, &acl);
-                let sequential = options.mode.is_sequential();
-                self.call(
-                    &path.clone(),
-                    |client, p| client.create(p, &data, &zk_options).boxed(),
-                    move |(stat, seq)| {
-                        let path = if sequential {
-                            format!("{path}{seq}")
-                        } else {
-                            path
-                        };
-                        let stat = from_zk_stat(&stat);
-                        (Reply::Created { path, stat }, None)
-                    },
-                )
-            }
-            Request::Delete { path, version } => self.call(
-                &path,
-                |client, p| client.delete(p, version).boxed(),
-                |()| (Reply::Deleted, None),
-            ),
-            Request::GetData { path, watch: false } => self.call(
-                &path,
-                |client, p| client.get_data(p).boxed(),
-                |(data, stat)| {
-                    let stat = from_zk_stat(&stat);
-                    (Reply::Data { data, stat }, None)
-                },
-            ),
-            Request::GetData { path, watch: true } => self.call(
-                &path,
-                |client, p| client.get_and_watch_data(p).boxed(),
-                |(data, stat, watcher)| {
-                    let stat = from_zk_stat(&stat);
-                    (Reply::Data { data, stat }, Some(self.watch(watcher)))
-                },
-            ),
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => self.call(
-                &path,
-                |client, p| client.set_data(p, &data, version).boxed(),
-                |stat| (Reply::Set(from_zk_stat(&stat)), None),
-            ),
-            Request::Exists { path, watch: false } => self.call(
-                &path,
-                |client, p| client.check_stat(p).boxed(),
-                |stat| (Reply::Exists(stat.as_ref().map(from_zk_stat)), None),
-            ),
-            Request::Exists { path, watch: true } => self.call(
-                &path,
-                |client, p| client.check_and_watch_stat(p).boxed(),
-                |(stat, watcher)| {
-                    let stat = stat.as_ref().map(from_zk_stat);
-                    (Reply::Exists(stat), Some(self.watch(watcher)))
-                },
-            ),
-            Request::GetChildren { path, watch: false } => self.call(
-                &path,
-                |client, p| client.get_children(p).boxed(),
-                |(children, stat)| {
-                    let stat = from_zk_stat(&stat);
-                    (Reply::Children { children, stat }, None)
-                },
-            ),
-            Request::GetChildren { path, watch: true } => self.call(
-                &path,
-                |client, p| client.get_and_watch_children(p).boxed(),
-                |(children, stat, watcher)| {
-                    let stat = from_zk_stat(&stat);
-                    (
-                        Reply::Children { children, stat },
-                        Some(self.watch(watcher)),
-                    )
-                },
-            ),
-            Request::Multi(ops) => self
-                .multi(ops)
-                .map(|results| results.map(|r| (Reply::Multi(r), None)))
-                .boxed(),
-            Request::Sync { path } => self.call(
-                &path,
-                |client, p| client.sync(p).boxed(),
-                |()| (Reply::Synced, None),
-            ),
-            Request::GetAcl { path } => self.call(
-                &path,
-                |client, p| client.get_acl(p).boxed(),
-                |(acl, stat)| {
-                    let acl = acl.iter().map(from_zk_acl).collect();
-                    (
-                        Reply::Acl {
-                            acl,
-                            stat: from_zk_stat(&stat),
-                        },
-                        None,
-                    )
-                },
-            ),
-            Request::AddAuth { scheme, auth } => self.call(
-                "",
-                |client, _| client.auth(&scheme, &auth).boxed(),
-                |()| (Reply::AuthAdded, None),
-            ),
-            Request::SetAcl { path, acl, version } => {
-                let acl = to_zk_acls(&acl);
-                self.call(
-                    &path,
-                    |client, p| client.set_acl(p, &acl, version).boxed(),
-                    |stat| (Reply::AclSet(from_zk_stat(&stat)), None),
-                )
-            }
-            Request::GetEphemerals { prefix } => self.call(
-                &prefix,
-                |client, p| client.list_ephemerals(p).boxed(),
-                |paths| (Reply::Ephemerals(paths), None),
-            ),
-            Request::GetAllChildrenNumber { path } => self.call(
-                &path,
-                |client, p| client.count_descendants_number(p).boxed(),
-                |n| (Reply::AllChildrenNumber(n as u64), None),
-            ),
-            // Armed and dropped: the client crate disarms a watcher nobody holds.
-            Request::AddWatch { path, mode } => self.call(
-                &path,
-                |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
-                |_watcher| (Reply::WatchAdded, None),
-            ),
-            Request::RemoveWatches { path } => refused(Error::Unimplemented(format!(
-                "removeWatches on {path}: the client crate removes a watch through its handle \
-                 (PersistentWatch::remove)"
-            ))),
-        }
+        let op = request.name();
+        send::timed(op, self.send(request))
     }
 
     fn add_watch(&self, path: &str, mode: AddWatchMode) -> OpFuture<'_, PersistentWatch> {
         check!(crate::path::validate_path(path, false));
         let owned = path.to_owned();
-        self.call(
+        let reply = self.call(
             path,
             |client, p| client.watch(p, convert::to_zk_watch_mode(mode)).boxed(),
             move |watcher| self.persistent(watcher, &owned, mode),
-        )
+        );
+        send::timed("addWatch", reply)
     }
 
     fn close(&self) -> OpFuture<'_, ()> {

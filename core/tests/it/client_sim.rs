@@ -245,11 +245,11 @@ fn an_operation_in_flight_at_the_expiry_fails_and_the_next_call_works() {
     assert_eq!(outcome, "ok");
 }
 
-/// Sessions from the simulator, after refusing the first `refuse` attempts.
-struct Flaky {
-    zk: SimZk,
-    refuse: u32,
-    attempts: Arc<AtomicU32>,
+/// Sessions from the simulator, after refusing the `refuse` attempts after the first.
+pub(crate) struct Flaky {
+    pub(crate) zk: SimZk,
+    pub(crate) refuse: u32,
+    pub(crate) attempts: Arc<AtomicU32>,
 }
 
 impl Connect for Flaky {

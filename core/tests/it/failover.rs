@@ -7,10 +7,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use avout::task::watch;
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Coordination, CreateMode, Error, SessionState};
 use avout_testkit::conformance::{CASES, ZkBackend};
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::support;
@@ -58,6 +58,7 @@ impl Witness {
         let watcher = tokio::spawn(async move {
             loop {
                 tokio::select! {
+                    biased;
                     state = states.next() => match state {
                         Some(s) => state_log.lock().unwrap().states.push(s),
                         None => break,

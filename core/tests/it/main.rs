@@ -6,6 +6,7 @@
 //! fails — never skips — when a server cannot start. Run with
 //! `cargo test -p avout --test it`.
 
+mod acl;
 mod agent;
 mod agent_sim;
 mod atom;
@@ -32,6 +33,8 @@ mod lock_recipes_sim;
 mod lock_release;
 mod locktable;
 mod locktable_sim;
+mod metrics_sim;
+mod metrics_zk;
 mod multi_lock;
 mod multi_lock_sim;
 mod persistent_node;
@@ -42,6 +45,8 @@ mod recipes_sim;
 mod record_history;
 mod record_sim;
 mod rwlock;
+#[cfg(feature = "sasl-digest-md5")]
+mod sasl;
 mod semaphore;
 mod semaphore_many;
 mod semaphore_many_sim;
@@ -60,5 +65,7 @@ mod stm_store;
 mod stm_store_cases;
 mod stm_store_zk;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;
 mod two_phase_commit;
 mod watch_count;

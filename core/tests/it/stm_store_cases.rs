@@ -168,6 +168,7 @@ pub(crate) async fn killed_between_put_and_commit(
     let mine = doomed.get_ref::<i64>("acct").unwrap();
     stall.armed.store(true, Ordering::SeqCst);
     tokio::select! {
+        biased;
         out = doomed.dosync(async |tx| tx.alter(&mine, |v| v + 1).await) => {
             panic!("{p:?}: the stalled try finished: {out:?}")
         }

@@ -44,6 +44,8 @@ pub(crate) fn show_request(request: &Request) -> String {
         Request::GetAllChildrenNumber { path } => format!("getAllChildrenNumber {path}"),
         Request::AddWatch { path, mode } => format!("addWatch {path} ({mode:?})"),
         Request::RemoveWatches { path } => format!("removeWatches {path}"),
+        Request::MultiRead(reads) => format!("multiRead of {} reads", reads.len()),
+        Request::WhoAmI => "whoAmI".into(),
     }
 }
 
@@ -72,6 +74,8 @@ pub(crate) fn show_result(result: &avout::Result<Reply>) -> String {
         Ok(Reply::AllChildrenNumber(n)) => format!("{n} descendants"),
         Ok(Reply::WatchAdded) => "watch added".into(),
         Ok(Reply::WatchesRemoved) => "watches removed".into(),
+        Ok(Reply::MultiRead(r)) => format!("multiRead ok ({} results)", r.len()),
+        Ok(Reply::WhoAmI(ids)) => format!("identities {ids:?}"),
         Err(e) => format!("error {e:?}"),
     }
 }

@@ -9,6 +9,8 @@
 //!   binds by name).
 //! - [`harness`]: a user's scenario under `cargo test`: seeds, shrinking, regression files.
 //! - [`guide`]: testing your application, from an empty crate.
+//! - [`guide_zk`]: an application on `zookeeper-client` (not on avout) under the simulator,
+//!   through the drop-in `avout-zookeeper-client`, from an empty crate.
 //!
 //! Where it stands: it depends on `avout`, `avout-sim-zk` (the simulator, and the clients'
 //! random streams, [`avout_sim_zk::rng::ClientStream`]) and `avout-check`; the `avout` tool
@@ -18,5 +20,6 @@
 
 pub mod builtin;
 pub mod guide;
+pub mod guide_zk;
 pub mod harness;
 pub mod scenario;

@@ -102,6 +102,11 @@ pub struct Features {
     /// TTL nodes (`extendedTypesEnabled`); without it, a TTL create fails with
     /// `Unimplemented`, as a 3.8 server without the setting answers.
     pub ttl_nodes: bool,
+    /// A create inside a `multi` answers the new node's [`Stat`], as ZooKeeper 3.7.2, 3.8.2
+    /// and 3.9 do (ZOOKEEPER-4026); off by default, as on the Debian 3.8.0 servers the test
+    /// kit starts, which answer none.
+    #[serde(default)]
+    pub multi_create_stats: bool,
 }
 
 impl Default for Features {
@@ -109,6 +114,7 @@ impl Default for Features {
         Features {
             persistent_watches: true,
             ttl_nodes: true,
+            multi_create_stats: false,
         }
     }
 }
@@ -166,6 +172,9 @@ pub struct Kernel {
     next_session: i64,
     zxid: i64,
     features: Features,
+    /// The digest identity (`super:HASH`) that makes a session the superuser, as the
+    /// server's `zookeeper.DigestAuthenticationProvider.superDigest` does.
+    super_digest: Option<String>,
 }
 
 impl Default for Kernel {
@@ -191,6 +200,7 @@ impl Kernel {
             next_session: 1,
             zxid: 0,
             features: Features::default(),
+            super_digest: None,
         }
     }
 
@@ -251,6 +261,25 @@ impl Kernel {
     /// ```
     pub fn features(&self) -> Features {
         self.features
+    }
+
+    /// Sets the superuser's digest identity, `super:HASH` as ZooKeeper's
+    /// `zookeeper.DigestAuthenticationProvider.superDigest` takes it: a session whose
+    /// `addAuth("digest", …)` yields it becomes the superuser (`super:` in `whoAmI`), whom no
+    /// ACL refuses. `None` (the default) has no superuser.
+    ///
+    /// ```
+    /// use avout::{Acl, Perms, Reply, Request};
+    /// let mut k = avout_sim_zk::kernel::Kernel::new();
+    /// k.set_super_digest(Some(Acl::digest("super", "test", Perms::ALL).id));
+    /// let s = k.create_session(0, std::time::Duration::from_secs(10));
+    /// let auth = Request::AddAuth { scheme: "digest".into(), auth: b"super:test".to_vec() };
+    /// assert_eq!(k.apply(1, s, &auth).result, Ok(Reply::AuthAdded));
+    /// let config = Request::SetData { path: "/zookeeper/config".into(), data: vec![], version: None };
+    /// assert!(k.apply(2, s, &config).result.is_ok(), "no ACL refuses the superuser");
+    /// ```
+    pub fn set_super_digest(&mut self, digest: Option<String>) {
+        self.super_digest = digest;
     }
 
     /// The leader's tree.

@@ -2,7 +2,10 @@
 //! the leader's tree through an overlay and committed as one transaction (see the
 //! [module docs](super) for the pipeline), and a session's close.
 
-use avout::{Acl, Error, Op, OpResult, Perms, Reply, Request, Result, SessionId, Stat};
+use avout::{
+    Acl, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request, Result,
+    SessionId, Stat,
+};
 
 use super::{Applied, DataTree, Fired, Kernel, Node, Overlay, Record, Server, Txn, TxnKind, acl};
 
@@ -115,10 +118,13 @@ impl Kernel {
                 Ok(Reply::Synced)
             }
             Request::AddAuth { scheme, auth } => {
-                let id = match scheme.as_str() {
+                let mut id = match scheme.as_str() {
                     "digest" => acl::digest_identity(auth).ok_or(Error::AuthFailed)?,
                     _ => return Err(Error::AuthFailed),
                 };
+                if self.super_digest.as_ref() == Some(&id.1) {
+                    id = acl::superuser();
+                }
                 self.sessions
                     .get_mut(&session)
                     .expect("session checked by apply")
@@ -163,11 +169,52 @@ impl Kernel {
                     Err(Error::NoWatcher { path: path.clone() })
                 }
             }
+            Request::MultiRead(reads) => {
+                let results = reads
+                    .iter()
+                    .map(|read| self.read_one(server, session, read))
+                    .collect();
+                Ok(Reply::MultiRead(results))
+            }
+            Request::WhoAmI => {
+                let ids = self.sessions[&session]
+                    .ids
+                    .iter()
+                    .map(|(scheme, id)| Identity {
+                        scheme: scheme.clone(),
+                        // A digest identity is `user:hash`; `whoAmI` shows the user.
+                        user: id.split(':').next().unwrap_or_default().to_owned(),
+                    })
+                    .collect();
+                Ok(Reply::WhoAmI(ids))
+            }
             Request::SetAcl { .. } => self.write(now_ms, session, server, request, events),
             Request::Create { .. }
             | Request::Delete { .. }
             | Request::SetData { .. }
             | Request::Multi(_) => self.write(now_ms, session, server, request, events),
+        }
+    }
+
+    /// One read of a `multiRead`, which fails on its own.
+    fn read_one(&self, server: Server, session: SessionId, read: &ReadOp) -> ReadResult {
+        let path = read.path();
+        match self.readable(server, session, path, Perms::READ) {
+            Ok(node) => match read {
+                ReadOp::GetData { .. } => ReadResult::Data {
+                    data: node.data.clone(),
+                    stat: node.stat,
+                },
+                ReadOp::GetChildren { .. } => ReadResult::Children {
+                    children: node.children.iter().cloned().collect(),
+                },
+            },
+            Err(Error::NoAuth { .. }) => ReadResult::NoAuth {
+                path: path.to_owned(),
+            },
+            Err(_) => ReadResult::NoNode {
+                path: path.to_owned(),
+            },
         }
     }
 
@@ -312,9 +359,10 @@ impl Kernel {
                     .map(|(op, path)| match op {
                         Op::Check { .. } => OpResult::Check,
                         Op::Create { .. } => {
-                            next_stat();
+                            let stat = next_stat();
                             OpResult::Create {
                                 path: path.expect("create has a path"),
+                                stat: self.features.multi_create_stats.then_some(stat),
                             }
                         }
                         Op::SetData { .. } => OpResult::SetData { stat: next_stat() },

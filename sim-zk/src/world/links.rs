@@ -206,6 +206,8 @@ impl World {
                 );
                 let lost = held || epoch != self.clients[client].epoch;
                 self.fire_watches(client, event, lost);
+                #[cfg(madsim)]
+                self.after_event(client);
             }
             ClientMsg::Expired => self.terminate(client, SessionState::Expired),
         }

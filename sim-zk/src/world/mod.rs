@@ -39,6 +39,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 mod calls;
+#[cfg(madsim)]
+mod dropin;
 mod ensemble;
 mod links;
 #[cfg(madsim)]
@@ -299,6 +301,8 @@ pub(crate) struct World {
     pub(crate) requests: u64,
     #[cfg(madsim)]
     nodes: nodes::Nodes,
+    #[cfg(madsim)]
+    dropin: dropin::DropIn,
 }
 
 impl World {
@@ -405,6 +409,8 @@ impl World {
             requests: 0,
             #[cfg(madsim)]
             nodes: nodes::Nodes::new(),
+            #[cfg(madsim)]
+            dropin: dropin::DropIn::default(),
             config,
         };
         for (when, fault) in w.config.scheduled.clone() {

@@ -97,7 +97,7 @@ impl World {
 
     /// The client's process died: its connection goes silent, and the service expires the
     /// session when its timeout passes.
-    fn crash(&mut self, client: usize) {
+    pub(super) fn crash(&mut self, client: usize) {
         let c = &mut self.clients[client];
         if c.terminal.is_some() || c.closing || c.crashed {
             return;

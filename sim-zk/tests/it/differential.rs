@@ -368,7 +368,7 @@ async fn run_case<C: Coordination>(c: &C, root: &str, ops: &[DOp]) -> Vec<String
                         let shown: Vec<String> = results
                             .iter()
                             .map(|r| match r {
-                                OpResult::Create { path } => format!("created {}", strip(path)),
+                                OpResult::Create { path, .. } => format!("created {}", strip(path)),
                                 OpResult::SetData { stat } => format!("set {}", norm.stat(stat)),
                                 OpResult::Check => "checked".into(),
                                 OpResult::Delete => "deleted".into(),

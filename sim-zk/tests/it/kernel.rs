@@ -345,7 +345,8 @@ fn multi_is_all_or_nothing_with_the_failing_index() {
     assert_eq!(
         results[0],
         OpResult::Create {
-            path: "/m/s-0000000000".into()
+            path: "/m/s-0000000000".into(),
+            stat: None
         }
     );
     assert_eq!(results[1], OpResult::Check);
@@ -553,4 +554,97 @@ fn follower_reads_are_stale_monotonic_and_sync_catches_up() {
         Reply::Exists(Some(_))
     ));
     assert_eq!(k.follower_backlog(), 0);
+}
+
+#[test]
+fn a_newer_server_answers_a_multi_creates_stat() {
+    let mut k = Kernel::new();
+    k.set_features(avout_sim_zk::kernel::Features {
+        multi_create_stats: true,
+        ..Default::default()
+    });
+    let s = session(&mut k);
+    let ops = vec![
+        Op::create("/m", b"abc".to_vec(), CreateMode::Persistent),
+        Op::create("/m/e", vec![], CreateMode::Ephemeral),
+        Op::set_data("/m", b"x".to_vec(), None),
+    ];
+    let Reply::Multi(results) = ok(&mut k, s, Request::Multi(ops)) else {
+        panic!()
+    };
+    let stat_of = |r: &OpResult| match r {
+        OpResult::Create {
+            stat: Some(stat), ..
+        } => *stat,
+        other => panic!("a create with its stat, not {other:?}"),
+    };
+    let (m, e) = (stat_of(&results[0]), stat_of(&results[1]));
+    // The stat right after the create: later operations of the same multi do not show.
+    assert_eq!((m.version, m.data_length, m.num_children), (0, 3, 0));
+    assert_eq!(
+        (m.czxid, m.mzxid, m.pzxid),
+        (k.last_zxid(), k.last_zxid(), k.last_zxid())
+    );
+    assert_eq!(e.ephemeral_owner, s.0);
+    let (_, now) = match ok(
+        &mut k,
+        s,
+        Request::GetData {
+            path: "/m/e".into(),
+            watch: false,
+        },
+    ) {
+        Reply::Data { data, stat } => (data, stat),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(e, now, "the ephemeral's stat is what a read shows");
+}
+
+#[test]
+fn the_super_digest_makes_a_superuser_whom_no_acl_refuses() {
+    let mut k = Kernel::new();
+    k.set_super_digest(Some(Acl::digest("super", "test", Perms::ALL).id));
+    let (owner, root, other) = (session(&mut k), session(&mut k), session(&mut k));
+    let auth = |user: &str| Request::AddAuth {
+        scheme: "digest".into(),
+        auth: user.as_bytes().to_vec(),
+    };
+    ok(&mut k, owner, auth("alice:secret"));
+    let only_alice = CreateOptions::from(CreateMode::Persistent).with_acl(vec![Acl::digest(
+        "alice",
+        "secret",
+        Perms::ALL,
+    )]);
+    ok(
+        &mut k,
+        owner,
+        Request::Create {
+            path: "/a".into(),
+            data: b"x".to_vec(),
+            options: only_alice,
+        },
+    );
+    let read = Request::GetData {
+        path: "/a".into(),
+        watch: false,
+    };
+    assert!(matches!(
+        err(&mut k, other, read.clone()),
+        Error::NoAuth { .. }
+    ));
+    ok(&mut k, other, auth("super:wrong"));
+    assert!(
+        matches!(err(&mut k, other, read.clone()), Error::NoAuth { .. }),
+        "a wrong password is an ordinary digest identity"
+    );
+    ok(&mut k, root, auth("super:test"));
+    ok(&mut k, root, read);
+    let Reply::WhoAmI(ids) = ok(&mut k, root, Request::WhoAmI) else {
+        panic!()
+    };
+    let schemes: Vec<_> = ids
+        .iter()
+        .map(|i| (i.scheme.as_str(), i.user.as_str()))
+        .collect();
+    assert_eq!(schemes, [("ip", "127.0.0.1"), ("super", "")]);
 }

@@ -10,3 +10,5 @@ mod faults;
 mod kernel;
 #[cfg(madsim)]
 mod madsim_nodes;
+#[cfg(madsim)]
+mod serve;

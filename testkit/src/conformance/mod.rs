@@ -28,7 +28,7 @@
 //! hanging; nothing sleeps on the wall clock, so the suite also runs on a paused tokio clock.
 //!
 //! The cases live in one module per area (`nodes`, `children`, `sessions`, `watches`,
-//! `persistent`, `multi`, `acl`, `extended`, `limits`) and are listed once, in the `cases!` table below; what they share (calls
+//! `persistent`, `multi`, `reads`, `acl`, `extended`, `limits`) and are listed once, in the `cases!` table below; what they share (calls
 //! that must succeed, refusals matching a pattern, bounded waits, and one table of the
 //! requests that name a single path, for cases that expect many of them refused alike) is in
 //! `check`.
@@ -60,6 +60,7 @@ mod limits;
 mod multi;
 mod nodes;
 mod persistent;
+mod reads;
 mod sessions;
 mod watches;
 #[cfg(feature = "zookeeper")]
@@ -179,6 +180,8 @@ cases![
     persistent::persistent_watch_end,
     multi::multi_success,
     multi::multi_atomicity,
+    reads::multi_read,
+    reads::who_am_i,
     sessions::sync,
     acl::acl_digest,
     acl::acl_creator_all,

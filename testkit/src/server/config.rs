@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use super::error::{Result, TestkitError, io_err};
+use super::security::Security;
 use super::{JAVA_LIB_DIR, LOG_TAIL_LINES};
 
 /// Ports that were free a moment ago. All listeners are held until every port is chosen, so
@@ -118,6 +119,7 @@ pub(super) struct ProcessOptions {
     pub(super) force_sync: bool,
     pub(super) base_dir: Option<PathBuf>,
     pub(super) own_process_group: bool,
+    pub(super) security: Security,
 }
 
 impl Default for ProcessOptions {
@@ -126,6 +128,7 @@ impl Default for ProcessOptions {
             force_sync: true,
             base_dir: None,
             own_process_group: false,
+            security: Security::default(),
         }
     }
 }
@@ -173,6 +176,33 @@ macro_rules! process_options {
         /// [`ZkEnsemble::detach`](super::ZkEnsemble::detach)).
         pub fn own_process_group(mut self, own: bool) -> Self {
             self.options.own_process_group = own;
+            self
+        }
+
+        #[doc = concat!("Serves TLS on a secure client port of ", $server, " too (see")]
+        /// `secure_port`), presenting and trusting what `tls` says (for a test CA's:
+        /// `TestCa::server_tls`, feature `tls`). The plain client port stays.
+        pub fn tls(mut self, tls: super::ServerTls) -> Self {
+            self.options.security.tls = Some(tls);
+            self
+        }
+
+        #[doc = concat!("Lets `user` authenticate to ", $server, " with SASL DIGEST-MD5 and")]
+        /// `password` (a JAAS `Server` section of ZooKeeper's `DigestLoginModule`); a client
+        /// giving another password is refused. Call once per user.
+        pub fn sasl_digest_user(mut self, user: &str, password: &str) -> Self {
+            self.options
+                .security
+                .sasl_users
+                .push((user.to_owned(), password.to_owned()));
+            self
+        }
+
+        #[doc = concat!("Lets clients authenticate to ", $server, " with SASL GSSAPI (Kerberos) as")]
+        /// `kerberos` says: its service principal and keytab, and the realm's `krb5.conf`
+        /// (for a test KDC's: `Kdc::service`).
+        pub fn kerberos(mut self, kerberos: super::ServerKerberos) -> Self {
+            self.options.security.kerberos = Some(kerberos);
             self
         }
     };

@@ -20,6 +20,9 @@ pub struct DetachedZk {
     pub dir: PathBuf,
     /// The client connect string naming every server.
     pub connect_string: String,
+    /// The same for the servers' TLS client ports, if they serve TLS.
+    #[serde(default)]
+    pub secure_connect_string: Option<String>,
     /// The server processes.
     pub processes: Vec<DetachedProcess>,
 }

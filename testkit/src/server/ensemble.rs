@@ -124,11 +124,15 @@ impl ZkEnsembleBuilder {
             }
             None => Vec::new(),
         };
-        let free = free_ports(if self.base_port.is_some() {
-            2 * n
-        } else {
-            3 * n
-        })?;
+        let tls = self.options.security.tls.is_some();
+        let free = free_ports(
+            if self.base_port.is_some() {
+                2 * n
+            } else {
+                3 * n
+            } + if tls { n } else { 0 },
+        )?;
+        let (secure_ports, free) = free.split_at(if tls { n } else { 0 });
         let (peer_ports, rest) = free.split_at(n);
         let (election_ports, rest) = rest.split_at(n);
         let client_ports = if client_ports.is_empty() {
@@ -185,7 +189,7 @@ impl ZkEnsembleBuilder {
             let proc = Proc::configure(
                 format!("member {id} on 127.0.0.1:{}", client_ports[i]),
                 dir,
-                client_ports[i],
+                (client_ports[i], secure_ports.get(i).copied()),
                 &self.options,
                 config,
             )?;
@@ -270,6 +274,16 @@ impl ZkEnsemble {
             partitionable: false,
             options: ProcessOptions::default(),
         }
+    }
+
+    /// Every member's TLS client port as a connect string, if the ensemble serves TLS
+    /// ([`tls`](ZkEnsembleBuilder::tls)). Never through relays: a partition does not cut it.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.members
+            .iter()
+            .map(ZkMember::secure_connect_string)
+            .collect::<Option<Vec<_>>>()
+            .map(|servers| servers.join(","))
     }
 
     /// The connect string naming every member, `127.0.0.1:P1,127.0.0.1:P2,…` (in a
@@ -501,6 +515,7 @@ impl ZkEnsemble {
     /// through relays in this process: once it exits they no longer can.
     pub fn detach(mut self) -> DetachedZk {
         let connect_string = self.connect_string();
+        let secure_connect_string = self.secure_connect_string();
         let dir = match self.tmp.take() {
             Some(tmp) => tmp.keep(),
             None => self.dir().to_owned(),
@@ -508,6 +523,7 @@ impl ZkEnsemble {
         DetachedZk {
             dir,
             connect_string,
+            secure_connect_string,
             processes: self
                 .members
                 .iter()

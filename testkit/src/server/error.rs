@@ -24,6 +24,14 @@ pub enum TestkitError {
         /// The jar that was looked for.
         path: PathBuf,
     },
+    /// A program a test server needs is not installed.
+    #[error("cannot run `{tool}`; install it with `{install}`")]
+    ToolMissing {
+        /// The program.
+        tool: String,
+        /// How to install it.
+        install: &'static str,
+    },
     /// A port the server needs is taken by another process.
     #[error("port {port} on 127.0.0.1 is already in use")]
     PortInUse {

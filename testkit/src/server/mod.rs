@@ -36,8 +36,14 @@
 //! `tokio::task::spawn_blocking` when other tasks must keep running meanwhile (on a
 //! current-thread runtime a blocking call freezes every task, including a client's heartbeats).
 //!
+//! - **TLS and SASL** ([`ZkServerBuilder::tls`], [`ZkServerBuilder::sasl_digest_user`],
+//!   [`ZkServerBuilder::kerberos`], the same on [`ZkEnsembleBuilder`]): a secure client port
+//!   of its own beside the plain one, DIGEST-MD5 users and a Kerberos service principal in a
+//!   JAAS file; see `security`. The test CA to make certificates with is
+//!   [`crate::tls::TestCa`] (feature `tls`), the KDC for GSSAPI [`crate::kdc::Kdc`].
+//!
 //! The parts: `config` (ports, directories, `zoo.cfg`, classpath, the options both builders
-//! share), `process` (one `java` process and its signals, and the accessors every server
+//! share), `security` (TLS and SASL), `process` (one `java` process and its signals, and the accessors every server
 //! handle shares), `standalone` ([`ZkServer`]), `ensemble` ([`ZkEnsemble`], [`ZkMember`]),
 //! `detached` ([`DetachedZk`]) and `error` ([`TestkitError`]).
 
@@ -51,6 +57,7 @@ mod ensemble;
 mod error;
 mod process;
 mod relay;
+mod security;
 mod standalone;
 #[cfg(test)]
 mod tests;
@@ -58,6 +65,7 @@ mod tests;
 pub use detached::{DetachedProcess, DetachedZk};
 pub use ensemble::{ZkEnsemble, ZkEnsembleBuilder, ZkMember};
 pub use error::TestkitError;
+pub use security::{ClientAuth, ServerKerberos, ServerTls};
 pub use standalone::{ZkServer, ZkServerBuilder};
 
 /// Where Debian's `zookeeper` package installs its jars.
@@ -116,6 +124,12 @@ pub fn four_letter_word(port: u16, word: &str) -> io::Result<String> {
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer)?;
     Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// A port of `127.0.0.1` that was free a moment ago (another process may take it before the
+/// caller binds it).
+pub fn free_port() -> Result<u16, TestkitError> {
+    config::free_ports(1).map(|ports| ports[0])
 }
 
 /// The mode a server on `port` reports if it answers `srvr` now, `None` if it does not serve.

@@ -31,23 +31,33 @@ pub(super) struct Proc {
     /// Holds `zoo.cfg`, `data/` and `zk.log`.
     pub(super) dir: PathBuf,
     pub(super) client_port: u16,
+    /// The TLS client port, if the server serves TLS.
+    pub(super) secure_port: Option<u16>,
     own_process_group: bool,
+    /// JVM options and jars beyond the defaults (TLS, SASL).
+    jvm_options: Vec<String>,
+    classpath: Vec<String>,
     state: Mutex<ProcState>,
 }
 
 impl Proc {
-    /// A stopped server process in `dir` (which exists), whose `zoo.cfg` is written now.
+    /// A stopped server process in `dir` (which exists), whose `zoo.cfg` (`config`, then
+    /// the lines TLS and SASL need, with TLS on `secure_port`) is written now.
     pub(super) fn configure(
         name: String,
         dir: PathBuf,
-        client_port: u16,
+        (client_port, secure_port): (u16, Option<u16>),
         options: &ProcessOptions,
-        config: String,
+        mut config: String,
     ) -> Result<Proc> {
+        config.push_str(&options.security.configure(&dir, secure_port)?);
         let proc = Proc {
             name,
+            jvm_options: options.security.jvm_options(&dir),
+            classpath: options.security.classpath(),
             dir,
             client_port,
+            secure_port,
             own_process_group: options.own_process_group,
             state: Mutex::default(),
         };
@@ -72,7 +82,11 @@ impl Proc {
 
     /// Starts the process (it must not be running).
     pub(super) fn spawn(&self) -> Result<()> {
-        let (cp, props) = classpath()?;
+        let (mut cp, props) = classpath()?;
+        for jar in &self.classpath {
+            cp.push(':');
+            cp.push_str(jar);
+        }
         let log = fs::File::create(self.log_path())
             .map_err(io_err(format!("creating {}", self.log_path().display())))?;
         let log_err = log
@@ -80,6 +94,7 @@ impl Proc {
             .map_err(io_err("duplicating the log file handle"))?;
         let mut cmd = Command::new("java");
         cmd.args(&props)
+            .args(&self.jvm_options)
             .arg("-cp")
             .arg(cp)
             .arg(MAIN_CLASS)
@@ -111,7 +126,9 @@ impl Proc {
             if let Some(status) = self.exit_status()? {
                 return Err(self.exited(status));
             }
-            if let Some(mode) = self.mode() {
+            // The secure port is Netty's channel of its own, which may open after `srvr`
+            // answers on the plain one.
+            if let Some(mode) = self.mode().filter(|_| self.secure_port_listens()) {
                 return Ok(mode);
             }
             if Instant::now() >= deadline {
@@ -123,6 +140,14 @@ impl Proc {
             }
             thread::sleep(POLL);
         }
+    }
+
+    /// Whether the TLS client port accepts connections (true without one).
+    fn secure_port_listens(&self) -> bool {
+        self.secure_port.is_none_or(|port| {
+            let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        })
     }
 
     /// The error for a server that exited while starting: a taken port is named as such.
@@ -292,6 +317,20 @@ macro_rules! process_accessors {
         /// This server alone as a connect string, `127.0.0.1:PORT`.
         pub fn connect_string(&self) -> String {
             format!("127.0.0.1:{}", self.proc.client_port)
+        }
+
+        /// The TLS client port, if the server serves TLS
+        /// ([`tls`](super::ZkServerBuilder::tls)).
+        pub fn secure_port(&self) -> Option<u16> {
+            self.proc.secure_port
+        }
+
+        /// This server's TLS client port as a connect string, `127.0.0.1:PORT`, if it serves
+        /// TLS.
+        pub fn secure_connect_string(&self) -> Option<String> {
+            self.proc
+                .secure_port
+                .map(|port| format!("127.0.0.1:{port}"))
         }
 
         /// The server's directory (`zoo.cfg`, `data/`, `zk.log`).

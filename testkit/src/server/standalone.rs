@@ -33,14 +33,16 @@ impl ZkServerBuilder {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let mut free = free_ports(2)?;
+            let secure = self.options.security.tls.as_ref().and(free.pop());
             let port = match self.port {
                 Some(port) => {
                     check_port_free(port)?;
                     port
                 }
-                None => free_ports(1)?[0],
+                None => free[0],
             };
-            match self.start_on(port) {
+            match self.start_on(port, secure) {
                 // Another process took the port between choosing and binding it: choose again.
                 Err(TestkitError::PortInUse { .. })
                     if self.port.is_none() && attempt < PORT_ATTEMPTS => {}
@@ -49,14 +51,14 @@ impl ZkServerBuilder {
         }
     }
 
-    fn start_on(&self, port: u16) -> Result<ZkServer> {
+    fn start_on(&self, port: u16, secure_port: Option<u16>) -> Result<ZkServer> {
         let tmp = self.options.temp_dir("avout-zk-")?;
         let data = tmp.path().join("data");
         fs::create_dir(&data).map_err(io_err(format!("creating {}", data.display())))?;
         let proc = Proc::configure(
             format!("server on 127.0.0.1:{port}"),
             tmp.path().to_owned(),
-            port,
+            (port, secure_port),
             &self.options,
             base_config(&data, port, self.options.force_sync),
         )?;
@@ -167,6 +169,7 @@ impl ZkServer {
         DetachedZk {
             dir,
             connect_string: self.connect_string(),
+            secure_connect_string: self.secure_connect_string(),
             processes: self.proc.detach().into_iter().collect(),
         }
     }

@@ -135,7 +135,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
             {
                 return false;
             }
-            futures::select! {
+            futures::select_biased! {
                 () = tokio::time::sleep(REPLACE_POLL).fuse() => {}
                 _ = &mut *stop => return false,
             }
@@ -226,7 +226,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
                 }
                 continue;
             }
-            let event = futures::select! {
+            let event = futures::select_biased! {
                 event = watch.next().fuse() => event,
                 (path, found) = reads.select_next_some() => {
                     self.apply_read(&path, found, &mut stale)?;
@@ -306,7 +306,7 @@ impl<C: Coordination + ?Sized + 'static> Follower<C> {
         self.load(&root, &mut armed, &mut pending).await?;
         self.loaded(ready);
         loop {
-            let fired = futures::select! {
+            let fired = futures::select_biased! {
                 fired = pending.select_next_some() => fired,
                 _ = &mut *stop => return Ok(Ended::Stopped),
                 // Every watch gone without a session event: only a closed client does that.

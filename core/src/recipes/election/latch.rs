@@ -89,7 +89,7 @@ impl LatchState {
 /// ```
 pub struct LeaderLatch {
     states: Fanout<LatchState>,
-    leadership: tokio::sync::watch::Receiver<Option<LeadingOn>>,
+    leadership: crate::task::watch::Receiver<Option<LeadingOn>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -113,7 +113,7 @@ impl LeaderLatch {
     pub(super) fn start(election: Election) -> Self {
         let generation = election.client.generation();
         let states = Fanout::new(LatchState::Candidate { generation });
-        let (leading, leadership) = tokio::sync::watch::channel(None);
+        let (leading, leadership) = crate::task::watch::channel(None);
         let (stop, stopped) = oneshot::channel();
         let task = crate::task::spawn(stand(election, states.clone(), leading, stopped));
         LeaderLatch {
@@ -222,7 +222,7 @@ fn publish(states: &Fanout<LatchState>, state: LatchState) {
 async fn stand(
     election: Election,
     states: Fanout<LatchState>,
-    leading: tokio::sync::watch::Sender<Option<LeadingOn>>,
+    leading: crate::task::watch::Sender<Option<LeadingOn>>,
     mut stopped: oneshot::Receiver<()>,
 ) {
     let client = election.client.clone();
@@ -234,6 +234,7 @@ async fn stand(
             },
         );
         let elected = tokio::select! {
+            biased;
             elected = election.campaign() => elected,
             _ = &mut stopped => {
                 publish(&states, LatchState::Closed(LockError::SessionLost(crate::Error::Closed)));
@@ -261,6 +262,7 @@ async fn stand(
             },
         );
         let reason = tokio::select! {
+            biased;
             reason = leadership.lost() => reason,
             _ = &mut stopped => {
                 leading.send_replace(None);

@@ -43,7 +43,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
+use crate::task::watch;
 
 mod latch;
 mod selector;

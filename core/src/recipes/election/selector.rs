@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
+use crate::task::watch;
 use futures::FutureExt;
 use futures::channel::oneshot;
-use tokio::sync::watch;
 
 use super::{Election, Leader, Leadership};
 use crate::lock::{LockError, LockKind};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use crate::task::watch;
 
 use crate::client::Session;
 use crate::machine::idempotent;

@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::task::watch;
 use futures::FutureExt;
 use futures::channel::oneshot;
-use tokio::sync::watch;
 
 use crate::client::Session;
 use crate::sync::lock;
@@ -33,7 +33,7 @@ impl Keeper {
     pub(super) async fn run(mut self, stop: oneshot::Receiver<()>) {
         let mut stop = stop.fuse();
         loop {
-            let session = futures::select! {
+            let session = futures::select_biased! {
                 session = self.client.current_session().fuse() => session,
                 _ = stop => return,
             };
@@ -47,7 +47,7 @@ impl Keeper {
             };
             self.stat.send_replace(None);
             if error.is_indeterminate() {
-                futures::select! {
+                futures::select_biased! {
                     () = tokio::time::sleep(RETRY_PAUSE).fuse() => {}
                     _ = stop => return,
                 }
@@ -109,17 +109,22 @@ impl Keeper {
             };
             let mut watch = watch.fuse();
             let mut data = self.data.clone();
-            futures::select! {
+            // A stop wins over everything else ready with it; the data's change is marked seen
+            // once taken, or every later turn would find it changed again and spin.
+            futures::select_biased! {
+                _ = &mut *stop => return Ok(Stopped),
                 event = watch => {
                     if event.kind == EventKind::Session {
                         return Err(event.state.terminal_error().unwrap_or(Error::Closed));
                     }
                     // Deleted: created again by the next turn; anything else: watched again.
                 }
-                changed = data.changed().fuse() => {
+                changed = data.changed().fuse() => match changed {
                     // The handle wrote it already; the next turn checks it is there.
-                    let _ = changed;
-                }
+                    Ok(()) => self.data.mark_unchanged(),
+                    // The handle is gone (its stop with it).
+                    Err(_) => return Ok(Stopped),
+                },
                 () = tokio::time::sleep(touch).fuse() => {
                     let data = self.data.borrow().clone();
                     match session.set_data(&self.path, &data, None).await {
@@ -127,7 +132,6 @@ impl Keeper {
                         Err(e) => return Err(e),
                     }
                 }
-                _ = &mut *stop => return Ok(Stopped),
             }
         }
     }

@@ -48,7 +48,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use crate::task::watch;
 
 use crate::sync::lock;
 use crate::{Client, Coordination, CreateMode, CreateOptions, Error, Result, Stat};

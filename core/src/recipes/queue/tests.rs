@@ -65,7 +65,10 @@ fn takes_the_lowest_by_priority_then_sequence() {
         *token,
         Ok(Reply::Multi(vec![
             OpResult::Delete,
-            OpResult::Create { path: receipt() },
+            OpResult::Create {
+                path: receipt(),
+                stat: None,
+            },
         ])),
     );
     let got = m

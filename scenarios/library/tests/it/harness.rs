@@ -117,10 +117,10 @@ fn a_failure_is_shrunk_kept_and_then_run_first() {
     }
 }
 
-static RUNS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes one more request each run: the same seed gives another run.
-const DRIFTING: Described = Described {
+pub(crate) const DRIFTING: Described = Described {
     name: "test-drifting",
     about: "one more request each run; checker: none",
     defaults: (1, 1),

@@ -6,7 +6,9 @@
 //!   injected faults, then the same seed again, to show that the run replays to the same
 //!   event-log hash.
 //! - `avout zk start|stop|status` runs a local ZooKeeper (standalone or an ensemble) in the
-//!   background, to try the real backend without installing a service.
+//!   background, to try the real backend without installing a service; with `--tls` it also
+//!   serves TLS, and every command that takes `--zk` takes the TLS and SASL settings beside it
+//!   (`--zk-tls-ca`, `--zk-sasl-user`, …: `cmd::zk_auth`).
 //! - `avout bench ops` measures single operations through the real backend against a running
 //!   ZooKeeper, next to a minimal raw `zookeeper-client` loop.
 //! - `avout bench lock-cycle|lock-contended|rwlock-read|counter|counter-contended` runs the

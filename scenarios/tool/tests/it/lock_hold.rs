@@ -121,7 +121,7 @@ fn curator_peer() -> Result<(TempDir, Vec<String>), String> {
             "{missing} is not installed (libcurator-recipes-java)"
         ));
     }
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/Peers.java");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/Peers.java");
     if !source.exists() {
         return Err(format!("{} is missing", source.display()));
     }

@@ -9,6 +9,7 @@ mod report;
 mod run_cli;
 mod soak_cli;
 mod view;
+mod zk_secure;
 
 use std::path::Path;
 use std::process::{Command, Output};

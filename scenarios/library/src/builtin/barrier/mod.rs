@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use avout::recipes::barrier::{Barrier, BarrierError};
+use avout::task::watch;
 use rand::Rng;
-use tokio::sync::watch;
 
 use avout_check::Options;
 

@@ -26,10 +26,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use avout::recipes::cache::{Cache, CacheEvent, CacheScope};
+use avout::task::watch;
 use avout::{Client, Coordination, CreateOptions, Error};
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use avout_check::Options;
 use avout_check::recipes::cache::{ROOT, Tree};

@@ -325,6 +325,7 @@ impl Leader<'_> {
                 return;
             }
             state = tokio::select! {
+                biased;
                 next = events.next() => match next {
                     Some(next) => next,
                     None => return,

@@ -34,10 +34,10 @@ use avout::machine::drive;
 use avout::recipes::two_phase_commit::{
     Coordinator, Outcome as Decision, OutcomeMachine, Site, TwoPhaseError, Vote,
 };
+use avout::task::watch;
 use avout::{Client, CoordinationExt, CreateMode, CreateOptions};
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use avout_check::Options;
 

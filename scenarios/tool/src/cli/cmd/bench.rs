@@ -25,6 +25,7 @@ use std::ops::Range;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
+use crate::cli::cmd::zk_auth::ZkAuth;
 use avout::Client;
 use avout::zk::ZkConfig;
 use avout::{Coordination, CoordinationExt, CreateOptions};
@@ -101,6 +102,8 @@ pub(crate) struct OpsArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
     #[arg(long, value_name = "CONNECT")]
     zk: String,
+    #[command(flatten)]
+    zk_auth: Box<ZkAuth>,
     /// Operations per figure.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
     n: u32,
@@ -261,16 +264,24 @@ fn table_row(cells: [&str; 7]) -> String {
 
 /// A managed client of the server under test, with the benches' timeouts (one per client,
 /// like the peers: each holds one session at a time).
-pub(crate) async fn connect(connect: &str) -> Result<Client, BenchError> {
-    let config = ZkConfig::new(connect)
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_connect_timeout(CONNECT_TIMEOUT);
-    Client::connect(config)
+pub(crate) async fn connect(connect: &str, auth: &ZkAuth) -> Result<Client, BenchError> {
+    Client::connect(config(connect, auth)?)
         .await
         .map_err(|source| BenchError::Connect {
             connect: connect.to_owned(),
             source,
         })
+}
+
+/// `--zk` and its TLS and SASL options, with the benches' timeouts.
+fn config(connect: &str, auth: &ZkAuth) -> Result<ZkConfig, BenchError> {
+    let config = auth.config(connect).map_err(|source| BenchError::Connect {
+        connect: connect.to_owned(),
+        source,
+    })?;
+    Ok(config
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT))
 }
 
 /// Runs a benchmark against a real ZooKeeper (every subcommand but `sim`).
@@ -289,9 +300,9 @@ pub(crate) async fn run(command: BenchCommand) -> Result<(), BenchError> {
 
 /// Runs `avout bench ops`.
 pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
-    let client = connect(&args.zk).await?;
+    let client = connect(&args.zk, &args.zk_auth).await?;
     // The raw loop gets its own session, like any other peer, so neither shares a queue.
-    let raw = connect_raw(&args.zk).await?;
+    let raw = connect_raw(&config(&args.zk, &args.zk_auth)?).await?;
     let n = args.n as usize;
     let depth = args.depth as usize;
     let setup = |e: avout::Error| BenchError::op("avout", "setup", e);
@@ -435,11 +446,21 @@ pub(crate) async fn run_ops(args: OpsArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-async fn connect_raw(connect: &str) -> Result<zk::Client, BenchError> {
-    let connecting = zk::Client::connector()
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_connection_timeout(CONNECT_TIMEOUT)
-        .connect(connect);
+/// The raw loop's client, over TLS too when `config` has it (avout's connector, so both
+/// clients reach the server the same way).
+async fn connect_raw(config: &ZkConfig) -> Result<zk::Client, BenchError> {
+    let connect = config.connect.as_str();
+    let connector = config.connector().map_err(|source| BenchError::Connect {
+        connect: connect.to_owned(),
+        source,
+    })?;
+    let secure = config.tls.is_some();
+    let connecting = async move {
+        match secure {
+            true => connector.secure_connect(connect).await,
+            false => connector.connect(connect).await,
+        }
+    };
     match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(source)) => Err(BenchError::RawConnect {

@@ -31,8 +31,8 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 /// Where a real run goes.
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
-    /// A running server or ensemble.
-    Server(String),
+    /// A running server or ensemble, reached with this configuration (TLS, SASL).
+    Server(Box<ZkConfig>),
     /// An ensemble started for the run, with a nemesis every `kill_every`.
     Ensemble {
         size: usize,
@@ -60,12 +60,12 @@ pub(crate) enum ChaosError {
     Run(#[from] RunError),
 }
 
-async fn chroot(connect: &str, scenario: &str) -> Result<String, ChaosError> {
+async fn chroot(config: &ZkConfig, scenario: &str) -> Result<String, ChaosError> {
     let unreachable = |reason: String| ChaosError::Unreachable {
-        connect: connect.to_owned(),
+        connect: config.connect.clone(),
         reason,
     };
-    let config = ZkConfig::new(connect).with_session_timeout(SESSION_TIMEOUT);
+    let config = config.clone().with_session_timeout(SESSION_TIMEOUT);
     let zk = tokio::time::timeout(Duration::from_secs(15), Client::connect(config))
         .await
         .map_err(|_| unreachable("no session within 15 s".into()))?
@@ -206,8 +206,8 @@ pub(crate) fn run_real(
     pg: Option<&str>,
     duration: Option<Duration>,
 ) -> Result<Vec<Report>, ChaosError> {
-    let (ensemble, connect, every) = match target {
-        Target::Server(connect) => (None, connect.clone(), None),
+    let (ensemble, config, every) = match target {
+        Target::Server(config) => (None, (**config).clone(), None),
         Target::Ensemble { size, kill_every } => {
             if *size == 0 {
                 return Err(ChaosError::NoMembers);
@@ -220,8 +220,8 @@ pub(crate) fn run_real(
                     size: *size,
                     source,
                 })?;
-            let connect = e.connect_string();
-            (Some(Arc::new(e)), connect, *kill_every)
+            let config = ZkConfig::new(e.connect_string());
+            (Some(Arc::new(e)), config, *kill_every)
         }
     };
     let rt = runtime()?;
@@ -234,10 +234,15 @@ pub(crate) fn run_real(
         for round in 0u64.. {
             let mut w = w.clone();
             w.seed = w.seed.wrapping_add(round);
-            let base = chroot(&connect, &w.scenario).await?;
-            let store = ref_store(&w, pg, &format!("{connect}{base}")).await?;
+            let base = chroot(&config, &w.scenario).await?;
+            let connect = format!("{}{base}", config.connect);
+            let store = ref_store(&w, pg, &connect).await?;
             let cluster = ZkCluster::new(
-                ZkConfig::new(format!("{connect}{base}")).with_session_timeout(SESSION_TIMEOUT),
+                ZkConfig {
+                    connect,
+                    ..config.clone()
+                }
+                .with_session_timeout(SESSION_TIMEOUT),
             )
             .with_ref_store(store);
             match &current {

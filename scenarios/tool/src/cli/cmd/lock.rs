@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use avout::Client;
 use avout::lock::{LockError, Mutex};
-use avout::zk::ZkConfig;
 use clap::{Args, Subcommand};
+
+use super::zk_auth::ZkAuth;
 
 /// The `avout lock` subcommands.
 #[derive(Debug, Subcommand)]
@@ -26,6 +27,8 @@ pub(crate) struct HoldArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181.
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The lock's path (its nodes are created under it).
     #[arg(long, value_name = "P")]
     pub(crate) path: String,
@@ -66,13 +69,14 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 /// Runs `avout lock hold`, writing its two lines to `out`.
 pub(crate) async fn hold(args: &HoldArgs, out: &mut impl Write) -> Result<(), LockCmdError> {
-    let config = ZkConfig::new(args.zk.clone()).with_session_timeout(Duration::from_secs(10));
-    let zk = Client::connect(config)
+    let refused = |source| LockCmdError::Connect {
+        connect: args.zk.clone(),
+        source,
+    };
+    let config = args.zk_auth.config(&args.zk).map_err(refused)?;
+    let zk = Client::connect(config.with_session_timeout(Duration::from_secs(10)))
         .await
-        .map_err(|source| LockCmdError::Connect {
-            connect: args.zk.clone(),
-            source,
-        })?;
+        .map_err(refused)?;
     let lock_error = |source| LockCmdError::Lock {
         path: args.path.clone(),
         source,
@@ -86,6 +90,7 @@ pub(crate) async fn hold(args: &HoldArgs, out: &mut impl Write) -> Result<(), Lo
     // caller was told HELD and must learn the lock did not last (the client would open a new
     // session, but the hold was the old one's).
     tokio::select! {
+        biased;
         () = tokio::time::sleep(args.seconds) => {}
         lost = guard.lost() => return Err(lock_error(lost)),
     }
@@ -120,6 +125,7 @@ mod tests {
             .expect("a real ZooKeeper server (Debian's zookeeper package)");
         let args = |secs| HoldArgs {
             zk: server.connect_string(),
+            zk_auth: Box::default(),
             path: "/interop/hold".to_owned(),
             seconds: Duration::from_secs_f64(secs),
         };

@@ -14,6 +14,7 @@ pub(crate) mod soak;
 pub(crate) mod view;
 pub(crate) mod watch;
 pub(crate) mod zk;
+pub(crate) mod zk_auth;
 
 use std::future::Future;
 

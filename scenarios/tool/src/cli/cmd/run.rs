@@ -17,6 +17,7 @@ use super::runs::{
     RunCmdError, Style, WorkloadArgs, create_dir, fault_list, parse_duration, print_report,
     report_json, write_case,
 };
+use super::zk_auth::ZkAuth;
 
 /// Options of `avout run`.
 #[derive(Debug, clap::Args)]
@@ -29,6 +30,8 @@ pub(crate) struct RunArgs {
     /// Run on a real ZooKeeper at this connect string instead of the simulator.
     #[arg(long, value_name = "CONNECT", conflicts_with = "zk_ensemble")]
     zk: Option<String>,
+    #[command(flatten)]
+    zk_auth: Box<ZkAuth>,
     /// Start a ZooKeeper ensemble of this many members for the run (Debian's ZooKeeper),
     /// and stop it afterwards.
     #[arg(long, value_name = "N")]
@@ -73,7 +76,11 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
         // Refused before an ensemble is started; the run plants it in its handles.
         avout::planted::Bugs::plant(planted).map_err(RunError::from)?;
         let target = match (&args.zk, args.zk_ensemble) {
-            (Some(connect), _) => chaos::Target::Server(connect.clone()),
+            (Some(connect), _) => chaos::Target::Server(Box::new(
+                args.zk_auth
+                    .config(connect)
+                    .map_err(|e| RunCmdError::Usage(e.to_string()))?,
+            )),
             (None, Some(n)) => chaos::Target::Ensemble {
                 size: n,
                 kill_every,
@@ -81,7 +88,7 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
             (None, None) => unreachable!("checked above"),
         };
         let label = match &target {
-            chaos::Target::Server(c) => format!("ZooKeeper at {c}"),
+            chaos::Target::Server(c) => format!("ZooKeeper at {}", c.connect),
             chaos::Target::Ensemble { size, kill_every } => format!(
                 "own ensemble of {size}{}",
                 kill_every

@@ -60,6 +60,10 @@ pub(crate) struct SoakArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Run the first N seeds of every row twice and fail when a seed's two event logs differ
+    /// (a run that draws from outside its seed cannot be replayed).
+    #[arg(long, value_name = "N", default_value_t = avout_scenarios::scenario::soak::REPEAT)]
+    repeat: u64,
     /// Before the grid, run every kept regression case in this directory (e.g.
     /// scenarios/regressions) again, without its planted bug; any that fails fails the soak.
     #[arg(long, value_name = "DIR")]
@@ -127,6 +131,7 @@ impl SoakArgs {
         if let Some(t) = self.threads {
             s.threads = t.max(1);
         }
+        s.repeat = self.repeat;
         Ok(s)
     }
 }
@@ -226,8 +231,10 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
     }
     if report.failed() {
         let failed: u64 = report.rows.iter().map(|r| r.failed.len() as u64).sum();
+        let unrepeatable: usize = report.rows.iter().map(|r| r.unrepeatable.len()).sum();
         Err(RunCmdError::Anomaly(format!(
-            "{failed} of {} runs failed (base seed {})",
+            "{failed} of {} runs failed and {unrepeatable} seed(s) ran differently twice \
+             (base seed {})",
             report.runs, s.base
         )))
     } else {
@@ -275,7 +282,7 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
         .rows
         .iter()
         .zip(paths)
-        .filter(|(r, _)| !r.failed.is_empty())
+        .filter(|(r, _)| !r.failed.is_empty() || !r.unrepeatable.is_empty())
         .collect();
     println!(
         "soaked      {} runs in {:.1} s ({} simulated requests): {}",
@@ -291,6 +298,25 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
             )
         }
     );
+    for row in &report.rows {
+        for u in &row.unrepeatable {
+            println!(
+                "{}",
+                style.paint(
+                    "31;1",
+                    &format!(
+                        "UNREPEATABLE {} ({}) seed {}: two runs logged {} and {}: something \
+                         in the run draws from outside its seed",
+                        row.label(),
+                        row.faults.name,
+                        u.seed,
+                        logged(u.first),
+                        logged(u.second)
+                    )
+                )
+            );
+        }
+    }
     for (row, path) in failing {
         let (Some(case), Some((path, page))) = (&row.first, path) else {
             continue;
@@ -369,6 +395,15 @@ fn print_coverage(report: &SoakReport) {
     }
 }
 
+/// A run's event-log hash and request count as the table prints them.
+fn logged((hash, requests): (Option<u64>, Option<u64>)) -> String {
+    format!(
+        "hash {} after {} requests",
+        hash.map_or("-".into(), |h| format!("{h:016x}")),
+        requests.map_or("-".into(), |r| r.to_string())
+    )
+}
+
 fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
     let rows: Vec<serde_json::Value> = report
         .rows
@@ -383,6 +418,7 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
                 "failures": row.failed.len(),
                 "failed_seeds": row.failed,
                 "coverage": row.coverage,
+                "unrepeatable_seeds": row.unrepeatable.iter().map(|u| u.seed).collect::<Vec<_>>(),
                 "first_failure": row.first.as_ref().map(|case| serde_json::json!({
                     "seed": case.workload.seed,
                     "anomalies": case.anomalies,

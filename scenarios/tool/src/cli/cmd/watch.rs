@@ -13,10 +13,12 @@
 
 use std::io::Write;
 
-use avout::zk::{ZkClient, ZkConfig};
+use avout::zk::ZkClient;
 use avout::{AddWatchMode, Coordination, EventKind, Stat};
 use clap::Args;
 use futures::StreamExt;
+
+use super::zk_auth::ZkAuth;
 
 /// Options of `avout watch`.
 #[derive(Debug, Args)]
@@ -24,6 +26,8 @@ pub(crate) struct WatchArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181.
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The node to watch (it need not exist).
     pub(crate) path: String,
     /// Watch every descendant too.
@@ -40,6 +44,8 @@ pub(crate) struct TreeArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181.
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// The subtree's root.
     pub(crate) path: String,
 }
@@ -70,18 +76,19 @@ pub(crate) enum WatchCmdError {
     Output(#[from] std::io::Error),
 }
 
-async fn connect(connect: &str) -> Result<ZkClient, WatchCmdError> {
-    ZkClient::connect(&ZkConfig::new(connect))
+async fn connect(connect: &str, auth: &ZkAuth) -> Result<ZkClient, WatchCmdError> {
+    let refused = |source| WatchCmdError::Connect {
+        connect: connect.to_owned(),
+        source,
+    };
+    ZkClient::connect(&auth.config(connect).map_err(refused)?)
         .await
-        .map_err(|source| WatchCmdError::Connect {
-            connect: connect.to_owned(),
-            source,
-        })
+        .map_err(refused)
 }
 
 /// Prints the events of a persistent watch until the session ends (or `--count` events).
 pub(crate) async fn watch(args: &WatchArgs, out: &mut impl Write) -> Result<(), WatchCmdError> {
-    let zk = connect(&args.zk).await?;
+    let zk = connect(&args.zk, &args.zk_auth).await?;
     let mode = if args.recursive {
         AddWatchMode::PersistentRecursive
     } else {
@@ -110,7 +117,7 @@ pub(crate) async fn watch(args: &WatchArgs, out: &mut impl Write) -> Result<(), 
 
 /// Prints the subtree under `--path`, depth first, children in name order.
 pub(crate) async fn tree(args: &TreeArgs, out: &mut impl Write) -> Result<(), WatchCmdError> {
-    let zk = connect(&args.zk).await?;
+    let zk = connect(&args.zk, &args.zk_auth).await?;
     let mut todo = vec![(args.path.clone(), 0usize)];
     while let Some((path, depth)) = todo.pop() {
         let failed = |source| WatchCmdError::Request {
@@ -182,11 +189,14 @@ mod tests {
         let server = tokio::task::block_in_place(ZkServer::start)
             .expect("a real ZooKeeper server (Debian's zookeeper package)");
         let connect_string = server.connect_string();
-        let writer = connect(&connect_string).await.expect("writer");
+        let writer = connect(&connect_string, &ZkAuth::default())
+            .await
+            .expect("writer");
         writer.ensure_path("/cli/a").await.expect("setup");
 
         let args = WatchArgs {
             zk: connect_string.clone(),
+            zk_auth: Box::default(),
             path: "/cli".into(),
             recursive: true,
             count: Some(3),
@@ -222,6 +232,7 @@ mod tests {
         tree(
             &TreeArgs {
                 zk: connect_string,
+                zk_auth: Box::default(),
                 path: "/cli".into(),
             },
             &mut out,

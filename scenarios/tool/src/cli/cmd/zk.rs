@@ -8,6 +8,13 @@
 //! `--dir` says otherwise). `stop` kills only processes that still run `QuorumPeerMain` with the
 //! recorded configuration, so a pid reused by an unrelated process since is left alone.
 //!
+//! With `--tls` the servers also serve TLS on secure client ports, with certificates from a
+//! CA made for them: `start` writes that CA's certificate and a client certificate and key
+//! (`ca.pem`, `client.pem`, `client-key.pem`) into `client-tls/` of the servers' directory,
+//! prints the secure connect string, and says which `--zk-tls-*` flags reach the servers
+//! (see [`super::zk_auth`]). The servers ask clients for a certificate; `stop` deletes the
+//! files with the servers' data.
+//!
 //! Two `avout zk start` racing on one state directory are not guarded against.
 
 use std::fs;
@@ -15,6 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use avout_testkit::server::{DetachedZk, TestkitError, ZkEnsemble, ZkServer};
+use avout_testkit::tls::TestCa;
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +50,10 @@ pub(crate) struct StartArgs {
     /// Turn off the servers' fsync of their transaction logs (faster writes, less durable).
     #[arg(long)]
     no_fsync: bool,
+    /// Serve TLS too, on secure client ports, with certificates of a CA made for these
+    /// servers; prints the secure connect string and the --zk-tls-* flags that reach it.
+    #[arg(long)]
+    tls: bool,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -139,6 +151,16 @@ struct State {
     servers: DetachedZk,
 }
 
+impl State {
+    /// What `--zk` takes: the secure client ports' connect string with `--tls`.
+    fn connect_string(&self) -> &str {
+        self.servers
+            .secure_connect_string
+            .as_deref()
+            .unwrap_or(&self.servers.connect_string)
+    }
+}
+
 /// Runs one `avout zk` subcommand.
 pub(crate) fn run(command: ZkCommand) -> Result<(), ZkCmdError> {
     match command {
@@ -166,6 +188,8 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
     }
     let (ensemble, port, force_sync) = (args.ensemble, args.port, !args.no_fsync);
     let base = dir.clone();
+    let ca = args.tls.then(|| TestCa::new("avout zk start"));
+    let server_tls = ca.as_ref().map(TestCa::server_tls);
     let (kind, servers) = start_interruptibly(move || match ensemble {
         Some(n) => {
             let mut builder = ZkEnsemble::builder()
@@ -175,6 +199,9 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
                 .own_process_group(true);
             if let Some(port) = port {
                 builder = builder.base_port(port);
+            }
+            if let Some(tls) = server_tls {
+                builder = builder.tls(tls);
             }
             let servers = builder.start()?.detach();
             Ok((format!("a {n}-member ZooKeeper ensemble"), servers))
@@ -187,6 +214,9 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
             if let Some(port) = port {
                 builder = builder.port(port);
             }
+            if let Some(tls) = server_tls {
+                builder = builder.tls(tls);
+            }
             let servers = builder.start()?.detach();
             Ok(("a standalone ZooKeeper".to_owned(), servers))
         }
@@ -195,12 +225,20 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
         kind: kind.to_owned(),
         servers,
     };
-    if let Err(e) = save(&state_path, &state) {
-        // Without the state file nobody could find these servers again.
-        let _ = state.servers.stop();
-        return Err(e);
-    }
-    println!("{}", state.servers.connect_string);
+    let saved = ca
+        .map(|ca| client_tls_files(&ca, &state.servers.dir))
+        .transpose()
+        .and_then(|flags| save(&state_path, &state).map(|()| flags));
+    let tls_flags = match saved {
+        Ok(flags) => flags,
+        Err(e) => {
+            // Without the state file nobody could find these servers again (nor, without
+            // the client's files, reach them over TLS).
+            let _ = state.servers.stop();
+            return Err(e);
+        }
+    };
+    println!("{}", state.connect_string());
     let pids: Vec<String> = state
         .servers
         .processes
@@ -214,7 +252,42 @@ fn start(args: &StartArgs) -> Result<(), ZkCmdError> {
         state.servers.dir.display(),
         args.dir.flag(),
     );
+    if let Some(flags) = tls_flags {
+        eprintln!(
+            "TLS on {} (plaintext stays on {}): connect with --zk {} {flags}",
+            state.connect_string(),
+            state.servers.connect_string,
+            state.connect_string(),
+        );
+    }
     Ok(())
+}
+
+/// Writes the CA's certificate and a client certificate and key of `ca` into
+/// `client-tls/` of `dir`; returns the `--zk-tls-*` flags that use them.
+fn client_tls_files(ca: &TestCa, dir: &Path) -> Result<String, ZkCmdError> {
+    let tls_dir = dir.join("client-tls");
+    let client = ca.issue(&ca.client("avout"));
+    let files = [
+        ("ca.pem", ca.cert_pem()),
+        ("client.pem", client.cert_pem.as_str()),
+        ("client-key.pem", client.key_pem.as_str()),
+    ];
+    let state_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ZkCmdError::State { path, source }
+    };
+    fs::create_dir_all(&tls_dir).map_err(state_err(&tls_dir))?;
+    for (name, pem) in files {
+        let path = tls_dir.join(name);
+        fs::write(&path, pem).map_err(state_err(&path))?;
+    }
+    Ok(format!(
+        "--zk-tls-ca {} --zk-tls-cert {} --zk-tls-key {}",
+        tls_dir.join("ca.pem").display(),
+        tls_dir.join("client.pem").display(),
+        tls_dir.join("client-key.pem").display(),
+    ))
 }
 
 /// Runs `start` (which starts servers and detaches them) so that a signal meant to abort the
@@ -246,6 +319,7 @@ fn start_interruptibly(
         let mut starting = tokio::task::spawn_blocking(start);
         let signalled = any_signal(&mut signals);
         tokio::select! {
+            biased;
             started = &mut starting => return unwrap_join(started),
             () = signalled => {}
         }
@@ -347,7 +421,7 @@ fn status(args: &DirArgs) -> Result<(), ZkCmdError> {
         });
     }
     eprintln!("{}, data in {}", state.kind, state.servers.dir.display());
-    println!("{}", state.servers.connect_string);
+    println!("{}", state.connect_string());
     Ok(())
 }
 

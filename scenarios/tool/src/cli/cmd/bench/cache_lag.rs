@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cli::cmd::zk_auth::ZkAuth;
 use avout::recipes::cache::{Cache, CacheEvent, CacheScope, Entry};
 use avout::{Client, Coordination, CoordinationExt, CreateOptions};
 use clap::Args;
@@ -50,6 +51,8 @@ pub(crate) struct CacheLagArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Children of the cached root.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) nodes: u32,
@@ -184,7 +187,7 @@ pub(crate) async fn run(args: CacheLagArgs) -> Result<(), BenchError> {
 
 /// Runs the workload and returns its figure (the tests call this directly).
 pub(crate) async fn measure(args: &CacheLagArgs) -> Result<Figure, BenchError> {
-    let writer = connect(&args.zk).await?;
+    let writer = connect(&args.zk, &args.zk_auth).await?;
     clear(&writer).await.map_err(op_error)?;
     writer.ensure_path(ROOT).await.map_err(op_error)?;
     let create = CreateOptions::default();
@@ -194,7 +197,7 @@ pub(crate) async fn measure(args: &CacheLagArgs) -> Result<Figure, BenchError> {
         .await
         .map_err(op_error)?;
 
-    let follower = connect(&args.zk).await?;
+    let follower = connect(&args.zk, &args.zk_auth).await?;
     let started = Instant::now();
     let mut cache = Cache::start(Arc::new(follower.clone()), ROOT, CacheScope::Subtree)
         .await
@@ -267,6 +270,7 @@ async fn write(zk: &Client, args: &CacheLagArgs, epoch: Instant) -> Result<Vec<A
     let mut next = 0;
     while next < total || !pending.is_empty() {
         tokio::select! {
+            biased;
             () = tokio::time::sleep_until(due(next).into()), if next < total => {
                 // Everything due is sent now, so a late wake-up does not lower the rate.
                 let now = Instant::now();
@@ -310,6 +314,7 @@ async fn listen(
         }
         let deadline = want.as_ref().map(|(_, d)| *d);
         tokio::select! {
+            biased;
             event = cache.next_event() => match event {
                 Some(CacheEvent::Changed { path, stat, .. } | CacheEvent::Created { path, stat, .. }) => {
                     let at = epoch.elapsed();
@@ -396,6 +401,7 @@ mod tests {
             .expect("a real ZooKeeper server (Debian's zookeeper package)");
         let args = CacheLagArgs {
             zk: server.connect_string(),
+            zk_auth: Box::default(),
             nodes: 300,
             rate: 200,
             duration: Duration::from_secs(2),

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::cli::cmd::zk_auth::ZkAuth;
 use avout::atom::Atom;
 use avout::lock::{Mutex, RwLock};
 use avout::{Client, CoordinationExt};
@@ -66,6 +67,8 @@ pub(crate) struct RecipeArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Sessions working at once in the `*-contended` workloads (ignored by the others).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) clients: u32,
@@ -120,7 +123,7 @@ pub(crate) async fn run(workload: Workload, args: RecipeArgs) -> Result<(), Benc
 
 /// Runs one workload and returns its figure (the tests call this directly).
 pub(crate) async fn measure(workload: Workload, args: &RecipeArgs) -> Result<Line, BenchError> {
-    let admin = connect(&args.zk).await?;
+    let admin = connect(&args.zk, &args.zk_auth).await?;
     let path = format!("/bench/avout/{}", workload.name());
     admin
         .delete_recursive(&path)
@@ -246,9 +249,10 @@ async fn contended(
             .map_err(|e| op_error(workload.name(), e))?;
     }
     let prepare = |_| {
-        let (connect_to, path, holders) = (args.zk.clone(), path.to_owned(), holders.clone());
+        let (connect_to, auth) = (args.zk.clone(), args.zk_auth.clone());
+        let (path, holders) = (path.to_owned(), holders.clone());
         async move {
-            let zk = connect(&connect_to).await?;
+            let zk = connect(&connect_to, &auth).await?;
             let worker = match workload {
                 Workload::LockContended => Worker::Lock {
                     mutex: Mutex::new(&zk, path.clone())

@@ -13,6 +13,7 @@
 //! last client's finish. The line is the peers' JSON (`../shared/peers`) with the protocol and
 //! the STM's counts per operation appended: retries, requests and round trips.
 
+use crate::cli::cmd::zk_auth::ZkAuth;
 use crate::report::stm_stats;
 use avout::stm::{Protocol, Ref, Stm, StmConfig, StmError, StmStats};
 use avout::{Client, CoordinationExt};
@@ -46,6 +47,8 @@ pub(crate) struct StmArgs {
     /// ZooKeeper connect string, e.g. 127.0.0.1:2181 (see `avout zk start`).
     #[arg(long, value_name = "CONNECT")]
     pub(crate) zk: String,
+    #[command(flatten)]
+    pub(crate) zk_auth: Box<ZkAuth>,
     /// Sessions running transactions at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) clients: u32,
@@ -156,7 +159,7 @@ async fn open_worker(
     root: &str,
     index: u64,
 ) -> Result<Worker, BenchError> {
-    let zk = connect(&args.zk).await?;
+    let zk = connect(&args.zk, &args.zk_auth).await?;
     let config = StmConfig::with_protocol(args.protocol);
     let stm = Stm::open(&zk, root, config)
         .await
@@ -189,7 +192,7 @@ async fn open_worker(
 
 /// Runs one workload and returns its figure.
 pub(crate) async fn measure(workload: StmWorkload, args: &StmArgs) -> Result<StmLine, BenchError> {
-    let admin = connect(&args.zk).await?;
+    let admin = connect(&args.zk, &args.zk_auth).await?;
     let root = format!("/bench/avout/{}-{}", workload.name(), args.protocol.name());
     admin
         .delete_recursive(&root)

@@ -1,4 +1,5 @@
-//! Background tasks that belong to the process that started them.
+//! Background tasks that belong to the process that started them, and a watch channel
+//! ([`watch`]) that wakes its observers in a deterministic order.
 //!
 //! A real process that stops (a long GC pause, `SIGSTOP`, a VM migration) stops *all* its
 //! code: the task that holds a lock, the managed client's supervisor, the task releasing a
@@ -27,6 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use tokio::task::JoinHandle;
+
+pub mod watch;
 
 tokio::task_local! {
     static CURRENT: Gate;
