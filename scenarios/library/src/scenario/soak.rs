@@ -26,15 +26,17 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
 use avout_sim_zk::FaultKind;
 
 use super::case::{Case, CaseError};
+use super::coverage::Coverage;
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
+use super::{FaultPlan, Faults, Protocol, Registry, Report, RunError, Swarm, Workload};
 
 /// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
 ///
@@ -52,6 +54,8 @@ pub struct FaultConfig {
     pub name: String,
     /// The kinds.
     pub kinds: Vec<FaultKind>,
+    /// Whether each seed draws its own mix of the kinds (swarm testing; see [`Swarm`]).
+    pub swarm: bool,
 }
 
 impl FaultConfig {
@@ -71,6 +75,27 @@ impl FaultConfig {
         FaultConfig {
             name,
             kinds: kinds.to_vec(),
+            swarm: false,
+        }
+    }
+
+    /// The same kinds under swarm testing: each seed draws which are on and their rates.
+    /// Its name is the fixed configuration's with `swarm:` before it.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::soak::FaultConfig;
+    /// let s = FaultConfig::all().swarm();
+    /// assert_eq!(s.name, "swarm:all");
+    /// assert_ne!(s.faults().plan(1), s.faults().plan(2));
+    /// ```
+    pub fn swarm(self) -> Self {
+        if self.swarm {
+            return self;
+        }
+        FaultConfig {
+            name: format!("swarm:{}", self.name),
+            swarm: true,
+            ..self
         }
     }
 
@@ -105,9 +130,18 @@ impl FaultConfig {
             .collect()
     }
 
-    /// The fault plan: these kinds at the chaos mix's rates.
+    /// The fault plan of the fixed configuration: these kinds at the chaos mix's rates.
     pub fn plan(&self) -> FaultPlan {
         FaultPlan::kinds(&self.kinds, None)
+    }
+
+    /// The faults of its runs: the fixed plan, or a swarm of the kinds.
+    pub fn faults(&self) -> Faults {
+        if self.swarm {
+            Faults::Swarm(Swarm::of(&self.kinds))
+        } else {
+            Faults::Plan(self.plan())
+        }
     }
 }
 
@@ -218,6 +252,8 @@ pub struct Row {
     pub failed: Vec<u64>,
     /// The lowest failing seed's run, recorded.
     pub first: Option<Case>,
+    /// The coverage marks its runs reached.
+    pub coverage: Coverage,
     /// Seeds whose two runs logged different events, lowest first, with both logs' hashes:
     /// the run drew from something other than its seed, so it cannot be replayed.
     pub unrepeatable: Vec<Unrepeatable>,
@@ -241,7 +277,7 @@ impl Row {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, unrepeatable: vec![] };
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
     /// assert_eq!(row.label(), "bank+memory");
     /// ```
     pub fn label(&self) -> String {
@@ -273,6 +309,15 @@ impl SoakReport {
             .iter()
             .any(|r| !r.failed.is_empty() || !r.unrepeatable.is_empty())
     }
+
+    /// The coverage marks of every row's runs together.
+    pub fn coverage(&self) -> Coverage {
+        let mut all = Coverage::default();
+        for row in &self.rows {
+            all.merge(&row.coverage);
+        }
+        all
+    }
 }
 
 /// Runs the soak; `progress` is called after each run with the number of runs done.
@@ -300,8 +345,9 @@ pub fn soak(
         .iter()
         .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
         .collect::<Result<Vec<Workload>, RunError>>()?;
-    let plans: Vec<FaultPlan> = jobs.iter().map(|(_, _, f)| f.plan()).collect();
+    let faults: Vec<Faults> = jobs.iter().map(|(_, _, f)| f.faults()).collect();
     let per_job = s.seeds.max(1);
+    let coverage: Vec<Mutex<Coverage>> = jobs.iter().map(|_| Mutex::default()).collect();
     let unrepeatable = std::sync::Mutex::new(Vec::new());
     let found = explore_runs(
         jobs.len() as u64 * s.seeds,
@@ -315,7 +361,7 @@ pub fn soak(
                 registry
                     .run(&workloads[job])
                     .seed(seed)
-                    .faults(&plans[job])
+                    .with_faults(&faults[job])
                     .planted(s.planted)
                     .sim()
             };
@@ -335,19 +381,25 @@ pub fn soak(
                 }
             }
             // Only the count and the seeds of failures are kept; the lowest is re-run below.
+            coverage[job]
+                .lock()
+                .expect("not poisoned")
+                .add_run(&report.coverage);
             report.history = Default::default();
             Ok(report)
         },
     )?;
     let mut rows: Vec<Row> = jobs
         .iter()
-        .map(|(scenario, ref_store, faults)| Row {
+        .zip(coverage)
+        .map(|((scenario, ref_store, faults), coverage)| Row {
             scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
             faults: (*faults).clone(),
             seeds: s.seeds,
             failed: Vec::new(),
             first: None,
+            coverage: coverage.into_inner().expect("not poisoned"),
             unrepeatable: Vec::new(),
         })
         .collect();
@@ -361,11 +413,11 @@ pub fn soak(
             .failed
             .push(s.base + i % per_job);
     }
-    for ((row, plan), w) in rows.iter_mut().zip(&plans).zip(&workloads) {
+    for ((row, faults), w) in rows.iter_mut().zip(&faults).zip(&workloads) {
         if let Some(&seed) = row.failed.first() {
             // The same run (a function of its seed), its choices taped for the case file.
             let w = Workload { seed, ..w.clone() };
-            row.first = Some(Case::record(registry, &w, plan, s.planted)?);
+            row.first = Some(Case::record_faults(registry, &w, faults, s.planted)?);
         }
     }
     Ok(SoakReport {

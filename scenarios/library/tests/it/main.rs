@@ -9,3 +9,4 @@ mod scenarios;
 mod scenarios_planted;
 mod shrink;
 mod soak;
+mod swarm;

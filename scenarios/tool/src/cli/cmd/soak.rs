@@ -2,10 +2,12 @@
 //!
 //! The grid and its runs are [`avout_scenarios::scenario::soak`]'s; this module parses the
 //! options, picks the base seed, draws the progress bar, prints the table and writes the
-//! lowest failing seed of each failing row as a case file.
+//! lowest failing seed of each failing row as a case file, then the coverage marks reached.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use avout::coverage::Mark;
 use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
 use avout_scenarios::scenario::{Protocol, Registry};
 
@@ -32,6 +34,10 @@ pub(crate) struct SoakArgs {
     /// Every pair of fault kinds (78), N seeds each.
     #[arg(long)]
     pairs: bool,
+    /// Swarm testing: in every fault configuration, each seed draws which of its kinds are
+    /// on and their rates from wide ranges (rows are named `swarm:CONFIG`).
+    #[arg(long)]
+    swarm: bool,
     /// Scenarios, comma-separated (default: every built-in scenario, then those a user's
     /// binary registered).
     #[arg(long, value_name = "LIST")]
@@ -96,6 +102,9 @@ impl SoakArgs {
         }
         if self.pairs {
             faults.extend(FaultConfig::pairs());
+        }
+        if self.swarm {
+            faults = faults.into_iter().map(FaultConfig::swarm).collect();
         }
         if self.seeds == 0 {
             return Err(usage("--seeds must be at least 1".into()));
@@ -222,6 +231,7 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
         print_json(&s, &report, &paths);
     } else {
         print_table(&report, &paths);
+        print_coverage(&report);
     }
     if kept_failed > 0 {
         return Err(RunCmdError::Anomaly(format!(
@@ -351,6 +361,49 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
     }
 }
 
+/// The coverage marks: for each, the runs that reached it and the scenarios they were of;
+/// a mark no run reached is a finding, shown as such.
+fn print_coverage(report: &SoakReport) {
+    let style = Style::stdout();
+    let all = report.coverage();
+    let width = Mark::ALL.iter().map(|m| m.name().len()).max().unwrap_or(0);
+    println!(
+        "coverage    {} of {} marks reached in {} runs (runs reaching each, and where):",
+        Mark::ALL.len() - all.unreached().count(),
+        Mark::ALL.len(),
+        all.runs
+    );
+    for &mark in Mark::ALL {
+        let reached = all.get(mark);
+        if reached.runs == 0 {
+            println!(
+                "  {:width$}  {}",
+                mark.name(),
+                style.paint("33;1", "NEVER REACHED")
+            );
+            continue;
+        }
+        let mut by_scenario: BTreeMap<String, u64> = BTreeMap::new();
+        for row in &report.rows {
+            let n = row.coverage.get(mark).runs;
+            if n > 0 {
+                *by_scenario.entry(row.label()).or_default() += n;
+            }
+        }
+        let wheres: Vec<String> = by_scenario
+            .iter()
+            .map(|(scenario, n)| format!("{scenario} {n}"))
+            .collect();
+        println!(
+            "  {:width$}  {:>7} runs  {:>8} times  {}",
+            mark.name(),
+            reached.runs,
+            reached.times,
+            wheres.join(", ")
+        );
+    }
+}
+
 /// A run's event-log hash and request count as the table prints them.
 fn logged((hash, requests): (Option<u64>, Option<u64>)) -> String {
     format!(
@@ -373,6 +426,7 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
                 "seeds": row.seeds,
                 "failures": row.failed.len(),
                 "failed_seeds": row.failed,
+                "coverage": row.coverage,
                 "unrepeatable_seeds": row.unrepeatable.iter().map(|u| u.seed).collect::<Vec<_>>(),
                 "first_failure": row.first.as_ref().map(|case| serde_json::json!({
                     "seed": case.workload.seed,
@@ -396,6 +450,7 @@ fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
             "wall_time_s": report.wall_time.as_secs_f64(),
             "failed": report.failed(),
             "rows": rows,
+            "unreached": report.coverage().unreached().map(Mark::name).collect::<Vec<_>>(),
         })
     );
 }
