@@ -93,6 +93,12 @@ marks! {
         "a reader whose owner holds the write lock was let in past the writers queued behind it",
     LockReleaseInFlight = "lock.release-in-flight":
         "a contender passed over its own released node whose delete had not been applied yet",
+    LockReleaseRode = "lock.release-rode":
+        "a deferred release rode with the next acquisition's create, one multi applied",
+    LockRideAdopted = "lock.ride-adopted":
+        "a riding create's multi lost its reply, and recovery adopted the node: the release it carried was applied with it",
+    LockRideDropped = "lock.ride-dropped":
+        "a riding create was refused (the released node already gone, or its delete or stamp refused), and the lock created alone",
     ElectionLeaderSessionEnded = "election.leader-session-ended":
         "a leader's session ended while it led",
     AtomWriteLostApplied = "atom.write-lost-applied":
@@ -135,6 +141,8 @@ marks! {
         "a lock-table transaction's multi lost its reply, and the missing marker showed it not applied",
     TwoPhaseDecidedByAnother = "two-phase-commit.decided-by-another":
         "a participant went to record the outcome and found another had recorded it first",
+    SyncCheckFailed = "sync.check-failed":
+        "a quorum sync's check was refused (its node missing or unreadable), and counted as synced because it went through the quorum",
     ClientSessionReplaced = "client.session-replaced":
         "a managed client's session ended and it opened the next one, its handles carrying on",
 }

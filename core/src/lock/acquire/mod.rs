@@ -395,7 +395,12 @@ impl AcquireMachine {
     ) {
         if matches!(outcome, Protected::Created | Protected::Adopted) && !self.ride_dropped {
             // The ride shares the create's fate.
-            self.riding = None;
+            if self.riding.take().is_some() {
+                coverage::reach(match outcome {
+                    Protected::Adopted => Mark::LockRideAdopted,
+                    _ => Mark::LockReleaseRode,
+                });
+            }
         }
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
@@ -414,6 +419,7 @@ impl AcquireMachine {
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
             (Protected::Failed(e), _) => self.failed(now, e, Retry::Recover),
             (Protected::Refused { op, error }, give_up) => {
+                coverage::reach(Mark::LockRideDropped);
                 match (op, error) {
                     // Already gone: nothing left to release.
                     (Some(_), Error::NoNode { .. }) => self.riding = None,

@@ -30,120 +30,19 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
-use avout_sim_zk::FaultKind;
+
+mod faults;
+mod shard;
+
+pub use faults::{FaultConfig, FaultConfigError};
+pub use shard::{MergeError, Shard, ShardError, SoakSlice, merge};
 
 use super::case::{Case, CaseError};
 use super::coverage::Coverage;
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{FaultPlan, Faults, Protocol, Registry, Report, RunError, Swarm, Workload};
-
-/// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
-///
-/// ```
-/// use avout_scenarios::scenario::soak::FaultConfig;
-/// assert_eq!(FaultConfig::all().name, "all");
-/// assert_eq!(FaultConfig::per_kind().len(), 13);
-/// assert_eq!(FaultConfig::pairs().len(), 78);
-/// assert_eq!(FaultConfig::every().kinds.len(), 13);
-/// assert_eq!(FaultConfig::pairs()[0].name, "request-lost+reply-lost");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FaultConfig {
-    /// `all`, `none`, a kind's name, or kinds joined by `+`.
-    pub name: String,
-    /// The kinds.
-    pub kinds: Vec<FaultKind>,
-    /// Whether each seed draws its own mix of the kinds (swarm testing; see [`Swarm`]).
-    pub swarm: bool,
-}
-
-impl FaultConfig {
-    /// The given kinds.
-    pub fn of(kinds: &[FaultKind]) -> Self {
-        let name = if kinds.is_empty() {
-            "none".to_owned()
-        } else if FaultKind::ALL.iter().all(|k| kinds.contains(k)) {
-            "every".to_owned()
-        } else if kinds.len() == FaultKind::DEFAULT.len()
-            && FaultKind::DEFAULT.iter().all(|k| kinds.contains(k))
-        {
-            "all".to_owned()
-        } else {
-            kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join("+")
-        };
-        FaultConfig {
-            name,
-            kinds: kinds.to_vec(),
-            swarm: false,
-        }
-    }
-
-    /// The same kinds under swarm testing: each seed draws which are on and their rates.
-    /// Its name is the fixed configuration's with `swarm:` before it.
-    ///
-    /// ```
-    /// use avout_scenarios::scenario::soak::FaultConfig;
-    /// let s = FaultConfig::all().swarm();
-    /// assert_eq!(s.name, "swarm:all");
-    /// assert_ne!(s.faults().plan(1), s.faults().plan(2));
-    /// ```
-    pub fn swarm(self) -> Self {
-        if self.swarm {
-            return self;
-        }
-        FaultConfig {
-            name: format!("swarm:{}", self.name),
-            swarm: true,
-            ..self
-        }
-    }
-
-    /// Every kind together.
-    pub fn all() -> Self {
-        FaultConfig::of(&FaultKind::DEFAULT)
-    }
-
-    /// Every kind together, the ensemble kinds too.
-    pub fn every() -> Self {
-        FaultConfig::of(&FaultKind::ALL)
-    }
-
-    /// No faults.
-    pub fn none() -> Self {
-        FaultConfig::of(&[])
-    }
-
-    /// Each kind alone.
-    pub fn per_kind() -> Vec<Self> {
-        FaultKind::ALL
-            .iter()
-            .map(|k| FaultConfig::of(&[*k]))
-            .collect()
-    }
-
-    /// Every pair of kinds.
-    pub fn pairs() -> Vec<Self> {
-        let all = FaultKind::ALL;
-        (0..all.len())
-            .flat_map(|i| (i + 1..all.len()).map(move |j| FaultConfig::of(&[all[i], all[j]])))
-            .collect()
-    }
-
-    /// The fault plan of the fixed configuration: these kinds at the chaos mix's rates.
-    pub fn plan(&self) -> FaultPlan {
-        FaultPlan::kinds(&self.kinds, None)
-    }
-
-    /// The faults of its runs: the fixed plan, or a swarm of the kinds.
-    pub fn faults(&self) -> Faults {
-        if self.swarm {
-            Faults::Swarm(Swarm::of(&self.kinds))
-        } else {
-            Faults::Plan(self.plan())
-        }
-    }
-}
+use super::{Faults, Protocol, Registry, Report, RunError, Workload};
+use serde::{Deserialize, Serialize};
 
 /// What to soak.
 #[derive(Clone, Debug)]
@@ -170,6 +69,8 @@ pub struct Soak {
     pub ref_store_rows: Vec<(String, RefStoreKind)>,
     /// How many seeds of each row (the first ones) run twice, their event logs compared.
     pub repeat: u64,
+    /// The slice of the seeds this soak runs ([`Shard::WHOLE`]: all of them).
+    pub shard: Shard,
 }
 
 /// Seeds of each row run twice by default: a few per row finds a run that draws from outside
@@ -195,6 +96,7 @@ impl Soak {
             },
             scenarios,
             repeat: REPEAT,
+            shard: Shard::WHOLE,
         }
     }
 
@@ -227,18 +129,31 @@ impl Soak {
         ref_store: RefStoreKind,
         seed: u64,
     ) -> Result<Workload, RunError> {
-        let mut w = registry.workload(scenario, seed)?;
-        w.ref_store = ref_store;
-        w.protocol = self.protocol;
-        if let Some(ops) = self.ops {
-            w.ops = ops;
-        }
-        Ok(w)
+        row_workload(registry, scenario, ref_store, self.protocol, self.ops, seed)
     }
 }
 
-/// One (scenario, fault configuration) row of a soak.
-#[derive(Clone, Debug)]
+/// The workload of a row of `scenario` with `seed`, its refs in `ref_store`.
+fn row_workload(
+    registry: &Registry,
+    scenario: &str,
+    ref_store: RefStoreKind,
+    protocol: Protocol,
+    ops: Option<usize>,
+    seed: u64,
+) -> Result<Workload, RunError> {
+    let mut w = registry.workload(scenario, seed)?;
+    w.ref_store = ref_store;
+    w.protocol = protocol;
+    if let Some(ops) = ops {
+        w.ops = ops;
+    }
+    Ok(w)
+}
+
+/// One (scenario, fault configuration) row of a soak. Written to JSON (by `avout soak
+/// --json`, to be [merged](merge)) without [`Row::first`], which a merge records again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// The scenario.
     pub scenario: String,
@@ -249,8 +164,10 @@ pub struct Row {
     /// Seeds run.
     pub seeds: u64,
     /// Failing seeds, lowest first.
+    #[serde(rename = "failed_seeds")]
     pub failed: Vec<u64>,
     /// The lowest failing seed's run, recorded.
+    #[serde(skip)]
     pub first: Option<Case>,
     /// The coverage marks its runs reached.
     pub coverage: Coverage,
@@ -260,7 +177,7 @@ pub struct Row {
 }
 
 /// A seed whose two runs differed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unrepeatable {
     /// The seed.
     pub seed: u64,
@@ -346,17 +263,19 @@ pub fn soak(
         .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
         .collect::<Result<Vec<Workload>, RunError>>()?;
     let faults: Vec<Faults> = jobs.iter().map(|(_, _, f)| f.faults()).collect();
-    let per_job = s.seeds.max(1);
+    // This shard's seeds of each row: the k-th is the row's offset `s.shard.offset(k)`.
+    let per_job = s.shard.seeds_of(s.seeds);
+    let seed_of = |i: u64| (i / per_job, s.base + s.shard.offset(i % per_job));
     let coverage: Vec<Mutex<Coverage>> = jobs.iter().map(|_| Mutex::default()).collect();
     let unrepeatable = std::sync::Mutex::new(Vec::new());
     let found = explore_runs(
-        jobs.len() as u64 * s.seeds,
+        jobs.len() as u64 * per_job,
         s.threads,
         true,
         progress,
         &|i| {
-            let job = (i / per_job) as usize;
-            let seed = s.base + i % per_job;
+            let (job, seed) = seed_of(i);
+            let job = job as usize;
             let run = || {
                 registry
                     .run(&workloads[job])
@@ -366,7 +285,8 @@ pub fn soak(
                     .sim()
             };
             let mut report = run()?;
-            if i % per_job < s.repeat {
+            // The row's first seeds, whichever shard runs them.
+            if seed - s.base < s.repeat {
                 let again = run()?;
                 let logged = |r: &Report| (r.hash, r.requests);
                 if logged(&report) != logged(&again) {
@@ -396,7 +316,7 @@ pub fn soak(
             scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
             faults: (*faults).clone(),
-            seeds: s.seeds,
+            seeds: per_job,
             failed: Vec::new(),
             first: None,
             coverage: coverage.into_inner().expect("not poisoned"),
@@ -409,23 +329,42 @@ pub fn soak(
         rows[job].unrepeatable.push(u);
     }
     for (i, _) in &found.failures {
-        rows[(i / per_job) as usize]
-            .failed
-            .push(s.base + i % per_job);
+        let (job, seed) = seed_of(*i);
+        rows[job as usize].failed.push(seed);
     }
-    for ((row, faults), w) in rows.iter_mut().zip(&faults).zip(&workloads) {
-        if let Some(&seed) = row.failed.first() {
-            // The same run (a function of its seed), its choices taped for the case file.
-            let w = Workload { seed, ..w.clone() };
-            row.first = Some(Case::record_faults(registry, &w, faults, s.planted)?);
-        }
-    }
+    record_first(registry, &mut rows, s.protocol, s.ops, s.planted)?;
     Ok(SoakReport {
         rows,
         runs: found.runs,
         requests: found.requests,
         wall_time: wall.elapsed(),
     })
+}
+
+/// Records each failing row's lowest failing seed as a [`Case`] ([`Row::first`]): the same
+/// run, a function of its seed, with its choices taped for the case file.
+fn record_first(
+    registry: &Registry,
+    rows: &mut [Row],
+    protocol: Protocol,
+    ops: Option<usize>,
+    planted: Option<Bug>,
+) -> Result<(), RunError> {
+    for row in rows {
+        row.first = match row.failed.first() {
+            Some(&seed) => {
+                let w = row_workload(registry, &row.scenario, row.ref_store, protocol, ops, seed)?;
+                Some(Case::record_faults(
+                    registry,
+                    &w,
+                    &row.faults.faults(),
+                    planted,
+                )?)
+            }
+            None => None,
+        };
+    }
+    Ok(())
 }
 
 /// A kept regression case, run again.
