@@ -73,7 +73,7 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
         "far are themselves a random sample of it.",
         "",
         "Oracle, stopping at the first stage that catches: `unit` = `cargo nextest run -p "
-        "avout`; `model` = `cargo nextest run -p avout-models`; `soak` = `avout soak` of the "
+        "avout`, then core's doc examples; `model` = `cargo nextest run -p avout-models`; `soak` = `avout soak` of the "
         "module's scenarios (below). `timeout` counts as caught, as cargo-mutants counts it. "
         "Score = caught / (tried - unviable - equivalent), with its 95% Wilson interval.",
         "",
@@ -114,8 +114,8 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
         )
     out += [
         "",
-        "Notes: nextest runs no doctests, so core's doc examples are not part of stage 1. "
-        "nextest kills a test after 2 minutes (`scripts/mutation/nextest.toml`); the harness "
+        "Notes: nextest runs no doctests, so stage 1 also runs `cargo test --doc -p avout` "
+        "(`by` = `doc`). nextest kills a test after 2 minutes (`scripts/mutation/nextest.toml`); the harness "
         "records that, or a stage outliving 3 times its baseline, as `timeout`.",
     ]
     out += ["", "## Soaked scenarios per module", "", "| module | files | soaks |", "|---|---|---|"]
