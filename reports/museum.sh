@@ -21,13 +21,7 @@ cd "$(dirname "$0")/.."
 seeds=${1:-1000}
 shift || true
 # AVOUT: an `avout` binary already built with the feature (else it is built here).
-if [ -n "${AVOUT:-}" ]; then
-  avout=$AVOUT
-else
-  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-  cargo build --release -q -p avout-cli --features planted-bugs
-  avout=$CARGO_TARGET_DIR/release/avout
-fi
+source reports/planted-avout.sh
 if [ $# -gt 0 ]; then
   bugs=("$@")
 else

@@ -16,13 +16,7 @@ cd "$(dirname "$0")/.."
 seeds=${1:-1000}
 base=${2:-12430000000}
 faults=${3:-all}
-if [ -n "${AVOUT:-}" ]; then
-  avout=$AVOUT
-else
-  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-  cargo build --release -q -p avout-cli --features planted-bugs
-  avout=$CARGO_TARGET_DIR/release/avout
-fi
+source reports/planted-avout.sh
 out=avout-runs/swarm/$faults
 mkdir -p "$out"
 
