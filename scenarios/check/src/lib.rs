@@ -39,6 +39,7 @@
 
 pub mod bank;
 mod checker;
+mod elle;
 pub mod history;
 pub mod linear;
 pub mod list_append;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::CheckError;
+use crate::elle::intern::Interner;
 use crate::history::{History, Keys, Operation, Outcome};
 
 #[derive(Clone, Debug)]
@@ -24,25 +25,6 @@ pub(super) struct Txn {
     /// The operation, its value as completed for an `ok` transaction.
     pub(super) op: Operation,
     pub(super) mops: Vec<Mop>,
-}
-
-/// Canonical JSON text to a small integer, and back.
-#[derive(Default)]
-pub(super) struct Interner {
-    ids: HashMap<String, u32>,
-    pub(super) values: Vec<Value>,
-}
-
-impl Interner {
-    fn intern(&mut self, value: &Value) -> u32 {
-        // serde_json's maps are sorted, so equal values print equally.
-        let next = u32::try_from(self.values.len()).expect("fewer than 2^32 distinct values");
-        let id = *self.ids.entry(value.to_string()).or_insert(next);
-        if id == next {
-            self.values.push(value.clone());
-        }
-        id
-    }
 }
 
 pub(super) struct Parsed {
@@ -90,8 +72,8 @@ impl Parsed {
                 if let Mop::Append { key, elem } = *mop {
                     if let Some(&(first, _)) = parsed.appender.get(&(key, elem)) {
                         return Err(CheckError::DuplicateAppend {
-                            key: parsed.keys.values[key as usize].clone(),
-                            element: parsed.elems.values[elem as usize].clone(),
+                            key: parsed.keys.value(key),
+                            element: parsed.elems.value(elem),
                             first_line: parsed.txns[first as usize].op.invoke.line,
                             line: op.invoke.line,
                         });
@@ -139,11 +121,11 @@ impl Parsed {
     }
 
     pub(super) fn key(&self, key: u32) -> Value {
-        self.keys.values[key as usize].clone()
+        self.keys.value(key)
     }
 
     pub(super) fn elem(&self, elem: u32) -> Value {
-        self.elems.values[elem as usize].clone()
+        self.elems.value(elem)
     }
 
     pub(super) fn elems(&self, list: &[u32]) -> Vec<Value> {

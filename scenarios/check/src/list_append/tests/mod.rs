@@ -8,6 +8,7 @@ mod valid;
 use serde_json::{Value, json};
 
 use super::{EdgeKind, ElleAnomaly, Findings, check_list_append};
+pub(super) use crate::elle::findings::Found;
 use crate::history::{Event, History};
 
 pub(super) fn txn() -> crate::history::F {
