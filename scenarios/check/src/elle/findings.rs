@@ -6,7 +6,8 @@ use std::fmt;
 
 use super::Consistency;
 use super::cycle::{Cycle, CycleKind};
-use crate::verdict::{Anomaly, Verdict};
+use crate::history::{Operation, Outcome};
+use crate::verdict::{Anomaly, Role, Verdict};
 
 /// One anomaly a transactional checker reports: a cycle, or one of the workload's own.
 pub(crate) trait Found: fmt::Display {
@@ -88,10 +89,7 @@ impl<A: Found> fmt::Display for Findings<A> {
 }
 
 /// Counts transactions by outcome: ok, fail, info.
-pub(crate) fn outcomes<'a>(
-    ops: impl IntoIterator<Item = &'a crate::history::Operation>,
-) -> [usize; 3] {
-    use crate::history::Outcome;
+pub(crate) fn outcomes<'a>(ops: impl IntoIterator<Item = &'a Operation>) -> [usize; 3] {
     let mut counts = [0; 3];
     for op in ops {
         counts[match op.outcome {
@@ -101,4 +99,19 @@ pub(crate) fn outcomes<'a>(
         }] += 1;
     }
     counts
+}
+
+/// A read of `writer`'s write by `reader` that should not have happened (G1a, G1b), as a
+/// verdict shows it: `a` with the two operations and the edge between them.
+pub(crate) fn bad_read(a: Anomaly, reader: &Operation, writer: &Operation, why: String) -> Anomaly {
+    a.op(reader.invoke.index, Role::Culprit, "reader")
+        .op(writer.invoke.index, Role::Party, "writer")
+        .link(writer.invoke.index, reader.invoke.index, "wr", "wr", why)
+}
+
+/// `a` with each of `txns` named `T0`, `T1`, … (a lost update's transactions).
+pub(crate) fn parties(a: Anomaly, txns: &[Operation]) -> Anomaly {
+    txns.iter().enumerate().fold(a, |a, (i, tx)| {
+        a.op(tx.invoke.index, Role::Party, format!("T{i}"))
+    })
 }

@@ -13,8 +13,10 @@
 pub(crate) mod cycle;
 pub(crate) mod findings;
 pub(crate) mod graph;
-pub(crate) mod intern;
 pub(crate) mod order;
+pub(crate) mod parse;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::fmt;
 
@@ -55,5 +57,40 @@ impl fmt::Display for Consistency {
             Consistency::StrongSessionSerializable => "strong-session-serializable",
             Consistency::StrictSerializable => "strict-serializable",
         })
+    }
+}
+
+/// What a transactional checker holds a history to: a consistency model, and whether write
+/// skew is allowed within it (snapshot isolation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Model {
+    pub(crate) consistency: Consistency,
+    pub(crate) allow_write_skew: bool,
+}
+
+impl Model {
+    /// The model `avout check`'s options (or a scenario's) say.
+    pub(crate) fn of(options: &crate::Options) -> Model {
+        Model {
+            consistency: options.consistency,
+            allow_write_skew: options.allow_write_skew,
+        }
+    }
+
+    /// A checker's name: `list-append (Elle, strict serializability)`.
+    pub(crate) fn name(self, workload: &str) -> String {
+        let model = self.consistency.noun();
+        if self.allow_write_skew {
+            format!("{workload} (Elle, {model} but G2-item: snapshot isolation)")
+        } else {
+            format!("{workload} (Elle, {model})")
+        }
+    }
+
+    /// Drops from `findings` what the model allows.
+    pub(crate) fn allow<A: findings::Found>(self, findings: &mut findings::Findings<A>) {
+        if self.allow_write_skew {
+            findings.allow_write_skew();
+        }
     }
 }

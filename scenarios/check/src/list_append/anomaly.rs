@@ -5,7 +5,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::elle::cycle::Cycle;
-use crate::elle::findings::Found;
+use crate::elle::findings::{Found, bad_read, parties};
 use crate::history::Operation;
 use crate::verdict::{Anomaly, Role};
 
@@ -233,16 +233,9 @@ impl Found for ElleAnomaly {
         match self {
             ElleAnomaly::Cycle(c) => c.reported(),
             ElleAnomaly::AbortedRead { reader, writer, .. }
-            | ElleAnomaly::IntermediateRead { reader, writer, .. } => a
-                .op(reader.invoke.index, Role::Culprit, "reader")
-                .op(writer.invoke.index, Role::Party, "writer")
-                .link(
-                    writer.invoke.index,
-                    reader.invoke.index,
-                    "wr",
-                    "wr",
-                    self.to_string(),
-                ),
+            | ElleAnomaly::IntermediateRead { reader, writer, .. } => {
+                bad_read(a, reader, writer, self.to_string())
+            }
             ElleAnomaly::Internal { op, .. }
             | ElleAnomaly::DuplicateElements { op, .. }
             | ElleAnomaly::GarbageRead { op, .. }
@@ -252,13 +245,7 @@ impl Found for ElleAnomaly {
             ElleAnomaly::IncompatibleOrder { longest, other, .. } => a
                 .op(other.0.invoke.index, Role::Culprit, "not a prefix")
                 .op(longest.0.invoke.index, Role::Party, "longest read"),
-            ElleAnomaly::LostUpdate { txns, .. } => {
-                let mut a = a;
-                for (i, tx) in txns.iter().enumerate() {
-                    a = a.op(tx.invoke.index, Role::Party, format!("T{i}"));
-                }
-                a
-            }
+            ElleAnomaly::LostUpdate { txns, .. } => parties(a, txns),
         }
     }
 }

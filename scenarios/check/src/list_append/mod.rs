@@ -127,6 +127,7 @@ mod tests;
 
 use crate::checker::{CheckError, Checker};
 pub use crate::elle::Consistency;
+use crate::elle::Model;
 #[cfg(test)]
 pub(crate) use crate::elle::cycle::{Cycle, CycleKind, EdgeKind, Order};
 use crate::history::History;
@@ -164,8 +165,7 @@ use parse::Parsed;
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ListAppend {
-    consistency: Consistency,
-    allow_write_skew: bool,
+    model: Model,
 }
 
 impl ListAppend {
@@ -174,9 +174,14 @@ impl ListAppend {
         ListAppend::default()
     }
 
+    /// A checker for `model`.
+    pub(crate) fn of(model: Model) -> Self {
+        ListAppend { model }
+    }
+
     /// The model to check.
     pub fn consistency(mut self, consistency: Consistency) -> Self {
-        self.consistency = consistency;
+        self.model.consistency = consistency;
         self
     }
 
@@ -209,29 +214,22 @@ impl ListAppend {
     /// assert!(si.name().contains("but G2-item: snapshot isolation"));
     /// ```
     pub fn allow_write_skew(mut self) -> Self {
-        self.allow_write_skew = true;
+        self.model.allow_write_skew = true;
         self
     }
 
     /// Judges a history, every anomaly in detail.
     pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
         let parsed = Parsed::new(history)?;
-        let mut findings = Analysis::run(&parsed, self.consistency);
-        if self.allow_write_skew {
-            findings.allow_write_skew();
-        }
+        let mut findings = Analysis::run(&parsed, self.model.consistency);
+        self.model.allow(&mut findings);
         Ok(findings)
     }
 }
 
 impl Checker for ListAppend {
     fn name(&self) -> String {
-        let model = self.consistency.noun();
-        if self.allow_write_skew {
-            format!("list-append (Elle, {model} but G2-item: snapshot isolation)")
-        } else {
-            format!("list-append (Elle, {model})")
-        }
+        self.model.name("list-append")
     }
 
     fn check(&self, history: &History) -> Result<Verdict, CheckError> {
