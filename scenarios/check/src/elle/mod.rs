@@ -15,7 +15,7 @@ pub(crate) mod findings;
 pub(crate) mod graph;
 pub(crate) mod order;
 pub(crate) mod parse;
-#[cfg(test)]
+#[cfg(any(test, feature = "synth"))]
 pub(crate) mod testing;
 
 use std::fmt;

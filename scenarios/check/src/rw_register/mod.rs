@@ -84,6 +84,8 @@
 //! ```
 
 mod anomaly;
+#[cfg(any(test, feature = "synth"))]
+pub mod corpus;
 mod infer;
 mod parse;
 #[cfg(test)]

@@ -12,13 +12,7 @@ fn g0_write_cycle() {
     // Each read the other's write of one key and wrote over it: x is 1 then 2, y 2 then 1.
     // Under registers a ww edge only comes from a read then a write, so a wr edge runs beside
     // it: every G0 is a G1c too.
-    let verdict = only(
-        &["G0", "G1c"],
-        concurrent(&[
-            (0, json!([["r", "y", 2], ["w", "y", 1], ["w", "x", 1]])),
-            (1, json!([["r", "x", 1], ["w", "x", 2], ["w", "y", 2]])),
-        ]),
-    );
+    let verdict = case("g0");
     let c = the_cycle(&verdict, "G0");
     assert_eq!((c.kind, c.order), (CycleKind::G0, Order::None));
     assert_eq!(edge_kinds(c), vec![EdgeKind::Ww, EdgeKind::Ww]);
@@ -28,9 +22,7 @@ fn g0_write_cycle() {
 
 #[test]
 fn g1a_aborted_read() {
-    let mut events = failed(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(solo(1, json!([["r", "x", 1]])));
-    let verdict = only(&["G1a"], events);
+    let verdict = case("g1a");
     let RegisterAnomaly::AbortedRead {
         reader,
         writer,
@@ -46,9 +38,7 @@ fn g1a_aborted_read() {
 
 #[test]
 fn g1b_intermediate_read() {
-    let mut events = solo(0, json!([["w", "x", 1], ["w", "x", 2]])).to_vec();
-    events.extend(solo(1, json!([["r", "x", 1]])));
-    let verdict = only(&["G1b"], events);
+    let verdict = case("g1b");
     let RegisterAnomaly::IntermediateRead { value, later, .. } = &verdict.anomalies[0] else {
         panic!("{verdict}")
     };
@@ -57,13 +47,7 @@ fn g1b_intermediate_read() {
 
 #[test]
 fn g1c_circular_information_flow() {
-    let verdict = only(
-        &["G1c"],
-        concurrent(&[
-            (0, json!([["w", "x", 1], ["r", "y", 2]])),
-            (1, json!([["w", "y", 2], ["r", "x", 1]])),
-        ]),
-    );
+    let verdict = case("g1c");
     let c = the_cycle(&verdict, "G1c");
     assert_eq!(edge_kinds(c), vec![EdgeKind::Wr, EdgeKind::Wr]);
     assert!(
@@ -76,13 +60,7 @@ fn g1c_circular_information_flow() {
 #[test]
 fn g_single_read_skew() {
     // T1 saw T0's y but not its x.
-    let verdict = only(
-        &["G-single"],
-        concurrent(&[
-            (0, json!([["w", "x", 1], ["w", "y", 1]])),
-            (1, json!([["r", "x", null], ["r", "y", 1]])),
-        ]),
-    );
+    let verdict = case("g-single");
     let c = the_cycle(&verdict, "G-single");
     assert_eq!(edge_kinds(c), vec![EdgeKind::Rw, EdgeKind::Wr]);
     assert_eq!(c.edges[0].elements, vec![json!(null), json!(1)]);
@@ -93,12 +71,7 @@ fn g_single_read_skew() {
 fn g_single_from_a_read_then_write_order() {
     // x: 1 (T0) then 2 (T1, which read 1). T2 read x = 1, so it came before T1; yet it read
     // T1's y.
-    let mut events = solo(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(concurrent(&[
-        (1, json!([["r", "x", 1], ["w", "x", 2], ["w", "y", 2]])),
-        (2, json!([["r", "x", 1], ["r", "y", 2]])),
-    ]));
-    let verdict = only(&["G-single"], events);
+    let verdict = case("g-single-wfr");
     let c = the_cycle(&verdict, "G-single");
     let rw = c.edges.iter().find(|e| e.kind == EdgeKind::Rw).unwrap();
     assert_eq!(rw.elements, vec![json!(1), json!(2)]);
@@ -106,57 +79,32 @@ fn g_single_from_a_read_then_write_order() {
 
 #[test]
 fn g2_item_write_skew_and_snapshot_isolation() {
-    let events = concurrent(&[
-        (
-            0,
-            json!([["r", "x", null], ["r", "y", null], ["w", "x", 1]]),
-        ),
-        (
-            1,
-            json!([["r", "x", null], ["r", "y", null], ["w", "y", 2]]),
-        ),
-    ]);
-    let verdict = only(&["G2-item"], events.clone());
+    let verdict = case("g2-item");
     assert_eq!(
         edge_kinds(the_cycle(&verdict, "G2-item")),
         vec![EdgeKind::Rw, EdgeKind::Rw]
     );
-    let si = check_with(&RwRegister::new().allow_write_skew(), events);
+    let si = check_with(&RwRegister::new().allow_write_skew(), events("g2-item"));
     assert!(si.is_valid(), "{si}");
 }
 
 #[test]
 fn g_nonadjacent() {
     // T0 -rw-> T1 -wr-> T2 -rw-> T3 -wr-> T0: two anti-dependencies, never adjacent.
-    let verdict = only(
-        &["G-nonadjacent"],
-        concurrent(&[
-            (0, json!([["r", "a", null], ["r", "d", 1]])),
-            (1, json!([["w", "a", 1], ["w", "b", 1]])),
-            (2, json!([["r", "b", 1], ["r", "c", null]])),
-            (3, json!([["w", "c", 1], ["w", "d", 1]])),
-        ]),
-    );
+    let verdict = case("g-nonadjacent");
     let kinds = edge_kinds(the_cycle(&verdict, "G-nonadjacent"));
     assert_eq!(kinds.iter().filter(|k| **k == EdgeKind::Rw).count(), 2);
     // Snapshot isolation forbids it.
-    let events = concurrent(&[
-        (0, json!([["r", "a", null], ["r", "d", 1]])),
-        (1, json!([["w", "a", 1], ["w", "b", 1]])),
-        (2, json!([["r", "b", 1], ["r", "c", null]])),
-        (3, json!([["w", "c", 1], ["w", "d", 1]])),
-    ]);
-    let si = check_with(&RwRegister::new().allow_write_skew(), events);
+    let si = check_with(
+        &RwRegister::new().allow_write_skew(),
+        events("g-nonadjacent"),
+    );
     assert_eq!(si.anomaly_names(), vec!["G-nonadjacent"]);
 }
 
 #[test]
 fn internal_inconsistency() {
-    let mut events = solo(1, json!([["w", "x", 2]])).to_vec();
-    events.extend(solo(0, json!([["r", "x", 2], ["r", "x", null]])));
-    events.extend(solo(2, json!([["w", "y", 3], ["r", "y", 4]])));
-    events.extend(solo(3, json!([["w", "y", 4]])));
-    let verdict = check(events);
+    let verdict = case("internal");
     let internal: Vec<_> = verdict
         .anomalies
         .iter()
@@ -170,7 +118,6 @@ fn internal_inconsistency() {
         vec![(&json!(2), &json!(null)), (&json!(3), &json!(4))],
         "{verdict}"
     );
-    // T2 read T3's 4 before T3 began: a real-time cycle too, which is not the point here.
     let plain = check_with(
         &RwRegister::new().consistency(Consistency::Serializable),
         solo(0, json!([["w", "x", 1], ["r", "x", 5]])).to_vec(),
@@ -181,45 +128,32 @@ fn internal_inconsistency() {
 #[test]
 fn lost_update() {
     // T1 and T2 both read T0's 1 and wrote over it.
-    let mut events = solo(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(concurrent(&[
-        (1, json!([["r", "x", 1], ["w", "x", 2]])),
-        (2, json!([["r", "x", 1], ["w", "x", 3]])),
-    ]));
-    let verdict = only(&["G2-item", "lost-update"], events.clone());
+    let verdict = case("lost-update");
     let RegisterAnomaly::LostUpdate { key, read, txns } = &verdict.anomalies[0] else {
         panic!("{verdict}")
     };
     assert_eq!((key, read, txns.len()), (&json!("x"), &json!(1), 2));
     // Snapshot isolation forbids it: first committer wins.
-    let si = check_with(&RwRegister::new().allow_write_skew(), events);
+    let si = check_with(&RwRegister::new().allow_write_skew(), events("lost-update"));
     assert_eq!(si.anomaly_names(), vec!["lost-update"]);
 }
 
 #[test]
 fn garbage_read() {
-    only(&["garbage-read"], solo(0, json!([["r", "x", 9]])).to_vec());
+    let verdict = case("garbage-read");
+    assert!(verdict.to_string().contains("which no transaction wrote"));
 }
 
 #[test]
 fn future_read() {
-    let verdict = only(
-        &["future-read"],
-        solo(0, json!([["r", "x", 1], ["w", "x", 1]])).to_vec(),
-    );
+    let verdict = case("future-read");
     assert!(verdict.to_string().contains("before writing it itself"));
 }
 
 #[test]
 fn cyclic_versions() {
     // Each read the other's value before writing its own: 1 < 2 and 2 < 1.
-    let verdict = only(
-        &["G1c", "cyclic-versions"],
-        concurrent(&[
-            (0, json!([["r", "x", 2], ["w", "x", 1]])),
-            (1, json!([["r", "x", 1], ["w", "x", 2]])),
-        ]),
-    );
+    let verdict = case("cyclic-versions");
     let RegisterAnomaly::CyclicVersions { key, versions } = verdict
         .anomalies
         .iter()
@@ -235,19 +169,16 @@ fn cyclic_versions() {
 #[test]
 fn realtime_and_process_variants() {
     // A read of nil after a write completed.
-    let mut events = solo(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(solo(1, json!([["r", "x", null]])));
-    let verdict = only(&["G-single-realtime"], events);
+    let verdict = case("g-single-realtime");
     let c = the_cycle(&verdict, "G-single-realtime");
     assert_eq!(edge_kinds(c), vec![EdgeKind::Rw, EdgeKind::Realtime]);
     // On one process, a session model sees it by process order.
-    let mut events = solo(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(solo(0, json!([["r", "x", null]])));
     let session = RwRegister::new().consistency(Consistency::StrongSessionSerializable);
-    let verdict = check_with(&session, events.clone());
+    let verdict = check_with(&session, events("g-single-process"));
     assert_eq!(verdict.anomaly_names(), vec!["G-single-process"]);
     let plain = RwRegister::new().consistency(Consistency::Serializable);
-    assert!(check_with(&plain, events).is_valid());
+    assert!(check_with(&plain, events("g-single-process")).is_valid());
+    assert!(check_with(&plain, events("g-single-realtime")).is_valid());
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::elle::cycle::{Cycle, EdgeKind};
 pub(super) use crate::elle::findings::Found;
 use crate::history::{Event, F, History};
 
-pub(super) use crate::elle::testing::{concurrent, failed, solo, txn, unknown};
+pub(super) use crate::elle::testing::{solo, txn};
 
 pub(super) fn check_with(checker: &RwRegister, events: Vec<Event>) -> Findings {
     let h: History = events.into_iter().collect();
@@ -19,11 +19,30 @@ pub(super) fn check(events: Vec<Event>) -> Findings {
     check_with(&RwRegister::new(), events)
 }
 
-/// The findings on `events`, which must be exactly the anomalies `names`.
-pub(super) fn only(names: &[&str], events: Vec<Event>) -> Findings {
-    let verdict = check(events);
-    assert_eq!(verdict.anomaly_names(), names, "{verdict}");
+/// The events of the corpus's case `name`.
+pub(super) fn events(name: &str) -> Vec<Event> {
+    super::corpus::case(name).events
+}
+
+/// The findings on the corpus's case `name`, which must be its anomalies.
+pub(super) fn case(name: &str) -> Findings {
+    let case = super::corpus::case(name);
+    let verdict = check(case.events);
+    assert_eq!(verdict.anomaly_names(), case.anomalies, "{verdict}");
     verdict
+}
+
+#[test]
+fn every_case_of_the_corpus_has_its_anomalies() {
+    for c in super::corpus::cases() {
+        let verdict = check(c.events);
+        assert_eq!(
+            verdict.anomaly_names(),
+            c.anomalies,
+            "{}: {verdict}",
+            c.name
+        );
+    }
 }
 
 pub(super) fn the_cycle<'f>(verdict: &'f Findings, name: &str) -> &'f Cycle {

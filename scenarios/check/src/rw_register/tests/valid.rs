@@ -7,46 +7,12 @@ use serde_json::{Value, json};
 use super::*;
 
 #[test]
-fn serial_reads_and_writes() {
-    let mut events = solo(0, json!([["r", "x", null], ["w", "x", 1]])).to_vec();
-    events.extend(solo(
-        1,
-        json!([["r", "x", 1], ["w", "x", 2], ["r", "x", 2]]),
-    ));
-    events.extend(solo(
-        0,
-        json!([["w", "y", 3], ["r", "x", 2], ["r", "y", 3]]),
-    ));
-    events.extend(solo(
-        1,
-        json!([["w", "x", 4], ["w", "x", 5], ["r", "x", 5]]),
-    ));
-    events.extend(solo(2, json!([["r", "x", 5], ["r", "y", 3]])));
-    let verdict = check(events);
-    assert!(verdict.is_valid(), "{verdict}");
+fn serial_failed_unknown_and_concurrent_histories() {
+    let verdict = case("valid-serial");
     assert_eq!(verdict.transactions, [5, 0, 0]);
-}
-
-#[test]
-fn failed_writes_unseen_and_unknown_writes_seen_or_not() {
-    let mut events = failed(0, json!([["w", "x", 1]])).to_vec();
-    events.extend(unknown(1, json!([["w", "x", 2], ["r", "y", null]])));
-    events.extend(solo(2, json!([["r", "x", 2]])));
-    events.extend(unknown(3, json!([["w", "y", 4]])));
-    events.extend(solo(4, json!([["r", "y", null]])));
-    let verdict = check(events);
-    assert!(verdict.is_valid(), "{verdict}");
+    let verdict = case("valid-failed-and-unknown");
     assert_eq!(verdict.transactions, [2, 1, 2]);
-}
-
-#[test]
-fn concurrent_transactions_on_distinct_keys() {
-    let verdict = check(concurrent(&[
-        (0, json!([["r", "x", null], ["w", "x", 1]])),
-        (1, json!([["r", "y", null], ["w", "y", 2]])),
-        (2, json!([["r", "z", null]])),
-    ]));
-    assert!(verdict.is_valid(), "{verdict}");
+    case("valid-concurrent");
 }
 
 /// A store that applies each transaction atomically at a random moment between its

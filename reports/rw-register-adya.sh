@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# avout's rw-register checker beside adya's (`adya check -m rw-register`), on the same files
+# (issue 37, item 4): the hand-written histories of avout_check::rw_register::corpus, histories
+# adya's own simulated database writes at each isolation level, and histories of avout's
+# rw-register scenario under both STM protocols.
+#
+#   bash reports/rw-register-adya.sh [DIR]
+#
+# Needs `adya` on the PATH (`cargo install adya`, 0.1.0). Both judge strict serializability;
+# adya is given `--wfr-keys`, the writes-follow-reads order avout's checker always assumes.
+# Writes the table to reports/rw-register-adya.md and the histories to DIR (default: a
+# temporary directory). Kinds are compared by base name: adya reports a cycle with and
+# without real-time or process edges (`G2-item`, `G2-item-realtime`), avout the weakest order
+# that shows it, and adya's `G-single-item`/`G-nonadjacent-item` are avout's
+# `G-single`/`G-nonadjacent`. `AVOUT` names a built binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir=${1:-$(mktemp -d)}
+mkdir -p "$dir/hand" "$dir/adya" "$dir/avout"
+if [ -z "${AVOUT:-}" ]; then
+    cargo build --release -q -p avout-cli
+    AVOUT="${CARGO_TARGET_DIR:-target}/release/avout"
+fi
+cargo run -q -p avout-check --features synth --example rw_register_corpus -- "$dir/hand"
+for level in serializable snapshot-isolation read-committed read-uncommitted lost-update; do
+    for seed in 1 2; do
+        adya run sim -m rw-register -i "$level" -n 300 -p 4 --keys 4 --seed "$seed" \
+            -o "$dir/adya/$level-$seed.jsonl" >/dev/null || true
+    done
+done
+for protocol in mvcc optimistic; do
+    for seed in 1 2; do
+        (cd "$dir/avout" && "$AVOUT" run rw-register --seed "$seed" --faults every \
+            --protocol "$protocol" >/dev/null || true)
+        mv "$dir/avout/avout-runs/rw-register-seed$seed.jsonl" "$dir/avout/$protocol-$seed.jsonl"
+    done
+done
+
+python3 - "$dir" "$AVOUT" > reports/rw-register-adya.md <<'PY'
+import json, subprocess, sys, pathlib
+
+d, avout = pathlib.Path(sys.argv[1]), sys.argv[2]
+
+def base(kind):
+    for suffix in ("-realtime", "-process"):
+        kind = kind.removesuffix(suffix)
+    return {"G-single-item": "G-single", "G-nonadjacent-item": "G-nonadjacent"}.get(kind, kind)
+
+def ours(f):
+    out = subprocess.run([avout, "check", str(f), "--model", "rw-register", "--json"],
+                         capture_output=True, text=True)
+    v = json.loads(out.stdout)
+    return v["valid"], v["anomalies"]
+
+def adya(f):
+    out = subprocess.run(["adya", "check", "-m", "rw-register", "--wfr-keys",
+                          "-c", "strict-serializable", "--json", str(f)],
+                         capture_output=True, text=True)
+    v = json.loads(out.stdout)
+    return v["valid"], v["anomaly_types"]
+
+print("# avout's rw-register checker beside adya's\n")
+print("`bash reports/rw-register-adya.sh` (adya 0.1.0, `adya check -m rw-register --wfr-keys "
+      "-c strict-serializable`; avout `check --model rw-register`, strict serializability).")
+print("Kinds compare by base name (see the script); *agree* is the same verdict and the same "
+      "base kinds.\n")
+print("| history | avout | adya | agree |")
+print("|---|---|---|---|")
+agree = total = 0
+for group in ("hand", "adya", "avout"):
+    for f in sorted((d / group).glob("*.jsonl")):
+        (ov, ok), (av, ak) = ours(f), adya(f)
+        same = ov == (av is True) and sorted({base(k) for k in ok}) == sorted({base(k) for k in ak})
+        agree += same
+        total += 1
+        show = lambda valid, kinds: "valid" if valid is True else ", ".join(kinds) or str(valid)
+        print(f"| {group}/{f.stem} | {show(ov, ok)} | {show(av, ak)} | {'yes' if same else '**no**'} |")
+print(f"\n{agree} of {total} agree.")
+PY
+cat reports/rw-register-adya.md
