@@ -35,6 +35,7 @@ pub mod atom;
 pub mod buggify;
 pub mod client;
 mod coord;
+pub mod coverage;
 mod error;
 mod ext;
 mod fanout;

@@ -74,6 +74,7 @@ impl Request {
         match result {
             Ok(Reply::Multi(_)) => Ok(Reply::Synced),
             Err(Error::Multi { source, .. }) if source.class() == ErrorClass::Rejected => {
+                crate::coverage::reach(crate::coverage::Mark::SyncCheckFailed);
                 Ok(Reply::Synced)
             }
             Err(Error::Multi { source, .. }) => Err(*source),

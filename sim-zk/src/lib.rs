@@ -119,6 +119,7 @@ pub mod rng;
 #[cfg(madsim)]
 mod serve;
 mod sim;
+mod swarm;
 mod world;
 
 pub use client::{SimClient, SimZk};
@@ -130,3 +131,4 @@ pub use replay::{Choices, REPLAY_FORMAT, ReplayError, ReplayFile};
 #[cfg(madsim)]
 pub use serve::WeakSimZk;
 pub use sim::{Builder, REPLAY_DIR_ENV, REPLAY_ENV, RunSummary, SEED_ENV, Sim, SimConfig, SimCtx};
+pub use swarm::{STEPS_PER_DOUBLING, SwarmRange};

@@ -42,6 +42,9 @@ pub enum Stream {
     /// Which server of an ensemble a new session connects to (a client picks one from its
     /// connect string): its own stream, so placing sessions shifts no other choice.
     Placement = 7,
+    /// A run's fault mix under swarm testing ([`crate::FaultRates::swarm`]): its own stream,
+    /// so drawing the mix moves none of the run's other choices.
+    Swarm = 8,
 }
 
 /// One named stream of random numbers.

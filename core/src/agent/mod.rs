@@ -116,6 +116,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::Session;
+use crate::coverage::{self, Mark};
 use crate::sync::{Mutex as StdMutex, lock};
 use crate::{Client, Coordination, CoordinationExt, CreateMode, Error, Op, SessionState, path};
 
@@ -426,6 +427,7 @@ where
                 Err(e) => return Err(e.into()),
             };
             if let Some(name) = children.iter().find(|c| c.starts_with(prefix)) {
+                coverage::reach(Mark::AgentSendLostRecovered);
                 return Ok(parse_created(name));
             }
             let read = match self.read(zk).await {
@@ -435,12 +437,15 @@ where
             };
             let guid = format!("{guid:032x}");
             return match read.state.sender_applied(self.inner.sender, &guid) {
-                Some(true) => Ok(read
-                    .state
-                    .senders
-                    .iter()
-                    .find(|m| m.sender == self.inner.sender)
-                    .map_or(-1, |m| m.seq)),
+                Some(true) => {
+                    coverage::reach(Mark::AgentSendLostRecovered);
+                    Ok(read
+                        .state
+                        .senders
+                        .iter()
+                        .find(|m| m.sender == self.inner.sender)
+                        .map_or(-1, |m| m.seq))
+                }
                 // Not in the queue and not applied: it was never queued.
                 Some(false) => Err(AgentError::NotQueued {
                     path: self.inner.path.clone(),

@@ -21,6 +21,7 @@
 //! - **Session lost**: reported as the error; a `multi` in flight was fenced by the lock node,
 //!   which went with the session, or is decided by the next step's read.
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token};
 use crate::{Error, ErrorClass, Op, SessionState, WatchedEvent, path};
 
@@ -326,10 +327,13 @@ impl<C: Consume> StepMachine<C> {
     fn decided(&mut self, now: Millis, entry: EntryName, reply: crate::Result<Reply>) {
         match reply {
             Ok(Reply::Data { data, .. }) => match self.decode(&data) {
-                Ok(state) if state.applied >= entry.seq => self.finish(Ok(Stepped::Consumed {
-                    skipped: None,
-                    recovered: true,
-                })),
+                Ok(state) if state.applied >= entry.seq => {
+                    coverage::reach(Mark::AgentStepLostApplied);
+                    self.finish(Ok(Stepped::Consumed {
+                        skipped: None,
+                        recovered: true,
+                    }))
+                }
                 Ok(_) => self.finish(Ok(Stepped::Raced)),
                 Err(e) => self.finish(Err(e)),
             },

@@ -24,6 +24,7 @@
 //!   reported as unknown, never guessed.
 //! - **Session lost**: the outcome of an in-flight write is unknown; reported as the error.
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Outbox, Reply, Request, Token};
 use crate::planted::{Bug, Bugs};
 use crate::{CreateOptions, Error, ErrorClass, SessionState, Stat, WatchedEvent};
@@ -330,6 +331,7 @@ impl CasMachine {
         self.recovered = true;
         let Some(node) = current else {
             // Deleted (or never created): whatever we wrote is not there to be read.
+            coverage::reach(Mark::AtomWriteLostNotApplied);
             return self.finish(Ok(Outcome::NotApplied { current: None }));
         };
         let unknown = StepError::Unknown {
@@ -338,17 +340,27 @@ impl CasMachine {
             found: node.stat.version,
         };
         if czxid.is_some_and(|c| c != node.stat.czxid) {
+            coverage::reach(Mark::AtomWriteLostUnknown);
             return self.finish(Err(unknown));
         }
         match envelope::took_effect(writer, write_id, expected, node.stat.version, &node.data) {
-            Some(true) => self.finish(Ok(Outcome::Applied {
-                current: node,
-                recovered: true,
-            })),
-            Some(false) => self.finish(Ok(Outcome::NotApplied {
-                current: Some(node),
-            })),
-            None => self.finish(Err(unknown)),
+            Some(true) => {
+                coverage::reach(Mark::AtomWriteLostApplied);
+                self.finish(Ok(Outcome::Applied {
+                    current: node,
+                    recovered: true,
+                }))
+            }
+            Some(false) => {
+                coverage::reach(Mark::AtomWriteLostNotApplied);
+                self.finish(Ok(Outcome::NotApplied {
+                    current: Some(node),
+                }))
+            }
+            None => {
+                coverage::reach(Mark::AtomWriteLostUnknown);
+                self.finish(Err(unknown))
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::coverage::{self, Mark};
 use crate::{Coordination, Error, SessionState};
 
 use super::{Connect, ConnectionState, Phase, Session, Shared, Slot};
@@ -36,6 +37,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut session: Session) {
                 return;
             }
         };
+        coverage::reach(Mark::ClientSessionReplaced);
         session = Session::new(zk, session.generation() + 1);
         crate::metrics::session_opened();
         shared.slot.send_replace(Slot {

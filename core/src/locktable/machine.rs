@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Outbox, Reply, Request, Resumed, Stall, Token};
 use crate::recipes::once::ancestor_creates;
 use crate::{CreateMode, Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent, path};
@@ -661,18 +662,21 @@ impl Machine for TxMachine {
                     self.resolved = true;
                     if data == self.txid_hex().into_bytes() {
                         // The marker was last written by the deciding `multi`.
+                        coverage::reach(Mark::LockTableCommitLostApplied);
                         self.finish(Ok(TxOutcome::Committed(Committed {
                             applied,
                             resolved: true,
                             zxid: Some(stat.mzxid),
                         })));
                     } else {
+                        coverage::reach(Mark::LockTableCommitLostNotApplied);
                         drop(ops);
                         self.conflict();
                     }
                 }
                 Err(Error::NoNode { .. }) if !self.marker_exists => {
                     // The marker's create was part of the multi: not applied.
+                    coverage::reach(Mark::LockTableCommitLostNotApplied);
                     self.resolved = true;
                     self.conflict();
                 }

@@ -36,6 +36,7 @@
 //! applied, one that finds no node knows they were not.
 
 use super::{Outbox, Reply, Request, Token};
+use crate::coverage::{self, Mark};
 use crate::{CreateMode, CreateOptions, Error, Op, OpResult, Stat, path};
 
 /// What the sub-machine knows of the node.
@@ -398,7 +399,10 @@ impl ProtectedCreate {
                             self.phase = Phase::Verifying { exists, name };
                             return None;
                         }
-                        None => self.absent(false),
+                        None => {
+                            coverage::reach(Mark::ProtectedCreateNotApplied);
+                            self.absent(false)
+                        }
                     }
                 }
                 Err(Error::NoNode { .. }) => self.absent(true),
@@ -411,6 +415,7 @@ impl ProtectedCreate {
                         name,
                         czxid: stat.czxid,
                     };
+                    coverage::reach(Mark::ProtectedCreateAdopted);
                     Protected::Adopted
                 }
                 // Another session's node with our prefix: not ours, whoever made it.

@@ -39,6 +39,7 @@
 //!   anything else, such as an ACL) the machine creates alone and leaves the old node to the
 //!   caller ([`AcquireMachine::unreleased`]); it never waits for it meanwhile.
 
+use crate::coverage::{self, Mark};
 use crate::machine::{
     Machine, Millis, Outbox, Protected, ProtectedCreate, Reply, Request, Resumed, Stall, Token,
     earliest,
@@ -368,6 +369,7 @@ impl AcquireMachine {
     fn abandon(&mut self, reason: LockError) {
         self.give_up = Some(reason.clone());
         if let Some(path) = self.node.node_path() {
+            coverage::reach(Mark::LockGaveUpQueued);
             // A step scheduled before giving up (a re-check after a connection loss) must not
             // run after it: it would re-queue or even acquire.
             self.retry.cancel();
@@ -393,7 +395,12 @@ impl AcquireMachine {
     ) {
         if matches!(outcome, Protected::Created | Protected::Adopted) && !self.ride_dropped {
             // The ride shares the create's fate.
-            self.riding = None;
+            if self.riding.take().is_some() {
+                coverage::reach(match outcome {
+                    Protected::Adopted => Mark::LockRideAdopted,
+                    _ => Mark::LockReleaseRode,
+                });
+            }
         }
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
@@ -412,6 +419,7 @@ impl AcquireMachine {
             (Protected::Absent { parents_missing }, None) => self.start_create(parents_missing),
             (Protected::Failed(e), _) => self.failed(now, e, Retry::Recover),
             (Protected::Refused { op, error }, give_up) => {
+                coverage::reach(Mark::LockRideDropped);
                 match (op, error) {
                     // Already gone: nothing left to release.
                     (Some(_), Error::NoNode { .. }) => self.riding = None,
@@ -447,13 +455,20 @@ impl AcquireMachine {
                 .iter()
                 .any(|k| c.contains(k.marker()))
             })
-            .filter(|c| !self.releasing.contains(c))
+            .filter(|c| {
+                let releasing = self.releasing.contains(c);
+                if releasing {
+                    coverage::reach(Mark::LockReleaseInFlight);
+                }
+                !releasing
+            })
             .filter_map(|c| path::sequence(&c).map(|seq| (seq, c)))
             .collect();
         contenders.sort();
         let Some(ours) = contenders.iter().position(|(_, c)| *c == name) else {
             // Our node is gone (deleted by an administrator, or by an expiry we have not been
             // told of yet): start again; a lost session fails the create.
+            coverage::reach(Mark::LockOwnNodeVanished);
             self.node.forget();
             self.start_create(false);
             return;
@@ -465,6 +480,9 @@ impl AcquireMachine {
             && contenders[..ours]
                 .iter()
                 .any(|(_, c)| c.contains(LockKind::Write.marker()) && self.own.contains(c));
+        if under_own_write {
+            coverage::reach(Mark::LockReadUnderOwnWrite);
+        }
         // The planted kazoo #649: a reader counts every writer, those queued after it too.
         let considered = if self.kind == LockKind::Read && self.planted.contains(Bug::Kazoo649) {
             &contenders[..]
@@ -602,12 +620,16 @@ impl Machine for AcquireMachine {
             Phase::Watching { exists, last } if token == exists => match reply {
                 // Gone before the watch was armed: ours if it was the last blocker, else look
                 // again.
-                Ok(Reply::Exists(None))
-                    if last || self.planted.contains(Bug::LockHandoffWithoutRecheck) =>
-                {
-                    self.take_over()
+                Ok(Reply::Exists(None)) => {
+                    if !last {
+                        coverage::reach(Mark::LockPredecessorVanished);
+                    }
+                    if last || self.planted.contains(Bug::LockHandoffWithoutRecheck) {
+                        self.take_over()
+                    } else {
+                        self.check()
+                    }
                 }
-                Ok(Reply::Exists(None)) => self.check(),
                 // Armed: wait for the event.
                 Ok(Reply::Exists(Some(_))) => {}
                 Err(e) => self.failed(now, e, Retry::Check),
@@ -638,6 +660,9 @@ impl Machine for AcquireMachine {
         if let Phase::Watching { exists, last } = self.phase
             && exists == token
         {
+            if !last && event.kind == EventKind::NodeDeleted {
+                coverage::reach(Mark::LockPredecessorVanished);
+            }
             let last = last || self.planted.contains(Bug::LockHandoffWithoutRecheck);
             if last && event.kind == EventKind::NodeDeleted {
                 self.take_over();

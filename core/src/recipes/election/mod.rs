@@ -52,6 +52,7 @@ pub use latch::{LatchEvents, LatchState, LeaderLatch};
 pub use selector::{LeaderObserver, LeaderSelector};
 
 use crate::client::Session;
+use crate::coverage::{self, Mark};
 use crate::lock::{
     AcquireMachine, Acquired, LockError, LockKind, LockStatus, Patience, acquire_node,
     delete_idempotent, node_lost, pause_for_retry, session_status, spawn_cleanup,
@@ -348,6 +349,9 @@ impl Leadership {
             let node = acquired.node.clone();
             crate::task::spawn(async move {
                 let reason = node_lost(&*zk, &node).await;
+                if matches!(reason, LockError::SessionLost(_)) {
+                    coverage::reach(Mark::ElectionLeaderSessionEnded);
+                }
                 tx.send_replace(Some(reason));
             })
         };

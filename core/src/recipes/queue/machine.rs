@@ -2,6 +2,7 @@
 
 use super::select::Select;
 use super::*;
+use crate::coverage::{self, Mark};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Step {
@@ -375,10 +376,16 @@ impl Machine for TakeMachine {
                 Err(e) => self.failed(now, Step::Verify, e),
             },
             Phase::Verifying { exists } if token == exists => match reply {
-                Ok(Reply::Exists(Some(_))) => self.taken(),
+                Ok(Reply::Exists(Some(_))) => {
+                    coverage::reach(Mark::QueueClaimLostApplied);
+                    self.taken()
+                }
                 // The claim was not applied and, our session's requests being ordered, never
                 // will be: the element may still be first in line.
-                Ok(Reply::Exists(None)) => self.read_first(),
+                Ok(Reply::Exists(None)) => {
+                    coverage::reach(Mark::QueueClaimLostNotApplied);
+                    self.read_first()
+                }
                 Err(e) => self.failed(now, Step::Verify, e),
                 Ok(other) => unreachable!("exists replied {other:?}"),
             },

@@ -1,6 +1,7 @@
 //! The machine every participant runs to learn the outcome (see the [module docs](super)).
 
 use super::*;
+use crate::coverage::{self, Mark};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Step {
@@ -246,7 +247,11 @@ impl Machine for OutcomeMachine {
             }
             Phase::Deciding { create } if token == create => match reply {
                 // Ours, or someone decided first: `outcome` holds the answer either way.
-                Ok(_) | Err(Error::NodeExists { .. }) => self.read_outcome(),
+                Ok(_) => self.read_outcome(),
+                Err(Error::NodeExists { .. }) => {
+                    coverage::reach(Mark::TwoPhaseDecidedByAnother);
+                    self.read_outcome()
+                }
                 Err(Error::NoNode { .. }) => self.missing(),
                 // Creating a fixed path is idempotent; its content decides.
                 Err(e) => self.failed(now, Step::Read, e),

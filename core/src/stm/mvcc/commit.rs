@@ -29,6 +29,7 @@
 use crate::lock::{LockKind, Patience};
 
 use super::locks::{Held, LockRequest, Locks};
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, Op, SessionState, WatchedEvent};
 
@@ -177,6 +178,9 @@ impl PrepareMachine {
     }
 
     fn finish(&mut self, out: Result<Prepared, Halt>) {
+        if matches!(out, Err(Halt::Barged)) {
+            coverage::reach(Mark::StmMvccWasBarged);
+        }
         self.phase = Phase::Done;
         self.io.clear();
         self.output = Some(out);
@@ -260,6 +264,7 @@ impl PrepareMachine {
             Verdict::SessionLost(e) => return self.finish(Err(Halt::SessionLost(e))),
             Verdict::Indeterminate => {
                 // Did the compare-and-set apply? Read the point once reconnected.
+                coverage::reach(Mark::StmMvccCommittingLost);
                 self.phase = Phase::Checking(Batch::default());
                 return self.io.redo_later(now);
             }
@@ -667,6 +672,11 @@ impl Machine for WriteMachine {
                     Err(e) => return self.finish(Err(Halt::Zk(e.clone()))),
                     Ok(other) => unreachable!("exists replied {other:?}"),
                 };
+                coverage::reach(if committed {
+                    Mark::StmMvccCommitLostApplied
+                } else {
+                    Mark::StmMvccCommitLostNotApplied
+                });
                 let deletes = self.delete_batch();
                 self.decided(committed, now, deletes);
             }

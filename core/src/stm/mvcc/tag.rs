@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{CreateMode, CreateOptions, Error, Op, SessionState, WatchedEvent};
 
@@ -446,6 +447,7 @@ impl TagMachine {
             };
             match State::parse(&data) {
                 Some((State::Running | State::Committing, _)) => {
+                    coverage::reach(Mark::StmMvccBlocked);
                     let name = self.others.get(&other).cloned();
                     return self.finish(Err(Halt::Blocked {
                         blocker: other,
@@ -466,11 +468,17 @@ impl TagMachine {
         let mut moved_on = Vec::new();
         for (reply, victim) in replies.into_iter().zip(victims) {
             match reply {
-                Ok(_) => self.barged += 1,
+                Ok(_) => {
+                    coverage::reach(Mark::StmMvccBargedRunning);
+                    self.barged += 1;
+                }
                 // Gone: finished meanwhile.
                 Err(Error::NoNode { .. }) => {}
                 // Not RUNNING any more: COMMITTING (wait for it) or killed by another.
-                Err(Error::BadVersion { .. }) => moved_on.push(victim),
+                Err(Error::BadVersion { .. }) => {
+                    coverage::reach(Mark::StmMvccBargeRaceLost);
+                    moved_on.push(victim);
+                }
                 Err(e) => return self.finish(Err(Halt::Zk(e))),
             }
         }

@@ -18,6 +18,7 @@
 //! - **Session lost**: [`CommitOutcome::Failed`]; an in-flight commit may or may not have
 //!   been applied.
 
+use crate::coverage::{self, Mark};
 use crate::machine::{Machine, Millis, Outbox, Reply, Request, Token};
 use crate::{Error, ErrorClass, Op, OpResult, SessionState, WatchedEvent};
 
@@ -512,6 +513,7 @@ impl CommitMachine {
             ));
         }
         if verdicts.iter().any(|v| v.3 == Some(true)) {
+            coverage::reach(Mark::StmOptimisticCommitLostApplied);
             return self.finish(CommitOutcome::Applied {
                 results: Vec::new(),
                 recovered: Some(current),
@@ -519,6 +521,7 @@ impl CommitMachine {
         }
         if verdicts.iter().any(|v| v.3 == Some(false)) {
             // The multi is atomic: one write known not to have landed means none did.
+            coverage::reach(Mark::StmOptimisticCommitLostNotApplied);
             return self.finish(CommitOutcome::NotApplied { current });
         }
         let detail = verdicts
@@ -526,6 +529,7 @@ impl CommitMachine {
             .map(|(p, e, f, _)| format!("{p}: sent against version {e}, found {f:?}"))
             .collect::<Vec<_>>()
             .join("; ");
+        coverage::reach(Mark::StmOptimisticCommitLostUnknown);
         self.finish(CommitOutcome::Unknown { detail });
     }
 }

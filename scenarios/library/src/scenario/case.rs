@@ -24,7 +24,7 @@ use avout::planted::Bug;
 use avout_sim_zk::ReplayFile;
 use serde::{Deserialize, Serialize};
 
-use super::{FaultPlan, Registry, Report, Run, RunError, Workload};
+use super::{FaultPlan, Faults, Registry, Report, Run, RunError, Swarm, Workload};
 
 /// The case-file format this crate writes and reads.
 pub const CASE_FORMAT: u32 = 1;
@@ -39,8 +39,11 @@ pub struct Case {
     /// The planted bug that was on, if any.
     #[serde(default)]
     pub planted: Option<Bug>,
-    /// The faults.
+    /// The faults (under swarm testing, the mix the seed drew: the case replays it as is).
     pub plan: FaultPlan,
+    /// The swarm the plan was drawn from, if it was (absent from the files of fixed mixes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<Swarm>,
     /// The verdict's anomalies when recorded (empty: the run was valid).
     #[serde(default)]
     pub anomalies: Vec<String>,
@@ -80,13 +83,36 @@ impl Case {
         plan: &FaultPlan,
         planted: Option<Bug>,
     ) -> Result<Case, RunError> {
+        Case::record_faults(registry, w, &Faults::Plan(plan.clone()), planted)
+    }
+
+    /// The same under `faults`: a plan, or the mix `w`'s seed draws from a swarm (which the
+    /// case records beside the plan).
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::case::Case;
+    /// use avout_scenarios::scenario::{Faults, Registry, Swarm};
+    /// let registry = Registry::builtins();
+    /// let mut w = registry.workload("counter", 5).unwrap();
+    /// w.ops = 3;
+    /// let case = Case::record_faults(&registry, &w, &Faults::Swarm(Swarm::default()), None).unwrap();
+    /// assert_eq!((case.plan.clone(), case.swarm.clone()), (Swarm::default().plan(5), Some(Swarm::default())));
+    /// let back = Case::from_json(&case.to_json()).unwrap();
+    /// assert_eq!(back.replay(&registry).unwrap().hash, Some(case.sim.hash));
+    /// ```
+    pub fn record_faults(
+        registry: &Registry,
+        w: &Workload,
+        faults: &Faults,
+        planted: Option<Bug>,
+    ) -> Result<Case, RunError> {
         let report = registry
             .run(w)
-            .faults(plan)
+            .with_faults(faults)
             .planted(planted)
             .recorded()
             .sim()?;
-        Ok(Case::from_report(&report, plan))
+        Ok(Case::from_report(&report, &report.plan))
     }
 
     /// The case of a run that recorded its choices.
@@ -100,6 +126,7 @@ impl Case {
             workload: report.workload.clone(),
             planted: report.planted,
             plan: plan.clone(),
+            swarm: report.swarm.clone(),
             anomalies: report.verdict.problems().map(str::to_owned).collect(),
             sim: report
                 .replay

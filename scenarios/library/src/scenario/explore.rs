@@ -151,6 +151,9 @@ mod tests {
         Report {
             workload: w,
             planted: None,
+            plan: Default::default(),
+            swarm: None,
+            coverage: Default::default(),
             history: Default::default(),
             counts: Default::default(),
             retries: 0,

@@ -16,6 +16,7 @@
 pub mod case;
 mod checks;
 pub mod codes;
+pub mod coverage;
 pub mod env;
 mod error;
 pub mod explore;
@@ -25,6 +26,7 @@ mod run;
 pub mod shrink;
 pub mod soak;
 pub mod store;
+pub mod swarm;
 pub(crate) mod worker;
 
 use std::time::Duration;
@@ -37,6 +39,7 @@ pub use error::{BoxError, WorkloadError};
 pub use protocol::Protocol;
 pub use registry::{Described, KnownFailure, Registry, Scenario, UnknownScenario, WorkloadFn};
 pub use run::{Counts, ERROR_PREFIX, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK};
+pub use swarm::{Faults, Swarm};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the
 /// simulator). Every fault the simulator injects ends well within it.

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::env::{Env, Recorder};
 use super::registry::{Registry, Scenario, UnknownScenario};
 use super::store::RefStoreKind;
-use super::{FaultPlan, OP_DEADLINE, SIM_SESSION_TIMEOUT, Workload, WorkloadError};
+use super::{FaultPlan, Faults, OP_DEADLINE, SIM_SESSION_TIMEOUT, Swarm, Workload, WorkloadError};
 
 /// The event-log hash recorded for a run that panicked (it has none).
 pub const PANICKED: u64 = 0;
@@ -78,6 +78,10 @@ pub struct Report {
     pub workload: Workload,
     /// The planted bug switched on, if any.
     pub planted: Option<Bug>,
+    /// The faults it ran under (on the simulator; none on real ZooKeeper).
+    pub plan: FaultPlan,
+    /// The swarm its plan was drawn from, if it was ([`Run::swarm`]).
+    pub swarm: Option<Swarm>,
     /// The history.
     pub history: History,
     /// Its operations by outcome.
@@ -100,6 +104,8 @@ pub struct Report {
     pub replay: Option<ReplayFile>,
     /// The simulator's event log, when the run kept it ([`Run::logged`]).
     pub log: Vec<LogEvent>,
+    /// The coverage marks the protocol code reached ([`avout::coverage`]; simulator only).
+    pub coverage: avout::coverage::Counts,
 }
 
 /// Why a run could not be made.
@@ -141,7 +147,7 @@ pub enum RunError {
 pub struct Run<'a> {
     registry: &'a Registry,
     workload: Workload,
-    plan: FaultPlan,
+    faults: Faults,
     planted: Option<Bug>,
     record: bool,
     tapes: Option<&'a ReplayFile>,
@@ -153,7 +159,7 @@ impl std::fmt::Debug for Run<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Run")
             .field("workload", &self.workload)
-            .field("plan", &self.plan)
+            .field("faults", &self.faults)
             .field("planted", &self.planted)
             .field("record", &self.record)
             .field("replaying", &self.tapes.is_some())
@@ -170,7 +176,7 @@ impl<'a> Run<'a> {
         Run {
             registry,
             workload: workload.clone(),
-            plan: FaultPlan::none(),
+            faults: Faults::default(),
             planted: None,
             record: false,
             tapes: None,
@@ -186,8 +192,37 @@ impl<'a> Run<'a> {
 
     /// The same, under `plan` on the simulator.
     pub fn faults(mut self, plan: &FaultPlan) -> Self {
-        self.plan = plan.clone();
+        self.faults = Faults::Plan(plan.clone());
         self
+    }
+
+    /// The same, under the fault mix its seed draws from `swarm` (swarm testing): each seed
+    /// of an exploration or a soak its own.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::{Registry, Swarm};
+    /// let registry = Registry::builtins();
+    /// let mut w = registry.workload("counter", 5).unwrap();
+    /// w.ops = 3;
+    /// let run = registry.run(&w).swarm(&Swarm::default());
+    /// assert_eq!(run.plan(), Swarm::default().plan(5));
+    /// let report = run.sim().unwrap();
+    /// assert_eq!((report.plan, report.swarm), (Swarm::default().plan(5), Some(Swarm::default())));
+    /// ```
+    pub fn swarm(mut self, swarm: &Swarm) -> Self {
+        self.faults = Faults::Swarm(swarm.clone());
+        self
+    }
+
+    /// The same, under `faults` (a plan, or a swarm).
+    pub fn with_faults(mut self, faults: &Faults) -> Self {
+        self.faults = faults.clone();
+        self
+    }
+
+    /// The fault plan of the run: its plan, or the mix its seed draws from its swarm.
+    pub fn plan(&self) -> FaultPlan {
+        self.faults.plan(self.workload.seed)
     }
 
     /// The same, with `bug` planted in the handles the workload builds.
@@ -248,12 +283,13 @@ impl<'a> Run<'a> {
     /// assert_eq!(registry.run(&w).faults(&FaultPlan::all()).sim_config().seed, 3);
     /// ```
     pub fn sim_config(&self) -> SimConfig {
+        let plan = self.plan();
         SimConfig {
             seed: self.workload.seed,
             clients: 0,
             session_timeout: SIM_SESSION_TIMEOUT,
-            rates: self.plan.rates,
-            scheduled: self.plan.scheduled.clone(),
+            rates: plan.rates,
+            scheduled: plan.scheduled,
             keep_log: self.keep_log,
             ..SimConfig::default()
         }
@@ -291,6 +327,9 @@ impl<'a> Run<'a> {
             ));
         }
         let wall = std::time::Instant::now();
+        // The run executes on this thread (a current-thread runtime), so this counts its
+        // marks alone; counting draws nothing, so the run is the same counted or not.
+        let counter = avout::coverage::Counter::start();
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sim.run(|ctx| async move {
                 let backend = SimBackend::new(ctx.zk.clone());
@@ -305,6 +344,7 @@ impl<'a> Run<'a> {
             })
         }));
         let wall_time = wall.elapsed();
+        let coverage = counter.finish();
         let (result, summary) = match run {
             Ok(done) => done,
             // A broken invariant inside the protocol (or the simulator's time limit): the run
@@ -324,6 +364,7 @@ impl<'a> Run<'a> {
                         choices: Default::default(),
                         hash: PANICKED,
                     }),
+                    coverage,
                     ..self.report(History::default(), 0, verdict, wall_time)
                 });
             }
@@ -351,6 +392,7 @@ impl<'a> Run<'a> {
             requests: Some(summary.requests),
             replay: summary.replay,
             log: summary.log,
+            coverage,
             ..self.report(history, retries, verdict, wall_time)
         })
     }
@@ -378,7 +420,11 @@ impl<'a> Run<'a> {
         scenario.workload(&env, w, &rec).await?;
         let (history, retries, stalls) = rec.finish();
         let verdict = judge(scenario, w, &history, &stalls);
-        Ok(self.report(history, retries, verdict, wall.elapsed()))
+        Ok(Report {
+            plan: FaultPlan::none(),
+            swarm: None,
+            ..self.report(history, retries, verdict, wall.elapsed())
+        })
     }
 
     /// The report of this run with `history`: what any backend knows of it (no faults, no
@@ -393,6 +439,8 @@ impl<'a> Run<'a> {
         Report {
             workload: self.workload.clone(),
             planted: self.planted,
+            plan: self.plan(),
+            swarm: self.faults.swarm().cloned(),
             counts: Counts::of(&history),
             history,
             retries,
@@ -404,6 +452,7 @@ impl<'a> Run<'a> {
             verdict,
             replay: None,
             log: Vec::new(),
+            coverage: avout::coverage::Counts::default(),
         }
     }
 }

@@ -7,5 +7,7 @@ mod museum;
 mod scenarios;
 #[cfg(feature = "planted-bugs")]
 mod scenarios_planted;
+mod shard;
 mod shrink;
 mod soak;
+mod swarm;

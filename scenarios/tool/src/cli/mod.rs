@@ -26,7 +26,8 @@
 //!   an anomaly, a hang or growth (`reports/endurance.md`).
 //! - `avout soak [--seeds N] [--base B] [--faults LIST] [--per-kind] [--pairs]` runs every
 //!   scenario on N seeds under each fault configuration and ends with a table of failures;
-//!   exit 1 if any run failed.
+//!   exit 1 if any run failed. `--shard I/N --json` runs one slice of the seeds, and
+//!   `avout soak-merge SLICE.json...` folds the slices into the whole soak.
 //! - `avout view CASE|HISTORY [--out FILE.html] [--model M]` writes a run's timeline as one
 //!   self-contained HTML page with the checker's verdict drawn on it; failing runs of `run`,
 //!   `explore`, `soak` and `shrink` get one beside their case file.
@@ -93,6 +94,9 @@ enum Command {
     Shrink(explore::ShrinkArgs),
     /// Run every scenario on many seeds under each fault configuration; a table of failures.
     Soak(soak::SoakArgs),
+    /// Fold the JSON of a soak's slices (`avout soak --shard I/N --json`, every shard once)
+    /// into the whole soak's table and case files; exit 1 if any run failed.
+    SoakMerge(soak::MergeArgs),
     /// Run every scenario at once on a real ensemble of our own under every nemesis for a
     /// long time, sampling memory, tasks, nodes and watches; fails on an anomaly, a hang or
     /// a leak (reports/endurance.md).
@@ -185,6 +189,7 @@ fn dispatch(cli: Cli, registry: &Registry) -> Result<(), CliError> {
         Command::Replay(args) => Ok(explore::replay(registry, &args)?),
         Command::Shrink(args) => Ok(explore::shrink_cmd(registry, &args)?),
         Command::Soak(args) => Ok(soak::run(registry, &args)?),
+        Command::SoakMerge(args) => Ok(soak::merge_cmd(registry, &args)?),
         Command::Endure(args) => Ok(cmd::chaos::endure::run(registry, &args)?),
         Command::View(args) => Ok(view::run(registry, &args)?),
         Command::Report(command) => crate::report::run(&command).map(drop).map_err(Into::into),

@@ -159,3 +159,99 @@ fn a_case_kept_with_a_planted_bug_is_soaked_and_replayed_without_it() {
     assert_eq!(v["without_planted"], true, "{v}");
     assert_eq!(v["replayed"], false, "{v}");
 }
+
+/// `avout soak --shard I/N --json` four times and `avout soak-merge` of the four: the table,
+/// the failing seeds and the case files of `avout soak` run whole, byte for byte.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn four_shards_merged_by_soak_merge_are_the_soak_run_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let soak = |shard: Option<&str>, out: &str| {
+        let mut args = vec![
+            "soak",
+            "--planted",
+            "atom-unchecked-write",
+            "--scenarios",
+            "counter,mutex",
+            "--faults",
+            "none",
+            "--seeds",
+            "10",
+            "--base",
+            "0",
+            "--ops",
+            "3",
+            "--json",
+            "--out",
+            out,
+        ];
+        if let Some(shard) = shard {
+            args.extend(["--shard", shard]);
+        }
+        let out = avout(&args);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{out:?}"
+        );
+        out.stdout
+    };
+    let whole = soak(None, &path("whole"));
+    let mut slices = Vec::new();
+    for i in 0..4 {
+        let file = path(&format!("slice-{i}.json"));
+        std::fs::write(
+            &file,
+            soak(Some(&format!("{i}/4")), &path(&format!("s{i}"))),
+        )
+        .unwrap();
+        slices.push(file);
+    }
+    let mut args = vec!["soak-merge", "--json", "--out"];
+    let merged_dir = path("merged");
+    args.push(&merged_dir);
+    args.extend(slices.iter().map(String::as_str));
+    let merged = avout(&args);
+    assert_eq!(
+        merged.status.code(),
+        Some(1),
+        "the bug fails a seed: {merged:?}"
+    );
+    let value = |bytes: &[u8], out: &str| {
+        let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        for key in ["wall_time_s", "threads"] {
+            v[key] = 0.into();
+        }
+        // The case files' paths differ by directory only.
+        serde_json::from_str::<serde_json::Value>(&v.to_string().replace(out, "OUT")).unwrap()
+    };
+    let (whole, merged_json) = (
+        value(&whole, &path("whole")),
+        value(&merged.stdout, &merged_dir),
+    );
+    assert_eq!(merged_json, whole);
+    assert_eq!(whole["rows"][0]["faults"], "none");
+    let failing: Vec<&serde_json::Value> = whole["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["failures"].as_u64() > Some(0))
+        .collect();
+    assert!(!failing.is_empty(), "{whole}");
+    for row in failing {
+        let case = row["first_failure"]["case"].as_str().unwrap();
+        let read = |d: &str| std::fs::read(case.replace("OUT", d)).unwrap();
+        assert_eq!(read(&merged_dir), read(&path("whole")), "{case}");
+    }
+    // A slice missing: refused, nothing written.
+    let out = avout(&[
+        "soak-merge",
+        "--out",
+        &path("partial"),
+        &slices[0],
+        &slices[1],
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("slice 2/4 is missing"));
+    assert!(!dir.path().join("partial").exists());
+}

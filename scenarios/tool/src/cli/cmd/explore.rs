@@ -79,7 +79,7 @@ fn parse_seeds(s: &str) -> Result<std::ops::Range<u64>, RunCmdError> {
 pub(crate) fn explore_cmd(registry: &Registry, args: &ExploreArgs) -> Result<(), RunCmdError> {
     let seeds = parse_seeds(&args.seeds)?;
     let w = args.common.workload(registry, seeds.start)?;
-    let plan = args.common.plan()?;
+    let faults = args.common.faults()?;
     let planted = args.common.planted()?;
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
@@ -87,7 +87,7 @@ pub(crate) fn explore_cmd(registry: &Registry, args: &ExploreArgs) -> Result<(),
     let bar = progress_bar(seeds.end - seeds.start, "seeds", !args.common.json);
     let wall = std::time::Instant::now();
     let found = explore(
-        &registry.run(&w).faults(&plan).planted(planted),
+        &registry.run(&w).with_faults(&faults).planted(planted),
         seeds.clone(),
         threads,
         args.all,
@@ -102,7 +102,7 @@ pub(crate) fn explore_cmd(registry: &Registry, args: &ExploreArgs) -> Result<(),
     for failure in &found.failures {
         // Re-run the failing seed recording its choices (the same run: runs are a function
         // of their seed), for the case file.
-        let case = Case::record(registry, &failure.workload, &plan, planted)?;
+        let case = Case::record_faults(registry, &failure.workload, &faults, planted)?;
         let path = args.common.out.join(format!(
             "{}-seed{}.case.json",
             failure.workload.scenario, failure.workload.seed

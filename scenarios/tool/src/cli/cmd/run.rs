@@ -111,14 +111,14 @@ pub(crate) fn run(registry: &Registry, args: &RunArgs) -> Result<(), RunCmdError
                 "--pg needs real ZooKeeper (--zk or --zk-ensemble)".into(),
             ));
         }
-        let plan = args.common.plan()?;
+        let faults = args.common.faults()?;
         let report = registry
             .run(&w)
-            .faults(&plan)
+            .with_faults(&faults)
             .planted(planted)
             .recorded()
             .sim()?;
-        let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &plan));
+        let case = (!report.verdict.is_valid()).then(|| Case::from_report(&report, &report.plan));
         (report, "simulator".to_owned(), case)
     };
     // Named by the reported round's seed: the last judged round of a real run, not the first.

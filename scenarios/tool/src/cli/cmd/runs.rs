@@ -11,7 +11,9 @@ use crate::view::{Page, page_path};
 use avout::planted::Bug;
 use avout_scenarios::scenario::case::{Case, CaseError};
 use avout_scenarios::scenario::shrink::ShrinkError;
-use avout_scenarios::scenario::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
+use avout_scenarios::scenario::{
+    FaultPlan, Faults, Protocol, Registry, Report, RunError, Swarm, Workload,
+};
 use avout_sim_zk::FaultKind;
 
 use super::chaos;
@@ -38,6 +40,10 @@ pub(crate) struct WorkloadArgs {
     /// The chance that a request draws some fault (split over the kinds as in the chaos mix).
     #[arg(long, value_name = "R")]
     fault_rate: Option<f64>,
+    /// Swarm testing: each seed draws which of the --faults kinds are on, and their rates
+    /// from wide ranges (the case file records the mix, so it replays as it ran).
+    #[arg(long, conflicts_with = "fault_rate")]
+    swarm: bool,
     /// The STM protocol of transactional scenarios.
     #[arg(long, default_value = "mvcc")]
     protocol: String,
@@ -90,7 +96,8 @@ impl WorkloadArgs {
         Ok(w)
     }
 
-    pub(crate) fn plan(&self) -> Result<FaultPlan, RunCmdError> {
+    /// The faults: a fixed plan, or with `--swarm` each seed's own mix of the kinds.
+    pub(crate) fn faults(&self) -> Result<Faults, RunCmdError> {
         if let Some(r) = self.fault_rate
             && !(0.0..=1.0).contains(&r)
         {
@@ -107,7 +114,11 @@ impl WorkloadArgs {
                 .map(|s| parse_kind(s.trim()))
                 .collect::<Result<_, _>>()?,
         };
-        Ok(FaultPlan::kinds(&kinds, self.fault_rate))
+        Ok(if self.swarm {
+            Faults::Swarm(Swarm::of(&kinds))
+        } else {
+            Faults::Plan(FaultPlan::kinds(&kinds, self.fault_rate))
+        })
     }
 
     pub(crate) fn planted(&self) -> Result<Option<Bug>, RunCmdError> {

@@ -2,11 +2,17 @@
 //!
 //! The grid and its runs are [`avout_scenarios::scenario::soak`]'s; this module parses the
 //! options, picks the base seed, draws the progress bar, prints the table and writes the
-//! lowest failing seed of each failing row as a case file.
+//! lowest failing seed of each failing row as a case file, then the coverage marks reached.
+//! `avout soak --shard I/N --json` runs a slice of the seeds; `avout soak-merge` folds the
+//! slices' JSON into the whole soak's table and case files.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use avout_scenarios::scenario::soak::{FaultConfig, Row, Soak, SoakReport, rerun_kept, soak};
+use avout::coverage::Mark;
+use avout_scenarios::scenario::soak::{
+    FaultConfig, Row, Shard, Soak, SoakReport, SoakSlice, merge, rerun_kept, soak,
+};
 use avout_scenarios::scenario::{Protocol, Registry};
 
 use super::runs::{RunCmdError, Style, parse_kind, progress_bar, write_case};
@@ -32,6 +38,10 @@ pub(crate) struct SoakArgs {
     /// Every pair of fault kinds (78), N seeds each.
     #[arg(long)]
     pairs: bool,
+    /// Swarm testing: in every fault configuration, each seed draws which of its kinds are
+    /// on and their rates from wide ranges (rows are named `swarm:CONFIG`).
+    #[arg(long)]
+    swarm: bool,
     /// Scenarios, comma-separated (default: every built-in scenario, then those a user's
     /// binary registered).
     #[arg(long, value_name = "LIST")]
@@ -63,6 +73,24 @@ pub(crate) struct SoakArgs {
     /// code must pass it); any that fails fails the soak.
     #[arg(long, value_name = "DIR")]
     regressions: Option<PathBuf>,
+    /// Run only slice I of N (from 0) of every row's seeds: the offsets I, I+N, I+2N, ...
+    /// from the base. `avout soak-merge` folds the slices' `--json` outputs into one soak.
+    #[arg(long, value_name = "I/N", default_value_t = Shard::WHOLE)]
+    shard: Shard,
+}
+
+/// Options of `avout soak-merge`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MergeArgs {
+    /// The slices' JSON, as `avout soak --shard I/N --json` printed them, every shard once.
+    #[arg(required = true, value_name = "SLICE.json")]
+    slices: Vec<PathBuf>,
+    /// Where the merged soak's case files go.
+    #[arg(long, default_value = "avout-runs", value_name = "DIR")]
+    out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 impl SoakArgs {
@@ -97,6 +125,9 @@ impl SoakArgs {
         if self.pairs {
             faults.extend(FaultConfig::pairs());
         }
+        if self.swarm {
+            faults = faults.into_iter().map(FaultConfig::swarm).collect();
+        }
         if self.seeds == 0 {
             return Err(usage("--seeds must be at least 1".into()));
         }
@@ -124,12 +155,13 @@ impl SoakArgs {
             s.threads = t.max(1);
         }
         s.repeat = self.repeat;
+        s.shard = self.shard;
         Ok(s)
     }
 }
 
-fn case_path(args: &SoakArgs, row: &Row, seed: u64) -> PathBuf {
-    args.out.join(format!(
+fn case_path(out: &std::path::Path, row: &Row, seed: u64) -> PathBuf {
+    out.join(format!(
         "{}-{}-seed{seed}.case.json",
         row.label(),
         row.faults.name
@@ -141,14 +173,19 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
     let s = args.soak(registry)?;
     let rows = s.rows();
     let line = format!(
-        "soak        base seed {} (seeds {}..{}): {} scenario(s) × {} fault configuration(s) × {} \
+        "soak        base seed {} (seeds {}..{}{}): {} scenario(s) × {} fault configuration(s) × {} \
          seeds on {} threads{}",
         s.base,
         s.base,
         s.base + s.seeds,
+        if s.shard == Shard::WHOLE {
+            String::new()
+        } else {
+            format!(", slice {} of every {}", s.shard.index(), s.shard.count())
+        },
         s.scenarios.len() + s.ref_store_rows.len(),
         s.faults.len(),
-        s.seeds,
+        s.shard.seeds_of(s.seeds),
         s.threads,
         s.planted
             .map(|b| format!(", planted bug {b}"))
@@ -203,14 +240,88 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
             println!("{line}");
         }
     }
-    let bar = progress_bar(rows as u64 * s.seeds, "runs", !args.json);
+    let bar = progress_bar(rows as u64 * s.shard.seeds_of(s.seeds), "runs", !args.json);
     let report = soak(registry, &s, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
+    show(
+        registry,
+        &SoakSlice::of(&s, &report),
+        &report,
+        s.threads,
+        &args.out,
+        args.json,
+    )?;
+    if kept_failed > 0 {
+        return Err(RunCmdError::Anomaly(format!(
+            "{kept_failed} kept regression case(s) failed"
+        )));
+    }
+    verdict(&report, s.base)
+}
+
+/// Exit 1 (an anomaly, already reported) if any run failed.
+fn verdict(report: &SoakReport, base: u64) -> Result<(), RunCmdError> {
+    if !report.failed() {
+        return Ok(());
+    }
+    let failed: u64 = report.rows.iter().map(|r| r.failed.len() as u64).sum();
+    let unrepeatable: usize = report.rows.iter().map(|r| r.unrepeatable.len()).sum();
+    Err(RunCmdError::Anomaly(format!(
+        "{failed} of {} runs failed and {unrepeatable} seed(s) ran differently twice \
+         (base seed {base})",
+        report.runs
+    )))
+}
+
+/// `avout soak-merge`: the slices read, checked to be one soak's, folded, the lowest failing
+/// seed of each row recorded again; printed and exited as that soak would have been.
+pub(crate) fn merge_cmd(registry: &Registry, args: &MergeArgs) -> Result<(), RunCmdError> {
+    let slices = args
+        .slices
+        .iter()
+        .map(|path| {
+            let bad = |e: String| {
+                RunCmdError::Usage(format!("{}: not a soak slice: {e}", path.display()))
+            };
+            let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+            serde_json::from_str::<SoakSlice>(&text).map_err(|e| bad(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut merged = merge(&slices).map_err(|e| RunCmdError::Usage(e.to_string()))?;
+    merged.record_first(registry)?;
+    let report = merged.report();
+    let line = format!(
+        "soak-merge  {} slice(s) of base seed {} (seeds {}..{}): {} runs",
+        slices.len(),
+        merged.base,
+        merged.base,
+        merged.base + merged.seeds,
+        merged.runs
+    );
+    if args.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    show(registry, &merged, &report, 0, &args.out, args.json)?;
+    verdict(&report, merged.base)
+}
+
+/// Writes each failing row's case file (and page) to `out`, then prints the table and the
+/// coverage marks, or the JSON.
+fn show(
+    registry: &Registry,
+    slice: &SoakSlice,
+    report: &SoakReport,
+    threads: usize,
+    out: &std::path::Path,
+    json: bool,
+) -> Result<(), RunCmdError> {
     let mut paths = Vec::new();
     for row in &report.rows {
         let path = match (&row.first, row.failed.first()) {
             (Some(case), Some(&seed)) => {
-                let path = case_path(args, row, seed);
+                let path = case_path(out, row, seed);
                 let page = write_case(registry, case, &path)?;
                 Some((path, page))
             }
@@ -218,27 +329,13 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
         };
         paths.push(path);
     }
-    if args.json {
-        print_json(&s, &report, &paths);
+    if json {
+        print_json(slice, threads, report, &paths);
     } else {
-        print_table(&report, &paths);
+        print_table(report, &paths);
+        print_coverage(report);
     }
-    if kept_failed > 0 {
-        return Err(RunCmdError::Anomaly(format!(
-            "{kept_failed} kept regression case(s) failed"
-        )));
-    }
-    if report.failed() {
-        let failed: u64 = report.rows.iter().map(|r| r.failed.len() as u64).sum();
-        let unrepeatable: usize = report.rows.iter().map(|r| r.unrepeatable.len()).sum();
-        Err(RunCmdError::Anomaly(format!(
-            "{failed} of {} runs failed and {unrepeatable} seed(s) ran differently twice \
-             (base seed {})",
-            report.runs, s.base
-        )))
-    } else {
-        Ok(())
-    }
+    Ok(())
 }
 
 /// A failing row's case file and its timeline page, as written.
@@ -351,6 +448,49 @@ fn print_table(report: &SoakReport, paths: &[Written]) {
     }
 }
 
+/// The coverage marks: for each, the runs that reached it and the scenarios they were of;
+/// a mark no run reached is a finding, shown as such.
+fn print_coverage(report: &SoakReport) {
+    let style = Style::stdout();
+    let all = report.coverage();
+    let width = Mark::ALL.iter().map(|m| m.name().len()).max().unwrap_or(0);
+    println!(
+        "coverage    {} of {} marks reached in {} runs (runs reaching each, and where):",
+        Mark::ALL.len() - all.unreached().count(),
+        Mark::ALL.len(),
+        all.runs
+    );
+    for &mark in Mark::ALL {
+        let reached = all.get(mark);
+        if reached.runs == 0 {
+            println!(
+                "  {:width$}  {}",
+                mark.name(),
+                style.paint("33;1", "NEVER REACHED")
+            );
+            continue;
+        }
+        let mut by_scenario: BTreeMap<String, u64> = BTreeMap::new();
+        for row in &report.rows {
+            let n = row.coverage.get(mark).runs;
+            if n > 0 {
+                *by_scenario.entry(row.label()).or_default() += n;
+            }
+        }
+        let wheres: Vec<String> = by_scenario
+            .iter()
+            .map(|(scenario, n)| format!("{scenario} {n}"))
+            .collect();
+        println!(
+            "  {:width$}  {:>7} runs  {:>8} times  {}",
+            mark.name(),
+            reached.runs,
+            reached.times,
+            wheres.join(", ")
+        );
+    }
+}
+
 /// A run's event-log hash and request count as the table prints them.
 fn logged((hash, requests): (Option<u64>, Option<u64>)) -> String {
     format!(
@@ -360,42 +500,27 @@ fn logged((hash, requests): (Option<u64>, Option<u64>)) -> String {
     )
 }
 
-fn print_json(s: &Soak, report: &SoakReport, paths: &[Written]) {
-    let rows: Vec<serde_json::Value> = report
-        .rows
-        .iter()
-        .zip(paths)
-        .map(|(row, path)| {
-            serde_json::json!({
-                "scenario": row.scenario,
-                "ref_store": row.ref_store.name(),
-                "faults": row.faults.name,
-                "seeds": row.seeds,
-                "failures": row.failed.len(),
-                "failed_seeds": row.failed,
-                "unrepeatable_seeds": row.unrepeatable.iter().map(|u| u.seed).collect::<Vec<_>>(),
-                "first_failure": row.first.as_ref().map(|case| serde_json::json!({
-                    "seed": case.workload.seed,
-                    "anomalies": case.anomalies,
-                    "case": path.as_ref().map(|(p, _)| p.display().to_string()),
-                    "replay": path.as_ref().map(|(p, _)| format!("avout replay {}", p.display())),
-                    "page": path.as_ref().and_then(|(_, page)| page.as_ref()).map(|p| p.display().to_string()),
-                })),
-            })
-        })
-        .collect();
-    println!(
-        "{}",
-        serde_json::json!({
-            "base": s.base,
-            "seeds": s.seeds,
-            "threads": s.threads,
-            "planted": s.planted.map(|b| b.name()),
-            "runs": report.runs,
-            "requests": report.requests,
-            "wall_time_s": report.wall_time.as_secs_f64(),
-            "failed": report.failed(),
-            "rows": rows,
-        })
-    );
+/// The slice (what `soak-merge` reads back), with what people and scripts read besides.
+fn print_json(slice: &SoakSlice, threads: usize, report: &SoakReport, paths: &[Written]) {
+    let mut value = serde_json::to_value(slice).expect("a slice serializes");
+    value["threads"] = threads.into();
+    value["failed"] = report.failed().into();
+    value["unreached"] = report
+        .coverage()
+        .unreached()
+        .map(Mark::name)
+        .collect::<Vec<_>>()
+        .into();
+    let rows = value["rows"].as_array_mut().expect("rows are an array");
+    for ((json, row), path) in rows.iter_mut().zip(&report.rows).zip(paths) {
+        json["failures"] = row.failed.len().into();
+        json["first_failure"] = serde_json::json!(row.first.as_ref().map(|case| serde_json::json!({
+            "seed": case.workload.seed,
+            "anomalies": case.anomalies,
+            "case": path.as_ref().map(|(p, _)| p.display().to_string()),
+            "replay": path.as_ref().map(|(p, _)| format!("avout replay {}", p.display())),
+            "page": path.as_ref().and_then(|(_, page)| page.as_ref()).map(|p| p.display().to_string()),
+        })));
+    }
+    println!("{value}");
 }

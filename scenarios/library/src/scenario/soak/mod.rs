@@ -26,90 +26,23 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use avout::planted::Bug;
-use avout_sim_zk::FaultKind;
+
+mod faults;
+mod shard;
+
+pub use faults::{FaultConfig, FaultConfigError};
+pub use shard::{MergeError, Shard, ShardError, SoakSlice, merge};
 
 use super::case::{Case, CaseError};
+use super::coverage::Coverage;
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{FaultPlan, Protocol, Registry, Report, RunError, Workload};
-
-/// A set of fault kinds, drawn at the simulator's chaos rates, under a short name.
-///
-/// ```
-/// use avout_scenarios::scenario::soak::FaultConfig;
-/// assert_eq!(FaultConfig::all().name, "all");
-/// assert_eq!(FaultConfig::per_kind().len(), 13);
-/// assert_eq!(FaultConfig::pairs().len(), 78);
-/// assert_eq!(FaultConfig::every().kinds.len(), 13);
-/// assert_eq!(FaultConfig::pairs()[0].name, "request-lost+reply-lost");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FaultConfig {
-    /// `all`, `none`, a kind's name, or kinds joined by `+`.
-    pub name: String,
-    /// The kinds.
-    pub kinds: Vec<FaultKind>,
-}
-
-impl FaultConfig {
-    /// The given kinds.
-    pub fn of(kinds: &[FaultKind]) -> Self {
-        let name = if kinds.is_empty() {
-            "none".to_owned()
-        } else if FaultKind::ALL.iter().all(|k| kinds.contains(k)) {
-            "every".to_owned()
-        } else if kinds.len() == FaultKind::DEFAULT.len()
-            && FaultKind::DEFAULT.iter().all(|k| kinds.contains(k))
-        {
-            "all".to_owned()
-        } else {
-            kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join("+")
-        };
-        FaultConfig {
-            name,
-            kinds: kinds.to_vec(),
-        }
-    }
-
-    /// Every kind together.
-    pub fn all() -> Self {
-        FaultConfig::of(&FaultKind::DEFAULT)
-    }
-
-    /// Every kind together, the ensemble kinds too.
-    pub fn every() -> Self {
-        FaultConfig::of(&FaultKind::ALL)
-    }
-
-    /// No faults.
-    pub fn none() -> Self {
-        FaultConfig::of(&[])
-    }
-
-    /// Each kind alone.
-    pub fn per_kind() -> Vec<Self> {
-        FaultKind::ALL
-            .iter()
-            .map(|k| FaultConfig::of(&[*k]))
-            .collect()
-    }
-
-    /// Every pair of kinds.
-    pub fn pairs() -> Vec<Self> {
-        let all = FaultKind::ALL;
-        (0..all.len())
-            .flat_map(|i| (i + 1..all.len()).map(move |j| FaultConfig::of(&[all[i], all[j]])))
-            .collect()
-    }
-
-    /// The fault plan: these kinds at the chaos mix's rates.
-    pub fn plan(&self) -> FaultPlan {
-        FaultPlan::kinds(&self.kinds, None)
-    }
-}
+use super::{Faults, Protocol, Registry, Report, RunError, Workload};
+use serde::{Deserialize, Serialize};
 
 /// What to soak.
 #[derive(Clone, Debug)]
@@ -136,6 +69,8 @@ pub struct Soak {
     pub ref_store_rows: Vec<(String, RefStoreKind)>,
     /// How many seeds of each row (the first ones) run twice, their event logs compared.
     pub repeat: u64,
+    /// The slice of the seeds this soak runs ([`Shard::WHOLE`]: all of them).
+    pub shard: Shard,
 }
 
 /// Seeds of each row run twice by default: a few per row finds a run that draws from outside
@@ -161,6 +96,7 @@ impl Soak {
             },
             scenarios,
             repeat: REPEAT,
+            shard: Shard::WHOLE,
         }
     }
 
@@ -193,18 +129,31 @@ impl Soak {
         ref_store: RefStoreKind,
         seed: u64,
     ) -> Result<Workload, RunError> {
-        let mut w = registry.workload(scenario, seed)?;
-        w.ref_store = ref_store;
-        w.protocol = self.protocol;
-        if let Some(ops) = self.ops {
-            w.ops = ops;
-        }
-        Ok(w)
+        row_workload(registry, scenario, ref_store, self.protocol, self.ops, seed)
     }
 }
 
-/// One (scenario, fault configuration) row of a soak.
-#[derive(Clone, Debug)]
+/// The workload of a row of `scenario` with `seed`, its refs in `ref_store`.
+fn row_workload(
+    registry: &Registry,
+    scenario: &str,
+    ref_store: RefStoreKind,
+    protocol: Protocol,
+    ops: Option<usize>,
+    seed: u64,
+) -> Result<Workload, RunError> {
+    let mut w = registry.workload(scenario, seed)?;
+    w.ref_store = ref_store;
+    w.protocol = protocol;
+    if let Some(ops) = ops {
+        w.ops = ops;
+    }
+    Ok(w)
+}
+
+/// One (scenario, fault configuration) row of a soak. Written to JSON (by `avout soak
+/// --json`, to be [merged](merge)) without [`Row::first`], which a merge records again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// The scenario.
     pub scenario: String,
@@ -215,16 +164,20 @@ pub struct Row {
     /// Seeds run.
     pub seeds: u64,
     /// Failing seeds, lowest first.
+    #[serde(rename = "failed_seeds")]
     pub failed: Vec<u64>,
     /// The lowest failing seed's run, recorded.
+    #[serde(skip)]
     pub first: Option<Case>,
+    /// The coverage marks its runs reached.
+    pub coverage: Coverage,
     /// Seeds whose two runs logged different events, lowest first, with both logs' hashes:
     /// the run drew from something other than its seed, so it cannot be replayed.
     pub unrepeatable: Vec<Unrepeatable>,
 }
 
 /// A seed whose two runs differed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unrepeatable {
     /// The seed.
     pub seed: u64,
@@ -241,7 +194,7 @@ impl Row {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, unrepeatable: vec![] };
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
     /// assert_eq!(row.label(), "bank+memory");
     /// ```
     pub fn label(&self) -> String {
@@ -273,6 +226,15 @@ impl SoakReport {
             .iter()
             .any(|r| !r.failed.is_empty() || !r.unrepeatable.is_empty())
     }
+
+    /// The coverage marks of every row's runs together.
+    pub fn coverage(&self) -> Coverage {
+        let mut all = Coverage::default();
+        for row in &self.rows {
+            all.merge(&row.coverage);
+        }
+        all
+    }
 }
 
 /// Runs the soak; `progress` is called after each run with the number of runs done.
@@ -300,27 +262,31 @@ pub fn soak(
         .iter()
         .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
         .collect::<Result<Vec<Workload>, RunError>>()?;
-    let plans: Vec<FaultPlan> = jobs.iter().map(|(_, _, f)| f.plan()).collect();
-    let per_job = s.seeds.max(1);
+    let faults: Vec<Faults> = jobs.iter().map(|(_, _, f)| f.faults()).collect();
+    // This shard's seeds of each row: the k-th is the row's offset `s.shard.offset(k)`.
+    let per_job = s.shard.seeds_of(s.seeds);
+    let seed_of = |i: u64| (i / per_job, s.base + s.shard.offset(i % per_job));
+    let coverage: Vec<Mutex<Coverage>> = jobs.iter().map(|_| Mutex::default()).collect();
     let unrepeatable = std::sync::Mutex::new(Vec::new());
     let found = explore_runs(
-        jobs.len() as u64 * s.seeds,
+        jobs.len() as u64 * per_job,
         s.threads,
         true,
         progress,
         &|i| {
-            let job = (i / per_job) as usize;
-            let seed = s.base + i % per_job;
+            let (job, seed) = seed_of(i);
+            let job = job as usize;
             let run = || {
                 registry
                     .run(&workloads[job])
                     .seed(seed)
-                    .faults(&plans[job])
+                    .with_faults(&faults[job])
                     .planted(s.planted)
                     .sim()
             };
             let mut report = run()?;
-            if i % per_job < s.repeat {
+            // The row's first seeds, whichever shard runs them.
+            if seed - s.base < s.repeat {
                 let again = run()?;
                 let logged = |r: &Report| (r.hash, r.requests);
                 if logged(&report) != logged(&again) {
@@ -335,19 +301,25 @@ pub fn soak(
                 }
             }
             // Only the count and the seeds of failures are kept; the lowest is re-run below.
+            coverage[job]
+                .lock()
+                .expect("not poisoned")
+                .add_run(&report.coverage);
             report.history = Default::default();
             Ok(report)
         },
     )?;
     let mut rows: Vec<Row> = jobs
         .iter()
-        .map(|(scenario, ref_store, faults)| Row {
+        .zip(coverage)
+        .map(|((scenario, ref_store, faults), coverage)| Row {
             scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
             faults: (*faults).clone(),
-            seeds: s.seeds,
+            seeds: per_job,
             failed: Vec::new(),
             first: None,
+            coverage: coverage.into_inner().expect("not poisoned"),
             unrepeatable: Vec::new(),
         })
         .collect();
@@ -357,23 +329,42 @@ pub fn soak(
         rows[job].unrepeatable.push(u);
     }
     for (i, _) in &found.failures {
-        rows[(i / per_job) as usize]
-            .failed
-            .push(s.base + i % per_job);
+        let (job, seed) = seed_of(*i);
+        rows[job as usize].failed.push(seed);
     }
-    for ((row, plan), w) in rows.iter_mut().zip(&plans).zip(&workloads) {
-        if let Some(&seed) = row.failed.first() {
-            // The same run (a function of its seed), its choices taped for the case file.
-            let w = Workload { seed, ..w.clone() };
-            row.first = Some(Case::record(registry, &w, plan, s.planted)?);
-        }
-    }
+    record_first(registry, &mut rows, s.protocol, s.ops, s.planted)?;
     Ok(SoakReport {
         rows,
         runs: found.runs,
         requests: found.requests,
         wall_time: wall.elapsed(),
     })
+}
+
+/// Records each failing row's lowest failing seed as a [`Case`] ([`Row::first`]): the same
+/// run, a function of its seed, with its choices taped for the case file.
+fn record_first(
+    registry: &Registry,
+    rows: &mut [Row],
+    protocol: Protocol,
+    ops: Option<usize>,
+    planted: Option<Bug>,
+) -> Result<(), RunError> {
+    for row in rows {
+        row.first = match row.failed.first() {
+            Some(&seed) => {
+                let w = row_workload(registry, &row.scenario, row.ref_store, protocol, ops, seed)?;
+                Some(Case::record_faults(
+                    registry,
+                    &w,
+                    &row.faults.faults(),
+                    planted,
+                )?)
+            }
+            None => None,
+        };
+    }
+    Ok(())
 }
 
 /// A kept regression case, run again.
