@@ -68,9 +68,8 @@
 //! use serde_json::json;
 //!
 //! let txn = || F::Other("txn".into());
-//! // Both read x as nil and wrote it: a lost update. A later read of 1 after T1 wrote 2
-//! // over... nothing: T1 read nil too, so nothing orders 1 and 2, but each read nil before
-//! // the other's write (rw both ways): G2-item as well.
+//! // Both read x as nil and wrote it: a lost update. Each read the version the other's write
+//! // follows (rw both ways): G2-item as well.
 //! let h: History = [
 //!     Event::invoke(0, txn(), json!([["r", "x", null], ["w", "x", 1]])),
 //!     Event::invoke(1, txn(), json!([["r", "x", null], ["w", "x", 2]])),

@@ -2,11 +2,7 @@
 //! `rw-register`): each client opens a few refs and runs `ops` transactions, each a few
 //! micro-operations drawn at random and run in one `dosync`, recorded as `f: "txn"` with the
 //! micro-operations as invoked (reads `null`) and, on `ok`, as done (reads with their values).
-//!
-//! A failed transaction carries Maelstrom's code (`error`, see [`crate::scenario::codes`]): 30
-//! when it gave up after the retry limit of conflicts (the workload's `retry_limit`, else the
-//! protocol's), 13 when its commit's outcome is unknown, 11 when it was refused unsent because
-//! the client's connection was down.
+//! A failed transaction carries Maelstrom's code, as [`crate::builtin::list_append`] says.
 
 use avout::atom::Codec;
 use avout::stm::{Abort, Ref, Tx};

@@ -146,7 +146,10 @@ fn planted_stm_bugs_are_found_by_rw_register() {
             .sim()
             .unwrap();
         let kinds = outcome.verdict.kinds();
-        assert!(kinds.iter().any(|k| k.starts_with(kind)), "{bug}: {kinds:?}");
+        assert!(
+            kinds.iter().any(|k| k.starts_with(kind)),
+            "{bug}: {kinds:?}"
+        );
         eprintln!(
             "planted {bug} (rw-register, {protocol:?}): found at seed {}: {kinds:?}",
             failing.seed

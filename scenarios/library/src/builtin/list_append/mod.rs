@@ -5,7 +5,10 @@
 //! (`deref`, or `alter` pushing the value). The protocol is the workload's.
 //!
 //! History: `f: "txn"`, value the micro-operations (`["r", k, null]` / `["append", k, v]`);
-//! an `ok` completion carries the lists read; failures as [`crate::builtin::txns`] says.
+//! an `ok` completion carries the lists read. A failed transaction carries Maelstrom's code
+//! (`error`, see [`crate::scenario::codes`]): 30 when it gave up after the retry limit of conflicts
+//! (the workload's `retry_limit`, else the protocol's), 13 when its commit's outcome is
+//! unknown, 11 when it was refused unsent because the client's connection was down.
 //!
 //! The checker is the Elle-style list-append checker ([`avout_check::list_append`]) for
 //! strict serializability: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item, lost-update,

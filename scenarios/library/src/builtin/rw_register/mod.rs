@@ -12,7 +12,7 @@
 //!   the version it replaced (writes follow reads), which is what lets the checker infer
 //!   version orders at all.
 //!
-//! Failures as [`crate::builtin::txns`] says. The protocol is the workload's (`--protocol
+//! Failures carry Maelstrom's codes as in [`list-append`](crate::builtin::list_append). The protocol is the workload's (`--protocol
 //! mvcc|optimistic`); under Mvcc, whose reads only `ensure` protects, write skew (G2-item) is
 //! allowed, as for `list-append`: snapshot isolation. Everything else Elle finds in register
 //! transactions is an anomaly under either protocol: G0, G1a, G1b, G1c, G-single,
