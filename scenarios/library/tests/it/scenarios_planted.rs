@@ -127,6 +127,36 @@ fn planted_stm_without_read_point_check_is_found_shrunk_and_replayed() {
     find_shrink_replay(Bug::StmNoReadPointCheck, "list-append", Protocol::Mvcc, 60);
 }
 
+/// The rw-register scenario finds the STM's planted bugs that break isolation by themselves:
+/// reads past the read point (read skew, G-single, under Mvcc), and a commit whose session was
+/// lost retried as a conflict and reported failed after the retry limit although it may have
+/// applied (G1a when another transaction read its write; no scenario found that one before).
+#[test]
+fn planted_stm_bugs_are_found_by_rw_register() {
+    for (bug, protocol, kind) in [
+        (Bug::StmNoReadPointCheck, Protocol::Mvcc, "G-single"),
+        (Bug::StmSessionLossRetried, Protocol::Mvcc, "G1a"),
+        (Bug::StmSessionLossRetried, Protocol::Optimistic, "G1a"),
+    ] {
+        let failing = explore_for(bug, "rw-register", protocol, &FaultPlan::all());
+        let outcome = Registry::builtins()
+            .run(&failing)
+            .faults(&FaultPlan::all())
+            .planted(Some(bug))
+            .sim()
+            .unwrap();
+        let kinds = outcome.verdict.kinds();
+        assert!(
+            kinds.iter().any(|k| k.starts_with(kind)),
+            "{bug}: {kinds:?}"
+        );
+        eprintln!(
+            "planted {bug} (rw-register, {protocol:?}): found at seed {}: {kinds:?}",
+            failing.seed
+        );
+    }
+}
+
 #[test]
 fn planted_stm_barging_committing_is_found_shrunk_and_replayed() {
     find_shrink_replay(Bug::StmBargeCommitting, "bank", Protocol::Mvcc, 60);
