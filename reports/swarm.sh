@@ -23,7 +23,7 @@ mkdir -p "$out"
 # Each bug and the scenario that finds it (its kept case's scenario).
 bugs=(
   lock-no-guid-recovery:mutex atom-unchecked-write:counter stm-no-read-point-check:list-append
-  stm-barge-committing:bank lock-handoff-without-recheck:mutex
+  stm-barge-committing:bank lock-handoff-without-recheck:mutex stm-session-loss-retried:rw-register
   kazoo-649:rwlock curator-621:rwlock kazoo-732:rwlock curator-335:semaphore
   curator-462:semaphore curator-gh-1290:double-barrier zookeeper-1011:double-barrier
   curator-358:latch curator-16:latch curator-202:latch curator-623:work-queue
