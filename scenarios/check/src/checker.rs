@@ -115,6 +115,18 @@ pub enum CheckError {
         /// The second's.
         line: usize,
     },
+    /// The same value written to the same register twice: versions could not be told apart.
+    #[error("lines {first_line} and {line}: {value} written to key {key} twice")]
+    DuplicateWrite {
+        /// The key.
+        key: Value,
+        /// The value.
+        value: Value,
+        /// The first write's invocation line.
+        first_line: usize,
+        /// The second's.
+        line: usize,
+    },
 }
 
 impl CheckError {
@@ -141,9 +153,9 @@ impl CheckError {
 pub struct Options {
     /// register, cas-register: where the history keeps its keys.
     pub keys: Keys,
-    /// list-append: the consistency model.
+    /// list-append, rw-register: the consistency model.
     pub consistency: Consistency,
-    /// list-append: write skew (G2-item) is no anomaly (snapshot isolation).
+    /// list-append, rw-register: write skew (G2-item) is no anomaly (snapshot isolation).
     pub allow_write_skew: bool,
     /// bank: the total every read must sum to (`None`: the first read's sum).
     pub total: Option<i64>,

@@ -15,6 +15,7 @@
 //! |---|---|---|
 //! | `register`, `cas-register` | [`linear::Linearizable`] | linearizability, per key (Knossos' `linear`, with Lowe's memoisation) |
 //! | `list-append` | [`list_append::ListAppend`] | Elle's anomalies of list-append transactions: G0, G1a–c, G-single, G-nonadjacent, G2-item, lost update, internal and future reads, with their process and real-time variants |
+//! | `rw-register` | [`rw_register::RwRegister`] | Elle's anomalies of read-write register transactions (Maelstrom's txn-rw-register): the same cycles, G1a, G1b, lost update, internal, future and garbage reads, cyclic versions |
 //! | `bank` | [`bank::Bank`] | every read sums to the total, no negative balance |
 //! | `mutex` | [`mutex::Mutex`] | mutual exclusion of lock holds under fencing tokens |
 //! | `two-phase-commit` | [`two_phase_commit::TwoPhaseCommit`] | atomic commitment |
@@ -39,11 +40,13 @@
 
 pub mod bank;
 mod checker;
+mod elle;
 pub mod history;
 pub mod linear;
 pub mod list_append;
 pub mod mutex;
 pub mod recipes;
+pub mod rw_register;
 pub mod two_phase_commit;
 mod verdict;
 
@@ -52,6 +55,7 @@ pub use verdict::{Anomaly, Interval, Link, Part, Role, SHOWN_PER_KIND, Stretch, 
 
 use linear::{Linearizable, Model};
 use list_append::ListAppend;
+use rw_register::RwRegister;
 
 /// avout's checkers, in the order `avout check` lists them.
 fn builtin_checkers(checkers: Checkers) -> Checkers {
@@ -69,14 +73,12 @@ fn builtin_checkers(checkers: Checkers) -> Checkers {
         .with(
             "list-append",
             "transactions of list appends and reads (Maelstrom's txn-list-append), as Elle judges them",
-            |o| {
-                let checker = ListAppend::new().consistency(o.consistency);
-                Box::new(if o.allow_write_skew {
-                    checker.allow_write_skew()
-                } else {
-                    checker
-                })
-            },
+            |o| Box::new(ListAppend::of(elle::Model::of(o))),
+        )
+        .with(
+            "rw-register",
+            "transactions of register reads and writes (Maelstrom's txn-rw-register), as Elle judges them",
+            |o| Box::new(RwRegister::of(elle::Model::of(o))),
         )
         .with(
             "bank",

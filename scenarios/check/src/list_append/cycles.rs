@@ -1,153 +1,59 @@
-//! Cycles in the dependency graph: which kinds to look for in each strongly connected
-//! component, in what order, and how a found cycle is named and explained.
+//! What shows each edge of a cycle of the list-append dependency graph (the search itself is
+//! [`crate::elle::cycle::find_cycles`]).
 
 use std::collections::HashSet;
 
-use super::graph::{CycleFinder, CycleSpec, Graph, Hop, PROCESS, REALTIME, RW, RwRule, WR, WW};
+use serde_json::Value;
+
+use super::ElleAnomaly;
 use super::infer::Analysis;
 use super::parse::Mop;
-use super::{Cycle, CycleKind, Edge, EdgeKind, ElleAnomaly, Order};
-
-/// Budget of node visits per cycle search in one component; past it, the shortest cycle found
-/// so far is reported (a longer one than necessary, never a wrong one).
-const SEARCH_BUDGET: u64 = 2_000_000;
-
-/// The kinds searched for, most severe first, each with the edges it may use (before order
-/// edges are added).
-const SPECS: [(CycleKind, CycleSpec); 5] = [
-    (
-        CycleKind::G0,
-        CycleSpec {
-            first: WW,
-            path: WW,
-            rw: RwRule::Free,
-        },
-    ),
-    (
-        CycleKind::G1c,
-        CycleSpec {
-            first: WR,
-            path: WW | WR,
-            rw: RwRule::Free,
-        },
-    ),
-    (
-        CycleKind::GSingle,
-        CycleSpec {
-            first: RW,
-            path: WW | WR,
-            rw: RwRule::Free,
-        },
-    ),
-    (
-        CycleKind::GNonadjacent,
-        CycleSpec {
-            first: RW,
-            path: WW | WR | RW,
-            rw: RwRule::NonAdjacent,
-        },
-    ),
-    (
-        CycleKind::G2Item,
-        CycleSpec {
-            first: RW,
-            path: WW | WR | RW,
-            rw: RwRule::Adjacent,
-        },
-    ),
-];
+use crate::elle::cycle::{Shown, find_cycles};
+use crate::elle::graph::{Hop, RW, WR, WW};
 
 impl Analysis<'_> {
     pub(super) fn cycles(&mut self) {
-        let components = self.graph.cycles_components();
-        if components.is_empty() {
-            return;
-        }
-        let graph = std::mem::replace(&mut self.graph, Graph::new(0));
-        let mut finder = CycleFinder::new(&graph);
-        for component in &components {
-            finder.enter(component);
-            let mut found: Vec<CycleKind> = Vec::new();
-            // No order edges, then process order, then real time too: each kind of cycle is
-            // reported with the weakest order that shows it.
-            for extra in [0, PROCESS, PROCESS | REALTIME] {
-                for (kind, spec) in SPECS {
-                    // A G-single is the one-rw case of G-nonadjacent (Elle's implication).
-                    let implied =
-                        kind == CycleKind::GNonadjacent && found.contains(&CycleKind::GSingle);
-                    if found.contains(&kind) || implied {
-                        continue;
-                    }
-                    let spec = CycleSpec {
-                        path: spec.path | extra,
-                        ..spec
-                    };
-                    let Some(hops) = finder.shortest(component, spec, SEARCH_BUDGET) else {
-                        continue;
-                    };
-                    let cycle = self.describe(&hops);
-                    found.push(cycle.kind);
-                    self.anomalies.push(ElleAnomaly::Cycle(cycle));
-                }
-            }
-            if found.is_empty() {
-                // Budgets ran out before any search finished (or only walks that revisit a
-                // transaction were found); any cycle will do.
-                let any = CycleSpec {
-                    first: WW | WR | RW,
-                    path: u8::MAX,
-                    rw: RwRule::Free,
-                };
-                let hops = finder
-                    .shortest(component, any, u64::MAX)
-                    .expect("a strongly connected component has a cycle");
-                let cycle = self.describe(&hops);
-                self.anomalies.push(ElleAnomaly::Cycle(cycle));
-            }
-        }
-        self.graph = graph;
+        let found = find_cycles(&self.graph, |t| self.op(t), |h, a, b| self.explain(h, a, b));
+        self.anomalies
+            .extend(found.into_iter().map(ElleAnomaly::Cycle));
     }
 
-    /// Names a cycle by the edges it actually uses, and explains each edge.
-    fn describe(&self, hops: &[Hop]) -> Cycle {
-        let n = hops.len();
-        let rw: Vec<bool> = hops.iter().map(|h| h.kind == RW).collect();
-        let rw_count = rw.iter().filter(|&&r| r).count();
-        let adjacent = (0..n).any(|i| rw[i] && rw[(i + 1) % n]);
-        let kind = match rw_count {
-            0 if hops.iter().any(|h| h.kind == WR) => CycleKind::G1c,
-            0 => CycleKind::G0,
-            1 => CycleKind::GSingle,
-            _ if adjacent => CycleKind::G2Item,
-            _ => CycleKind::GNonadjacent,
+    /// What shows the dependency edge `hop`, whose ends are `Ta` and `Tb` on the cycle.
+    fn explain(&self, hop: &Hop, a: usize, b: usize) -> Shown {
+        let w = self.witness(hop);
+        let key = w.key.map(|k| self.p.key(k));
+        let elements = self.p.elems(&w.elements);
+        let k = key.clone().unwrap_or(Value::Null);
+        let why = match (hop.kind, elements.as_slice()) {
+            (WW, [x, y]) if w.unread => format!(
+                "T{a} appended {x} to key {k}, the last element anyone read, and T{b} \
+                 appended {y}, which nobody read, so after it"
+            ),
+            (RW, [x, y]) if w.unread => format!(
+                "T{a} read key {k} ending in {x}, the last element anyone read, without {y}, \
+                 which T{b} appended and nobody read"
+            ),
+            (RW, [y]) if w.unread => {
+                format!("T{a} read key {k} empty, without {y}, which T{b} appended and nobody read")
+            }
+            (WW, [x, y]) => {
+                format!("T{a} appended {x} to key {k}, and T{b} appended {y} right after it")
+            }
+            (WR, [x]) => format!("T{b} read key {k} ending in {x}, appended by T{a}"),
+            (RW, [x, y]) => {
+                format!("T{a} read key {k} ending in {x}, without {y}, which T{b} appended next")
+            }
+            (RW, [y]) => format!("T{a} read key {k} empty, without {y}, which T{b} appended first"),
+            (kind, elements) => format!(
+                "{} on key {k} {elements:?}",
+                crate::elle::cycle::EdgeKind::from_bit(kind)
+            ),
         };
-        let order = if hops.iter().any(|h| h.kind == REALTIME) {
-            Order::Realtime
-        } else if hops.iter().any(|h| h.kind == PROCESS) {
-            Order::Process
-        } else {
-            Order::None
-        };
-        let edges = hops
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let witness = self.witness(h);
-                Edge {
-                    from: i,
-                    to: (i + 1) % n,
-                    kind: EdgeKind::from_bit(h.kind),
-                    key: witness.key.map(|k| self.p.key(k)),
-                    elements: self.p.elems(&witness.elements),
-                    unread: witness.unread,
-                }
-            })
-            .collect();
-        Cycle {
-            kind,
-            order,
-            transactions: hops.iter().map(|h| self.op(h.from)).collect(),
-            edges,
+        Shown {
+            key,
+            elements,
+            unread: w.unread,
+            why,
         }
     }
 

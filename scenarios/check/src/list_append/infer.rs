@@ -2,11 +2,13 @@
 //! orders (with unread appends placed), and the dependency and order edges of the graph. The
 //! cycle search over that graph is in `cycles.rs`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::graph::{Graph, PROCESS, REALTIME, RW, WR, WW};
 use super::parse::{Mop, Parsed};
 use super::{Consistency, ElleAnomaly, Expected, Findings};
+use crate::elle::findings::outcomes;
+use crate::elle::graph::{Graph, RW, WR, WW};
+use crate::elle::order::order_edges;
 use crate::history::{Operation, Outcome};
 
 pub(super) struct Analysis<'p> {
@@ -40,25 +42,13 @@ impl<'p> Analysis<'p> {
         a.read_anomalies();
         a.lost_updates();
         a.dependency_edges();
-        if consistency != Consistency::Serializable {
-            a.process_edges();
-        }
-        if consistency == Consistency::StrictSerializable {
-            a.realtime_edges();
-        }
+        let ops: Vec<&Operation> = p.txns.iter().map(|t| &t.op).collect();
+        order_edges(&mut a.graph, &ops, consistency);
         a.graph.seal();
         a.cycles();
-        let mut transactions = [0; 3];
-        for t in &p.txns {
-            transactions[match t.op.outcome {
-                Outcome::Ok => 0,
-                Outcome::Fail => 1,
-                Outcome::Info => 2,
-            }] += 1;
-        }
         Findings {
             consistency,
-            transactions,
+            transactions: outcomes(ops),
             keys,
             edges: a.graph.edges(),
             anomalies: a.anomalies,
@@ -400,56 +390,6 @@ impl<'p> Analysis<'p> {
                         }
                     }
                 }
-            }
-        }
-    }
-
-    fn process_edges(&mut self) {
-        let mut last_ok: HashMap<u64, u32> = HashMap::new();
-        for (t, txn) in self.p.txns.iter().enumerate() {
-            let t = t as u32;
-            if txn.op.outcome == Outcome::Fail {
-                continue;
-            }
-            if let Some(&prev) = last_ok.get(&txn.op.process) {
-                self.graph.add(prev, t, PROCESS);
-            }
-            if txn.op.outcome == Outcome::Ok {
-                last_ok.insert(txn.op.process, t);
-            }
-        }
-    }
-
-    /// Realtime edges, transitively reduced as Elle does: a transaction gets an edge from every
-    /// transaction in the frontier (completed, and not yet followed by a completed transaction
-    /// that began after it) when it begins; when it completes, it replaces its predecessors in
-    /// the frontier, since anything beginning later follows them through it.
-    fn realtime_edges(&mut self) {
-        let mut events: Vec<(usize, bool, u32)> = Vec::new();
-        for (t, txn) in self.p.txns.iter().enumerate() {
-            if txn.op.outcome == Outcome::Fail {
-                continue;
-            }
-            events.push((txn.op.invoke.index, false, t as u32));
-            if txn.op.outcome == Outcome::Ok {
-                let end = txn.op.complete.expect("ok transactions complete");
-                events.push((end.index, true, t as u32));
-            }
-        }
-        events.sort_unstable();
-        let mut frontier: BTreeSet<u32> = BTreeSet::new();
-        let mut preds: HashMap<u32, Vec<u32>> = HashMap::new();
-        for (_, completes, t) in events {
-            if completes {
-                for p in preds.remove(&t).unwrap_or_default() {
-                    frontier.remove(&p);
-                }
-                frontier.insert(t);
-            } else {
-                for &p in &frontier {
-                    self.graph.add(p, t, REALTIME);
-                }
-                preds.insert(t, frontier.iter().copied().collect());
             }
         }
     }

@@ -118,7 +118,6 @@
 
 mod anomaly;
 mod cycles;
-mod graph;
 mod infer;
 mod parse;
 #[cfg(any(test, feature = "synth"))]
@@ -126,44 +125,19 @@ pub mod synth;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
 use crate::checker::{CheckError, Checker};
+pub use crate::elle::Consistency;
+use crate::elle::Model;
+#[cfg(test)]
+pub(crate) use crate::elle::cycle::{Cycle, CycleKind, EdgeKind, Order};
 use crate::history::History;
 use crate::verdict::Verdict;
-pub(crate) use anomaly::{
-    Cycle, CycleKind, Edge, EdgeKind, ElleAnomaly, Expected, Findings, Order,
-};
+pub(crate) use anomaly::{ElleAnomaly, Expected};
+
+/// The list-append checker's findings.
+pub(crate) type Findings = crate::elle::findings::Findings<ElleAnomaly>;
 use infer::Analysis;
 use parse::Parsed;
-
-/// The consistency model the graph is checked against: which order edges it includes.
-///
-/// ```
-/// use avout_check::list_append::Consistency;
-/// assert_eq!(Consistency::default(), Consistency::StrictSerializable);
-/// assert_eq!(Consistency::Serializable.to_string(), "serializable");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Consistency {
-    /// Dependency edges only: some serial order explains every read.
-    Serializable,
-    /// Plus each process's order: a process sees its own committed transactions.
-    StrongSessionSerializable,
-    /// Plus real time: a transaction sees every one that completed before it began.
-    #[default]
-    StrictSerializable,
-}
-
-impl fmt::Display for Consistency {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Consistency::Serializable => "serializable",
-            Consistency::StrongSessionSerializable => "strong-session-serializable",
-            Consistency::StrictSerializable => "strict-serializable",
-        })
-    }
-}
 
 /// The list-append checker (`list-append`), Elle's rules for a consistency model.
 ///
@@ -191,8 +165,7 @@ impl fmt::Display for Consistency {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ListAppend {
-    consistency: Consistency,
-    allow_write_skew: bool,
+    model: Model,
 }
 
 impl ListAppend {
@@ -201,9 +174,14 @@ impl ListAppend {
         ListAppend::default()
     }
 
+    /// A checker for `model`.
+    pub(crate) fn of(model: Model) -> Self {
+        ListAppend { model }
+    }
+
     /// The model to check.
     pub fn consistency(mut self, consistency: Consistency) -> Self {
-        self.consistency = consistency;
+        self.model.consistency = consistency;
         self
     }
 
@@ -236,35 +214,22 @@ impl ListAppend {
     /// assert!(si.name().contains("but G2-item: snapshot isolation"));
     /// ```
     pub fn allow_write_skew(mut self) -> Self {
-        self.allow_write_skew = true;
+        self.model.allow_write_skew = true;
         self
     }
 
     /// Judges a history, every anomaly in detail.
     pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
         let parsed = Parsed::new(history)?;
-        let mut findings = Analysis::run(&parsed, self.consistency);
-        if self.allow_write_skew {
-            findings
-                .anomalies
-                .retain(|a| !matches!(a, ElleAnomaly::Cycle(c) if c.kind == CycleKind::G2Item));
-        }
+        let mut findings = Analysis::run(&parsed, self.model.consistency);
+        self.model.allow(&mut findings);
         Ok(findings)
     }
 }
 
 impl Checker for ListAppend {
     fn name(&self) -> String {
-        let model = match self.consistency {
-            Consistency::Serializable => "serializability",
-            Consistency::StrongSessionSerializable => "strong session serializability",
-            Consistency::StrictSerializable => "strict serializability",
-        };
-        if self.allow_write_skew {
-            format!("list-append (Elle, {model} but G2-item: snapshot isolation)")
-        } else {
-            format!("list-append (Elle, {model})")
-        }
+        self.model.name("list-append")
     }
 
     fn check(&self, history: &History) -> Result<Verdict, CheckError> {

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::CheckError;
-use crate::history::{History, Keys, Operation, Outcome};
+use crate::elle::parse::{Interner, TxnOp, triples, txn_ops};
+use crate::history::{History, Operation, Outcome};
 
 #[derive(Clone, Debug)]
 pub(super) enum Mop {
@@ -26,25 +27,6 @@ pub(super) struct Txn {
     pub(super) mops: Vec<Mop>,
 }
 
-/// Canonical JSON text to a small integer, and back.
-#[derive(Default)]
-pub(super) struct Interner {
-    ids: HashMap<String, u32>,
-    pub(super) values: Vec<Value>,
-}
-
-impl Interner {
-    fn intern(&mut self, value: &Value) -> u32 {
-        // serde_json's maps are sorted, so equal values print equally.
-        let next = u32::try_from(self.values.len()).expect("fewer than 2^32 distinct values");
-        let id = *self.ids.entry(value.to_string()).or_insert(next);
-        if id == next {
-            self.values.push(value.clone());
-        }
-        id
-    }
-}
-
 pub(super) struct Parsed {
     pub(super) txns: Vec<Txn>,
     pub(super) keys: Interner,
@@ -55,43 +37,22 @@ pub(super) struct Parsed {
 
 impl Parsed {
     pub(super) fn new(history: &History) -> Result<Parsed, CheckError> {
-        let ops = history.operations(Keys::Field)?;
+        let ops = txn_ops(history, "list-append")?;
         let mut parsed = Parsed {
             txns: Vec::with_capacity(ops.len()),
             keys: Interner::default(),
             elems: Interner::default(),
             appender: HashMap::new(),
         };
-        for mut op in ops {
-            if op.f.as_str() != "txn" {
-                return Err(CheckError::Unsupported {
-                    line: op.invoke.line,
-                    f: op.f,
-                    model: "list-append",
-                    known: "txn",
-                });
-            }
-            let invoked = &history.events()[op.invoke.index].value;
-            let (value, line, known) = match (op.outcome, op.complete) {
-                (Outcome::Ok, Some(end)) => {
-                    let completed = &history.events()[end.index].value;
-                    if completed.is_null() {
-                        (invoked, op.invoke.line, true)
-                    } else {
-                        (completed, end.line, true)
-                    }
-                }
-                _ => (invoked, op.invoke.line, false),
-            };
-            let mops = parsed.mops(value, line, known)?;
-            op.value = value.clone();
+        for TxnOp { op, line, known } in ops {
+            let mops = parsed.mops(&op.value, line, known)?;
             let t = u32::try_from(parsed.txns.len()).expect("fewer than 2^32 transactions");
             for (m, mop) in mops.iter().enumerate() {
                 if let Mop::Append { key, elem } = *mop {
                     if let Some(&(first, _)) = parsed.appender.get(&(key, elem)) {
                         return Err(CheckError::DuplicateAppend {
-                            key: parsed.keys.values[key as usize].clone(),
-                            element: parsed.elems.values[elem as usize].clone(),
+                            key: parsed.keys.value(key),
+                            element: parsed.elems.value(elem),
                             first_line: parsed.txns[first as usize].op.invoke.line,
                             line: op.invoke.line,
                         });
@@ -107,14 +68,9 @@ impl Parsed {
     fn mops(&mut self, value: &Value, line: usize, known: bool) -> Result<Vec<Mop>, CheckError> {
         let bad =
             |why| CheckError::malformed(line, value, format!("a list of micro-operations: {why}"));
-        let Value::Array(items) = value else {
-            return Err(bad("not a list"));
-        };
-        let mut mops = Vec::with_capacity(items.len());
-        for item in items {
-            let Some([f, k, v]) = item.as_array().map(Vec::as_slice) else {
-                return Err(bad("a micro-operation is not [f, key, value]"));
-            };
+        let triples = triples(value, line)?;
+        let mut mops = Vec::with_capacity(triples.len());
+        for [f, k, v] in triples {
             let key = self.keys.intern(k);
             match f.as_str() {
                 Some("append") => mops.push(Mop::Append {
@@ -139,11 +95,11 @@ impl Parsed {
     }
 
     pub(super) fn key(&self, key: u32) -> Value {
-        self.keys.values[key as usize].clone()
+        self.keys.value(key)
     }
 
     pub(super) fn elem(&self, elem: u32) -> Value {
-        self.elems.values[elem as usize].clone()
+        self.elems.value(elem)
     }
 
     pub(super) fn elems(&self, list: &[u32]) -> Vec<Value> {

@@ -14,6 +14,7 @@
 //! | `barrier` | one client sets, others wait, the setter removes | no waiter passes a set barrier |
 //! | `bank` | STM transfers between five accounts, reads of all of them (`--protocol mvcc\|optimistic`) | every read sums to the total, no negative balance ([`avout_check::bank`]) |
 //! | `list-append` | Maelstrom's txn-list-append on STM refs | Elle: G0, G1a–c, G-single, G-nonadjacent, G2-item (allowed under Mvcc: snapshot isolation, adjacent rw edges only), lost update, internal and future reads ([`avout_check::list_append`]) |
+//! | `rw-register` | Maelstrom's txn-rw-register on STM refs: `deref`, `ref_set`, `alter` | Elle's rw-register: G0, G1a–c, G-single, G-nonadjacent, G2-item (allowed under Mvcc), lost update, internal, future and garbage reads, cyclic versions ([`avout_check::rw_register`]) |
 //! | `lock-table` | the medical-records example: entry, review, month-end lock transactions, fenced work inside | one clerk inside at a time; no lost increment |
 //! | `two-phase-commit` | rounds of transactions: a rotating coordinator, every client a site voting commit, abort, or leaving before voting | atomic commitment: everyone learns the coordinator's outcome, commit only on all-commit votes, nobody told two outcomes ([`avout_check::two_phase_commit`]) |
 //! | `sessions` | one managed client per worker, its handles built once, across 2–4 expiries of its own session (and every drawn fault): atom increments and reads, STM transfers and reads, fenced increments under a mutex (expiries inside holds too), leadership through a `LeaderLatch` | each part by its recipe's checker (counter, bank, holds and mutex, holds), and every client makes progress after each of its expiries ([`sessions`]) |
@@ -40,8 +41,10 @@ pub mod list_append;
 pub mod lock_table;
 pub mod mutex;
 pub mod queue;
+pub mod rw_register;
 pub mod rwlock;
 pub mod semaphore;
 pub mod sessions;
 pub mod two_phase_commit;
+pub(crate) mod txns;
 pub mod work_queue;

@@ -21,6 +21,30 @@ pub enum Protocol {
     Optimistic,
 }
 
+impl Protocol {
+    /// Its name, as the command line spells it.
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::Protocol;
+    /// assert_eq!(Protocol::Optimistic.name(), "optimistic");
+    /// assert_eq!(Protocol::Mvcc.other(), Protocol::Optimistic);
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Mvcc => "mvcc",
+            Protocol::Optimistic => "optimistic",
+        }
+    }
+
+    /// The other protocol.
+    pub fn other(self) -> Protocol {
+        match self {
+            Protocol::Mvcc => Protocol::Optimistic,
+            Protocol::Optimistic => Protocol::Mvcc,
+        }
+    }
+}
+
 impl FromStr for Protocol {
     type Err = String;
 

@@ -274,6 +274,7 @@ impl Registry {
             .with(double_barrier::SCENARIO)
             .with(latch::SCENARIO)
             .with(work_queue::SCENARIO)
+            .with(rw_register::SCENARIO)
     }
 
     /// The same, with `scenario` added.

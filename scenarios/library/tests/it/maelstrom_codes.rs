@@ -94,7 +94,7 @@ fn lin_kv_records_unavailable_crash_precondition_and_not_supported_codes() {
 #[test]
 fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
     // One retry allowed: contended transactions give up with 30.
-    for scenario in ["bank", "list-append"] {
+    for scenario in ["bank", "list-append", "rw-register"] {
         for protocol in [Protocol::Optimistic, Protocol::Mvcc] {
             let mut w = workload(scenario, 5, 20);
             w.protocol = protocol;
@@ -126,7 +126,7 @@ fn transaction_workloads_record_conflict_unavailable_and_crash_codes() {
     // commit whose outcome a lost session hides.
     let election = FaultPlan::kinds(&[FaultKind::LeaderElection], Some(0.03));
     let expiries = FaultPlan::kinds(&[FaultKind::SessionExpiry], Some(0.01));
-    for scenario in ["bank", "list-append"] {
+    for scenario in ["bank", "list-append", "rw-register"] {
         let mut w = workload(scenario, 3, 30);
         w.protocol = Protocol::Mvcc;
         produces(

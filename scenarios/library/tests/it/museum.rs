@@ -19,10 +19,9 @@ use crate::scenarios_planted::regression;
 /// operations + scheduled faults).
 const MAX_STEPS: usize = 10;
 
-/// `bug`'s kept case fails with it, passes without it and is at most `max_steps` steps (its
-/// faults scheduled, if that is within the goal); `explore` finds it in `scenario` within
-/// `seeds` seeds.
-fn still_found(bug: Bug, scenario: &str, seeds: u64, max_steps: usize) {
+/// `bug`'s kept case fails with it, passes without it and is at most [`MAX_STEPS`] steps with
+/// its faults scheduled; `explore` finds it in `scenario` within `seeds` seeds.
+fn still_found(bug: Bug, scenario: &str, seeds: u64) {
     let registry = Registry::builtins();
     let case = regression(bug);
     assert_eq!(case.planted, Some(bug));
@@ -30,7 +29,7 @@ fn still_found(bug: Bug, scenario: &str, seeds: u64, max_steps: usize) {
     let steps = case.workload.clients * case.workload.ops + case.scheduled_faults();
     let rates = case.plan.rates.any();
     assert!(
-        steps <= max_steps && (max_steps > MAX_STEPS || !rates),
+        steps <= MAX_STEPS && !rates,
         "{bug}: its kept case is {steps} steps, faults at rates: {rates}"
     );
     let with = case.rerun(&registry, Some(bug)).unwrap();
@@ -57,12 +56,11 @@ fn still_found(bug: Bug, scenario: &str, seeds: u64, max_steps: usize) {
 }
 
 macro_rules! museum {
-    ($($test:ident: $bug:ident in $scenario:literal within $seeds:literal
-        $(, shrunk to $steps:literal)?;)*) => {
+    ($($test:ident: $bug:ident in $scenario:literal within $seeds:literal;)*) => {
         $(
             #[test]
             fn $test() {
-                still_found(Bug::$bug, $scenario, $seeds, MAX_STEPS $(.max($steps))?);
+                still_found(Bug::$bug, $scenario, $seeds);
             }
         )*
 
@@ -84,9 +82,7 @@ museum! {
     kazoo_732: Kazoo732 in "rwlock" within 10;
     curator_335: Curator335 in "semaphore" within 10;
     curator_462: Curator462 in "semaphore" within 10;
-    // Over the goal: 4 clients × 6 operations, its faults at rates (reports/museum.md says
-    // why the shrinker stops there).
-    curator_gh_1290: CuratorGh1290 in "double-barrier" within 100, shrunk to 24;
+    curator_gh_1290: CuratorGh1290 in "double-barrier" within 100;
     zookeeper_1011: Zookeeper1011 in "double-barrier" within 10;
     curator_358: Curator358 in "latch" within 10;
     curator_16: Curator16 in "latch" within 60;

@@ -186,3 +186,19 @@ fn the_sessions_seed_that_ran_differently_runs_the_same_every_time() {
         .collect();
     assert!(hashes.iter().all(|h| *h == hashes[0]), "{hashes:?}");
 }
+
+/// A transactional scenario is soaked under both protocols: its extra row runs Optimistic
+/// (no Mvcc mark reached there), its own row Mvcc.
+#[test]
+fn a_transactional_scenario_is_soaked_under_both_protocols() {
+    use avout::coverage::Mark;
+    let mut s = Soak::new(vec!["bank".into()], vec![FaultConfig::all()], 77, 6);
+    s.ref_store_rows.clear();
+    let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
+    let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
+    assert_eq!(labels, ["bank", "bank+optimistic"]);
+    assert!(!report.failed(), "{:?}", report.rows);
+    let blocked = |row: usize| report.rows[row].coverage.get(Mark::StmMvccBlocked).runs;
+    assert!(blocked(0) > 0, "{:?}", report.rows[0].coverage);
+    assert_eq!(blocked(1), 0, "{:?}", report.rows[1].coverage);
+}

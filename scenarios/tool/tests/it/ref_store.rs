@@ -147,8 +147,8 @@ fn the_soak_runs_bank_again_with_the_memory_store() {
     s.ops = Some(10);
     let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
     let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
-    assert_eq!(labels, ["bank", "bank+memory"]);
-    assert_eq!(report.runs, 6);
+    assert_eq!(labels, ["bank", "bank+memory", "bank+optimistic"]);
+    assert_eq!(report.runs, 9);
     assert!(!report.failed(), "{:?}", report.rows);
     let without = Soak::new(vec!["counter".into()], vec![FaultConfig::all()], 1, 1);
     assert_eq!(without.rows(), 1, "no store row without bank");

@@ -27,13 +27,6 @@ fn check_as(consistency: Consistency, events: Vec<Event>) -> Findings {
         .expect("well-formed history")
 }
 
-/// Transactions that all overlap: every invocation, then every completion.
-fn concurrent(txns: &[(u64, serde_json::Value)]) -> Vec<Event> {
-    let mut events: Vec<Event> = txns.iter().map(|(p, m)| invoke(*p, m.clone())).collect();
-    events.extend(txns.iter().map(|(p, m)| ok(*p, m.clone())));
-    events
-}
-
 fn the_cycle(verdict: &Findings, name: &str) -> super::super::Cycle {
     cycles(verdict)
         .into_iter()

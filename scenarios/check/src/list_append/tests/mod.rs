@@ -5,47 +5,11 @@ mod anomalies;
 mod elle;
 mod valid;
 
-use serde_json::{Value, json};
-
 use super::{EdgeKind, ElleAnomaly, Findings, check_list_append};
+pub(super) use crate::elle::findings::Found;
 use crate::history::{Event, History};
 
-pub(super) fn txn() -> crate::history::F {
-    crate::history::F::Other("txn".into())
-}
-
-/// `invoke(p, [..])` with reads' values blanked, as a client invokes.
-pub(super) fn invoke(p: u64, mops: Value) -> Event {
-    let blank = mops
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| match m[0].as_str() {
-            Some("r") => json!(["r", m[1], null]),
-            _ => m.clone(),
-        })
-        .collect();
-    Event::invoke(p, txn(), Value::Array(blank))
-}
-
-pub(super) fn ok(p: u64, mops: Value) -> Event {
-    Event::ok(p, txn(), mops)
-}
-
-/// A transaction run alone: invoke then ok.
-pub(super) fn solo(p: u64, mops: Value) -> [Event; 2] {
-    [invoke(p, mops.clone()), ok(p, mops)]
-}
-
-/// A transaction that failed: invoke then fail.
-pub(super) fn failed(p: u64, mops: Value) -> [Event; 2] {
-    [invoke(p, mops.clone()), Event::fail(p, txn(), mops)]
-}
-
-/// A transaction whose outcome is unknown: invoke then info.
-pub(super) fn unknown(p: u64, mops: Value) -> [Event; 2] {
-    [invoke(p, mops.clone()), Event::info(p, txn(), mops)]
-}
+pub(super) use crate::elle::testing::{concurrent, failed, invoke, ok, solo, txn, unknown};
 
 /// The findings on `events`, which must be exactly one kind of anomaly, `name`.
 pub(super) fn only(name: &str, events: &[Event]) -> Findings {

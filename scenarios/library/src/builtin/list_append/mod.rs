@@ -14,102 +14,85 @@
 //! strict serializability: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item, lost-update,
 //! internal and future-read anomalies (with their process and realtime variants).
 
+use avout::atom::Codec;
+use avout::stm::{Abort, Ref, Tx};
 use rand::Rng;
 use serde_json::{Value, json};
 
 use avout_check::Options;
 
-use crate::builtin::bank::open_refs_with;
+use crate::builtin::txns::{self, Micro, Refs};
 use crate::scenario::Checks;
 use crate::scenario::Described;
 use crate::scenario::Protocol;
-use crate::scenario::REFUSED_PAUSE;
 use crate::scenario::WorkloadError;
-use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
-
-const ROOT: &str = "/list-append";
-const KEYS: u64 = 5;
+use crate::scenario::worker::{Worker, all_workers};
 
 #[derive(Clone, Copy)]
-enum Micro {
+enum Append {
     Read(u64),
     Append(u64, u64),
 }
 
-/// One client: `me.w.ops` operations.
-pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
-    let client = me.client().await?;
-    let names: Vec<String> = (0..KEYS).map(|k| format!("k{k}")).collect();
-    let (stm, refs) = open_refs_with(
-        me.env,
-        &client,
-        me.w,
-        ROOT,
-        &names,
-        Vec::<u64>::new(),
-        avout::atom::Json,
-    )
-    .await?;
-    let mut next = 1u64;
-    for _ in 0..me.w.ops {
-        let len = me.rng.random_range(1..=4);
-        let micros: Vec<Micro> = (0..len)
-            .map(|_| {
-                let k = me.rng.random_range(0..KEYS);
-                if me.rng.random_bool(0.5) {
-                    Micro::Read(k)
-                } else {
-                    // Unique in the run: the client's index and its own counter.
-                    let v = (me.index as u64) * 1_000_000 + next;
-                    next += 1;
-                    Micro::Append(k, v)
-                }
-            })
-            .collect();
-        let input: Value = micros
-            .iter()
-            .map(|m| match *m {
-                Micro::Read(k) => json!(["r", k, null]),
-                Micro::Append(k, v) => json!(["append", k, v]),
-            })
-            .collect();
-        let (stm, refs) = (&stm, &refs);
-        let micros = &micros;
-        let body = || {
-            stm.dosync(async |tx| {
-                let mut done = Vec::with_capacity(micros.len());
-                for m in micros {
-                    match *m {
-                        Micro::Read(k) => {
-                            let list = tx.deref(&refs[k as usize]).await?;
-                            done.push(json!(["r", k, list]));
-                        }
-                        Micro::Append(k, v) => {
-                            tx.alter(&refs[k as usize], |l| {
-                                let mut l = l.clone();
-                                l.push(v);
-                                l
-                            })
-                            .await?;
-                            done.push(json!(["append", k, v]));
-                        }
-                    }
-                }
-                Ok(Value::Array(done))
-            })
-        };
-        let stall = format!("process {}'s transaction", me.caller.p());
-        let op = Invoke::new("txn", input).stall(stall);
-        if me.caller.unavailable(&client, &op) {
-            tokio::time::sleep(REFUSED_PAUSE).await;
-            continue;
-        }
-        if let Ended::Stuck = me.caller.call(op, body, Value::clone).await {
-            break;
+impl Micro for Append {
+    type Value = Vec<u64>;
+
+    fn draw(rng: &mut rand_chacha::ChaCha8Rng, keys: u64, unique: &mut dyn FnMut() -> u64) -> Self {
+        let k = rng.random_range(0..keys);
+        if rng.random_bool(0.5) {
+            Append::Read(k)
+        } else {
+            Append::Append(k, unique())
         }
     }
-    me.caller.rec.retries(stm.stats().retries);
-    Ok(())
+
+    fn invoked(&self, out: &mut Vec<Value>) {
+        out.push(match *self {
+            Append::Read(k) => json!(["r", k, null]),
+            Append::Append(k, v) => json!(["append", k, v]),
+        });
+    }
+
+    async fn run<C: Codec>(
+        &self,
+        tx: &mut Tx<'_>,
+        r: &Ref<Vec<u64>, C>,
+        out: &mut Vec<Value>,
+    ) -> Result<(), Abort> {
+        match *self {
+            Append::Read(k) => {
+                let list = tx.deref(r).await?;
+                out.push(json!(["r", k, list]));
+            }
+            Append::Append(k, v) => {
+                tx.alter(r, |l| {
+                    let mut l = l.clone();
+                    l.push(v);
+                    l
+                })
+                .await?;
+                out.push(json!(["append", k, v]));
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> u64 {
+        match *self {
+            Append::Read(k) | Append::Append(k, _) => k,
+        }
+    }
+}
+
+/// One client: `me.w.ops` transactions.
+pub(crate) async fn client(me: Worker<'_>) -> Result<(), WorkloadError> {
+    let refs = Refs {
+        root: "/list-append",
+        keys: 5,
+        initial: Vec::new(),
+        codec: avout::atom::Json,
+    };
+    txns::client::<Append, _>(me, refs).await
 }
 
 /// The `list-append` scenario: STM transactions of reads and appends.

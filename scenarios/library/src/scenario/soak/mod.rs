@@ -67,11 +67,19 @@ pub struct Soak {
     /// configuration. By default bank with the in-process store, when bank is soaked (one
     /// row per configuration more: the soak grows by one scenario's share, about 1/13).
     pub ref_store_rows: Vec<(String, RefStoreKind)>,
+    /// Extra rows: a transactional scenario run again under the STM protocol that is not
+    /// [`Soak::protocol`], under each fault configuration. By default every soaked one of
+    /// [`TRANSACTIONAL`], so a soak judges both protocols by its strongest checkers.
+    pub other_protocol_rows: Vec<String>,
     /// How many seeds of each row (the first ones) run twice, their event logs compared.
     pub repeat: u64,
     /// The slice of the seeds this soak runs ([`Shard::WHOLE`]: all of them).
     pub shard: Shard,
 }
+
+/// The scenarios whose transactions a soak runs under both STM protocols by default: those
+/// judged by the bank invariant, list-append and rw-register (Elle's two workloads).
+pub const TRANSACTIONAL: [&str; 3] = ["bank", "list-append", "rw-register"];
 
 /// Seeds of each row run twice by default: a few per row finds a run that draws from outside
 /// its seed (such draws are usually in code every run passes through) for under 0.1% more
@@ -94,6 +102,11 @@ impl Soak {
             } else {
                 Vec::new()
             },
+            other_protocol_rows: TRANSACTIONAL
+                .iter()
+                .filter(|t| scenarios.iter().any(|s| s == *t))
+                .map(|t| (*t).to_owned())
+                .collect(),
             scenarios,
             repeat: REPEAT,
             shard: Shard::WHOLE,
@@ -105,19 +118,35 @@ impl Soak {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Soak};
     /// let s = Soak::new(vec!["bank".into(), "counter".into()], FaultConfig::per_kind(), 1, 1);
-    /// assert_eq!(s.rows(), (2 + 1) * 13); // bank again with the memory store
+    /// // bank again with the memory store, and under the Optimistic protocol
+    /// assert_eq!(s.rows(), (2 + 1 + 1) * 13);
     /// ```
     pub fn rows(&self) -> usize {
-        (self.scenarios.len() + self.ref_store_rows.len()) * self.faults.len()
+        self.scenario_rows() * self.faults.len()
     }
 
-    /// The rows of the grid, in order.
-    fn jobs(&self) -> Vec<(&str, RefStoreKind, &FaultConfig)> {
+    /// How many rows each fault configuration has: the scenarios and their extra rows.
+    pub fn scenario_rows(&self) -> usize {
+        self.scenarios.len() + self.ref_store_rows.len() + self.other_protocol_rows.len()
+    }
+
+    /// The rows of the grid, in order: (scenario, store, protocol if not the soak's, faults).
+    fn jobs(&self) -> Vec<(&str, RefStoreKind, Option<Protocol>, &FaultConfig)> {
+        let other = self.protocol.other();
         self.scenarios
             .iter()
-            .map(|s| (s.as_str(), RefStoreKind::default()))
-            .chain(self.ref_store_rows.iter().map(|(s, k)| (s.as_str(), *k)))
-            .flat_map(|(s, k)| self.faults.iter().map(move |f| (s, k, f)))
+            .map(|s| (s.as_str(), RefStoreKind::default(), None))
+            .chain(
+                self.ref_store_rows
+                    .iter()
+                    .map(|(s, k)| (s.as_str(), *k, None)),
+            )
+            .chain(
+                self.other_protocol_rows
+                    .iter()
+                    .map(|s| (s.as_str(), RefStoreKind::default(), Some(other))),
+            )
+            .flat_map(|(s, k, p)| self.faults.iter().map(move |f| (s, k, p, f)))
             .collect()
     }
 
@@ -127,9 +156,11 @@ impl Soak {
         registry: &Registry,
         scenario: &str,
         ref_store: RefStoreKind,
+        protocol: Option<Protocol>,
         seed: u64,
     ) -> Result<Workload, RunError> {
-        row_workload(registry, scenario, ref_store, self.protocol, self.ops, seed)
+        let protocol = protocol.unwrap_or(self.protocol);
+        row_workload(registry, scenario, ref_store, protocol, self.ops, seed)
     }
 }
 
@@ -159,6 +190,10 @@ pub struct Row {
     pub scenario: String,
     /// Where its refs' values lived.
     pub ref_store: RefStoreKind,
+    /// The STM protocol of an extra row run under the protocol that is not the soak's
+    /// ([`Soak::other_protocol_rows`]); `None`: the soak's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
     /// The fault configuration.
     pub faults: FaultConfig,
     /// Seeds run.
@@ -189,20 +224,27 @@ pub struct Unrepeatable {
 
 impl Row {
     /// The row's scenario as the soak shows it: its name, with the store when its values
-    /// were not in the nodes (`bank+memory`).
+    /// were not in the nodes (`bank+memory`), and the protocol of an extra row
+    /// (`bank+optimistic`).
     ///
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
+    /// use avout_scenarios::scenario::Protocol;
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, protocol: None, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
     /// assert_eq!(row.label(), "bank+memory");
+    /// let row = Row { ref_store: RefStoreKind::default(), protocol: Some(Protocol::Optimistic), ..row };
+    /// assert_eq!(row.label(), "bank+optimistic");
     /// ```
     pub fn label(&self) -> String {
-        if self.ref_store.is_default() {
-            self.scenario.clone()
-        } else {
-            format!("{}+{}", self.scenario, self.ref_store.name())
+        let mut label = self.scenario.clone();
+        if !self.ref_store.is_default() {
+            label = format!("{label}+{}", self.ref_store.name());
         }
+        if let Some(protocol) = self.protocol {
+            label = format!("{label}+{}", protocol.name());
+        }
+        label
     }
 }
 
@@ -260,9 +302,11 @@ pub fn soak(
     // Every row's scenario is known before any run is made.
     let workloads = jobs
         .iter()
-        .map(|(scenario, ref_store, _)| s.workload(registry, scenario, *ref_store, s.base))
+        .map(|(scenario, ref_store, protocol, _)| {
+            s.workload(registry, scenario, *ref_store, *protocol, s.base)
+        })
         .collect::<Result<Vec<Workload>, RunError>>()?;
-    let faults: Vec<Faults> = jobs.iter().map(|(_, _, f)| f.faults()).collect();
+    let faults: Vec<Faults> = jobs.iter().map(|(_, _, _, f)| f.faults()).collect();
     // This shard's seeds of each row: the k-th is the row's offset `s.shard.offset(k)`.
     let per_job = s.shard.seeds_of(s.seeds);
     let seed_of = |i: u64| (i / per_job, s.base + s.shard.offset(i % per_job));
@@ -312,9 +356,10 @@ pub fn soak(
     let mut rows: Vec<Row> = jobs
         .iter()
         .zip(coverage)
-        .map(|((scenario, ref_store, faults), coverage)| Row {
+        .map(|((scenario, ref_store, protocol, faults), coverage)| Row {
             scenario: (*scenario).to_owned(),
             ref_store: *ref_store,
+            protocol: *protocol,
             faults: (*faults).clone(),
             seeds: per_job,
             failed: Vec::new(),
@@ -353,6 +398,7 @@ fn record_first(
     for row in rows {
         row.first = match row.failed.first() {
             Some(&seed) => {
+                let protocol = row.protocol.unwrap_or(protocol);
                 let w = row_workload(registry, &row.scenario, row.ref_store, protocol, ops, seed)?;
                 Some(Case::record_faults(
                     registry,

@@ -1,5 +1,5 @@
 //! `avout check FILE --model NAME [--json]`: judges a history with one of the checkers
-//! ([`avout_check::Checkers::builtins`]: register, cas-register, list-append, bank, mutex,
+//! ([`avout_check::Checkers::builtins`]: register, cas-register, list-append, rw-register, bank, mutex,
 //! two-phase-commit, and the recipes' counter, queue, barrier, rwlock, holds, agents, cache,
 //! sessions). Exit 0 when valid, 1 when the checker found an anomaly (reported on stdout), 2
 //! for bad input or a checker that could not decide.
@@ -19,7 +19,7 @@ use serde_json::json;
 
 use crate::view::JudgeError;
 
-/// How strong a list-append history must be.
+/// How strong a list-append or rw-register history must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum CheckConsistency {
     /// Some serial order explains every read.
@@ -37,10 +37,10 @@ pub(crate) struct CheckerArgs {
     /// independent checker) rather than in a `key` field.
     #[arg(long)]
     tuple_keys: bool,
-    /// list-append: the consistency model.
+    /// list-append, rw-register: the consistency model.
     #[arg(long, value_enum, default_value = "strict-serializable")]
     consistency: CheckConsistency,
-    /// list-append: write skew (G2-item) is no anomaly (snapshot isolation).
+    /// list-append, rw-register: write skew (G2-item) is no anomaly (snapshot isolation).
     #[arg(long)]
     allow_write_skew: bool,
     /// bank: the total every read must sum to (default: the first read's sum).

@@ -23,7 +23,7 @@ use super::chaos;
 pub(crate) struct WorkloadArgs {
     /// The scenario: counter, lin-kv, mutex, rwlock, election, queue, barrier, bank,
     /// list-append, lock-table, two-phase-commit, sessions, agents, cache, semaphore,
-    /// double-barrier, latch or work-queue.
+    /// double-barrier, latch, work-queue or rw-register.
     scenario: String,
     /// Concurrent clients (default: the scenario's).
     #[arg(long)]

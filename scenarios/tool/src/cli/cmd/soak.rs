@@ -49,7 +49,8 @@ pub(crate) struct SoakArgs {
     /// Operations per client (default: each scenario's).
     #[arg(long)]
     ops: Option<usize>,
-    /// The STM protocol of the transactional scenarios.
+    /// The STM protocol of the transactional scenarios (bank, list-append and rw-register
+    /// also run under the other one, in rows of their own: `bank+optimistic`).
     #[arg(long, default_value = "mvcc")]
     protocol: String,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`).
@@ -183,7 +184,7 @@ pub(crate) fn run(registry: &Registry, args: &SoakArgs) -> Result<(), RunCmdErro
         } else {
             format!(", slice {} of every {}", s.shard.index(), s.shard.count())
         },
-        s.scenarios.len() + s.ref_store_rows.len(),
+        s.scenario_rows(),
         s.faults.len(),
         s.shard.seeds_of(s.seeds),
         s.threads,
