@@ -94,3 +94,47 @@ impl Model {
         }
     }
 }
+
+/// The parts of an Elle checker that only its name tells apart: `new`, `of`, `consistency`,
+/// `analyse` and the [`Checker`](crate::Checker) impl, for a struct `$ty { model: Model }` in a
+/// module with its own `Parsed::new(history)` and `Analysis::run(&parsed, consistency)`.
+macro_rules! elle_checker {
+    ($ty:ident, $name:literal) => {
+        impl $ty {
+            /// A checker for strict serializability.
+            pub fn new() -> Self {
+                $ty::default()
+            }
+
+            /// A checker for `model`.
+            pub(crate) fn of(model: $crate::elle::Model) -> Self {
+                $ty { model }
+            }
+
+            /// The model to check.
+            pub fn consistency(mut self, consistency: Consistency) -> Self {
+                self.model.consistency = consistency;
+                self
+            }
+
+            /// Judges a history, every anomaly in detail.
+            pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
+                let parsed = Parsed::new(history)?;
+                let mut findings = Analysis::run(&parsed, self.model.consistency);
+                self.model.allow(&mut findings);
+                Ok(findings)
+            }
+        }
+
+        impl $crate::Checker for $ty {
+            fn name(&self) -> String {
+                self.model.name($name)
+            }
+
+            fn check(&self, history: &History) -> Result<$crate::Verdict, CheckError> {
+                Ok(self.analyse(history)?.verdict(self.name()))
+            }
+        }
+    };
+}
+pub(crate) use elle_checker;

@@ -75,6 +75,22 @@ pub(crate) fn txn_ops(history: &History, model: &'static str) -> Result<Vec<TxnO
     Ok(txns)
 }
 
+/// The micro-operations of a transaction's `value`, each `[f, key, value]` made into one by
+/// `op`, which is also given the error a malformed one is reported with (`why` it is).
+pub(crate) fn micro_ops<M>(
+    value: &Value,
+    line: usize,
+    mut op: impl FnMut(&Value, &Value, &Value, &dyn Fn(&str) -> CheckError) -> Result<M, CheckError>,
+) -> Result<Vec<M>, CheckError> {
+    let bad = |why: &str| {
+        CheckError::malformed(line, value, format!("a list of micro-operations: {why}"))
+    };
+    triples(value, line)?
+        .into_iter()
+        .map(|[f, k, v]| op(f, k, v, &bad))
+        .collect()
+}
+
 /// The micro-operations of a transaction's `value` (at `line`) as `[f, key, value]` triples,
 /// or the error saying why not.
 pub(crate) fn triples(value: &Value, line: usize) -> Result<Vec<[&Value; 3]>, CheckError> {

@@ -125,13 +125,12 @@ pub mod synth;
 #[cfg(test)]
 mod tests;
 
-use crate::checker::{CheckError, Checker};
+use crate::checker::CheckError;
 pub use crate::elle::Consistency;
 use crate::elle::Model;
 #[cfg(test)]
 pub(crate) use crate::elle::cycle::{Cycle, CycleKind, EdgeKind, Order};
 use crate::history::History;
-use crate::verdict::Verdict;
 pub(crate) use anomaly::{ElleAnomaly, Expected};
 
 /// The list-append checker's findings.
@@ -169,22 +168,6 @@ pub struct ListAppend {
 }
 
 impl ListAppend {
-    /// A checker for strict serializability.
-    pub fn new() -> Self {
-        ListAppend::default()
-    }
-
-    /// A checker for `model`.
-    pub(crate) fn of(model: Model) -> Self {
-        ListAppend { model }
-    }
-
-    /// The model to check.
-    pub fn consistency(mut self, consistency: Consistency) -> Self {
-        self.model.consistency = consistency;
-        self
-    }
-
     /// Allows write skew: G2-item cycles (two or more `rw` edges, two of them adjacent) are not
     /// anomalies, everything else still is — strong snapshot isolation within the
     /// consistency model, as for Clojure's refs, whose reads only `ensure` protects. (G-single
@@ -217,25 +200,9 @@ impl ListAppend {
         self.model.allow_write_skew = true;
         self
     }
-
-    /// Judges a history, every anomaly in detail.
-    pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
-        let parsed = Parsed::new(history)?;
-        let mut findings = Analysis::run(&parsed, self.model.consistency);
-        self.model.allow(&mut findings);
-        Ok(findings)
-    }
 }
 
-impl Checker for ListAppend {
-    fn name(&self) -> String {
-        self.model.name("list-append")
-    }
-
-    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
-        Ok(self.analyse(history)?.verdict(self.name()))
-    }
-}
+crate::elle::elle_checker!(ListAppend, "list-append");
 
 /// Checks a history for strict serializability, every anomaly in detail.
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::CheckError;
-use crate::elle::parse::{Interner, TxnOp, triples, txn_ops};
+use crate::elle::parse::{Interner, TxnOp, micro_ops, txn_ops};
 use crate::history::{History, Operation, Outcome};
 
 #[derive(Clone, Debug)]
@@ -66,14 +66,10 @@ impl Parsed {
     }
 
     fn mops(&mut self, value: &Value, line: usize, known: bool) -> Result<Vec<Mop>, CheckError> {
-        let bad =
-            |why| CheckError::malformed(line, value, format!("a list of micro-operations: {why}"));
-        let triples = triples(value, line)?;
-        let mut mops = Vec::with_capacity(triples.len());
-        for [f, k, v] in triples {
+        micro_ops(value, line, |f, k, v, bad| {
             let key = self.keys.intern(k);
             match f.as_str() {
-                Some("append") => mops.push(Mop::Append {
+                Some("append") => Ok(Mop::Append {
                     key,
                     elem: self.elems.intern(v),
                 }),
@@ -86,12 +82,11 @@ impl Parsed {
                         }
                         (true, _) => return Err(bad("a read's value is not a list or null")),
                     };
-                    mops.push(Mop::Read { key, list });
+                    Ok(Mop::Read { key, list })
                 }
-                _ => return Err(bad("a micro-operation is neither \"append\" nor \"r\"")),
+                _ => Err(bad("a micro-operation is neither \"append\" nor \"r\"")),
             }
-        }
-        Ok(mops)
+        })
     }
 
     pub(super) fn key(&self, key: u32) -> Value {

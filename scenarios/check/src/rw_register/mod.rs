@@ -90,11 +90,10 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
-use crate::checker::{CheckError, Checker};
+use crate::checker::CheckError;
 pub use crate::elle::Consistency;
 use crate::elle::Model;
 use crate::history::History;
-use crate::verdict::Verdict;
 pub(crate) use anomaly::RegisterAnomaly;
 use infer::Analysis;
 use parse::Parsed;
@@ -130,22 +129,6 @@ pub struct RwRegister {
 }
 
 impl RwRegister {
-    /// A checker for strict serializability.
-    pub fn new() -> Self {
-        RwRegister::default()
-    }
-
-    /// A checker for `model`.
-    pub(crate) fn of(model: Model) -> Self {
-        RwRegister { model }
-    }
-
-    /// The model to check.
-    pub fn consistency(mut self, consistency: Consistency) -> Self {
-        self.model.consistency = consistency;
-        self
-    }
-
     /// Allows write skew: G2-item cycles are no anomalies, everything else still is (strong
     /// snapshot isolation within the consistency model, as for Clojure's refs under the Mvcc
     /// protocol; see [`crate::list_append::ListAppend::allow_write_skew`]).
@@ -172,22 +155,6 @@ impl RwRegister {
         self.model.allow_write_skew = true;
         self
     }
-
-    /// Judges a history, every anomaly in detail.
-    pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
-        let parsed = Parsed::new(history)?;
-        let mut findings = Analysis::run(&parsed, self.model.consistency);
-        self.model.allow(&mut findings);
-        Ok(findings)
-    }
 }
 
-impl Checker for RwRegister {
-    fn name(&self) -> String {
-        self.model.name("rw-register")
-    }
-
-    fn check(&self, history: &History) -> Result<Verdict, CheckError> {
-        Ok(self.analyse(history)?.verdict(self.name()))
-    }
-}
+crate::elle::elle_checker!(RwRegister, "rw-register");

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::checker::CheckError;
-use crate::elle::parse::{Interner, TxnOp, triples, txn_ops};
+use crate::elle::parse::{Interner, TxnOp, micro_ops, txn_ops};
 use crate::history::{History, Operation, Outcome};
 
 /// A register's version: `None` is the initial `nil`, else an interned value.
@@ -113,15 +113,11 @@ impl Parsed {
     }
 
     fn mops(&mut self, value: &Value, line: usize, known: bool) -> Result<Vec<Mop>, CheckError> {
-        let bad =
-            |why| CheckError::malformed(line, value, format!("a list of micro-operations: {why}"));
-        let triples = triples(value, line)?;
-        let mut mops = Vec::with_capacity(triples.len());
-        for [f, k, v] in triples {
+        micro_ops(value, line, |f, k, v, bad| {
             let key = self.keys.intern(k);
             match f.as_str() {
-                Some("w") if v.is_null() => return Err(bad("a write of null")),
-                Some("w") => mops.push(Mop::Write {
+                Some("w") if v.is_null() => Err(bad("a write of null")),
+                Some("w") => Ok(Mop::Write {
                     key,
                     value: self.values.intern(v),
                 }),
@@ -134,12 +130,11 @@ impl Parsed {
                         }
                         (true, v) => Some(Some(self.values.intern(v))),
                     };
-                    mops.push(Mop::Read { key, value });
+                    Ok(Mop::Read { key, value })
                 }
-                _ => return Err(bad("a micro-operation is neither \"w\" nor \"r\"")),
+                _ => Err(bad("a micro-operation is neither \"w\" nor \"r\"")),
             }
-        }
-        Ok(mops)
+        })
     }
 
     pub(super) fn key(&self, key: u32) -> Value {
