@@ -70,6 +70,12 @@ fn end_a_run_with(signal: libc::c_int) -> (Option<i32>, String, String, Vec<u32>
         jvms = java_children(pid);
     }
     assert_eq!(jvms.len(), 3, "the run never started its ensemble");
+    // On a loaded machine the members may take longer than the wait below to serve: wait
+    // for the first transaction log a member writes (the workload's first write), then
+    // give the rounds their time.
+    while !logged_a_transaction(dir.path()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
     std::thread::sleep(Duration::from_secs(5));
     // Members the nemesis restarted since are children too.
     for p in java_children(pid) {
@@ -123,4 +129,20 @@ fn a_kill_9_of_the_cli_leaves_no_server_behind() {
     assert!(jvms.len() >= 3);
     let left: Vec<u32> = jvms.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "JVMs outlived the run: {left:?}");
+}
+
+/// Whether a ZooKeeper member below `dir` has written a transaction log (`version-2/log.*`).
+fn logged_a_transaction(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            logged_a_transaction(&path)
+        } else {
+            e.file_name().to_string_lossy().starts_with("log.")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        }
+    })
 }
