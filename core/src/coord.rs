@@ -293,6 +293,14 @@ pub trait Coordination: Send + Sync {
     /// Replaces a node's ACL if its ACL version (`aversion`) matches; returns the node's new
     /// [`Stat`]. Errors: `NoNode`, `NoAuth` (the session may not administer the node),
     /// `InvalidAcl`, `BadVersion`. Fires no watch.
+    ///
+    /// On a ZooKeeper 3.8 ensemble a new ACL is not yet in force for every request once this
+    /// returns: the reply may come from a follower before the leader has applied the change,
+    /// and until it has, the leader checks requests for the node against the ACL the change
+    /// replaced (its outstanding change record keeps the old ACL;
+    /// `reports/findings/setacl-without-admin-after-failover`). A revocation that must hold
+    /// for the next request needs that request to find the node's `aversion` moved on in a
+    /// read the leader served.
     fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> OpFuture<'_, Stat> {
         let request = Request::SetAcl {
             path: path.to_owned(),
