@@ -49,12 +49,9 @@ impl FromStr for Protocol {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "mvcc" => Ok(Protocol::Mvcc),
-            "optimistic" => Ok(Protocol::Optimistic),
-            _ => Err(format!(
-                "unknown protocol {s:?}: expected mvcc or optimistic"
-            )),
-        }
+        [Protocol::Mvcc, Protocol::Optimistic]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown protocol {s:?}: expected mvcc or optimistic"))
     }
 }
