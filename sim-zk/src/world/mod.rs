@@ -127,8 +127,19 @@ impl Shared {
         self.world.try_lock().ok()
     }
 
-    /// Wakes the driver: something was queued.
+    /// Wakes the driver if something was queued before it would wake on its own (under
+    /// madsim, always: a wake-up is a scheduling choice there, and runs replay theirs).
     pub(crate) fn kick(&self) {
+        #[cfg(not(madsim))]
+        {
+            let wanted = match self.world.lock() {
+                Ok(mut w) => w.time.take_kick(),
+                Err(_) => true,
+            };
+            if !wanted {
+                return;
+            }
+        }
         self.notify.notify_one();
     }
 }
@@ -141,32 +152,49 @@ pub(crate) enum Stop {
 
 /// Runs the world until it is told to stop; returns only on a time-limit overrun (the
 /// workload finishing is noticed by the caller, which stops polling this future).
+///
+/// Everything due by tokio's clock is processed at once; then the driver sleeps until the
+/// next happening, or until a client queues an earlier one ([`Shared::kick`]).
 pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
     // One timer, re-armed for each deadline, rather than a new one per event.
     let sleep = tokio::time::sleep_until(Instant::now());
     tokio::pin!(sleep);
+    // tokio's paused clock only moves while every task waits, so it is read once per wake-up.
+    let mut now = Instant::now();
     loop {
+        if cfg!(madsim) {
+            // madsim's clock is its own business.
+            now = Instant::now();
+        }
         let next = {
-            let w = shared.world();
+            let mut w = shared.world();
             if let Some(stop) = &w.stopped {
                 return stop.clone();
             }
-            w.time.next_deadline()
+            let next = w.time.next_time();
+            match next.map(|at| w.time.instant(at)) {
+                Some(deadline) if deadline <= now => {
+                    w.process_next();
+                    continue;
+                }
+                deadline => {
+                    w.time.driver_sleeps(next);
+                    deadline
+                }
+            }
         };
         match next {
             None => shared.notify.notified().await,
             Some(deadline) => {
-                if Instant::now() < deadline {
-                    sleep.as_mut().reset(deadline);
-                    tokio::select! {
-                        biased;
-                        () = shared.notify.notified() => continue,
-                        () = &mut sleep => {}
-                    }
+                sleep.as_mut().reset(deadline);
+                tokio::select! {
+                    biased;
+                    () = shared.notify.notified() => {}
+                    () = &mut sleep => {}
                 }
-                shared.world().process_next();
             }
         }
+        now = Instant::now();
     }
 }
 

@@ -23,6 +23,11 @@ pub(super) struct Timeline<T> {
     /// Insertion counter: the tie-break between happenings due at once.
     seq: u64,
     queue: Queue<T>,
+    /// The driver sleeps until then (`u64::MAX`: until kicked, or it has not said): a
+    /// happening scheduled earlier needs a kick, a later one does not.
+    driver_until: u64,
+    /// A happening was scheduled before [`driver_until`](Self::driver_until).
+    kick: bool,
 }
 
 impl<T> Timeline<T> {
@@ -33,6 +38,8 @@ impl<T> Timeline<T> {
             clock: 0,
             seq: 0,
             queue: Queue::default(),
+            driver_until: u64::MAX,
+            kick: false,
         }
     }
 
@@ -61,7 +68,21 @@ impl<T> Timeline<T> {
 
     pub(super) fn schedule(&mut self, at: u64, what: T) {
         self.seq += 1;
+        self.kick |= at < self.driver_until;
         self.queue.push(at, self.seq, what);
+    }
+
+    /// The driver goes to sleep until the next happening, due at `at` nanoseconds (`None`:
+    /// until it is kicked).
+    pub(super) fn driver_sleeps(&mut self, at: Option<u64>) {
+        self.driver_until = at.unwrap_or(u64::MAX);
+        self.kick = false;
+    }
+
+    /// Whether something was scheduled before the driver wakes on its own (and so it must be
+    /// kicked), since it last went to sleep; the answer is given once.
+    pub(super) fn take_kick(&mut self) -> bool {
+        std::mem::take(&mut self.kick)
     }
 
     /// The next happening, the clock moved up to its time.
@@ -71,11 +92,14 @@ impl<T> Timeline<T> {
         Some(what)
     }
 
-    /// When the next happening is due, as tokio's instant.
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.queue
-            .next_time()
-            .map(|at| self.start + Duration::from_nanos(at))
+    /// When the next happening is due, in nanoseconds.
+    pub(super) fn next_time(&self) -> Option<u64> {
+        self.queue.next_time()
+    }
+
+    /// Virtual time `at` as tokio's instant.
+    pub(super) fn instant(&self, at: u64) -> Instant {
+        self.start + Duration::from_nanos(at)
     }
 
     /// Every happening still pending, in no particular order.
@@ -144,11 +168,12 @@ mod tests {
         t.schedule(10, "first at 10");
         t.schedule(10, "second at 10");
         t.schedule(5, "early");
-        assert_eq!(t.next_deadline(), Some(t.start + Duration::from_nanos(5)));
+        assert_eq!(t.next_time(), Some(5));
+        assert_eq!(t.instant(5), t.start + Duration::from_nanos(5));
         let order: Vec<_> = std::iter::from_fn(|| t.pop()).collect();
         assert_eq!(order, ["early", "first at 10", "second at 10", "late"]);
         assert_eq!(t.clock(), 20);
-        assert_eq!(t.next_deadline(), None);
+        assert_eq!(t.next_time(), None);
     }
 
     #[test]
@@ -163,6 +188,26 @@ mod tests {
         assert_eq!(t.clock(), 50, "popping an older happening keeps the clock");
         assert_eq!(t.pending().copied().collect::<Vec<_>>(), ["c"]);
         assert_eq!(t.queue.slots.len(), 2, "a freed slot is taken again");
+    }
+
+    #[test]
+    fn only_a_happening_due_before_the_driver_wakes_kicks_it() {
+        let mut t = timeline();
+        t.schedule(50, "a");
+        assert!(
+            t.take_kick(),
+            "a driver that has not said when it wakes is kicked"
+        );
+        assert!(!t.take_kick(), "once");
+        t.driver_sleeps(Some(50));
+        t.schedule(50, "b");
+        t.schedule(70, "c");
+        assert!(!t.take_kick(), "the driver wakes for them on its own");
+        t.schedule(49, "d");
+        assert!(t.take_kick());
+        t.driver_sleeps(None);
+        t.schedule(1_000, "e");
+        assert!(t.take_kick(), "a driver waiting for a kick only gets one");
     }
 
     #[test]
