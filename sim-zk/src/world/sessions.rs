@@ -5,7 +5,7 @@
 //! this part is what the client knows, which lags behind: a session the service expired is
 //! still live here until the client hears of it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use avout::{Error, SessionId, SessionInfo, SessionState, SessionStatePublisher};
@@ -22,7 +22,9 @@ struct Session {
     /// The client asked to close it.
     closing: bool,
     next_xid: u64,
-    calls: BTreeMap<u64, Call>,
+    /// The calls waiting for an answer, in xid order (a queue rather than a map: there are
+    /// few, answered mostly oldest first, and it keeps its buffer between calls).
+    calls: VecDeque<(u64, Call)>,
     watches: Watches,
     /// The service expired it (the client may not know yet).
     server_expired: bool,
@@ -63,7 +65,7 @@ impl Sessions {
             terminal: None,
             closing: false,
             next_xid: 0,
-            calls: BTreeMap::new(),
+            calls: VecDeque::new(),
             watches: Watches::default(),
             server_expired: false,
             gate,
@@ -135,7 +137,7 @@ impl Sessions {
     pub(super) fn add_call(&mut self, client: usize, message: &Message, waiter: Waiter) -> u64 {
         let s = &mut self.clients[client];
         s.next_xid += 1;
-        s.calls.insert(s.next_xid, Call::new(message, waiter));
+        s.calls.push_back((s.next_xid, Call::new(message, waiter)));
         if matches!(message, Message::Close) {
             s.closing = true;
         }
@@ -143,12 +145,14 @@ impl Sessions {
     }
 
     pub(super) fn take_call(&mut self, client: usize, xid: u64) -> Option<Call> {
-        self.clients[client].calls.remove(&xid)
+        let calls = &mut self.clients[client].calls;
+        let i = calls.binary_search_by_key(&xid, |(x, _)| *x).ok()?;
+        calls.remove(i).map(|(_, call)| call)
     }
 
     /// Every call still waiting, by xid.
-    pub(super) fn take_calls(&mut self, client: usize) -> BTreeMap<u64, Call> {
-        std::mem::take(&mut self.clients[client].calls)
+    pub(super) fn take_calls(&mut self, client: usize) -> Vec<(u64, Call)> {
+        self.clients[client].calls.drain(..).collect()
     }
 
     /// The calls still waiting except those in `keep`, by xid.
@@ -158,14 +162,9 @@ impl Sessions {
         keep: &BTreeSet<u64>,
     ) -> Vec<(u64, Call)> {
         let calls = &mut self.clients[client].calls;
-        let gone: Vec<u64> = calls
-            .keys()
-            .copied()
-            .filter(|x| !keep.contains(x))
-            .collect();
-        gone.into_iter()
-            .filter_map(|xid| calls.remove(&xid).map(|call| (xid, call)))
-            .collect()
+        let (gone, kept): (Vec<_>, Vec<_>) = calls.drain(..).partition(|(x, _)| !keep.contains(x));
+        calls.extend(kept);
+        gone
     }
 
     pub(super) fn watches_mut(&mut self, client: usize) -> &mut Watches {
