@@ -49,7 +49,9 @@ mod acl;
 mod requests;
 mod tree;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use avout::{Acl, Reply, Result, SessionId, Stat};
@@ -129,17 +131,51 @@ struct Session {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Follower {
     tree: DataTree,
-    backlog: VecDeque<Txn>,
+    /// Shared with the other followers' backlogs: one transaction, however many replicas.
+    backlog: VecDeque<Arc<Txn>>,
 }
 
-/// A change a prepared operation has made that the tree does not show yet.
+/// A node as a prepared operation sees it: the tree's, or changed by an earlier operation of
+/// the same request (then not shown by the tree yet). The ACL is borrowed from the tree
+/// unless the node is new.
 #[derive(Clone, Debug)]
-struct Record {
+struct Record<'a> {
     stat: Stat,
-    acl: Vec<Acl>,
+    acl: Cow<'a, [Acl]>,
 }
 
-type Overlay = BTreeMap<String, Option<Record>>;
+/// The changes the operations of one request made so far (ZooKeeper's outstanding change
+/// records), by path (`None`: deleted). A request of one operation keeps none: nothing after
+/// it would read them.
+struct Overlay<'a> {
+    changes: Option<BTreeMap<String, Option<Record<'a>>>>,
+}
+
+impl<'a> Overlay<'a> {
+    /// The overlay of a `multi`, whose operations see each other's changes.
+    fn multi() -> Self {
+        Overlay {
+            changes: Some(BTreeMap::new()),
+        }
+    }
+
+    /// The overlay of a single operation.
+    fn single() -> Self {
+        Overlay { changes: None }
+    }
+
+    /// The change recorded for `path`: `None` if there is none, `Some(None)` if deleted.
+    fn get(&self, path: &str) -> Option<&Option<Record<'a>>> {
+        self.changes.as_ref()?.get(path)
+    }
+
+    /// Records `path` as `record()` makes it (if this overlay keeps changes).
+    fn set(&mut self, path: &str, record: impl FnOnce() -> Option<Record<'a>>) {
+        if let Some(changes) = &mut self.changes {
+            changes.insert(path.to_owned(), record());
+        }
+    }
+}
 
 /// ZooKeeper's state machine: the leader's tree, sessions, the zxid counter and any number
 /// of lagging followers. See the [module docs](self).

@@ -2,9 +2,11 @@
 //! the leader's tree through an overlay and committed as one transaction (see the
 //! [module docs](super) for the pipeline), and a session's close.
 
+use std::borrow::Cow;
+
 use avout::{
-    Acl, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request, Result,
-    SessionId, Stat,
+    Acl, CreateOptions, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request,
+    Result, SessionId, Stat,
 };
 
 use super::{Applied, DataTree, Fired, Kernel, Node, Overlay, Record, Server, Txn, TxnKind, acl};
@@ -271,14 +273,17 @@ impl Kernel {
         events: &mut Vec<Fired>,
     ) -> Result<Reply> {
         let zxid = self.zxid + 1;
-        let mut overlay = Overlay::new();
+        let mut overlay = match request {
+            Request::Multi(_) => Overlay::multi(),
+            _ => Overlay::single(),
+        };
         let prepared: Result<(TxnKind, Vec<Option<String>>)> = match request {
             Request::Multi(ops) => {
                 let mut kinds = Vec::with_capacity(ops.len());
                 let mut paths = Vec::with_capacity(ops.len());
                 let mut failed = None;
                 for (index, op) in ops.iter().enumerate() {
-                    match self.prepare(session, op, zxid, now_ms, &mut overlay) {
+                    match self.prepare(session, OpRef::of(op), zxid, now_ms, &mut overlay) {
                         Ok((kind, path)) => {
                             kinds.extend(kind);
                             paths.push(path);
@@ -306,27 +311,27 @@ impl Kernel {
                         path,
                         data,
                         options,
-                    } => Op::Create {
-                        path: path.clone(),
-                        data: data.clone(),
-                        options: options.clone(),
+                    } => OpRef::Create {
+                        path,
+                        data,
+                        options,
                     },
-                    Request::Delete { path, version } => Op::Delete {
-                        path: path.clone(),
+                    Request::Delete { path, version } => OpRef::Delete {
+                        path,
                         version: *version,
                     },
                     Request::SetData {
                         path,
                         data,
                         version,
-                    } => Op::SetData {
-                        path: path.clone(),
-                        data: data.clone(),
+                    } => OpRef::SetData {
+                        path,
+                        data,
                         version: *version,
                     },
                     _ => unreachable!("multi handled above"),
                 };
-                self.prepare(session, &op, zxid, now_ms, &mut overlay)
+                self.prepare(session, op, zxid, now_ms, &mut overlay)
                     .map(|(kind, path)| (kind.expect("a single op is never a check"), vec![path]))
             }
         };
@@ -409,11 +414,11 @@ impl Kernel {
             kind,
         };
         let stats = self.tree.apply(&txn, events);
-        if let Some((last, others)) = self.followers.split_last_mut() {
-            for f in others {
+        if !self.followers.is_empty() {
+            let txn = std::sync::Arc::new(txn);
+            for f in &mut self.followers {
                 f.backlog.push_back(txn.clone());
             }
-            last.backlog.push_back(txn);
         }
         stats
     }
@@ -430,12 +435,12 @@ impl Kernel {
         events.retain(|f| f.session != session);
     }
 
-    pub(super) fn record(&self, overlay: &Overlay, path: &str) -> Option<Record> {
+    pub(super) fn record<'a>(&'a self, overlay: &Overlay<'a>, path: &str) -> Option<Record<'a>> {
         match overlay.get(path) {
             Some(r) => r.clone(),
             None => self.tree.node(path).map(|n| Record {
                 stat: n.stat,
-                acl: n.acl.clone(),
+                acl: Cow::Borrowed(&n.acl),
             }),
         }
     }
@@ -473,23 +478,23 @@ impl Kernel {
     /// Checks one operation against the leader's tree plus `overlay`, records its effect in
     /// the overlay, and returns its transaction (none for a check) and, for a create, the
     /// actual path.
-    pub(super) fn prepare(
-        &self,
+    pub(super) fn prepare<'a>(
+        &'a self,
         session: SessionId,
-        op: &Op,
+        op: OpRef<'_>,
         zxid: i64,
         now_ms: i64,
-        overlay: &mut Overlay,
+        overlay: &mut Overlay<'a>,
     ) -> Result<(Option<TxnKind>, Option<String>)> {
         let ids = &self.sessions[&session].ids;
         match op {
-            Op::Check { path, version } => {
+            OpRef::Check { path, version } => {
                 let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
                 check(ids, &node.acl, Perms::READ, path)?;
-                check_version(&node.stat, *version, path)?;
+                check_version(&node.stat, version, path)?;
                 Ok((None, None))
             }
-            Op::Create {
+            OpRef::Create {
                 path,
                 data,
                 options,
@@ -501,9 +506,10 @@ impl Kernel {
                         options.mode
                     )));
                 }
-                let requested = options.acl.clone().unwrap_or_else(Acl::open_unsafe);
-                let acl = acl::fixup(&requested, ids)
-                    .ok_or_else(|| Error::InvalidAcl { path: path.clone() })?;
+                let requested = options.acl.as_deref().unwrap_or(&OPEN_UNSAFE);
+                let acl = acl::fixup(requested, ids).ok_or_else(|| Error::InvalidAcl {
+                    path: path.to_owned(),
+                })?;
                 let parent_path = avout::path::parent(path).ok_or_else(|| {
                     Error::BadArguments(format!("cannot create the root ({path})"))
                 })?;
@@ -517,13 +523,15 @@ impl Kernel {
                         avout::path::format_sequence(child_creates(&parent.stat))
                     )
                 } else {
-                    path.clone()
+                    path.to_owned()
                 };
                 if self.record(overlay, &actual).is_some() {
                     return Err(Error::NodeExists { path: actual });
                 }
                 if parent.stat.ephemeral_owner != 0 {
-                    return Err(Error::NoChildrenForEphemerals { path: path.clone() });
+                    return Err(Error::NoChildrenForEphemerals {
+                        path: path.to_owned(),
+                    });
                 }
                 let ephemeral_owner = if options.mode.is_ephemeral() {
                     session.0
@@ -537,9 +545,8 @@ impl Kernel {
                 parent.stat.cversion += 1;
                 parent.stat.num_children += 1;
                 parent.stat.pzxid = zxid;
-                overlay.insert(parent_path.to_owned(), Some(parent));
-                overlay.insert(
-                    actual.clone(),
+                overlay.set(parent_path, || Some(parent));
+                overlay.set(&actual, || {
                     Some(Record {
                         stat: Stat {
                             czxid: zxid,
@@ -551,13 +558,13 @@ impl Kernel {
                             data_length: data.len() as i32,
                             ..Stat::default()
                         },
-                        acl: acl.clone(),
-                    }),
-                );
+                        acl: Cow::Owned(acl.clone()),
+                    })
+                });
                 Ok((
                     Some(TxnKind::Create {
                         path: actual.clone(),
-                        data: data.clone(),
+                        data: data.to_vec(),
                         acl,
                         ephemeral_owner,
                         container: options.mode == avout::CreateMode::Container,
@@ -566,7 +573,7 @@ impl Kernel {
                     Some(actual),
                 ))
             }
-            Op::Delete { path, version } => {
+            OpRef::Delete { path, version } => {
                 if is_special(path) {
                     return Err(Error::BadArguments(format!("cannot delete {path}")));
                 }
@@ -578,38 +585,105 @@ impl Kernel {
                 // missing node under a parent the session may not delete from is NoAuth.
                 check(ids, &parent.acl, Perms::DELETE, path)?;
                 let node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
-                check_version(&node.stat, *version, path)?;
+                check_version(&node.stat, version, path)?;
                 if node.stat.num_children > 0 {
-                    return Err(Error::NotEmpty { path: path.clone() });
+                    return Err(Error::NotEmpty {
+                        path: path.to_owned(),
+                    });
                 }
                 parent.stat.cversion += 1;
                 parent.stat.num_children -= 1;
                 parent.stat.pzxid = zxid;
-                overlay.insert(parent_path.to_owned(), Some(parent));
-                overlay.insert(path.clone(), None);
-                Ok((Some(TxnKind::Delete { path: path.clone() }), None))
+                overlay.set(parent_path, || Some(parent));
+                overlay.set(path, || None);
+                Ok((
+                    Some(TxnKind::Delete {
+                        path: path.to_owned(),
+                    }),
+                    None,
+                ))
             }
-            Op::SetData {
+            OpRef::SetData {
                 path,
                 data,
                 version,
             } => {
                 let mut node = self.record(overlay, path).ok_or_else(|| no_node(path))?;
                 check(ids, &node.acl, Perms::WRITE, path)?;
-                check_version(&node.stat, *version, path)?;
+                check_version(&node.stat, version, path)?;
                 node.stat.version += 1;
                 node.stat.mzxid = zxid;
                 node.stat.mtime = now_ms;
                 node.stat.data_length = data.len() as i32;
-                overlay.insert(path.clone(), Some(node));
+                overlay.set(path, || Some(node));
                 Ok((
                     Some(TxnKind::SetData {
-                        path: path.clone(),
-                        data: data.clone(),
+                        path: path.to_owned(),
+                        data: data.to_vec(),
                     }),
                     None,
                 ))
             }
+        }
+    }
+}
+
+/// ZooKeeper's default ACL, for creates that name none.
+static OPEN_UNSAFE: std::sync::LazyLock<Vec<Acl>> = std::sync::LazyLock::new(Acl::open_unsafe);
+
+/// One operation of a write, borrowed from its request (a `multi`'s [`Op`], or a single
+/// create, delete or set).
+#[derive(Clone, Copy)]
+pub(super) enum OpRef<'r> {
+    Check {
+        path: &'r str,
+        version: Option<i32>,
+    },
+    Create {
+        path: &'r str,
+        data: &'r [u8],
+        options: &'r CreateOptions,
+    },
+    SetData {
+        path: &'r str,
+        data: &'r [u8],
+        version: Option<i32>,
+    },
+    Delete {
+        path: &'r str,
+        version: Option<i32>,
+    },
+}
+
+impl<'r> OpRef<'r> {
+    fn of(op: &'r Op) -> Self {
+        match op {
+            Op::Check { path, version } => OpRef::Check {
+                path,
+                version: *version,
+            },
+            Op::Create {
+                path,
+                data,
+                options,
+            } => OpRef::Create {
+                path,
+                data,
+                options,
+            },
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => OpRef::SetData {
+                path,
+                data,
+                version: *version,
+            },
+            Op::Delete { path, version } => OpRef::Delete {
+                path,
+                version: *version,
+            },
         }
     }
 }
