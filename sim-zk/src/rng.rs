@@ -264,11 +264,28 @@ impl Rng {
     /// assert!(r.chance(1.0));
     /// ```
     pub fn chance(&mut self, p: f64) -> bool {
-        if p <= 0.0 {
-            return false;
+        self.hits(Odds::new(p))
+    }
+
+    /// [`chance`](Self::chance) with its odds worked out beforehand: the same draw.
+    pub(crate) fn hits(&mut self, odds: Odds) -> bool {
+        match odds.0 {
+            None => false,
+            Some(threshold) => self.below(1_000_000) < threshold,
         }
-        let threshold = (p.min(1.0) * 1_000_000.0).round() as u64;
-        self.below(1_000_000) < threshold
+    }
+}
+
+/// A probability as [`Rng::chance`] draws it: none at all for zero (or less), else a draw
+/// below a million against this threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Odds(Option<u64>);
+
+impl Odds {
+    pub(crate) fn new(p: f64) -> Self {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN draws, as it always did
+        let draws = !(p <= 0.0);
+        Odds(draws.then(|| (p.min(1.0) * 1_000_000.0).round() as u64))
     }
 }
 

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::rng::{Rng, Stream};
-use crate::{Cut, Fault, FaultKind, FaultRates, SimConfig};
+use crate::rng::{Odds, Rng, Stream};
+use crate::{Cut, Fault, FaultKind, SimConfig};
 
 /// A buggify point: file, line, column.
 pub(super) type Site = (&'static str, u32, u32);
@@ -57,7 +57,10 @@ struct Buggify {
 /// The faults of a run, planned and drawn.
 pub(super) struct FaultPlan {
     rng: Rng,
-    rates: FaultRates,
+    /// The odds of losing a request and a reply, and of each of [`SESSION_KINDS`].
+    request_lost: Odds,
+    reply_lost: Odds,
+    session: [(Odds, FaultKind); 11],
     /// How many requests the service has received.
     step: u64,
     /// Faults scheduled for the n-th request.
@@ -81,7 +84,9 @@ impl FaultPlan {
         }
         FaultPlan {
             rng,
-            rates: config.rates,
+            request_lost: Odds::new(config.rates.request_lost),
+            reply_lost: Odds::new(config.rates.reply_lost),
+            session: SESSION_KINDS.map(|kind| (Odds::new(config.rates.rate(kind)), kind)),
             step: 0,
             at_step,
             armed_request_loss: Vec::new(),
@@ -123,11 +128,10 @@ impl FaultPlan {
     /// Draws what happens to a request of `client` and after it (an armed request loss is
     /// used up here).
     pub(super) fn draw(&mut self, client: usize) -> Draw {
-        let rates = self.rates;
         let armed = take_armed(&mut self.armed_request_loss, client);
-        let lose_request = self.rng.chance(rates.request_lost) | armed;
-        let lose_reply = self.rng.chance(rates.reply_lost);
-        let session = SESSION_KINDS.map(|kind| (self.rng.chance(rates.rate(kind)), kind));
+        let lose_request = self.rng.hits(self.request_lost) | armed;
+        let lose_reply = self.rng.hits(self.reply_lost);
+        let session = self.session.map(|(odds, kind)| (self.rng.hits(odds), kind));
         Draw {
             lose_request,
             lose_reply,
@@ -254,7 +258,7 @@ fn take_armed(armed: &mut Vec<Option<usize>>, client: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::When;
+    use crate::{FaultRates, When};
 
     fn plan(config: &SimConfig) -> FaultPlan {
         FaultPlan::new(Rng::new(config.seed, Stream::Faults), config)
