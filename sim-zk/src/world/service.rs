@@ -92,7 +92,8 @@ impl World {
         let kernel = self.ensemble.kernel_mut();
         let (result, events) = match message {
             Message::Request(request) => {
-                let applied = kernel.apply(now_ms, session, request);
+                // Validated by the client before it left (`SimClient::send`, `add_watch`).
+                let applied = kernel.apply_valid(now_ms, session, request);
                 (applied.result.map(Some), applied.events)
             }
             Message::Close => {
