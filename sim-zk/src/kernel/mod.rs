@@ -49,7 +49,6 @@ mod acl;
 mod requests;
 mod tree;
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,22 +135,21 @@ struct Follower {
 }
 
 /// A node as a prepared operation sees it: the tree's, or changed by an earlier operation of
-/// the same request (then not shown by the tree yet). The ACL is borrowed from the tree
-/// unless the node is new.
+/// the same request (then not shown by the tree yet).
 #[derive(Clone, Debug)]
-struct Record<'a> {
+struct Record {
     stat: Stat,
-    acl: Cow<'a, [Acl]>,
+    acl: Arc<[Acl]>,
 }
 
 /// The changes the operations of one request made so far (ZooKeeper's outstanding change
 /// records), by path (`None`: deleted). A request of one operation keeps none: nothing after
 /// it would read them.
-struct Overlay<'a> {
-    changes: Option<BTreeMap<String, Option<Record<'a>>>>,
+struct Overlay {
+    changes: Option<BTreeMap<String, Option<Record>>>,
 }
 
-impl<'a> Overlay<'a> {
+impl Overlay {
     /// The overlay of a `multi`, whose operations see each other's changes.
     fn multi() -> Self {
         Overlay {
@@ -165,12 +163,12 @@ impl<'a> Overlay<'a> {
     }
 
     /// The change recorded for `path`: `None` if there is none, `Some(None)` if deleted.
-    fn get(&self, path: &str) -> Option<&Option<Record<'a>>> {
+    fn get(&self, path: &str) -> Option<&Option<Record>> {
         self.changes.as_ref()?.get(path)
     }
 
     /// Records `path` as `record()` makes it (if this overlay keeps changes).
-    fn set(&mut self, path: &str, record: impl FnOnce() -> Option<Record<'a>>) {
+    fn set(&mut self, path: &str, record: impl FnOnce() -> Option<Record>) {
         if let Some(changes) = &mut self.changes {
             changes.insert(path.to_owned(), record());
         }

@@ -2,7 +2,7 @@
 //! the leader's tree through an overlay and committed as one transaction (see the
 //! [module docs](super) for the pipeline), and a session's close.
 
-use std::borrow::Cow;
+use std::sync::{Arc, LazyLock};
 
 use avout::{
     Acl, CreateOptions, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request,
@@ -129,7 +129,7 @@ impl Kernel {
                     self.readable(server, session, path, Perms(Perms::READ.0 | Perms::ADMIN.0))?;
                 let ids = &self.sessions[&session].ids;
                 let acl = if acl::allows(&node.acl, Perms::ADMIN, ids) {
-                    node.acl.clone()
+                    node.acl.to_vec()
                 } else {
                     acl::redact(&node.acl)
                 };
@@ -460,12 +460,12 @@ impl Kernel {
         events.retain(|f| f.session != session);
     }
 
-    pub(super) fn record<'a>(&'a self, overlay: &Overlay<'a>, path: &str) -> Option<Record<'a>> {
+    pub(super) fn record(&self, overlay: &Overlay, path: &str) -> Option<Record> {
         match overlay.get(path) {
             Some(r) => r.clone(),
             None => self.tree.node(path).map(|n| Record {
                 stat: n.stat,
-                acl: Cow::Borrowed(&n.acl),
+                acl: n.acl.clone(),
             }),
         }
     }
@@ -496,20 +496,20 @@ impl Kernel {
         }
         Ok(TxnKind::SetAcl {
             path: path.to_owned(),
-            acl,
+            acl: acl.into(),
         })
     }
 
     /// Checks one operation against the leader's tree plus `overlay`, records its effect in
     /// the overlay, and returns its transaction (none for a check) and, for a create, the
     /// actual path.
-    pub(super) fn prepare<'a>(
-        &'a self,
+    pub(super) fn prepare(
+        &self,
         session: SessionId,
         op: OpRef<'_>,
         zxid: i64,
         now_ms: i64,
-        overlay: &mut Overlay<'a>,
+        overlay: &mut Overlay,
     ) -> Result<(Option<TxnKind>, Option<String>)> {
         let ids = &self.sessions[&session].ids;
         match op {
@@ -531,10 +531,15 @@ impl Kernel {
                         options.mode
                     )));
                 }
-                let requested = options.acl.as_deref().unwrap_or(&OPEN_UNSAFE);
-                let acl = acl::fixup(requested, ids).ok_or_else(|| Error::InvalidAcl {
-                    path: path.to_owned(),
-                })?;
+                let acl: Arc<[Acl]> = match options.acl.as_deref() {
+                    // The default fixes up to itself whoever the session is.
+                    None => OPEN_UNSAFE.clone(),
+                    Some(requested) => acl::fixup(requested, ids)
+                        .ok_or_else(|| Error::InvalidAcl {
+                            path: path.to_owned(),
+                        })?
+                        .into(),
+                };
                 let parent_path = avout::path::parent(path).ok_or_else(|| {
                     Error::BadArguments(format!("cannot create the root ({path})"))
                 })?;
@@ -583,7 +588,7 @@ impl Kernel {
                             data_length: data.len() as i32,
                             ..Stat::default()
                         },
-                        acl: Cow::Owned(acl.clone()),
+                        acl: acl.clone(),
                     })
                 });
                 Ok((
@@ -654,7 +659,7 @@ impl Kernel {
 }
 
 /// ZooKeeper's default ACL, for creates that name none.
-static OPEN_UNSAFE: std::sync::LazyLock<Vec<Acl>> = std::sync::LazyLock::new(Acl::open_unsafe);
+static OPEN_UNSAFE: LazyLock<Arc<[Acl]>> = LazyLock::new(|| Acl::open_unsafe().into());
 
 /// One operation of a write, borrowed from its request (a `multi`'s [`Op`], or a single
 /// create, delete or set).

@@ -40,6 +40,7 @@
 //! longer than their TTL ago.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use avout::{Acl, EventKind, SessionId, SessionState, Stat, WatchedEvent};
 
@@ -69,8 +70,9 @@ pub struct Node {
     pub data: Vec<u8>,
     /// Its metadata, as clients see it.
     pub stat: Stat,
-    /// Its ACL (after `auth` entries were replaced by the creator's identities).
-    pub acl: Vec<Acl>,
+    /// Its ACL (after `auth` entries were replaced by the creator's identities), shared with
+    /// the transaction that set it and every replica that applied it.
+    pub acl: Arc<[Acl]>,
     /// Whether it is a container (deleted once it had children and has none left).
     pub container: bool,
     /// A TTL node's TTL in milliseconds (clients see `ephemeralOwner` 0 for it).
@@ -114,7 +116,7 @@ pub enum TxnKind {
         /// Its data.
         data: Vec<u8>,
         /// Its ACL.
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
         /// The owning session if ephemeral, else 0.
         ephemeral_owner: i64,
         /// Whether it is a container.
@@ -139,7 +141,7 @@ pub enum TxnKind {
         /// The node.
         path: String,
         /// The new ACL (after `auth` entries were replaced).
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
     },
     /// Several changes under one zxid.
     Multi(Vec<TxnKind>),
@@ -217,7 +219,7 @@ impl DataTree {
                 cversion: -(children.len() as i32),
                 ..Stat::default()
             },
-            acl,
+            acl: acl.into(),
             container: false,
             ttl_ms: None,
             children: children.iter().map(|c| (*c).to_owned()).collect(),
@@ -451,7 +453,7 @@ impl DataTree {
     /// use avout_sim_zk::kernel::{DataTree, Txn, TxnKind};
     /// let mut tree = DataTree::new();
     /// let create = TxnKind::Create {
-    ///     path: "/a".into(), data: b"x".to_vec(), acl: avout::Acl::open_unsafe(),
+    ///     path: "/a".into(), data: b"x".to_vec(), acl: avout::Acl::open_unsafe().into(),
     ///     ephemeral_owner: 0, container: false, ttl_ms: None,
     /// };
     /// let mut events = Vec::new();
@@ -532,7 +534,7 @@ impl DataTree {
                     .nodes
                     .get_mut(path)
                     .unwrap_or_else(|| panic!("setACL of missing node {path} at zxid {zxid}"));
-                node.acl.clone_from(acl);
+                node.acl = acl.clone();
                 node.stat.aversion += 1;
                 stats.push(node.stat);
             }
@@ -551,7 +553,7 @@ impl DataTree {
         &mut self,
         path: &str,
         data: &[u8],
-        acl: &[Acl],
+        acl: &Arc<[Acl]>,
         ephemeral_owner: i64,
         (container, ttl_ms): (bool, Option<u64>),
         zxid: i64,
@@ -592,7 +594,7 @@ impl DataTree {
             Node {
                 data: data.to_vec(),
                 stat,
-                acl: acl.to_vec(),
+                acl: acl.clone(),
                 container,
                 ttl_ms,
                 children: BTreeSet::new(),
