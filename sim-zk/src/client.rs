@@ -96,13 +96,12 @@ impl SimZk {
     /// assert_eq!(err, Error::SessionExpired);
     /// ```
     pub fn expire_session(&self, session: SessionId) {
-        let mut w = self.shared.world();
-        let client = w
-            .client_of(session)
-            .unwrap_or_else(|| panic!("expire_session: unknown session {session}"));
-        w.inject(Fault::ExpireSession { client });
-        drop(w);
-        self.shared.kick();
+        self.shared.update(|w| {
+            let client = w
+                .client_of(session)
+                .unwrap_or_else(|| panic!("expire_session: unknown session {session}"));
+            w.inject(Fault::ExpireSession { client });
+        });
     }
 
     /// Injects a fault now.
@@ -115,8 +114,7 @@ impl SimZk {
     /// assert_eq!(summary.fault_count(avout_sim_zk::FaultKind::Outage), 1);
     /// ```
     pub fn inject(&self, fault: Fault) {
-        self.shared.world().inject(fault);
-        self.shared.kick();
+        self.shared.update(|w| w.inject(fault));
     }
 
     /// Reads the kernel's state (for assertions in tests).
@@ -276,8 +274,7 @@ impl SimClient {
             return futures::future::ready(Err(Error::BadArguments("empty multi".into()))).boxed();
         }
         let h = &self.handle;
-        let call = h.shared.world().submit(h.index, request);
-        h.shared.kick();
+        let call = h.shared.update(|w| w.submit(h.index, request));
         // A dropped sender means the run ended under the call.
         call.map(|answer| answer.unwrap_or(Err(Error::ConnectionLoss)))
             .boxed()
@@ -335,8 +332,9 @@ impl Coordination for SimClient {
                 let Some(h) = weak.upgrade() else {
                     return Ok(());
                 };
-                let sent = h.shared.world().remove_persistent(h.index, &owned, id);
-                h.shared.kick();
+                let sent = h
+                    .shared
+                    .update(|w| w.remove_persistent(h.index, &owned, id));
                 let answer = match sent {
                     None => return Ok(()),
                     Some(answer) => answer.await.unwrap_or(Err(Error::ConnectionLoss)),
@@ -351,16 +349,17 @@ impl Coordination for SimClient {
             .boxed()
         });
         let (sender, watch) = PersistentWatch::channel(path, mode, Some(remover));
-        let armed = h.shared.world().submit_persistent(
-            h.index,
-            crate::world::Persistent {
-                id,
-                path: path.to_owned(),
-                mode,
-                sender,
-            },
-        );
-        h.shared.kick();
+        let armed = h.shared.update(|w| {
+            w.submit_persistent(
+                h.index,
+                crate::world::Persistent {
+                    id,
+                    path: path.to_owned(),
+                    mode,
+                    sender,
+                },
+            )
+        });
         async move {
             armed.await.unwrap_or(Err(Error::ConnectionLoss))?;
             Ok(watch)
@@ -392,8 +391,7 @@ impl Coordination for SimClient {
     /// already ended is a no-op.
     fn close(&self) -> OpFuture<'_, ()> {
         let h = &self.handle;
-        let call = h.shared.world().close(h.index);
-        h.shared.kick();
+        let call = h.shared.update(|w| w.close(h.index));
         async move {
             match call.await.unwrap_or(Err(Error::ConnectionLoss)) {
                 Ok(())

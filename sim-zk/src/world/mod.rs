@@ -130,17 +130,27 @@ impl Shared {
     /// Wakes the driver if something was queued before it would wake on its own (under
     /// madsim, always: a wake-up is a scheduling choice there, and runs replay theirs).
     pub(crate) fn kick(&self) {
-        #[cfg(not(madsim))]
-        {
-            let wanted = match self.world.lock() {
-                Ok(mut w) => w.time.take_kick(),
-                Err(_) => true,
-            };
-            if !wanted {
-                return;
-            }
+        let wanted = match self.world.lock() {
+            Ok(mut w) => w.time.take_kick(),
+            Err(_) => true,
+        };
+        self.ring(wanted);
+    }
+
+    /// Runs `f` on the world, then [`kick`](Self::kick)s the driver, under one lock.
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        let mut w = self.world();
+        let out = f(&mut w);
+        let wanted = w.time.take_kick();
+        drop(w);
+        self.ring(wanted);
+        out
+    }
+
+    fn ring(&self, wanted: bool) {
+        if wanted || cfg!(madsim) {
+            self.notify.notify_one();
         }
-        self.notify.notify_one();
     }
 }
 
