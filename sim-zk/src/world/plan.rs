@@ -34,16 +34,17 @@ pub(super) struct Draw {
     pub(super) lose_request: bool,
     /// Its reply is lost, with its connection (an armed reply loss may add to it later).
     pub(super) lose_reply: bool,
-    /// Which session faults hit its client after it, in [`SESSION_KINDS`]' order.
-    pub(super) session: [(bool, FaultKind); 11],
+    /// Which session faults hit its client after it: bit `i` for [`SESSION_KINDS`]`[i]`.
+    session: u16,
 }
 
 impl Draw {
     /// The session faults that hit, in order.
     pub(super) fn session_faults(&self) -> impl Iterator<Item = FaultKind> + use<> {
-        self.session
-            .into_iter()
-            .filter_map(|(hit, kind)| hit.then_some(kind))
+        let hits = self.session;
+        (0..SESSION_KINDS.len())
+            .filter(move |i| hits & (1 << i) != 0)
+            .map(|i| SESSION_KINDS[i])
     }
 }
 
@@ -60,7 +61,7 @@ pub(super) struct FaultPlan {
     /// The odds of losing a request and a reply, and of each of [`SESSION_KINDS`].
     request_lost: Odds,
     reply_lost: Odds,
-    session: [(Odds, FaultKind); 11],
+    session: [Odds; 11],
     /// How many requests the service has received.
     step: u64,
     /// Faults scheduled for the n-th request.
@@ -86,7 +87,7 @@ impl FaultPlan {
             rng,
             request_lost: Odds::new(config.rates.request_lost),
             reply_lost: Odds::new(config.rates.reply_lost),
-            session: SESSION_KINDS.map(|kind| (Odds::new(config.rates.rate(kind)), kind)),
+            session: SESSION_KINDS.map(|kind| Odds::new(config.rates.rate(kind))),
             step: 0,
             at_step,
             armed_request_loss: Vec::new(),
@@ -131,7 +132,10 @@ impl FaultPlan {
         let armed = take_armed(&mut self.armed_request_loss, client);
         let lose_request = self.rng.hits(self.request_lost) | armed;
         let lose_reply = self.rng.hits(self.reply_lost);
-        let session = self.session.map(|(odds, kind)| (self.rng.hits(odds), kind));
+        let mut session = 0;
+        for (i, odds) in self.session.iter().enumerate() {
+            session |= u16::from(self.rng.hits(*odds)) << i;
+        }
         Draw {
             lose_request,
             lose_reply,
