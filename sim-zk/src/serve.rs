@@ -58,7 +58,7 @@ impl SimZk {
     /// # });
     /// ```
     pub fn start(config: SimConfig) -> SimZk {
-        let shared = Shared::new(config, tokio::time::Instant::now(), None, false);
+        let shared = Shared::new(config, tokio::time::Instant::now(), None, false, None);
         let driver = drive(shared.clone());
         Handle::current()
             .create_node()

@@ -309,9 +309,15 @@ impl Sim {
         Fut: Future<Output = T>,
     {
         #[cfg(not(madsim))]
+        let parks = crate::world::Parks::default();
+        #[cfg(not(madsim))]
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
+            .on_thread_unpark({
+                let parks = parks.clone();
+                move || parks.unparked()
+            })
             .build()
             .expect("a current-thread runtime builds");
         // Under `--cfg madsim` the run is a madsim simulation of its own, seeded by the run's
@@ -321,10 +327,21 @@ impl Sim {
             self.config.seed,
             madsim::Config::default(),
         );
+        // madsim's clock is its own business: it is read every time.
+        #[cfg(madsim)]
+        let parks = None;
+        #[cfg(not(madsim))]
+        let parks = Some(parks);
         let config = self.config.clone();
         let (tapes, record) = (self.tapes.clone(), self.record);
         rt.block_on(async move {
-            let shared = Shared::new(config.clone(), tokio::time::Instant::now(), tapes, record);
+            let shared = Shared::new(
+                config.clone(),
+                tokio::time::Instant::now(),
+                tapes,
+                record,
+                parks,
+            );
             *world = Some(shared.clone());
             // For this thread, while the run lasts (the guard also goes on a panic).
             let _buggify = config.buggify.then(|| {

@@ -77,6 +77,7 @@ use ensemble::Ensemble;
 use network::{Down, Network, State};
 use plan::FaultPlan;
 use sessions::Sessions;
+pub(crate) use timeline::Parks;
 use timeline::Timeline;
 
 use crate::kernel::Kernel;
@@ -96,9 +97,10 @@ impl Shared {
         start: Instant,
         tapes: Option<Choices>,
         record: bool,
+        parks: Option<Parks>,
     ) -> Arc<Self> {
         Arc::new(Shared {
-            world: Mutex::new(World::new(config, start, tapes, record)),
+            world: Mutex::new(World::new(config, start, tapes, record, parks)),
             notify: Notify::new(),
         })
     }
@@ -286,7 +288,13 @@ pub(crate) struct World {
 const SESSION_CHECK_WHILE_CLOSING: u64 = u64::MAX;
 
 impl World {
-    fn new(config: SimConfig, start: Instant, tapes: Option<Choices>, record: bool) -> Self {
+    fn new(
+        config: SimConfig,
+        start: Instant,
+        tapes: Option<Choices>,
+        record: bool,
+        parks: Option<Parks>,
+    ) -> Self {
         let stream = |tape: Option<Vec<u64>>, s: Stream| match tape {
             Some(tape) => Rng::from_tape(tape, config.seed, s),
             None if record => Rng::recording(config.seed, s),
@@ -297,7 +305,7 @@ impl World {
             None => (None, None),
         };
         let mut w = World {
-            time: Timeline::new(start, config.epoch_ms),
+            time: Timeline::new(start, config.epoch_ms, parks),
             net: Network::new(stream(net_tape, Stream::Network), &config),
             ensemble: Ensemble::new(
                 &config,

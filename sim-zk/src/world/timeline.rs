@@ -4,13 +4,35 @@
 //! the order they were scheduled, so nothing but the order of the simulator's own calls ever
 //! decides between them.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::nanos;
+
+/// How many times the run's thread came back from parking. tokio's paused clock moves only
+/// while the runtime parks (it jumps to the next timer when every task waits), so between two
+/// counts it stands still, and reading it once is enough. Counted by the runtime's
+/// `on_thread_unpark` hook; a workload that moved the clock itself (`tokio::time::advance`)
+/// would go unseen until the next park.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Parks(Arc<AtomicU64>);
+
+impl Parks {
+    /// The thread came back from parking.
+    pub(crate) fn unparked(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// The virtual clock and the agenda of happenings of type `T`.
 pub(super) struct Timeline<T> {
@@ -28,10 +50,14 @@ pub(super) struct Timeline<T> {
     driver_until: u64,
     /// A happening was scheduled before [`driver_until`](Self::driver_until).
     kick: bool,
+    /// The parks counted, if they are (else tokio's clock is read every time).
+    parks: Option<Parks>,
+    /// tokio's clock as read after the given count of parks.
+    read: Cell<Option<(u64, u64)>>,
 }
 
 impl<T> Timeline<T> {
-    pub(super) fn new(start: Instant, epoch_ms: i64) -> Self {
+    pub(super) fn new(start: Instant, epoch_ms: i64, parks: Option<Parks>) -> Self {
         Timeline {
             start,
             epoch_ms,
@@ -40,6 +66,8 @@ impl<T> Timeline<T> {
             queue: Queue::default(),
             driver_until: u64::MAX,
             kick: false,
+            parks,
+            read: Cell::new(None),
         }
     }
 
@@ -51,7 +79,21 @@ impl<T> Timeline<T> {
     /// Virtual time now: the later of the clock and tokio's (which a workload may have
     /// advanced by sleeping).
     pub(super) fn now(&self) -> u64 {
-        let tokio_now = nanos(Instant::now().saturating_duration_since(self.start));
+        let read = || nanos(Instant::now().saturating_duration_since(self.start));
+        let tokio_now = match &self.parks {
+            None => read(),
+            Some(parks) => {
+                let count = parks.count();
+                match self.read.get() {
+                    Some((seen, at)) if seen == count => at,
+                    _ => {
+                        let at = read();
+                        self.read.set(Some((count, at)));
+                        at
+                    }
+                }
+            }
+        };
         self.clock.max(tokio_now)
     }
 
@@ -158,7 +200,7 @@ mod tests {
     use super::*;
 
     fn timeline() -> Timeline<&'static str> {
-        Timeline::new(Instant::now(), 1_000)
+        Timeline::new(Instant::now(), 1_000, None)
     }
 
     #[test]
@@ -208,6 +250,18 @@ mod tests {
         t.driver_sleeps(None);
         t.schedule(1_000, "e");
         assert!(t.take_kick(), "a driver waiting for a kick only gets one");
+    }
+
+    #[cfg(not(madsim))]
+    #[tokio::test(start_paused = true)]
+    async fn tokio_clock_is_read_again_only_after_a_park() {
+        let parks = Parks::default();
+        let t = Timeline::<()>::new(Instant::now(), 0, Some(parks.clone()));
+        assert_eq!(t.now(), 0);
+        tokio::time::advance(Duration::from_millis(3)).await;
+        assert_eq!(t.now(), 0, "no park counted: the clock read before stands");
+        parks.unparked();
+        assert_eq!(t.now(), 3_000_000);
     }
 
     #[test]
