@@ -168,9 +168,12 @@ pub(crate) enum Stop {
 /// Everything due by tokio's clock is processed at once; then the driver sleeps until the
 /// next happening, or until a client queues an earlier one ([`Shared::kick`]).
 pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
-    // One timer, re-armed for each deadline, rather than a new one per event.
+    // One timer, re-armed for each deadline, rather than a new one per event; and one
+    // registration for kicks, renewed only once it is used.
     let sleep = tokio::time::sleep_until(Instant::now());
     tokio::pin!(sleep);
+    let kicked = shared.notify.notified();
+    tokio::pin!(kicked);
     // tokio's paused clock only moves while every task waits, so it is read once per wake-up.
     let mut now = Instant::now();
     loop {
@@ -195,16 +198,22 @@ pub(crate) async fn drive(shared: Arc<Shared>) -> Stop {
                 }
             }
         };
-        match next {
-            None => shared.notify.notified().await,
+        let was_kicked = match next {
+            None => {
+                kicked.as_mut().await;
+                true
+            }
             Some(deadline) => {
                 sleep.as_mut().reset(deadline);
                 tokio::select! {
                     biased;
-                    () = shared.notify.notified() => {}
-                    () = &mut sleep => {}
+                    () = kicked.as_mut() => true,
+                    () = &mut sleep => false,
                 }
             }
+        };
+        if was_kicked {
+            kicked.set(shared.notify.notified());
         }
         now = Instant::now();
     }
