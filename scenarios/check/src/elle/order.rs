@@ -64,31 +64,47 @@ fn process_edges(graph: &mut Graph, ops: &[Span]) {
 /// that began after it) when it begins; when it completes, it replaces its predecessors in
 /// the frontier, since anything beginning later follows them through it.
 fn realtime_edges(graph: &mut Graph, ops: &[Span]) {
-    let mut events: Vec<(usize, bool, u32)> = Vec::new();
+    // Each event index once: invocations as 2t, completions as 2t + 1, placed by index (no
+    // sort: a history's events are numbered densely).
+    const NONE: u32 = u32::MAX;
+    let last = ops
+        .iter()
+        .map(|op| op.complete.unwrap_or(op.invoke))
+        .max()
+        .unwrap_or(0);
+    let mut events = vec![NONE; last + 1];
     for (t, op) in ops.iter().enumerate() {
         if op.outcome == Outcome::Fail {
             continue;
         }
-        events.push((op.invoke, false, t as u32));
+        events[op.invoke] = 2 * t as u32;
         if op.outcome == Outcome::Ok {
             let end = op.complete.expect("ok transactions complete");
-            events.push((end, true, t as u32));
+            events[end] = 2 * t as u32 + 1;
         }
     }
-    events.sort_unstable();
     let mut frontier: BTreeSet<u32> = BTreeSet::new();
+    // The frontier each transaction in flight saw when it began; vectors reused.
     let mut preds: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    for (_, completes, t) in events {
-        if completes {
-            for p in preds.remove(&t).unwrap_or_default() {
-                frontier.remove(&p);
+    let mut spare: Vec<Vec<u32>> = Vec::new();
+    for e in events.into_iter().filter(|&e| e != NONE) {
+        let t = e / 2;
+        if e % 2 == 1 {
+            if let Some(mut before) = preds.remove(&t) {
+                for p in &before {
+                    frontier.remove(p);
+                }
+                before.clear();
+                spare.push(before);
             }
             frontier.insert(t);
         } else {
+            let mut before = spare.pop().unwrap_or_default();
             for &p in &frontier {
                 graph.add(p, t, REALTIME);
+                before.push(p);
             }
-            preds.insert(t, frontier.iter().copied().collect());
+            preds.insert(t, before);
         }
     }
 }

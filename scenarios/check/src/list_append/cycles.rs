@@ -103,9 +103,11 @@ impl Analysis<'_> {
         match hop.kind {
             WW => {
                 for (key, e) in appends(from) {
-                    let (Some(order), Some(&i)) =
-                        (&self.order[key as usize], self.position.get(&(key, e)))
-                    else {
+                    // Only edges on reported cycles are explained: a scan will do.
+                    let Some(order) = self.order[key as usize] else {
+                        continue;
+                    };
+                    let Some(i) = order.iter().position(|&x| x == e) else {
                         continue;
                     };
                     match order.get(i + 1) {

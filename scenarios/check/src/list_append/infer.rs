@@ -12,6 +12,9 @@ use crate::elle::graph::{Graph, RW, WR, WW};
 use crate::elle::order::{Span, order_edges};
 use crate::history::{Operation, Outcome};
 
+/// Who appended an element: the transaction and its micro-operation.
+type Appended = (u32, u32);
+
 // Maps here are only looked up, never iterated: nothing printed depends on their order.
 pub(super) struct Analysis<'p> {
     pub(super) p: &'p Parsed,
@@ -19,8 +22,14 @@ pub(super) struct Analysis<'p> {
     /// Per key, the version order of the elements read (the longest read; empty if nobody read
     /// the key non-empty), unless the key's reads are incompatible or show an element twice.
     pub(super) order: Vec<Option<&'p [Atom]>>,
-    /// The index of each (key, element) in its key's version order.
-    pub(super) position: FxHashMap<(u32, Atom), usize>,
+    /// Per key with a version order, who appended each of its elements (transaction and
+    /// micro-operation), by position: every read of such a key is a prefix of the order, so
+    /// its elements' appenders are looked up here, not hashed.
+    pub(super) writers: Vec<Box<[Option<Appended>]>>,
+    /// Per key with a version order, the position of its first element that no committed or
+    /// possibly committed transaction appended (the order's length if none): reads no longer
+    /// than that show no aborted and no garbage element.
+    first_bad: Vec<usize>,
     /// Per key with a version order, the appends of `ok` transactions that no read shows, as
     /// (element, transaction) in history order: each comes after every element of the order.
     pub(super) unread: Vec<Vec<(Atom, u32)>>,
@@ -42,7 +51,8 @@ impl<'p> Analysis<'p> {
             p,
             anomalies: Vec::new(),
             order: vec![None; keys],
-            position: FxHashMap::default(),
+            writers: vec![Box::default(); keys],
+            first_bad: vec![0; keys],
             unread: vec![Vec::new(); keys],
             graph: Graph::new(p.txns.len()),
         };
@@ -208,25 +218,49 @@ impl<'p> Analysis<'p> {
             if incompatible[key] {
                 continue;
             }
-            for (i, &e) in l.iter().enumerate() {
-                self.position.insert((key as u32, e), i);
-            }
             self.order[key] = Some(l);
         }
-        // Appends of committed transactions that no read shows come after every element read.
-        // Those of `info` transactions are left out: they may never have happened.
+        // Who appended each element of each order; which appends are read (the others, of
+        // committed transactions, come after every element read; those of `info` transactions
+        // are left out: they may never have happened).
+        let mut read: Vec<(u32, u32)> = Vec::new();
+        for key in 0..self.order.len() {
+            let Some(order) = self.order[key] else {
+                continue;
+            };
+            let writers: Box<[Option<Appended>]> = order
+                .iter()
+                .map(|&e| self.p.appender.get(&(key as u32, e)).copied())
+                .collect();
+            read.extend(writers.iter().flatten());
+            self.first_bad[key] = writers
+                .iter()
+                .position(|w| w.is_none_or(|(t, _)| self.p.outcome(t) == Outcome::Fail))
+                .unwrap_or(order.len());
+            self.writers[key] = writers;
+        }
+        read.sort_unstable();
         for (t, txn) in self.p.txns.iter().enumerate() {
             if txn.outcome != Outcome::Ok {
                 continue;
             }
-            for mop in txn.mops.iter() {
+            for (m, mop) in txn.mops.iter().enumerate() {
                 if let Mop::Append { key, elem } = *mop
                     && self.order[key as usize].is_some()
-                    && !self.position.contains_key(&(key, elem))
+                    && read.binary_search(&(t as u32, m as u32)).is_err()
                 {
                     self.unread[key as usize].push((elem, t as u32));
                 }
             }
+        }
+    }
+
+    /// The appender of element `i` (`e`) of a read of `key`.
+    fn writer(&self, key: u32, i: usize, e: Atom) -> Option<Appended> {
+        match self.order[key as usize] {
+            // Every read of a key with an order is a prefix of it.
+            Some(_) => self.writers[key as usize][i],
+            None => self.p.appender.get(&(key, e)).copied(),
         }
     }
 
@@ -235,8 +269,12 @@ impl<'p> Analysis<'p> {
         let mut garbage_seen: FxHashSet<(u32, Atom)> = FxHashSet::default();
         for (t, _, key, list) in self.reads() {
             let mut aborted_reported = false;
-            for &e in list {
-                match self.p.appender.get(&(key, e)) {
+            let clean = match self.order[key as usize] {
+                Some(_) => self.first_bad[key as usize],
+                None => 0,
+            };
+            for (i, &e) in list.iter().enumerate().skip(clean) {
+                match self.writer(key, i, e).as_ref() {
                     None => {
                         if garbage_seen.insert((key, e)) {
                             self.anomalies.push(ElleAnomaly::GarbageRead {
@@ -259,7 +297,7 @@ impl<'p> Analysis<'p> {
                 }
             }
             let Some(&last) = list.last() else { continue };
-            let Some(&(w, m)) = self.p.appender.get(&(key, last)) else {
+            let Some((w, m)) = self.writer(key, list.len() - 1, last) else {
                 continue;
             };
             if w == t || self.p.outcome(w) == Outcome::Fail {
@@ -286,7 +324,9 @@ impl<'p> Analysis<'p> {
     /// Lost updates: committed transactions that read the same version of a key before
     /// appending to it, grouped by (key, version), each group in history order.
     fn lost_updates(&mut self) {
-        let mut groups: FxHashMap<(u32, &'p [Atom]), Vec<u32>> = FxHashMap::default();
+        // A version is told by its length where the key has an order (every read is a prefix
+        // of it), else by its elements.
+        let mut groups: FxHashMap<(u32, usize, &'p [Atom]), Vec<u32>> = FxHashMap::default();
         // Per key touched: its external read, if any, and whether an append of it was counted.
         let mut keys: Vec<(u32, Option<&'p [Atom]>, bool)> = Vec::new();
         for (t, txn) in self.p.txns.iter().enumerate() {
@@ -315,7 +355,11 @@ impl<'p> Analysis<'p> {
                     }
                     Mop::Append { .. } => {
                         if !*appended && let Some(read) = *first_read {
-                            groups.entry((key, read)).or_default().push(t as u32);
+                            let version = match self.order[key as usize] {
+                                Some(_) => (key, read.len(), &[][..]),
+                                None => (key, 0, read),
+                            };
+                            groups.entry(version).or_default().push(t as u32);
                         }
                         *appended = true;
                     }
@@ -325,7 +369,8 @@ impl<'p> Analysis<'p> {
         let mut found: Vec<(u32, u32, ElleAnomaly)> = groups
             .into_iter()
             .filter(|(_, txns)| txns.len() > 1)
-            .map(|((key, read), txns)| {
+            .map(|((key, len, read), txns)| {
+                let read = self.order[key as usize].map_or(read, |o| &o[..len]);
                 let anomaly = ElleAnomaly::LostUpdate {
                     key: self.p.key(key),
                     read: self.p.elems(read),
@@ -351,9 +396,9 @@ impl<'p> Analysis<'p> {
             let Some(order) = self.order[key] else {
                 continue;
             };
-            let writers: Vec<Option<u32>> = order
+            let writers: Vec<Option<u32>> = self.writers[key]
                 .iter()
-                .map(|&e| self.p.appender.get(&(key as u32, e)).map(|&(w, _)| w))
+                .map(|w| w.map(|(t, _)| t))
                 .collect();
             for i in 1..order.len() {
                 if let (Some(a), Some(b)) = (writers[i - 1], writers[i])
@@ -393,7 +438,7 @@ impl<'p> Analysis<'p> {
                     continue;
                 };
                 if let Some(&last) = list.last()
-                    && let Some(&(w, _)) = self.p.appender.get(&(key, last))
+                    && let Some((w, _)) = self.writer(key, list.len() - 1, last)
                     && w != t
                     && self.node(w)
                 {
@@ -402,12 +447,9 @@ impl<'p> Analysis<'p> {
                 let Some(order) = self.order[key as usize] else {
                     continue;
                 };
-                if !order.starts_with(list) {
-                    continue;
-                }
                 match order.get(list.len()) {
-                    Some(&next) => {
-                        if let Some(&(w, _)) = self.p.appender.get(&(key, next))
+                    Some(_) => {
+                        if let Some((w, _)) = self.writers[key as usize][list.len()]
                             && w != t
                             && self.node(w)
                         {
