@@ -2,6 +2,8 @@
 //! with ([`CheckError`]), and the checkers by name ([`Checkers`]), which `avout check --model
 //! NAME` and the scenarios that bind checkers go through alike.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::history::{F, History, HistoryError, Keys};
@@ -35,6 +37,37 @@ pub trait Checker: Send + Sync {
     /// Judges `history`; `Err` when the history is not one this checker reads (an operation
     /// it does not know, a value of the wrong shape), which is not a verdict on it.
     fn check(&self, history: &History) -> Result<Verdict, CheckError>;
+
+    /// Judges the history in the file at `path`, read as [`History::load`] reads it (JSON
+    /// lines or EDN). The same verdict and the same errors as loading it and calling
+    /// [`check`](Checker::check); a checker that can read a file without holding its events
+    /// as JSON overrides it (list-append: a fraction of the memory, the lines parsed on every
+    /// core).
+    ///
+    /// ```
+    /// use avout_check::{Checker, Checkers, Options};
+    /// use avout_check::history::History;
+    /// let path = std::env::temp_dir().join(format!("avout-doc-check-{}.jsonl", std::process::id()));
+    /// std::fs::write(
+    ///     &path,
+    ///     concat!(
+    ///         r#"{"type":"invoke","process":0,"f":"txn","value":[["append",1,1]]}"#, "\n",
+    ///         r#"{"type":"ok","process":0,"f":"txn","value":[["append",1,1]]}"#, "\n",
+    ///         r#"{"type":"invoke","process":1,"f":"txn","value":[["r",1,null]]}"#, "\n",
+    ///         r#"{"type":"ok","process":1,"f":"txn","value":[["r",1,[]]]}"#, "\n",
+    ///     ),
+    /// )
+    /// .unwrap();
+    /// let checker = Checkers::builtins().get("list-append", &Options::default()).unwrap();
+    /// let streamed = checker.check_file(&path).unwrap();
+    /// let loaded = checker.check(&History::load(&path).unwrap()).unwrap();
+    /// assert_eq!(streamed.kinds(), vec!["G-single-realtime"]);
+    /// assert_eq!(streamed.report(), loaded.report());
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    fn check_file(&self, path: &Path) -> Result<Verdict, CheckError> {
+        self.check(&History::load(path)?)
+    }
 
     /// [`check`](Checker::check), for a caller that must have a verdict whatever the history:
     /// a history this checker refuses is judged invalid, one anomaly of kind `unjudged`

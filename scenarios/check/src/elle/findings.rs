@@ -89,10 +89,10 @@ impl<A: Found> fmt::Display for Findings<A> {
 }
 
 /// Counts transactions by outcome: ok, fail, info.
-pub(crate) fn outcomes<'a>(ops: impl IntoIterator<Item = &'a Operation>) -> [usize; 3] {
+pub(crate) fn outcomes(ops: impl IntoIterator<Item = Outcome>) -> [usize; 3] {
     let mut counts = [0; 3];
-    for op in ops {
-        counts[match op.outcome {
+    for outcome in ops {
+        counts[match outcome {
             Outcome::Ok => 0,
             Outcome::Fail => 1,
             Outcome::Info => 2,

@@ -18,44 +18,80 @@ pub(crate) const RW: u8 = 4;
 pub(crate) const PROCESS: u8 = 8;
 pub(crate) const REALTIME: u8 = 16;
 
-/// A directed multigraph over transactions `0..n`, one edge per (from, to, kind).
+/// A directed multigraph over transactions `0..n`, one edge per (from, to, kind). Edges are
+/// gathered in one list, then laid out by node once ([`Graph::seal`]): a history of millions
+/// of transactions makes no vector per node.
 pub(crate) struct Graph {
-    adj: Vec<Vec<(u32, u8)>>,
-    edges: usize,
+    n: usize,
+    added: Vec<(u32, u32, u8)>,
+    /// Once sealed: node `v`'s out-edges are `out[start[v]..start[v + 1]]`, sorted, each once.
+    start: Vec<usize>,
+    out: Vec<(u32, u8)>,
 }
 
 impl Graph {
     pub(crate) fn new(n: usize) -> Graph {
         Graph {
-            adj: vec![Vec::new(); n],
-            edges: 0,
+            n,
+            added: Vec::new(),
+            start: vec![0; n + 1],
+            out: Vec::new(),
         }
     }
 
     pub(crate) fn add(&mut self, from: u32, to: u32, kind: u8) {
         debug_assert!(from != to, "no self-loops");
-        self.adj[from as usize].push((to, kind));
+        self.added.push((from, to, kind));
     }
 
-    /// Sorts and deduplicates each adjacency list; call once, after the last `add`.
+    /// Lays the edges out by node, sorted and each once; call once, after the last `add`.
     pub(crate) fn seal(&mut self) {
-        self.edges = 0;
-        for out in &mut self.adj {
-            out.sort_unstable();
-            out.dedup();
-            self.edges += out.len();
+        let mut start = vec![0usize; self.n + 1];
+        for &(from, _, _) in &self.added {
+            start[from as usize + 1] += 1;
         }
+        for v in 0..self.n {
+            start[v + 1] += start[v];
+        }
+        let mut next = start.clone();
+        let mut out = vec![(0u32, 0u8); self.added.len()];
+        for (from, to, kind) in std::mem::take(&mut self.added) {
+            out[next[from as usize]] = (to, kind);
+            next[from as usize] += 1;
+        }
+        // Sorted and deduplicated per node, compacted in place.
+        let mut kept = 0;
+        for v in 0..self.n {
+            let (a, b) = (start[v], start[v + 1]);
+            start[v] = kept;
+            out[a..b].sort_unstable();
+            for i in a..b {
+                if i == a || out[i] != out[i - 1] {
+                    out[kept] = out[i];
+                    kept += 1;
+                }
+            }
+        }
+        start[self.n] = kept;
+        out.truncate(kept);
+        out.shrink_to_fit();
+        (self.start, self.out) = (start, out);
     }
 
     pub(crate) fn edges(&self) -> usize {
-        self.edges
+        self.out.len()
+    }
+
+    /// The out-edges of `v`, once sealed: (to, kind), sorted.
+    pub(crate) fn out(&self, v: u32) -> &[(u32, u8)] {
+        &self.out[self.start[v as usize]..self.start[v as usize + 1]]
     }
 
     /// The strongly connected components with more than one node, each sorted, in order of their
     /// smallest node. Iterative Tarjan: realtime chains are as long as the history.
     pub(crate) fn cycles_components(&self) -> Vec<Vec<u32>> {
         const UNSEEN: u32 = u32::MAX;
-        let n = self.adj.len();
+        let n = self.n;
         let mut index = vec![UNSEEN; n];
         let mut low = vec![0u32; n];
         let mut on_stack = vec![false; n];
@@ -75,7 +111,7 @@ impl Graph {
             stack.push(root);
             on_stack[root as usize] = true;
             while let Some(&mut (v, ref mut pos)) = call.last_mut() {
-                let out = &self.adj[v as usize];
+                let out = self.out(v);
                 if let Some(&(w, _)) = out.get(*pos) {
                     *pos += 1;
                     if index[w as usize] == UNSEEN {
@@ -192,13 +228,18 @@ pub(crate) struct Hop {
     pub(crate) kind: u8,
 }
 
-/// Breadth-first searches restricted to one component, reusing their buffers.
+/// Breadth-first searches restricted to one component, reusing their buffers. A search's
+/// state is kept per (node of the component, rule state): a small component of a huge
+/// history costs what the component does.
 pub(crate) struct CycleFinder<'g> {
     graph: &'g Graph,
-    /// Stamp of the component a node belongs to (the current one is `component`).
+    /// Stamp of the component a node belongs to (the current one is `component`), and its
+    /// place there.
     member: Vec<u32>,
+    local: Vec<u32>,
     component: u32,
-    /// Per (node, rule state): stamp of the search that reached it, how, and how far.
+    nodes: Vec<u32>,
+    /// Per (local node, rule state): stamp of the search that reached it, how, and how far.
     seen: Vec<u32>,
     search: u32,
     parent: Vec<(usize, u8)>,
@@ -208,23 +249,35 @@ pub(crate) struct CycleFinder<'g> {
 
 impl<'g> CycleFinder<'g> {
     pub(crate) fn new(graph: &'g Graph) -> CycleFinder<'g> {
-        let n = graph.adj.len();
+        let n = graph.n;
         CycleFinder {
             graph,
             member: vec![0; n],
+            local: vec![0; n],
             component: 0,
-            seen: vec![0; n * STATES],
+            nodes: Vec::new(),
+            seen: Vec::new(),
             search: 0,
-            parent: vec![(0, 0); n * STATES],
-            dist: vec![0; n * STATES],
+            parent: Vec::new(),
+            dist: Vec::new(),
             queue: std::collections::VecDeque::new(),
         }
     }
 
     pub(crate) fn enter(&mut self, component: &[u32]) {
         self.component += 1;
-        for &v in component {
+        for (i, &v) in component.iter().enumerate() {
             self.member[v as usize] = self.component;
+            self.local[v as usize] = i as u32;
+        }
+        self.nodes = component.to_vec();
+        let states = component.len() * STATES;
+        if self.seen.len() < states {
+            // Stamps start afresh with the buffer: nothing in it is from a live search.
+            self.seen = vec![0; states];
+            self.search = 0;
+            self.parent.resize(states, (0, 0));
+            self.dist.resize(states, 0);
         }
     }
 
@@ -239,7 +292,7 @@ impl<'g> CycleFinder<'g> {
     ) -> Option<Vec<Hop>> {
         let mut best: Option<Vec<Hop>> = None;
         for &u in component {
-            for &(v, kind) in &self.graph.adj[u as usize] {
+            for &(v, kind) in self.graph.out(u) {
                 if kind & spec.first == 0 || self.member[v as usize] != self.component {
                     continue;
                 }
@@ -281,7 +334,8 @@ impl<'g> CycleFinder<'g> {
         limit: usize,
         budget: &mut u64,
     ) -> Option<Vec<Hop>> {
-        let at = |node: u32, state: u8| node as usize * STATES + state as usize;
+        let local = &self.local;
+        let at = |node: u32, state: u8| local[node as usize] as usize * STATES + state as usize;
         self.search += 1;
         let stamp = self.search;
         self.queue.clear();
@@ -290,7 +344,7 @@ impl<'g> CycleFinder<'g> {
         self.seen[origin] = stamp;
         self.dist[origin] = 0;
         while let Some(x) = self.queue.pop_front() {
-            let (node, state) = ((x / STATES) as u32, (x % STATES) as u8);
+            let (node, state) = (self.nodes[x / STATES], (x % STATES) as u8);
             if node == to {
                 if !spec.rw.accepts(state) {
                     // Going on through the start would not close a simple cycle.
@@ -301,8 +355,8 @@ impl<'g> CycleFinder<'g> {
                 while here != origin {
                     let (prev, kind) = self.parent[here];
                     hops.push(Hop {
-                        from: (prev / STATES) as u32,
-                        to: (here / STATES) as u32,
+                        from: self.nodes[prev / STATES],
+                        to: self.nodes[here / STATES],
                         kind,
                     });
                     here = prev;
@@ -318,7 +372,7 @@ impl<'g> CycleFinder<'g> {
             if *budget == 0 {
                 return None;
             }
-            for &(y, kind) in &self.graph.adj[node as usize] {
+            for &(y, kind) in self.graph.out(node) {
                 if kind & spec.path == 0 || self.member[y as usize] != self.component {
                     continue;
                 }

@@ -10,6 +10,7 @@
 //! the model checked, and [`cycle::find_cycles`] name the cycles, explaining each edge in its
 //! own words.
 
+pub(crate) mod atom;
 pub(crate) mod cycle;
 pub(crate) mod findings;
 pub(crate) mod graph;
@@ -97,7 +98,8 @@ impl Model {
 
 /// The parts of an Elle checker that only its name tells apart: `new`, `of`, `consistency`,
 /// `analyse` and the [`Checker`](crate::Checker) impl, for a struct `$ty { model: Model }` in a
-/// module with its own `Parsed::new(history)` and `Analysis::run(&parsed, consistency)`.
+/// module with its own `Parsed::new(history)`, `Parsed::from_file(path)` and
+/// `Analysis::run(&parsed, consistency)`.
 macro_rules! elle_checker {
     ($ty:ident, $name:literal) => {
         impl $ty {
@@ -119,10 +121,13 @@ macro_rules! elle_checker {
 
             /// Judges a history, every anomaly in detail.
             pub(crate) fn analyse(&self, history: &History) -> Result<Findings, CheckError> {
-                let parsed = Parsed::new(history)?;
-                let mut findings = Analysis::run(&parsed, self.model.consistency);
+                Ok(self.findings(&Parsed::new(history)?))
+            }
+
+            fn findings(&self, parsed: &Parsed) -> Findings {
+                let mut findings = Analysis::run(parsed, self.model.consistency);
                 self.model.allow(&mut findings);
-                Ok(findings)
+                findings
             }
         }
 
@@ -133,6 +138,11 @@ macro_rules! elle_checker {
 
             fn check(&self, history: &History) -> Result<$crate::Verdict, CheckError> {
                 Ok(self.analyse(history)?.verdict(self.name()))
+            }
+
+            fn check_file(&self, path: &std::path::Path) -> Result<$crate::Verdict, CheckError> {
+                let parsed = Parsed::from_file(path)?;
+                Ok(self.findings(&parsed).verdict(self.name()))
             }
         }
     };

@@ -154,7 +154,7 @@ impl ErrorCode {
 
 /// Reads an `error` field leniently ([`ErrorCode::from_json`]): a history whose `error` is
 /// not a Maelstrom code is still a history.
-pub(super) fn lenient<'de, D>(d: D) -> Result<Option<ErrorCode>, D::Error>
+pub(crate) fn lenient<'de, D>(d: D) -> Result<Option<ErrorCode>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {

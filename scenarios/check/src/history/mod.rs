@@ -51,9 +51,9 @@ pub mod code;
 pub mod edn;
 mod error;
 mod event;
+mod pairing;
 mod pairs;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
@@ -65,6 +65,7 @@ pub use code::ErrorCode;
 pub use edn::EdnError;
 pub use error::HistoryError;
 pub use event::{Event, EventType, F, Process};
+pub(crate) use pairing::{Pairing, outcome};
 pub use pairs::{Pair, pairs};
 
 /// Where an event sits: its position among the history's events and its line in the file.
@@ -393,8 +394,7 @@ impl History {
     /// ```
     pub fn operations(&self, keys: Keys) -> Result<Vec<Operation>, HistoryError> {
         let mut ops: Vec<Operation> = Vec::new();
-        // Lookups only, never iterated: the result does not depend on the map's order.
-        let mut pending: HashMap<u64, usize> = HashMap::new();
+        let mut pairing = pairing::Pairing::default();
         for (index, event) in self.events.iter().enumerate() {
             let Process::Client(process) = event.process else {
                 continue;
@@ -402,14 +402,7 @@ impl History {
             let here = self.position(index);
             let (key, value) = split_key(event, keys, here.line)?;
             if event.kind == EventType::Invoke {
-                if let Some(&open) = pending.get(&process) {
-                    return Err(HistoryError::AlreadyPending {
-                        line: here.line,
-                        process,
-                        pending_line: ops[open].invoke.line,
-                    });
-                }
-                pending.insert(process, ops.len());
+                pairing.invoke(process, ops.len(), here, |open| ops[open].invoke.line)?;
                 ops.push(Operation {
                     process,
                     f: event.f.clone(),
@@ -422,11 +415,7 @@ impl History {
                 });
                 continue;
             }
-            let open = pending.remove(&process).ok_or(HistoryError::NoInvocation {
-                line: here.line,
-                process,
-            })?;
-            let op = &mut ops[open];
+            let op = &mut ops[pairing.complete(process, here)?];
             if op.f != event.f {
                 return Err(HistoryError::MismatchedF {
                     line: here.line,
@@ -435,22 +424,7 @@ impl History {
                     completed: event.f.clone(),
                 });
             }
-            // A Maelstrom code says whether the failure was definite, whatever the type says.
-            let kind = match (event.kind, event.error) {
-                (EventType::Ok, Some(code)) => {
-                    return Err(HistoryError::OkWithError {
-                        line: here.line,
-                        code,
-                    });
-                }
-                (_, Some(code)) => code.event_type(),
-                (kind, None) => kind,
-            };
-            op.outcome = match kind {
-                EventType::Ok => Outcome::Ok,
-                EventType::Fail => Outcome::Fail,
-                EventType::Info | EventType::Invoke => Outcome::Info,
-            };
+            op.outcome = pairing::outcome(event.kind, event.error, here.line)?;
             op.error = event.error;
             op.complete = Some(here);
             if op.key.is_none() {

@@ -1,13 +1,12 @@
 //! What shows each edge of a cycle of the list-append dependency graph (the search itself is
 //! [`crate::elle::cycle::find_cycles`]).
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use super::ElleAnomaly;
 use super::infer::Analysis;
 use super::parse::Mop;
+use crate::elle::atom::Atom;
 use crate::elle::cycle::{Shown, find_cycles};
 use crate::elle::graph::{Hop, RW, WR, WW};
 
@@ -72,25 +71,23 @@ impl Analysis<'_> {
                 .collect::<Vec<_>>()
         };
         let external_reads = |t: u32| {
-            let mut touched = HashSet::new();
+            let mut touched = Vec::new();
             let mut reads = Vec::new();
-            for m in &self.p.txns[t as usize].mops {
-                match m {
-                    Mop::Append { key, .. } => {
-                        touched.insert(*key);
-                    }
-                    Mop::Read { key, list } => {
-                        if touched.insert(*key)
-                            && let Some(l) = list
-                        {
-                            reads.push((*key, l.clone()));
-                        }
+            for m in self.p.txns[t as usize].mops.iter() {
+                let (key, read) = match m {
+                    Mop::Append { key, .. } => (*key, None),
+                    Mop::Read { key, read } => (*key, read.list()),
+                };
+                if !touched.contains(&key) {
+                    touched.push(key);
+                    if let Some(l) = read {
+                        reads.push((key, l.to_vec()));
                     }
                 }
             }
             reads
         };
-        let writer = |key: u32, e: u32| self.p.appender.get(&(key, e)).map(|&(w, _)| w);
+        let writer = |key: u32, e: Atom| self.p.appender.get(&(key, e)).map(|&(w, _)| w);
         // `to`'s first append to `key` that no read shows.
         let unread_by = |key: u32| {
             self.unread[key as usize]
@@ -98,7 +95,7 @@ impl Analysis<'_> {
                 .find(|&&(_, t)| t == to)
                 .map(|&(e, _)| e)
         };
-        let shown = |key: u32, elements: Vec<u32>, unread: bool| Witness {
+        let shown = |key: u32, elements: Vec<Atom>, unread: bool| Witness {
             key: Some(key),
             elements,
             unread,
@@ -106,9 +103,11 @@ impl Analysis<'_> {
         match hop.kind {
             WW => {
                 for (key, e) in appends(from) {
-                    let (Some(order), Some(&i)) =
-                        (&self.order[key as usize], self.position.get(&(key, e)))
-                    else {
+                    // Only edges on reported cycles are explained: a scan will do.
+                    let Some(order) = self.order[key as usize] else {
+                        continue;
+                    };
+                    let Some(i) = order.iter().position(|&x| x == e) else {
                         continue;
                     };
                     match order.get(i + 1) {
@@ -141,7 +140,7 @@ impl Analysis<'_> {
                     if !order.starts_with(&l) {
                         continue;
                     }
-                    let mut elements: Vec<u32> = l.last().copied().into_iter().collect();
+                    let mut elements: Vec<Atom> = l.last().copied().into_iter().collect();
                     match order.get(l.len()) {
                         Some(&next) if writer(key, next) == Some(to) => {
                             elements.push(next);
@@ -170,6 +169,6 @@ impl Analysis<'_> {
 /// What shows a dependency edge.
 struct Witness {
     key: Option<u32>,
-    elements: Vec<u32>,
+    elements: Vec<Atom>,
     unread: bool,
 }

@@ -2,37 +2,57 @@
 //! orders (with unread appends placed), and the dependency and order edges of the graph. The
 //! cycle search over that graph is in `cycles.rs`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::parse::{Mop, Parsed};
 use super::{Consistency, ElleAnomaly, Expected, Findings};
+use crate::elle::atom::Atom;
 use crate::elle::findings::outcomes;
 use crate::elle::graph::{Graph, RW, WR, WW};
-use crate::elle::order::order_edges;
+use crate::elle::order::{Span, order_edges};
 use crate::history::{Operation, Outcome};
 
+/// Who appended an element: the transaction and its micro-operation.
+type Appended = (u32, u32);
+
+// Maps here are only looked up, never iterated: nothing printed depends on their order.
 pub(super) struct Analysis<'p> {
     pub(super) p: &'p Parsed,
     pub(super) anomalies: Vec<ElleAnomaly>,
     /// Per key, the version order of the elements read (the longest read; empty if nobody read
     /// the key non-empty), unless the key's reads are incompatible or show an element twice.
-    pub(super) order: Vec<Option<Vec<u32>>>,
-    /// The index of each (key, element) in its key's version order.
-    pub(super) position: HashMap<(u32, u32), usize>,
+    pub(super) order: Vec<Option<&'p [Atom]>>,
+    /// Per key with a version order, who appended each of its elements (transaction and
+    /// micro-operation), by position: every read of such a key is a prefix of the order, so
+    /// its elements' appenders are looked up here, not hashed.
+    pub(super) writers: Vec<Box<[Option<Appended>]>>,
+    /// Per key with a version order, the position of its first element that no committed or
+    /// possibly committed transaction appended (the order's length if none): reads no longer
+    /// than that show no aborted and no garbage element.
+    first_bad: Vec<usize>,
     /// Per key with a version order, the appends of `ok` transactions that no read shows, as
     /// (element, transaction) in history order: each comes after every element of the order.
-    pub(super) unread: Vec<Vec<(u32, u32)>>,
+    pub(super) unread: Vec<Vec<(Atom, u32)>>,
     pub(super) graph: Graph,
+}
+
+/// A transaction's micro-operations, each read with its list if known.
+fn reads_of(mops: &[Mop]) -> impl Iterator<Item = (usize, u32, &[Atom])> {
+    mops.iter().enumerate().filter_map(|(m, mop)| match mop {
+        Mop::Read { key, read } => read.list().map(|l| (m, *key, l)),
+        Mop::Append { .. } => None,
+    })
 }
 
 impl<'p> Analysis<'p> {
     pub(super) fn run(p: &'p Parsed, consistency: Consistency) -> Findings {
-        let keys = p.keys.values.len();
+        let keys = p.keys.len();
         let mut a = Analysis {
             p,
             anomalies: Vec::new(),
             order: vec![None; keys],
-            position: HashMap::new(),
+            writers: vec![Box::default(); keys],
+            first_bad: vec![0; keys],
             unread: vec![Vec::new(); keys],
             graph: Graph::new(p.txns.len()),
         };
@@ -42,13 +62,22 @@ impl<'p> Analysis<'p> {
         a.read_anomalies();
         a.lost_updates();
         a.dependency_edges();
-        let ops: Vec<&Operation> = p.txns.iter().map(|t| &t.op).collect();
-        order_edges(&mut a.graph, &ops, consistency);
+        let spans: Vec<Span> = p
+            .txns
+            .iter()
+            .map(|t| Span {
+                process: t.process,
+                outcome: t.outcome,
+                invoke: t.invoke.index,
+                complete: t.complete.map(|c| c.index),
+            })
+            .collect();
+        order_edges(&mut a.graph, &spans, consistency);
         a.graph.seal();
         a.cycles();
         Findings {
             consistency,
-            transactions: outcomes(ops),
+            transactions: outcomes(p.txns.iter().map(|t| t.outcome)),
             keys,
             edges: a.graph.edges(),
             anomalies: a.anomalies,
@@ -56,61 +85,71 @@ impl<'p> Analysis<'p> {
     }
 
     pub(super) fn op(&self, t: u32) -> Operation {
-        self.p.txns[t as usize].op.clone()
+        self.p.op(t)
     }
 
     /// Reads of `ok` transactions: (transaction, micro-op index, key, list).
-    fn reads(&self) -> impl Iterator<Item = (u32, usize, u32, &'p [u32])> + 'p {
+    fn reads(&self) -> impl Iterator<Item = (u32, usize, u32, &'p [Atom])> + 'p {
         let p = self.p;
-        p.txns.iter().enumerate().flat_map(|(t, txn)| {
-            txn.mops
-                .iter()
-                .enumerate()
-                .filter_map(move |(m, mop)| match mop {
-                    Mop::Read { key, list: Some(l) } => Some((t as u32, m, *key, l.as_slice())),
-                    _ => None,
-                })
-        })
+        p.txns
+            .iter()
+            .enumerate()
+            .flat_map(|(t, txn)| reads_of(&txn.mops).map(move |(m, key, l)| (t as u32, m, key, l)))
     }
 
     fn internal(&mut self) {
-        for txn in &self.p.txns {
-            // Per key: (known whole list, or only its own appends as a suffix).
-            let mut known: HashMap<u32, (bool, Vec<u32>)> = HashMap::new();
-            for mop in &txn.mops {
+        // Per key touched: whether the whole list is known (the last read, then the
+        // transaction's own appends), or only its own appends as a suffix. Transactions are
+        // small: a list scanned beats a map built for each.
+        let mut known: Vec<(u32, bool, &'p [Atom], Vec<Atom>)> = Vec::new();
+        for (t, txn) in self.p.txns.iter().enumerate() {
+            known.clear();
+            for mop in txn.mops.iter() {
+                let slot =
+                    |known: &mut Vec<(u32, bool, &'p [Atom], Vec<Atom>)>, key: u32| match known
+                        .iter()
+                        .position(|k| k.0 == key)
+                    {
+                        Some(i) => i,
+                        None => {
+                            known.push((key, false, &[], Vec::new()));
+                            known.len() - 1
+                        }
+                    };
                 match mop {
                     Mop::Append { key, elem } => {
-                        known
-                            .entry(*key)
-                            .or_insert((false, Vec::new()))
-                            .1
-                            .push(*elem);
+                        let i = slot(&mut known, *key);
+                        known[i].3.push(*elem);
                     }
-                    Mop::Read { list: None, .. } => {}
-                    Mop::Read {
-                        key,
-                        list: Some(read),
-                    } => {
-                        let ok = match known.get(key) {
-                            None => true,
-                            Some((true, whole)) => whole == read,
-                            Some((false, suffix)) => read.ends_with(suffix),
-                        };
-                        if !ok {
-                            let (whole, l) = &known[key];
-                            let l = self.p.elems(l);
-                            self.anomalies.push(ElleAnomaly::Internal {
-                                op: txn.op.clone(),
-                                key: self.p.key(*key),
-                                expected: if *whole {
-                                    Expected::Exactly(l)
-                                } else {
-                                    Expected::EndsWith(l)
-                                },
-                                read: self.p.elems(read),
-                            });
+                    Mop::Read { key, read } => {
+                        let Some(read) = read.list() else { continue };
+                        let seen = known.iter().position(|k| k.0 == *key);
+                        if let Some(i) = seen {
+                            let (_, whole, base, own) = &known[i];
+                            let ok = if *whole {
+                                read.len() == base.len() + own.len()
+                                    && read.starts_with(base)
+                                    && read[base.len()..] == own[..]
+                            } else {
+                                read.ends_with(own)
+                            };
+                            if !ok {
+                                let l: Vec<Atom> = base.iter().chain(own).copied().collect();
+                                let l = self.p.elems(&l);
+                                self.anomalies.push(ElleAnomaly::Internal {
+                                    op: self.op(t as u32),
+                                    key: self.p.key(*key),
+                                    expected: if *whole {
+                                        Expected::Exactly(l)
+                                    } else {
+                                        Expected::EndsWith(l)
+                                    },
+                                    read: self.p.elems(read),
+                                });
+                            }
                         }
-                        known.insert(*key, (true, read.clone()));
+                        let i = slot(&mut known, *key);
+                        known[i] = (*key, true, read, Vec::new());
                     }
                 }
             }
@@ -120,26 +159,17 @@ impl<'p> Analysis<'p> {
     /// Future reads: a read showing an element its own transaction appends later. Reported once
     /// per transaction, as Elle does.
     fn future_reads(&mut self) {
-        for txn in &self.p.txns {
-            // Per key, the elements read so far.
-            let mut read: HashMap<u32, HashSet<u32>> = HashMap::new();
-            let future = txn.mops.iter().find_map(|mop| match mop {
-                Mop::Read {
-                    key,
-                    list: Some(list),
-                } => {
-                    read.entry(*key).or_default().extend(list.iter().copied());
-                    None
-                }
-                Mop::Read { list: None, .. } => None,
-                Mop::Append { key, elem } => read
-                    .get(key)
-                    .is_some_and(|seen| seen.contains(elem))
+        for (t, txn) in self.p.txns.iter().enumerate() {
+            let mops = &txn.mops;
+            let future = mops.iter().enumerate().find_map(|(m, mop)| match mop {
+                Mop::Append { key, elem } => reads_of(&mops[..m])
+                    .any(|(_, k, l)| k == *key && l.contains(elem))
                     .then_some((*key, *elem)),
+                Mop::Read { .. } => None,
             });
             if let Some((key, elem)) = future {
                 self.anomalies.push(ElleAnomaly::FutureRead {
-                    op: txn.op.clone(),
+                    op: self.op(t as u32),
                     key: self.p.key(key),
                     element: self.p.elem(elem),
                 });
@@ -148,7 +178,7 @@ impl<'p> Analysis<'p> {
     }
 
     fn version_orders(&mut self) {
-        let mut longest: Vec<Option<(u32, &'p [u32])>> = vec![None; self.order.len()];
+        let mut longest: Vec<Option<(u32, &'p [Atom])>> = vec![None; self.order.len()];
         for (t, _, key, list) in self.reads() {
             let slot = &mut longest[key as usize];
             if slot.is_none_or(|(_, l)| l.len() < list.len()) {
@@ -172,10 +202,11 @@ impl<'p> Analysis<'p> {
         for (key, slot) in longest.into_iter().enumerate() {
             let Some((t, l)) = slot else {
                 // Nobody read the key (non-empty): its appends all follow the empty list.
-                self.order[key] = Some(Vec::new());
+                self.order[key] = Some(&[]);
                 continue;
             };
-            let mut seen = HashSet::with_capacity(l.len());
+            let mut seen = FxHashSet::default();
+            seen.reserve(l.len());
             if !l.iter().all(|e| seen.insert(*e)) {
                 self.anomalies.push(ElleAnomaly::DuplicateElements {
                     op: self.op(t),
@@ -187,21 +218,36 @@ impl<'p> Analysis<'p> {
             if incompatible[key] {
                 continue;
             }
-            for (i, &e) in l.iter().enumerate() {
-                self.position.insert((key as u32, e), i);
-            }
-            self.order[key] = Some(l.to_vec());
+            self.order[key] = Some(l);
         }
-        // Appends of committed transactions that no read shows come after every element read.
-        // Those of `info` transactions are left out: they may never have happened.
+        // Who appended each element of each order; which appends are read (the others, of
+        // committed transactions, come after every element read; those of `info` transactions
+        // are left out: they may never have happened).
+        let mut read: Vec<(u32, u32)> = Vec::new();
+        for key in 0..self.order.len() {
+            let Some(order) = self.order[key] else {
+                continue;
+            };
+            let writers: Box<[Option<Appended>]> = order
+                .iter()
+                .map(|&e| self.p.appender.get(&(key as u32, e)).copied())
+                .collect();
+            read.extend(writers.iter().flatten());
+            self.first_bad[key] = writers
+                .iter()
+                .position(|w| w.is_none_or(|(t, _)| self.p.outcome(t) == Outcome::Fail))
+                .unwrap_or(order.len());
+            self.writers[key] = writers;
+        }
+        read.sort_unstable();
         for (t, txn) in self.p.txns.iter().enumerate() {
-            if txn.op.outcome != Outcome::Ok {
+            if txn.outcome != Outcome::Ok {
                 continue;
             }
-            for mop in &txn.mops {
+            for (m, mop) in txn.mops.iter().enumerate() {
                 if let Mop::Append { key, elem } = *mop
                     && self.order[key as usize].is_some()
-                    && !self.position.contains_key(&(key, elem))
+                    && read.binary_search(&(t as u32, m as u32)).is_err()
                 {
                     self.unread[key as usize].push((elem, t as u32));
                 }
@@ -209,13 +255,26 @@ impl<'p> Analysis<'p> {
         }
     }
 
+    /// The appender of element `i` (`e`) of a read of `key`.
+    fn writer(&self, key: u32, i: usize, e: Atom) -> Option<Appended> {
+        match self.order[key as usize] {
+            // Every read of a key with an order is a prefix of it.
+            Some(_) => self.writers[key as usize][i],
+            None => self.p.appender.get(&(key, e)).copied(),
+        }
+    }
+
     /// G1a, G1b and garbage reads, each reported once per (reader, key).
     fn read_anomalies(&mut self) {
-        let mut garbage_seen: HashSet<(u32, u32)> = HashSet::new();
+        let mut garbage_seen: FxHashSet<(u32, Atom)> = FxHashSet::default();
         for (t, _, key, list) in self.reads() {
             let mut aborted_reported = false;
-            for &e in list {
-                match self.p.appender.get(&(key, e)) {
+            let clean = match self.order[key as usize] {
+                Some(_) => self.first_bad[key as usize],
+                None => 0,
+            };
+            for (i, &e) in list.iter().enumerate().skip(clean) {
+                match self.writer(key, i, e).as_ref() {
                     None => {
                         if garbage_seen.insert((key, e)) {
                             self.anomalies.push(ElleAnomaly::GarbageRead {
@@ -238,7 +297,7 @@ impl<'p> Analysis<'p> {
                 }
             }
             let Some(&last) = list.last() else { continue };
-            let Some(&(w, m)) = self.p.appender.get(&(key, last)) else {
+            let Some((w, m)) = self.writer(key, list.len() - 1, last) else {
                 continue;
             };
             if w == t || self.p.outcome(w) == Outcome::Fail {
@@ -265,47 +324,65 @@ impl<'p> Analysis<'p> {
     /// Lost updates: committed transactions that read the same version of a key before
     /// appending to it, grouped by (key, version), each group in history order.
     fn lost_updates(&mut self) {
-        let mut groups: BTreeMap<(u32, &'p [u32]), Vec<u32>> = BTreeMap::new();
+        // A version is told by its length where the key has an order (every read is a prefix
+        // of it), else by its elements.
+        let mut groups: FxHashMap<(u32, usize, &'p [Atom]), Vec<u32>> = FxHashMap::default();
+        // Per key touched: its external read, if any, and whether an append of it was counted.
+        let mut keys: Vec<(u32, Option<&'p [Atom]>, bool)> = Vec::new();
         for (t, txn) in self.p.txns.iter().enumerate() {
-            if txn.op.outcome != Outcome::Ok {
+            if txn.outcome != Outcome::Ok {
                 continue;
             }
-            // Per key: the external read, if any, and whether an append of it was counted.
-            let mut first_read: HashMap<u32, &'p [u32]> = HashMap::new();
-            let mut appended: HashSet<u32> = HashSet::new();
-            for mop in &txn.mops {
-                match mop {
-                    Mop::Read {
-                        key,
-                        list: Some(list),
-                    } if !appended.contains(key) => {
-                        first_read.entry(*key).or_insert(list);
+            keys.clear();
+            for mop in txn.mops.iter() {
+                let (key, read) = match mop {
+                    Mop::Read { key, read } => (*key, read.list()),
+                    Mop::Append { key, .. } => (*key, None),
+                };
+                let i = match keys.iter().position(|k| k.0 == key) {
+                    Some(i) => i,
+                    None => {
+                        keys.push((key, None, false));
+                        keys.len() - 1
                     }
-                    Mop::Read { .. } => {}
-                    Mop::Append { key, .. } => {
-                        if appended.insert(*key)
-                            && let Some(&read) = first_read.get(key)
-                        {
-                            groups.entry((*key, read)).or_default().push(t as u32);
+                };
+                let (_, first_read, appended) = &mut keys[i];
+                match mop {
+                    Mop::Read { .. } => {
+                        if !*appended && first_read.is_none() {
+                            *first_read = read;
                         }
+                    }
+                    Mop::Append { .. } => {
+                        if !*appended && let Some(read) = *first_read {
+                            let version = match self.order[key as usize] {
+                                Some(_) => (key, read.len(), &[][..]),
+                                None => (key, 0, read),
+                            };
+                            groups.entry(version).or_default().push(t as u32);
+                        }
+                        *appended = true;
                     }
                 }
             }
         }
-        let mut found: Vec<(u32, ElleAnomaly)> = groups
+        let mut found: Vec<(u32, u32, ElleAnomaly)> = groups
             .into_iter()
             .filter(|(_, txns)| txns.len() > 1)
-            .map(|((key, read), txns)| {
+            .map(|((key, len, read), txns)| {
+                let read = self.order[key as usize].map_or(read, |o| &o[..len]);
                 let anomaly = ElleAnomaly::LostUpdate {
                     key: self.p.key(key),
                     read: self.p.elems(read),
                     txns: txns.iter().map(|&t| self.op(t)).collect(),
                 };
-                (txns[0], anomaly)
+                (txns[0], key, anomaly)
             })
             .collect();
-        found.sort_by_key(|(first, _)| *first);
-        self.anomalies.extend(found.into_iter().map(|(_, a)| a));
+        // A transaction has one external read of a key, so (first, key) tells groups apart and
+        // orders them whatever order the map gave.
+        found.sort_by_key(|(first, key, _)| (*first, *key));
+        self.anomalies.extend(found.into_iter().map(|(_, _, a)| a));
     }
 
     /// Whether a transaction is in the graph: it committed, or may have.
@@ -316,12 +393,12 @@ impl<'p> Analysis<'p> {
     fn dependency_edges(&mut self) {
         // ww: consecutive appends in each version order.
         for key in 0..self.order.len() {
-            let Some(order) = &self.order[key] else {
+            let Some(order) = self.order[key] else {
                 continue;
             };
-            let writers: Vec<Option<u32>> = order
+            let writers: Vec<Option<u32>> = self.writers[key]
                 .iter()
-                .map(|&e| self.p.appender.get(&(key as u32, e)).map(|&(w, _)| w))
+                .map(|w| w.map(|(t, _)| t))
                 .collect();
             for i in 1..order.len() {
                 if let (Some(a), Some(b)) = (writers[i - 1], writers[i])
@@ -344,37 +421,35 @@ impl<'p> Analysis<'p> {
             }
         }
         // wr and rw: external reads only.
+        let mut touched: Vec<u32> = Vec::new();
         for (t, txn) in self.p.txns.iter().enumerate() {
             let t = t as u32;
-            let mut touched: HashSet<u32> = HashSet::new();
-            for mop in &txn.mops {
-                let (key, list) = match mop {
-                    Mop::Append { key, .. } => {
-                        touched.insert(*key);
-                        continue;
-                    }
-                    Mop::Read { key, list } => (*key, list),
+            touched.clear();
+            for mop in txn.mops.iter() {
+                let (key, read) = match mop {
+                    Mop::Append { key, .. } => (*key, None),
+                    Mop::Read { key, read } => (*key, Some(read)),
                 };
-                if !touched.insert(key) {
+                if touched.contains(&key) {
                     continue;
                 }
-                let Some(list) = list else { continue };
+                touched.push(key);
+                let Some(list) = read.and_then(|r| r.list()) else {
+                    continue;
+                };
                 if let Some(&last) = list.last()
-                    && let Some(&(w, _)) = self.p.appender.get(&(key, last))
+                    && let Some((w, _)) = self.writer(key, list.len() - 1, last)
                     && w != t
                     && self.node(w)
                 {
                     self.graph.add(w, t, WR);
                 }
-                let Some(order) = &self.order[key as usize] else {
+                let Some(order) = self.order[key as usize] else {
                     continue;
                 };
-                if !order.starts_with(list) {
-                    continue;
-                }
                 match order.get(list.len()) {
-                    Some(&next) => {
-                        if let Some(&(w, _)) = self.p.appender.get(&(key, next))
+                    Some(_) => {
+                        if let Some((w, _)) = self.writers[key as usize][list.len()]
                             && w != t
                             && self.node(w)
                         {

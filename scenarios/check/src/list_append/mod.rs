@@ -118,8 +118,10 @@
 
 mod anomaly;
 mod cycles;
+mod fast;
 mod infer;
 mod parse;
+mod stream;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
 #[cfg(test)]
@@ -204,8 +206,16 @@ impl ListAppend {
 
 crate::elle::elle_checker!(ListAppend, "list-append");
 
-/// Checks a history for strict serializability, every anomaly in detail.
+/// Checks a history for strict serializability, every anomaly in detail; asserts that the
+/// history written to a file and read back in small blocks on several threads gets the same.
 #[cfg(test)]
 pub(crate) fn check_list_append(history: &History) -> Result<Findings, CheckError> {
-    ListAppend::new().analyse(history)
+    let loaded = ListAppend::new().analyse(history);
+    let streamed = tests::streamed(history);
+    match (&loaded, &streamed) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "streamed from a file"),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "streamed from a file"),
+        (a, b) => panic!("loaded: {a:?}\nstreamed from a file: {b:?}"),
+    }
+    loaded
 }

@@ -11,7 +11,7 @@ use super::{Consistency, Findings, RegisterAnomaly};
 use crate::elle::cycle::{Shown, find_cycles};
 use crate::elle::findings::outcomes;
 use crate::elle::graph::{CycleFinder, CycleSpec, Graph, Hop, RW, RwRule, WR, WW};
-use crate::elle::order::order_edges;
+use crate::elle::order::{Span, order_edges};
 use crate::history::{Operation, Outcome};
 
 pub(super) struct Analysis<'p> {
@@ -47,15 +47,15 @@ impl<'p> Analysis<'p> {
         a.lost_updates();
         a.version_orders();
         a.dependency_edges();
-        let ops: Vec<&Operation> = p.txns.iter().map(|t| &t.op).collect();
-        order_edges(&mut a.graph, &ops, consistency);
+        let spans: Vec<Span> = p.txns.iter().map(|t| Span::from(&t.op)).collect();
+        order_edges(&mut a.graph, &spans, consistency);
         a.graph.seal();
         let cycles = find_cycles(&a.graph, |t| a.op(t), |h, x, y| a.explain(h, x, y));
         a.anomalies
             .extend(cycles.into_iter().map(RegisterAnomaly::Cycle));
         Findings {
             consistency,
-            transactions: outcomes(ops),
+            transactions: outcomes(spans.iter().map(|s| s.outcome)),
             keys: p.keys.values.len(),
             edges: a.graph.edges(),
             anomalies: a.anomalies,

@@ -59,6 +59,11 @@ pub(super) struct Parsed {
 }
 
 impl Parsed {
+    /// The history in the file at `path`, loaded in full.
+    pub(super) fn from_file(path: &std::path::Path) -> Result<Parsed, CheckError> {
+        Parsed::new(&History::load(path)?)
+    }
+
     pub(super) fn new(history: &History) -> Result<Parsed, CheckError> {
         let ops = txn_ops(history, "rw-register")?;
         let mut parsed = Parsed {

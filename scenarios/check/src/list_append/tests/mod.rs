@@ -3,9 +3,12 @@
 
 mod anomalies;
 mod elle;
+mod stream;
 mod valid;
 
-use super::{EdgeKind, ElleAnomaly, Findings, check_list_append};
+use super::parse::Parsed;
+use super::stream::Blocks;
+use super::{CheckError, EdgeKind, ElleAnomaly, Findings, ListAppend, check_list_append};
 pub(super) use crate::elle::findings::Found;
 use crate::history::{Event, History};
 
@@ -44,4 +47,23 @@ pub(super) fn processes(c: &super::Cycle) -> Vec<u64> {
     let start = (0..ps.len()).min_by_key(|&i| ps[i]).unwrap();
     ps.rotate_left(start);
     ps
+}
+
+/// The findings on `history` written to a file and read back in blocks of a few lines, each
+/// block parsed on several threads.
+pub(super) fn streamed(history: &History) -> Result<Findings, CheckError> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("history.jsonl");
+    history.write_file(&path).expect("the history written");
+    streamed_file(&path)
+}
+
+/// The findings on the file at `path`, read in blocks of a few lines, each parsed on several
+/// threads.
+pub(super) fn streamed_file(path: &std::path::Path) -> Result<Findings, CheckError> {
+    let blocks = Blocks {
+        bytes: 512,
+        parallel_from: 2,
+    };
+    Ok(ListAppend::new().findings(&Parsed::read_file(path, blocks)?))
 }

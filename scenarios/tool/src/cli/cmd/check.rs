@@ -7,14 +7,14 @@
 //! FILE is in Jepsen's JSON-lines format or in Jepsen's own EDN (as Jepsen, Knossos and Elle
 //! write histories: one map a line, or one vector of maps): a file named `*.edn` is EDN, and so
 //! is one whose text starts like EDN (`[`, `#`, `;`, or `{` then a keyword); see
-//! [`History::load`]. Jepsen's `independent` histories carry `[key value]` tuples in `:value`:
-//! read them with `--tuple-keys`, in either format.
+//! [`History::load`](avout_check::history::History::load). Jepsen's `independent` histories
+//! carry `[key value]` tuples in `:value`: read them with `--tuple-keys`, in either format.
 
 use std::path::PathBuf;
 
-use avout_check::history::{History, HistoryError, Keys};
+use avout_check::history::{HistoryError, Keys};
 use avout_check::list_append::Consistency;
-use avout_check::{Checkers, Options, Verdict};
+use avout_check::{CheckError, Checkers, Options, Verdict};
 use serde_json::json;
 
 use crate::view::JudgeError;
@@ -125,8 +125,7 @@ pub(crate) enum CheckCmdError {
 
 /// Checks the file and prints the verdict; `Ok(false)` when an anomaly was found.
 pub(crate) fn run(args: &CheckArgs) -> Result<bool, CheckCmdError> {
-    let history = History::load(&args.file)?;
-    let verdict = judge(args, &history)?;
+    let verdict = judge(args)?;
     if args.json {
         println!(
             "{}",
@@ -143,11 +142,16 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool, CheckCmdError> {
     Ok(verdict.is_valid())
 }
 
-fn judge(args: &CheckArgs, history: &History) -> Result<Verdict, CheckCmdError> {
+fn judge(args: &CheckArgs) -> Result<Verdict, CheckCmdError> {
     let checker = Checkers::builtins()
         .get(&args.model, &args.checker.options())
         .map_err(JudgeError::from)?;
-    let verdict = checker.check(history).map_err(JudgeError::from)?;
+    // A checker may read the file its own way (list-append streams it): the same verdict and
+    // errors as loading it first.
+    let verdict = checker.check_file(&args.file).map_err(|e| match e {
+        CheckError::History(e) => CheckCmdError::History(e),
+        e => JudgeError::from(e).into(),
+    })?;
     if !verdict.is_decided() {
         print!("{}", verdict.report());
         return Err(CheckCmdError::Undecided {
