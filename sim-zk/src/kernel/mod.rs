@@ -46,6 +46,7 @@
 //! container, which is one of the schedules the real timer allows.
 
 mod acl;
+mod op_ref;
 mod requests;
 mod tree;
 

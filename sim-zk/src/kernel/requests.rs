@@ -2,13 +2,14 @@
 //! the leader's tree through an overlay and committed as one transaction (see the
 //! [module docs](super) for the pipeline), and a session's close.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use avout::{
-    Acl, CreateOptions, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request,
-    Result, SessionId, Stat,
+    Acl, Error, Identity, Op, OpResult, Perms, ReadOp, ReadResult, Reply, Request, Result,
+    SessionId, Stat,
 };
 
+use super::op_ref::{OPEN_UNSAFE, OpRef};
 use super::{Applied, DataTree, Fired, Kernel, Node, Overlay, Record, Server, Txn, TxnKind, acl};
 
 impl Kernel {
@@ -331,31 +332,7 @@ impl Kernel {
                 .prepare_set_acl(session, path, acl, *version)
                 .map(|kind| (kind, vec![None])),
             single => {
-                let op = match single {
-                    Request::Create {
-                        path,
-                        data,
-                        options,
-                    } => OpRef::Create {
-                        path,
-                        data,
-                        options,
-                    },
-                    Request::Delete { path, version } => OpRef::Delete {
-                        path,
-                        version: *version,
-                    },
-                    Request::SetData {
-                        path,
-                        data,
-                        version,
-                    } => OpRef::SetData {
-                        path,
-                        data,
-                        version: *version,
-                    },
-                    _ => unreachable!("multi handled above"),
-                };
+                let op = OpRef::of_single(single).expect("multi and setACL handled above");
                 self.prepare(session, op, zxid, now_ms, &mut overlay)
                     .map(|(kind, path)| (kind.expect("a single op is never a check"), vec![path]))
             }
@@ -654,66 +631,6 @@ impl Kernel {
                     None,
                 ))
             }
-        }
-    }
-}
-
-/// ZooKeeper's default ACL, for creates that name none.
-static OPEN_UNSAFE: LazyLock<Arc<[Acl]>> = LazyLock::new(|| Acl::open_unsafe().into());
-
-/// One operation of a write, borrowed from its request (a `multi`'s [`Op`], or a single
-/// create, delete or set).
-#[derive(Clone, Copy)]
-pub(super) enum OpRef<'r> {
-    Check {
-        path: &'r str,
-        version: Option<i32>,
-    },
-    Create {
-        path: &'r str,
-        data: &'r [u8],
-        options: &'r CreateOptions,
-    },
-    SetData {
-        path: &'r str,
-        data: &'r [u8],
-        version: Option<i32>,
-    },
-    Delete {
-        path: &'r str,
-        version: Option<i32>,
-    },
-}
-
-impl<'r> OpRef<'r> {
-    fn of(op: &'r Op) -> Self {
-        match op {
-            Op::Check { path, version } => OpRef::Check {
-                path,
-                version: *version,
-            },
-            Op::Create {
-                path,
-                data,
-                options,
-            } => OpRef::Create {
-                path,
-                data,
-                options,
-            },
-            Op::SetData {
-                path,
-                data,
-                version,
-            } => OpRef::SetData {
-                path,
-                data,
-                version: *version,
-            },
-            Op::Delete { path, version } => OpRef::Delete {
-                path,
-                version: *version,
-            },
         }
     }
 }
