@@ -122,7 +122,7 @@ async fn truth(backend: &dyn Backend, scope: CacheScope) -> BTreeMap<String, Ent
                 .filter(|(p, _)| scope.covers(ROOT, p))
                 .map(|(p, n)| {
                     let entry = Entry {
-                        data: n.data.clone(),
+                        data: n.data.to_vec(),
                         stat: n.stat,
                     };
                     (p.to_owned(), entry)

@@ -82,7 +82,7 @@ pub(crate) async fn client_of(backend: &dyn Backend) -> Client {
 /// through a fresh session on real ZooKeeper (after the body's sessions have settled).
 pub(crate) async fn node_of(backend: &dyn Backend, path: &str) -> Option<(Vec<u8>, avout::Stat)> {
     if let Some(zk) = backend.simulator() {
-        return zk.with_kernel(|k| k.tree().node(path).map(|n| (n.data.clone(), n.stat)));
+        return zk.with_kernel(|k| k.tree().node(path).map(|n| (n.data.to_vec(), n.stat)));
     }
     let session = session_of(backend).await;
     avout::CoordinationExt::get_data_opt(&*session, path)

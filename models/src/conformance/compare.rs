@@ -226,7 +226,7 @@ mod tests {
             for (n, txn) in txns.iter().enumerate() {
                 let node = kernel.tree().node(path).unwrap();
                 let base = Node {
-                    data: node.data.clone(),
+                    data: node.data.to_vec(),
                     stat: node.stat,
                 };
                 let value = (n + 1).to_string().into_bytes();

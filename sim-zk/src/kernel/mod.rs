@@ -533,7 +533,7 @@ impl Kernel {
         if let Some(f) = self.followers.get_mut(usize::from(i)) {
             while f.backlog.front().is_some_and(|t| t.time_ms <= time_ms) {
                 let txn = f.backlog.pop_front().expect("front checked");
-                f.tree.apply(&txn, &mut events);
+                f.tree.replay(&txn, &mut events);
             }
         }
         events

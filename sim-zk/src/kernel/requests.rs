@@ -98,7 +98,7 @@ impl Kernel {
             Request::GetData { path, watch } => {
                 let node = self.readable(server, session, path, Perms::READ)?;
                 let reply = Reply::Data {
-                    data: node.data.clone(),
+                    data: node.data.to_vec(),
                     stat: node.stat,
                 };
                 if *watch {
@@ -232,7 +232,7 @@ impl Kernel {
         match self.readable(server, session, path, Perms::READ) {
             Ok(node) => match read {
                 ReadOp::GetData { .. } => ReadResult::Data {
-                    data: node.data.clone(),
+                    data: node.data.to_vec(),
                     stat: node.stat,
                 },
                 ReadOp::GetChildren { .. } => ReadResult::Children {
@@ -571,7 +571,7 @@ impl Kernel {
                 Ok((
                     Some(TxnKind::Create {
                         path: actual.clone(),
-                        data: data.to_vec(),
+                        data: data.into(),
                         acl,
                         ephemeral_owner,
                         container: options.mode == avout::CreateMode::Container,
@@ -626,7 +626,7 @@ impl Kernel {
                 Ok((
                     Some(TxnKind::SetData {
                         path: path.to_owned(),
-                        data: data.to_vec(),
+                        data: data.into(),
                     }),
                     None,
                 ))

@@ -66,8 +66,9 @@ type WatchTable = BTreeMap<String, BTreeMap<SessionId, WatchMode>>;
 /// One node of the tree.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
-    /// The node's data.
-    pub data: Vec<u8>,
+    /// The node's data, shared with the transaction that set it and every replica that
+    /// applied it.
+    pub data: Arc<[u8]>,
     /// Its metadata, as clients see it.
     pub stat: Stat,
     /// Its ACL (after `auth` entries were replaced by the creator's identities), shared with
@@ -114,7 +115,7 @@ pub enum TxnKind {
         /// The node's full path, sequence suffix included.
         path: String,
         /// Its data.
-        data: Vec<u8>,
+        data: Arc<[u8]>,
         /// Its ACL.
         acl: Arc<[Acl]>,
         /// The owning session if ephemeral, else 0.
@@ -134,7 +135,7 @@ pub enum TxnKind {
         /// The node.
         path: String,
         /// The new data.
-        data: Vec<u8>,
+        data: Arc<[u8]>,
     },
     /// Replaces a node's ACL (and bumps its `aversion`).
     SetAcl {
@@ -213,7 +214,7 @@ impl DataTree {
         // The server adds these without counting creates, so the visible cversion
         // (2 × creates − numChildren) starts below zero, as on a fresh 3.8 server.
         let system = |children: &[&str], acl: Vec<Acl>| Node {
-            data: Vec::new(),
+            data: Arc::from([]),
             stat: Stat {
                 num_children: children.len() as i32,
                 cversion: -(children.len() as i32),
@@ -453,7 +454,7 @@ impl DataTree {
     /// use avout_sim_zk::kernel::{DataTree, Txn, TxnKind};
     /// let mut tree = DataTree::new();
     /// let create = TxnKind::Create {
-    ///     path: "/a".into(), data: b"x".to_vec(), acl: avout::Acl::open_unsafe().into(),
+    ///     path: "/a".into(), data: b"x"[..].into(), acl: avout::Acl::open_unsafe().into(),
     ///     ephemeral_owner: 0, container: false, ttl_ms: None,
     /// };
     /// let mut events = Vec::new();
@@ -463,13 +464,23 @@ impl DataTree {
     /// assert_eq!(tree.node("/").unwrap().stat.cversion, 0);
     /// ```
     pub fn apply(&mut self, txn: &Txn, events: &mut Vec<Fired>) -> Vec<Stat> {
+        let mut stats = Vec::new();
+        self.apply_to(txn, events, Some(&mut stats));
+        stats
+    }
+
+    /// [`apply`](Self::apply) for a replica that answers nobody: the stats are not kept.
+    pub(crate) fn replay(&mut self, txn: &Txn, events: &mut Vec<Fired>) {
+        self.apply_to(txn, events, None);
+    }
+
+    fn apply_to(&mut self, txn: &Txn, events: &mut Vec<Fired>, mut stats: Option<&mut Vec<Stat>>) {
         assert!(
             txn.zxid > self.last_zxid,
             "transaction {} applied after {}",
             txn.zxid,
             self.last_zxid
         );
-        let mut stats = Vec::new();
         match &txn.kind {
             TxnKind::CloseSession => {
                 let owned: Vec<String> = self
@@ -486,7 +497,6 @@ impl DataTree {
             kind => self.apply_kind(kind, txn.zxid, txn.time_ms, events, &mut stats),
         }
         self.last_zxid = txn.zxid;
-        stats
     }
 
     fn apply_kind(
@@ -495,8 +505,13 @@ impl DataTree {
         zxid: i64,
         time_ms: i64,
         events: &mut Vec<Fired>,
-        stats: &mut Vec<Stat>,
+        stats: &mut Option<&mut Vec<Stat>>,
     ) {
+        let mut answer = |stat: Stat| {
+            if let Some(stats) = stats.as_deref_mut() {
+                stats.push(stat);
+            }
+        };
         match kind {
             TxnKind::Create {
                 path,
@@ -505,7 +520,7 @@ impl DataTree {
                 ephemeral_owner,
                 container,
                 ttl_ms,
-            } => stats.push(self.create(
+            } => answer(self.create(
                 path,
                 data,
                 acl,
@@ -521,12 +536,12 @@ impl DataTree {
                     .nodes
                     .get_mut(path)
                     .unwrap_or_else(|| panic!("set of missing node {path} at zxid {zxid}"));
-                node.data.clone_from(data);
+                node.data = data.clone();
                 node.stat.version += 1;
                 node.stat.mzxid = zxid;
                 node.stat.mtime = time_ms;
                 node.stat.data_length = data.len() as i32;
-                stats.push(node.stat);
+                answer(node.stat);
                 self.trigger(path, EventKind::NodeDataChanged, events);
             }
             TxnKind::SetAcl { path, acl } => {
@@ -536,7 +551,7 @@ impl DataTree {
                     .unwrap_or_else(|| panic!("setACL of missing node {path} at zxid {zxid}"));
                 node.acl = acl.clone();
                 node.stat.aversion += 1;
-                stats.push(node.stat);
+                answer(node.stat);
             }
             TxnKind::Multi(kinds) => {
                 for kind in kinds {
@@ -552,7 +567,7 @@ impl DataTree {
     fn create(
         &mut self,
         path: &str,
-        data: &[u8],
+        data: &Arc<[u8]>,
         acl: &Arc<[Acl]>,
         ephemeral_owner: i64,
         (container, ttl_ms): (bool, Option<u64>),
@@ -592,7 +607,7 @@ impl DataTree {
         self.nodes.insert(
             path.to_owned(),
             Node {
-                data: data.to_vec(),
+                data: data.clone(),
                 stat,
                 acl: acl.clone(),
                 container,
