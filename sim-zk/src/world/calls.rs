@@ -8,7 +8,7 @@ use avout::{
     AddWatchMode, Error, EventKind, PersistentSender, Reply, Request, Result, SessionState, Watch,
     WatchSender, WatchedEvent,
 };
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
 use crate::hash::CLOSE;
 

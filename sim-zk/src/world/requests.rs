@@ -7,7 +7,7 @@
 //! [`Timeline`]: super::Timeline
 
 use avout::{Error, Request, Result};
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
 use super::calls::{Answer, Message, Persistent, Waiter};
 use super::{Pending, SESSION_CHECK_WHILE_CLOSING, World, nanos};

@@ -277,7 +277,7 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use avout::{Request, Stat};
-    use futures::channel::oneshot;
+    use tokio::sync::oneshot;
 
     use super::*;
 
