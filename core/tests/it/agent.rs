@@ -425,7 +425,16 @@ async fn sends(backend: &dyn Backend, protocol: Protocol) -> (Vec<(u32, u32)>, F
         .enumerate()
         .map(|(me, f)| (me as u32, f))
         .collect();
-    for e in executors {
+    // An executor returns only when its client ends or on an error that would only fail
+    // again; here neither happens, whatever the faults: one that stopped after an outcome in
+    // doubt would leave the queue to the drain below, which hid it.
+    for (i, e) in executors.into_iter().enumerate() {
+        if e.is_finished() {
+            panic!(
+                "executor {i} returned while its client lives: {:?}",
+                e.await
+            );
+        }
         e.abort();
     }
     let reader = client_of(backend).await;
