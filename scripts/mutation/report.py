@@ -26,13 +26,16 @@ def tally(results: list[dict], triage: dict[str, dict]) -> dict[str, int]:
     score's numerator and denominator (caught over the viable, non-equivalent mutants;
     timeouts count as caught)."""
     t = {k: 0 for k in harness.OUTCOMES}
-    t.update(tried=len(results), equivalent=0, blind=0, untriaged=0)
+    t.update(tried=len(results), equivalent=0, blind=0, untriaged=0, closed=0)
     for r in results:
         t[r["outcome"]] += 1
         if r["outcome"] == "missed":
-            verdict = triage.get(r["name"], {}).get("verdict")
+            entry = triage.get(r["name"], {})
+            verdict = entry.get("verdict")
             key = {"equivalent": "equivalent", "blind-spot": "blind"}.get(verdict, "untriaged")
             t[key] += 1
+            # A blind spot a test added since closes (the mutant checked by hand to fail it).
+            t["closed"] += key == "blind" and bool(entry.get("closed_by"))
     t["caught"] = sum(t[k] for k in harness.CAUGHT)
     t["scored"] = t["tried"] - t["unviable"] - t["equivalent"]
     return t
@@ -42,11 +45,12 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def score_cell(t: dict[str, int]) -> str:
+def score_cell(t: dict[str, int], closed: bool = False) -> str:
     if t["scored"] == 0:
         return "n/a"
-    lo, hi = wilson(t["caught"], t["scored"])
-    return f"{pct(t['caught'] / t['scored'])} [{pct(lo)}, {pct(hi)}]"
+    caught = t["caught"] + (t["closed"] if closed else 0)
+    lo, hi = wilson(caught, t["scored"])
+    return f"{pct(caught / t['scored'])} [{pct(lo)}, {pct(hi)}]"
 
 
 def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
@@ -95,6 +99,13 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
         f"{total['untriaged']}) | {total['unviable']} | {score_cell(total)} |"
     )
     out += ["", f"Score over the non-equivalent mutants so far: **{score_cell(total)}**."]
+    if total["closed"]:
+        out.append(
+            f"With the {total['closed']} blind spots closed since by new tests (each of those "
+            f"mutants applied by hand to a tree with its new test, and seen to fail it): "
+            f"**{score_cell(total, closed=True)}**. The table counts them as missed: the sample "
+            f"stays pinned to its commit."
+        )
     if secs:
         out.append(
             f"Time per mutant (one job, `nice -n 19`, on a shared 2-core machine): mean "

@@ -219,6 +219,11 @@ class Reporting(unittest.TestCase):
         }
         triage = {"m5": {"verdict": "equivalent", "why": "a | b"}, "m6": {"verdict": "blind-spot", "why": "w"}}
         md = report.render(doc, results, triage)
+        self.assertNotIn("blind spots closed since", md)
+        triage["m6"]["closed_by"] = "tests/it/x.rs the_test"
+        closed = report.render(doc, results, triage)
+        self.assertIn("With the 1 blind spots closed since by new tests", closed)
+        self.assertIn("**100.0% [61.0%, 100.0%]**", closed)
         self.assertIn("**8 of 10 sampled mutants run**", md)
         self.assertIn("| lock | 99 | 10 | 8 | 2 | 1 | 1 | 1 | 2 (1 / 1 / 0) | 1 | 83.3% [43.6%, 97.0%] |", md)
         self.assertIn("`m5` | equivalent | a \\| b |", md)

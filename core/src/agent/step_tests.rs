@@ -220,3 +220,18 @@ fn an_expired_session_ends_the_step() {
         Some(Err(StepError::Zk(Error::SessionExpired)))
     );
 }
+
+#[test]
+fn an_agent_whose_state_node_is_gone_is_missing() {
+    let mut m = StepMachine::new("/a", Some(FENCE.to_owned()), true, keep as Keep);
+    m.handle_session(Millis(0), SessionState::Connected);
+    let [(sync, _), (state, _), _] = &drain(&mut m)[..] else {
+        panic!("sync, state, queue");
+    };
+    m.handle_reply(Millis(1), *sync, Ok(Reply::Synced));
+    // The state read's NoNode says there is no agent (a queue read's would be a failed read).
+    let gone = Error::NoNode { path: "/a".into() };
+    m.handle_reply(Millis(1), *state, Err(gone));
+    let missing = StepError::Missing { path: "/a".into() };
+    assert_eq!(m.poll_output(), Some(Err(missing)));
+}

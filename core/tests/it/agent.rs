@@ -16,13 +16,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use avout::Client;
-use avout::agent::{Action, Agent, AgentError, ErrorMode};
+use avout::agent::{Action, Agent, AgentError, ErrorMode, SENDERS_KEPT};
 use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
-use avout_sim_zk::{FaultKind, Sim};
+use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim};
 use avout_testkit::backend::Backend;
 use serde::{Deserialize, Serialize};
 
-use crate::support::{client_of, clients_of, on_both, one_kind, plain_sim, simulate, sweep_sim};
+use crate::lock_release::children;
+use crate::support::{
+    client_of, clients_of, on_both, one_kind, plain_sim, simulate, single, sweep_sim,
+};
 
 /// A counter's actions; `Fail` always fails.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -425,7 +428,16 @@ async fn sends(backend: &dyn Backend, protocol: Protocol) -> (Vec<(u32, u32)>, F
         .enumerate()
         .map(|(me, f)| (me as u32, f))
         .collect();
-    for e in executors {
+    // An executor returns only when its client ends or on an error that would only fail
+    // again; here neither happens, whatever the faults: one that stopped after an outcome in
+    // doubt would leave the queue to the drain below, which hid it.
+    for (i, e) in executors.into_iter().enumerate() {
+        if e.is_finished() {
+            panic!(
+                "executor {i} returned while its client lives: {:?}",
+                e.await
+            );
+        }
         e.abort();
     }
     let reader = client_of(backend).await;
@@ -581,5 +593,60 @@ fn judge_refuses_each_violation() {
     assert!(
         refused(vec![(0, 0), (0, 2), (0, 2)]),
         "a maybe applied twice"
+    );
+}
+
+/// A plain send whose reply is lost, recovered only after its entry was applied and then
+/// `SENDERS_KEPT` other senders' sends: its mark, the oldest, is the one the state dropped
+/// (the first entry, at position 0), so nothing tells whether it was applied, and the send
+/// must say it is in doubt, never a definite "not queued". (The mutation run found no test
+/// with more senders than the state remembers.)
+#[test]
+fn a_lost_send_recovered_after_its_senders_mark_was_evicted_is_in_doubt() {
+    const PATH: &str = "/agents/evicted";
+    let sim = sweep_sim(0xe71c, 3, Duration::from_secs(60), FaultRates::default());
+    let ((outcome, value), _) = sim.run(|ctx| async move {
+        let zk = ctx.zk.clone();
+        let (mine, theirs, executor) = (
+            single(&ctx.clients[0]),
+            single(&ctx.clients[1]),
+            single(&ctx.clients[2]),
+        );
+        let agent = Agent::<i64, Count>::open(&mine, PATH, 0).await.unwrap();
+        let mut others = Vec::new();
+        for _ in 0..SENDERS_KEPT {
+            others.push(Agent::<i64, Count>::open(&theirs, PATH, 0).await.unwrap());
+        }
+        // The send is applied by the server and its reply lost; once its entry is there, its
+        // client freezes until the executor has applied it and every other sender's send.
+        zk.inject(Fault::ReplyLost { client: Some(0) });
+        let send = tokio::spawn(async move { agent.send(Count::Add(1000)).await });
+        while children(&zk, &format!("{PATH}/queue")).is_empty() {
+            tokio::time::sleep(Duration::from_micros(50)).await;
+        }
+        zk.inject(Fault::Pause {
+            client: 0,
+            duration: Duration::from_secs(20),
+        });
+        let runner = Agent::<i64, Count>::open(&executor, PATH, 0).await.unwrap();
+        let task = tokio::spawn(async move { runner.run_executor().await });
+        for other in &others {
+            other
+                .send(Count::Add(1))
+                .await
+                .expect("no fault on the others");
+        }
+        let reader = Agent::<i64, Count>::open(&executor, PATH, 0).await.unwrap();
+        while reader.deref().await.unwrap() != 1000 + others.len() as i64 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let outcome = send.await.expect("the send returns");
+        task.abort();
+        (outcome, reader.deref().await.unwrap())
+    });
+    assert_eq!(value, 1000 + SENDERS_KEPT as i64, "every send applied once");
+    assert!(
+        matches!(outcome, Err(AgentError::Indeterminate { .. })),
+        "in doubt, not {outcome:?}"
     );
 }

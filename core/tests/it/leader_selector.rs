@@ -59,6 +59,11 @@ async fn cancelled_on_expiry_and_leads_again(backend: &dyn Backend) {
     });
     let (term, what) = next(&mut rx).await;
     assert_eq!(what, "started");
+    assert_eq!(
+        selector.leading(),
+        Some(term),
+        "its task's term while it runs"
+    );
     let seen = tokio::time::timeout(WITHIN, observer.next())
         .await
         .expect("observed");
@@ -77,6 +82,7 @@ async fn cancelled_on_expiry_and_leads_again(backend: &dyn Backend) {
     let (again, what) = next(&mut rx).await;
     assert_eq!(what, "started");
     assert!(again > term, "a later term on the next session");
+    assert_eq!(selector.leading(), Some(again));
     assert_eq!(client.generation(), 2);
 
     selector.close().await;

@@ -27,6 +27,7 @@ mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
 mod lock_ride;
+mod lock_status_sim;
 mod locktable;
 mod metrics_sim;
 mod metrics_zk;

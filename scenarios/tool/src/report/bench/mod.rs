@@ -6,8 +6,11 @@
 //! peer in an order that rotates per round, so the per-round ratios compare neighbours in
 //! time; the table gives medians over rounds. Beside the recipe workloads it runs
 //! `avout bench ops` (avout against a raw `zookeeper-client` loop) and the STM workloads
-//! `stm-alter` and `stm-transfer` under both protocols. These are wall-clock figures: the
-//! report says when and under what load they were taken, and is not reproducible bit for bit.
+//! `stm-alter` and `stm-transfer` under both protocols, and `avout bench sim` on one simulated
+//! server and on the simulated ensemble (simulated operations per CPU-second; with
+//! `--sim-baseline BIN`, the same runs of another build beside it, round by round). These are
+//! wall-clock figures: the report says when and under what load they were taken, and is not
+//! reproducible bit for bit.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,13 @@ pub struct BenchArgs {
     /// Directory the report is written to.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
+    /// Seeds per `avout bench sim` figure.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    sim_runs: u64,
+    /// Another build of `avout` (e.g. of an earlier commit) whose `bench sim` runs beside this
+    /// one's in every round: the simulator's speed is quoted as a ratio to it.
+    #[arg(long)]
+    sim_baseline: Option<PathBuf>,
 }
 
 const RECIPES: [&str; 5] = [
@@ -113,6 +123,8 @@ struct Line {
     clients: u64,
     round: u32,
     ops_per_sec: f64,
+    /// `bench sim`'s schedule hash: two builds with the same one simulated the same runs.
+    schedule: String,
 }
 
 fn parse(stdout: &str, round: u32) -> Result<Vec<Line>, ReportError> {
@@ -128,7 +140,34 @@ fn parse(stdout: &str, round: u32) -> Result<Vec<Line>, ReportError> {
             clients: j.get("clients").and_then(|x| x.as_u64()).unwrap_or(1),
             round,
             ops_per_sec: j.get("ops_per_sec").and_then(|x| x.as_f64()).unwrap_or(0.0),
+            schedule: String::new(),
         });
+    }
+    Ok(v)
+}
+
+/// `avout bench sim --json`'s line as a figure of `peer` (this build, or the baseline):
+/// simulated operations per CPU-second (per wall-clock second where the CPU time is not
+/// known), workload `sim` or `sim-ensemble`.
+fn parse_sim(stdout: &str, round: u32, peer: &str) -> Result<Vec<Line>, ReportError> {
+    let mut v = parse(stdout, round)?;
+    for (line, text) in v
+        .iter_mut()
+        .zip(stdout.lines().filter(|l| l.trim_start().starts_with('{')))
+    {
+        let j: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(e.to_string()))?;
+        line.peer = peer.to_owned();
+        if j.get("servers").and_then(|x| x.as_u64()) == Some(3) {
+            line.workload = "sim-ensemble".into();
+        }
+        if let Some(cpu) = j.get("ops_per_cpu_sec").and_then(|x| x.as_f64()) {
+            line.ops_per_sec = cpu;
+        }
+        line.schedule = j
+            .get("schedule_hash")
+            .and_then(|x| x.as_str())
+            .unwrap_or("")
+            .to_owned();
     }
     Ok(v)
 }
@@ -246,6 +285,20 @@ pub(super) fn run(args: &BenchArgs) -> Result<PathBuf, ReportError> {
                     protocol,
                 ]))?;
                 lines.extend(parse(&out, round)?);
+            }
+        }
+        // The simulator needs no server: this build's runs and the baseline's, in turn.
+        let runs = args.sim_runs.to_string();
+        let builds = std::iter::once((avout.as_path(), "avout"))
+            .chain(args.sim_baseline.as_deref().map(|b| (b, "baseline")));
+        for (bin, peer) in builds {
+            for servers in [&[][..], &["--ensemble"][..]] {
+                let out = output(
+                    Command::new(bin)
+                        .args(["bench", "sim", "--json", "--runs", &runs])
+                        .args(servers),
+                )?;
+                lines.extend(parse_sim(&out, round, peer)?);
             }
         }
     }
@@ -457,7 +510,40 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
             den: fig("set-seq", "avout"),
             at_least: 0.2,
         },
+        Target {
+            what: "stm-alter, Mvcc, 1 client ≥ 0.33× set-seq".into(),
+            issue: 40,
+            num: stm("stm-alter", "mvcc", 1),
+            den: fig("set-seq", "avout"),
+            at_least: 0.33,
+        },
+        Target {
+            what: format!(
+                "stm-alter, Mvcc, {} clients ≥ 0.3× Optimistic",
+                args.clients
+            ),
+            issue: 40,
+            num: stm("stm-alter", "mvcc", u64::from(args.clients)),
+            den: stm("stm-alter", "optimistic", u64::from(args.clients)),
+            at_least: 0.3,
+        },
+        Target {
+            what: "simulator, the ensemble ≥ 0.9× one server".into(),
+            issue: 40,
+            num: fig("sim-ensemble", "avout"),
+            den: fig("sim", "avout"),
+            at_least: 0.9,
+        },
     ]);
+    if args.sim_baseline.is_some() {
+        targets.push(Target {
+            what: "simulator, one server ≥ 1.6× the baseline build".into(),
+            issue: 40,
+            num: fig("sim", "avout"),
+            den: fig("sim", "baseline"),
+            at_least: 1.6,
+        });
+    }
     let mut t = render::Table::new(["target", "issue", "per round", "verdict"]);
     for target in &targets {
         let v = per_round(target.num, target.den);
@@ -547,6 +633,7 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
         ]);
     }
     doc.table(&t);
+    sim_table(&mut doc, args, lines, &med, &per_round, &fmt_ratios);
     doc.heading("Findings");
     let mut f = Vec::new();
     for target in &targets {
@@ -583,3 +670,63 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
 
 #[cfg(test)]
 mod tests;
+
+/// The simulator's figures: this build's (and the baseline's) simulated operations per
+/// CPU-second on one server and on the ensemble, and whether the two builds simulated the
+/// same runs (their schedule hashes agree: a like-for-like speed).
+fn sim_table(
+    doc: &mut render::Doc,
+    args: &BenchArgs,
+    lines: &[Line],
+    med: &dyn Fn(Fig<'_>) -> f64,
+    per_round: &dyn Fn(Fig<'_>, Fig<'_>) -> Vec<f64>,
+    fmt_ratios: &dyn Fn(&[f64]) -> String,
+) {
+    doc.heading("Simulator: simulated operations per CPU-second");
+    let baseline = args.sim_baseline.is_some();
+    let mut head = vec!["servers", "this build", "ensemble/one server per round"];
+    if baseline {
+        head.extend(["baseline", "this/baseline per round", "same schedules"]);
+    }
+    let mut t = render::Table::new(head);
+    for (what, w) in [("one", "sim"), ("three (ensemble)", "sim-ensemble")] {
+        let mut row = vec![
+            what.to_owned(),
+            format!("{:.0}", med(fig(w, "avout"))),
+            match w {
+                "sim" => String::new(),
+                _ => fmt_ratios(&per_round(fig(w, "avout"), fig("sim", "avout"))),
+            },
+        ];
+        if baseline {
+            let hashes = |peer: &str| -> Vec<&str> {
+                lines
+                    .iter()
+                    .filter(|l| l.workload == w && l.peer == peer)
+                    .map(|l| l.schedule.as_str())
+                    .collect()
+            };
+            row.extend([
+                format!("{:.0}", med(fig(w, "baseline"))),
+                fmt_ratios(&per_round(fig(w, "avout"), fig(w, "baseline"))),
+                if hashes("avout") == hashes("baseline") {
+                    "yes"
+                } else {
+                    "**no**"
+                }
+                .to_owned(),
+            ]);
+        }
+        t.row(row);
+    }
+    doc.table(&t);
+    doc.para(&format!(
+        "`avout bench sim --runs {}` (16 clients, every fault kind at the default rates), with \
+         `--ensemble` for three servers; CPU time of the simulating thread.{}",
+        args.sim_runs,
+        match &args.sim_baseline {
+            Some(b) => format!(" Baseline: `{}`.", b.display()),
+            None => String::new(),
+        }
+    ));
+}

@@ -17,7 +17,16 @@ fn line(peer: &str, workload: &str, variant: &str, clients: u64, round: u32, rat
         clients,
         round,
         ops_per_sec: rate,
+        schedule: String::new(),
     }
+}
+
+/// The report's table row that starts with `what`, or a failed test.
+fn row_of(text: &str, what: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(&format!("| {what}")))
+        .unwrap_or_else(|| panic!("no row {what:?} in\n{text}"))
+        .to_owned()
 }
 
 /// Two rounds in which the lock-cycle target is met (2.6×, 2.5×), the contended one missed
@@ -51,12 +60,7 @@ fn targets_are_judged_on_per_round_ratios() {
     let args = Cli::parse_from(["x", "--rounds", "2"]).bench;
     let doc = render(&args, &two_rounds(), "now", &["0.1".into(), "0.2".into()]);
     let text = doc.text();
-    let row = |what: &str| {
-        text.lines()
-            .find(|l| l.starts_with(&format!("| {what}")))
-            .unwrap_or_else(|| panic!("no row {what:?} in\n{text}"))
-            .to_owned()
-    };
+    let row = |what: &str| row_of(text, what);
     assert!(row("lock-cycle ≥ 2.5").contains("2.60 2.50 (median **2.55×**) | met"));
     let contended = |k: u32| row(&format!("lock-contended, {k} clients ≥ 2×"));
     assert!(contended(4).contains("1.10 1.10 (median **1.10×**) | **missed**"));
@@ -98,4 +102,45 @@ fn json_lines_keep_clients_and_protocol() {
         (4, "mvcc", 3)
     );
     assert!(parse("{not json", 1).is_err());
+}
+
+#[test]
+fn the_simulator_is_quoted_against_one_server_and_the_baseline_build() {
+    let args = Cli::parse_from(["x", "--rounds", "2", "--sim-baseline", "/old/avout"]).bench;
+    let mut lines = two_rounds();
+    for r in 1..=2 {
+        let hash = |peer: &str| {
+            if peer == "baseline" && r == 2 {
+                "b"
+            } else {
+                "a"
+            }
+        };
+        for (peer, one, three) in [("avout", 1000.0, 950.0), ("baseline", 500.0, 400.0)] {
+            for (w, rate) in [("sim", one), ("sim-ensemble", three)] {
+                let mut l = line(peer, w, "", 16, r, rate);
+                l.schedule = hash(peer).into();
+                lines.push(l);
+            }
+        }
+    }
+    let doc = render(&args, &lines, "now", &[]);
+    let text = doc.text();
+    let row = |what: &str| row_of(text, what);
+    assert!(row("simulator, the ensemble ≥ 0.9×").contains("0.95 0.95 (median **0.95×**) | met"));
+    assert!(row("simulator, one server ≥ 1.6×").contains("2.00 2.00 (median **2.00×**) | met"));
+    assert!(row("one | 1000").contains("| 500 | 2.00 2.00 (median **2.00×**) | **no** |"));
+    assert!(row("three (ensemble) | 950 | 0.95 0.95").contains("2.38 2.38"));
+    // A sim line as `avout bench sim --json` prints it: the ensemble's, CPU rate preferred.
+    let out = "{\"peer\":\"avout-sim\",\"workload\":\"sim\",\"clients\":16,\"servers\":3,\"ops_per_sec\":9.0,\"ops_per_cpu_sec\":12.0,\"schedule_hash\":\"00ff\"}\n";
+    let v = parse_sim(out, 1, "baseline").expect("parses");
+    assert_eq!(
+        (
+            v[0].peer.as_str(),
+            v[0].workload.as_str(),
+            v[0].ops_per_sec,
+            v[0].schedule.as_str()
+        ),
+        ("baseline", "sim-ensemble", 12.0, "00ff")
+    );
 }
