@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use avout::locktable::{
-    LockTable, LockTableError, Transaction, anyway_continue_after, assert, delete_var, exists, not,
-    set_var,
+    LockTable, LockTableError, Transaction, anyway_continue_after, assert, delete_var,
+    delete_var_value, exists, not, set_var,
 };
 use avout::{
     Client, Coordination, Error, Intercept, Intercepted, Op, OpFuture, Reply, Request, SessionId,
@@ -548,6 +548,32 @@ on_both!(
     the_medical_records_example_with_an_expiring_month_end,
     plain_sim(9),
     |b| medical_records(b),
+);
+
+/// `delete_var_value` deletes this session's entry only when its value is the one named: a
+/// failed assertion and the entry left otherwise. (The mutation run found no test of it: an
+/// inverted comparison passed every test and scenario.)
+async fn conditional_delete(backend: &dyn Backend) {
+    let client = client_of(backend).await;
+    let table = LockTable::new(&client, "/lt-conditional").expect("ns");
+    let set = Transaction::new("set", vec![assert(set_var("T", "V", "mine"))]);
+    table.execute(&set).await.expect("set");
+    let other = Transaction::new("not it", vec![assert(delete_var_value("T", "V", "theirs"))]);
+    assert_failed(table.execute(&other).await, &other, 0);
+    assert_eq!(table.entries("T", "V").await.expect("entries").len(), 1);
+    let mine = Transaction::new("it", vec![assert(delete_var_value("T", "V", "mine"))]);
+    assert_eq!(
+        table.execute(&mine).await.expect("deleted").applied,
+        vec![true]
+    );
+    assert!(table.entries("T", "V").await.expect("entries").is_empty());
+}
+
+on_both!(
+    /// A conditional delete: only the entry of the value named.
+    a_conditional_delete_takes_only_the_value_named,
+    plain_sim(6),
+    |b| conditional_delete(b),
 );
 
 on_both!(

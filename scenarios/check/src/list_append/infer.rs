@@ -36,6 +36,30 @@ pub(super) struct Analysis<'p> {
     pub(super) graph: Graph,
 }
 
+/// Transactions from which a history's analysis runs on two threads (below, a thread costs
+/// more than it saves); small in tests, so that the generated histories take both paths.
+const PARALLEL_FROM: usize = if cfg!(test) { 64 } else { 20_000 };
+
+/// Runs `a` and `b` and returns both results: on two threads if `parallel` and there are
+/// two cores, never in a madsim simulation (which forbids threads).
+fn both<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    #[cfg(not(madsim))]
+    if parallel && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        return std::thread::scope(|s| {
+            let other = s.spawn(b);
+            let first = a();
+            (first, other.join().expect("an analysis thread panicked"))
+        });
+    }
+    #[cfg(madsim)]
+    let _ = parallel;
+    (a(), b())
+}
+
 /// A transaction's micro-operations, each read with its list if known.
 fn reads_of(mops: &[Mop]) -> impl Iterator<Item = (usize, u32, &[Atom])> {
     mops.iter().enumerate().filter_map(|(m, mop)| match mop {
@@ -54,14 +78,11 @@ impl<'p> Analysis<'p> {
             writers: vec![Box::default(); keys],
             first_bad: vec![0; keys],
             unread: vec![Vec::new(); keys],
-            graph: Graph::new(p.txns.len()),
+            graph: Graph::new(0),
         };
-        a.internal();
-        a.future_reads();
+        // The version orders first: every other pass reads them.
         a.version_orders();
-        a.read_anomalies();
-        a.lost_updates();
-        a.dependency_edges();
+        let orders_found = std::mem::take(&mut a.anomalies);
         let spans: Vec<Span> = p
             .txns
             .iter()
@@ -72,7 +93,30 @@ impl<'p> Analysis<'p> {
                 complete: t.complete.map(|c| c.index),
             })
             .collect();
-        order_edges(&mut a.graph, &spans, consistency);
+        // The anomalies and the graph's edges are found apart, on two cores where the
+        // history is big enough; the anomalies come in the same order either way.
+        let view = &a;
+        let ((before, after), graph) = both(
+            p.txns.len() >= PARALLEL_FROM,
+            || {
+                let (mut before, mut after) = (Vec::new(), Vec::new());
+                view.internal(&mut before);
+                view.future_reads(&mut before);
+                view.read_anomalies(&mut after);
+                view.lost_updates(&mut after);
+                (before, after)
+            },
+            || {
+                let mut graph = Graph::new(p.txns.len());
+                view.dependency_edges(&mut graph);
+                order_edges(&mut graph, &spans, consistency);
+                graph
+            },
+        );
+        a.anomalies = before;
+        a.anomalies.extend(orders_found);
+        a.anomalies.extend(after);
+        a.graph = graph;
         a.graph.seal();
         a.cycles();
         Findings {
@@ -97,7 +141,7 @@ impl<'p> Analysis<'p> {
             .flat_map(|(t, txn)| reads_of(&txn.mops).map(move |(m, key, l)| (t as u32, m, key, l)))
     }
 
-    fn internal(&mut self) {
+    fn internal(&self, out: &mut Vec<ElleAnomaly>) {
         // Per key touched: whether the whole list is known (the last read, then the
         // transaction's own appends), or only its own appends as a suffix. Transactions are
         // small: a list scanned beats a map built for each.
@@ -136,7 +180,7 @@ impl<'p> Analysis<'p> {
                             if !ok {
                                 let l: Vec<Atom> = base.iter().chain(own).copied().collect();
                                 let l = self.p.elems(&l);
-                                self.anomalies.push(ElleAnomaly::Internal {
+                                out.push(ElleAnomaly::Internal {
                                     op: self.op(t as u32),
                                     key: self.p.key(*key),
                                     expected: if *whole {
@@ -158,7 +202,7 @@ impl<'p> Analysis<'p> {
 
     /// Future reads: a read showing an element its own transaction appends later. Reported once
     /// per transaction, as Elle does.
-    fn future_reads(&mut self) {
+    fn future_reads(&self, out: &mut Vec<ElleAnomaly>) {
         for (t, txn) in self.p.txns.iter().enumerate() {
             let mops = &txn.mops;
             let future = mops.iter().enumerate().find_map(|(m, mop)| match mop {
@@ -168,7 +212,7 @@ impl<'p> Analysis<'p> {
                 Mop::Read { .. } => None,
             });
             if let Some((key, elem)) = future {
-                self.anomalies.push(ElleAnomaly::FutureRead {
+                out.push(ElleAnomaly::FutureRead {
                     op: self.op(t as u32),
                     key: self.p.key(key),
                     element: self.p.elem(elem),
@@ -265,7 +309,7 @@ impl<'p> Analysis<'p> {
     }
 
     /// G1a, G1b and garbage reads, each reported once per (reader, key).
-    fn read_anomalies(&mut self) {
+    fn read_anomalies(&self, out: &mut Vec<ElleAnomaly>) {
         let mut garbage_seen: FxHashSet<(u32, Atom)> = FxHashSet::default();
         for (t, _, key, list) in self.reads() {
             let mut aborted_reported = false;
@@ -277,7 +321,7 @@ impl<'p> Analysis<'p> {
                 match self.writer(key, i, e).as_ref() {
                     None => {
                         if garbage_seen.insert((key, e)) {
-                            self.anomalies.push(ElleAnomaly::GarbageRead {
+                            out.push(ElleAnomaly::GarbageRead {
                                 op: self.op(t),
                                 key: self.p.key(key),
                                 element: self.p.elem(e),
@@ -286,7 +330,7 @@ impl<'p> Analysis<'p> {
                     }
                     Some(&(w, _)) if self.p.outcome(w) == Outcome::Fail && !aborted_reported => {
                         aborted_reported = true;
-                        self.anomalies.push(ElleAnomaly::AbortedRead {
+                        out.push(ElleAnomaly::AbortedRead {
                             reader: self.op(t),
                             writer: self.op(w),
                             key: self.p.key(key),
@@ -310,7 +354,7 @@ impl<'p> Analysis<'p> {
                     _ => None,
                 });
             if let Some(later) = later {
-                self.anomalies.push(ElleAnomaly::IntermediateRead {
+                out.push(ElleAnomaly::IntermediateRead {
                     reader: self.op(t),
                     writer: self.op(w),
                     key: self.p.key(key),
@@ -323,7 +367,7 @@ impl<'p> Analysis<'p> {
 
     /// Lost updates: committed transactions that read the same version of a key before
     /// appending to it, grouped by (key, version), each group in history order.
-    fn lost_updates(&mut self) {
+    fn lost_updates(&self, out: &mut Vec<ElleAnomaly>) {
         // A version is told by its length where the key has an order (every read is a prefix
         // of it), else by its elements.
         let mut groups: FxHashMap<(u32, usize, &'p [Atom]), Vec<u32>> = FxHashMap::default();
@@ -382,7 +426,7 @@ impl<'p> Analysis<'p> {
         // A transaction has one external read of a key, so (first, key) tells groups apart and
         // orders them whatever order the map gave.
         found.sort_by_key(|(first, key, _)| (*first, *key));
-        self.anomalies.extend(found.into_iter().map(|(_, _, a)| a));
+        out.extend(found.into_iter().map(|(_, _, a)| a));
     }
 
     /// Whether a transaction is in the graph: it committed, or may have.
@@ -390,7 +434,7 @@ impl<'p> Analysis<'p> {
         self.p.outcome(t) != Outcome::Fail
     }
 
-    fn dependency_edges(&mut self) {
+    fn dependency_edges(&self, graph: &mut Graph) {
         // ww: consecutive appends in each version order.
         for key in 0..self.order.len() {
             let Some(order) = self.order[key] else {
@@ -406,7 +450,7 @@ impl<'p> Analysis<'p> {
                     && self.node(a)
                     && self.node(b)
                 {
-                    self.graph.add(a, b, WW);
+                    graph.add(a, b, WW);
                 }
             }
             // Unread appends follow the last element read.
@@ -415,7 +459,7 @@ impl<'p> Analysis<'p> {
             {
                 for &(_, b) in &self.unread[key] {
                     if a != b {
-                        self.graph.add(a, b, WW);
+                        graph.add(a, b, WW);
                     }
                 }
             }
@@ -442,7 +486,7 @@ impl<'p> Analysis<'p> {
                     && w != t
                     && self.node(w)
                 {
-                    self.graph.add(w, t, WR);
+                    graph.add(w, t, WR);
                 }
                 let Some(order) = self.order[key as usize] else {
                     continue;
@@ -453,14 +497,14 @@ impl<'p> Analysis<'p> {
                             && w != t
                             && self.node(w)
                         {
-                            self.graph.add(t, w, RW);
+                            graph.add(t, w, RW);
                         }
                     }
                     // It read the whole order: every unread append came after.
                     None => {
                         for &(_, w) in &self.unread[key as usize] {
                             if w != t {
-                                self.graph.add(t, w, RW);
+                                graph.add(t, w, RW);
                             }
                         }
                     }
