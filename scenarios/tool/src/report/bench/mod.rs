@@ -583,7 +583,10 @@ fn render(args: &BenchArgs, lines: &[Line], started: &str, loads: &[String]) -> 
     doc.heading("Single operations: avout against the raw client");
     let mut ops: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for l in lines.iter().filter(|l| {
-        l.peer != "avout" && !RECIPES.contains(&l.workload.as_str()) && l.variant.is_empty()
+        l.peer != "avout"
+            && !RECIPES.contains(&l.workload.as_str())
+            && l.variant.is_empty()
+            && !l.workload.starts_with("sim")
     }) {
         let peers = ops.entry(l.workload.clone()).or_default();
         if !peers.contains(&l.peer) {

@@ -131,6 +131,10 @@ fn the_simulator_is_quoted_against_one_server_and_the_baseline_build() {
     assert!(row("simulator, one server ≥ 1.6×").contains("2.00 2.00 (median **2.00×**) | met"));
     assert!(row("one | 1000").contains("| 500 | 2.00 2.00 (median **2.00×**) | **no** |"));
     assert!(row("three (ensemble) | 950 | 0.95 0.95").contains("2.38 2.38"));
+    assert!(
+        !text.contains("(vs baseline)"),
+        "no simulator row among single operations"
+    );
     // A sim line as `avout bench sim --json` prints it: the ensemble's, CPU rate preferred.
     let out = "{\"peer\":\"avout-sim\",\"workload\":\"sim\",\"clients\":16,\"servers\":3,\"ops_per_sec\":9.0,\"ops_per_cpu_sec\":12.0,\"schedule_hash\":\"00ff\"}\n";
     let v = parse_sim(out, 1, "baseline").expect("parses");
