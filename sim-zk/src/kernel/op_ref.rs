@@ -33,15 +33,12 @@ pub(super) enum OpRef<'r> {
     },
 }
 
-impl<'r> OpRef<'r> {
-    /// The operation of a `multi`.
-    pub(super) fn of(op: &'r Op) -> Self {
-        match op {
-            Op::Check { path, version } => OpRef::Check {
-                path,
-                version: *version,
-            },
-            Op::Create {
+/// A `match` on an [`Op`] or a [`Request`], whose `Create`, `SetData` and `Delete` have the
+/// same fields, with the arms both conversions share and then `$rest`.
+macro_rules! borrowed {
+    ($enum:ident, $value:expr, $($rest:tt)*) => {
+        match $value {
+            $enum::Create {
                 path,
                 data,
                 options,
@@ -50,7 +47,7 @@ impl<'r> OpRef<'r> {
                 data,
                 options,
             },
-            Op::SetData {
+            $enum::SetData {
                 path,
                 data,
                 version,
@@ -59,41 +56,26 @@ impl<'r> OpRef<'r> {
                 data,
                 version: *version,
             },
-            Op::Delete { path, version } => OpRef::Delete {
+            $enum::Delete { path, version } => OpRef::Delete {
                 path,
                 version: *version,
             },
+            $($rest)*
         }
-    }
+    };
 }
 
 impl<'r> OpRef<'r> {
+    /// The operation of a `multi`.
+    pub(super) fn of(op: &'r Op) -> Self {
+        borrowed!(Op, op, Op::Check { path, version } => OpRef::Check {
+            path,
+            version: *version,
+        })
+    }
+
     /// The one operation of a create, delete or set request (`None` for any other).
     pub(super) fn of_single(request: &'r Request) -> Option<Self> {
-        Some(match request {
-            Request::Create {
-                path,
-                data,
-                options,
-            } => OpRef::Create {
-                path,
-                data,
-                options,
-            },
-            Request::Delete { path, version } => OpRef::Delete {
-                path,
-                version: *version,
-            },
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => OpRef::SetData {
-                path,
-                data,
-                version: *version,
-            },
-            _ => return None,
-        })
+        Some(borrowed!(Request, request, _ => return None))
     }
 }
