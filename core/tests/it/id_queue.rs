@@ -63,6 +63,16 @@ async fn removed_by_id(backend: &dyn Backend) {
         "the rest, in order"
     );
     assert_eq!(producer.count().await.expect("count"), 0);
+
+    // An error before anything was removed is that error, not an interruption after none.
+    let closing = client_of(backend).await;
+    let late = IdQueue::new(&closing, "/idq/real").expect("queue");
+    closing.close().await.expect("close");
+    let refused = late.remove("o2").await;
+    assert!(
+        matches!(&refused, Err(e) if !matches!(e, QueueError::Interrupted { .. })),
+        "{refused:?}"
+    );
 }
 
 /// A removal by the same handle on the next session after an expiry.
