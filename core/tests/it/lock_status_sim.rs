@@ -13,13 +13,7 @@ use avout::recipes::semaphore::Semaphore;
 use avout::{Client, Coordination};
 use avout_sim_zk::{Fault, Sim};
 
-/// Waits until the client's latest connection event is `state`.
-async fn until_state(client: &Client, state: ConnectionState) {
-    let mut events = client.connection_events();
-    while events.current().state != state {
-        events.next().await.expect("the client lives");
-    }
-}
+use crate::support::until_state;
 
 #[test]
 fn holders_are_suspended_while_disconnected_held_again_after_and_lost_with_the_session() {

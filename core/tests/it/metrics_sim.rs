@@ -19,7 +19,7 @@ use avout_sim_zk::{Fault, FaultKind, Sim};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
 use crate::client_sim::Flaky;
-use crate::support;
+use crate::support::{self, until_state};
 
 /// What a metric accumulated: the debugging recorder hands out each counter's and gauge's
 /// change since the last snapshot (it swaps them to zero) and each histogram's new samples.
@@ -125,14 +125,6 @@ impl Recorded {
 async fn next_generation(client: &Client, before: u64) {
     while client.current_session().await.unwrap().generation() <= before {
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits until the client's latest connection event is `state`.
-async fn until_state(client: &Client, state: ConnectionState) {
-    let mut events = client.connection_events();
-    while events.current().state != state {
-        events.next().await.expect("the client lives");
     }
 }
 

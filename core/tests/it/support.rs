@@ -70,6 +70,14 @@ pub(crate) async fn clients_of(backend: &dyn Backend, n: usize) -> Vec<Client> {
 }
 
 /// A managed client of `backend`, or a failed test.
+/// Waits until the client's latest connection event is `state`.
+pub(crate) async fn until_state(client: &Client, state: avout::client::ConnectionState) {
+    let mut events = client.connection_events();
+    while events.current().state != state {
+        events.next().await.expect("the client lives");
+    }
+}
+
 pub(crate) async fn client_of(backend: &dyn Backend) -> Client {
     backend
         .client()

@@ -73,6 +73,13 @@ struct Rare {
     bad: Option<(CheckError, Value)>,
 }
 
+impl Rare {
+    /// Kept only if it says something: most transactions have nothing rare.
+    fn boxed(self) -> Option<Box<Rare>> {
+        (self.key.is_some() || self.f.is_some() || self.bad.is_some()).then(|| Box::new(self))
+    }
+}
+
 /// A transaction's value as an event carries it.
 pub(super) enum Incoming<'a> {
     Json(&'a Value),
@@ -207,8 +214,7 @@ impl Builder {
                 rare.f = Some(e.f.to_owned());
                 Box::default()
             };
-            let rare = (rare.key.is_some() || rare.f.is_some() || rare.bad.is_some())
-                .then(|| Box::new(rare));
+            let rare = rare.boxed();
             self.txns.push(Txn {
                 process,
                 outcome: Outcome::Info,
@@ -249,8 +255,7 @@ impl Builder {
         txn.outcome = ended;
         txn.error = e.error;
         txn.complete = Some(e.here);
-        txn.rare =
-            (rare.key.is_some() || rare.f.is_some() || rare.bad.is_some()).then(|| Box::new(rare));
+        txn.rare = rare.boxed();
         Ok(())
     }
 
