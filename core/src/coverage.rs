@@ -121,6 +121,10 @@ marks! {
         "an Mvcc transaction learnt at its move to COMMITTING that it had been barged, and retried",
     StmMvccBlocked = "stm.mvcc.blocked":
         "an Mvcc transaction found a ref it writes owned by a live transaction it may not barge, and waited for it",
+    StmMvccStalePointConflict = "stm.mvcc.stale-point-conflict":
+        "an Mvcc try whose read point was fixed without a sync read a ref committed past it, and retried rather than read a value that may be stale",
+    StmMvccUnvalidatedRead = "stm.mvcc.unvalidated-read":
+        "an Mvcc try read a ref for writing without a sync and came to commit without tagging it, and retried with a synced read point",
     StmMvccCommittingLost = "stm.mvcc.committing-lost":
         "an Mvcc transaction's move to COMMITTING lost its reply, and its point was read to decide",
     StmMvccCommitLostApplied = "stm.mvcc.commit-lost-applied":

@@ -72,9 +72,9 @@
 //! | Optimistic | alter two refs | warm | 1 | 1 |
 //! | Optimistic | commute one ref | warm | 1 | 1 |
 //! | Mvcc | read-only, one ref | – | 3 | 1 |
-//! | Mvcc | read-only, two refs | – | 5 | 2 |
-//! | Mvcc | alter one ref | – | 11 | 3 |
-//! | Mvcc | alter two refs | – | 19 | 4 |
+//! | Mvcc | read-only, two refs | – | 4 | 2 |
+//! | Mvcc | alter one ref | – | 10 | 3 |
+//! | Mvcc | alter two refs | – | 17 | 4 |
 //! | Mvcc | commute one ref | – | 10 | 4 |
 //!
 //! (Mvcc's rows are counted by test `stm_mvcc::mvcc_round_trips_per_kind`; its steps are in

@@ -298,6 +298,17 @@ pub trait Attempt: Send {
     /// that does not exist is [`StmError::NoRef`](super::StmError).
     fn read<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>>;
 
+    /// [`read`](Self::read) for a ref the body writes next (`ref_set`, `alter`): the
+    /// protocol may take the read as cheaply as the [`write`](Self::write) that follows lets
+    /// it validate (Mvcc's first read then skips its `sync`). [`write`](Self::write) of
+    /// `name` comes next, before any other call, unless the try ends. The default reads.
+    fn read_for_write<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
+        self.read(name)
+    }
+
     /// The body is about to write `name` (already read in this try) for the first time in this
     /// try (`ref_set` or `alter`): Clojure's moment to take the ref's write ownership, and to
     /// barge a younger owner. Called at most once per ref per try. A protocol may send

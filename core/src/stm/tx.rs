@@ -96,6 +96,16 @@ impl<'a> Tx<'a> {
         T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
         K: Codec,
     {
+        self.touch_for(r, false).await
+    }
+
+    /// [`touch`](Self::touch); `for_write`: the body writes `r` next (the protocol's
+    /// [`Attempt::read_for_write`]).
+    async fn touch_for<T, K>(&mut self, r: &Ref<T, K>, for_write: bool) -> Result<(), Abort>
+    where
+        T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+        K: Codec,
+    {
         if self.failure.is_some() {
             return Err(Abort(()));
         }
@@ -112,7 +122,12 @@ impl<'a> Tx<'a> {
             }
             return Ok(());
         }
-        let mut bytes = match self.attempt.read(r.name()).await {
+        let read = if for_write {
+            self.attempt.read_for_write(r.name()).await
+        } else {
+            self.attempt.read(r.name()).await
+        };
+        let mut bytes = match read {
             Ok(bytes) => bytes,
             Err(e) => return Err(self.stop(e)),
         };
@@ -235,7 +250,7 @@ impl<'a> Tx<'a> {
         T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
         K: Codec,
     {
-        self.touch(r).await?;
+        self.touch_for(r, true).await?;
         let entry = self.entries.get_mut(r.name()).expect("touched");
         if !entry.commutes.is_empty() {
             let name = r.name().to_owned();

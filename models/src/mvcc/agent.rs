@@ -142,6 +142,12 @@ impl MvccAgent {
     /// Gives the machine the body's next command.
     fn issue(&mut self) {
         match self.body.script()[self.next] {
+            // As the frontend does: a read the body writes next is a read for writing.
+            Command::Read(name)
+                if self.body.script().get(self.next + 1) == Some(&Command::Write(name)) =>
+            {
+                self.machine().read_for_write(NOW, name)
+            }
             Command::Read(name) => self.machine().read(NOW, name),
             Command::Write(name) => {
                 let may_barge = self.may_barge;

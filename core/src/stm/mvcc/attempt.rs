@@ -188,6 +188,19 @@ impl Attempt for Try<'_> {
         })
     }
 
+    fn read_for_write<'b>(
+        &'b mut self,
+        name: &'b str,
+    ) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
+        Box::pin(async move {
+            match self.step(|m, now| m.read_for_write(now, name)).await {
+                Outcome::Read(value) => Ok(value),
+                Outcome::Failed(h) => Err(halt_to_try(h, name)),
+                other => unreachable!("a read answered {other:?}"),
+            }
+        })
+    }
+
     fn write<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<(), TryError>> {
         Box::pin(async move {
             let may_barge = self.may_barge();

@@ -30,9 +30,17 @@
 //!
 //! # A transaction
 //!
-//! 1. **Read** (first touch of each ref): `sync`, the clock (first read only) and the ref node,
-//!    in one round trip ([`ReadMachine`]). A value no longer in the history is a read fault:
-//!    the try is retried and the fault counted.
+//! 1. **Read** (first touch of each ref): the clock (first read only) and the ref node, in
+//!    one round trip ([`ReadMachine`]). A try's first read fixes its read point, after a
+//!    `sync` — except on a transaction's first try when the body writes the ref next
+//!    (`alter`, `ref_set`): the tagging of step 3 is a write, ordered after every commit
+//!    acknowledged before the try began, and its read of the ref node rejects a commit after
+//!    the read point, so it validates the read and the first round trip writes nothing
+//!    ([`TryMachine::read_for_write`]). Until then a later read treats a ref committed after
+//!    the point as a conflict rather than read its history, and a try that never tags that
+//!    ref is retried with a synced point. Later reads send no `sync`: the session's server
+//!    has applied at least up to the point. A value no longer in the history is a read
+//!    fault: the try is retried and the fault counted.
 //! 2. **Ensure**: the ref's read lock, held until the try ends, then a check that nothing was
 //!    committed to it after the read point ([`EnsureMachine`]).
 //! 3. **Tag** (the first write of each ref, [`TagMachine`]): when the body first writes a ref
@@ -60,8 +68,8 @@
 //! (the engine's async `Try` only drives it): the model checker (`avout model mvcc`) runs the
 //! same protocol as production.
 //!
-//! A single-ref `alter` is thus 3 round trips (read; tag and prepare; write), with two
-//! groups of writes; a read-only transaction of any size is one per ref read and nothing at
+//! A single-ref `alter` is thus 3 round trips (read; tag and prepare; write), the first
+//! writing nothing; a read-only transaction of any size is one per ref read and nothing at
 //! commit.
 //!
 //! # Isolation
@@ -96,20 +104,40 @@
 //!
 //! | transaction | requests | round trips |
 //! |---|---|---|
-//! | read-only, one ref | 3 | 1 |
-//! | read-only, two refs | 5 | 2 |
-//! | alter one ref | 11 | 3 |
-//! | alter two refs (transfer) | 19 | 4 |
-//! | commute one ref | 10 | 4 |
+//! | transaction | requests | round trips | logged writes (fsyncs, measured) | before |
+//! |---|---|---|---|---|
+//! | read-only, one ref | 3 | 1 | 1 | 3 requests, 1 round trip, 1 write |
+//! | read-only, two refs | 4 | 2 | 1 | 5, 2; 2 writes |
+//! | alter one ref | 10 | 3 | 4 (3.37) | 11, 3; 5 writes (4.81) |
+//! | alter two refs (transfer) | 17 | 4 | 6 | 19, 4; 8 writes |
+//! | commute one ref | 10 | 4 | 5 | 10, 4; 5 writes |
 //!
-//! (Avout, measured: 46 requests for a single-ref `alter`, 83 for a transfer, all sequential.
+//! ("Before": until the first read for writing skipped its `sync` and later reads sent none.
+//! Avout, measured: 46 requests for a single-ref `alter`, 83 for a transfer, all sequential.
 //! Before tagging moved to write time, tagging at commit: 13, 22 and 11 requests in 4, 5 and 5
 //! round trips.)
-//! A read is `sync` + clock + get; a one-ref `alter` adds the tag (a `multi` creating the point
-//! and the tag, the tags, the ref node, the history) and the prepare (`COMMITTING`, lock node, lock children) in one burst, then the
-//! commit `multi`. A transfer's first tag travels with its second read.
+//! A first read is `sync` + clock + get (clock + get when the body writes the ref next), a
+//! later one a get; a one-ref `alter` adds the tag (a `multi` creating the point and the tag,
+//! the tags, the ref node, the history) and the prepare (`COMMITTING`, lock node, lock
+//! children) in one burst, then the commit `multi`. A transfer's first tag travels with its
+//! second read.
 //!
-//! Speed, measured on one standalone server (`avout zk start`, fsync on, a loaded 2-core
+//! Every `sync` is a logged write ([`crate::quorum_sync`]), so what a transaction costs on
+//! the server is its logged writes more than its round trips: ZooKeeper fsyncs a write as
+//! soon as it finds its queue empty, so writes pipelined behind one another are mostly
+//! fsynced apart. Counted with ZooKeeper's `mntr` (`zk_cnt_fsynctime` before and after
+//! `avout bench stm-alter --protocol mvcc`, 2,500 transactions): 3.37 fsyncs per `alter`,
+//! 4.81 before; an Optimistic `alter` is 1.0, a `set_data` 1. The next step is to fold the
+//! tagging, the move to `COMMITTING` and the lock node into one `multi` (1 write in the
+//! second round trip instead of 3).
+//!
+//! Speed, measured on one standalone server (`avout zk start`, fsync on, a quiet 2-core
+//! machine), three rounds of `avout bench ops --json` then `avout bench stm-alter --protocol
+//! mvcc` with the build before this change and with this one: 545, 570 and 600 `alter`s/s
+//! before, 812, 844 and 823 after, against sequential `set_data` at 3587, 3224 and 3584 ops/s
+//! — 0.15–0.18× before, **0.23×, 0.26× and 0.23×** after (issue 40's goal is 0.33×).
+//!
+//! Earlier, on one standalone server (`avout zk start`, fsync on, a loaded 2-core
 //! machine, load average 2.5–3) with `avout bench ops --json` then `avout bench stm-alter
 //! --protocol mvcc` (2000 transactions after 500 of warm-up), in turn, each ratio from one
 //! round: 406, 428, 763, 670, 514 and 610 single-ref `alter`s/s against sequential `set_data`

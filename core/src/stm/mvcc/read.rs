@@ -71,6 +71,10 @@ pub struct ReadMachine {
     points: String,
     point: Option<i64>,
     check_point: bool,
+    /// Whether fixing the read point sends a `sync` first.
+    synced: bool,
+    /// Whether a commit after the read point is a conflict rather than a history read.
+    strict: bool,
     phase: Phase,
     io: Io,
     output: Option<Result<ReadOut, Halt>>,
@@ -99,10 +103,42 @@ impl ReadMachine {
             points: points.to_owned(),
             point,
             check_point,
+            synced: true,
+            strict: false,
             phase: Phase::Start,
             io: Io::new(),
             output: None,
         }
+    }
+
+    /// Fixes the read point without a `sync`: from whatever the session's server has applied,
+    /// which may trail commits already acknowledged elsewhere. Only for a read the try then
+    /// validates by a write of its own: see [`TryMachine::read_for_write`](super::TryMachine::read_for_write).
+    ///
+    /// ```
+    /// use avout::machine::{Machine, Millis, Request};
+    /// let mut m = avout::stm::mvcc::ReadMachine::new("/r/a", "/r/a/history", "/s/history", None, true)
+    ///     .unsynced();
+    /// m.handle_session(Millis(0), avout::SessionState::Connected);
+    /// assert!(matches!(m.poll_request(), Some((_, Request::Exists { .. }))));
+    /// ```
+    pub fn unsynced(mut self) -> Self {
+        self.synced = false;
+        self
+    }
+
+    /// Answers a ref committed after the read point with [`Halt::Conflict`] instead of its
+    /// older value from the history: for a try whose read point may be stale, where the value
+    /// at that point may be older than what the transaction must see.
+    ///
+    /// ```
+    /// let m = avout::stm::mvcc::ReadMachine::new("/r/a", "/r/a/history", "/s/history", Some(3), true)
+    ///     .strict();
+    /// assert!(format!("{m:?}").contains("strict: true"));
+    /// ```
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
     }
 
     fn finish(&mut self, out: Result<ReadOut, Halt>) {
@@ -113,15 +149,20 @@ impl ReadMachine {
 
     fn start(&mut self) {
         let mut batch = Batch::default();
-        // The sync makes the reads that follow see every commit acknowledged before the
-        // read began (a linearizable read point), at no extra round trip.
-        batch.push(
-            &mut self.io,
-            Request::Sync {
-                path: self.points.clone(),
-            },
-        );
         let clock = self.point.is_none();
+        // The sync makes the clock read see every commit acknowledged before the read began
+        // (a linearizable read point), at no extra round trip. A read at a point already
+        // fixed needs none: the session's server has applied at least up to it (a session
+        // never moves to a server behind what it has seen), and the value at a point does
+        // not depend on what came after.
+        if clock && self.synced {
+            batch.push(
+                &mut self.io,
+                Request::Sync {
+                    path: self.points.clone(),
+                },
+            );
+        }
         if clock {
             batch.push(
                 &mut self.io,
@@ -163,7 +204,8 @@ impl ReadMachine {
     }
 
     fn first(&mut self, replies: Vec<crate::Result<Reply>>, clock: bool) {
-        let mut it = replies.into_iter().skip(1);
+        let synced = usize::from(clock && self.synced);
+        let mut it = replies.into_iter().skip(synced);
         let point = if clock {
             match it.next() {
                 Some(Ok(Reply::Exists(Some(stat)))) => clock_point(&stat),
@@ -187,6 +229,11 @@ impl ReadMachine {
                         commit_point: stat.mzxid,
                         read_point: point,
                     }));
+                } else if self.strict {
+                    crate::coverage::reach(crate::coverage::Mark::StmMvccStalePointConflict);
+                    self.finish(Err(Halt::Conflict(Some(
+                        crate::path::name(&self.node).to_owned(),
+                    ))))
                 } else {
                     self.list(point);
                 }

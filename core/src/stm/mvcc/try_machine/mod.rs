@@ -163,6 +163,11 @@ pub struct TryMachine {
     txid: String,
     age: Option<i64>,
     point: Option<i64>,
+    /// The read point was fixed without a `sync` (it may trail commits acknowledged before
+    /// the try began): a later read of a ref committed past it is a conflict.
+    strict: bool,
+    /// The ref read without a `sync`, until a tagging of it checks it against the ref node.
+    unvalidated: Option<String>,
     /// Ensured refs and their read-lock nodes.
     ensured: BTreeMap<String, String>,
     /// Lock nodes a failed step may have left.
@@ -196,6 +201,8 @@ impl TryMachine {
             config,
             txid: String::new(),
             point: None,
+            strict: false,
+            unvalidated: None,
             ensured: BTreeMap::new(),
             leftovers: Vec::new(),
             tagged: Vec::new(),
@@ -272,7 +279,55 @@ impl TryMachine {
     /// m.read(avout::machine::Millis(0), "a");
     /// ```
     pub fn read(&mut self, now: Millis, name: &str) {
-        self.command(now, |m, now| m.start_read(now, name, AfterRead::Report));
+        self.command(now, |m, now| {
+            if m.gave_up_unvalidated(now) {
+                return;
+            }
+            m.start_read(now, name, AfterRead::Report, false)
+        });
+    }
+
+    /// Reads ref `name` that the body is about to write ([`write`](Self::write) MUST follow
+    /// before any other command); answered by [`Outcome::Read`].
+    ///
+    /// On a transaction's first try, a first read for writing fixes the read point without
+    /// a `sync`: the tagging that follows is a write, ordered after every commit acknowledged
+    /// before the try began, and its read of the ref node (a commit past the read point is a
+    /// conflict) then validates the value read, so the try's first round trip writes
+    /// nothing. Later reads of that try treat a ref committed past the read point as a
+    /// conflict rather than read its history (the point may be stale), and a try that does
+    /// not tag the ref after all is given up and retried with a synced read point. Retries
+    /// always sync.
+    ///
+    /// ```
+    /// use avout::machine::{Machine, Millis, Request};
+    /// use avout::stm::mvcc::{TryConfig, TryMachine};
+    /// let mut m = TryMachine::new(TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10, planted: avout::planted::Bugs::NONE });
+    /// m.handle_session(Millis(0), avout::SessionState::Connected);
+    /// m.read_for_write(Millis(0), "a");
+    /// // The clock and the ref, without a `sync`.
+    /// assert!(matches!(m.poll_request(), Some((_, Request::Exists { .. }))));
+    /// ```
+    pub fn read_for_write(&mut self, now: Millis, name: &str) {
+        self.command(now, |m, now| {
+            if m.gave_up_unvalidated(now) {
+                return;
+            }
+            let first_try = m.config.age.is_none() && m.point.is_none();
+            m.start_read(now, name, AfterRead::Report, first_try)
+        });
+    }
+
+    /// Gives the try up (a conflict: the retry syncs) if a read for writing is still
+    /// unvalidated: any command but the write that tags it leaves it so. Returns whether it
+    /// gave up.
+    fn gave_up_unvalidated(&mut self, now: Millis) -> bool {
+        let Some(name) = self.unvalidated.take() else {
+            return false;
+        };
+        crate::coverage::reach(crate::coverage::Mark::StmMvccUnvalidatedRead);
+        self.give_up(now, Halt::Conflict(Some(name)));
+        true
     }
 
     /// Announces the body's first write of `name`: its tagging is sent with the try's next
@@ -306,8 +361,11 @@ impl TryMachine {
     /// ```
     pub fn ensure(&mut self, now: Millis, name: &str, guid: u128) {
         self.command(now, |m, now| {
+            if m.gave_up_unvalidated(now) {
+                return;
+            }
             if m.point.is_none() {
-                m.start_read(now, name, AfterRead::Ensure(guid));
+                m.start_read(now, name, AfterRead::Ensure(guid), false);
             } else {
                 m.phase = Phase::Ensuring {
                     name: name.to_owned(),
@@ -330,6 +388,12 @@ impl TryMachine {
     /// ```
     pub fn commit(&mut self, now: Millis, order: CommitOrder) {
         self.command(now, |m, now| {
+            // A commit tags what it writes: only a ref read for writing and not written is
+            // left unvalidated.
+            let written = |n: &String| order.writes.iter().any(|(w, _)| w == n);
+            if !m.unvalidated.as_ref().is_none_or(written) && m.gave_up_unvalidated(now) {
+                return;
+            }
             if order.writes.is_empty() && order.commutes.is_empty() && order.sends.is_empty() {
                 m.start_cleanup(now, AfterCleanup::Finish);
             } else if m.point.is_none() {
@@ -341,7 +405,7 @@ impl TryMachine {
                     .map(|(n, _)| n.clone())
                     .or_else(|| order.commutes.first().cloned())
                     .expect("a writing order, or sends from a try that read a ref");
-                m.start_read(now, &name, AfterRead::Commit(order));
+                m.start_read(now, &name, AfterRead::Commit(order), false);
             } else {
                 m.prepare(now, order);
             }
@@ -407,15 +471,24 @@ impl TryMachine {
         run
     }
 
-    fn start_read(&mut self, now: Millis, name: &str, then: AfterRead) {
+    /// Starts reading `name`; `unsynced`: fix the read point without a `sync` (see
+    /// [`read_for_write`](Self::read_for_write)).
+    fn start_read(&mut self, now: Millis, name: &str, then: AfterRead, unsynced: bool) {
         let l = &self.layout;
-        let m = ReadMachine::new(
+        let mut m = ReadMachine::new(
             &l.ref_node(name),
             &l.history(name),
             &l.points(),
             self.point,
             !self.config.planted.contains(Bug::StmNoReadPointCheck),
         );
+        if unsynced {
+            m = m.unsynced();
+            self.strict = true;
+            self.unvalidated = Some(name.to_owned());
+        } else if self.strict {
+            m = m.strict();
+        }
         self.current = Some(self.launch(now, Step::Read(m)));
         self.phase = Phase::Reading {
             name: name.to_owned(),
@@ -439,6 +512,13 @@ impl TryMachine {
             may_barge,
             barge_committing: self.config.planted.contains(Bug::StmBargeCommitting),
         };
+        if self
+            .unvalidated
+            .as_ref()
+            .is_some_and(|n| names.contains(n))
+        {
+            self.unvalidated = None;
+        }
         let mut m = TagMachine::new(&self.config.root, me, names.clone(), barging);
         if self.point_made {
             m = m.without_point();
@@ -786,3 +866,6 @@ impl Machine for TryMachine {
         self.output.take()
     }
 }
+
+#[cfg(test)]
+mod tests;
