@@ -302,10 +302,7 @@ pub trait Attempt: Send {
     /// protocol may take the read as cheaply as the [`write`](Self::write) that follows lets
     /// it validate (Mvcc's first read then skips its `sync`). [`write`](Self::write) of
     /// `name` comes next, before any other call, unless the try ends. The default reads.
-    fn read_for_write<'a>(
-        &'a mut self,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
+    fn read_for_write<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<Vec<u8>, TryError>> {
         self.read(name)
     }
 

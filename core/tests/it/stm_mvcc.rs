@@ -577,12 +577,18 @@ fn mvcc_a_read_for_writing_without_sync_never_serves_a_stale_value() {
             let mut retries = Vec::new();
             // `b` changes, `a` does not: the tagging of `a` passes, the read of `b` must not
             // take its history's value at the stale point.
-            writer.dosync(async |tx| tx.ref_set(&b, 1).await).await.unwrap();
+            writer
+                .dosync(async |tx| tx.ref_set(&b, 1).await)
+                .await
+                .unwrap();
             let before = reader.stats().retries;
             let first = alter_then_read(100).await;
             retries.push(reader.stats().retries - before);
             // `a` changes: its tagging finds the commit past the stale point.
-            writer.dosync(async |tx| tx.alter(&a, |v| v + 1).await).await.unwrap();
+            writer
+                .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
+                .await
+                .unwrap();
             let before = reader.stats().retries;
             let second = alter_then_read(1000).await;
             retries.push(reader.stats().retries - before);

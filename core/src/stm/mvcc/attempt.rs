@@ -188,10 +188,7 @@ impl Attempt for Try<'_> {
         })
     }
 
-    fn read_for_write<'b>(
-        &'b mut self,
-        name: &'b str,
-    ) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
+    fn read_for_write<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
         Box::pin(async move {
             match self.step(|m, now| m.read_for_write(now, name)).await {
                 Outcome::Read(value) => Ok(value),

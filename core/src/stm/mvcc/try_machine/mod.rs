@@ -512,11 +512,7 @@ impl TryMachine {
             may_barge,
             barge_committing: self.config.planted.contains(Bug::StmBargeCommitting),
         };
-        if self
-            .unvalidated
-            .as_ref()
-            .is_some_and(|n| names.contains(n))
-        {
+        if self.unvalidated.as_ref().is_some_and(|n| names.contains(n)) {
             self.unvalidated = None;
         }
         let mut m = TagMachine::new(&self.config.root, me, names.clone(), barging);

@@ -107,12 +107,19 @@ fn a_read_for_writing_never_written_gives_the_try_up_as_a_conflict() {
                 },
             ),
         }
-        assert!(drain(&mut m).is_empty(), "{then}: nothing to remove, nothing sent");
+        assert!(
+            drain(&mut m).is_empty(),
+            "{then}: nothing to remove, nothing sent"
+        );
         assert_eq!(
             m.poll_output(),
             Some(Outcome::Failed(Halt::Conflict(Some("a".into())))),
             "{then}"
         );
-        assert_eq!(m.age(), Some(9), "{then}: the retry keeps the age, so it syncs");
+        assert_eq!(
+            m.age(),
+            Some(9),
+            "{then}: the retry keeps the age, so it syncs"
+        );
     }
 }
