@@ -125,6 +125,8 @@ marks! {
         "an Mvcc try whose read point was fixed without a sync read a ref committed past it, and retried rather than read a value that may be stale",
     StmMvccUnvalidatedRead = "stm.mvcc.unvalidated-read":
         "an Mvcc try read a ref for writing without a sync and came to commit without tagging it, and retried with a synced read point",
+    StmMvccTagRedone = "stm.mvcc.tag-redone":
+        "an Mvcc tagging (or its barge, or its look at an owner) lost a reply, and was sent again once the session was back instead of giving the try up",
     StmMvccCommittingLost = "stm.mvcc.committing-lost":
         "an Mvcc transaction's move to COMMITTING lost its reply, and its point was read to decide",
     StmMvccCommitLostApplied = "stm.mvcc.commit-lost-applied":

@@ -149,12 +149,12 @@ fn mvcc_bounded_increments_keep_every_safety_property() {
         ..Config::default()
     };
     let report = check_named("mvcc", &config).expect("a model");
-    // 48,377 in the whole graph; reading ahead covers more schedules within the bound.
-    assert_eq!(report.unique_states, 93150, "{report}");
+    // 93,348 in the whole graph; reading ahead covers more schedules within the bound.
+    assert_eq!(report.unique_states, 107507, "{report}");
     assert_eq!(report.coverage, Coverage::Bounded { depth: 18 });
     // The states share their parts: a few hundred kernels and a few thousand clients.
     let (kernels, clients) = report.kept;
-    assert!(kernels < 1_000 && clients < 5_000, "{:?}", report.kept);
+    assert!(kernels < 1_000 && clients < 8_000, "{:?}", report.kept);
     for always in [
         "no lost update",
         "applied at most once",
@@ -190,8 +190,8 @@ fn mvcc_bank_whole_space_keeps_snapshots_and_totals() {
     };
     let report = check_named("mvcc-bank", &config).expect("a model");
     assert!(report.ok(), "{report}");
-    // 70,458 in the whole graph (`--no-reduction`).
-    assert_eq!(report.unique_states, 293894);
+    // 175,308 in the whole graph (`--no-reduction`).
+    assert_eq!(report.unique_states, 97439);
     assert!(report.max_depth < 200, "the bound was reached: {report}");
 }
 

@@ -144,6 +144,9 @@ pub struct TagMachine {
     persistent: bool,
     /// Whether this machine creates the transaction's point (its first write).
     with_point: bool,
+    /// The tagging was sent again after a connection loss: its creates may have applied the
+    /// first time, so our own node already existing is no error.
+    redone: bool,
     phase: Phase,
     io: Io,
     output: Option<Result<Tagged, Halt>>,
@@ -170,6 +173,7 @@ impl TagMachine {
             younger: Vec::new(),
             persistent: false,
             with_point: true,
+            redone: false,
             phase: Phase::Start,
             io: Io::new(),
             output: None,
@@ -283,9 +287,15 @@ impl TagMachine {
     fn tagged(&mut self, replies: Vec<crate::Result<Reply>>) {
         let mut it = replies.into_iter();
         let combined = self.combined();
+        let redone = self.redone;
+        // Our own node, created by the first sending of a tagging sent again: the names are
+        // this try's alone (the point and its tags share one GUID).
+        let already = |e: &Error| redone && matches!(e, Error::NodeExists { .. });
         if combined {
             match it.next() {
                 Some(Ok(Reply::Multi(_))) => {}
+                // The multi is all or nothing: the point there means the tag is too.
+                Some(Err(Error::Multi { index: 0, source })) if already(&source) => {}
                 Some(Err(Error::Multi { index: 1, source }))
                     if matches!(*source, Error::NoNode { .. }) =>
                 {
@@ -297,6 +307,7 @@ impl TagMachine {
         } else if self.with_point {
             match it.next() {
                 Some(Ok(Reply::Created { .. })) => {}
+                Some(Err(e)) if already(&e) => {}
                 Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
                 other => unreachable!("create replied {other:?}"),
             }
@@ -312,6 +323,7 @@ impl TagMachine {
             match tag {
                 None => {}
                 Some(Ok(Reply::Created { .. })) => {}
+                Some(Err(e)) if already(&e) => {}
                 Some(Err(Error::NoNode { .. })) => return self.finish(Err(Halt::NoRef(name))),
                 Some(Err(e)) => return self.finish(Err(Halt::Zk(e))),
                 other => unreachable!("create replied {other:?}"),
@@ -423,6 +435,26 @@ impl TagMachine {
         };
     }
 
+    /// Sends the current step again after a connection loss (see `handle_reply`).
+    fn redo(&mut self) {
+        match self.phase.clone() {
+            Phase::Tagging(_) => {
+                self.redone = true;
+                self.start();
+            }
+            Phase::Looking {
+                others,
+                then_younger,
+                ..
+            } => self.look(others, then_younger),
+            Phase::Barging { victims, .. } => {
+                self.younger = victims;
+                self.deal_with_younger();
+            }
+            Phase::Start | Phase::Done => {}
+        }
+    }
+
     fn done(&mut self) {
         let out = Tagged {
             bases: std::mem::take(&mut self.bases),
@@ -497,7 +529,7 @@ impl Machine for TagMachine {
         self.io.poll()
     }
 
-    fn handle_reply(&mut self, _now: Millis, token: Token, reply: crate::Result<Reply>) {
+    fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
         let batch = match &mut self.phase {
             Phase::Tagging(batch) | Phase::Looking { batch, .. } | Phase::Barging { batch, .. } => {
                 batch
@@ -510,9 +542,15 @@ impl Machine for TagMachine {
         let replies = batch.take();
         match verdict(&replies) {
             Verdict::SessionLost(e) => return self.finish(Err(Halt::SessionLost(e))),
-            // Creates and a compare-and-set whose outcome is unknown: give the try up; the
-            // cleanup deletes the point and tags by name, whichever way they went.
-            Verdict::Indeterminate => return self.finish(Err(Halt::Interrupted)),
+            // Creates and compare-and-sets whose outcome is unknown: sent again once the
+            // session is back, they find out (our own node exists; a victim's point is no
+            // longer `RUNNING` at version 0), so the try goes on rather than start over. A
+            // try as long as a transaction of several writes would otherwise rarely finish
+            // while connections keep breaking (leader elections).
+            Verdict::Indeterminate => {
+                coverage::reach(Mark::StmMvccTagRedone);
+                return self.io.redo_later(now);
+            }
             Verdict::Replied => {}
         }
         match self.phase.clone() {
@@ -531,7 +569,7 @@ impl Machine for TagMachine {
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
         let first = self.io.session.is_none();
-        let (lost, _) = self.io.session_changed(state);
+        let (lost, due) = self.io.session_changed(state);
         if self.phase == Phase::Done {
             return;
         }
@@ -540,13 +578,19 @@ impl Machine for TagMachine {
         }
         if first {
             self.start();
+        } else if due {
+            self.redo();
         }
     }
 
-    fn handle_timer(&mut self, _now: Millis) {}
+    fn handle_timer(&mut self, now: Millis) {
+        if self.phase != Phase::Done && self.io.redo_due(now) {
+            self.redo();
+        }
+    }
 
     fn poll_timer(&self) -> Option<Millis> {
-        None
+        self.io.redo_at
     }
 
     fn poll_output(&mut self) -> Option<Self::Output> {
