@@ -2,6 +2,7 @@
 //! the ref it read that way does.
 
 use super::*;
+use crate::stm::mvcc::{Barging, Me};
 use crate::{Stat, planted::Bugs};
 
 fn machine(age: Option<i64>) -> TryMachine {
@@ -122,4 +123,79 @@ fn a_read_for_writing_never_written_gives_the_try_up_as_a_conflict() {
             "{then}: the retry keeps the age, so it syncs"
         );
     }
+}
+
+/// The tagging of `a` for transaction `t-1` (read point 9), as the try sends it.
+fn tagging() -> TagMachine {
+    let me = Me {
+        txid: "t-1".into(),
+        age: 9,
+        read_point: 9,
+    };
+    let barging = Barging {
+        may_barge: false,
+        barge_committing: false,
+    };
+    let mut m = TagMachine::new("/s", me, vec!["a".into()], barging);
+    m.handle_session(Millis(0), SessionState::Connected);
+    m
+}
+
+/// Answers a tagging's burst: the multi with `multi`, then no other tag, the ref node
+/// committed at 4 and an empty history.
+fn answer_tagging(m: &mut TagMachine, multi: crate::Result<Reply>) {
+    let sent: Vec<(Token, Request)> = std::iter::from_fn(|| m.poll_request()).collect();
+    assert!(matches!(sent[0].1, Request::Multi(_)), "{sent:?}");
+    let mut replies = vec![multi];
+    replies.push(Ok(Reply::Children {
+        children: vec!["t-1".into()],
+        stat: Stat::default(),
+    }));
+    replies.push(Ok(Reply::Data {
+        data: b"1".to_vec(),
+        stat: Stat {
+            mzxid: 4,
+            ..Stat::default()
+        },
+    }));
+    replies.push(Ok(Reply::Children {
+        children: vec![],
+        stat: Stat::default(),
+    }));
+    for ((token, _), reply) in sent.into_iter().zip(replies) {
+        m.handle_reply(Millis(0), token, reply);
+    }
+}
+
+fn exists_error() -> crate::Result<Reply> {
+    Err(crate::Error::Multi {
+        index: 0,
+        source: Box::new(crate::Error::NodeExists {
+            path: "/s/stm/history/t-1".into(),
+        }),
+    })
+}
+
+#[test]
+fn a_tagging_whose_reply_was_lost_is_sent_again_and_finds_its_own_nodes() {
+    let mut m = tagging();
+    let sent: Vec<(Token, Request)> = std::iter::from_fn(|| m.poll_request()).collect();
+    for (token, _) in sent {
+        m.handle_reply(Millis(0), token, Err(crate::Error::ConnectionLoss));
+    }
+    assert_eq!(m.poll_output(), None, "not given up");
+    m.handle_session(Millis(1), SessionState::Disconnected);
+    m.handle_session(Millis(2), SessionState::Connected);
+    // The first multi applied: sent again, it finds the point there.
+    answer_tagging(&mut m, exists_error());
+    let Some(Ok(tagged)) = m.poll_output() else {
+        panic!("the tagging goes on")
+    };
+    assert_eq!(tagged.bases.len(), 1);
+    assert_eq!(tagged.bases[0].version, 0);
+
+    // Sent once, a point already there is someone else's doing: a failure, not ours.
+    let mut first = tagging();
+    answer_tagging(&mut first, exists_error());
+    assert!(matches!(first.poll_output(), Some(Err(Halt::Zk(_)))));
 }
