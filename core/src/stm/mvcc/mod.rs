@@ -87,9 +87,12 @@
 //!   separately written values would have to be waited on forever by a reader that wanted a
 //!   consistent snapshot.)
 //! - **Session loss aborts cleanly**: [`StmError::SessionLost`](super::StmError), nothing half
-//!   written. A connection loss before the commit retries the try after removing whatever it
-//!   created (by exact name: ids are GUIDs); a lost commit reply is resolved by reading whether
-//!   its first history node exists.
+//!   written. A connection loss does not start the try over: reads are sent again, a
+//!   tagging is sent again and finds its own nodes (their names are the try's alone: ids are
+//!   GUIDs), a lost compare-and-set to `COMMITTING` is decided by reading the point, lock
+//!   nodes are found by their GUIDs, and a lost commit reply is decided by whether the
+//!   transaction's point still exists. A try given up removes whatever it created, by exact
+//!   name.
 //! - **Bounded history**: points are removed by the commit (or the abort) that ends them and by
 //!   session expiry; at most MAX-HISTORY values per ref are kept (never fewer than the newest two
 //!   while a commit is landing, so the newest committed value is never dropped).

@@ -23,6 +23,13 @@
 //!   Before BARGE-WAIT, younger tags are looked up and block like older ones.
 //!
 //! The victim learns it was barged when its own compare-and-set to `COMMITTING` fails.
+//!
+//! A reply lost with the connection does not give the try up: once the session is back the
+//! step is sent again. The creates then find our own nodes if the first sending applied (the
+//! `multi` is all or nothing, and the names are this try's alone), and a barge finds its
+//! victim no longer `RUNNING` at version 0 and looks at it. Before, the whole try started
+//! over, and a transaction of several writes rarely finished while elections kept breaking
+//! connections (`scenarios/known-failures/`).
 //! Tags order who may proceed, which keeps older transactions from starving; correctness does
 //! not rest on them: the commit `multi` is conditional on each written ref's version read here.
 
