@@ -34,7 +34,7 @@ use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, Op, SessionState, WatchedEvent};
 
 use super::Halt;
-use super::io::{Batch, Io, Verdict, verdict};
+use super::io::{Batch, Io, SessionStep, Verdict, verdict};
 use super::layout::{Layout, State};
 
 /// A commuted ref's newest value, read under its write lock.
@@ -393,19 +393,14 @@ impl Machine for PrepareMachine {
     }
 
     fn handle_session(&mut self, now: Millis, state: SessionState) {
-        let first = self.io.session.is_none();
-        let (lost, due) = self.io.session_changed(state);
-        if self.phase == Phase::Done {
-            return;
+        let step = self.io.on_session(state, self.phase == Phase::Done);
+        match step {
+            SessionStep::Done => return,
+            SessionStep::Lost(e) => return self.finish(Err(Halt::SessionLost(e))),
+            SessionStep::Start => return self.start(now, state),
+            SessionStep::Redo | SessionStep::Carry => self.locks.handle_session(now, state),
         }
-        if let Some(e) = lost {
-            return self.finish(Err(Halt::SessionLost(e)));
-        }
-        if first {
-            return self.start(now, state);
-        }
-        self.locks.handle_session(now, state);
-        if due {
+        if step == SessionStep::Redo {
             self.redo();
         }
         self.advance();
@@ -413,7 +408,7 @@ impl Machine for PrepareMachine {
 
     fn handle_timer(&mut self, now: Millis) {
         self.locks.handle_timer(now);
-        if self.phase != Phase::Done && self.io.redo_due(now) {
+        if self.io.on_timer(now, self.phase == Phase::Done) {
             self.redo();
         }
         self.advance();
@@ -692,13 +687,8 @@ impl Machine for WriteMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        let first = self.io.session.is_none();
-        let (lost, due) = self.io.session_changed(state);
-        if self.phase == WritePhase::Done {
-            return;
-        }
-        if let Some(e) = lost {
-            return match self.outcome {
+        match self.io.on_session(state, self.phase == WritePhase::Done) {
+            SessionStep::Lost(e) => match self.outcome {
                 // Decided: the deletes no longer matter (ephemerals went with the session).
                 Some(true) => self.finish(Ok(Written {
                     recovered: self.recovered,
@@ -708,17 +698,16 @@ impl Machine for WriteMachine {
                     self.finish(Err(halt))
                 }
                 None => self.finish(Err(Halt::SessionLost(e))),
-            };
-        }
-        if first {
-            self.start();
-        } else if due {
-            self.redo();
+            },
+            SessionStep::Start => self.start(),
+            // The multi's outcome is read, or the deletes sent again.
+            SessionStep::Redo => self.redo(),
+            SessionStep::Done | SessionStep::Carry => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if self.phase != WritePhase::Done && self.io.redo_due(now) {
+        if self.io.on_timer(now, self.phase == WritePhase::Done) {
             self.redo();
         }
     }

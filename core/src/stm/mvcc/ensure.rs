@@ -15,7 +15,7 @@ use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, SessionState, WatchedEvent};
 
 use super::Halt;
-use super::io::{Batch, Io, Verdict, verdict};
+use super::io::{Batch, Io, SessionStep, Verdict, verdict};
 use super::layout::Layout;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -181,35 +181,31 @@ impl Machine for EnsureMachine {
     }
 
     fn handle_session(&mut self, now: Millis, state: SessionState) {
-        let first = self.io.session.is_none();
-        let (lost, due) = self.io.session_changed(state);
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(e) = lost {
-            return self.finish(Err(Halt::SessionLost(e)));
-        }
-        if first {
-            self.locks.start(
-                now,
-                state,
-                self.session,
-                Patience::Millis(self.lock_wait_ms),
-                vec![LockRequest {
+        let step = self.io.on_session(state, self.phase == Phase::Done);
+        match step {
+            SessionStep::Done => {}
+            SessionStep::Lost(e) => self.finish(Err(Halt::SessionLost(e))),
+            SessionStep::Start => {
+                let read_lock = LockRequest {
                     name: self.name.clone(),
                     lock_path: self.layout.lock(&self.name),
                     kind: LockKind::Read,
                     guid: self.guid,
-                }],
-            );
-            self.phase = Phase::Locking;
-            return self.advance();
+                };
+                let patience = Patience::Millis(self.lock_wait_ms);
+                self.locks
+                    .start(now, state, self.session, patience, vec![read_lock]);
+                self.phase = Phase::Locking;
+                self.advance();
+            }
+            SessionStep::Redo | SessionStep::Carry => {
+                self.locks.handle_session(now, state);
+                if step == SessionStep::Redo && matches!(self.phase, Phase::Checking(_)) {
+                    self.check();
+                }
+                self.advance();
+            }
         }
-        self.locks.handle_session(now, state);
-        if due && matches!(self.phase, Phase::Checking(_)) {
-            self.check();
-        }
-        self.advance();
     }
 
     fn handle_timer(&mut self, now: Millis) {
@@ -392,21 +388,16 @@ impl Machine for CleanupMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        let first = self.io.session.is_none();
-        let (lost, due) = self.io.session_changed(state);
-        if self.phase == CleanPhase::Done {
-            return;
-        }
-        if let Some(e) = lost {
-            return self.finish(Err(Halt::SessionLost(e)));
-        }
-        if first || due {
-            self.work();
+        match self.io.on_session(state, self.phase == CleanPhase::Done) {
+            SessionStep::Lost(e) => self.finish(Err(Halt::SessionLost(e))),
+            // The deletes, sent (again).
+            SessionStep::Start | SessionStep::Redo => self.work(),
+            SessionStep::Done | SessionStep::Carry => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if self.phase != CleanPhase::Done && self.io.redo_due(now) {
+        if self.io.on_timer(now, self.phase == CleanPhase::Done) {
             self.work();
         }
     }

@@ -62,6 +62,25 @@ impl Io {
         (state.terminal_error(), due)
     }
 
+    /// Reads a session report for a machine that is `done` or not, and says what it asks of
+    /// the machine (see [`SessionStep`]).
+    pub(crate) fn on_session(&mut self, state: SessionState, done: bool) -> SessionStep {
+        let first = self.session.is_none();
+        let (lost, due) = self.session_changed(state);
+        match (done, lost) {
+            (true, _) => SessionStep::Done,
+            (false, Some(e)) => SessionStep::Lost(e),
+            (false, None) if first => SessionStep::Start,
+            (false, None) if due => SessionStep::Redo,
+            (false, None) => SessionStep::Carry,
+        }
+    }
+
+    /// Whether a machine not `done` redoes its step at `now` (a scheduled redo is due).
+    pub(crate) fn on_timer(&mut self, now: Millis, done: bool) -> bool {
+        !done && self.redo_due(now)
+    }
+
     /// Whether a scheduled redo is due at `now` (and clears it).
     pub(crate) fn redo_due(&mut self, now: Millis) -> bool {
         if self.redo_at.is_some_and(|at| at <= now) {
@@ -71,6 +90,21 @@ impl Io {
             false
         }
     }
+}
+
+/// What a session report asks of a step machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SessionStep {
+    /// The machine has finished: nothing.
+    Done,
+    /// The session is gone (its terminal error).
+    Lost(Error),
+    /// The first report: send the first step.
+    Start,
+    /// Back after a connection loss, with a redo due: send the step again.
+    Redo,
+    /// Nothing due.
+    Carry,
 }
 
 /// Requests sent together whose replies are handled together.

@@ -12,7 +12,7 @@ use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::{Error, SessionState, Stat, WatchedEvent};
 
 use super::Halt;
-use super::io::{Batch, Io, Verdict, verdict};
+use super::io::{Batch, Io, SessionStep, Verdict, verdict};
 
 /// A value read, and where it stands in the ref's history.
 ///
@@ -350,23 +350,16 @@ impl Machine for ReadMachine {
     fn handle_watch(&mut self, _now: Millis, _token: Token, _event: WatchedEvent) {}
 
     fn handle_session(&mut self, _now: Millis, state: SessionState) {
-        let first = self.io.session.is_none();
-        let (lost, due) = self.io.session_changed(state);
-        if self.phase == Phase::Done {
-            return;
-        }
-        if let Some(e) = lost {
-            return self.finish(Err(Halt::SessionLost(e)));
-        }
-        if first {
-            self.start();
-        } else if due {
-            self.redo();
+        match self.io.on_session(state, self.phase == Phase::Done) {
+            SessionStep::Lost(e) => self.finish(Err(Halt::SessionLost(e))),
+            SessionStep::Start => self.start(),
+            SessionStep::Redo => self.redo(),
+            SessionStep::Done | SessionStep::Carry => {}
         }
     }
 
     fn handle_timer(&mut self, now: Millis) {
-        if self.phase != Phase::Done && self.io.redo_due(now) {
+        if self.io.on_timer(now, self.phase == Phase::Done) {
             self.redo();
         }
     }
