@@ -135,10 +135,13 @@
 //! second round trip instead of 3).
 //!
 //! Speed, measured on one standalone server (`avout zk start`, fsync on, a quiet 2-core
-//! machine), three rounds of `avout bench ops --json` then `avout bench stm-alter --protocol
-//! mvcc` with the build before this change and with this one: 545, 570 and 600 `alter`s/s
-//! before, 812, 844 and 823 after, against sequential `set_data` at 3587, 3224 and 3584 ops/s
-//! — 0.15–0.18× before, **0.23×, 0.26× and 0.23×** after (issue 40's goal is 0.33×).
+//! machine), rounds of `avout bench ops --json` then `avout bench stm-alter --protocol mvcc`
+//! with the build before the unsynced read for writing and with it, in turn. One run: 545,
+//! 570 and 600 `alter`s/s before, 812, 844 and 823 after, against sequential `set_data` at
+//! 3587, 3224 and 3584 ops/s (0.15–0.18× before, 0.23–0.26× after). Another, five rounds:
+//! after ÷ before 0.98, 1.45, 1.10, 1.12 and 1.13 (median 1.12×), after ÷ `set_data` median
+//! 0.19× (before 0.17×). The server's fsync latency swings more than the change; the fsync
+//! count above does not. Issue 40's goal is 0.33×.
 //!
 //! Earlier, on one standalone server (`avout zk start`, fsync on, a loaded 2-core
 //! machine, load average 2.5–3) with `avout bench ops --json` then `avout bench stm-alter
