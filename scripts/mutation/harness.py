@@ -222,11 +222,15 @@ def timeouts(baseline: dict[str, float], factor: float, floor: float) -> dict[st
 
 
 def parse_until(text: str | None, now: datetime.datetime) -> datetime.datetime | None:
-    """HH:MM UTC today (already past: the run starts nothing)."""
+    """The next HH:MM UTC within 12 hours of `now` (so 00:30 asked at 23:50 is tomorrow's);
+    a time further ahead than that was meant as already past, and the run starts nothing."""
     if text is None:
         return None
     h, m = (int(x) for x in text.split(":"))
-    return now.replace(hour=h, minute=m, second=0, microsecond=0)
+    at = now.replace(hour=h, minute=m, second=0, microsecond=0)
+    if at <= now and at + datetime.timedelta(days=1) - now <= datetime.timedelta(hours=12):
+        at += datetime.timedelta(days=1)
+    return at
 
 
 def nextest_timed_out(log: str) -> bool:

@@ -181,6 +181,13 @@ class Resuming(unittest.TestCase):
         self.assertEqual(harness.parse_until("17:25", now), now.replace(hour=17, minute=25))
         self.assertLess(harness.parse_until("15:00", now), now)
         self.assertIsNone(harness.parse_until(None, now))
+        # Past midnight: the next one, when it is near.
+        late = datetime.datetime(2026, 11, 29, 23, 55, tzinfo=datetime.timezone.utc)
+        self.assertEqual(
+            harness.parse_until("00:33", late),
+            datetime.datetime(2026, 11, 30, 0, 33, tzinfo=datetime.timezone.utc),
+        )
+        self.assertLess(harness.parse_until("23:00", late), late)
 
 
 class Reporting(unittest.TestCase):
