@@ -650,3 +650,22 @@ fn a_lost_send_recovered_after_its_senders_mark_was_evicted_is_in_doubt() {
         "in doubt, not {outcome:?}"
     );
 }
+
+/// A send whose request was lost (never applied), from a sender with no mark and no mark ever
+/// evicted, is definitely not queued: the recovery may say so rather than answer in doubt.
+#[test]
+fn a_lost_send_never_applied_by_a_sender_without_a_mark_is_not_queued() {
+    const PATH: &str = "/agents/never";
+    let sim = sweep_sim(0xe71d, 1, Duration::from_secs(60), FaultRates::default());
+    let (outcome, _) = sim.run(|ctx| async move {
+        let zk = ctx.zk.clone();
+        let mine = single(&ctx.clients[0]);
+        let agent = Agent::<i64, Count>::open(&mine, PATH, 0).await.unwrap();
+        zk.inject(Fault::RequestLost { client: Some(0) });
+        agent.send(Count::Add(1)).await
+    });
+    assert!(
+        matches!(outcome, Err(AgentError::NotQueued { .. })),
+        "definitely not queued, not {outcome:?}"
+    );
+}

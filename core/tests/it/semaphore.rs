@@ -83,6 +83,7 @@ async fn failed_tries_and_cancellations_leave_nothing_behind() {
     let observer = session(&connect).await;
     let a = Semaphore::new(&client(&connect).await, "/sem/try", 1).expect("sem");
     let b = Semaphore::new(&client(&connect).await, "/sem/try", 1).expect("sem");
+    assert_eq!(a.path(), "/sem/try", "the path it was made with");
     let lease = a.try_acquire().await.expect("try").expect("free");
     assert!(b.try_acquire().await.expect("try").is_none());
     assert!(

@@ -195,6 +195,10 @@ mod tests {
         let foreign = Envelope::parse(b"{\"a\":1}");
         assert_eq!(foreign.body, b"{\"a\":1}");
         assert!(foreign.txns.is_empty());
+        // Foreign bytes as long as a header, or shorter than the magic, are values too.
+        let zeros = [0u8; 16];
+        assert_eq!(Envelope::parse(&zeros).body, zeros);
+        assert_eq!(Envelope::parse(b"x").body, b"x");
         // A header announcing more entries than there are bytes is foreign, not a panic.
         assert!(
             Envelope::parse(&[0xA7, b'S', 1, 9, 0, 0, 0, 1])
