@@ -177,25 +177,30 @@ fn failure(h: Halt) -> Failure {
     }
 }
 
-impl Attempt for Try<'_> {
-    fn read<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
+impl Try<'_> {
+    /// A read of `name` by the machine's `command` (`read` or `read_for_write`).
+    fn read_by<'b>(
+        &'b mut self,
+        name: &'b str,
+        command: fn(&mut TryMachine, crate::machine::Millis, &str),
+    ) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
         Box::pin(async move {
-            match self.step(|m, now| m.read(now, name)).await {
+            match self.step(|m, now| command(m, now, name)).await {
                 Outcome::Read(value) => Ok(value),
                 Outcome::Failed(h) => Err(halt_to_try(h, name)),
                 other => unreachable!("a read answered {other:?}"),
             }
         })
     }
+}
+
+impl Attempt for Try<'_> {
+    fn read<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
+        self.read_by(name, TryMachine::read)
+    }
 
     fn read_for_write<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<Vec<u8>, TryError>> {
-        Box::pin(async move {
-            match self.step(|m, now| m.read_for_write(now, name)).await {
-                Outcome::Read(value) => Ok(value),
-                Outcome::Failed(h) => Err(halt_to_try(h, name)),
-                other => unreachable!("a read answered {other:?}"),
-            }
-        })
+        self.read_by(name, TryMachine::read_for_write)
     }
 
     fn write<'b>(&'b mut self, name: &'b str) -> BoxFuture<'b, Result<(), TryError>> {
