@@ -123,6 +123,8 @@ marks! {
         "an Mvcc transaction found a ref it writes owned by a live transaction it may not barge, and waited for it",
     StmMvccStalePointConflict = "stm.mvcc.stale-point-conflict":
         "an Mvcc try whose read point was fixed without a sync read a ref committed past it, and retried rather than read a value that may be stale",
+    StmMvccStaleMissingRef = "stm.mvcc.stale-missing-ref":
+        "an Mvcc try whose read point was fixed without a sync found a ref missing (its server had not seen it created), and read again synced rather than fail with NoRef",
     StmMvccUnvalidatedRead = "stm.mvcc.unvalidated-read":
         "an Mvcc try read a ref for writing without a sync and came to commit without tagging it, and retried with a synced read point",
     StmMvccTagRedone = "stm.mvcc.tag-redone":

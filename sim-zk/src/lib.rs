@@ -111,6 +111,7 @@ pub mod demo;
 mod fault;
 pub mod hash;
 pub mod kernel;
+pub mod latency;
 mod log;
 #[cfg(madsim)]
 pub mod node;

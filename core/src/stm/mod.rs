@@ -546,8 +546,25 @@ impl Stm {
     where
         T: Serialize + DeserializeOwned + Send + Sync + 'static,
     {
+        self.get_ref_with(name, Json)
+    }
+
+    /// [`get_ref`](Self::get_ref) for a ref made with another codec
+    /// ([`make_ref_with`](Self::make_ref_with)): no request is sent.
+    ///
+    /// ```no_run
+    /// # async fn demo(stm: avout::stm::Stm) -> Result<(), avout::stm::StmError> {
+    /// let r = stm.get_ref_with::<Vec<u32>, _>("compact", avout::atom::Postcard)?;
+    /// println!("{:?}", r.deref().await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn get_ref_with<T, K>(&self, name: &str, codec: K) -> Result<Ref<T, K>, StmError>
+    where
+        T: Serialize + DeserializeOwned + Send + Sync + 'static,
+        K: Codec,
+    {
         reference::validate_name(name)?;
-        Ok(Ref::new(self.shared.clone(), name.to_owned(), Json))
+        Ok(Ref::new(self.shared.clone(), name.to_owned(), codec))
     }
 
     /// Runs `body` as a transaction and returns its result; see the [module docs](self).

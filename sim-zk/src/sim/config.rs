@@ -55,6 +55,12 @@ pub struct SimConfig {
     /// nodes); everything by default, as the test kit's 3.8 servers.
     #[serde(default)]
     pub features: crate::kernel::Features,
+    /// Service times by class of request, fitted from a real server
+    /// ([`LatencyModel`](crate::latency::LatencyModel)): each reply waits its request's drawn
+    /// service time besides the network's latency. `None` (the default): a request is
+    /// answered as it arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<crate::latency::ServiceTimes>,
 }
 
 fn one_server() -> u8 {
@@ -78,6 +84,7 @@ impl Default for SimConfig {
             buggify: false,
             servers: 1,
             features: crate::kernel::Features::default(),
+            service: None,
         }
     }
 }
@@ -233,6 +240,27 @@ impl Builder {
     pub fn latency(mut self, min: Duration, max: Duration) -> Self {
         self.config.min_latency = min;
         self.config.max_latency = max;
+        self
+    }
+
+    /// A latency model fitted from a real server: a constant one-way latency, the
+    /// followers' lag, and a service time per class of request.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use avout_sim_zk::latency::{LatencyModel, Samples};
+    /// let us = |u| vec![Duration::from_micros(u)];
+    /// let samples = Samples { read: us(150), write: us(400), sync: us(300), multi: us(450) };
+    /// let model = LatencyModel::fit(&samples, Duration::from_millis(1)).unwrap();
+    /// let sim = avout_sim_zk::Sim::builder().latency_model(&model).build();
+    /// assert_eq!(sim.config().max_latency, Duration::from_micros(75));
+    /// assert!(sim.config().service.is_some());
+    /// ```
+    pub fn latency_model(mut self, model: &crate::latency::LatencyModel) -> Self {
+        self.config.min_latency = model.one_way;
+        self.config.max_latency = model.one_way;
+        self.config.follower_lag = Some(model.follower_lag);
+        self.config.service = Some(model.service.clone());
         self
     }
 

@@ -11,6 +11,7 @@ use avout::{Error, SessionState};
 
 use super::{ClientMsg, Down, Pending, SESSION_CHECK_WHILE_CLOSING, State, World, nanos, outcome};
 use crate::kernel::Fired;
+use crate::latency::RequestClass;
 use crate::log::{LogEvent, canon_watch};
 
 impl World {
@@ -151,6 +152,14 @@ impl World {
 
     pub(super) fn send_to_client(&mut self, client: usize, msg: ClientMsg) {
         let (at, epoch) = self.net.send_to_client(client, self.time.clock());
+        self.time
+            .schedule(at, Pending::ToClient { client, epoch, msg });
+    }
+
+    /// Sends the reply to a request of `class`, after its service time (see
+    /// [`Network::send_reply`](super::network::Network)).
+    pub(super) fn send_reply(&mut self, client: usize, msg: ClientMsg, class: RequestClass) {
+        let (at, epoch) = self.net.send_reply(client, self.time.clock(), class);
         self.time
             .schedule(at, Pending::ToClient { client, epoch, msg });
     }

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::nanos;
 use crate::SimConfig;
+use crate::latency::{RequestClass, ServiceTimes};
 use crate::rng::Rng;
 
 /// Why a link is down.
@@ -64,6 +65,8 @@ pub(super) struct Network<M> {
     max_latency: u64,
     /// A slow disk comes with a long tail of message latencies.
     long_tail: bool,
+    /// Service times of a fitted latency model, drawn from this stream only when set.
+    service: Option<ServiceTimes>,
     links: Vec<Link<M>>,
 }
 
@@ -75,6 +78,7 @@ impl<M> Network<M> {
             min_latency: nanos(config.min_latency),
             max_latency: nanos(config.max_latency),
             long_tail: config.rates.slow_disk > 0.0,
+            service: config.service.clone(),
             links: Vec::new(),
         }
     }
@@ -165,6 +169,22 @@ impl<M> Network<M> {
         let at = (now + latency).max(link.to_client_last);
         link.to_client_last = at;
         (at, link.epoch)
+    }
+
+    /// Sends the reply to a request of `class` to `client` at `now`: after the request's
+    /// service time, if the run has a fitted latency model. Returns as
+    /// [`send_to_client`](Self::send_to_client) does.
+    pub(super) fn send_reply(
+        &mut self,
+        client: usize,
+        now: u64,
+        class: RequestClass,
+    ) -> (u64, u64) {
+        let service = match &self.service {
+            Some(times) => times.of(class).draw(&mut self.rng),
+            None => 0,
+        };
+        self.send_to_client(client, now + service)
     }
 
     /// Takes the client's link down from `since` until `until`. Unless it is only paused,

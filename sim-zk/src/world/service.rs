@@ -10,6 +10,7 @@ use super::network::OldConn;
 use super::{ClientMsg, World, outcome};
 use crate::FaultKind;
 use crate::hash::{Canonical, canon_closed};
+use crate::latency::RequestClass;
 use crate::log::LogEvent;
 
 impl World {
@@ -126,7 +127,11 @@ impl World {
             self.count(FaultKind::ReplyLost, Some(client));
             self.break_connection(client);
         } else {
-            self.send_to_client(client, ClientMsg::Reply { xid, result });
+            let reply = ClientMsg::Reply { xid, result };
+            match message {
+                Message::Request(r) => self.send_reply(client, reply, RequestClass::of(r)),
+                Message::Close => self.send_to_client(client, reply),
+            }
         }
         if message.is_write() {
             let now_ms = self.time.now_ms();

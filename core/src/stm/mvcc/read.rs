@@ -238,6 +238,22 @@ impl ReadMachine {
                     self.list(point);
                 }
             }
+            // A server that has not caught up (no `sync` fixed this point) may not have the
+            // ref yet although its creation was acknowledged to another session: not proof
+            // that the ref does not exist. A point being fixed is fixed again, synced (a
+            // retry would be a first try again, unsynced again); a point already fixed
+            // cannot be, so the try gives up and its retry syncs.
+            Some(Err(Error::NoNode { .. })) if clock && !self.synced => {
+                crate::coverage::reach(crate::coverage::Mark::StmMvccStaleMissingRef);
+                self.synced = true;
+                self.start();
+            }
+            Some(Err(Error::NoNode { .. })) if self.strict => {
+                crate::coverage::reach(crate::coverage::Mark::StmMvccStaleMissingRef);
+                self.finish(Err(Halt::Conflict(Some(
+                    crate::path::name(&self.node).to_owned(),
+                ))))
+            }
             Some(Err(Error::NoNode { .. })) => {
                 self.finish(Err(Halt::NoRef(crate::path::name(&self.node).to_owned())))
             }

@@ -275,6 +275,7 @@ impl Registry {
             .with(latch::SCENARIO)
             .with(work_queue::SCENARIO)
             .with(rw_register::SCENARIO)
+            .with(bank::handoff::SCENARIO)
     }
 
     /// The same, with `scenario` added.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use avout::stm::{Protocol, StmConfig};
 
 use super::workload::Mix;
-use super::{Measured, Point, ReportError, SweepArgs, metrics as m, render};
+use super::{Measured, Pick, Point, ReportError, SweepArgs, metrics as m, render};
 
 const WAITS_MS: [u64; 5] = [0, 1, 10, 100, 1000];
 
@@ -33,14 +33,48 @@ const LEVELS: [Level; 2] = [
     },
 ];
 
-fn mix(wait_ms: u64, level: &Level, window: Duration) -> Mix {
-    let config = StmConfig {
+/// The series of long transactions beside short ones.
+const LONG: &str = "long beside short: 1 + 4 clients, 2 refs";
+/// Its long transaction's pause after each of its two writes, and its retry limit.
+const LONG_GAP_MS: u64 = 20;
+const LONG_RETRY_LIMIT: u32 = 20;
+
+fn config(wait_ms: u64, retry_limit: u32) -> StmConfig {
+    StmConfig {
         barge_wait: Duration::from_millis(wait_ms),
-        retry_limit: 1000,
+        retry_limit,
         ..StmConfig::with_protocol(Protocol::Mvcc)
-    };
-    Mix::new(config, level.refs, window).writers(level.clients, 2, Duration::from_millis(5))
+    }
 }
+
+fn mix(wait_ms: u64, level: &Level, window: Duration) -> Mix {
+    Mix::new(config(wait_ms, 1000), level.refs, window).writers(
+        level.clients,
+        2,
+        Duration::from_millis(5),
+    )
+}
+
+/// One long writer altering both refs with a pause after each, beside 4 short writers each
+/// altering one of them without pausing.
+fn long_mix(wait_ms: u64, window: Duration) -> Mix {
+    Mix::new(config(wait_ms, LONG_RETRY_LIMIT), 2, window)
+        .writers(4, 1, Duration::ZERO)
+        .readers(1, 2, Duration::from_millis(LONG_GAP_MS))
+        .long_writers()
+}
+
+const METRICS: [super::Metric; 9] = [
+    m::COMMITS_PER_SEC,
+    m::BARGES_PER_SEC,
+    m::KILLED_PER_COMMIT,
+    m::RETRIES_PER_COMMIT,
+    m::MAX_RETRIES,
+    m::WRITER_P50,
+    m::WRITER_P99,
+    m::GAVE_UP,
+    m::STALLS,
+];
 
 pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
     let mut points = Vec::new();
@@ -54,20 +88,31 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             });
         }
     }
-    let measured = super::measure("barge", points, args)?;
+    for w in WAITS_MS {
+        points.push(Point {
+            x: format!("{w} ms"),
+            series: LONG.to_owned(),
+            mix: long_mix(w, args.window()),
+            on_zk: false,
+        });
+    }
+    let deployed = super::measure("barge", points, args)?;
     let mut doc = render::Doc::new(
         "barge",
         "BARGE-WAIT: when an older Mvcc transaction should kill a younger one",
         &args.command("barge"),
     );
     doc.para(&format!(
-        "Protocol Mvcc on the simulated ZooKeeper (one-way latency 0.1–2 ms, no faults), \
-         BARGE-WAIT in {{{}}} ms, {} seeds per point, a window of {} ms of virtual time per run; \
-         mean over seeds ± 95% confidence interval. Every transaction alters 2 refs with a 5 ms \
-         pause after each (a transaction that holds its place long enough to be barged), at two \
-         contention levels: {}. MAX-HISTORY 10, retry limit 1000 (a transaction that hits it \
-         counts as a retry-limit failure: starvation). Signs of livelock: retries per commit \
-         growing without throughput, and 100 ms windows in which nobody committed.",
+        "Protocol Mvcc, BARGE-WAIT in {{{}}} ms, {} seeds per point, a window of {} ms of \
+         virtual time per run; mean over seeds ± 95% confidence interval. In the first two \
+         series every transaction alters 2 refs with a 5 ms pause after each (a transaction \
+         that holds its place long enough to be barged), at two contention levels: {}; \
+         MAX-HISTORY 10, retry limit 1000. The third series looks for starvation: 1 long \
+         transaction altering both of 2 refs with a {LONG_GAP_MS} ms pause after each, beside \
+         4 short writers each altering one of them without pausing, retry limit \
+         {LONG_RETRY_LIMIT} (a transaction that hits it counts as a retry-limit failure: \
+         starvation). Signs of livelock: retries per commit growing while throughput falls, \
+         and 100 ms windows in which nobody committed.",
         WAITS_MS.map(|v| v.to_string()).join(", "),
         args.seeds,
         args.window_ms,
@@ -80,26 +125,16 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
          killed). A victim that gives its try up for another reason first (a conflict found \
          while tagging) is not counted as killed, so tries killed ≤ barges.",
     );
-    doc.table(&super::table(
-        &measured,
-        &[
-            m::COMMITS_PER_SEC,
-            m::BARGES_PER_SEC,
-            m::KILLED_PER_COMMIT,
-            m::RETRIES_PER_COMMIT,
-            m::MAX_RETRIES,
-            m::WRITER_P50,
-            m::WRITER_P99,
-            m::GAVE_UP,
-            m::STALLS,
-        ],
-    ));
-    super::plots(
-        &mut doc,
-        &measured,
-        "BARGE-WAIT",
-        super::render::Shape::Lines,
-        &[
+    super::deployments_para(&mut doc, &deployed);
+    let mut picks = Vec::new();
+    for d in super::full(&deployed) {
+        doc.heading(d.deployment.name);
+        let (uniform, long): (Vec<&Measured>, Vec<&Measured>) =
+            d.measured.iter().partition(|x| x.point.series != LONG);
+        let owned = |v: &[&Measured]| -> Vec<Measured> { v.iter().map(|x| (*x).clone()).collect() };
+        let (uniform, long) = (owned(&uniform), owned(&long));
+        doc.table(&super::table(&uniform, &METRICS));
+        for (metric, slug, title) in [
             (m::COMMITS_PER_SEC, "commits", "Commits per virtual second"),
             (m::BARGES_PER_SEC, "barges", "Barges per virtual second"),
             (m::RETRIES_PER_COMMIT, "retries", "Retries per commit"),
@@ -109,14 +144,57 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
                 "Most retries of one transaction",
             ),
             (m::WRITER_P99, "p99", "p99 latency (ms)"),
-        ],
-    )?;
+        ] {
+            super::plot(
+                &mut doc,
+                d,
+                &uniform,
+                (metric, slug, title),
+                "BARGE-WAIT",
+                super::render::Shape::Lines,
+            )?;
+        }
+        doc.subheading("Long transactions beside short ones");
+        doc.table(&super::table(
+            &long,
+            &[
+                m::LONG_COMMITS_PER_SEC,
+                m::LONG_MAX_RETRIES,
+                m::LONG_GAVE_UP,
+                m::WRITER_COMMITS_PER_SEC,
+                m::BARGES_PER_SEC,
+                m::READER_P99,
+                m::STALLS,
+            ],
+        ));
+        super::plot(
+            &mut doc,
+            d,
+            &long,
+            (
+                m::LONG_COMMITS_PER_SEC,
+                "long-commits",
+                "Long transactions committed per virtual second",
+            ),
+            "BARGE-WAIT",
+            super::render::Shape::Lines,
+        )?;
+        let (mut notes, mut p) = findings(&uniform);
+        let (long_notes, long_pick) = long_findings(&long);
+        notes.extend(long_notes);
+        p.push(long_pick);
+        doc.bullets(&notes);
+        picks.push((d.deployment.name, p));
+    }
+    if !args.no_model {
+        super::barge_model::section(&mut doc);
+    }
     super::conclude(
         doc,
         args,
         "barge",
-        &measured,
-        &findings(&measured),
+        &deployed,
+        &picks,
         &[
             m::COMMITS_PER_SEC,
             m::BARGES_PER_SEC,
@@ -128,7 +206,56 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
     )
 }
 
-fn findings(measured: &[Measured]) -> Vec<String> {
+/// Whether the long transactions starve, and at which waits.
+fn long_findings(long: &[Measured]) -> (Vec<String>, Pick) {
+    let commits: Vec<_> = long
+        .iter()
+        .map(|x| m::LONG_COMMITS_PER_SEC.estimate(&x.sim))
+        .collect();
+    let gave: Vec<_> = long
+        .iter()
+        .map(|x| m::LONG_GAVE_UP.estimate(&x.sim))
+        .collect();
+    let starved: Vec<&str> = long
+        .iter()
+        .zip(&gave)
+        .filter(|(_, g)| g.mean > 0.0)
+        .map(|(x, _)| x.point.x.as_str())
+        .collect();
+    let best = (0..long.len())
+        .max_by(|a, b| commits[*a].mean.total_cmp(&commits[*b].mean))
+        .expect("points");
+    let note = format!(
+        "Long transactions: {:.2}–{:.2} commit per second across the waits (best at {}); \
+         retry-limit failures (starvation at limit {LONG_RETRY_LIMIT}) {} — {}.",
+        commits.iter().map(|e| e.mean).fold(f64::MAX, f64::min),
+        commits.iter().map(|e| e.mean).fold(0.0, f64::max),
+        long[best].point.x,
+        if starved.is_empty() {
+            "at no wait".to_owned()
+        } else {
+            format!("at {}", starved.join(", "))
+        },
+        gave.iter()
+            .zip(long)
+            .map(|(g, x)| format!("{} {:.1}/run", x.point.x, g.mean))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    let answer = if starved.len() == long.len() {
+        "starve at every wait".to_owned()
+    } else if starved.is_empty() {
+        "commit at every wait".to_owned()
+    } else {
+        format!("starve at {}", starved.join(", "))
+    };
+    (
+        vec![note],
+        Pick::new("Long transactions beside short writers", answer),
+    )
+}
+
+fn findings(measured: &[Measured]) -> (Vec<String>, Vec<Pick>) {
     let mut out = Vec::new();
     let mut picks = Vec::new();
     for level in &LEVELS {
@@ -226,5 +353,9 @@ fn findings(measured: &[Measured]) -> Vec<String> {
          lowest p99): {} at low contention, {} at high contention.",
         picks[0], picks[1]
     ));
-    out
+    let picks = vec![
+        Pick::new("BARGE-WAIT at low contention", picks[0].clone()),
+        Pick::new("BARGE-WAIT at high contention", picks[1].clone()),
+    ];
+    (out, picks)
 }

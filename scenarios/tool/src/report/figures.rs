@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::stats::Estimate;
 use super::workload::Outcome;
-use super::{Measured, Metric, ReportError, SweepArgs, metrics, pct_ms, render};
+use super::{Deployed, Measured, Metric, ReportError, SweepArgs, metrics, pct_ms, render};
 
 /// The table of `metrics` over the points (one row per point).
 pub(super) fn table(measured: &[Measured], metrics: &[Metric]) -> render::Table {
@@ -45,19 +45,21 @@ pub(super) fn series(measured: &[Measured], metric: Metric) -> (Vec<String>, Vec
     (xs, lines)
 }
 
-/// Adds a plot of `metric` over the points, drawn as `shape`.
+/// Adds a plot of `metric` over the points of a deployment, drawn as `shape`.
 pub(super) fn plot(
     doc: &mut render::Doc,
+    deployed: &Deployed,
     measured: &[Measured],
     (metric, slug, title): (Metric, &str, &str),
     x_desc: &str,
     shape: render::Shape,
 ) -> Result<(), ReportError> {
     let (xs, lines) = series(measured, metric);
+    let title = format!("{title} ({})", deployed.deployment.name);
     doc.plot(
-        slug,
+        &deployed.deployment.plot_slug(slug),
         &render::Plot {
-            title,
+            title: &title,
             x_desc,
             y_desc: metric.name,
             xs: &xs,
@@ -70,35 +72,91 @@ pub(super) fn plot(
 /// Adds a plot per `(metric, slug, title)`, all over the axis `x_desc`, drawn as `shape`.
 pub(super) fn plots(
     doc: &mut render::Doc,
-    measured: &[Measured],
+    deployed: &Deployed,
     x_desc: &str,
     shape: render::Shape,
     plots: &[(Metric, &str, &str)],
 ) -> Result<(), ReportError> {
     for &p in plots {
-        plot(doc, measured, p, x_desc, shape)?;
+        plot(doc, deployed, &deployed.measured, p, x_desc, shape)?;
     }
     Ok(())
 }
 
-/// What every sweep report ends with, and writes: its findings, the note on unexpected
-/// failures, the `--zk` comparison of `zk_metrics`, and the command of the full-size run (the
-/// committed report being a small sweep, `small_because` says why if it needs saying).
+/// A recommendation a report draws from one deployment's figures.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Pick {
+    /// What it answers ("BARGE-WAIT at high contention").
+    pub(super) question: String,
+    /// The answer ("10 ms").
+    pub(super) answer: String,
+}
+
+impl Pick {
+    pub(super) fn new(question: impl Into<String>, answer: impl Into<String>) -> Pick {
+        Pick {
+            question: question.into(),
+            answer: answer.into(),
+        }
+    }
+}
+
+/// The deployments every point ran on, each a section of the report.
+pub(super) fn full(deployed: &[Deployed]) -> impl Iterator<Item = &Deployed> {
+    deployed.iter().filter(|d| d.deployment.every_point)
+}
+
+/// Says where the sweep ran: one bullet per simulated deployment.
+pub(super) fn deployments_para(doc: &mut render::Doc, deployed: &[Deployed]) {
+    doc.para(
+        "Every point runs on each of these simulated deployments (the ones marked \
+         *calibration* run only the points compared with real servers):",
+    );
+    let items: Vec<String> = deployed
+        .iter()
+        .map(|d| {
+            format!(
+                "**{}**{}: {}.",
+                d.deployment.name,
+                if d.deployment.every_point {
+                    ""
+                } else {
+                    " (calibration)"
+                },
+                d.deployment.what
+            )
+        })
+        .collect();
+    doc.bullets(&items);
+}
+
+/// What every sweep report ends with, and writes: the recommendations of each deployment
+/// side by side, the note on unexpected failures, the calibration against real servers of
+/// `zk_metrics`, and the command of the full-size run (the committed report being a small
+/// sweep, `small_because` says why if it needs saying).
 pub(super) fn conclude(
     mut doc: render::Doc,
     args: &SweepArgs,
     name: &str,
-    measured: &[Measured],
-    findings: &[String],
+    deployed: &[Deployed],
+    picks: &[(&str, Vec<Pick>)],
     zk_metrics: &[Metric],
     small_because: &str,
 ) -> Result<PathBuf, ReportError> {
-    doc.heading("Findings");
-    doc.bullets(findings);
-    if let Some(note) = failures_note(measured) {
+    doc.heading("Recommendations by deployment");
+    let (table, changed) = recommendations(picks);
+    doc.table(&table);
+    if changed.is_empty() {
+        doc.para("No recommendation changes with the deployment.");
+    } else {
+        doc.para("Where a recommendation changes with the deployment:");
+        doc.bullets(&changed);
+    }
+    let all: Vec<&Measured> = deployed.iter().flat_map(|d| &d.measured).collect();
+    if let Some(note) = failures_note(&all) {
         doc.para(&note);
     }
-    zk_section(&mut doc, args, measured, zk_metrics);
+    super::calibrate::section(&mut doc, args, deployed, zk_metrics);
     doc.heading("Full size");
     doc.para(&format!(
         "The committed report is a small sweep{small_because}. The full-size run: `avout report \
@@ -107,102 +165,39 @@ pub(super) fn conclude(
     doc.write(&args.out)
 }
 
-/// The `--zk` section: each `on_zk` point's metrics on the simulator and on ZooKeeper, and
-/// where they disagree (the real figure outside the simulator's interval, by more than 10%).
-pub(super) fn zk_section(
-    doc: &mut render::Doc,
-    args: &SweepArgs,
-    measured: &[Measured],
-    metrics: &[Metric],
-) {
-    let Some(connect) = &args.zk else {
-        doc.heading("Simulator and real ZooKeeper");
-        doc.para(
-            "Not run: this report was generated without `--zk CONNECT`. Add it (for example \
-             `avout zk start`, then `--zk 127.0.0.1:2181`) to run the marked subset of points \
-             on a real server and compare.",
-        );
-        return;
-    };
-    doc.heading("Simulator and real ZooKeeper");
-    doc.para(&format!(
-        "The points below also ran {} time(s) each on the ZooKeeper at `{connect}`, in wall-clock \
-         time (these figures are not reproducible bit for bit). `sim` is the simulator's mean ± \
-         95% interval; `real` the mean of the real runs; a cell is marked **differs** when the \
-         real mean lies outside the simulator's interval by more than 10% of it.",
-        args.zk_runs
-    ));
-    let mut t = render::Table::new(["series", "point", "metric", "sim", "real", "real/sim", ""]);
-    let mut differ = Vec::new();
-    for m in measured.iter().filter(|m| !m.zk.is_empty()) {
-        for k in metrics {
-            let sim = k.estimate(&m.sim);
-            let real = k.estimate(&m.zk);
-            let ratio = if sim.mean == 0.0 {
-                "—".to_owned()
-            } else {
-                format!("{:.2}", real.mean / sim.mean)
-            };
-            let slack = 0.1 * sim.mean.abs();
-            let off = real.mean < sim.low() - slack || real.mean > sim.high() + slack;
-            if off {
-                differ.push(format!(
-                    "{} {}: {} is {:.*} on ZooKeeper against {} simulated",
-                    m.point.series,
-                    m.point.x,
-                    k.name,
-                    k.decimals,
-                    real.mean,
-                    render::est(&sim, k.decimals)
-                ));
-            }
-            t.row(vec![
-                m.point.series.clone(),
-                m.point.x.clone(),
-                k.name.to_owned(),
-                render::est(&sim, k.decimals),
-                format!("{:.*}", k.decimals, real.mean),
-                ratio,
-                if off {
-                    "**differs**".into()
-                } else {
-                    String::new()
-                },
-            ]);
+/// The table of picks (a row per question, a column per deployment) and a sentence for each
+/// question whose answer is not the same everywhere.
+fn recommendations(picks: &[(&str, Vec<Pick>)]) -> (render::Table, Vec<String>) {
+    let mut header = vec!["recommendation".to_owned()];
+    header.extend(picks.iter().map(|(d, _)| (*d).to_owned()));
+    let mut t = render::Table::new(header);
+    let mut changed = Vec::new();
+    let questions: Vec<&str> = picks
+        .first()
+        .map(|(_, p)| p.iter().map(|p| p.question.as_str()).collect())
+        .unwrap_or_default();
+    for q in questions {
+        let answers: Vec<&str> = picks
+            .iter()
+            .map(|(_, ps)| {
+                ps.iter()
+                    .find(|p| p.question == q)
+                    .map_or("—", |p| p.answer.as_str())
+            })
+            .collect();
+        if answers.iter().any(|a| *a != answers[0]) {
+            let per: Vec<String> = picks
+                .iter()
+                .zip(&answers)
+                .map(|((d, _), a)| format!("{d}: {a}"))
+                .collect();
+            changed.push(format!("{q}: {}.", per.join("; ")));
         }
+        let mut row = vec![q.to_owned()];
+        row.extend(answers.iter().map(|a| (*a).to_owned()));
+        t.row(row);
     }
-    doc.table(&t);
-    // The latency per round trip on each backend: the main reason absolute figures differ.
-    let mut lat =
-        render::Table::new(["series", "point", "sim ms/round trip", "real ms/round trip"]);
-    for m in measured.iter().filter(|m| !m.zk.is_empty()) {
-        lat.row(vec![
-            m.point.series.clone(),
-            m.point.x.clone(),
-            format!("{:.2}", ms_per_round_trip(&m.sim)),
-            format!("{:.2}", ms_per_round_trip(&m.zk)),
-        ]);
-    }
-    doc.para(
-        "Why they differ. The simulator draws each one-way message latency uniformly from \
-         0.1–2 ms and applies a request the moment it arrives; a real standalone server on \
-         loopback answers a read in well under a millisecond but makes every write wait for \
-         its transaction log's fsync, and its clients share this machine's two cores with the \
-         server. Counts per commit (requests, round trips) are the protocol's and should \
-         agree; time-based figures (throughput, latency) scale with the time a round trip \
-         takes, and contention figures (retries, read faults) follow from how many \
-         transactions overlap in that time. Median latency divided by round trips per commit, \
-         an estimate of one round trip's cost (the transaction's pauses included):",
-    );
-    doc.table(&lat);
-    if differ.is_empty() {
-        doc.para(
-            "Every compared figure of the real runs lies within 10% of the simulator's interval.",
-        );
-    } else {
-        doc.para("Where they disagree:");
-        doc.bullets(&differ);
-    }
+    (t, changed)
 }
 
 /// Median latency (writers, else readers) per round trip per commit, averaged over runs.
@@ -224,7 +219,7 @@ pub(super) fn ms_per_round_trip(runs: &[Outcome]) -> f64 {
 }
 
 /// Failures other than the retry limit across all runs, for the report (none expected).
-pub(super) fn failures_note(measured: &[Measured]) -> Option<String> {
+pub(super) fn failures_note(measured: &[&Measured]) -> Option<String> {
     let mut total = std::collections::BTreeMap::<String, u64>::new();
     for m in measured {
         for o in m.sim.iter().chain(&m.zk) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use avout::stm::{Protocol, StmConfig};
 
 use super::workload::Mix;
-use super::{Measured, Point, ReportError, SweepArgs, metrics as m, render};
+use super::{Measured, Pick, Point, ReportError, SweepArgs, metrics as m, render};
 
 const VALUES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 /// Pause between a reader's reads: the two reader lengths compared.
@@ -40,92 +40,99 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             });
         }
     }
-    let measured = super::measure("max-history", points, args)?;
+    let deployed = super::measure("max-history", points, args)?;
     let mut doc = render::Doc::new(
         "max-history",
         "MAX-HISTORY: how many past values Mvcc should keep per ref",
         &args.command("max-history"),
     );
     doc.para(&format!(
-        "Protocol Mvcc on the simulated ZooKeeper (one-way latency 0.1–2 ms, no faults), \
-         MAX-HISTORY in {{{}}}, {} seeds per point, a window of {} ms of virtual time per run; \
-         mean over seeds ± 95% confidence interval. Workload: 4 writers each altering 1 of 4 \
-         refs per transaction (short writers), beside 2 readers each reading all 4 refs in one \
-         read-only transaction with a pause after every read ({} ms per read in one series, {} \
-         ms in the other: long readers). A reader reads a snapshot at its read point; once \
-         writers have committed more than MAX-HISTORY newer values of a ref, that snapshot's \
-         value is gone, the read faults and the reader runs again. BARGE-WAIT 10 ms, retry \
-         limit 1000. Nodes held: every node under the STM root after the run (refs, their \
-         history, locks, points).",
+        "Protocol Mvcc, MAX-HISTORY in {{{}}}, {} seeds per point, a window of {} ms of virtual \
+         time per run; mean over seeds ± 95% confidence interval. Workload: 4 writers each \
+         altering 1 of 4 refs per transaction (short writers), beside 2 readers each reading \
+         all 4 refs in one read-only transaction with a pause after every read ({} ms per read \
+         in one series, {} ms in the other: long readers). A reader reads a snapshot at its \
+         read point; once writers have committed more than MAX-HISTORY newer values of a ref, \
+         that snapshot's value is gone, the read faults and the reader runs again. BARGE-WAIT \
+         10 ms, retry limit 1000. Nodes held: every node under the STM root after the run \
+         (refs, their history, locks, points).",
         VALUES.map(|v| v.to_string()).join(", "),
         args.seeds,
         args.window_ms,
         GAPS_MS[0],
         GAPS_MS[1],
     ));
-    doc.table(&super::table(
-        &measured,
-        &[
-            m::COMMITS_PER_SEC,
-            m::READER_COMMITS_PER_SEC,
-            m::READ_FAULTS_PER_SEC,
-            m::RETRIES_PER_COMMIT,
-            m::READER_P50,
-            m::READER_P99,
-            m::WRITER_P50,
-            m::WRITER_P99,
-            m::NODES,
-        ],
-    ));
-    super::plots(
-        &mut doc,
-        &measured,
-        "MAX-HISTORY",
-        super::render::Shape::Lines,
-        &[
-            (
-                m::READ_FAULTS_PER_SEC,
-                "read-faults",
-                "Read faults per virtual second",
-            ),
-            (
-                m::READER_COMMITS_PER_SEC,
-                "reader-commits",
-                "Read-only commits per virtual second",
-            ),
-            (
+    super::deployments_para(&mut doc, &deployed);
+    let mut picks = Vec::new();
+    for d in super::full(&deployed) {
+        doc.heading(d.deployment.name);
+        doc.table(&super::table(
+            &d.measured,
+            &[
                 m::COMMITS_PER_SEC,
-                "commits",
-                "All commits per virtual second",
-            ),
-            (
+                m::READER_COMMITS_PER_SEC,
+                m::READ_FAULTS_PER_SEC,
+                m::RETRIES_PER_COMMIT,
+                m::READER_P50,
                 m::READER_P99,
-                "reader-p99",
-                "Read-only transaction p99 latency (ms)",
-            ),
-            (m::NODES, "nodes", "ZooKeeper nodes held under the root"),
-        ],
-    )?;
+                m::WRITER_P50,
+                m::WRITER_P99,
+                m::NODES,
+            ],
+        ));
+        super::plots(
+            &mut doc,
+            d,
+            "MAX-HISTORY",
+            super::render::Shape::Lines,
+            &[
+                (
+                    m::READ_FAULTS_PER_SEC,
+                    "read-faults",
+                    "Read faults per virtual second",
+                ),
+                (
+                    m::READER_COMMITS_PER_SEC,
+                    "reader-commits",
+                    "Read-only commits per virtual second",
+                ),
+                (
+                    m::COMMITS_PER_SEC,
+                    "commits",
+                    "All commits per virtual second",
+                ),
+                (
+                    m::READER_P99,
+                    "reader-p99",
+                    "Read-only transaction p99 latency (ms)",
+                ),
+                (m::NODES, "nodes", "ZooKeeper nodes held under the root"),
+            ],
+        )?;
+        let (notes, p) = findings(&d.measured);
+        doc.bullets(&notes);
+        picks.push((d.deployment.name, p));
+    }
     super::conclude(
         doc,
         args,
         "max-history",
-        &measured,
-        &findings(&measured),
+        &deployed,
+        &picks,
         &[
             m::COMMITS_PER_SEC,
             m::READER_COMMITS_PER_SEC,
             m::READ_FAULTS_PER_SEC,
-            m::ROUND_TRIPS_PER_COMMIT,
-            m::NODES,
+            m::READER_P99,
         ],
         "",
     )
 }
 
-fn findings(measured: &[Measured]) -> Vec<String> {
+fn findings(measured: &[Measured]) -> (Vec<String>, Vec<Pick>) {
     let mut out = Vec::new();
     let mut recommended = Vec::new();
+    let mut picks = Vec::new();
     for gap in GAPS_MS {
         let name = series_name(gap);
         let rows: Vec<&Measured> = measured.iter().filter(|x| x.point.series == name).collect();
@@ -165,7 +172,11 @@ fn findings(measured: &[Measured]) -> Vec<String> {
             nodes[0].mean,
             nodes.last().expect("points").mean,
         ));
-        recommended.push((gap, knee));
+        recommended.push((gap, knee.clone()));
+        picks.push(Pick::new(
+            format!("MAX-HISTORY for readers of {gap} ms per read"),
+            knee,
+        ));
     }
     out.extend(super::identical_runs(measured, "MAX-HISTORY"));
     let writers: Vec<_> = measured
@@ -197,5 +208,5 @@ fn findings(measured: &[Measured]) -> Vec<String> {
             "is too small"
         }
     ));
-    out
+    (out, picks)
 }

@@ -20,10 +20,15 @@
 //! [`Protocol::Optimistic`]: avout::stm::Protocol::Optimistic
 
 mod barge;
+mod barge_model;
 mod bench;
+mod calibrate;
+mod deploy;
 mod figures;
+mod latency;
 mod max_history;
 mod protocols;
+mod real;
 pub(crate) mod render;
 pub mod stats;
 pub mod stm_stats;
@@ -36,9 +41,8 @@ use std::time::Duration;
 
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
-use avout_sim_zk::Sim;
 
-use figures::{conclude, identical_runs, plot, plots, table};
+use figures::{Pick, conclude, deployments_para, full, identical_runs, plot, plots, table};
 use stats::Estimate;
 use workload::{Mix, Outcome};
 
@@ -53,6 +57,9 @@ pub enum ReportCommand {
     Barge(SweepArgs),
     /// avout's benchmarks and the Curator and kazoo peers on one real server: ratios.
     Bench(bench::BenchArgs),
+    /// Round trips of a real server and a real ensemble by class of request, and the
+    /// simulator latency models fitted from them (the fitted deployments read these).
+    Latency(latency::LatencyArgs),
 }
 
 /// Options of the sweeps.
@@ -74,9 +81,22 @@ pub struct SweepArgs {
     /// are not reproducible) and compare.
     #[arg(long, value_name = "CONNECT")]
     zk: Option<String>,
+    /// Start a standalone server and an ensemble of this many members (temporary
+    /// directories, free ports, stopped at the end), and run the compared points on both
+    /// (with `--zk`, that server stands for the standalone one).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
+    zk_ensemble: Option<u8>,
     /// Runs per point on the real ZooKeeper.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     zk_runs: u64,
+    /// The directory of the latency models fitted from real servers (`avout report latency`
+    /// writes them), from which the fitted deployments are simulated.
+    #[arg(long, value_name = "DIR", default_value = "reports/latency")]
+    fitted: PathBuf,
+    /// Leave out the model check a report confirms its findings with (`barge`: half a
+    /// minute of checking).
+    #[arg(long)]
+    no_model: bool,
 }
 
 impl SweepArgs {
@@ -90,8 +110,20 @@ impl SweepArgs {
         if self.out != std::path::Path::new("reports") {
             c.push_str(&format!(" --out {}", self.out.display()));
         }
+        if self.fitted != std::path::Path::new("reports/latency") {
+            c.push_str(&format!(" --fitted {}", self.fitted.display()));
+        }
         if let Some(zk) = &self.zk {
-            c.push_str(&format!(" --zk {zk} --zk-runs {}", self.zk_runs));
+            c.push_str(&format!(" --zk {zk}"));
+        }
+        if let Some(n) = self.zk_ensemble {
+            c.push_str(&format!(" --zk-ensemble {n}"));
+        }
+        if self.zk.is_some() || self.zk_ensemble.is_some() {
+            c.push_str(&format!(" --zk-runs {}", self.zk_runs));
+        }
+        if self.no_model {
+            c.push_str(" --no-model");
         }
         c
     }
@@ -160,6 +192,7 @@ pub fn run(command: &ReportCommand) -> Result<PathBuf, ReportError> {
         ReportCommand::MaxHistory(args) => max_history::run(args)?,
         ReportCommand::Barge(args) => barge::run(args)?,
         ReportCommand::Bench(args) => bench::run(args)?,
+        ReportCommand::Latency(args) => latency::run(args)?,
     };
     println!("wrote {}", path.display());
     Ok(path)
@@ -173,58 +206,110 @@ struct Point {
     /// The line it belongs to.
     series: String,
     mix: Mix,
-    /// Whether `--zk` runs it too.
+    /// Whether the real servers run it too, and the calibration deployments.
     on_zk: bool,
 }
 
-/// A point's runs.
+/// A point's runs on one deployment.
+#[derive(Clone)]
 struct Measured {
     point: Point,
     sim: Vec<Outcome>,
+    /// The runs on the real servers this deployment is compared with.
     zk: Vec<Outcome>,
 }
 
-/// Runs every point: all seeds on the simulator, and the `on_zk` points `--zk-runs` times on
-/// the real ZooKeeper if `--zk` was given.
-fn measure(name: &str, points: Vec<Point>, args: &SweepArgs) -> Result<Vec<Measured>, ReportError> {
-    let runs = sweep::run_sweep(name, &points, args.seeds, args.threads(), |p, seed| {
-        on_sim(&p.mix, seed)
-    });
-    let mut out = Vec::new();
-    for (i, (point, runs)) in points.into_iter().zip(runs).enumerate() {
-        let sim = runs
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ReportError::Setup {
-                what: format!("{name} {} {} on the simulator", point.series, point.x),
-                detail: e.to_string(),
-            })?;
-        let mut zk = Vec::new();
-        if let (Some(connect), true) = (&args.zk, point.on_zk) {
-            for r in 0..args.zk_runs {
-                eprintln!(
-                    "{name}: {} {} on {connect}, run {}",
-                    point.series,
-                    point.x,
-                    r + 1
-                );
-                let root = format!("/avout-report/{name}/{}-{i}-{r}", unique());
-                zk.push(on_zk(connect, &point.mix, &root, r + 1)?);
+/// A deployment's points.
+struct Deployed {
+    deployment: deploy::Deployment,
+    measured: Vec<Measured>,
+}
+
+/// Runs every point: all seeds on each simulated deployment (the calibration deployments only
+/// the `on_zk` points), and the `on_zk` points `--zk-runs` times on each real server
+/// (`--zk`, `--zk-ensemble`).
+fn measure(name: &str, points: Vec<Point>, args: &SweepArgs) -> Result<Vec<Deployed>, ReportError> {
+    let deployments = deploy::deployments(&args.fitted)?;
+    let pairs: Vec<(usize, usize)> = deployments
+        .iter()
+        .enumerate()
+        .flat_map(|(d, dep)| {
+            points
+                .iter()
+                .enumerate()
+                .filter(move |(_, p)| dep.every_point || p.on_zk)
+                .map(move |(i, _)| (d, i))
+        })
+        .collect();
+    let mut runs = sweep::run_sweep(name, &pairs, args.seeds, args.threads(), |&(d, i), seed| {
+        on_sim(&deployments[d], &points[i].mix, seed)
+    })
+    .into_iter();
+    let real = real::Servers::start(args)?;
+    let mut zk: Vec<Vec<(deploy::Real, Vec<Outcome>)>> = Vec::new();
+    for (i, point) in points.iter().enumerate() {
+        let mut here = Vec::new();
+        if point.on_zk {
+            for (which, connect) in real.targets() {
+                let mut outs = Vec::new();
+                for r in 0..args.zk_runs {
+                    eprintln!(
+                        "{name}: {} {} on {which:?} at {connect}, run {}",
+                        point.series,
+                        point.x,
+                        r + 1
+                    );
+                    let root = format!("/avout-report/{name}/{}-{i}-{r}", unique());
+                    outs.push(on_zk(connect, &point.mix, &root, r + 1)?);
+                }
+                here.push((which, outs));
             }
         }
-        out.push(Measured { point, sim, zk });
+        zk.push(here);
+    }
+    drop(real);
+    let mut out = Vec::new();
+    for (d, deployment) in deployments.into_iter().enumerate() {
+        let mut measured = Vec::new();
+        for (i, point) in points.iter().enumerate() {
+            if !pairs.contains(&(d, i)) {
+                continue;
+            }
+            let sim = runs
+                .next()
+                .expect("a result per pair")
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ReportError::Setup {
+                    what: format!("{name} {} {} on {}", point.series, point.x, deployment.name),
+                    detail: e.to_string(),
+                })?;
+            let zk = zk[i]
+                .iter()
+                .find(|(which, _)| Some(*which) == deployment.real)
+                .map(|(_, outs)| outs.clone())
+                .unwrap_or_default();
+            measured.push(Measured {
+                point: point.clone(),
+                sim,
+                zk,
+            });
+        }
+        out.push(Deployed {
+            deployment,
+            measured,
+        });
     }
     Ok(out)
 }
 
 /// One simulated run.
-fn on_sim(mix: &Mix, seed: u64) -> Result<Outcome, workload::SetupError> {
-    let sim = Sim::builder()
-        .seed(seed)
-        .clients(mix.clients())
-        .time_limit(mix.window + Duration::from_secs(3600))
-        .keep_log(false)
-        .build();
+fn on_sim(
+    deployment: &deploy::Deployment,
+    mix: &Mix,
+    seed: u64,
+) -> Result<Outcome, workload::SetupError> {
+    let sim = deployment.sim(seed, mix.clients(), mix.window + Duration::from_secs(3600));
     let (out, _summary) = sim.run(|mut ctx| async move {
         // Managed clients on the run's sessions, opening later ones from the service.
         let clients: Vec<Client> = ctx
@@ -395,5 +480,11 @@ mod metrics {
     pub(super) const KILLED_PER_COMMIT: Metric = Metric::new("tries killed/commit", 2, |o| {
         per_commit(o.stats().killed, o)
     });
+    pub(super) const LONG_COMMITS_PER_SEC: Metric =
+        Metric::new("long commits/s", 2, |o| o.readers.commits as f64 / secs(o));
+    pub(super) const LONG_MAX_RETRIES: Metric =
+        Metric::new("long max retries", 1, |o| o.readers.max_retries as f64);
+    pub(super) const LONG_GAVE_UP: Metric =
+        Metric::new("long retry-limit failures", 1, |o| o.readers.gave_up as f64);
     pub(super) const NODES: Metric = Metric::new("nodes held", 0, |o| o.nodes as f64);
 }

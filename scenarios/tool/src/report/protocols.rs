@@ -6,7 +6,7 @@ use std::time::Duration;
 use avout::stm::{Protocol, StmConfig};
 
 use super::workload::Mix;
-use super::{Measured, Point, ReportError, SweepArgs, metrics as m, render};
+use super::{Measured, Pick, Point, ReportError, SweepArgs, metrics as m, render};
 
 /// A workload of the comparison.
 struct Shape {
@@ -57,21 +57,20 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             });
         }
     }
-    let measured = super::measure("protocols", points, args)?;
+    let deployed = super::measure("protocols", points, args)?;
     let mut doc = render::Doc::new(
         "protocols",
         "STM protocols: Mvcc against Optimistic",
         &args.command("protocols"),
     );
     doc.para(&format!(
-        "Both protocols run the same workloads on the simulated ZooKeeper (one-way latency \
-         0.1–2 ms, no faults), {} seeds per point, each run measuring a window of {} ms of \
-         virtual time; every figure is the mean over seeds ± its 95% confidence interval. \
-         Configuration: Clojure's defaults (BARGE-WAIT 10 ms, MAX-HISTORY 10) with a retry \
-         limit of 1000. Each client has its own session and STM handle. Throughput counts \
-         transactions committed inside the window, per second of virtual time; retries, \
-         requests and round trips are per committed transaction (all tries' requests \
-         included), counted by the STM (`Stm::stats`).",
+        "Both protocols run the same workloads, {} seeds per point, each run measuring a \
+         window of {} ms of virtual time; every figure is the mean over seeds ± its 95% \
+         confidence interval. Configuration: Clojure's defaults (BARGE-WAIT 10 ms, \
+         MAX-HISTORY 10) with a retry limit of 1000. Each client has its own session and STM \
+         handle. Throughput counts transactions committed inside the window, per second of \
+         virtual time; retries, requests and round trips are per committed transaction (all \
+         tries' requests included), counted by the STM (`Stm::stats`).",
         args.seeds, args.window_ms
     ));
     let workloads: Vec<String> = SHAPES
@@ -80,9 +79,38 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         .collect();
     doc.para("Workloads:");
     doc.bullets(&workloads);
-    doc.heading("Throughput and cost");
+    super::deployments_para(&mut doc, &deployed);
+    let mut picks = Vec::new();
+    for d in super::full(&deployed) {
+        doc.heading(d.deployment.name);
+        section(&mut doc, d)?;
+        let (notes, p) = findings(&d.measured);
+        doc.bullets(&notes);
+        picks.push((d.deployment.name, p));
+    }
+    super::conclude(
+        doc,
+        args,
+        "protocols",
+        &deployed,
+        &picks,
+        &[
+            m::COMMITS_PER_SEC,
+            m::RETRIES_PER_COMMIT,
+            m::REQUESTS_PER_COMMIT,
+            m::ROUND_TRIPS_PER_COMMIT,
+            m::WRITER_P99,
+        ],
+        " (it must run in minutes on a shared 2-core machine)",
+    )
+}
+
+/// One deployment's tables and plots.
+fn section(doc: &mut render::Doc, d: &super::Deployed) -> Result<(), ReportError> {
+    let measured = &d.measured;
+    doc.subheading("Throughput and cost");
     doc.table(&super::table(
-        &measured,
+        measured,
         &[
             m::COMMITS_PER_SEC,
             m::RETRIES_PER_COMMIT,
@@ -93,8 +121,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         ],
     ));
     super::plots(
-        &mut doc,
-        &measured,
+        doc,
+        d,
         "workload",
         super::render::Shape::Bars,
         &[
@@ -110,7 +138,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             ),
         ],
     )?;
-    doc.heading("Read-only transactions");
+    doc.subheading("Read-only transactions");
     doc.para(
         "The `mixed` and `read-only` workloads. Optimistic validates every read at commit (a \
          long reader is retried whenever a writer changed any ref it read); Mvcc reads a \
@@ -120,11 +148,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
     let readers: Vec<Measured> = measured
         .iter()
         .filter(|x| x.point.mix.readers > 0)
-        .map(|x| Measured {
-            point: x.point.clone(),
-            sim: x.sim.clone(),
-            zk: x.zk.clone(),
-        })
+        .cloned()
         .collect();
     doc.table(&super::table(
         &readers,
@@ -138,7 +162,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         ],
     ));
     super::plot(
-        &mut doc,
+        doc,
+        d,
         &readers,
         (
             m::READER_RETRIES_PER_COMMIT,
@@ -147,21 +172,6 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         ),
         "workload",
         super::render::Shape::Bars,
-    )?;
-    super::conclude(
-        doc,
-        args,
-        "protocols",
-        &measured,
-        &findings(&measured),
-        &[
-            m::COMMITS_PER_SEC,
-            m::RETRIES_PER_COMMIT,
-            m::REQUESTS_PER_COMMIT,
-            m::ROUND_TRIPS_PER_COMMIT,
-            m::WRITER_P50,
-        ],
-        " (it must run in minutes on a shared 2-core machine)",
     )
 }
 
@@ -173,7 +183,7 @@ fn find<'a>(measured: &'a [Measured], protocol: Protocol, label: &str) -> &'a Me
 }
 
 /// Sentences computed from the data.
-fn findings(measured: &[Measured]) -> Vec<String> {
+fn findings(measured: &[Measured]) -> (Vec<String>, Vec<Pick>) {
     let mut out = Vec::new();
     let mut mvcc_wins = Vec::new();
     let mut opt_wins = Vec::new();
@@ -254,5 +264,28 @@ fn findings(measured: &[Measured]) -> Vec<String> {
         _ => "Recommended default: Optimistic (StmConfig's default): neither protocol is faster on more workloads, and Optimistic needs fewer round trips per commit.".to_owned(),
     };
     out.push(rec);
-    out
+    let winner = |label: &str| {
+        if mvcc_wins.contains(&label) {
+            "Mvcc"
+        } else if opt_wins.contains(&label) {
+            "Optimistic"
+        } else {
+            "either"
+        }
+    };
+    let mut picks: Vec<Pick> = SHAPES
+        .iter()
+        .map(|s| Pick::new(format!("faster protocol, `{}`", s.label), winner(s.label)))
+        .collect();
+    picks.push(Pick::new(
+        "long readers beside writers commit more under",
+        if rcv.overlaps(&rco) {
+            "either"
+        } else if rcv.mean > rco.mean {
+            "Mvcc"
+        } else {
+            "Optimistic"
+        },
+    ));
+    (out, picks)
 }

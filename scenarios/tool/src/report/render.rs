@@ -284,6 +284,10 @@ impl Doc {
         let _ = write!(self.text, "## {s}\n\n");
     }
 
+    pub(crate) fn subheading(&mut self, s: &str) {
+        let _ = write!(self.text, "### {s}\n\n");
+    }
+
     pub(crate) fn table(&mut self, t: &Table) {
         self.text.push_str(&t.markdown());
         self.text.push('\n');

@@ -47,6 +47,9 @@ pub(crate) struct Mix {
     pub(crate) read_refs: usize,
     /// Pause after each of a reader's reads.
     pub(crate) read_gap: Duration,
+    /// Whether the reader clients alter the refs they read (+1 each) instead: long writers
+    /// beside the short ones, to see whether they starve.
+    pub(crate) long_writers: bool,
     /// The measured window.
     pub(crate) window: Duration,
 }
@@ -63,6 +66,7 @@ impl Mix {
             readers: 0,
             read_refs: 0,
             read_gap: Duration::ZERO,
+            long_writers: false,
             window,
         }
     }
@@ -85,6 +89,15 @@ impl Mix {
             readers: clients,
             read_refs: refs,
             read_gap: gap,
+            ..self
+        }
+    }
+
+    /// Makes the reader clients long writers: each transaction alters the refs it would
+    /// have read, pausing after each.
+    pub(crate) fn long_writers(self) -> Mix {
+        Mix {
+            long_writers: true,
             ..self
         }
     }
@@ -326,7 +339,21 @@ async fn client(
     while Instant::now() < deadline {
         let began = Instant::now();
         let mut tries = 0u64;
-        let result = if reader {
+        let result = if reader && mix.long_writers {
+            let touched = &refs[..mix.read_refs.min(refs.len())];
+            let gap = mix.read_gap;
+            stm.dosync(async |tx| {
+                tries += 1;
+                for r in touched {
+                    tx.alter(r, |v| v + 1).await?;
+                    if !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                }
+                Ok(0)
+            })
+            .await
+        } else if reader {
             let reads = &refs[..mix.read_refs.min(refs.len())];
             let gap = mix.read_gap;
             stm.dosync(async |tx| {

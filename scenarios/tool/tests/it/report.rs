@@ -19,6 +19,9 @@ fn dir(tag: &str) -> PathBuf {
     d
 }
 
+/// The latency models fitted from real servers, as committed.
+const FITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reports/latency");
+
 fn generate(name: &str, out: &Path, threads: usize) -> PathBuf {
     let out = out.to_str().unwrap();
     let threads = threads.to_string();
@@ -33,6 +36,9 @@ fn generate(name: &str, out: &Path, threads: usize) -> PathBuf {
         &threads,
         "--out",
         out,
+        "--fitted",
+        FITTED,
+        "--no-model",
     ];
     report::run(&Cli::parse_from(args).report).unwrap()
 }
@@ -78,11 +84,18 @@ fn two_runs_of_a_sweep_write_identical_reports() {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         let command = format!(
-            "avout report {name} --seeds 2 --window-ms 300 --out {}",
+            "avout report {name} --seeds 2 --window-ms 300 --out {} --fitted {FITTED} --no-model",
             a.display()
         );
         assert!(text.contains(&command), "headed by its command:\n{text}");
-        assert!(text.contains("## Findings"), "{text}");
+        for deployment in [
+            "## 1 server, uniform",
+            "## 3 servers, fitted",
+            "## 3 servers, fitted, faults",
+        ] {
+            assert!(text.contains(deployment), "{deployment}: {text}");
+        }
+        assert!(text.contains("## Recommendations by deployment"), "{text}");
         for (file, svg) in fa.iter().filter(|f| f.0.ends_with(".svg")) {
             assert!(
                 svg.starts_with(b"<svg") && text.contains(file.as_str()),
@@ -109,6 +122,8 @@ fn a_different_seed_count_changes_the_numbers() {
         "300",
         "--out",
         out,
+        "--fitted",
+        FITTED,
     ];
     report::run(&Cli::parse_from(args).report).unwrap();
     let ta = std::fs::read_to_string(a.join("protocols.md")).unwrap();
@@ -119,10 +134,31 @@ fn a_different_seed_count_changes_the_numbers() {
             .map(str::to_owned)
             .collect::<Vec<_>>()
     };
-    assert_eq!(table(&ta).len(), 14, "{ta}");
+    // 10 points and 4 with readers, on each of the three deployments every point runs on.
+    assert_eq!(table(&ta).len(), 42, "{ta}");
     assert_ne!(table(&ta), table(&tb));
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn a_report_without_its_fitted_models_says_how_to_make_them() {
+    let out = dir("unfitted");
+    let missing = out.join("no-models");
+    let args = [
+        "avout",
+        "max-history",
+        "--seeds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--fitted",
+        missing.to_str().unwrap(),
+    ];
+    let err = report::run(&Cli::parse_from(args).report).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("avout report latency"), "{text}");
+    assert!(!out.join("max-history.md").exists(), "nothing written");
 }
 
 /// SplitMix64, for samples the test can regenerate.

@@ -37,6 +37,8 @@ use crate::scenario::store::Padded;
 use crate::scenario::worker::{Ended, Invoke, Worker, all_workers};
 use crate::scenario::{Protocol, Workload};
 
+pub mod handoff;
+
 const ROOT: &str = "/bank";
 const ACCOUNTS: usize = 5;
 const INITIAL: i64 = 20;
@@ -162,9 +164,19 @@ pub(crate) async fn open_accounts(
 }
 
 /// One client: `me.w.ops` operations.
-pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
+pub(crate) async fn client(me: Worker<'_>) -> Result<(), WorkloadError> {
     let client = me.client().await?;
     let (stm, refs) = open_accounts(me.env, &client, me.w, ROOT).await?;
+    operate(me, &client, &stm, &refs).await
+}
+
+/// A client's `me.w.ops` transfers and reads on the accounts `refs`, then its audit.
+pub(crate) async fn operate(
+    mut me: Worker<'_>,
+    client: &Client,
+    stm: &Stm,
+    refs: &[Account],
+) -> Result<(), WorkloadError> {
     let mut done = 0;
     for _ in 0..me.w.ops {
         let transfer = me.rng.random_bool(0.7);
@@ -175,13 +187,13 @@ pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
         };
         let call = || async {
             if transfer {
-                transfer_of(&stm, &refs, &input).await
+                transfer_of(stm, refs, &input).await
             } else {
-                balances(&stm, &refs).await
+                balances(stm, refs).await
             }
         };
         let op = Invoke::new(f, input.clone());
-        if me.caller.unavailable(&client, &op) {
+        if me.caller.unavailable(client, &op) {
             tokio::time::sleep(REFUSED_PAUSE).await;
             continue;
         }
@@ -193,11 +205,15 @@ pub(crate) async fn client(mut me: Worker<'_>) -> Result<(), WorkloadError> {
             // The in-process store never fails, and a database that does makes the run
             // meaningless: either way the run stops and says so.
             Ended::Err(e @ StmError::Store { .. }) => return Err(WorkloadError::other(e)),
+            // Every account exists before any client's first operation and none is ever
+            // deleted: a missing one is a wrong answer, which no checker of the history
+            // sees (it is a definite failure), so the run stops and says so.
+            Ended::Err(e @ StmError::NoRef { .. }) => return Err(WorkloadError::other(e)),
             Ended::Ok(_) | Ended::Err(_) => {}
         }
         done += 1;
         if done % COLLECT_EVERY == 0 {
-            collect(&stm).await?;
+            collect(stm).await?;
         }
     }
     // Last, the audit: a0's balances at the past commit points the protocol keeps.
