@@ -539,61 +539,66 @@ fn mvcc_a_lost_commit_reply_is_decided_by_the_point_not_a_trimmable_history_node
 /// value at that stale point, and the tagging must catch a stale read of the ref it tags: the
 /// reader, moved to a follower 200 ms behind, runs right after the writer's acknowledged
 /// commits and sees them (each time after one retry, with a synced point).
-#[test]
-fn mvcc_a_read_for_writing_without_sync_never_serves_a_stale_value() {
-    use avout::coverage::{Counter, Mark};
-    use avout_sim_zk::Fault;
-    let counter = Counter::start();
-    let (seen, _) = Sim::builder()
-        .seed_from_env(0x3d1)
+/// Two clients on a run whose followers trail the leader by 200 ms (a stale-reads fault
+/// moves a session onto one).
+fn lagging_pair(seed: u64) -> Sim {
+    Sim::builder()
+        .seed_from_env(seed)
         .clients(2)
         .follower_lag(Duration::from_millis(200))
         .time_limit(Duration::from_secs(3600))
         .keep_log(false)
         .build()
-        .run(|ctx| async move {
-            let zks = clients(&ctx);
-            let writer = stm_cases::open(&zks[0], "/fresh", MVCC).await;
-            let reader = stm_cases::open(&zks[1], "/fresh", MVCC).await;
-            let a: Ref<i64> = writer.make_ref("a", 0).await.unwrap();
-            let b: Ref<i64> = writer.make_ref("b", 0).await.unwrap();
-            let (ra, rb): (Ref<i64>, Ref<i64>) =
-                (reader.get_ref("a").unwrap(), reader.get_ref("b").unwrap());
-            let alter_then_read = async |add: i64| {
-                reader
-                    .dosync(async |tx| {
-                        let a_now = tx.alter(&ra, |v| v + add).await?;
-                        Ok((a_now, tx.deref(&rb).await?))
-                    })
-                    .await
-                    .unwrap()
-            };
-            // Both refs exist on the follower before the reader falls behind.
-            assert_eq!(alter_then_read(10).await, (10, 0));
-            ctx.zk.inject(Fault::StaleReads {
-                client: 1,
-                duration: Duration::from_secs(60),
-            });
-            let mut retries = Vec::new();
-            // `b` changes, `a` does not: the tagging of `a` passes, the read of `b` must not
-            // take its history's value at the stale point.
-            writer
-                .dosync(async |tx| tx.ref_set(&b, 1).await)
+}
+
+#[test]
+fn mvcc_a_read_for_writing_without_sync_never_serves_a_stale_value() {
+    use avout::coverage::{Counter, Mark};
+    use avout_sim_zk::Fault;
+    let counter = Counter::start();
+    let (seen, _) = lagging_pair(0x3d1).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let writer = stm_cases::open(&zks[0], "/fresh", MVCC).await;
+        let reader = stm_cases::open(&zks[1], "/fresh", MVCC).await;
+        let a: Ref<i64> = writer.make_ref("a", 0).await.unwrap();
+        let b: Ref<i64> = writer.make_ref("b", 0).await.unwrap();
+        let (ra, rb): (Ref<i64>, Ref<i64>) =
+            (reader.get_ref("a").unwrap(), reader.get_ref("b").unwrap());
+        let alter_then_read = async |add: i64| {
+            reader
+                .dosync(async |tx| {
+                    let a_now = tx.alter(&ra, |v| v + add).await?;
+                    Ok((a_now, tx.deref(&rb).await?))
+                })
                 .await
-                .unwrap();
-            let before = reader.stats().retries;
-            let first = alter_then_read(100).await;
-            retries.push(reader.stats().retries - before);
-            // `a` changes: its tagging finds the commit past the stale point.
-            writer
-                .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
-                .await
-                .unwrap();
-            let before = reader.stats().retries;
-            let second = alter_then_read(1000).await;
-            retries.push(reader.stats().retries - before);
-            (first, second, retries)
+                .unwrap()
+        };
+        // Both refs exist on the follower before the reader falls behind.
+        assert_eq!(alter_then_read(10).await, (10, 0));
+        ctx.zk.inject(Fault::StaleReads {
+            client: 1,
+            duration: Duration::from_secs(60),
         });
+        let mut retries = Vec::new();
+        // `b` changes, `a` does not: the tagging of `a` passes, the read of `b` must not
+        // take its history's value at the stale point.
+        writer
+            .dosync(async |tx| tx.ref_set(&b, 1).await)
+            .await
+            .unwrap();
+        let before = reader.stats().retries;
+        let first = alter_then_read(100).await;
+        retries.push(reader.stats().retries - before);
+        // `a` changes: its tagging finds the commit past the stale point.
+        writer
+            .dosync(async |tx| tx.alter(&a, |v| v + 1).await)
+            .await
+            .unwrap();
+        let before = reader.stats().retries;
+        let second = alter_then_read(1000).await;
+        retries.push(reader.stats().retries - before);
+        (first, second, retries)
+    });
     let counts = counter.finish();
     let (first, second, retries) = seen;
     assert_eq!(first, (110, 1), "the acknowledged write of b is seen");
@@ -616,32 +621,25 @@ fn mvcc_a_ref_missing_at_an_unsynced_read_point_is_retried_not_reported() {
     use avout::stm::StmError;
     use avout_sim_zk::Fault;
     let counter = Counter::start();
-    let (seen, _) = Sim::builder()
-        .seed_from_env(0x3d2)
-        .clients(2)
-        .follower_lag(Duration::from_millis(200))
-        .time_limit(Duration::from_secs(3600))
-        .keep_log(false)
-        .build()
-        .run(|ctx| async move {
-            let zks = clients(&ctx);
-            let writer = stm_cases::open(&zks[0], "/fresh", MVCC).await;
-            let reader = stm_cases::open(&zks[1], "/fresh", MVCC).await;
-            ctx.zk.inject(Fault::StaleReads {
-                client: 1,
-                duration: Duration::from_secs(60),
-            });
-            writer.make_ref("c", 5i64).await.unwrap();
-            let c: Ref<i64> = reader.get_ref("c").unwrap();
-            let altered = reader
-                .dosync(async |tx| tx.alter(&c, |v| v + 1).await)
-                .await;
-            let missing: Ref<i64> = reader.get_ref("never-made").unwrap();
-            let absent = reader
-                .dosync(async |tx| tx.alter(&missing, |v| v + 1).await)
-                .await;
-            (altered.unwrap(), absent, reader.stats().retries)
+    let (seen, _) = lagging_pair(0x3d2).run(|ctx| async move {
+        let zks = clients(&ctx);
+        let writer = stm_cases::open(&zks[0], "/fresh", MVCC).await;
+        let reader = stm_cases::open(&zks[1], "/fresh", MVCC).await;
+        ctx.zk.inject(Fault::StaleReads {
+            client: 1,
+            duration: Duration::from_secs(60),
         });
+        writer.make_ref("c", 5i64).await.unwrap();
+        let c: Ref<i64> = reader.get_ref("c").unwrap();
+        let altered = reader
+            .dosync(async |tx| tx.alter(&c, |v| v + 1).await)
+            .await;
+        let missing: Ref<i64> = reader.get_ref("never-made").unwrap();
+        let absent = reader
+            .dosync(async |tx| tx.alter(&missing, |v| v + 1).await)
+            .await;
+        (altered.unwrap(), absent, reader.stats().retries)
+    });
     let counts = counter.finish();
     let (altered, absent, retries) = seen;
     assert_eq!(

@@ -126,9 +126,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
          while tagging) is not counted as killed, so tries killed ≤ barges.",
     );
     super::deployments_para(&mut doc, &deployed);
-    let mut picks = Vec::new();
-    for d in super::full(&deployed) {
-        doc.heading(d.deployment.name);
+    let picks = super::sections(&mut doc, &deployed, |doc, d| {
         let (uniform, long): (Vec<&Measured>, Vec<&Measured>) =
             d.measured.iter().partition(|x| x.point.series != LONG);
         let owned = |v: &[&Measured]| -> Vec<Measured> { v.iter().map(|x| (*x).clone()).collect() };
@@ -146,7 +144,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             (m::WRITER_P99, "p99", "p99 latency (ms)"),
         ] {
             super::plot(
-                &mut doc,
+                doc,
                 d,
                 &uniform,
                 (metric, slug, title),
@@ -168,7 +166,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             ],
         ));
         super::plot(
-            &mut doc,
+            doc,
             d,
             &long,
             (
@@ -183,9 +181,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         let (long_notes, long_pick) = long_findings(&long);
         notes.extend(long_notes);
         p.push(long_pick);
-        doc.bullets(&notes);
-        picks.push((d.deployment.name, p));
-    }
+        Ok((notes, p))
+    })?;
     if !args.no_model {
         super::barge_model::section(&mut doc);
     }

@@ -106,6 +106,23 @@ pub(super) fn full(deployed: &[Deployed]) -> impl Iterator<Item = &Deployed> {
     deployed.iter().filter(|d| d.deployment.every_point)
 }
 
+/// A section per deployment every point ran on: its heading, what `body` writes, and the
+/// notes `body` returns; returns each deployment's picks.
+pub(super) fn sections<'a>(
+    doc: &mut render::Doc,
+    deployed: &'a [Deployed],
+    mut body: impl FnMut(&mut render::Doc, &Deployed) -> Result<(Vec<String>, Vec<Pick>), ReportError>,
+) -> Result<Vec<(&'a str, Vec<Pick>)>, ReportError> {
+    let mut picks = Vec::new();
+    for d in full(deployed) {
+        doc.heading(d.deployment.name);
+        let (notes, p) = body(doc, d)?;
+        doc.bullets(&notes);
+        picks.push((d.deployment.name, p));
+    }
+    Ok(picks)
+}
+
 /// Says where the sweep ran: one bullet per simulated deployment.
 pub(super) fn deployments_para(doc: &mut render::Doc, deployed: &[Deployed]) {
     doc.para(

@@ -63,9 +63,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
         GAPS_MS[1],
     ));
     super::deployments_para(&mut doc, &deployed);
-    let mut picks = Vec::new();
-    for d in super::full(&deployed) {
-        doc.heading(d.deployment.name);
+    let picks = super::sections(&mut doc, &deployed, |doc, d| {
         doc.table(&super::table(
             &d.measured,
             &[
@@ -81,7 +79,7 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
             ],
         ));
         super::plots(
-            &mut doc,
+            doc,
             d,
             "MAX-HISTORY",
             super::render::Shape::Lines,
@@ -109,10 +107,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
                 (m::NODES, "nodes", "ZooKeeper nodes held under the root"),
             ],
         )?;
-        let (notes, p) = findings(&d.measured);
-        doc.bullets(&notes);
-        picks.push((d.deployment.name, p));
-    }
+        Ok(findings(&d.measured))
+    })?;
     super::conclude(
         doc,
         args,

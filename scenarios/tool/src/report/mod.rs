@@ -42,7 +42,7 @@ use std::time::Duration;
 use avout::zk::ZkConfig;
 use avout::{Client, CoordinationExt};
 
-use figures::{Pick, conclude, deployments_para, full, identical_runs, plot, plots, table};
+use figures::{Pick, conclude, deployments_para, identical_runs, plot, plots, sections, table};
 use stats::Estimate;
 use workload::{Mix, Outcome};
 

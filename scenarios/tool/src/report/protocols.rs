@@ -80,14 +80,10 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
     doc.para("Workloads:");
     doc.bullets(&workloads);
     super::deployments_para(&mut doc, &deployed);
-    let mut picks = Vec::new();
-    for d in super::full(&deployed) {
-        doc.heading(d.deployment.name);
-        section(&mut doc, d)?;
-        let (notes, p) = findings(&d.measured);
-        doc.bullets(&notes);
-        picks.push((d.deployment.name, p));
-    }
+    let picks = super::sections(&mut doc, &deployed, |doc, d| {
+        section(doc, d)?;
+        Ok(findings(&d.measured))
+    })?;
     super::conclude(
         doc,
         args,

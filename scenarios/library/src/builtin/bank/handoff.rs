@@ -1,9 +1,10 @@
 //! `bank-handoff`: the bank of [`super`], its accounts made by one client and used by the
 //! others, as an application deploys its refs once and its other processes only name them.
 //!
-//! Client 0 makes the five accounts, then tells the others in-process (no ZooKeeper request
-//! of theirs has seen the accounts); each other client opens its STM, takes handles on them
-//! by name ([`Stm::get_ref_with`], no request sent) and runs the bank's operations. Its
+//! Each other client opens its STM first; client 0 makes the five accounts, then tells the
+//! others in-process (no ZooKeeper request of theirs has seen the accounts), and they take
+//! handles on them by name ([`Stm::get_ref_with`], no request sent) and run the bank's
+//! operations. Its
 //! session may sit on a follower that has not yet applied the accounts' creation: a
 //! transaction that then reported an account missing (`NoRef`) would be wrong, since every
 //! account was made before it began. The run stops on one ([`super::operate`]). Found on
@@ -22,22 +23,26 @@ use crate::scenario::store::Padded;
 use crate::scenario::worker::{Worker, all_workers};
 use crate::scenario::{Checks, Described, WorkloadError};
 
-/// The accounts on a client that did not make them: its STM and handles by name, under the
-/// bank's validator.
-async fn name_accounts(
-    me: &Worker<'_>,
-    client: &Client,
-) -> Result<(Stm, Vec<Account>), WorkloadError> {
+/// The STM of a client that does not make the accounts, opened before they are made (as a
+/// process starts before it is told the refs exist): nothing it asks ZooKeeper afterwards
+/// need show it their creation.
+async fn open_stm(me: &Worker<'_>, client: &Client) -> Result<Stm, WorkloadError> {
     let (env, w) = (me.env, me.w);
-    let stm = retry_open(200, || async {
+    retry_open(200, || async {
         let config = super::stm_config(w.protocol, env.planted, w.retry_limit);
         match env.ref_store.clone() {
             None => Stm::open(client, ROOT, config).await,
             Some(store) => Stm::open_with_store(client, ROOT, config, store).await,
         }
     })
-    .await?;
-    let codec = Padded { size: w.value_size };
+    .await
+}
+
+/// Handles on the accounts by name (no request sent), under the bank's validator.
+fn name_accounts(me: &Worker<'_>, stm: &Stm) -> Result<Vec<Account>, WorkloadError> {
+    let codec = Padded {
+        size: me.w.value_size,
+    };
     let refs = account_names(super::ACCOUNTS)
         .iter()
         .map(|n| stm.get_ref_with(n, codec.clone()))
@@ -46,7 +51,7 @@ async fn name_accounts(
     for r in &refs {
         r.set_validator(|b| *b >= 0);
     }
-    Ok((stm, refs))
+    Ok(refs)
 }
 
 /// The `bank-handoff` scenario: the bank, its accounts made by client 0 only.
@@ -76,11 +81,13 @@ pub const SCENARIO: Described = Described {
                             accounts
                         }
                         None => {
+                            let stm = open_stm(&me, &client).await?;
                             // The maker failed if the sender is gone unsent: nothing to use.
                             if wait.wait_for(|m| *m).await.is_err() {
                                 return Ok(());
                             }
-                            name_accounts(&me, &client).await?
+                            let refs = name_accounts(&me, &stm)?;
+                            (stm, refs)
                         }
                     };
                     operate(me, &client, &stm, &refs).await
