@@ -45,7 +45,7 @@ fn name_accounts(me: &Worker<'_>, stm: &Stm) -> Result<Vec<Account>, WorkloadErr
     };
     let refs = account_names(super::ACCOUNTS)
         .iter()
-        .map(|n| stm.get_ref_with(n, codec.clone()))
+        .map(|n| stm.get_ref_with(n, codec))
         .collect::<Result<Vec<Account>, StmError>>()
         .map_err(WorkloadError::other)?;
     for r in &refs {
