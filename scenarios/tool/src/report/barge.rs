@@ -205,14 +205,8 @@ pub(super) fn run(args: &SweepArgs) -> Result<PathBuf, ReportError> {
 
 /// Whether the long transactions starve, and at which waits.
 fn long_findings(long: &[Measured]) -> (Vec<String>, Pick) {
-    let commits: Vec<_> = long
-        .iter()
-        .map(|x| m::LONG_COMMITS_PER_SEC.estimate(&x.sim))
-        .collect();
-    let gave: Vec<_> = long
-        .iter()
-        .map(|x| m::LONG_GAVE_UP.estimate(&x.sim))
-        .collect();
+    let commits = m::LONG_COMMITS_PER_SEC.over(long);
+    let gave = m::LONG_GAVE_UP.over(long);
     let starved: Vec<&str> = long
         .iter()
         .zip(&gave)

@@ -269,10 +269,10 @@ fn measure(name: &str, points: Vec<Point>, args: &SweepArgs) -> Result<Vec<Deplo
     }
     drop(real);
     let mut out = Vec::new();
-    for (d, deployment) in deployments.into_iter().enumerate() {
+    for deployment in deployments {
         let mut measured = Vec::new();
         for (i, point) in points.iter().enumerate() {
-            if !pairs.contains(&(d, i)) {
+            if !(deployment.every_point || point.on_zk) {
                 continue;
             }
             let sim = runs
@@ -388,6 +388,11 @@ struct Metric {
 impl Metric {
     const fn new(name: &'static str, decimals: usize, of: fn(&Outcome) -> f64) -> Metric {
         Metric { name, decimals, of }
+    }
+
+    /// The estimate on each of `rows`' simulated runs.
+    fn over(&self, rows: &[Measured]) -> Vec<Estimate> {
+        rows.iter().map(|r| self.estimate(&r.sim)).collect()
     }
 
     /// The estimate over runs; a run where the quantity is undefined (NaN: a latency with no

@@ -27,15 +27,7 @@ use crate::scenario::{Checks, Described, WorkloadError};
 /// process starts before it is told the refs exist): nothing it asks ZooKeeper afterwards
 /// need show it their creation.
 async fn open_stm(me: &Worker<'_>, client: &Client) -> Result<Stm, WorkloadError> {
-    let (env, w) = (me.env, me.w);
-    retry_open(200, || async {
-        let config = super::stm_config(w.protocol, env.planted, w.retry_limit);
-        match env.ref_store.clone() {
-            None => Stm::open(client, ROOT, config).await,
-            Some(store) => Stm::open_with_store(client, ROOT, config, store).await,
-        }
-    })
-    .await
+    retry_open(200, || super::open_stm(me.env, client, me.w, ROOT)).await
 }
 
 /// Handles on the accounts by name (no request sent), under the bank's validator.

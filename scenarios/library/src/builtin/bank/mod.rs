@@ -73,11 +73,7 @@ where
     T: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
     retry_open(200, || async {
-        let config = stm_config(w.protocol, env.planted, w.retry_limit);
-        let stm = match env.ref_store.clone() {
-            None => Stm::open(client, root, config).await?,
-            Some(store) => Stm::open_with_store(client, root, config, store).await?,
-        };
+        let stm = open_stm(env, client, w, root).await?;
         let mut refs = Vec::new();
         for name in names {
             refs.push(
@@ -88,6 +84,21 @@ where
         Ok::<_, StmError>((stm, refs))
     })
     .await
+}
+
+/// The workload's STM at `root` on `client`: its protocol, planted bugs, retry limit and ref
+/// store.
+pub(crate) async fn open_stm(
+    env: &Env<'_>,
+    client: &Client,
+    w: &Workload,
+    root: &str,
+) -> Result<Stm, StmError> {
+    let config = stm_config(w.protocol, env.planted, w.retry_limit);
+    match env.ref_store.clone() {
+        None => Stm::open(client, root, config).await,
+        Some(store) => Stm::open_with_store(client, root, config, store).await,
+    }
 }
 
 /// The accounts `a0`…: their names.
