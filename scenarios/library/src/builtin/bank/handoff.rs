@@ -54,7 +54,7 @@ pub const SCENARIO: Described = Described {
     checkers: |_w| Checks::named("bank", &checker_options()),
     workload: |env, w, rec| {
         Box::pin(async move {
-            let (made, wait) = tokio::sync::watch::channel(false);
+            let (made, wait) = avout::task::watch::channel(false);
             let made = std::cell::RefCell::new(Some(made));
             all_workers(env, w, rec, |me| {
                 let made = if me.index == 0 {
