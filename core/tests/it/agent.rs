@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use avout::Client;
 use avout::agent::{Action, Agent, AgentError, ErrorMode, SENDERS_KEPT};
 use avout::stm::{Abort, Protocol, Stm, StmConfig, StmError};
+use avout::{Client, CreateMode};
 use avout_sim_zk::{Fault, FaultKind, FaultRates, Sim};
 use avout_testkit::backend::Backend;
 use serde::{Deserialize, Serialize};
@@ -156,6 +156,20 @@ async fn semantics(backend: &dyn Backend, path: &str) {
         10,
         "an existing agent keeps its value"
     );
+    // A refusal ends `open` at once with that error: no agent can live under an ephemeral
+    // node, and retrying (as for an error in doubt) would go on for ever.
+    let ephemeral = format!("{path}-ephemeral");
+    let session = client.current_session().await.expect("session");
+    session
+        .create(&ephemeral, b"", &CreateMode::Ephemeral.into())
+        .await
+        .expect("an ephemeral node");
+    let under = Agent::<i64, Count>::open(client, format!("{ephemeral}/a"), 0);
+    match tokio::time::timeout(Duration::from_secs(10), under).await {
+        Ok(Err(e)) => assert!(e.is_definite(), "a refusal, definite: {e:?}"),
+        Ok(Ok(_)) => panic!("an agent opened under an ephemeral node"),
+        Err(_) => panic!("opening under an ephemeral node was retried, not refused"),
+    }
     let executor = tokio::spawn({
         let a = a.clone();
         async move { a.run_executor().await }
@@ -234,6 +248,12 @@ async fn semantics(backend: &dyn Backend, path: &str) {
         matches!(a.restart(1, false).await, Err(AgentError::NotFailed { .. })),
         "a running agent is not restarted"
     );
+    // Without the validator the same action applies.
+    a.clear_validator();
+    a.send(Count::Add(100)).await.expect("send");
+    a.await_applied().await.expect("await");
+    assert_eq!(a.deref().await.expect("deref"), 108, "no validator left");
+    assert_eq!(handled.lock().unwrap().len(), 2, "and nothing failed");
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     let seen = seen.lock().unwrap().clone();
@@ -242,7 +262,11 @@ async fn semantics(backend: &dyn Backend, path: &str) {
         Some(&(10, 11)),
         "the watch saw the first change: {seen:?}"
     );
-    assert_eq!(seen.last().map(|c| c.1), Some(8), "and the last: {seen:?}");
+    assert_eq!(
+        seen.last().map(|c| c.1),
+        Some(108),
+        "and the last: {seen:?}"
+    );
     executor.abort();
 }
 

@@ -82,6 +82,16 @@ async fn a_double_barrier_enters_when_all_arrive_and_leaves_when_all_leave() {
                 .expect("enter"),
         );
     }
+    // Each guard names its own participant node, one of the barrier's children.
+    let (children, _) = zk[0].get_children("/it/round").await.expect("children");
+    let mut ours: Vec<&str> = inside.iter().map(|g| g.node()).collect();
+    ours.sort_unstable();
+    ours.dedup();
+    assert_eq!(ours.len(), 3, "three distinct nodes: {ours:?}");
+    for node in &ours {
+        let name = node.strip_prefix("/it/round/").expect("under the barrier");
+        assert!(children.iter().any(|c| c == name), "{node} in {children:?}");
+    }
 
     let straggler = inside.remove(0);
     let leaving: Vec<_> = inside

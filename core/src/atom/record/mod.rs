@@ -103,7 +103,9 @@ impl Value {
     /// Whether the value is a number (`Int` or `Float`).
     ///
     /// ```
-    /// assert!(avout::atom::record::Value::Float(1.5).is_number());
+    /// use avout::atom::record::Value;
+    /// assert!(Value::Float(1.5).is_number() && Value::Int(-2).is_number());
+    /// assert!(!Value::from("7").is_number() && !Value::Bool(true).is_number());
     /// ```
     pub fn is_number(&self) -> bool {
         matches!(self, Value::Int(_) | Value::Float(_))
