@@ -174,8 +174,10 @@ async fn validators_watchers_codecs_limits_and_file_store_on(backend: &dyn Backe
         Err(AtomError::Invalid { .. })
     ));
     assert_eq!(balance.deref().await.unwrap(), 10);
+    assert_eq!(balance.cached(), Some(10), "the handle keeps what it read");
     balance.clear_validator();
     balance.reset(-1).await.unwrap();
+    assert_eq!(balance.cached(), Some(-1), "and what it wrote");
     assert!(matches!(
         Atom::<i64>::builder(&clients[0], "/atoms/invalid-initial")
             .validator(|b: &i64| *b >= 0)
