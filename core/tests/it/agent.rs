@@ -156,6 +156,7 @@ async fn semantics(backend: &dyn Backend, path: &str) {
         10,
         "an existing agent keeps its value"
     );
+    assert_ne!(a.sender(), again.sender(), "each handle sends as itself");
     // A refusal ends `open` at once with that error: no agent can live under an ephemeral
     // node, and retrying (as for an error in doubt) would go on for ever.
     let ephemeral = format!("{path}-ephemeral");

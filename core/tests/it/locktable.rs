@@ -122,6 +122,7 @@ async fn medical_records(backend: &dyn Backend) {
         LockTable::new(&z3, NS).expect("ns"),
         LockTable::new(&z4, NS).expect("ns"),
     );
+    assert_eq!(user1.namespace(), NS);
     let (entry, review) = (mds_entry(PATIENT), mds_review(PATIENT));
 
     // The document's run: two entries at once, then a review that must wait.
