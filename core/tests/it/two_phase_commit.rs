@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use avout::CoordinationExt;
 use avout::recipes::two_phase_commit::{Coordinator, Outcome, Site, TwoPhaseError, Vote};
 use avout::zk::ZkConfig;
 
@@ -129,4 +130,23 @@ async fn the_coordinator_aborts_when_a_site_never_joins() {
     );
     assert_eq!(tx.abort().await.expect("abort"), Outcome::Abort);
     assert_eq!(x.outcome().await.expect("outcome"), Outcome::Abort);
+}
+
+/// Waiting for the outcome of a transaction removed under the waiter is refused at once, as
+/// `NoTransaction`: waited out instead (as if the session had ended), it would never return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outcome_of_a_removed_transaction_is_refused_not_waited_for() {
+    let server = support::standalone();
+    let config = ZkConfig::new(server.connect_string());
+    let zk = support::sessions(&config, 1).await;
+    let client = support::adopt(&config, &zk[0]);
+    let tx = "/it/tx/removed";
+    let coordinator = Coordinator::begin(&client, tx, &SITES, b"payload")
+        .await
+        .expect("begin");
+    zk[0].delete_recursive(tx).await.expect("remove it by hand");
+    match tokio::time::timeout(Duration::from_secs(10), coordinator.outcome()).await {
+        Ok(Err(TwoPhaseError::NoTransaction { .. })) => {}
+        other => panic!("the outcome of a removed transaction: {other:?}"),
+    }
 }
