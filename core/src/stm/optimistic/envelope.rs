@@ -229,6 +229,23 @@ mod tests {
     }
 
     #[test]
+    fn the_size_reckoned_is_the_size_written() {
+        // `next` trims history by `len`, so a wrong reckoning lets a value over the limit
+        // through (or trims one that fits): it must be the written size, to the byte.
+        let mut e = Envelope::initial(b"0".to_vec());
+        assert_eq!(e.len(), e.to_bytes().len());
+        for txn in 0..(TXNS as u128 + 3) {
+            e = Envelope::next(txn, &e, txn as u64, vec![7; txn as usize], 5);
+            assert_eq!(e.len(), e.to_bytes().len(), "after {txn} commits");
+        }
+        // One byte over the limit with its history, so the history goes and it fits.
+        let old = Envelope::initial(vec![1; 10]);
+        let fits = MAX_DATA_LEN - Envelope::next(1, &old, 1, vec![], 0).len();
+        let e = Envelope::next(1, &old, 1, vec![2; fits - (ENTRY + 10) + 1], 1);
+        assert!(e.history.is_empty() && e.to_bytes().len() <= MAX_DATA_LEN);
+    }
+
+    #[test]
     fn took_effect_reads_the_commit_list() {
         let node = |txns: Vec<u128>, chain| {
             Envelope {
