@@ -534,11 +534,6 @@ fn mvcc_a_lost_commit_reply_is_decided_by_the_point_not_a_trimmable_history_node
     assert!(written.recovered, "decided by reading");
 }
 
-/// A transaction's first read for writing skips its `sync`, so on a lagging follower its read
-/// point trails commits already acknowledged to others. A later read must not serve a ref's
-/// value at that stale point, and the tagging must catch a stale read of the ref it tags: the
-/// reader, moved to a follower 200 ms behind, runs right after the writer's acknowledged
-/// commits and sees them (each time after one retry, with a synced point).
 /// Two clients on a run whose followers trail the leader by 200 ms (a stale-reads fault
 /// moves a session onto one).
 fn lagging_pair(seed: u64) -> Sim {
@@ -551,6 +546,11 @@ fn lagging_pair(seed: u64) -> Sim {
         .build()
 }
 
+/// A transaction's first read for writing skips its `sync`, so on a lagging follower its read
+/// point trails commits already acknowledged to others. A later read must not serve a ref's
+/// value at that stale point, and the tagging must catch a stale read of the ref it tags: the
+/// reader, moved to a follower 200 ms behind, runs right after the writer's acknowledged
+/// commits and sees them (each time after one retry, with a synced point).
 #[test]
 fn mvcc_a_read_for_writing_without_sync_never_serves_a_stale_value() {
     use avout::coverage::{Counter, Mark};

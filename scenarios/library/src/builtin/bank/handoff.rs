@@ -4,13 +4,12 @@
 //! Each other client opens its STM first; client 0 makes the five accounts, then tells the
 //! others in-process (no ZooKeeper request of theirs has seen the accounts), and they take
 //! handles on them by name ([`Stm::get_ref_with`], no request sent) and run the bank's
-//! operations. Its
-//! session may sit on a follower that has not yet applied the accounts' creation: a
-//! transaction that then reported an account missing (`NoRef`) would be wrong, since every
-//! account was made before it began. The run stops on one ([`super::operate`]). Found on
-//! the simulated ensemble: Mvcc's first read for writing sent no `sync` and failed with
-//! `NoRef` there, which the bank (each client making the accounts itself, so its session has
-//! seen them) could never show.
+//! operations. A client's session may sit on a follower that has not yet applied the
+//! accounts' creation: a transaction that then reported an account missing (`NoRef`) would
+//! be wrong, since every account was made before it began. The run stops on one
+//! ([`super::operate`]). Found on the simulated ensemble: Mvcc's first read for writing sent
+//! no `sync` and failed with `NoRef` there, which the bank (each client making the accounts
+//! itself, so its session has seen them) could never show.
 //!
 //! The checker is the bank's.
 
