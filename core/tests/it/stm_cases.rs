@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use avout::Client;
 use avout::stm::{Abort, Protocol, Ref, Stm, StmConfig, StmError};
+use avout::{Acl, Client, Coordination, Error};
 
 /// The protocols every generic case runs on.
 pub(crate) fn protocols() -> Vec<Protocol> {
@@ -489,6 +489,55 @@ pub(crate) async fn retry_limit(zk: &Client, other_zk: &Client, root: &str, prot
     assert_eq!(x.deref().await.unwrap(), 4, "only the rival's increments");
     assert_eq!(stm.stats().retries, 4);
     assert_eq!(stm.stats().commits, 0);
+}
+
+/// Protocol Mvcc only: a ZooKeeper refusal while taking a ref's lock (here an ACL on its
+/// lock directory that lets nobody create) is that refusal, reported at once. It is not a
+/// conflict: no retry can be granted a lock the service refuses to make. Both the commit's
+/// write lock (`alter`) and `ensure`'s read lock are tried; each body runs once and nothing
+/// is written.
+pub(crate) async fn refused_lock_is_the_refusal(zk: &Client, root: &str) {
+    let config = StmConfig {
+        retry_limit: 3,
+        ..StmConfig::with_protocol(Protocol::Mvcc)
+    };
+    let stm = Stm::open(zk, root, config).await.unwrap();
+    let a = stm.make_ref("a", 1i64).await.unwrap();
+    let b = stm.make_ref("b", 1i64).await.unwrap();
+    // A first commit makes sure the lock directory exists before it is closed.
+    stm.dosync(async |tx| tx.alter(&a, |v| v + 1).await)
+        .await
+        .unwrap();
+    zk.set_acl(&format!("{root}/refs/a/lock"), &Acl::read_unsafe(), None)
+        .await
+        .unwrap();
+    let (mut writes, mut ensures) = (0, 0);
+    let err = stm
+        .dosync(async |tx| {
+            writes += 1;
+            tx.alter(&a, |v| v + 1).await
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StmError::Zk(Error::NoAuth { .. })),
+        "alter: {err:?}"
+    );
+    let err = stm
+        .dosync(async |tx| {
+            ensures += 1;
+            tx.ensure(&a).await?;
+            tx.alter(&b, |v| v + 1).await
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StmError::Zk(Error::NoAuth { .. })),
+        "ensure: {err:?}"
+    );
+    assert_eq!((writes, ensures), (1, 1), "each body ran once: no retry");
+    assert_eq!((a.deref().await.unwrap(), b.deref().await.unwrap()), (2, 1));
+    assert_eq!(stm.stats().commits, 1);
 }
 
 /// The session is closed in the middle of a body: the transaction fails with SessionLost

@@ -41,6 +41,14 @@ fn mvcc_semantics_on_the_simulator() {
 }
 
 #[test]
+fn mvcc_a_refused_lock_is_the_refusal_not_a_conflict() {
+    sim(0x3d9, 1, FaultRates::default()).run(|ctx| async move {
+        let zk = clients(&ctx).remove(0);
+        stm_cases::refused_lock_is_the_refusal(&zk, "/stm").await;
+    });
+}
+
+#[test]
 fn mvcc_ensure_prevents_write_skew_which_snapshot_reads_allow() {
     sim(0x3c2, 2, FaultRates::default()).run(|ctx| async move {
         let zks = clients(&ctx);

@@ -27,6 +27,7 @@ async fn mvcc_cases_history_and_revert_on_a_real_server() {
     );
     assert_eq!(stm_cases::on_call([&a, &b], "ensured", true).await, 1);
     assert_eq!(stm_cases::on_call([&a, &b], "plain", false).await, 0);
+    stm_cases::refused_lock_is_the_refusal(&zks[1], "/mvcc/refused").await;
     // Closes zks[2]'s current session (its client opens the next).
     stm_cases::session_loss(
         &zks[2],
