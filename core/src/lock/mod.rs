@@ -48,7 +48,7 @@ pub mod revocable;
 mod rwlock;
 mod side;
 
-pub use acquire::{AcquireMachine, Acquired, LockKind, Patience};
+pub use acquire::{AcquireMachine, Acquired, LockKind, Patience, blocked_wait};
 pub use monitor::MonitorMachine;
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{LockGuard, LockStatus, Mutex, MutexGuard};

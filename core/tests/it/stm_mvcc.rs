@@ -48,6 +48,37 @@ fn mvcc_a_refused_lock_is_the_refusal_not_a_conflict() {
     });
 }
 
+/// A server whose round trips take longer than LOCK_WAIT (100 ms) is slow, not contended:
+/// one client alone commits at its first try, `ensure` included. (The lock wait once ran from
+/// the first request, so every try timed out while its own lock node was being made, and
+/// every transaction ended at the retry limit.)
+#[test]
+fn mvcc_a_slow_server_is_not_a_conflict() {
+    let sim = avout_sim_zk::Sim::builder()
+        .seed_from_env(0x3da)
+        .clients(1)
+        .session_timeout(Duration::from_secs(10))
+        .latency(Duration::from_millis(40), Duration::from_millis(60))
+        .time_limit(Duration::from_secs(3600))
+        .build();
+    sim.run(|ctx| async move {
+        let zk = clients(&ctx).remove(0);
+        let stm = stm_cases::open_with(&zk, "/stm", config(|c| c.retry_limit = 2)).await;
+        let a = stm.make_ref("a", 0i64).await.unwrap();
+        let b = stm.make_ref("b", 0i64).await.unwrap();
+        for _ in 0..3 {
+            stm.dosync(async |tx| {
+                tx.ensure(&b).await?;
+                tx.alter(&a, |v| v + 1).await
+            })
+            .await
+            .unwrap();
+        }
+        assert_eq!(a.deref().await.unwrap(), 3);
+        assert_eq!(stm.stats().retries, 0, "one client alone never conflicts");
+    });
+}
+
 #[test]
 fn mvcc_ensure_prevents_write_skew_which_snapshot_reads_allow() {
     sim(0x3c2, 2, FaultRates::default()).run(|ctx| async move {
@@ -198,6 +229,67 @@ fn mvcc_round_trips_per_kind() {
         vec![(3, 1), (4, 2), (10, 3), (17, 4), (10, 4)],
         "the table in the avout::stm::mvcc docs"
     );
+}
+
+/// The ephemeral nodes under `path`.
+async fn ephemerals<C: Coordination + ?Sized>(zk: &C, path: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![path.to_owned()];
+    while let Some(p) = stack.pop() {
+        if let Ok(Some(stat)) = zk.exists(&p).await
+            && stat.ephemeral_owner != 0
+        {
+            found.push(p.clone());
+        }
+        if let Ok((children, _)) = zk.get_children(&p).await {
+            stack.extend(children.iter().map(|c| format!("{p}/{c}")));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A `dosync` future dropped in its body (cancelled by a timeout) after its writes were
+/// tagged, and with no lock held, removes its tag and point in the background: they would
+/// otherwise stand in every writer's way until the session ends.
+#[test]
+fn mvcc_a_cancelled_transaction_leaves_no_nodes_of_its_own() {
+    sim(0x3db, 1, FaultRates::default()).run(|ctx| async move {
+        let zk = clients(&ctx).remove(0);
+        let stm = stm_cases::open_with(&zk, "/stm", config(|_| {})).await;
+        let a = stm.make_ref("a", 0i64).await.unwrap();
+        let b = stm.make_ref("b", 0i64).await.unwrap();
+        let before = ephemerals(&zk, "/stm").await;
+        let during = std::cell::RefCell::new(Vec::new());
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(200),
+            stm.dosync(async |tx| {
+                tx.alter(&a, |v| v + 1).await?;
+                tx.alter(&b, |v| v + 1).await?;
+                let mine = ephemerals(&zk, "/stm").await;
+                *during.borrow_mut() = mine;
+                std::future::pending::<()>().await;
+                Ok::<_, Abort>(())
+            }),
+        )
+        .await;
+        assert!(cancelled.is_err(), "the body never ends");
+        assert!(
+            during.borrow().len() > before.len(),
+            "the cancelled try had tagged its writes: {:?}",
+            during.borrow()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(ephemerals(&zk, "/stm").await, before, "left behind");
+        let sum = stm
+            .dosync(async |tx| {
+                let (x, y) = (tx.deref(&a).await?, tx.deref(&b).await?);
+                Ok::<_, Abort>(x + y)
+            })
+            .await
+            .unwrap();
+        assert_eq!(sum, 0, "nothing of the cancelled try was committed");
+    });
 }
 
 /// Counts the nodes under `path` (itself included).

@@ -79,6 +79,23 @@ impl LockKind {
     }
 }
 
+/// How long a wait behind a holder lasts when its patience is `patience` ms and the server's
+/// round trip took `round_trip` ms: the patience, or four round trips if longer (a holder
+/// on a distant server needs a few of its own to finish: a lock, a commit, a release), but
+/// never more than ten times the patience (a round trip slowed by a reconnection is not the
+/// server's).
+///
+/// ```
+/// # use avout::lock::blocked_wait;
+/// assert_eq!(blocked_wait(100, 1), 100);
+/// assert_eq!(blocked_wait(100, 120), 480);
+/// assert_eq!(blocked_wait(100, 4_000), 1_000);
+/// ```
+pub fn blocked_wait(patience: u64, round_trip: u64) -> u64 {
+    let scaled = round_trip.saturating_mul(4);
+    patience.max(scaled.min(patience.saturating_mul(10)))
+}
+
 /// How long an acquisition may wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Patience {
@@ -148,6 +165,10 @@ pub struct AcquireMachine {
     /// Whether a ride's stamp was refused (no write access to the lock directory).
     stamp_refused: bool,
     patience: Patience,
+    /// Whether the patience runs only while blocked ([`AcquireMachine::blocked_patience`]).
+    blocked_patience: bool,
+    /// When the acquisition started (the driver's first call).
+    started: Millis,
     deadline: Option<Millis>,
     phase: Phase,
     outbox: Outbox<Result<Acquired, LockError>>,
@@ -185,6 +206,8 @@ impl AcquireMachine {
             ride_dropped: false,
             stamp_refused: false,
             patience,
+            blocked_patience: false,
+            started: Millis(0),
             deadline: None,
             phase: Phase::Done,
             outbox: Outbox::default(),
@@ -204,6 +227,29 @@ impl AcquireMachine {
     /// ```
     pub fn planted(mut self, planted: Bugs) -> Self {
         self.planted = planted;
+        self
+    }
+
+    /// The same machine, its [`Patience::Millis`] counted only while the lock is held by
+    /// someone else: the clock starts the first time the acquisition finds a holder, so a
+    /// free lock is taken however slow the server's round trips. The wait then lasts at least
+    /// four times as long as finding the holder took (the server's round trip), so a holder
+    /// on a distant server has time to finish, up to ten times the patience
+    /// ([`blocked_wait`]). The Mvcc STM takes its locks so, as a lock wait
+    /// in Clojure's STM (LOCK_WAIT_MSECS) is spent only behind another transaction: counted
+    /// from the start, a server slower than the wait made every transaction time out on its
+    /// own lock, and a fixed wait shorter than a holder's round trips starved waiters.
+    ///
+    /// ```
+    /// use avout::lock::{AcquireMachine, LockKind, Patience};
+    /// use avout::machine::{Machine, Millis};
+    /// let mut m = AcquireMachine::new("/l", LockKind::Write, 1, 1, Patience::Millis(100), vec![])
+    ///     .blocked_patience();
+    /// m.handle_session(Millis(0), avout::SessionState::Connected);
+    /// assert_eq!(m.poll_timer(), None, "no clock runs before a holder is seen");
+    /// ```
+    pub fn blocked_patience(mut self) -> Self {
+        self.blocked_patience = true;
         self
     }
 
@@ -405,7 +451,7 @@ impl AcquireMachine {
         match (outcome, self.give_up.clone()) {
             (Protected::Created | Protected::Adopted, Some(reason)) => self.abandon(reason),
             (Protected::Created, None) => match (listed, read) {
-                (Some(list), _) => self.decide(list),
+                (Some(list), _) => self.decide(now, list),
                 // The read is on its way.
                 (None, true) => {}
                 // A riding create: alone in the directory once it applied, we hold.
@@ -439,7 +485,7 @@ impl AcquireMachine {
     }
 
     /// Decides from the children whether we hold the lock or whom to watch.
-    fn decide(&mut self, children: Vec<String>) {
+    fn decide(&mut self, now: Millis, children: Vec<String>) {
         let Some((name, czxid)) = self.node.node().map(|(n, c)| (n.to_owned(), c)) else {
             unreachable!("deciding without a node")
         };
@@ -512,6 +558,14 @@ impl AcquireMachine {
             }
             Some(_) if self.patience == Patience::None => self.abandon(LockError::WouldBlock),
             Some(blocker) => {
+                if let (Patience::Millis(ms), true, None) =
+                    (self.patience, self.blocked_patience, self.deadline)
+                {
+                    // What it took to find the holder is the server's round trip: a holder
+                    // needs a few of those to finish, however short the patience.
+                    let found_in = now.0.saturating_sub(self.started.0);
+                    self.deadline = Some(now.plus(blocked_wait(ms, found_in)));
+                }
                 let exists = self.send(Request::Exists {
                     path: path::join(&self.lock_path, &blocker),
                     watch: true,
@@ -592,7 +646,7 @@ impl Machine for AcquireMachine {
             } if token == children => match reply {
                 Ok(Reply::Children { children: list, .. }) => {
                     if self.node.node().is_some() {
-                        self.decide(list);
+                        self.decide(now, list);
                     } else {
                         self.phase = Phase::Creating {
                             children: Some(children),
@@ -609,7 +663,7 @@ impl Machine for AcquireMachine {
                 Ok(other) => unreachable!("children replied {other:?}"),
             },
             Phase::Checking { list } if token == list => match reply {
-                Ok(Reply::Children { children, .. }) => self.decide(children),
+                Ok(Reply::Children { children, .. }) => self.decide(now, children),
                 Err(Error::NoNode { .. }) => {
                     self.node.forget();
                     self.start_create(true);
@@ -675,9 +729,11 @@ impl Machine for AcquireMachine {
     fn handle_session(&mut self, now: Millis, state: SessionState) {
         if !self.outbox.started() {
             // The driver's first call gives the starting time.
+            self.started = now;
             self.deadline = match self.patience {
-                Patience::Millis(ms) => Some(now.plus(ms)),
-                Patience::Forever | Patience::None => None,
+                // A blocked-only clock starts in `decide`.
+                Patience::Millis(ms) if !self.blocked_patience => Some(now.plus(ms)),
+                Patience::Millis(_) | Patience::Forever | Patience::None => None,
             };
         }
         match self.outbox.session_stalled(state, &mut self.retry) {

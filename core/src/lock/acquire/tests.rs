@@ -8,8 +8,8 @@ use super::*;
 use crate::machine::transcript::{named, number, run_dir};
 
 /// Builds the machine of a transcript's `new PATH KIND PATIENCE guid=N session=N [own=A,B]
-/// [releasing=A,B] [riding=PATH] [planted=BUG]` line (`PATIENCE`: `forever`, `none` or
-/// milliseconds).
+/// [releasing=A,B] [riding=PATH] [planted=BUG] [clock=blocked]` line (`PATIENCE`: `forever`,
+/// `none` or milliseconds; `clock=blocked` counts them only behind a holder).
 fn build(args: &[&str]) -> AcquireMachine {
     let [path, kind, patience, options @ ..] = args else {
         panic!("new PATH KIND PATIENCE …: {args:?}")
@@ -30,7 +30,7 @@ fn build(args: &[&str]) -> AcquireMachine {
         ms => Patience::Millis(number(ms).expect("milliseconds") as u64),
     };
     let (mut guid, mut session, mut own, mut releasing) = (0, 0, Vec::new(), Vec::new());
-    let (mut riding, mut planted) = (None, Bugs::NONE);
+    let (mut riding, mut planted, mut blocked) = (None, Bugs::NONE, false);
     for option in options {
         let names = |v: &str| v.split(',').map(str::to_owned).collect::<Vec<_>>();
         match option.split_once('=').expect("KEY=VALUE") {
@@ -42,12 +42,16 @@ fn build(args: &[&str]) -> AcquireMachine {
             ("planted", v) => {
                 planted = Bugs::plant([v.parse().expect("a planted bug")]).expect("compiled in")
             }
+            ("clock", "blocked") => blocked = true,
             (key, _) => panic!("unknown option {key}"),
         }
     }
-    let m = AcquireMachine::new(path, kind, guid, session, patience, own)
+    let mut m = AcquireMachine::new(path, kind, guid, session, patience, own)
         .with_releasing(releasing)
         .planted(planted);
+    if blocked {
+        m = m.blocked_patience();
+    }
     match riding {
         Some(node) => m.with_riding(node),
         None => m,

@@ -71,7 +71,8 @@ impl Locks {
         for r in requests {
             let mut machine =
                 AcquireMachine::new(&r.lock_path, r.kind, r.guid, session, patience, vec![])
-                    .planted(self.planted);
+                    .planted(self.planted)
+                    .blocked_patience();
             machine.handle_session(now, state);
             let result = machine.poll_output();
             self.slots.push(Slot {

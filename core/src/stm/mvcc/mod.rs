@@ -190,7 +190,11 @@ use attempt::{Try, halt_to_try};
 use layout::Layout;
 
 /// How long a commit waits for a write lock (or `ensure` for a read lock), and a blocked
-/// transaction for its blocker, before giving the try up: Clojure's LOCK_WAIT_MSECS.
+/// transaction for its blocker, before giving the try up: Clojure's LOCK_WAIT_MSECS. A lock's
+/// wait counts only while someone else holds it ([`AcquireMachine::blocked_patience`]), so
+/// a server whose round trips outlast it is slow, not contended.
+///
+/// [`AcquireMachine::blocked_patience`]: crate::lock::AcquireMachine::blocked_patience
 const LOCK_WAIT_MS: u64 = 100;
 
 /// Why an Mvcc machine stopped short of its goal.

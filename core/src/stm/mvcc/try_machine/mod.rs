@@ -30,6 +30,7 @@ mod config;
 
 pub use config::{CommitOrder, Outcome, TryConfig, TryStats};
 
+use crate::lock::blocked_wait;
 use crate::machine::{Machine, Millis, Reply, Request, Token};
 use crate::planted::Bug;
 use crate::{SessionState, WatchedEvent};
@@ -188,6 +189,10 @@ pub struct TryMachine {
     tokens: BTreeMap<u64, (u64, Token)>,
     next_token: u64,
     session: Option<SessionState>,
+    /// When the first step was launched, and how long its first reply took: the server's
+    /// round trip, which a wait for a blocker must outlast.
+    first_launch: Option<Millis>,
+    round_trip: Option<u64>,
     phase: Phase,
     stats: TryStats,
     output: Option<Outcome>,
@@ -215,6 +220,8 @@ impl TryMachine {
             tokens: BTreeMap::new(),
             next_token: 0,
             session: None,
+            first_launch: None,
+            round_trip: None,
             phase: Phase::Idle,
             stats: TryStats::default(),
             output: None,
@@ -272,7 +279,14 @@ impl TryMachine {
         (paths, held)
     }
 
+    /// How long a blocked try waits for its blocker: the lock wait, or on a distant server
+    /// a few of its round trips (what the blocker needs to finish) if longer.
+    fn blocker_wait(&self) -> u64 {
+        blocked_wait(LOCK_WAIT_MS, self.round_trip.unwrap_or(0))
+    }
+
     fn launch(&mut self, now: Millis, step: Step) -> Running {
+        self.first_launch.get_or_insert(now);
         self.next_id += 1;
         let mut run = Running {
             id: self.next_id,
@@ -542,7 +556,7 @@ impl TryMachine {
                     (AfterCleanup::GiveUp(halt), Ok(())) => match &halt {
                         Halt::Blocked { blocker, .. } => {
                             let path = self.layout.point(blocker);
-                            let wait = WaitMachine::new(&path, LOCK_WAIT_MS);
+                            let wait = WaitMachine::new(&path, self.blocker_wait());
                             self.current = Some(self.launch(now, Step::Wait(wait)));
                             self.phase = Phase::Waiting(halt);
                         }
@@ -632,6 +646,9 @@ impl Machine for TryMachine {
     }
 
     fn handle_reply(&mut self, now: Millis, token: Token, reply: crate::Result<Reply>) {
+        if let (None, Some(at)) = (self.round_trip, self.first_launch) {
+            self.round_trip = Some(now.0.saturating_sub(at.0));
+        }
         self.route(now, token, |t| Event::Reply(t, reply));
         self.advance(now);
     }
