@@ -53,6 +53,14 @@ pub const REFUSED_PAUSE: Duration = Duration::from_millis(50);
 /// The session timeout of simulated runs.
 pub const SIM_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 
+/// The largest [`Workload::latency_ms`]: an eighth of [`SIM_SESSION_TIMEOUT`], so a
+/// session's pings (every third of it) still arrive in time.
+pub const MAX_LATENCY_MS: u64 = 500;
+
+/// The one-way latency of a soak's distant rows (`bank+60ms`): a cross-region ensemble, its
+/// round trips (120 ms) longer than the Mvcc STM's lock wait (100 ms).
+pub const WAN_LATENCY_MS: u64 = 60;
+
 /// What a run does, besides its faults: the scenario, its size and the seed its clients
 /// draw their choices from.
 ///
@@ -87,6 +95,11 @@ pub struct Workload {
     /// A transaction that reaches it fails with Maelstrom's 30 (txn-conflict).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_limit: Option<u32>,
+    /// A fixed one-way network latency on the simulator, in milliseconds: a distant
+    /// ensemble (another region), whose round trips outlast the protocols' short waits.
+    /// `None`: the simulator's own (0.1 to 2 ms). A run on a real server ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
 }
 
 impl Workload {
@@ -102,6 +115,7 @@ impl Workload {
             value_size: 0,
             seed,
             retry_limit: None,
+            latency_ms: None,
         }
     }
 }

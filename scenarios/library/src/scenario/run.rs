@@ -284,14 +284,18 @@ impl<'a> Run<'a> {
     /// ```
     pub fn sim_config(&self) -> SimConfig {
         let plan = self.plan();
+        let latency = self.workload.latency_ms.map(Duration::from_millis);
+        let default = SimConfig::default();
         SimConfig {
+            min_latency: latency.unwrap_or(default.min_latency),
+            max_latency: latency.unwrap_or(default.max_latency),
             seed: self.workload.seed,
             clients: 0,
             session_timeout: SIM_SESSION_TIMEOUT,
             rates: plan.rates,
             scheduled: plan.scheduled,
             keep_log: self.keep_log,
-            ..SimConfig::default()
+            ..default
         }
     }
 

@@ -194,6 +194,7 @@ fn a_transactional_scenario_is_soaked_under_both_protocols() {
     use avout::coverage::Mark;
     let mut s = Soak::new(vec!["bank".into()], vec![FaultConfig::all()], 77, 6);
     s.ref_store_rows.clear();
+    s.latency_rows.clear();
     let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
     let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
     assert_eq!(labels, ["bank", "bank+optimistic"]);

@@ -147,11 +147,15 @@ fn the_soak_runs_bank_again_with_the_memory_store() {
     s.ops = Some(10);
     let report = soak(&Registry::builtins(), &s, &|_| {}).unwrap();
     let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
-    assert_eq!(labels, ["bank", "bank+memory", "bank+optimistic"]);
-    assert_eq!(report.runs, 9);
+    assert_eq!(
+        labels,
+        ["bank", "bank+memory", "bank+optimistic", "bank+60ms"]
+    );
+    assert_eq!(report.runs, 12);
+    assert_eq!(report.rows[3].latency_ms, Some(60));
     assert!(!report.failed(), "{:?}", report.rows);
     let without = Soak::new(vec!["counter".into()], vec![FaultConfig::all()], 1, 1);
-    assert_eq!(without.rows(), 1, "no store row without bank");
+    assert_eq!(without.rows(), 1, "no store or distant row without bank");
 }
 
 /// Seeds where, before a value gone from the store made Optimistic re-read its ref after a

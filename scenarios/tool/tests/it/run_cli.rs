@@ -25,6 +25,32 @@ fn avout_run_writes_the_history_and_exits_zero_when_valid() {
     assert!(report["case"].is_null(), "no case file for a valid run");
 }
 
+/// A distant ensemble: every request waits 60 ms each way, so the same workload takes
+/// longer in simulated time, and the report says so.
+#[test]
+fn avout_run_on_a_distant_ensemble_reports_its_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "bank", "--seed", "4", "--ops", "5", "--json"];
+        args.extend(extra);
+        let out = avout_in(&args, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (near, far) = (run(&[]), run(&["--latency-ms", "60"]));
+    assert_eq!(
+        (near["latency_ms"].clone(), far["latency_ms"].clone()),
+        (serde_json::Value::Null, 60.into())
+    );
+    let time = |r: &serde_json::Value| r["virtual_time_s"].as_f64().unwrap();
+    assert!(
+        time(&far) > 3.0 * time(&near),
+        "{} s against {} s",
+        time(&far),
+        time(&near)
+    );
+}
+
 #[test]
 fn avout_run_refuses_bad_arguments_with_exit_two() {
     let dir = tempfile::tempdir().unwrap();
@@ -39,6 +65,7 @@ fn avout_run_refuses_bad_arguments_with_exit_two() {
             "not a probability",
         ),
         (&["run", "counter", "--clients", "0"], "at least 1"),
+        (&["run", "bank", "--latency-ms", "501"], "is over 500"),
         (&["run", "counter", "--protocol", "2pl"], "unknown protocol"),
         (&["run", "counter", "--planted", "nope"], "no planted bug"),
         (&["explore", "counter", "--seeds", "9..3"], "empty"),

@@ -41,7 +41,7 @@ use super::case::{Case, CaseError};
 use super::coverage::Coverage;
 use super::explore::explore_runs;
 use super::store::RefStoreKind;
-use super::{Faults, Protocol, Registry, Report, RunError, Workload};
+use super::{Faults, Protocol, Registry, Report, RunError, WAN_LATENCY_MS, Workload};
 use serde::{Deserialize, Serialize};
 
 /// What to soak.
@@ -71,6 +71,13 @@ pub struct Soak {
     /// [`Soak::protocol`], under each fault configuration. By default every soaked one of
     /// [`TRANSACTIONAL`], so a soak judges both protocols by its strongest checkers.
     pub other_protocol_rows: Vec<String>,
+    /// Extra rows: a scenario run again on a distant ensemble, with this one-way latency in
+    /// milliseconds ([`Workload::latency_ms`]). By default bank at [`WAN_LATENCY_MS`], when
+    /// bank is soaked: the only rows whose round trips outlast the Mvcc STM's lock wait.
+    pub latency_rows: Vec<(String, u64)>,
+    /// A one-way latency in milliseconds for every other row ([`Workload::latency_ms`]):
+    /// the whole soak on a distant ensemble. `None`: the simulator's own.
+    pub latency_ms: Option<u64>,
     /// How many seeds of each row (the first ones) run twice, their event logs compared.
     pub repeat: u64,
     /// The slice of the seeds this soak runs ([`Shard::WHOLE`]: all of them).
@@ -102,11 +109,17 @@ impl Soak {
             } else {
                 Vec::new()
             },
+            latency_rows: if scenarios.iter().any(|s| s == "bank") {
+                vec![("bank".to_owned(), WAN_LATENCY_MS)]
+            } else {
+                Vec::new()
+            },
             other_protocol_rows: TRANSACTIONAL
                 .iter()
                 .filter(|t| scenarios.iter().any(|s| s == *t))
                 .map(|t| (*t).to_owned())
                 .collect(),
+            latency_ms: None,
             scenarios,
             repeat: REPEAT,
             shard: Shard::WHOLE,
@@ -118,8 +131,8 @@ impl Soak {
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Soak};
     /// let s = Soak::new(vec!["bank".into(), "counter".into()], FaultConfig::per_kind(), 1, 1);
-    /// // bank again with the memory store, and under the Optimistic protocol
-    /// assert_eq!(s.rows(), (2 + 1 + 1) * 13);
+    /// // bank again with the memory store, under the Optimistic protocol and far away
+    /// assert_eq!(s.rows(), (2 + 1 + 1 + 1) * 13);
     /// ```
     pub fn rows(&self) -> usize {
         self.scenario_rows() * self.faults.len()
@@ -127,59 +140,73 @@ impl Soak {
 
     /// How many rows each fault configuration has: the scenarios and their extra rows.
     pub fn scenario_rows(&self) -> usize {
-        self.scenarios.len() + self.ref_store_rows.len() + self.other_protocol_rows.len()
+        self.scenarios.len()
+            + self.ref_store_rows.len()
+            + self.other_protocol_rows.len()
+            + self.latency_rows.len()
     }
 
-    /// The rows of the grid, in order: (scenario, store, protocol if not the soak's, faults).
-    fn jobs(&self) -> Vec<(&str, RefStoreKind, Option<Protocol>, &FaultConfig)> {
+    /// `scenario` as the soak runs it by default.
+    fn plain<'a>(&self, scenario: &'a str) -> RowKind<'a> {
+        RowKind {
+            scenario,
+            ref_store: RefStoreKind::default(),
+            protocol: None,
+            latency_ms: self.latency_ms,
+        }
+    }
+
+    /// The rows of the grid, in order: each with its faults.
+    fn jobs(&self) -> Vec<(RowKind<'_>, &FaultConfig)> {
         let other = self.protocol.other();
         self.scenarios
             .iter()
-            .map(|s| (s.as_str(), RefStoreKind::default(), None))
-            .chain(
-                self.ref_store_rows
-                    .iter()
-                    .map(|(s, k)| (s.as_str(), *k, None)),
-            )
-            .chain(
-                self.other_protocol_rows
-                    .iter()
-                    .map(|s| (s.as_str(), RefStoreKind::default(), Some(other))),
-            )
-            .flat_map(|(s, k, p)| self.faults.iter().map(move |f| (s, k, p, f)))
+            .map(|s| self.plain(s))
+            .chain(self.ref_store_rows.iter().map(|(s, k)| RowKind {
+                ref_store: *k,
+                ..self.plain(s)
+            }))
+            .chain(self.other_protocol_rows.iter().map(|s| RowKind {
+                protocol: Some(other),
+                ..self.plain(s)
+            }))
+            .chain(self.latency_rows.iter().map(|(s, ms)| RowKind {
+                latency_ms: Some(*ms),
+                ..self.plain(s)
+            }))
+            .flat_map(|k| self.faults.iter().map(move |f| (k, f)))
             .collect()
-    }
-
-    /// The workload of a row's `scenario` (found in `registry`) with `seed`.
-    fn workload(
-        &self,
-        registry: &Registry,
-        scenario: &str,
-        ref_store: RefStoreKind,
-        protocol: Option<Protocol>,
-        seed: u64,
-    ) -> Result<Workload, RunError> {
-        let protocol = protocol.unwrap_or(self.protocol);
-        row_workload(registry, scenario, ref_store, protocol, self.ops, seed)
     }
 }
 
-/// The workload of a row of `scenario` with `seed`, its refs in `ref_store`.
-fn row_workload(
-    registry: &Registry,
-    scenario: &str,
+/// What a row runs: a scenario, and how its run differs from the soak's plain one.
+#[derive(Clone, Copy, Debug)]
+struct RowKind<'a> {
+    scenario: &'a str,
     ref_store: RefStoreKind,
-    protocol: Protocol,
-    ops: Option<usize>,
-    seed: u64,
-) -> Result<Workload, RunError> {
-    let mut w = registry.workload(scenario, seed)?;
-    w.ref_store = ref_store;
-    w.protocol = protocol;
-    if let Some(ops) = ops {
-        w.ops = ops;
+    protocol: Option<Protocol>,
+    latency_ms: Option<u64>,
+}
+
+impl RowKind<'_> {
+    /// The row's workload (its scenario found in `registry`) with `seed`; `protocol` is the
+    /// soak's, used unless the row names its own.
+    fn workload(
+        &self,
+        registry: &Registry,
+        protocol: Protocol,
+        ops: Option<usize>,
+        seed: u64,
+    ) -> Result<Workload, RunError> {
+        let mut w = registry.workload(self.scenario, seed)?;
+        w.ref_store = self.ref_store;
+        w.protocol = self.protocol.unwrap_or(protocol);
+        w.latency_ms = self.latency_ms;
+        if let Some(ops) = ops {
+            w.ops = ops;
+        }
+        Ok(w)
     }
-    Ok(w)
 }
 
 /// One (scenario, fault configuration) row of a soak. Written to JSON (by `avout soak
@@ -194,6 +221,10 @@ pub struct Row {
     /// ([`Soak::other_protocol_rows`]); `None`: the soak's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
+    /// The one-way latency of a distant row ([`Soak::latency_rows`]); `None`: the
+    /// simulator's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
     /// The fault configuration.
     pub faults: FaultConfig,
     /// Seeds run.
@@ -225,16 +256,18 @@ pub struct Unrepeatable {
 impl Row {
     /// The row's scenario as the soak shows it: its name, with the store when its values
     /// were not in the nodes (`bank+memory`), and the protocol of an extra row
-    /// (`bank+optimistic`).
+    /// (`bank+optimistic`), and the one-way latency of a distant row (`bank+60ms`).
     ///
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
     /// use avout_scenarios::scenario::Protocol;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, protocol: None, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, protocol: None, latency_ms: None, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
     /// assert_eq!(row.label(), "bank+memory");
     /// let row = Row { ref_store: RefStoreKind::default(), protocol: Some(Protocol::Optimistic), ..row };
     /// assert_eq!(row.label(), "bank+optimistic");
+    /// let row = Row { protocol: None, latency_ms: Some(60), ..row };
+    /// assert_eq!(row.label(), "bank+60ms");
     /// ```
     pub fn label(&self) -> String {
         let mut label = self.scenario.clone();
@@ -243,6 +276,9 @@ impl Row {
         }
         if let Some(protocol) = self.protocol {
             label = format!("{label}+{}", protocol.name());
+        }
+        if let Some(ms) = self.latency_ms {
+            label = format!("{label}+{ms}ms");
         }
         label
     }
@@ -302,11 +338,9 @@ pub fn soak(
     // Every row's scenario is known before any run is made.
     let workloads = jobs
         .iter()
-        .map(|(scenario, ref_store, protocol, _)| {
-            s.workload(registry, scenario, *ref_store, *protocol, s.base)
-        })
+        .map(|(kind, _)| kind.workload(registry, s.protocol, s.ops, s.base))
         .collect::<Result<Vec<Workload>, RunError>>()?;
-    let faults: Vec<Faults> = jobs.iter().map(|(_, _, _, f)| f.faults()).collect();
+    let faults: Vec<Faults> = jobs.iter().map(|(_, f)| f.faults()).collect();
     // This shard's seeds of each row: the k-th is the row's offset `s.shard.offset(k)`.
     let per_job = s.shard.seeds_of(s.seeds);
     let seed_of = |i: u64| (i / per_job, s.base + s.shard.offset(i % per_job));
@@ -356,10 +390,11 @@ pub fn soak(
     let mut rows: Vec<Row> = jobs
         .iter()
         .zip(coverage)
-        .map(|((scenario, ref_store, protocol, faults), coverage)| Row {
-            scenario: (*scenario).to_owned(),
-            ref_store: *ref_store,
-            protocol: *protocol,
+        .map(|((kind, faults), coverage)| Row {
+            scenario: kind.scenario.to_owned(),
+            ref_store: kind.ref_store,
+            protocol: kind.protocol,
+            latency_ms: kind.latency_ms,
             faults: (*faults).clone(),
             seeds: per_job,
             failed: Vec::new(),
@@ -398,8 +433,13 @@ fn record_first(
     for row in rows {
         row.first = match row.failed.first() {
             Some(&seed) => {
-                let protocol = row.protocol.unwrap_or(protocol);
-                let w = row_workload(registry, &row.scenario, row.ref_store, protocol, ops, seed)?;
+                let kind = RowKind {
+                    scenario: &row.scenario,
+                    ref_store: row.ref_store,
+                    protocol: row.protocol,
+                    latency_ms: row.latency_ms,
+                };
+                let w = kind.workload(registry, protocol, ops, seed)?;
                 Some(Case::record_faults(
                     registry,
                     &w,

@@ -12,7 +12,7 @@ use avout::planted::Bug;
 use avout_scenarios::scenario::case::{Case, CaseError};
 use avout_scenarios::scenario::shrink::ShrinkError;
 use avout_scenarios::scenario::{
-    FaultPlan, Faults, Protocol, Registry, Report, RunError, Swarm, Workload,
+    FaultPlan, Faults, MAX_LATENCY_MS, Protocol, Registry, Report, RunError, Swarm, Workload,
 };
 use avout_sim_zk::FaultKind;
 
@@ -55,6 +55,10 @@ pub(crate) struct WorkloadArgs {
     /// twice what a ZooKeeper node holds: needs --ref-store memory or postgres).
     #[arg(long, value_name = "SIZE")]
     value_size: Option<String>,
+    /// A fixed one-way network latency on the simulator, in milliseconds (at most 500): a
+    /// distant ensemble, whose round trips outlast the protocols' short waits.
+    #[arg(long, value_name = "MS")]
+    latency_ms: Option<u64>,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
     /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck; or one of
@@ -92,6 +96,9 @@ impl WorkloadArgs {
         w.ref_store = self.ref_store.parse().map_err(RunCmdError::Usage)?;
         if let Some(size) = &self.value_size {
             w.value_size = parse_size(size)?;
+        }
+        if let Some(ms) = self.latency_ms {
+            w.latency_ms = Some(check_latency(ms).map_err(RunCmdError::Usage)?);
         }
         Ok(w)
     }
@@ -188,6 +195,16 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, RunCmdError> {
     super::parse_duration(s).map_err(RunCmdError::Usage)
 }
 
+/// A one-way latency the simulator can run: at most [`MAX_LATENCY_MS`].
+pub(crate) fn check_latency(ms: u64) -> Result<u64, String> {
+    if ms > MAX_LATENCY_MS {
+        return Err(format!(
+            "--latency-ms {ms} is over {MAX_LATENCY_MS}: the simulated sessions (4 s) would expire"
+        ));
+    }
+    Ok(ms)
+}
+
 /// A size: bytes, or a number with `KiB` or `MiB`.
 fn parse_size(s: &str) -> Result<usize, RunCmdError> {
     let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
@@ -268,6 +285,7 @@ pub(crate) fn report_json(r: &Report, extra: serde_json::Value) -> serde_json::V
         "ops_per_client": r.workload.ops,
         "ref_store": r.workload.ref_store.name(),
         "value_size": r.workload.value_size,
+        "latency_ms": r.workload.latency_ms,
         "planted": r.planted.map(|b| b.name()),
         "operations": r.counts,
         "retries": r.retries,
@@ -295,6 +313,9 @@ fn store_note(w: &Workload) -> String {
     }
     if w.value_size > 0 {
         note += &format!(", values of {} bytes", w.value_size);
+    }
+    if let Some(ms) = w.latency_ms {
+        note += &format!(", {ms} ms one-way latency");
     }
     note
 }

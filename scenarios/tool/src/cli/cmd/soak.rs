@@ -49,6 +49,10 @@ pub(crate) struct SoakArgs {
     /// Operations per client (default: each scenario's).
     #[arg(long)]
     ops: Option<usize>,
+    /// Every row on a distant ensemble: a fixed one-way latency in milliseconds (at most
+    /// 500), in place of the one distant row (`bank+60ms`) soaked by default.
+    #[arg(long, value_name = "MS")]
+    latency_ms: Option<u64>,
     /// The STM protocol of the transactional scenarios (bank, list-append and rw-register
     /// also run under the other one, in rows of their own: `bank+optimistic`).
     #[arg(long, default_value = "mvcc")]
@@ -146,6 +150,10 @@ impl SoakArgs {
         let mut s = Soak::new(scenarios, faults, base, self.seeds);
         s.protocol = self.protocol.parse::<Protocol>().map_err(usage)?;
         s.ops = self.ops;
+        if let Some(ms) = self.latency_ms {
+            s.latency_ms = Some(super::runs::check_latency(ms).map_err(usage)?);
+            s.latency_rows.clear();
+        }
         s.planted = self
             .planted
             .as_deref()
