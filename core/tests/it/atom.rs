@@ -10,7 +10,7 @@ use avout::atom::linkv::{KvError, LinKv, MicroOp, transact};
 use avout::atom::record::{RecordError, Records, Value};
 use avout::atom::{Atom, AtomError, FileStore, Postcard};
 use avout::zk::ZkConfig;
-use avout::{Client, Coordination, CreateOptions, MAX_DATA_LEN};
+use avout::{Acl, Client, Coordination, CreateOptions, MAX_DATA_LEN, Perms};
 use serde_json::json;
 
 use avout_testkit::backend::Backend;
@@ -155,6 +155,31 @@ on_both!(
     support::plain_sim(0xa70),
     |b| validators_watchers_codecs_limits_and_file_store_on(b),
 );
+
+on_both!(
+    /// A watch whose read is refused (the node's ACL lets this client nothing) reports the
+    /// refusal at once: only a lost session is waited out.
+    a_refused_watch,
+    support::plain_sim(0xa72),
+    |b| a_refused_watch_is_the_refusal_on(b),
+);
+
+async fn a_refused_watch_is_the_refusal_on(backend: &dyn Backend) {
+    let clients = support::clients_of(backend, 1).await;
+    let atom: Atom<u64> = Atom::open(&clients[0], "/atoms/refused", 0).await.unwrap();
+    let nobody = [Acl::digest("nobody", "secret", Perms::ALL)];
+    clients[0]
+        .set_acl("/atoms/refused", &nobody, None)
+        .await
+        .unwrap();
+    let watched = tokio::time::timeout(Duration::from_secs(30), atom.watch())
+        .await
+        .expect("refused at once, not waited on");
+    assert!(
+        matches!(&watched, Err(AtomError::Zk(avout::Error::NoAuth { .. }))),
+        "{watched:?}"
+    );
+}
 
 async fn validators_watchers_codecs_limits_and_file_store_on(backend: &dyn Backend) {
     let clients = support::clients_of(backend, 3).await;
