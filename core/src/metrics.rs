@@ -32,8 +32,9 @@
 //!   or what it did is found out (a lock's node by its GUID), before the handle goes on;
 //! - `conflict`: an atom's compare-and-set or an STM transaction lost to another writer and
 //!   runs again;
-//! - `read_fault`, `barged`: an STM transaction runs again because a value it must read was
-//!   trimmed from the history, or an older transaction barged it (Mvcc);
+//! - `read_fault`, `barged`, `interrupted`: an STM transaction runs again because a value it
+//!   must read was trimmed from the history, an older transaction barged it (Mvcc), or a
+//!   connection loss interrupted its commit, which did not take effect;
 //! - `session_lost`: an operation that only reads and waits (a barrier's wait, a watcher's
 //!   next change) starts over on the client's next session.
 //!

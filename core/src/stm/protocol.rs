@@ -118,6 +118,9 @@ pub enum RetryReason {
     },
     /// An older transaction barged this one (Mvcc).
     Barged,
+    /// A connection loss interrupted the commit, and it was found not to have taken effect:
+    /// nothing was committed, and no other transaction was involved.
+    Interrupted,
 }
 
 /// What the frontend keeps for a protocol across the tries of one transaction.

@@ -606,6 +606,7 @@ fn retry<R, E>(reason: RetryReason) -> Ending<R, E> {
         RetryReason::Conflict { .. } => "conflict",
         RetryReason::ReadFault { .. } => "read_fault",
         RetryReason::Barged => "barged",
+        RetryReason::Interrupted => "interrupted",
     });
     Ending::Retry
 }

@@ -279,3 +279,37 @@ fn retries_are_counted_by_cause() {
             });
     });
 }
+
+/// A lone client never conflicts: under lost requests its commits are interrupted and run
+/// again, and each such retry is counted as `interrupted`, not as a `conflict` with a writer
+/// that does not exist. Both protocols.
+#[test]
+fn a_lone_clients_interrupted_commits_are_not_conflicts() {
+    for protocol in [avout::stm::Protocol::Mvcc, avout::stm::Protocol::Optimistic] {
+        Recorded::run(|r| {
+            Sim::builder()
+                .seed(29)
+                .clients(0)
+                .rates(support::recipe_rates(FaultKind::RequestLost))
+                .keep_log(false)
+                .build()
+                .run(|ctx| async move {
+                    let a = Client::connect(ctx.zk.clone()).await.unwrap();
+                    let config = StmConfig::with_protocol(protocol);
+                    let stm = Stm::open(&a, "/stm", config).await.unwrap();
+                    let n = stm.make_ref("n", 0i64).await.unwrap();
+                    for _ in 0..300 {
+                        let _ = stm
+                            .dosync(async |tx| {
+                                tx.alter(&n, |v| v + 1).await?;
+                                Ok(())
+                            })
+                            .await;
+                    }
+                    let cause = |c| r.counter(m::RETRIES, &[("cause", c)]);
+                    assert!(cause("interrupted") > 0, "{protocol:?}: {:?}", r.totals());
+                    assert_eq!(cause("conflict"), 0, "{protocol:?}: {:?}", r.totals());
+                });
+        });
+    }
+}

@@ -60,7 +60,7 @@ pub(super) fn halt_to_try(h: Halt, name: &str) -> TryError {
         Halt::Conflict(name) => TryError::Retry(RetryReason::Conflict { name }),
         Halt::Barged => TryError::Retry(RetryReason::Barged),
         Halt::Blocked { name, .. } => TryError::Retry(RetryReason::Conflict { name }),
-        Halt::Interrupted => TryError::Retry(RetryReason::Conflict { name: None }),
+        Halt::Interrupted => TryError::Retry(RetryReason::Interrupted),
         Halt::SessionLost(e) => TryError::Fail(StmError::SessionLost(e)),
         Halt::Zk(e) => TryError::Fail(StmError::from_zk(e)),
         Halt::TooLarge { name, len } => TryError::Fail(too_large(&name, len)),

@@ -492,6 +492,9 @@ impl Attempt for Try<'_> {
                             name: Some(refused_at(index)),
                         }));
                     }
+                    (Settled::Retry, CommitOutcome::NotApplied { .. }) => {
+                        return Err(TryError::Retry(RetryReason::Interrupted));
+                    }
                     (Settled::Retry, _) => {
                         return Err(TryError::Retry(RetryReason::Conflict { name: None }));
                     }
