@@ -261,6 +261,10 @@ pub struct StmStats {
     pub commits: u64,
     /// Tries abandoned for a conflict and run again.
     pub retries: u64,
+    /// Of the retries, those for a conflict with another transaction: a write committed past
+    /// the read point, or a lock held too long. A lone client never has one; its retries are
+    /// read faults and interrupted commits ([`RetryReason`](protocol::RetryReason)).
+    pub conflicts: u64,
     /// Reads of values no longer kept (each also a retry).
     pub read_faults: u64,
     /// Commit phases run again (not the body) because only a commuted ref moved.

@@ -151,6 +151,9 @@ pub struct Counters {
     pub commits: AtomicU64,
     /// Tries abandoned for a conflict and run again (frontend).
     pub retries: AtomicU64,
+    /// Of the retries, those for a conflict with another transaction's write or lock
+    /// (frontend): [`RetryReason::Conflict`].
+    pub conflicts: AtomicU64,
     /// Reads of a value no longer kept (protocol).
     pub read_faults: AtomicU64,
     /// Commit phases run again because only a commuted ref moved (protocol).
@@ -190,6 +193,7 @@ impl Counters {
         super::StmStats {
             commits: get(&self.commits),
             retries: get(&self.retries),
+            conflicts: get(&self.conflicts),
             read_faults: get(&self.read_faults),
             commit_redos: get(&self.commit_redos),
             requests: get(&self.requests),

@@ -511,7 +511,7 @@ where
 {
     let attempt = match shared.engine.begin(zk, slot).await {
         Ok(attempt) => attempt,
-        Err(TryError::Retry(reason)) => return retry(reason),
+        Err(TryError::Retry(reason)) => return retry(shared, reason),
         Err(TryError::Fail(f)) => return Ending::Done(Err(f.widen())),
     };
     let mut tx = Tx {
@@ -529,7 +529,7 @@ where
         let aborted = tx.attempt.abort().await;
         return match failure {
             TryError::Retry(reason) => match aborted {
-                Ok(()) => retry(reason),
+                Ok(()) => retry(shared, reason),
                 Err(f) => Ending::Done(Err(f.widen())),
             },
             TryError::Fail(f) => Ending::Done(Err(f.widen())),
@@ -595,13 +595,16 @@ where
             }
             Ending::Done(Ok(value))
         }
-        Err(TryError::Retry(reason)) => retry(reason),
+        Err(TryError::Retry(reason)) => retry(shared, reason),
         Err(TryError::Fail(f)) => Ending::Done(Err(f.widen())),
     }
 }
 
-fn retry<R, E>(reason: RetryReason) -> Ending<R, E> {
+fn retry<R, E>(shared: &Shared, reason: RetryReason) -> Ending<R, E> {
     tracing::trace!(?reason, "stm: retrying the transaction");
+    if matches!(reason, RetryReason::Conflict { .. }) {
+        shared.counters.add(&shared.counters.conflicts, 1);
+    }
     crate::metrics::retried(match reason {
         RetryReason::Conflict { .. } => "conflict",
         RetryReason::ReadFault { .. } => "read_fault",

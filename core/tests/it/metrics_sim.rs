@@ -309,6 +309,9 @@ fn a_lone_clients_interrupted_commits_are_not_conflicts() {
                     let cause = |c| r.counter(m::RETRIES, &[("cause", c)]);
                     assert!(cause("interrupted") > 0, "{protocol:?}: {:?}", r.totals());
                     assert_eq!(cause("conflict"), 0, "{protocol:?}: {:?}", r.totals());
+                    let stats = stm.stats();
+                    assert!(stats.retries > 0, "{protocol:?}: {stats:?}");
+                    assert_eq!(stats.conflicts, 0, "{protocol:?}: {stats:?}");
                 });
         });
     }

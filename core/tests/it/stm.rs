@@ -141,6 +141,10 @@ fn ensure_prevents_write_skew_and_reads_are_validated() {
                 a.stats().retries + b.stats().retries >= 2,
                 "each run made one retry"
             );
+            assert!(
+                a.stats().conflicts + b.stats().conflicts >= 2,
+                "each retry was a conflict"
+            );
         });
     }
 }

@@ -4,7 +4,7 @@
 use super::Halt;
 use crate::lock::{AcquireMachine, Acquired, LockError, LockKind, Patience};
 use crate::machine::{Machine, Millis, Reply, Request, Token};
-use crate::planted::Bugs;
+use crate::planted::{Bug, Bugs};
 use crate::{SessionState, WatchedEvent};
 
 /// Host tokens stay below this; a lock's token is `(index + 1) << SHIFT | inner`.
@@ -71,8 +71,10 @@ impl Locks {
         for r in requests {
             let mut machine =
                 AcquireMachine::new(&r.lock_path, r.kind, r.guid, session, patience, vec![])
-                    .planted(self.planted)
-                    .blocked_patience();
+                    .planted(self.planted);
+            if !self.planted.contains(Bug::MvccLockWaitFromFirstRequest) {
+                machine = machine.blocked_patience();
+            }
             machine.handle_session(now, state);
             let result = machine.poll_output();
             self.slots.push(Slot {

@@ -94,6 +94,6 @@ pub(crate) async fn client<M: Micro, C: Codec>(
             break;
         }
     }
-    me.caller.rec.retries(stm.stats().retries);
+    me.caller.rec.stm(stm.stats());
     Ok(())
 }

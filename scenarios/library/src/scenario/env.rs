@@ -98,11 +98,16 @@ impl std::fmt::Debug for Env<'_> {
     }
 }
 
-#[derive(Debug, Default)]
-struct Book {
-    history: History,
-    retries: u64,
-    stalls: Vec<String>,
+/// What a run's clients wrote down: the history and what no history shows.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Book {
+    pub(crate) history: History,
+    /// Retries made inside operations.
+    pub(crate) retries: u64,
+    /// Of the retries, STM tries abandoned for a conflict with another transaction.
+    pub(crate) conflicts: u64,
+    /// Operations that did not finish within the run's deadline.
+    pub(crate) stalls: Vec<String>,
 }
 
 /// Writes a run's history, shared by its clients.
@@ -184,6 +189,22 @@ impl Recorder {
         self.book().retries += n;
     }
 
+    /// Counts a client's STM handle's retries, and which of them were conflicts: a run with
+    /// one client that has any fails (a lone client has nobody to conflict with).
+    ///
+    /// ```
+    /// use avout_scenarios::scenario::env::Recorder;
+    /// let (_, _) = avout_sim_zk::Sim::builder().build().run(|_| async move {
+    ///     let rec = Recorder::new();
+    ///     rec.stm(avout::stm::StmStats { retries: 2, conflicts: 1, ..Default::default() });
+    /// });
+    /// ```
+    pub fn stm(&self, stats: avout::stm::StmStats) {
+        let mut book = self.book();
+        book.retries += stats.retries;
+        book.conflicts += stats.conflicts;
+    }
+
     /// Records that an operation did not finish within the run's deadline.
     pub fn stall(&self, what: String) {
         self.book().stalls.push(what);
@@ -199,10 +220,9 @@ impl Recorder {
         self.book().history.clone()
     }
 
-    /// The history, retries and stalls.
-    pub(crate) fn finish(&self) -> (History, u64, Vec<String>) {
-        let book = self.book();
-        (book.history.clone(), book.retries, book.stalls.clone())
+    /// Everything written down.
+    pub(crate) fn finish(&self) -> Book {
+        self.book().clone()
     }
 }
 

@@ -38,7 +38,9 @@ pub use checks::Checks;
 pub use error::{BoxError, WorkloadError};
 pub use protocol::Protocol;
 pub use registry::{Described, KnownFailure, Registry, Scenario, UnknownScenario, WorkloadFn};
-pub use run::{Counts, ERROR_PREFIX, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK};
+pub use run::{
+    Counts, ERROR_PREFIX, LONE_CONFLICT, PANICKED, Report, Run, RunError, WORKLOAD_ERROR_HOOK,
+};
 pub use swarm::{Faults, Swarm};
 
 /// How long one operation may take before the run is failed as stuck (virtual time on the

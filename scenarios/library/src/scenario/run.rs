@@ -18,7 +18,7 @@ use avout_sim_zk::{LogEvent, ReplayFile, Sim, SimConfig};
 use avout_testkit::backend::{Backend, SimBackend};
 use serde::{Deserialize, Serialize};
 
-use super::env::{Env, Recorder};
+use super::env::{Book, Env, Recorder};
 use super::registry::{Registry, Scenario, UnknownScenario};
 use super::store::RefStoreKind;
 use super::{FaultPlan, Faults, OP_DEADLINE, SIM_SESSION_TIMEOUT, Swarm, Workload, WorkloadError};
@@ -373,16 +373,16 @@ impl<'a> Run<'a> {
                 });
             }
         };
-        let (out, (history, retries, stalls)) = result;
+        let (out, book) = result;
         let out = out.and_then(|()| match WORKLOAD_ERROR_HOOK.get() {
-            Some(hook) => hook(w, &history).map_or(Ok(()), |e| Err(WorkloadError::other(e))),
+            Some(hook) => hook(w, &book.history).map_or(Ok(()), |e| Err(WorkloadError::other(e))),
             None => Ok(()),
         });
         // On the simulator nothing outside the system under test can fail, so a workload that
         // gives up (a final read that never succeeds, a step retried to its limit) fails the
         // run as an anomaly does: its seed is named, its history and replay file are kept.
         let verdict = match out {
-            Ok(()) => judge(scenario, w, &history, &stalls),
+            Ok(()) => judge(scenario, w, &book),
             Err(e) => failed("error", format!("{ERROR_PREFIX}{e}")),
         };
         Ok(Report {
@@ -397,7 +397,7 @@ impl<'a> Run<'a> {
             replay: summary.replay,
             log: summary.log,
             coverage,
-            ..self.report(history, retries, verdict, wall_time)
+            ..self.report(book.history, book.retries, verdict, wall_time)
         })
     }
 
@@ -422,12 +422,12 @@ impl<'a> Run<'a> {
             ..Env::new(backend)
         };
         scenario.workload(&env, w, &rec).await?;
-        let (history, retries, stalls) = rec.finish();
-        let verdict = judge(scenario, w, &history, &stalls);
+        let book = rec.finish();
+        let verdict = judge(scenario, w, &book);
         Ok(Report {
             plan: FaultPlan::none(),
             swarm: None,
-            ..self.report(history, retries, verdict, wall.elapsed())
+            ..self.report(book.history, book.retries, verdict, wall.elapsed())
         })
     }
 
@@ -463,9 +463,11 @@ impl<'a> Run<'a> {
 
 /// Judges a history of `w` by the checkers `scenario` binds ([`Scenario::checkers`]);
 /// `stalls` are operations that missed the deadline (anomalies of kind `liveness`).
-fn judge(scenario: &dyn Scenario, w: &Workload, history: &History, stalls: &[String]) -> Verdict {
-    let mut verdict = scenario.checkers(w).judge(history);
-    verdict.anomalies.extend(stalls.iter().map(|s| {
+/// The scenario's checkers' verdict on `book`'s history, with the rules on what no history
+/// shows: every operation finished (liveness), and a lone client never conflicted.
+fn judge(scenario: &dyn Scenario, w: &Workload, book: &Book) -> Verdict {
+    let mut verdict = scenario.checkers(w).judge(&book.history);
+    verdict.anomalies.extend(book.stalls.iter().map(|s| {
         Anomaly::new(
             "liveness",
             format!(
@@ -474,8 +476,24 @@ fn judge(scenario: &dyn Scenario, w: &Workload, history: &History, stalls: &[Str
             ),
         )
     }));
+    // A conflict is another transaction's write or lock: with one client there is none, so
+    // a conflict is a protocol waiting on itself (its own lock node, a wait that ran out
+    // before anyone held the lock), which retries and leaves every history valid.
+    if w.clients == 1 && book.conflicts > 0 {
+        verdict.anomalies.push(Anomaly::new(
+            LONE_CONFLICT,
+            format!(
+                "{LONE_CONFLICT}: the only client's transactions were retried for {} \
+                 conflict(s) with no other transaction",
+                book.conflicts
+            ),
+        ));
+    }
     verdict
 }
+
+/// The kind of the anomaly of a lone client that conflicted ([`Recorder::stm`]).
+pub const LONE_CONFLICT: &str = "lone-conflict";
 
 /// The verdict of a run that did not end well: one anomaly of `kind` (`error`, `panic`),
 /// told by `message`.

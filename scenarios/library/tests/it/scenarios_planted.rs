@@ -9,7 +9,9 @@ use avout::planted::Bug;
 use avout_scenarios::scenario::case::Case;
 use avout_scenarios::scenario::explore::explore;
 use avout_scenarios::scenario::shrink::shrink;
-use avout_scenarios::scenario::{FaultPlan, PANICKED, Protocol, Registry, Workload};
+use avout_scenarios::scenario::{
+    FaultPlan, LONE_CONFLICT, PANICKED, Protocol, Registry, WAN_LATENCY_MS, Workload,
+};
 use avout_sim_zk::FaultKind;
 
 /// Seeds `explore` may try before the bug counts as not found.
@@ -38,8 +40,14 @@ fn explore_within(
 ) -> Workload {
     let mut w = Registry::builtins().workload(scenario, 0).unwrap();
     w.protocol = protocol;
+    explore_workload(bug, &w, plan, seeds)
+}
+
+/// The first seed of `w` that fails with `bug` planted under `plan`; panics if none does
+/// within `seeds` seeds.
+fn explore_workload(bug: Bug, w: &Workload, plan: &FaultPlan, seeds: u64) -> Workload {
     let found = explore(
-        &Registry::builtins().run(&w).faults(plan).planted(Some(bug)),
+        &Registry::builtins().run(w).faults(plan).planted(Some(bug)),
         0..seeds,
         2,
         false,
@@ -179,6 +187,46 @@ fn planted_stm_bugs_are_found_by_rw_register() {
             "planted {bug} (rw-register, {protocol:?}): found at seed {}: {kinds:?}",
             failing.seed
         );
+    }
+}
+
+/// avout's own bug, fixed: the Mvcc lock wait ran from an acquisition's first request. The
+/// rule "a lone client never conflicts" finds it 60 ms away: in the soak's
+/// `rw-register+1client+60ms` row with no fault, and in bank, whose histories it leaves
+/// valid, under the default mix. Its kept case (bank's, shrunk) fails with the bug by that
+/// rule alone and passes without it.
+#[test]
+fn planted_lock_wait_from_first_request_is_found_by_a_lone_distant_client() {
+    let bug = Bug::MvccLockWaitFromFirstRequest;
+    let kept = regression(bug);
+    let registry = Registry::builtins();
+    let lone = |report: &avout_scenarios::scenario::Report| {
+        report.verdict.kinds().contains(&LONE_CONFLICT.to_owned())
+    };
+    let with = kept.rerun(&registry, Some(bug)).unwrap();
+    assert_eq!(with.verdict.kinds(), [LONE_CONFLICT], "{:?}", with.verdict);
+    assert!(kept.rerun(&registry, None).unwrap().verdict.is_valid());
+
+    for (scenario, plan) in [
+        ("rw-register", FaultPlan::none()),
+        ("bank", FaultPlan::all()),
+    ] {
+        let mut w = registry.workload(scenario, 0).unwrap();
+        w.clients = 1;
+        w.latency_ms = Some(WAN_LATENCY_MS);
+        let failing = explore_workload(bug, &w, &plan, 10);
+        let with = registry.run(&failing).faults(&plan).planted(Some(bug));
+        assert!(lone(&with.sim().unwrap()), "seed {}", failing.seed);
+        // The same seed without the bug, and the bug with a client more (the rule is the
+        // lone client's: with two, a conflict may have a writer).
+        let without = registry.run(&failing).faults(&plan);
+        assert!(without.sim().unwrap().verdict.is_valid());
+        let pair = Workload {
+            clients: 2,
+            ..failing.clone()
+        };
+        let two = registry.run(&pair).faults(&plan).planted(Some(bug));
+        assert!(!lone(&two.sim().unwrap()));
     }
 }
 

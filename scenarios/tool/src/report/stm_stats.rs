@@ -33,6 +33,7 @@ fn zip(a: StmStats, b: StmStats, f: impl Fn(u64, u64) -> u64) -> StmStats {
     StmStats {
         commits: f(a.commits, b.commits),
         retries: f(a.retries, b.retries),
+        conflicts: f(a.conflicts, b.conflicts),
         read_faults: f(a.read_faults, b.read_faults),
         commit_redos: f(a.commit_redos, b.commit_redos),
         requests: f(a.requests, b.requests),

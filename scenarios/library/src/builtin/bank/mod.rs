@@ -210,7 +210,7 @@ pub(crate) async fn operate(
         }
         match me.caller.call(op, call, Value::clone).await {
             Ended::Stuck => {
-                me.caller.rec.retries(stm.stats().retries);
+                me.caller.rec.stm(stm.stats());
                 return Ok(());
             }
             // The in-process store never fails, and a database that does makes the run
@@ -236,7 +236,7 @@ pub(crate) async fn operate(
     me.caller
         .call(Invoke::new(AUDIT, Value::Null), audit, Value::clone)
         .await;
-    me.caller.rec.retries(stm.stats().retries);
+    me.caller.rec.stm(stm.stats());
     Ok(())
 }
 

@@ -75,6 +75,13 @@ pub struct Soak {
     /// milliseconds ([`Workload::latency_ms`]). By default bank at [`WAN_LATENCY_MS`], when
     /// bank is soaked: the only rows whose round trips outlast the Mvcc STM's lock wait.
     pub latency_rows: Vec<(String, u64)>,
+    /// Extra rows: a transactional scenario run by one client on a distant ensemble, with
+    /// this one-way latency in milliseconds, where the rule "a lone client never conflicts"
+    /// ([`Recorder::stm`](crate::scenario::env::Recorder::stm)) is sharpest: its round trips
+    /// outlast the protocols' short waits. By default rw-register (whose transactions
+    /// `ensure`, `alter`, `ref_set` and read) at [`WAN_LATENCY_MS`], when rw-register is
+    /// soaked (a lone client's run is about a fifth of a full one).
+    pub lone_rows: Vec<(String, u64)>,
     /// A one-way latency in milliseconds for every other row ([`Workload::latency_ms`]):
     /// the whole soak on a distant ensemble. `None`: the simulator's own.
     pub latency_ms: Option<u64>,
@@ -114,6 +121,11 @@ impl Soak {
             } else {
                 Vec::new()
             },
+            lone_rows: if scenarios.iter().any(|s| s == "rw-register") {
+                vec![("rw-register".to_owned(), WAN_LATENCY_MS)]
+            } else {
+                Vec::new()
+            },
             other_protocol_rows: TRANSACTIONAL
                 .iter()
                 .filter(|t| scenarios.iter().any(|s| s == *t))
@@ -133,6 +145,10 @@ impl Soak {
     /// let s = Soak::new(vec!["bank".into(), "counter".into()], FaultConfig::per_kind(), 1, 1);
     /// // bank again with the memory store, under the Optimistic protocol and far away
     /// assert_eq!(s.rows(), (2 + 1 + 1 + 1) * 13);
+    /// let s = Soak::new(vec!["rw-register".into()], FaultConfig::per_kind(), 1, 1);
+    /// // rw-register again under the Optimistic protocol, and far away with one client
+    /// assert_eq!(s.rows(), (1 + 1 + 1) * 13);
+    /// assert_eq!(s.lone_rows, [("rw-register".to_owned(), 60)]);
     /// ```
     pub fn rows(&self) -> usize {
         self.scenario_rows() * self.faults.len()
@@ -144,6 +160,7 @@ impl Soak {
             + self.ref_store_rows.len()
             + self.other_protocol_rows.len()
             + self.latency_rows.len()
+            + self.lone_rows.len()
     }
 
     /// `scenario` as the soak runs it by default.
@@ -153,6 +170,7 @@ impl Soak {
             ref_store: RefStoreKind::default(),
             protocol: None,
             latency_ms: self.latency_ms,
+            clients: None,
         }
     }
 
@@ -174,6 +192,11 @@ impl Soak {
                 latency_ms: Some(*ms),
                 ..self.plain(s)
             }))
+            .chain(self.lone_rows.iter().map(|(s, ms)| RowKind {
+                latency_ms: Some(*ms),
+                clients: Some(1),
+                ..self.plain(s)
+            }))
             .flat_map(|k| self.faults.iter().map(move |f| (k, f)))
             .collect()
     }
@@ -186,6 +209,8 @@ struct RowKind<'a> {
     ref_store: RefStoreKind,
     protocol: Option<Protocol>,
     latency_ms: Option<u64>,
+    /// Clients, when not the scenario's default.
+    clients: Option<usize>,
 }
 
 impl RowKind<'_> {
@@ -202,6 +227,9 @@ impl RowKind<'_> {
         w.ref_store = self.ref_store;
         w.protocol = self.protocol.unwrap_or(protocol);
         w.latency_ms = self.latency_ms;
+        if let Some(clients) = self.clients {
+            w.clients = clients;
+        }
         if let Some(ops) = ops {
             w.ops = ops;
         }
@@ -225,6 +253,10 @@ pub struct Row {
     /// simulator's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
+    /// The clients of a row that does not run the scenario's default number
+    /// ([`Soak::lone_rows`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<usize>,
     /// The fault configuration.
     pub faults: FaultConfig,
     /// Seeds run.
@@ -256,18 +288,21 @@ pub struct Unrepeatable {
 impl Row {
     /// The row's scenario as the soak shows it: its name, with the store when its values
     /// were not in the nodes (`bank+memory`), and the protocol of an extra row
-    /// (`bank+optimistic`), and the one-way latency of a distant row (`bank+60ms`).
+    /// (`bank+optimistic`), the clients of a row that does not run the default number
+    /// (`bank+1client`), and the one-way latency of a distant row (`bank+60ms`).
     ///
     /// ```
     /// use avout_scenarios::scenario::soak::{FaultConfig, Row};
     /// use avout_scenarios::scenario::store::RefStoreKind;
     /// use avout_scenarios::scenario::Protocol;
-    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, protocol: None, latency_ms: None, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
+    /// let row = Row { scenario: "bank".into(), ref_store: RefStoreKind::Memory, protocol: None, latency_ms: None, clients: None, faults: FaultConfig::none(), seeds: 1, failed: vec![], first: None, coverage: Default::default(), unrepeatable: vec![] };
     /// assert_eq!(row.label(), "bank+memory");
     /// let row = Row { ref_store: RefStoreKind::default(), protocol: Some(Protocol::Optimistic), ..row };
     /// assert_eq!(row.label(), "bank+optimistic");
     /// let row = Row { protocol: None, latency_ms: Some(60), ..row };
     /// assert_eq!(row.label(), "bank+60ms");
+    /// let row = Row { clients: Some(1), ..row };
+    /// assert_eq!(row.label(), "bank+1client+60ms");
     /// ```
     pub fn label(&self) -> String {
         let mut label = self.scenario.clone();
@@ -276,6 +311,11 @@ impl Row {
         }
         if let Some(protocol) = self.protocol {
             label = format!("{label}+{}", protocol.name());
+        }
+        match self.clients {
+            Some(1) => label = format!("{label}+1client"),
+            Some(n) => label = format!("{label}+{n}clients"),
+            None => {}
         }
         if let Some(ms) = self.latency_ms {
             label = format!("{label}+{ms}ms");
@@ -395,6 +435,7 @@ pub fn soak(
             ref_store: kind.ref_store,
             protocol: kind.protocol,
             latency_ms: kind.latency_ms,
+            clients: kind.clients,
             faults: (*faults).clone(),
             seeds: per_job,
             failed: Vec::new(),
@@ -438,6 +479,7 @@ fn record_first(
                     ref_store: row.ref_store,
                     protocol: row.protocol,
                     latency_ms: row.latency_ms,
+                    clients: row.clients,
                 };
                 let w = kind.workload(registry, protocol, ops, seed)?;
                 Some(Case::record_faults(

@@ -61,10 +61,11 @@ pub(crate) struct WorkloadArgs {
     latency_ms: Option<u64>,
     /// Switch on a planted bug (needs a build with `--features planted-bugs`):
     /// lock-no-guid-recovery, atom-unchecked-write, stm-no-read-point-check,
-    /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck; or one of
-    /// the museum's (reports/museum.md): kazoo-649, curator-621, kazoo-732, curator-335,
-    /// curator-462, curator-gh-1290, zookeeper-1011, curator-358, curator-16, curator-202,
-    /// curator-623, curator-476, curator-311.
+    /// stm-barge-committing, stm-session-loss-retried, lock-handoff-without-recheck; avout's
+    /// own fixed mvcc-lock-wait-from-first-request; or one of the museum's (reports/museum.md):
+    /// kazoo-649, curator-621, kazoo-732, curator-335, curator-462, curator-gh-1290,
+    /// zookeeper-1011, curator-358, curator-16, curator-202, curator-623, curator-476,
+    /// curator-311.
     #[arg(long, value_name = "BUG")]
     planted: Option<String>,
     /// Where histories and case files go.

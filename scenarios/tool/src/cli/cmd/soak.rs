@@ -151,8 +151,13 @@ impl SoakArgs {
         s.protocol = self.protocol.parse::<Protocol>().map_err(usage)?;
         s.ops = self.ops;
         if let Some(ms) = self.latency_ms {
-            s.latency_ms = Some(super::runs::check_latency(ms).map_err(usage)?);
+            let ms = super::runs::check_latency(ms).map_err(usage)?;
+            s.latency_ms = Some(ms);
             s.latency_rows.clear();
+            // A lone client stays a row of its own, as far away as the rest.
+            for row in &mut s.lone_rows {
+                row.1 = ms;
+            }
         }
         s.planted = self
             .planted
