@@ -82,8 +82,10 @@ pub(super) async fn ttl_nodes<B: Backend + ?Sized>(backend: &B, root: &str) {
     );
     assert_eq!(seq, format!("{prefix}0000000001"), "sequence suffix");
 
-    // A parent outlives its TTL while it has a child, and goes once the child does.
-    let short = Duration::from_millis(300);
+    // A parent outlives its TTL while it has a child, and goes once the child does. The TTL
+    // leaves room to make the child first: 300 ms was outrun under valgrind, the parent reaped
+    // before its child's create arrived.
+    let short = Duration::from_millis(1500);
     let p = path::join(root, "p");
     let kid = path::join(&p, "kid");
     ok(
@@ -92,7 +94,7 @@ pub(super) async fn ttl_nodes<B: Backend + ?Sized>(backend: &B, root: &str) {
             .await,
     );
     ok("give it a child", c.create(&kid, b"", &persistent()).await);
-    tokio::time::sleep(short * 4).await;
+    tokio::time::sleep(short * 2).await;
     assert!(
         synced_exists("the TTL node with a child", &c, &p)
             .await
