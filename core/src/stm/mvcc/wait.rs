@@ -111,3 +111,34 @@ impl Machine for WaitMachine {
         self.output.take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    /// A session lost under the wait ends it with the loss, whichever tells first: the watch's
+    /// failed `exists` or the session event. Taken for a vanished blocker, the try would run
+    /// again on a dead session: a retry that can only fail, counted as one.
+    #[test]
+    fn a_session_lost_under_the_wait_is_the_loss() {
+        for error in [Error::SessionExpired, Error::Closed] {
+            let mut m = WaitMachine::new("/s/stm/history/t-1", 100);
+            m.handle_session(Millis(0), SessionState::Connected);
+            let (token, _) = m.poll_request().expect("the exists");
+            m.handle_reply(Millis(1), token, Err(error.clone()));
+            assert_eq!(m.poll_output(), Some(Err(Halt::SessionLost(error))));
+            assert_eq!(m.poll_timer(), None, "nothing left to wait for");
+        }
+    }
+
+    /// Any other failure of the `exists` cannot arm the wait: the try runs again at once.
+    #[test]
+    fn a_wait_that_cannot_be_armed_ends_at_once() {
+        let mut m = WaitMachine::new("/s/stm/history/t-1", 100);
+        m.handle_session(Millis(0), SessionState::Connected);
+        let (token, _) = m.poll_request().expect("the exists");
+        m.handle_reply(Millis(1), token, Err(Error::ConnectionLoss));
+        assert_eq!(m.poll_output(), Some(Ok(())));
+    }
+}
