@@ -20,7 +20,7 @@ use std::time::Duration;
 /// The result type of every coordination operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What an error means for a retry; see the [module docs](self).
+/// What an error means for a retry; see the module docs.
 ///
 /// ```
 /// use avout::{Error, ErrorClass};
@@ -202,7 +202,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The retry meaning of the error; see the [module docs](self).
+    /// The retry meaning of the error; see the module docs.
     ///
     /// ```
     /// use avout::{Error, ErrorClass};

@@ -43,7 +43,7 @@ pub trait Intercept: Send + Sync {
     ) -> OpFuture<'a, (Reply, Option<Watch>)>;
 }
 
-/// A backend `C` whose requests go through the interceptor `I`; see the [module docs](self).
+/// A backend `C` whose requests go through the interceptor `I`; see the module docs.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -15,7 +15,7 @@
 //! | `avout_sessions_opened_total` | counter | | sessions | sessions the managed [`Client`](crate::Client)s opened: each one's first and every replacement after an expiry |
 //! | `avout_sessions_ended_total` | counter | `reason`: `expired`, `closed`, `auth_failed` | sessions | sessions of managed clients that ended (a client closed or dropped ends its session as `closed`) |
 //! | `avout_sessions_open` | gauge | | sessions | sessions of managed clients open now |
-//! | `avout_connection_state_changes_total` | counter | `state`: `connected`, `suspended`, `reconnected`, `lost`, `closed` | events | the connection events the clients published ([`ConnectionState`](crate::client::ConnectionState)) |
+//! | `avout_connection_state_changes_total` | counter | `state`: `connected`, `suspended`, `reconnected`, `lost`, `closed` | events | the connection events the clients published ([`ConnectionState`]) |
 //! | `avout_clients` | gauge | `state`: as above | clients | managed clients whose latest connection event is `state` |
 //! | `avout_reconnects_total` | counter | `session`: `same` (within the session), `new` (onto a new session) | reconnections | `Reconnected` events |
 //! | `avout_session_open_failures_total` | counter | `error`: the error's [name](crate::Error::name), snake case | attempts | failed attempts to open a replacement session (each paced by the [`RetryPolicy`](crate::client::RetryPolicy)) |

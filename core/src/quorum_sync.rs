@@ -24,7 +24,7 @@ use crate::{Error, ErrorClass, Op, OpFuture, Reply, Request, Result, Watch};
 
 impl Request {
     /// What a backend sends for `Sync { path }`: a `multi` of one `check` of `path`, which
-    /// ZooKeeper orders through its quorum. See the [module docs](self).
+    /// ZooKeeper orders through its quorum. See the module docs.
     ///
     /// ```
     /// use avout::{Op, Request};

@@ -298,7 +298,7 @@ impl Canonical for OpResult {
 }
 
 /// A request: its name, then its fields. A session's close, which is no [`Request`], is
-/// encoded as the name `close` alone ([`canon_close`]).
+/// encoded as the name `close` alone (`canon_close`).
 impl Canonical for Request {
     fn canon(&self, h: &mut StableHasher) {
         h.str(self.name());
@@ -369,7 +369,7 @@ pub(crate) fn canon_closed(h: &mut StableHasher) {
 }
 
 /// A reply: a tag per operation, then its fields. Tags 0 to 9 and 11 to 17 are the replies'
-/// and 10 the answer to a close ([`canon_closed`]); they MUST NOT change.
+/// and 10 the answer to a close (`canon_closed`); they MUST NOT change.
 impl Canonical for Reply {
     fn canon(&self, h: &mut StableHasher) {
         match self {

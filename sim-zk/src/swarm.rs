@@ -84,7 +84,7 @@ impl SwarmRange {
 
 impl FaultRates {
     /// The fault mix of the run of `seed` under swarm testing, its kinds drawn from `pool`
-    /// (see the [module docs](self)).
+    /// (see the module docs).
     ///
     /// ```
     /// use avout_sim_zk::{FaultKind, FaultRates};

@@ -125,7 +125,7 @@ enum Redo {
     Decide(EntryName),
 }
 
-/// One executor step; see the [module docs](self).
+/// One executor step; see the module docs.
 ///
 /// ```
 /// use avout::agent::{AgentState, Consumed, EntryName, StepError, StepMachine};

@@ -79,7 +79,7 @@ where
     }
 
     /// After `failures` lost tries in a row, an update takes the atom's promotion lock before
-    /// trying again; see the [module docs](self).
+    /// trying again; see the module docs.
     ///
     /// ```no_run
     /// # async fn demo(client: &avout::Client) -> Result<(), avout::atom::AtomError> {

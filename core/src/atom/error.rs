@@ -16,7 +16,8 @@ use super::{CodecError, StepError, StoreError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AtomError {
-    /// The node does not exist (use [`Atom::open`] to create it with an initial value).
+    /// The node does not exist (use [`Atom::open`](super::Atom::open) to create it with an
+    /// initial value).
     #[error("no atom at {path}")]
     Missing {
         /// The atom's path.
@@ -45,7 +46,7 @@ pub enum AtomError {
         source: CodecError,
     },
     /// The encoded value exceeds the container's limit (ZooKeeper's 1 MiB for the default
-    /// [`ZkNode`]); nothing was written.
+    /// [`ZkNode`](super::ZkNode)); nothing was written.
     #[error("a value of {len} bytes for {path} exceeds the limit of {limit} bytes")]
     TooLarge {
         /// The atom's path.

@@ -40,7 +40,7 @@ enum Phase {
     Done,
 }
 
-/// Watches a held node until it is lost; see the [module docs](self).
+/// Watches a held node until it is lost; see the module docs.
 ///
 /// ```
 /// use avout::lock::{LockError, MonitorMachine};

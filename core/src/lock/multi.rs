@@ -36,7 +36,7 @@ use std::time::Duration;
 use super::{LockError, LockStatus, Mutex, MutexGuard};
 use crate::{Client, Error};
 
-/// A lock over several paths, all or nothing; see the [module docs](self).
+/// A lock over several paths, all or nothing; see the module docs.
 ///
 /// ```no_run
 /// use avout::lock::MultiLock;

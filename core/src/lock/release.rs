@@ -59,7 +59,7 @@ pub const RELEASE_LINGER: Duration = Duration::from_millis(1);
 /// The one token of a release: a repeated delete goes out under the same one.
 const DELETE: Token = Token(0);
 
-/// Deletes one node the caller owns, idempotently; see the [module docs](self).
+/// Deletes one node the caller owns, idempotently; see the module docs.
 ///
 /// ```
 /// use avout::lock::ReleaseMachine;

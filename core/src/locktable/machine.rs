@@ -142,7 +142,7 @@ pub enum TxOutcome {
     },
 }
 
-/// Runs one lock transaction; see the [module docs](self).
+/// Runs one lock transaction; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TxMachine {
     ns: String,

@@ -6,7 +6,7 @@
 //!
 //! | statement | meaning |
 //! |---|---|
-//! | [`assert(c)`](assert) | abort the whole transaction unless `c` holds |
+//! | [`assert(c)`](fn@assert) | abort the whole transaction unless `c` holds |
 //! | [`not(c)`](not) | negation |
 //! | [`exists(t, v)`](exists) | another session has an entry in slot `t/v` (refine: [`with_value`](Condition::with_value), [`including_own`](Condition::including_own)) |
 //! | [`set_var(t, v, x)`](set_var) | set this session's entry to `x`; refused while another session has one, unless [`allow_duplicates`](Change::allow_duplicates) |
@@ -70,7 +70,7 @@
 //! and counts) would need the namespace serialised by a lock. They are not offered.
 //! Contention shows as conflicts: a check that fails means another transaction changed
 //! the snapshot, and the transaction is re-read and re-evaluated (up to
-//! [`MAX_ATTEMPTS`](machine::MAX_ATTEMPTS) times, then [`LockTableError::Contended`]).
+//! [`MAX_ATTEMPTS`] times, then [`LockTableError::Contended`]).
 //! A failed transaction's verdict is confirmed by a `multi` of the same checks, so it too
 //! held at one instant.
 //!

@@ -125,7 +125,7 @@ impl fmt::Display for Change {
     }
 }
 
-/// What an [`assert`] requires.
+/// What an [`assert`](fn@assert) requires.
 ///
 /// ```
 /// use avout::locktable::{exists, not};

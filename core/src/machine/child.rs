@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use super::{Outbox, Request, Token};
 
-/// Outer tokens of child machines' requests; see the [module docs](self).
+/// Outer tokens of child machines' requests; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Outbox, Request, Routes, Token};

@@ -24,6 +24,8 @@
 //! - [`ProtectedCreate`]: Curator's GUID-named create and its recovery.
 //! - [`until_certain`] and [`Pace`]: the one way a handle retries an uncertain call outside a
 //!   machine.
+//!
+//! [`Coordination`]: crate::Coordination
 
 mod child;
 mod driver;

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use super::{Reply, Request, Stall, Token};
 use crate::{CreateOptions, Error, SessionState};
 
-/// A machine's requests, tokens, start and result; see the [module docs](self).
+/// A machine's requests, tokens, start and result; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Outbox, Request, SessionEvent, Token};

@@ -100,7 +100,7 @@ pub enum Protected {
     },
 }
 
-/// A protected create; see the [module docs](self).
+/// A protected create; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Outbox, ProtectedCreate, Protected, Reply, Request};
@@ -249,7 +249,7 @@ impl ProtectedCreate {
     }
 
     /// Queues the create with `riding` operations ahead of it in one `multi`, and the stamp
-    /// behind it (see the [module docs](self)); without riding operations, a plain create.
+    /// behind it (see the module docs); without riding operations, a plain create.
     /// Returns its token. The node is unknown until the reply.
     ///
     /// ```
@@ -299,7 +299,7 @@ impl ProtectedCreate {
     }
 
     /// The parent directory's `Stat` right after a riding create applied (the stamp's; see
-    /// the [module docs](self)): `None` after a plain create or a recovery.
+    /// the module docs): `None` after a plain create or a recovery.
     ///
     /// ```
     /// assert_eq!(avout::machine::ProtectedCreate::new("/l", "p-", 1).parent_stat(), None);

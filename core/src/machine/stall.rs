@@ -16,7 +16,7 @@ use super::Millis;
 /// ```
 pub const RETRY_PAUSE_MS: u64 = 20;
 
-/// A step waiting to be redone; see the [module docs](self).
+/// A step waiting to be redone; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Millis, Stall, RETRY_PAUSE_MS};

@@ -6,7 +6,7 @@
 //! An [`Stm`] is opened on a session and a root path with an [`StmConfig`]; the root is bound
 //! to one [`Protocol`] the first time it is opened (opening it with the other protocol is
 //! [`StmError::ProtocolMismatch`]). [`Stm::make_ref`] makes (or joins) a named [`Ref`] of
-//! serde values, encoded with a [`Codec`](crate::atom::Codec) ([`Json`](crate::atom::Json)
+//! serde values, encoded with a [`Codec`] ([`Json`]
 //! by default). [`Stm::dosync`] runs a body on a [`Tx`]:
 //!
 //! - [`Tx::deref`] reads a ref (the transaction's own value once it has set it);

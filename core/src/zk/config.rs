@@ -28,7 +28,8 @@ pub struct ZkConfig {
     pub connect: String,
     /// The session timeout to ask for; the server bounds it to between 2 and 20 ticks.
     pub session_timeout: Duration,
-    /// How long [`ZkClient::connect`] tries before failing with [`Error::Unreachable`].
+    /// How long [`ZkClient::connect`](super::ZkClient::connect) tries before failing with
+    /// [`Error::Unreachable`](crate::Error::Unreachable).
     pub connect_timeout: Duration,
     /// Authentication sent when the session is established: (scheme, credentials).
     pub auth: Vec<(String, Vec<u8>)>,

@@ -8,7 +8,7 @@
 //!
 //! A check runs on its own threads while the caller watches it: every
 //! [`Progress`] tick reports the states, the depth and the memory resident, and a [`Budget`]
-//! (unique states, memory) ends it cleanly — the model's [`Space`](crate::world::Space) is
+//! (unique states, memory) ends it cleanly — the model's [`Space`] is
 //! halted, so no state has a successor any more, the checker judges the states it already
 //! generated and stops, and the report says what was covered ([`Coverage::Incomplete`]).
 

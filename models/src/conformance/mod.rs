@@ -86,6 +86,11 @@
 //! let checked = conform(&run).unwrap();
 //! assert!(checked.actions.len() > 10);
 //! ```
+//!
+//! [`Election`]: avout::recipes::election::Election
+//! [`Stm`]: avout::stm::Stm
+//! [`World`]: crate::world::World
+//! [`World::from_kernel`]: crate::world::World::from_kernel
 
 mod compare;
 mod record;
@@ -111,22 +116,35 @@ use crate::world::Action;
 pub enum Workload {
     /// Each client takes the production [`Mutex`] at [`LOCK_PATH`], holds it a few virtual
     /// milliseconds and unlocks; the model is [`crate::lock`]'s mutex.
+    ///
+    /// [`Mutex`]: avout::lock::Mutex
+    /// [`LOCK_PATH`]: crate::lock::LOCK_PATH
     Mutex,
     /// Client 0 takes the production [`RwLock`]'s write side, the others its read side,
     /// each holding a few virtual milliseconds; the model is [`crate::lock`]'s rwlock.
+    ///
+    /// [`RwLock`]: avout::lock::RwLock
     RwLock,
     /// Each client campaigns in the production [`Election`], leads a few virtual
     /// milliseconds and resigns; the model is [`crate::lock`]'s election, whose leaders run
     /// the production [`MonitorMachine`](avout::lock::MonitorMachine) on their node as a
     /// [`Leadership`](avout::recipes::election::Leadership) does.
+    ///
+    /// [`Election`]: avout::recipes::election::Election
     Election,
     /// Each client increments a production [`Atom`] at [`ATOM_PATH`] once with `swap`; the
     /// model is [`crate::atom`]'s.
+    ///
+    /// [`Atom`]: avout::atom::Atom
+    /// [`ATOM_PATH`]: crate::atom::ATOM_PATH
     Atom,
     /// Each client runs one transaction on its own production [`Stm`] handle (protocol
     /// Optimistic, at [`ROOT`], `retry_limit` as [`StmConfig::retry_limit`]): the even
     /// clients transfer one unit from ref `a` to ref `b`, the odd ones read both (see the
     /// [module docs](self#the-stm)); the model is [`crate::stm`]'s.
+    ///
+    /// [`Stm`]: avout::stm::Stm
+    /// [`ROOT`]: crate::stm::ROOT
     Stm {
         /// Retries after which a transaction fails (production's and the model's).
         retry_limit: u32,

@@ -52,6 +52,8 @@
 //! - `sometimes` **a barge happens** (two transfers), **a read fault happens** (a reader, two
 //!   transfers, MAX-HISTORY 1), **a conflict retried**, **a lost commit reply recovered**
 //!   (with reply faults), **a read-only transaction validates** (a reader).
+//!
+//! [`TryMachine`]: avout::stm::mvcc::TryMachine
 
 mod agent;
 mod model;

@@ -34,7 +34,7 @@ use super::{Agent, Client, Faults, Msg, Say, Space, World};
 use crate::shared::Shared;
 
 /// That clients read ahead, and what it must know of the faults to do it soundly. See the
-/// [module docs](self).
+/// module docs.
 ///
 /// ```
 /// use avout_models::world::{FaultKind, Faults, ReadAhead};
@@ -60,7 +60,7 @@ impl ReadAhead {
 
 impl<A: Agent> World<A> {
     /// This world, its clients reading ahead where `faults` allow it (see
-    /// [`ReadAhead::allowed`] and [`read_ahead`](self)): the same verdicts from fewer states.
+    /// [`ReadAhead::allowed`] and `read_ahead`): the same verdicts from fewer states.
     ///
     /// ```
     /// use avout_models::{lock::LockAgent, world::{Faults, World}};

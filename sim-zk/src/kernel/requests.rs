@@ -13,7 +13,7 @@ use super::op_ref::{OPEN_UNSAFE, OpRef};
 use super::{Applied, DataTree, Fired, Kernel, Node, Overlay, Record, Server, Txn, TxnKind, acl};
 
 impl Kernel {
-    /// Processes one request of a session. See the [module docs](self) for the pipeline.
+    /// Processes one request of a session. See the module docs for the pipeline.
     ///
     /// A request of a session that is not alive fails with `SessionExpired`.
     ///

@@ -327,6 +327,8 @@ impl Builder {
     /// at the same moments every time. [`RunSummary::buggified`] counts the firings; the log
     /// names each point.
     ///
+    /// [`RunSummary::buggified`]: crate::RunSummary::buggified
+    ///
     /// ```
     /// let sim = avout_sim_zk::Sim::builder().buggify(true).build();
     /// assert!(sim.config().buggify);

@@ -146,7 +146,7 @@ enum Phase {
     Done,
 }
 
-/// Acquires one lock node; see the [module docs](self).
+/// Acquires one lock node; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AcquireMachine {
     lock_path: String,
@@ -285,7 +285,7 @@ impl AcquireMachine {
 
     /// The same machine, deleting `node` (the path of a node this owner released, under the
     /// same lock path) in the same `multi` as it creates its own; see the
-    /// [module docs](self). The node never blocks this machine meanwhile.
+    /// module docs. The node never blocks this machine meanwhile.
     ///
     /// ```
     /// use avout::lock::{AcquireMachine, LockKind, Patience};

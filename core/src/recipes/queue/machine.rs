@@ -46,7 +46,7 @@ enum Phase {
     Done,
 }
 
-/// Takes one element; see the [module docs](self).
+/// Takes one element; see the module docs.
 ///
 /// The output is `Ok(None)` when the queue stayed empty for the machine's patience.
 ///
@@ -131,7 +131,7 @@ impl TakeMachine {
     }
 
     /// If a claim was sent whose outcome is unknown: the receipt that proves it and the element
-    /// it claims. A cancelled take must settle it (see the [module docs](self)).
+    /// it claims. A cancelled take must settle it (see the module docs).
     ///
     /// ```
     /// use avout::lock::Patience;

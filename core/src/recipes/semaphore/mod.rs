@@ -46,6 +46,8 @@
 //! lease, so two `acquire(3)` on a semaphore of 4 can each get 2 and wait for ever). If it
 //! fails, times out or is cancelled part-way, the leases taken so far are released; they are
 //! never handed out partially nor leaked.
+//!
+//! [`AcquireMachine`]: crate::lock::AcquireMachine
 
 use std::time::Duration;
 

@@ -44,7 +44,7 @@ enum Phase {
 }
 
 /// Waits for a transaction's outcome, deciding it when the votes allow; see the
-/// [module docs](self).
+/// module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

@@ -86,7 +86,7 @@ enum Phase {
 }
 
 /// Moves a tagged transaction to `COMMITTING` and takes its write locks; see the
-/// [module docs](self).
+/// module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};
@@ -466,7 +466,7 @@ enum WritePhase {
     Done,
 }
 
-/// Sends the commit `multi` and the deletes that follow it; see the [module docs](self).
+/// Sends the commit `multi` and the deletes that follow it; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

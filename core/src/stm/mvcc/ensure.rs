@@ -26,7 +26,7 @@ enum Phase {
     Done,
 }
 
-/// Ensures one ref; see the [module docs](self). Outputs the read-lock node.
+/// Ensures one ref; see the module docs. Outputs the read-lock node.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

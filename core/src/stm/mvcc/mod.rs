@@ -125,7 +125,7 @@
 //! children) in one burst, then the commit `multi`. A transfer's first tag travels with its
 //! second read.
 //!
-//! Every `sync` is a logged write ([`crate::quorum_sync`]), so what a transaction costs on
+//! Every `sync` is a logged write (`crate::quorum_sync`), so what a transaction costs on
 //! the server is its logged writes more than its round trips: ZooKeeper fsyncs a write as
 //! soon as it finds its queue empty, so writes pipelined behind one another are mostly
 //! fsynced apart. Counted with ZooKeeper's `mntr` (`zk_cnt_fsynctime` before and after

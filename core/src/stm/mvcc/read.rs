@@ -55,7 +55,7 @@ enum Phase {
     Done,
 }
 
-/// Reads one ref at a read point; see the [module docs](self).
+/// Reads one ref at a read point; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

@@ -124,7 +124,7 @@ enum Phase {
     Done,
 }
 
-/// Tags the written refs and barges; see the [module docs](self).
+/// Tags the written refs and barges; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

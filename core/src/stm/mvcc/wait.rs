@@ -10,7 +10,7 @@ use crate::{SessionState, WatchedEvent};
 use super::Halt;
 use super::io::Io;
 
-/// Waits for a node to change, at most `wait_ms`; see the [module docs](self).
+/// Waits for a node to change, at most `wait_ms`; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

@@ -346,7 +346,7 @@ enum Phase {
     Done,
 }
 
-/// Runs one commit; see the [module docs](self).
+/// Runs one commit; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

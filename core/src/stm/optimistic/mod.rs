@@ -37,7 +37,7 @@
 //!
 //! # Lost replies
 //!
-//! Every commit `multi` carries a fresh id (from [`Coordination::new_guid`]), which each
+//! Every commit `multi` carries a fresh id (from [`crate::Coordination::new_guid`]), which each
 //! written node records in its header beside the ids of the last 32 commits that wrote it.
 //! When the reply of a writing `multi` is lost, it is never sent again: after the session
 //! reconnects the handle syncs and reads the written refs. Finding its id means it was

@@ -13,7 +13,7 @@
 //! is not compiled in) stops exploration with `Err`.
 //!
 //! [`explore`] runs one workload over a range of seeds; [`super::soak`] runs many
-//! (scenario, fault configuration) pairs through the same machinery ([`explore_runs`]).
+//! (scenario, fault configuration) pairs through the same machinery (`explore_runs`).
 
 use std::ops::Range;
 use std::sync::Mutex;

@@ -4,7 +4,7 @@
 use super::super::super::protocol::Change;
 use super::super::{Halt, Newest};
 
-/// Who a try is: what [`TryMachine::new`] needs.
+/// Who a try is: what [`TryMachine::new`](super::TryMachine::new) needs.
 ///
 /// ```
 /// let c = avout::stm::mvcc::TryConfig { root: "/s".into(), guid: 7, session: 3, age: None, max_history: 10, planted: avout::planted::Bugs::NONE };
@@ -56,12 +56,13 @@ pub struct CommitOrder {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
-    /// The value read (answers [`TryMachine::read`]).
+    /// The value read (answers [`TryMachine::read`](super::TryMachine::read)).
     Read(Vec<u8>),
     /// Done: a write announced, a ref ensured, a read-only commit or an abort cleaned up.
     Done,
     /// The commuted refs' newest values, under their write locks: answer with
-    /// [`TryMachine::recomputed`] (or [`TryMachine::abort`] if a recomputation failed).
+    /// [`TryMachine::recomputed`](super::TryMachine::recomputed) (or
+    /// [`TryMachine::abort`](super::TryMachine::abort) if a recomputation failed).
     Recompute(Vec<Newest>),
     /// Committed: one change per written and commuted ref, sorted by name.
     Committed(Vec<Change>),

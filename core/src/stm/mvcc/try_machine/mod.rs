@@ -146,7 +146,7 @@ enum AfterCleanup {
     Finish,
 }
 
-/// One try of an Mvcc transaction; see the [module docs](self).
+/// One try of an Mvcc transaction; see the module docs.
 ///
 /// ```
 /// use avout::machine::{Machine, Millis, Request};

@@ -7,7 +7,7 @@
 //! operations. A client's session may sit on a follower that has not yet applied the
 //! accounts' creation: a transaction that then reported an account missing (`NoRef`) would
 //! be wrong, since every account was made before it began. The run stops on one
-//! ([`super::operate`]). Found on the simulated ensemble: Mvcc's first read for writing sent
+//! (`super::operate`). Found on the simulated ensemble: Mvcc's first read for writing sent
 //! no `sync` and failed with `NoRef` there, which the bank (each client making the accounts
 //! itself, so its session has seen them) could never show.
 //!

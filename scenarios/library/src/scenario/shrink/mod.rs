@@ -36,7 +36,7 @@
 //!    from a fresh log of the smaller run: each fault is anchored to the request it hit
 //!    (its client and that client's n-th request to reach the service) and placed, one at a
 //!    time in firing order, where that request arrives in the smaller run, and (c) in a
-//!    small run ([`SWEEP_OPS`] operations, [`SWEEP_FAULTS`] faults), with the first fault
+//!    small run (`SWEEP_OPS` operations, `SWEEP_FAULTS` faults), with the first fault
 //!    at each request of the fault-free smaller run in turn and the others at their
 //!    distances in time from it (a pause and the outage its client wakes into stay
 //!    together). When neither count can go alone, both are tried at once, down to the
@@ -44,8 +44,8 @@
 //!
 //! 4. **A race.** Other seeds are tried (a seed chooses the network's latencies, and so the
 //!    interleaving): round after round, the next seed under every workload with fewer
-//!    steps than the smallest failing one found yet, for up to [`SEED_ROUNDS`] seeds or the
-//!    budget, with the schedule's fault kinds drawn at a small rate ([`SEARCH_RATE`]), or
+//!    steps than the smallest failing one found yet, for up to `SEED_ROUNDS` seeds or the
+//!    budget, with the schedule's fault kinds drawn at a small rate (`SEARCH_RATE`), or
 //!    with no fault when none is left (the failure is an interleaving, as the planted STM
 //!    bugs' are) or when faults drawn at rates could not be made a schedule (a race that
 //!    the faults only happened to bring about: CURATOR-621's downgrade). The smallest found
