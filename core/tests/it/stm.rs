@@ -329,3 +329,46 @@ pub(crate) async fn run_kind(stm: &Stm, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) 
     .await
     .unwrap();
 }
+
+/// A value over the protocol's limit is refused before anything is sent, naming the limit,
+/// and changes nothing; a value exactly at the limit commits (the limit leaves room for each
+/// protocol's own bytes in the node). Both protocols.
+#[test]
+fn a_value_at_the_limit_commits_and_one_over_it_is_refused() {
+    async fn set(stm: &Stm, r: &Ref<String>, v: String) -> Result<(), avout::stm::StmError> {
+        stm.dosync(async |tx| {
+            tx.ref_set(r, v.clone()).await?;
+            Ok(())
+        })
+        .await
+    }
+    for p in protocols() {
+        sim(0x1e7, 1, FaultRates::default()).run(|ctx| async move {
+            let zks = clients(&ctx);
+            let stm = stm_cases::open(&zks[0], "/stm", p).await;
+            let r = stm.make_ref("big", String::new()).await.unwrap();
+            let limit = match set(&stm, &r, "x".repeat(2 << 20)).await {
+                Err(avout::stm::StmError::TooLarge { len, limit, .. }) => {
+                    assert!(len > limit && limit < avout::MAX_DATA_LEN, "{p:?}");
+                    limit
+                }
+                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
+            };
+            assert_eq!(r.deref().await.unwrap(), "", "{p:?}: nothing changed");
+            // JSON: a string of n plain characters is n + 2 bytes.
+            set(&stm, &r, "x".repeat(limit - 2))
+                .await
+                .unwrap_or_else(|e| panic!("{p:?}: a value at the limit ({limit}): {e}"));
+            assert_eq!(r.deref().await.unwrap().len(), limit - 2, "{p:?}");
+            match set(&stm, &r, "y".repeat(limit - 1)).await {
+                Err(avout::stm::StmError::TooLarge { len, .. }) => assert_eq!(len, limit + 1),
+                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
+            }
+            assert_eq!(
+                r.deref().await.unwrap().len(),
+                limit - 2,
+                "{p:?}: unchanged"
+            );
+        });
+    }
+}
