@@ -7,6 +7,11 @@ import math
 import harness
 
 COMMAND = "python3 scripts/mutation/mutation.py report"
+# A missed mutant's triage: equivalent (no run can tell it apart), test code (cargo-mutants
+# listed code that only a test build compiles, behind a gate it does not read, such as
+# `#[cfg(all(test, loom))]`; the oracle never builds it, so it is not scored, like an
+# equivalent one), or a blind spot (scored as missed).
+VERDICTS = {"equivalent": "equivalent", "test-code": "test_code", "blind-spot": "blind"}
 RUN = "nice -n 19 python3 scripts/mutation/mutation.py run --until HH:MM [--shard I/N]"
 
 
@@ -26,18 +31,18 @@ def tally(results: list[dict], triage: dict[str, dict]) -> dict[str, int]:
     score's numerator and denominator (caught over the viable, non-equivalent mutants;
     timeouts count as caught)."""
     t = {k: 0 for k in harness.OUTCOMES}
-    t.update(tried=len(results), equivalent=0, blind=0, untriaged=0, closed=0)
+    t.update(tried=len(results), equivalent=0, test_code=0, blind=0, untriaged=0, closed=0)
     for r in results:
         t[r["outcome"]] += 1
         if r["outcome"] == "missed":
             entry = triage.get(r["name"], {})
             verdict = entry.get("verdict")
-            key = {"equivalent": "equivalent", "blind-spot": "blind"}.get(verdict, "untriaged")
+            key = VERDICTS.get(verdict, "untriaged")
             t[key] += 1
             # A blind spot a test added since closes (the mutant checked by hand to fail it).
             t["closed"] += key == "blind" and bool(entry.get("closed_by"))
     t["caught"] = sum(t[k] for k in harness.CAUGHT)
-    t["scored"] = t["tried"] - t["unviable"] - t["equivalent"]
+    t["scored"] = t["tried"] - t["unviable"] - t["equivalent"] - t["test_code"]
     return t
 
 
@@ -79,10 +84,12 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
         "Oracle, stopping at the first stage that catches: `unit` = `cargo nextest run -p "
         "avout`, then core's doc examples; `model` = `cargo nextest run -p avout-models`; `soak` = `avout soak` of the "
         "module's scenarios (below). `timeout` counts as caught, as cargo-mutants counts it. "
-        "Score = caught / (tried - unviable - equivalent), with its 95% Wilson interval.",
+        "Score = caught / (tried - unviable - equivalent - test code), with its 95% Wilson "
+        "interval. A missed mutant in code only a test build compiles (a `#[cfg(all(test, "
+        "loom))]` module, which cargo-mutants does not recognise as tests) is `test code`.",
         "",
         "| module | population | sampled | tried | unit | model | soak | timeout | missed "
-        "(equiv. / blind / untriaged) | unviable | score [95% CI] |",
+        "(equiv. / test code / blind / untriaged) | unviable | score [95% CI] |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for mod in modules:
@@ -90,15 +97,15 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
         out.append(
             f"| {mod} | {doc['population'][mod]} | {sampled[mod]} | {t['tried']} | {t['unit']} "
             f"| {t['model']} | {t['soak']} | {t['timeout']} | {t['missed']} ({t['equivalent']} "
-            f"/ {t['blind']} / {t['untriaged']}) | {t['unviable']} | {score_cell(t)} |"
+            f"/ {t['test_code']} / {t['blind']} / {t['untriaged']}) | {t['unviable']} | {score_cell(t)} |"
         )
     out.append(
         f"| **all** | {sum(doc['population'].values())} | {len(sample)} | {total['tried']} "
         f"| {total['unit']} | {total['model']} | {total['soak']} | {total['timeout']} "
-        f"| {total['missed']} ({total['equivalent']} / {total['blind']} / "
+        f"| {total['missed']} ({total['equivalent']} / {total['test_code']} / {total['blind']} / "
         f"{total['untriaged']}) | {total['unviable']} | {score_cell(total)} |"
     )
-    out += ["", f"Score over the non-equivalent mutants so far: **{score_cell(total)}**."]
+    out += ["", f"Score over the viable mutants, equivalent ones and test code left out: **{score_cell(total)}**."]
     if total["closed"]:
         out.append(
             f"With the {total['closed']} blind spots closed since by new tests (each of those "

@@ -213,6 +213,10 @@ class Reporting(unittest.TestCase):
         self.assertEqual((t["tried"], t["caught"], t["missed"], t["unviable"]), (8, 5, 2, 1))
         self.assertEqual((t["equivalent"], t["blind"], t["untriaged"]), (1, 0, 1))
         self.assertEqual(t["scored"], 6)
+        triage["m6"] = {"verdict": "test-code", "why": "a loom helper"}
+        t = report.tally(self.results(), triage)
+        self.assertEqual((t["equivalent"], t["test_code"], t["blind"], t["untriaged"]), (1, 1, 0, 0))
+        self.assertEqual(t["scored"], 5)
 
     def test_render(self):
         sample = [{"name": f"m{i}", "module": "lock"} for i in range(10)]
@@ -232,7 +236,7 @@ class Reporting(unittest.TestCase):
         self.assertIn("With the 1 blind spots closed since by new tests", closed)
         self.assertIn("**100.0% [61.0%, 100.0%]**", closed)
         self.assertIn("**8 of 10 sampled mutants run**", md)
-        self.assertIn("| lock | 99 | 10 | 8 | 2 | 1 | 1 | 1 | 2 (1 / 1 / 0) | 1 | 83.3% [43.6%, 97.0%] |", md)
+        self.assertIn("| lock | 99 | 10 | 8 | 2 | 1 | 1 | 1 | 2 (1 / 0 / 1 / 0) | 1 | 83.3% [43.6%, 97.0%] |", md)
         self.assertIn("`m5` | equivalent | a \\| b |", md)
         self.assertIn("mean 45 s, median 50 s, total 0.10 h; the 2 left need about 0.0 h", md)
         self.assertIn("Results not in the sample (ignored): 1.", md)
