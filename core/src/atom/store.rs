@@ -346,3 +346,40 @@ impl StateContainer for FileStore {
         .boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{FileStore, StateContainer, StoreError};
+
+    /// A key comes from node data that another program may have written: one that names a
+    /// path, or none at all, is refused before any file is read or removed.
+    #[test]
+    fn a_key_that_is_a_path_is_refused_and_touches_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FileStore::new(tmp.path().join("values")).unwrap();
+        let outside = tmp.path().join("secret");
+        std::fs::write(&outside, b"kept").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            // A well-formed key works, so the refusals below are the keys' own.
+            let key = store.put("/a", 7, b"value").await.unwrap();
+            assert_eq!(
+                store.get("/a", &key).await.unwrap().as_deref(),
+                Some(&b"value"[..])
+            );
+            for bad in ["../../secret", "../secret", "a/b", "", "x\\y"] {
+                match store.get("/a", bad).await {
+                    Err(StoreError::Foreign(k)) => assert_eq!(k, bad),
+                    other => panic!("get {bad:?}: expected Foreign, got {other:?}"),
+                }
+                match store.remove("/a", bad).await {
+                    Err(StoreError::Foreign(k)) => assert_eq!(k, bad),
+                    other => panic!("remove {bad:?}: expected Foreign, got {other:?}"),
+                }
+            }
+        });
+        assert_eq!(std::fs::read(&outside).unwrap(), b"kept");
+    }
+}

@@ -420,6 +420,24 @@ async fn record_operations_and_lin_kv_on(backend: &dyn Backend) {
             .unwrap()
     );
     assert!(records.verify("tags", &Value::from("d"), 1).await.unwrap());
+    // Removing a value that is there removes it and says so; one that is not, or from a key
+    // that has none, writes nothing and says false.
+    records.add("tags", Value::from("e"), 1).await.unwrap();
+    assert!(records.remove("tags", &Value::from("e"), 1).await.unwrap());
+    assert!(!records.remove("tags", &Value::from("e"), 1).await.unwrap());
+    assert!(
+        !records
+            .remove("nothing", &Value::from("e"), 1)
+            .await
+            .unwrap()
+    );
+    let tags: Vec<_> = records
+        .fetch("tags", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(tags, vec![Value::from("d")]);
     assert!(records.clear("tags", 1).await.unwrap());
     assert!(!records.clear("tags", 1).await.unwrap());
     assert!(records.fetch("tags", 1).await.unwrap().is_empty());

@@ -10,9 +10,10 @@ use avout::lock::{LockError, LockStatus};
 use avout::recipes::election::{Election, Leadership};
 use avout::zk::{ZkClient, ZkConfig};
 use avout::{Client, Coordination, path};
+use avout_testkit::backend::Backend;
 use tokio::task::JoinHandle;
 
-use crate::support;
+use crate::support::{self, on_both};
 use crate::watch_count::{self, Counting, settle, wait_children};
 
 async fn session(connect: &str) -> Arc<ZkClient> {
@@ -262,4 +263,35 @@ fn a_leader_learns_its_node_was_deleted_despite_a_lost_request_or_a_disconnect()
             "{what}: the monitor asked again ({asked} exists)\n{log}"
         );
     }
+}
+
+on_both!(
+    /// A resignation has deleted the candidate node when it returns, so the next candidate
+    /// may already lead: a read on the same client right after it finds the node gone. (A
+    /// resignation that left the delete to its handle's drop would still show it.)
+    a_resignation_is_done_when_it_returns,
+    support::plain_sim(0xe1ec7),
+    |b| a_resignation_is_done_when_it_returns_on(b),
+);
+
+async fn a_resignation_is_done_when_it_returns_on(backend: &dyn Backend) {
+    let client = support::client_of(backend).await;
+    let election = Election::new(&client, "/election/resign").expect("election");
+    let mut terms = Vec::new();
+    for _ in 0..3 {
+        let leadership = election.campaign().await.expect("campaign");
+        let node = leadership.node().to_owned();
+        terms.push(leadership.term());
+        leadership.resign().await.expect("resign");
+        assert_eq!(
+            client.exists(&node).await.expect("exists"),
+            None,
+            "{node} outlived its resignation"
+        );
+    }
+    assert!(
+        terms.windows(2).all(|w| w[0] < w[1]),
+        "terms grow: {terms:?}"
+    );
+    assert_eq!(election.leader().await.expect("leader"), None);
 }

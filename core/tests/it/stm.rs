@@ -332,7 +332,7 @@ pub(crate) async fn run_kind(stm: &Stm, a: &Ref<i64>, b: &Ref<i64>, kind: Kind) 
 
 /// A value over the protocol's limit is refused before anything is sent, naming the limit,
 /// and changes nothing; a value exactly at the limit commits (the limit leaves room for each
-/// protocol's own bytes in the node). Both protocols.
+/// protocol's own bytes in the node). The same for a ref's initial value. Both protocols.
 #[test]
 fn a_value_at_the_limit_commits_and_one_over_it_is_refused() {
     async fn set(stm: &Stm, r: &Ref<String>, v: String) -> Result<(), avout::stm::StmError> {
@@ -355,6 +355,16 @@ fn a_value_at_the_limit_commits_and_one_over_it_is_refused() {
                 other => panic!("{p:?}: expected TooLarge, got {other:?}"),
             };
             assert_eq!(r.deref().await.unwrap(), "", "{p:?}: nothing changed");
+            // A ref's initial value obeys the same limit.
+            let at = stm
+                .make_ref("at-limit", "z".repeat(limit - 2))
+                .await
+                .unwrap_or_else(|e| panic!("{p:?}: an initial value at the limit: {e}"));
+            assert_eq!(at.deref().await.unwrap().len(), limit - 2, "{p:?}");
+            match stm.make_ref("over-limit", "z".repeat(limit - 1)).await {
+                Err(avout::stm::StmError::TooLarge { len, .. }) => assert_eq!(len, limit + 1),
+                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
+            }
             // JSON: a string of n plain characters is n + 2 bytes.
             set(&stm, &r, "x".repeat(limit - 2))
                 .await

@@ -99,6 +99,11 @@ pub(super) fn classpath() -> Result<(String, Vec<String>)> {
     props.push(format!(
         "-Dznode.container.checkIntervalMs={CONTAINER_CHECK_MS}"
     ));
+    // A member whose election notifications go unanswered (a partition, a killed peer)
+    // doubles its wait between rounds up to a minute by default: past a test's patience.
+    props.push(format!(
+        "-Dzookeeper.fastleader.maxNotificationInterval={MAX_NOTIFICATION_MS}"
+    ));
     let mut cp = jar.display().to_string();
     if let Some(logger) = logger {
         cp.push(':');
@@ -109,6 +114,10 @@ pub(super) fn classpath() -> Result<(String, Vec<String>)> {
 
 /// How often a test server looks for TTL and container nodes to delete, milliseconds.
 pub(super) const CONTAINER_CHECK_MS: u64 = 100;
+
+/// The longest wait between a test member's leader-election rounds, milliseconds
+/// (ZooKeeper's default is 60,000).
+pub(super) const MAX_NOTIFICATION_MS: u64 = 2_000;
 
 /// The `zoo.cfg` lines shared by standalone servers and ensemble members; with
 /// `extendedTypesEnabled`, so that TTL nodes can be created.

@@ -439,6 +439,8 @@ impl Leadership {
     }
 
     /// Gives up the leadership: deletes the candidate node, so the next candidate leads.
+    /// It returns once the node is gone (a read after it on the same client finds it gone),
+    /// not when a delete is merely sent.
     ///
     /// ```no_run
     /// # async fn demo(l: avout::recipes::election::Leadership) -> Result<(), avout::lock::LockError> {
