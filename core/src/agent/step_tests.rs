@@ -32,7 +32,17 @@ fn data(bytes: Vec<u8>, version: i32) -> crate::Result<Reply> {
 /// A step, started, that read state `applied` at version 5 and the queue `names`; returns
 /// it with the requests it sent next.
 fn read(wait: bool, applied: i64, names: &[&str]) -> (StepMachine<Keep>, Vec<(Token, Request)>) {
-    let mut m = StepMachine::new("/a", Some(FENCE.to_owned()), wait, keep as Keep);
+    read_fenced(Some(FENCE), wait, applied, names)
+}
+
+/// [`read`], by an executor fenced by `fence` (or by none).
+fn read_fenced(
+    fence: Option<&str>,
+    wait: bool,
+    applied: i64,
+    names: &[&str],
+) -> (StepMachine<Keep>, Vec<(Token, Request)>) {
+    let mut m = StepMachine::new("/a", fence.map(str::to_owned), wait, keep as Keep);
     m.handle_session(Millis(0), SessionState::Connected);
     let sent = drain(&mut m);
     assert_eq!(sent.len(), 3, "sync, state, queue: {sent:?}");
@@ -169,6 +179,28 @@ fn a_refused_commit_is_a_race() {
         multi,
         Err(Error::Multi {
             index: 1,
+            source: Box::new(Error::BadVersion { path: "/a".into() }),
+        }),
+    );
+    assert_eq!(m.poll_output(), Some(Ok(Stepped::Raced)));
+}
+
+/// Without a fence the set is the commit's first op, so its refusal at index 0 is a race
+/// with another executor, not a lost lock node.
+#[test]
+fn an_unfenced_refused_commit_is_a_race() {
+    let (mut m, sent) = read_fenced(None, true, 2, &[ENTRY]);
+    m.handle_reply(Millis(2), sent[0].0, data(b"null".to_vec(), 0));
+    let sent = drain(&mut m);
+    let [(token, Request::Multi(ops))] = &sent[..] else {
+        panic!("one multi: {sent:?}");
+    };
+    assert_eq!(ops.len(), 2, "set, delete: {ops:?}");
+    m.handle_reply(
+        Millis(3),
+        *token,
+        Err(Error::Multi {
+            index: 0,
             source: Box::new(Error::BadVersion { path: "/a".into() }),
         }),
     );

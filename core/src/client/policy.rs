@@ -61,6 +61,8 @@ impl RetryPolicy {
     /// use avout::client::RetryPolicy;
     /// assert!(RetryPolicy::exponential(Duration::from_secs(2), Duration::from_secs(1)).is_err());
     /// assert!(RetryPolicy::exponential(Duration::ZERO, Duration::from_secs(1)).is_err());
+    /// // A cap equal to the base is a constant delay.
+    /// assert!(RetryPolicy::exponential(Duration::from_secs(1), Duration::from_secs(1)).is_ok());
     /// ```
     pub fn exponential(base_delay: Duration, max_delay: Duration) -> Result<Self, Error> {
         if base_delay.is_zero() || max_delay < base_delay {
