@@ -342,18 +342,23 @@ fn a_value_at_the_limit_commits_and_one_over_it_is_refused() {
         })
         .await
     }
+    /// The `(len, limit)` of a `TooLarge` refusal.
+    fn refused<T: std::fmt::Debug>(
+        p: Protocol,
+        r: Result<T, avout::stm::StmError>,
+    ) -> (usize, usize) {
+        match r {
+            Err(avout::stm::StmError::TooLarge { len, limit, .. }) => (len, limit),
+            other => panic!("{p:?}: expected TooLarge, got {other:?}"),
+        }
+    }
     for p in protocols() {
         sim(0x1e7, 1, FaultRates::default()).run(|ctx| async move {
             let zks = clients(&ctx);
             let stm = stm_cases::open(&zks[0], "/stm", p).await;
             let r = stm.make_ref("big", String::new()).await.unwrap();
-            let limit = match set(&stm, &r, "x".repeat(2 << 20)).await {
-                Err(avout::stm::StmError::TooLarge { len, limit, .. }) => {
-                    assert!(len > limit && limit < avout::MAX_DATA_LEN, "{p:?}");
-                    limit
-                }
-                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
-            };
+            let (len, limit) = refused(p, set(&stm, &r, "x".repeat(2 << 20)).await);
+            assert!(len > limit && limit < avout::MAX_DATA_LEN, "{p:?}");
             assert_eq!(r.deref().await.unwrap(), "", "{p:?}: nothing changed");
             // A ref's initial value obeys the same limit.
             let at = stm
@@ -361,19 +366,15 @@ fn a_value_at_the_limit_commits_and_one_over_it_is_refused() {
                 .await
                 .unwrap_or_else(|e| panic!("{p:?}: an initial value at the limit: {e}"));
             assert_eq!(at.deref().await.unwrap().len(), limit - 2, "{p:?}");
-            match stm.make_ref("over-limit", "z".repeat(limit - 1)).await {
-                Err(avout::stm::StmError::TooLarge { len, .. }) => assert_eq!(len, limit + 1),
-                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
-            }
+            let over = stm.make_ref("over-limit", "z".repeat(limit - 1)).await;
+            assert_eq!(refused(p, over).0, limit + 1, "{p:?}");
             // JSON: a string of n plain characters is n + 2 bytes.
             set(&stm, &r, "x".repeat(limit - 2))
                 .await
                 .unwrap_or_else(|e| panic!("{p:?}: a value at the limit ({limit}): {e}"));
             assert_eq!(r.deref().await.unwrap().len(), limit - 2, "{p:?}");
-            match set(&stm, &r, "y".repeat(limit - 1)).await {
-                Err(avout::stm::StmError::TooLarge { len, .. }) => assert_eq!(len, limit + 1),
-                other => panic!("{p:?}: expected TooLarge, got {other:?}"),
-            }
+            let over = set(&stm, &r, "y".repeat(limit - 1)).await;
+            assert_eq!(refused(p, over).0, limit + 1, "{p:?}");
             assert_eq!(
                 r.deref().await.unwrap().len(),
                 limit - 2,
