@@ -108,7 +108,12 @@ impl AgentError {
     /// client's next session).
     ///
     /// ```
-    /// assert!(avout::agent::AgentError::Zk(avout::Error::SessionExpired).is_session_lost());
+    /// use avout::{Error, agent::AgentError, lock::LockError};
+    /// assert!(AgentError::Zk(Error::SessionExpired).is_session_lost());
+    /// // However the executor's lock reported it.
+    /// assert!(AgentError::Lock(LockError::Zk(Error::SessionExpired)).is_session_lost());
+    /// assert!(AgentError::Lock(LockError::SessionLost(Error::SessionExpired)).is_session_lost());
+    /// assert!(!AgentError::Lock(LockError::Zk(Error::ConnectionLoss)).is_session_lost());
     /// ```
     pub fn is_session_lost(&self) -> bool {
         match self {
