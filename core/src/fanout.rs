@@ -5,16 +5,15 @@
 //! summary: a lock holder must learn of a brief disconnect even if the connection came back
 //! before it looked. Subscriptions that were dropped are forgotten at the next publish or
 //! subscribe, so a long-lived publisher does not grow with every subscription ever taken.
+//!
+//! The publisher holds each queue strongly and forgets one whose subscription is gone (it is
+//! the queue's last holder), rather than holding a `Weak`: loom has no `Weak`, and this way
+//! loom explores the same code that runs.
 
 use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
 
 use crate::sync::{Arc, Mutex, lock};
-
-#[cfg(loom)]
-type Weak<T> = loom::sync::Weak<T>;
-#[cfg(not(loom))]
-type Weak<T> = std::sync::Weak<T>;
 
 struct Queue<T> {
     values: VecDeque<T>,
@@ -26,7 +25,7 @@ struct Queue<T> {
 struct Shared<T> {
     current: T,
     ended: bool,
-    subscribers: Vec<Weak<Mutex<Queue<T>>>>,
+    subscribers: Vec<Arc<Mutex<Queue<T>>>>,
 }
 
 /// The publishing side.
@@ -66,17 +65,17 @@ impl<T: Clone> Fanout<T> {
         }
         shared.current = value.clone();
         shared.ended = last;
-        shared.subscribers.retain(|weak| match weak.upgrade() {
-            Some(queue) => {
-                let mut queue = lock(&queue);
-                queue.values.push_back(value.clone());
-                queue.closed = last;
-                if let Some(waker) = queue.waker.take() {
-                    waker.wake();
-                }
-                !last
+        shared.subscribers.retain(|queue| {
+            if !subscribed(queue) {
+                return false;
             }
-            None => false,
+            let mut queue = lock(queue);
+            queue.values.push_back(value.clone());
+            queue.closed = last;
+            if let Some(waker) = queue.waker.take() {
+                waker.wake();
+            }
+            !last
         });
     }
 
@@ -88,14 +87,19 @@ impl<T: Clone> Fanout<T> {
             waker: None,
         }));
         if !shared.ended {
-            shared.subscribers.retain(|weak| weak.strong_count() > 0);
-            shared.subscribers.push(Arc::downgrade(&queue));
+            shared.subscribers.retain(subscribed);
+            shared.subscribers.push(Arc::clone(&queue));
         }
         Subscription {
             current: shared.current.clone(),
             queue,
         }
     }
+}
+
+/// Whether a queue's subscription is still there: the publisher is otherwise its only holder.
+fn subscribed<T>(queue: &Arc<Mutex<Queue<T>>>) -> bool {
+    Arc::strong_count(queue) > 1
 }
 
 /// The receiving side: the values published since it subscribed.
@@ -125,7 +129,7 @@ impl<T: Clone> Subscription<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(avout_loom)))]
 mod tests {
     use super::*;
 

@@ -1,9 +1,13 @@
-//! The synchronisation primitives shared in-process, switched to loom's under `cfg(loom)` so
-//! that loom can explore their interleavings.
+//! The synchronisation primitives shared in-process, switched to loom's under
+//! `cfg(avout_loom)` so that loom can explore their interleavings.
+//!
+//! The cfg is avout's own, not loom's customary `loom`: tokio reads `cfg(loom)` as its own
+//! test build and leaves out parts (`tokio::net`, runtime hooks) that the simulator and the
+//! dev-dependencies need, so `--cfg loom` for the whole build would not compile.
 
-#[cfg(loom)]
+#[cfg(avout_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
-#[cfg(not(loom))]
+#[cfg(not(avout_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, treating poisoning as the bug it is: every critical section here is a few

@@ -53,7 +53,7 @@ impl<T: Clone> Cache<T> {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, avout_loom))]
 mod loom_tests {
     //! loom checks of the cache shared by an atom's handles: concurrent reads and writes keep
     //! the newest state, and nobody sees the cache go back while only `remember` runs.

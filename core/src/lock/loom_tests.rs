@@ -1,17 +1,18 @@
 //! loom checks of the state the lock and the session share in-process: a handle's hold count
 //! (reentrancy) against concurrent guards, and the fan-out of session transitions to every
 //! subscriber. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p avout --release --lib loom --target-dir target/loom`
-//! (see models/README.md).
+//! `RUSTFLAGS="--cfg avout_loom" cargo test -p avout --release --lib loom --target-dir
+//! target/loom` (see models/README.md).
 
 use std::sync::Arc;
 
 use futures::FutureExt;
 
-use super::{Held, LockGuard, Side};
+use super::LockGuard;
+use crate::lock::side::{Held, Side};
 use crate::lock::{Acquired, LockKind};
 use crate::{
-    Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState,
+    Client, Coordination, Error, OpFuture, Reply, Request, SessionId, SessionInfo, SessionState,
     SessionStatePublisher, SessionStates, Watch,
 };
 
@@ -51,27 +52,41 @@ impl Coordination for Offline {
     }
 }
 
+/// Runs `f` with a managed client of an [`Offline`] session. The client's supervisor is
+/// spawned on a current-thread runtime that nothing drives: the bookkeeping under test is
+/// synchronous, and the runtime (with the supervisor) ends inside the loom execution.
+fn with_client(f: impl FnOnce(&Client)) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime builds");
+    let _enter = rt.enter();
+    let client = Client::single(Offline::new());
+    f(&client);
+}
+
 /// A side holding its node once, and the guard of that hold.
-fn held_side() -> (Arc<Side<Offline>>, LockGuard<Offline>) {
-    let side = Side::new(Offline::new(), "/l".into(), LockKind::Exclusive);
+fn held_side(client: &Client) -> (Arc<Side>, LockGuard) {
+    let side = Side::new(client, "/l".into(), LockKind::Exclusive);
     let acquired = Acquired {
         node: "/l/_c_x-lock-0000000001".into(),
         fencing_token: 7,
     };
+    let session = client
+        .current_session()
+        .now_or_never()
+        .expect("a live client's session is at hand")
+        .expect("the session is live");
     *crate::sync::lock(&side.held) = Some(Held {
         acquired: acquired.clone(),
         count: 1,
+        session: session.clone(),
     });
-    let guard = LockGuard {
-        side: side.clone(),
-        acquired,
-        released: false,
-    };
+    let guard = LockGuard::new(side.clone(), acquired, session);
     (side, guard)
 }
 
 /// Releases a hold as `unlock` does, without the delete: whether it was the last.
-fn release(mut guard: LockGuard<Offline>) -> bool {
+fn release(mut guard: LockGuard) -> bool {
     guard.released = true;
     guard.release_hold().is_some()
 }
@@ -79,47 +94,51 @@ fn release(mut guard: LockGuard<Offline>) -> bool {
 #[test]
 fn loom_reentry_racing_the_last_release_deletes_the_node_exactly_once() {
     loom::model(|| {
-        let (side, guard) = held_side();
-        let joiner = {
-            let side = side.clone();
-            loom::thread::spawn(move || match side.reenter() {
-                Some(again) => {
-                    assert_eq!(again.fencing_token(), 7, "joins the same hold");
-                    u32::from(release(again))
-                }
-                // The hold was already released: nothing to join, nothing to release.
-                None => 0,
-            })
-        };
-        let mine = u32::from(release(guard));
-        let theirs = joiner.join().unwrap();
-        assert_eq!(
-            mine + theirs,
-            1,
-            "the node is released by exactly one guard"
-        );
-        assert!(crate::sync::lock(&side.held).is_none(), "no hold left");
+        with_client(|client| {
+            let (side, guard) = held_side(client);
+            let joiner = {
+                let side = side.clone();
+                loom::thread::spawn(move || match side.reenter() {
+                    Some(again) => {
+                        assert_eq!(again.fencing_token(), 7, "joins the same hold");
+                        u32::from(release(again))
+                    }
+                    // The hold was already released: nothing to join, nothing to release.
+                    None => 0,
+                })
+            };
+            let mine = u32::from(release(guard));
+            let theirs = joiner.join().unwrap();
+            assert_eq!(
+                mine + theirs,
+                1,
+                "the node is released by exactly one guard"
+            );
+            assert!(crate::sync::lock(&side.held).is_none(), "no hold left");
+        })
     });
 }
 
 #[test]
 fn loom_concurrent_reentries_count_every_hold() {
     loom::model(|| {
-        let (side, guard) = held_side();
-        let threads: Vec<_> = (0..2)
-            .map(|_| {
-                let side = side.clone();
-                loom::thread::spawn(move || side.reenter().expect("held while a guard lives"))
-            })
-            .collect();
-        let guards: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        assert_eq!(crate::sync::lock(&side.held).as_ref().unwrap().count, 3);
-        let lasts: u32 = std::iter::once(guard)
-            .chain(guards)
-            .map(|g| u32::from(release(g)))
-            .sum();
-        assert_eq!(lasts, 1);
-        assert!(crate::sync::lock(&side.held).is_none());
+        with_client(|client| {
+            let (side, guard) = held_side(client);
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let side = side.clone();
+                    loom::thread::spawn(move || side.reenter().expect("held while a guard lives"))
+                })
+                .collect();
+            let guards: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            assert_eq!(crate::sync::lock(&side.held).as_ref().unwrap().count, 3);
+            let lasts: u32 = std::iter::once(guard)
+                .chain(guards)
+                .map(|g| u32::from(release(g)))
+                .sum();
+            assert_eq!(lasts, 1);
+            assert!(crate::sync::lock(&side.held).is_none());
+        })
     });
 }
 

@@ -442,6 +442,6 @@ impl Drop for LockGuard {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, avout_loom))]
 #[path = "loom_tests.rs"]
 mod loom_tests;

@@ -22,7 +22,7 @@ pub(super) struct Held {
     pub(super) acquired: Acquired,
     pub(super) count: usize,
     /// The session the node belongs to: the hold ends with it.
-    session: Session,
+    pub(super) session: Session,
 }
 
 /// One kind of lock on one path, as one handle holds it: the node, a hold count for
@@ -322,7 +322,7 @@ impl Side {
     /// Joins the handle's hold, if it has one. A hold whose session has ended is not joined:
     /// its node is gone, so the acquisition goes on, on the client's current session (the
     /// dead hold's guards stay [`LockStatus::Lost`]).
-    fn reenter(self: &Arc<Self>) -> Option<LockGuard> {
+    pub(super) fn reenter(self: &Arc<Self>) -> Option<LockGuard> {
         let mut held = lock(&self.held);
         let held = held.as_mut()?;
         if held.session.has_ended() {

@@ -73,7 +73,6 @@ pub use sasl::Sasl;
 pub use tls::TlsConfig;
 
 use std::sync::Arc as StdArc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -81,7 +80,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use zookeeper_client as zk;
 
-use crate::sync::lock;
+use crate::sync::{Mutex, lock};
 use crate::{
     AddWatchMode, Coordination, CreateOptions, Error, EventKind, Op, OpFuture, OpResult,
     PersistentWatch, Reply, Request, Result, SessionId, SessionInfo, SessionState,

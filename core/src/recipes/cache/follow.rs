@@ -2,7 +2,7 @@
 //! watches on servers that refuse `addWatch`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::channel::{mpsc, oneshot};
@@ -12,7 +12,7 @@ use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 
 use crate::planted::{Bug, Bugs};
-use crate::sync::lock;
+use crate::sync::{Mutex, lock};
 use crate::{
     AddWatchMode, Coordination, Error, EventKind, PersistentWatch, Result, SessionState, Stat,
     Watch, WatchedEvent,

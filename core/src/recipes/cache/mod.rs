@@ -60,19 +60,20 @@
 //! ```
 
 mod follow;
-#[cfg(test)]
+// OS threads sharing the view: outside the loom build, whose mutex needs a loom execution.
+#[cfg(all(test, not(avout_loom)))]
 mod tests;
 mod view;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
 
 use crate::planted::Bugs;
-use crate::sync::lock;
+use crate::sync::{Mutex, lock};
 use crate::{Coordination, Error, Result, Stat};
 
 use follow::Follower;

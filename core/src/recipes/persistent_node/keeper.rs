@@ -1,6 +1,6 @@
 //! The persistent node's task: create the node, watch it, create it again when it goes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::task::watch;
@@ -8,7 +8,7 @@ use futures::FutureExt;
 use futures::channel::oneshot;
 
 use crate::client::Session;
-use crate::sync::lock;
+use crate::sync::{Mutex, lock};
 use crate::{Client, CoordinationExt, CreateMode, CreateOptions, Error, EventKind, Result, Stat};
 
 use super::Shared;

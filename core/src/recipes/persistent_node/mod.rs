@@ -45,12 +45,12 @@
 mod keeper;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::task::watch;
 
-use crate::sync::lock;
+use crate::sync::{Mutex, lock};
 use crate::{Client, Coordination, CreateMode, CreateOptions, Error, Result, Stat};
 
 /// What the task and the handle share.

@@ -94,7 +94,7 @@ impl RefCache {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, avout_loom))]
 mod loom_tests {
     //! loom checks of the ref cache shared by an Optimistic handle's transactions: concurrent
     //! reads and commits keep the newest version, and a failed commit forgetting a ref races
