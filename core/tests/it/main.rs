@@ -23,6 +23,7 @@ mod failover;
 mod group;
 mod id_queue;
 mod leader_selector;
+mod lock_fenced;
 mod lock_recipes_ensemble;
 mod lock_recipes_sim;
 mod lock_release;
