@@ -4,7 +4,8 @@
 //! over to another without applying anything twice, a restart that decides its own lost
 //! reply, and, under every fault kind on the simulator, three senders and executors whose
 //! sends apply exactly once and in order (a session expiry or an outage takes executors
-//! down and another takes over).
+//! down and another takes over). And a rewrite of the state refused by the node's ACL fails
+//! at once rather than being tried again.
 //!
 //! What no fault may break: every acknowledged send is applied exactly once, an indefinite
 //! one at most once, one found not queued never; each sender's actions are applied in the
@@ -582,6 +583,36 @@ on_both!(
     executors_hand_off,
     plain_sim(0xa6e3),
     |b| executor_hand_off(b, "/agents/hand-off"),
+);
+
+/// A rewrite of the state refused for a cause other than a race (here the node's ACL lets
+/// nobody write) fails at once with that cause: only a race is tried again.
+async fn refused_rewrite(backend: &dyn Backend, path: &str) {
+    let client = &client_of(backend).await;
+    let a: Agent<i64, Count> = Agent::open(client, path, 10).await.expect("open");
+    let session = client.current_session().await.expect("session");
+    session
+        .set_acl(path, &avout::Acl::read_unsafe(), None)
+        .await
+        .expect("make the agent read-only");
+    let mode = tokio::time::timeout(
+        Duration::from_secs(10),
+        a.set_error_mode(ErrorMode::Continue),
+    )
+    .await
+    .expect("a refused rewrite is not tried again");
+    assert!(
+        matches!(&mode, Err(AgentError::Zk(e)) if matches!(e.root(), avout::Error::NoAuth { .. })),
+        "{mode:?}"
+    );
+    assert_eq!(a.deref().await.expect("still readable"), 10);
+}
+
+on_both!(
+    /// A refused rewrite fails at once.
+    a_rewrite_refused_by_the_acl_fails_at_once,
+    plain_sim(0xa6e4),
+    |b| refused_rewrite(b, "/agents/read-only"),
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
