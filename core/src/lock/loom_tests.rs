@@ -1,8 +1,6 @@
 //! loom checks of the state the lock and the session share in-process: a handle's hold count
 //! (reentrancy) against concurrent guards, and the fan-out of session transitions to every
-//! subscriber. Run with
-//! `RUSTFLAGS="--cfg avout_loom" cargo test -p avout --release --lib loom --target-dir
-//! target/loom` (see models/README.md).
+//! subscriber. Run with the command in models/README.md (`.ci/test` runs it).
 
 use std::sync::Arc;
 
