@@ -1,9 +1,10 @@
 //! A [`Coordination`] wrapper for the atom tests: counts the requests a client sends, and can
 //! lose the reply of the next `set_data` *after* the server applied it (the case that makes a
-//! naive retry apply a swap twice).
+//! naive retry apply a swap twice). It also keeps the names of the requests it counted, for
+//! tests that tell one kind of exchange from another.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use avout::{Coordination, Error, Intercept, Intercepted, OpFuture, Reply, Request, Watch};
 use futures::FutureExt;
@@ -17,6 +18,7 @@ pub(crate) fn probe<C: Coordination>(inner: C) -> Arc<Probe<C>> {
         inner,
         Counters {
             requests: AtomicUsize::new(0),
+            names: Mutex::new(Vec::new()),
             lose_next_set_reply: AtomicBool::new(false),
             lost: AtomicUsize::new(0),
         },
@@ -26,6 +28,7 @@ pub(crate) fn probe<C: Coordination>(inner: C) -> Arc<Probe<C>> {
 /// What a [`Probe`] counts, and the loss it is armed with.
 pub(crate) struct Counters {
     requests: AtomicUsize,
+    names: Mutex<Vec<&'static str>>,
     lose_next_set_reply: AtomicBool,
     lost: AtomicUsize,
 }
@@ -34,6 +37,11 @@ impl Counters {
     /// Requests sent so far.
     pub(crate) fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// The names ([`Request::name`]) of the requests sent from the `from`th on.
+    pub(crate) fn names_from(&self, from: usize) -> Vec<&'static str> {
+        self.names.lock().expect("the probe's log")[from..].to_vec()
     }
 
     /// The next `set_data` is applied, but its caller gets `ConnectionLoss`.
@@ -53,7 +61,11 @@ impl Intercept for Counters {
         inner: &'a dyn Coordination,
         request: Request,
     ) -> OpFuture<'a, (Reply, Option<Watch>)> {
+        // The log under its lock with the count, so `names_from(requests())` lines up.
+        let mut names = self.names.lock().expect("the probe's log");
+        names.push(request.name());
         self.requests.fetch_add(1, Ordering::SeqCst);
+        drop(names);
         let lose = matches!(request, Request::SetData { .. })
             && self.lose_next_set_reply.swap(false, Ordering::SeqCst);
         let reply = inner.submit(request);

@@ -60,6 +60,13 @@ async fn warm(mutex: &Mutex) -> avout::lock::MutexGuard {
     mutex.lock().await.expect("a prompt relock")
 }
 
+/// The warm cycles the real-server test waits for, and the most cycles it runs to see them.
+const WARM_CYCLES: usize = 10;
+const MOST_CYCLES: usize = 200;
+
+/// Whether a relock is warm depends on the clock (within [`avout::lock::RELEASE_LINGER`] of
+/// the release), which a loaded machine may miss: the test classifies each cycle by what it
+/// sent instead of expecting a fixed sequence, and waits for enough warm ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
     let server = support::standalone();
@@ -67,12 +74,16 @@ async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
     let zk: ZkClient = support::connect(&config).await;
     let probe = probe(support::connect(&config).await);
     let mutex = Mutex::new(&Client::single(probe.clone()), "/ride/warm").expect("handle");
-    let mut last_token = 0;
-    let mut before = 0;
-    for cycle in 0..20 {
+    let (mut last_token, mut before) = (0, 0);
+    let (mut warm, mut directory_reads) = (0, 0);
+    for cycle in 0.. {
+        if warm == WARM_CYCLES {
+            break;
+        }
+        assert!(cycle < MOST_CYCLES, "{warm} warm cycles in {MOST_CYCLES}");
         let guard = mutex.lock().await.expect("lock");
-        let sent = probe.intercept().requests()
-            - std::mem::replace(&mut before, probe.intercept().requests());
+        let sent = probe.intercept().names_from(before);
+        before += sent.len();
         let (_, stat) = zk.get_data(guard.node()).await.expect("the node is there");
         assert_eq!(
             guard.fencing_token(),
@@ -81,25 +92,36 @@ async fn a_warm_cycle_is_one_multi_and_keeps_the_czxid_as_its_token() {
         );
         assert!(guard.fencing_token() > last_token, "tokens grow");
         last_token = guard.fencing_token();
-        match cycle {
+        match sent.as_slice() {
             // The first create finds no lock directory and makes it (and its parent).
-            0 => assert_eq!(sent, 6, "create, read, two parents, create, read"),
-            // The first release went at once; this prompt relock makes the handle defer, and
-            // reads whether the lock directory's data is empty (the stamp overwrites it).
-            1 => assert_eq!(sent, 4, "delete, directory, create, read"),
-            // The previous cycle's release rode with this create (one `multi`), whose stamp
-            // said it was alone: nothing else to read.
-            _ => assert_eq!(sent, 1, "cycle {cycle}"),
+            [
+                "create",
+                "getChildren",
+                "create",
+                "create",
+                "create",
+                "getChildren",
+            ] if cycle == 0 => {}
+            // The previous release rode with this create (one `multi`), whose stamp said it
+            // was alone: nothing else to read.
+            ["multi"] if cycle > 0 => warm += 1,
+            // The previous release went alone; a prompt relock makes the handle defer, and the
+            // first that does reads whether the lock directory's data is empty (the stamp
+            // overwrites it).
+            ["delete", "create", "getChildren"] if cycle > 0 => {}
+            ["delete", "getData", "create", "getChildren"] if cycle > 0 => directory_reads += 1,
+            other => panic!("cycle {cycle} sent {other:?}"),
         }
         guard.unlock().await.expect("unlock");
     }
-    // No acquisition follows the last release: the task sends it alone.
+    assert_eq!(directory_reads, 1, "the directory is read once");
+    // No acquisition follows the last release: it is sent alone.
     support::eventually("the last release", Duration::from_secs(5), || async {
         let (children, _) = zk.get_children("/ride/warm").await.ok()?;
         children.is_empty().then_some(())
     })
     .await;
-    assert_eq!(probe.intercept().requests() - before, 1, "the delete");
+    assert_eq!(probe.intercept().names_from(before), ["delete"]);
 }
 
 #[test]
