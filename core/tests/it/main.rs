@@ -39,6 +39,7 @@ mod persistent_node;
 mod queue;
 mod recipes_sim;
 mod record_history;
+mod refusals;
 mod rwlock;
 #[cfg(feature = "sasl-digest-md5")]
 mod sasl;

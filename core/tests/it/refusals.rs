@@ -1,0 +1,141 @@
+//! A refusal is not a race: the recipes whose writes are compare-and-set loops (they try
+//! again on `BadVersion` or `NoNode`, which another writer causes) must fail at once, with the
+//! server's refusal, when the write is refused for a reason no retry changes.
+//!
+//! The mutation run found this shape twice (`agent/restart.rs:157`, `atom/watcher.rs:168`):
+//! a guard widened to "every error" made the loop try a refused write forever, and nothing
+//! noticed. Here each loop meets a subtree made read-only after the recipe has written once,
+//! and must answer `NoAuth` within [`AT_ONCE`] on both backends.
+
+use std::future::Future;
+use std::time::Duration;
+
+use avout::atom::{Atom, AtomError};
+use avout::locktable::{LockTable, LockTableError, Transaction, assert, set_var};
+use avout::recipes::shared_value::SharedValue;
+use avout::stm::{Protocol, Stm, StmConfig, StmError};
+use avout::{Acl, Client, Coordination, Error};
+use avout_testkit::backend::Backend;
+
+use crate::support::{self, on_both};
+
+/// How long a refused write may take to fail: long enough for a loaded machine, far shorter
+/// than a loop that never ends.
+const AT_ONCE: Duration = Duration::from_secs(10);
+
+/// `op`'s result, or a failed test if it runs past [`AT_ONCE`].
+async fn at_once<T>(what: &str, op: impl Future<Output = T>) -> T {
+    tokio::time::timeout(AT_ONCE, op)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: a refused write was tried again and again"))
+}
+
+/// Asserts that `what` failed with `NoAuth` (inside a `multi` or not).
+fn refused(what: &str, error: Option<&Error>) {
+    assert!(
+        matches!(error.map(Error::root), Some(Error::NoAuth { .. })),
+        "{what}: {error:?}"
+    );
+}
+
+/// Makes `root` and every node below it readable and nothing else, for anyone.
+async fn read_only(client: &Client, root: &str) {
+    let mut stack = vec![root.to_owned()];
+    while let Some(path) = stack.pop() {
+        let (children, _) = client.get_children(&path).await.expect("children");
+        stack.extend(children.iter().map(|c| format!("{path}/{c}")));
+        client
+            .set_acl(&path, &Acl::read_unsafe(), None)
+            .await
+            .expect("setAcl");
+    }
+}
+
+/// The ZooKeeper error an atom operation failed with, if that is how it failed.
+fn zk<T>(result: Result<T, AtomError>) -> Option<Error> {
+    match result {
+        Err(AtomError::Zk(e)) => Some(e),
+        _ => None,
+    }
+}
+
+async fn atoms(client: &Client) {
+    let atom: Atom<u64> = Atom::open(client, "/refused/atom", 0).await.expect("open");
+    atom.swap(|n| n + 1).await.expect("a first swap");
+    read_only(client, "/refused/atom").await;
+    refused(
+        "swap",
+        zk(at_once("swap", atom.swap(|n| n + 1)).await).as_ref(),
+    );
+    refused("reset", zk(at_once("reset", atom.reset(7)).await).as_ref());
+    let cas = at_once("compare_and_set", atom.compare_and_set(&1, 2)).await;
+    refused("compare_and_set", zk(cas).as_ref());
+    assert_eq!(atom.deref().await.expect("still readable"), 1);
+}
+
+async fn shared_values(client: &Client) {
+    let value = SharedValue::start(client, "/refused/value", b"seed")
+        .await
+        .expect("start");
+    let seen = value.set(b"first").await.expect("a first set");
+    read_only(client, "/refused/value").await;
+    refused("set", at_once("set", value.set(b"x")).await.err().as_ref());
+    // A refusal is not "someone else wrote first" (`Ok(false)`).
+    let tried = at_once("try_set", value.try_set(&seen, b"x")).await;
+    refused("try_set", tried.err().as_ref());
+    value.close().await;
+}
+
+async fn transactions(client: &Client, protocol: Protocol, root: &str) {
+    let stm = Stm::open(client, root, StmConfig::with_protocol(protocol))
+        .await
+        .expect("open");
+    let a = stm.make_ref("a", 10i64).await.expect("ref");
+    let b = stm.make_ref("b", 0i64).await.expect("ref");
+    let transfer = || {
+        stm.dosync(async |tx| {
+            tx.alter(&a, |n| n - 1).await?;
+            tx.alter(&b, |n| n + 1).await?;
+            Ok(())
+        })
+    };
+    transfer().await.expect("a first transfer");
+    read_only(client, root).await;
+    let what = format!("{protocol:?} dosync");
+    match at_once(&what, transfer()).await {
+        Err(StmError::Zk(e)) => refused(&what, Some(&e)),
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+async fn lock_tables(client: &Client) {
+    let table = LockTable::new(client, "/refused/table").expect("table");
+    let enter = |patient: &str| {
+        Transaction::new(
+            "enter",
+            vec![assert(set_var("MDS-Entry", "CGROVE-35", patient))],
+        )
+    };
+    table.execute(&enter("R-1")).await.expect("a first entry");
+    read_only(client, "/refused/table").await;
+    match at_once("execute", table.execute(&enter("R-2"))).await {
+        Err(LockTableError::Zk(e)) => refused("execute", Some(&e)),
+        other => panic!("execute: {other:?}"),
+    }
+}
+
+async fn compare_and_set_loops(backend: &dyn Backend) {
+    let client = &support::client_of(backend).await;
+    atoms(client).await;
+    shared_values(client).await;
+    transactions(client, Protocol::Optimistic, "/refused/optimistic").await;
+    transactions(client, Protocol::Mvcc, "/refused/mvcc").await;
+    lock_tables(client).await;
+}
+
+on_both!(
+    /// Atoms, shared values, both STM protocols and lock tables fail at once on a refusal.
+    compare_and_set_loops_fail_at_once_on_a_refusal,
+    support::plain_sim(0x7ef0),
+    |b| compare_and_set_loops(b),
+);
