@@ -158,6 +158,14 @@ async fn semantics(backend: &dyn Backend, path: &str) {
         "an existing agent keeps its value"
     );
     assert_ne!(a.sender(), again.sender(), "each handle sends as itself");
+    // A log line names the agent and the handle.
+    let shown = format!("{a:?}");
+    assert!(
+        shown.starts_with("Agent {")
+            && shown.contains(path)
+            && shown.contains(&format!("sender: {}", a.sender())),
+        "{shown}"
+    );
     // A refusal ends `open` at once with that error: no agent can live under an ephemeral
     // node, and retrying (as for an error in doubt) would go on for ever.
     let ephemeral = format!("{path}-ephemeral");
