@@ -114,12 +114,17 @@ def render(doc: dict, results: dict[str, dict], triage: dict[str, dict]) -> str:
             f"stays pinned to its commit."
         )
     if secs:
+        left = len(sample) - len(run)
+        rest = (
+            f"; the {left} left need about {left * sum(secs) / len(secs) / 3600:.1f} h at that rate"
+            if left
+            else ""
+        )
         out.append(
             f"Time per mutant (`nice -n 19` on a shared 2-core machine; the first 99 with one build job "
             f"and one test thread, the rest with two of each): mean "
             f"{sum(secs) / len(secs):.0f} s, median {sorted(secs)[len(secs) // 2]:.0f} s, "
-            f"total {sum(secs) / 3600:.2f} h; the {len(sample) - len(run)} left need about "
-            f"{(len(sample) - len(run)) * sum(secs) / len(secs) / 3600:.1f} h at that rate."
+            f"total {sum(secs) / 3600:.2f} h{rest}."
         )
     base = results.get(harness.BASELINE)
     if base:
