@@ -2,6 +2,9 @@
 //! again on `BadVersion` or `NoNode`, which another writer causes) must fail at once, with the
 //! server's refusal, when the write is refused for a reason no retry changes.
 //!
+//! The recipes that only create and delete (locks, semaphores, elections, queues, double
+//! barriers) are held to the same: a refused create or delete is an error, never a wait.
+//!
 //! The mutation run found this shape twice (`agent/restart.rs:157`, `atom/watcher.rs:168`):
 //! a guard widened to "every error" made the loop try a refused write forever, and nothing
 //! noticed. Here each loop meets a subtree made read-only after the recipe has written once,
@@ -11,7 +14,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use avout::atom::{Atom, AtomError};
+use avout::lock::{Mutex, RwLock};
 use avout::locktable::{LockTable, LockTableError, Transaction, assert, set_var};
+use avout::recipes::double_barrier::DoubleBarrier;
+use avout::recipes::election::Election;
+use avout::recipes::queue::Queue;
+use avout::recipes::semaphore::Semaphore;
 use avout::recipes::shared_value::SharedValue;
 use avout::stm::{Protocol, Stm, StmConfig, StmError};
 use avout::{Acl, Client, Coordination, Error};
@@ -38,16 +46,21 @@ fn refused(what: &str, error: Option<&Error>) {
     );
 }
 
-/// Makes `root` and every node below it readable and nothing else, for anyone.
+/// Makes `root` and every node below it readable and nothing else, for anyone (a node that
+/// goes meanwhile, such as a lock node whose release was deferred, is passed over).
 async fn read_only(client: &Client, root: &str) {
     let mut stack = vec![root.to_owned()];
     while let Some(path) = stack.pop() {
-        let (children, _) = client.get_children(&path).await.expect("children");
+        let children = match client.get_children(&path).await {
+            Ok((children, _)) => children,
+            Err(Error::NoNode { .. }) => continue,
+            Err(e) => panic!("getChildren {path}: {e}"),
+        };
         stack.extend(children.iter().map(|c| format!("{path}/{c}")));
-        client
-            .set_acl(&path, &Acl::read_unsafe(), None)
-            .await
-            .expect("setAcl");
+        match client.set_acl(&path, &Acl::read_unsafe(), None).await {
+            Ok(_) | Err(Error::NoNode { .. }) => {}
+            Err(e) => panic!("setAcl {path}: {e}"),
+        }
     }
 }
 
@@ -138,4 +151,57 @@ on_both!(
     compare_and_set_loops_fail_at_once_on_a_refusal,
     support::plain_sim(0x7ef0),
     |b| compare_and_set_loops(b),
+);
+
+/// Asserts that `what` failed, and with `NoAuth` somewhere in its error (the recipes wrap
+/// ZooKeeper's errors in types of their own).
+fn refused_debug<T: std::fmt::Debug, E: std::fmt::Debug>(what: &str, result: Result<T, E>) {
+    match result {
+        Err(e) => assert!(format!("{e:?}").contains("NoAuth"), "{what}: {e:?}"),
+        Ok(v) => panic!("{what} was not refused: {v:?}"),
+    }
+}
+
+async fn creating_recipes(backend: &dyn Backend) {
+    let client = &support::client_of(backend).await;
+    let mutex = Mutex::new(client, "/refused/mutex").expect("handle");
+    mutex
+        .lock()
+        .await
+        .expect("a first lock")
+        .unlock()
+        .await
+        .expect("unlock");
+    let rw = RwLock::new(client, "/refused/rw").expect("handle");
+    drop(rw.write().await.expect("a first write lock"));
+    let semaphore = Semaphore::new(client, "/refused/semaphore", 2).expect("handle");
+    let lease = semaphore.acquire().await.expect("a first lease");
+    lease.release().await.expect("release");
+    let election = Election::new(client, "/refused/election").expect("handle");
+    drop(election.campaign().await.expect("a first campaign"));
+    let queue = Queue::new(client, "/refused/queue").expect("handle");
+    queue.put(b"a").await.expect("a first put");
+    let round = DoubleBarrier::new(client, "/refused/round", 1).expect("handle");
+    round
+        .enter()
+        .await
+        .expect("a first entry")
+        .leave()
+        .await
+        .expect("leave");
+    read_only(client, "/refused").await;
+    refused_debug("lock", at_once("lock", mutex.lock()).await);
+    refused_debug("write lock", at_once("write lock", rw.write()).await);
+    refused_debug("acquire", at_once("acquire", semaphore.acquire()).await);
+    refused_debug("campaign", at_once("campaign", election.campaign()).await);
+    refused_debug("put", at_once("put", queue.put(b"b")).await);
+    refused_debug("take", at_once("take", queue.take()).await);
+    refused_debug("enter", at_once("enter", round.enter()).await);
+}
+
+on_both!(
+    /// Locks, semaphores, elections, queues and double barriers fail at once on a refusal.
+    creating_recipes_fail_at_once_on_a_refusal,
+    support::plain_sim(0x7ef1),
+    |b| creating_recipes(b),
 );
