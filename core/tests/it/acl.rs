@@ -207,9 +207,9 @@ async fn both_stm_protocols() {
     }
 }
 
-/// Adds to a counter.
+/// Adds to a counter (the refusal tests send it too).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-struct Add(i64);
+pub(crate) struct Add(pub(crate) i64);
 
 impl Action<i64> for Add {
     type Error = String;

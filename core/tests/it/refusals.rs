@@ -2,8 +2,9 @@
 //! again on `BadVersion` or `NoNode`, which another writer causes) must fail at once, with the
 //! server's refusal, when the write is refused for a reason no retry changes.
 //!
-//! The recipes that only create and delete (locks, semaphores, elections, queues, double
-//! barriers) are held to the same: a refused create or delete is an error, never a wait.
+//! Every other recipe that writes (locks, semaphores, elections, queues, barriers, groups,
+//! agents' sends, shared counts, two-phase commit) is held to the same: a refused create,
+//! delete or set is an error, never a wait.
 //!
 //! The mutation run found this shape twice (`agent/restart.rs:157`, `atom/watcher.rs:168`):
 //! a guard widened to "every error" made the loop try a refused write forever, and nothing
@@ -13,18 +14,23 @@
 use std::future::Future;
 use std::time::Duration;
 
+use avout::agent::Agent;
 use avout::atom::{Atom, AtomError};
-use avout::lock::{Mutex, RwLock};
+use avout::lock::{MultiLock, Mutex, RwLock};
 use avout::locktable::{LockTable, LockTableError, Transaction, assert, set_var};
+use avout::recipes::barrier::Barrier;
 use avout::recipes::double_barrier::DoubleBarrier;
 use avout::recipes::election::Election;
-use avout::recipes::queue::Queue;
+use avout::recipes::group::Group;
+use avout::recipes::queue::{DelayQueue, IdQueue, PriorityQueue, Queue};
 use avout::recipes::semaphore::Semaphore;
-use avout::recipes::shared_value::SharedValue;
+use avout::recipes::shared_value::{SharedCount, SharedValue};
+use avout::recipes::two_phase_commit::Coordinator;
 use avout::stm::{Protocol, Stm, StmConfig, StmError};
 use avout::{Acl, Client, Coordination, Error};
 use avout_testkit::backend::Backend;
 
+use crate::acl::Add;
 use crate::support::{self, on_both};
 
 /// How long a refused write may take to fail: long enough for a loaded machine, far shorter
@@ -165,13 +171,8 @@ fn refused_debug<T: std::fmt::Debug, E: std::fmt::Debug>(what: &str, result: Res
 async fn creating_recipes(backend: &dyn Backend) {
     let client = &support::client_of(backend).await;
     let mutex = Mutex::new(client, "/refused/mutex").expect("handle");
-    mutex
-        .lock()
-        .await
-        .expect("a first lock")
-        .unlock()
-        .await
-        .expect("unlock");
+    let first = mutex.lock().await.expect("a first lock");
+    first.unlock().await.expect("unlock");
     let rw = RwLock::new(client, "/refused/rw").expect("handle");
     drop(rw.write().await.expect("a first write lock"));
     let semaphore = Semaphore::new(client, "/refused/semaphore", 2).expect("handle");
@@ -204,4 +205,52 @@ on_both!(
     creating_recipes_fail_at_once_on_a_refusal,
     support::plain_sim(0x7ef1),
     |b| creating_recipes(b),
+);
+
+async fn other_recipes(backend: &dyn Backend) {
+    let client = &support::client_of(backend).await;
+    let multi = MultiLock::new(client, ["/refusing/a", "/refusing/b"]).expect("handle");
+    let first = multi.lock().await.expect("a first lock");
+    first.unlock().await.expect("unlock");
+    let priority = PriorityQueue::new(client, "/refusing/priority").expect("handle");
+    priority.put(3, b"a").await.expect("a first put");
+    let ids = IdQueue::new(client, "/refusing/ids").expect("handle");
+    ids.put("job-1", b"a").await.expect("a first put");
+    let delayed = DelayQueue::new(client, "/refusing/delayed").expect("handle");
+    let later = Duration::from_secs(60);
+    delayed.put_after(later, b"a").await.expect("a first put");
+    let barrier = Barrier::new(client, "/refusing/gate").expect("handle");
+    barrier.set().await.expect("a first set");
+    barrier.remove().await.expect("remove");
+    let group = Group::new(client, "/refusing/group").expect("handle");
+    drop(group.join("alice", b"up").await.expect("a first join"));
+    let agent: Agent<i64, Add> = Agent::open(client, "/refusing/agent", 0)
+        .await
+        .expect("open");
+    agent.send(Add(1)).await.expect("a first send");
+    let count = SharedCount::start(client, "/refusing/count", 7)
+        .await
+        .expect("start");
+    read_only(client, "/refusing").await;
+    refused_debug("multi-lock", at_once("multi-lock", multi.lock()).await);
+    refused_debug("priority put", at_once("put", priority.put(3, b"b")).await);
+    refused_debug("id put", at_once("put", ids.put("job-2", b"b")).await);
+    refused_debug(
+        "delay put",
+        at_once("put", delayed.put_after(later, b"b")).await,
+    );
+    refused_debug("barrier set", at_once("set", barrier.set()).await);
+    refused_debug("join", at_once("join", group.join("bob", b"up")).await);
+    refused_debug("send", at_once("send", agent.send(Add(1))).await);
+    refused_debug("count set", at_once("set", count.set(8)).await);
+    let begun = Coordinator::begin(client, "/refusing/tx", &["a"], b"payload");
+    refused_debug("begin", at_once("begin", begun).await);
+}
+
+on_both!(
+    /// Multi-locks, the other queues, barriers, groups, agents' sends, shared counts and
+    /// two-phase commit fail at once on a refusal.
+    the_other_recipes_fail_at_once_on_a_refusal,
+    support::plain_sim(0x7ef2),
+    |b| other_recipes(b),
 );
