@@ -17,7 +17,6 @@ pub(crate) fn probe<C: Coordination>(inner: C) -> Arc<Probe<C>> {
     Arc::new(Intercepted::new(
         inner,
         Counters {
-            requests: AtomicUsize::new(0),
             names: Mutex::new(Vec::new()),
             lose_next_set_reply: AtomicBool::new(false),
             lost: AtomicUsize::new(0),
@@ -27,7 +26,7 @@ pub(crate) fn probe<C: Coordination>(inner: C) -> Arc<Probe<C>> {
 
 /// What a [`Probe`] counts, and the loss it is armed with.
 pub(crate) struct Counters {
-    requests: AtomicUsize,
+    /// The name of every request sent, in order (their count is the request count).
     names: Mutex<Vec<&'static str>>,
     lose_next_set_reply: AtomicBool,
     lost: AtomicUsize,
@@ -36,7 +35,7 @@ pub(crate) struct Counters {
 impl Counters {
     /// Requests sent so far.
     pub(crate) fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
+        self.names.lock().expect("the probe's log").len()
     }
 
     /// The names ([`Request::name`]) of the requests sent from the `from`th on.
@@ -61,11 +60,10 @@ impl Intercept for Counters {
         inner: &'a dyn Coordination,
         request: Request,
     ) -> OpFuture<'a, (Reply, Option<Watch>)> {
-        // The log under its lock with the count, so `names_from(requests())` lines up.
-        let mut names = self.names.lock().expect("the probe's log");
-        names.push(request.name());
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        drop(names);
+        self.names
+            .lock()
+            .expect("the probe's log")
+            .push(request.name());
         let lose = matches!(request, Request::SetData { .. })
             && self.lose_next_set_reply.swap(false, Ordering::SeqCst);
         let reply = inner.submit(request);
